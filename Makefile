@@ -1,0 +1,56 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PY311   ?= python3.11
+PY312   ?= PYENV_VERSION=3.12.1 python3.12
+VENV    := .venv
+AFVENV  := .venv-af
+BIN     := $(VENV)/bin
+AF_VERSION := 1.0.467
+
+.PHONY: demo test test-fast lint format bench traces peers clean gtkwave-deps
+
+$(VENV)/.base: pyproject.toml
+	$(PY311) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.test: $(VENV)/.base pyproject.toml
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+# accelforge needs Python >= 3.12 (its hwcomponents dependency); it lives in its own
+# environment and is called as a subprocess by cyclesim.checks.peers.accelforge.
+$(AFVENV)/.installed:
+	$(PY312) -m venv $(AFVENV)
+	$(AFVENV)/bin/pip install -q --upgrade pip
+	$(AFVENV)/bin/pip install -q accelforge==$(AF_VERSION) pyyaml
+	touch $@
+
+peers: $(VENV)/.test $(AFVENV)/.installed
+
+demo: $(VENV)/.base
+	$(BIN)/python examples/eyeriss_memsize/run.py --out out/eyeriss_memsize
+
+test: peers
+	CYCLESIM_ACCELFORGE_PYTHON=$(abspath $(AFVENV))/bin/python \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider
+
+test-fast: $(VENV)/.test
+	$(BIN)/python -m pytest -q -m "not peer and not slow"
+
+lint: $(VENV)/.test
+	$(BIN)/ruff check cyclesim tests examples benchmarks
+	$(BIN)/ruff format --check cyclesim tests examples benchmarks
+
+format: $(VENV)/.test
+	$(BIN)/ruff format cyclesim tests examples benchmarks
+	$(BIN)/ruff check --fix cyclesim tests examples benchmarks
+
+bench: $(VENV)/.base
+	$(BIN)/python benchmarks/bench_engine.py
+
+traces: $(VENV)/.base
+	$(BIN)/python -m cyclesim.views.regen_traces traces
+
+clean:
+	rm -rf $(VENV) $(AFVENV) out build *.egg-info

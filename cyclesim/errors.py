@@ -1,0 +1,76 @@
+"""Exceptions of cyclesim: every one says what went wrong, where, and what to do."""
+
+from __future__ import annotations
+
+
+class CyclesimError(Exception):
+    """Base of every error cyclesim raises on purpose."""
+
+
+class SpecError(CyclesimError):
+    """An input file is wrong: names the file, the field path, the line, found and expected."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        field: str | None = None,
+        line: int | None = None,
+        found: object = None,
+        expected: str | None = None,
+    ) -> None:
+        self.file = file
+        self.field = field
+        self.line = line
+        self.found = found
+        self.expected = expected
+        self.detail = message
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = self.file or "<input>"
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.field:
+            where += f": field '{self.field}'"
+        text = f"{where}: {self.detail}"
+        if self.found is not None:
+            text += f" (found {self.found!r})"
+        if self.expected:
+            text += f"; expected {self.expected}"
+        return text
+
+    def with_context(self, *, file: str | None = None, field_prefix: str | None = None) -> SpecError:
+        """Return a copy with the file set and the field path prefixed (as the error rises)."""
+        field = self.field
+        if field_prefix:
+            field = f"{field_prefix}.{field}" if field else field_prefix
+        return SpecError(
+            self.detail,
+            file=file or self.file,
+            field=field,
+            line=self.line,
+            found=self.found,
+            expected=self.expected,
+        )
+
+
+class ScheduleError(CyclesimError):
+    """The inputs are well-formed but cannot be scheduled (e.g. tiles that do not fit)."""
+
+
+class EngineError(CyclesimError):
+    """The replay could not progress or broke an invariant; names cycle, component, tensor."""
+
+
+class CountMismatchError(EngineError):
+    """The engine's counted accesses differ from the schedule's closed form."""
+
+
+class TraceError(CyclesimError):
+    """A trace writer was used out of order or given values it cannot represent."""
+
+
+class PeerUnavailable(CyclesimError):
+    """A peer package (zigzag-dse, accelforge) is not installed; carries the reason."""

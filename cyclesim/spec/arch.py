@@ -1,0 +1,296 @@
+"""Architecture spec: PE array, memory levels with ports, DMA engines (frozen dataclasses)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cyclesim.errors import SpecError
+from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml, validate
+
+
+class PortKind(enum.Enum):
+    READ = "read"
+    WRITE = "write"
+    READ_WRITE = "read_write"
+
+
+class Direction(enum.Enum):
+    """The four directions a memory's port can serve (ZigZag's fh, th, tl, fl, in words)."""
+
+    WRITE_FROM_ABOVE = "write_from_above"  # a fill or partial-sum reload arriving from the parent
+    READ_TO_ABOVE = "read_to_above"  # a write-back leaving for the parent
+    READ_TO_BELOW = "read_to_below"  # read by the level below or by the PE array
+    WRITE_FROM_BELOW = "write_from_below"  # written by the level below or by the PE array
+
+    @property
+    def is_read(self) -> bool:
+        return self in (Direction.READ_TO_ABOVE, Direction.READ_TO_BELOW)
+
+
+# ---------------------------------------------------------------- validation models (YAML edge)
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Serve(_Strict):
+    tensor: str = Field(description="tensor name, or '*' for every tensor of the memory")
+    direction: Literal["write_from_above", "read_to_above", "read_to_below", "write_from_below"]
+
+
+class _Port(_Strict):
+    name: str
+    kind: Literal["read", "write", "read_write"]
+    width_bits: int = Field(gt=0, description="bits per cycle")
+    latency_cycles: int = Field(0, ge=0, description="paid once per transfer, after its last burst")
+    burst_bits: int | None = Field(None, gt=0, description="arbitration unit; default width_bits")
+    serves: list[_Serve] | None = Field(None, description="default: all that its kind allows")
+
+
+class _Memory(_Strict):
+    name: str
+    size_bits: int | None = Field(None, gt=0, description="per instance; null = unbounded")
+    shared_across: list[str] | None = Field(None, description="array dims; default: all")
+    tensors: list[str] | None = Field(None, description="tensors it may hold; default: all")
+    double_buffered: bool | list[str] = False
+    ports: list[_Port] = Field(min_length=1)
+    allocator: dict[str, Any] | None = None
+
+
+class _PEArray(_Strict):
+    dims: dict[str, int] = Field(min_length=1)
+    macs_per_pe_per_cycle: int = Field(1, gt=0)
+    pipeline_depth_cycles: int = Field(0, ge=0)
+
+
+class _Link(_Strict):
+    parent: str
+    child: str
+
+
+class _Dma(_Strict):
+    name: str
+    links: list[_Link] = Field(min_length=1)
+    channels: int = Field(1, gt=0)
+    setup_cycles: int = Field(0, ge=0)
+
+
+class _Arch(_Strict):
+    name: str
+    clock_mhz: float | None = Field(None, gt=0)
+    description: str | None = None
+    pe_array: _PEArray
+    memories: list[_Memory] = Field(min_length=1)
+    dma_engines: list[_Dma] = []
+
+
+# ---------------------------------------------------------------- the spec the rest of cyclesim uses
+@dataclass(frozen=True, slots=True)
+class Port:
+    name: str
+    kind: PortKind
+    width_bits: int
+    latency_cycles: int
+    burst_bits: int
+    serves: tuple[tuple[str, Direction], ...] | None  # None: everything its kind allows
+
+    def can_serve(self, tensor: str, direction: Direction) -> bool:
+        if direction.is_read and self.kind is PortKind.WRITE:
+            return False
+        if not direction.is_read and self.kind is PortKind.READ:
+            return False
+        if self.serves is None:
+            return True
+        return any(t in ("*", tensor) and d is direction for t, d in self.serves)
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    name: str
+    size_bits: int | None
+    shared_across: tuple[str, ...]
+    tensors: tuple[str, ...] | None  # None: any tensor
+    double_buffered: tuple[str, ...] | bool
+    ports: tuple[Port, ...]
+    allocator: dict | None = None
+
+    def holds(self, tensor: str) -> bool:
+        return self.tensors is None or tensor in self.tensors
+
+    def slots_for(self, tensor: str) -> int:
+        """Two slots when the tensor is double-buffered here, otherwise one."""
+        if isinstance(self.double_buffered, bool):
+            return 2 if self.double_buffered else 1
+        return 2 if tensor in self.double_buffered else 1
+
+    def port_for(self, tensor: str, direction: Direction) -> Port | None:
+        """The single port that serves (tensor, direction), or None if no port does."""
+        for port in self.ports:
+            if port.can_serve(tensor, direction):
+                return port
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PEArray:
+    dims: tuple[tuple[str, int], ...]
+    macs_per_pe_per_cycle: int
+    pipeline_depth_cycles: int
+
+    @property
+    def dim_sizes(self) -> dict[str, int]:
+        return dict(self.dims)
+
+
+@dataclass(frozen=True, slots=True)
+class DmaEngine:
+    name: str
+    links: tuple[tuple[str, str], ...]  # (parent memory, child memory)
+    channels: int
+    setup_cycles: int
+
+
+@dataclass(frozen=True, slots=True)
+class Architecture:
+    name: str
+    pe_array: PEArray
+    memories: tuple[Memory, ...]  # outermost first
+    dma_engines: tuple[DmaEngine, ...] = ()
+    clock_mhz: float | None = None
+    source: str = "<architecture>"
+    lines: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def memory(self, name: str) -> Memory:
+        for mem in self.memories:
+            if mem.name == name:
+                return mem
+        raise KeyError(name)
+
+    def memory_index(self, name: str) -> int:
+        return [m.name for m in self.memories].index(name)
+
+    def dma_for(self, parent: str, child: str) -> DmaEngine | None:
+        for dma in self.dma_engines:
+            if (parent, child) in dma.links:
+                return dma
+        return None
+
+    def error(self, message: str, loc: tuple = (), **kw: Any) -> SpecError:
+        """A SpecError pointing into this architecture file."""
+        return SpecError(
+            message, file=self.source, field=format_path(loc) or None, line=line_of(self.lines, loc), **kw
+        )
+
+
+def load_architecture(path: str) -> Architecture:
+    """Read and validate an architecture YAML file; raise SpecError naming file and field."""
+    data, lines, name = read_yaml(path)
+    return architecture_from_dict(data, name, lines)
+
+
+def architecture_from_dict(data: Any, name: str = "<architecture>", lines: Lines | None = None) -> Architecture:
+    """Validate a parsed architecture; every fault is one SpecError."""
+    lines = lines or {}
+    raw: _Arch = validate(_Arch, data, lines, name, "architecture")  # type: ignore[assignment]
+
+    def err(msg: str, loc: tuple, **kw: Any) -> SpecError:
+        return SpecError(msg, file=name, field=format_path(loc), line=line_of(lines, loc), **kw)
+
+    dims = raw.pe_array.dims
+    for dim, size in dims.items():
+        if size <= 0:
+            raise err("array dimension sizes must be positive", ("pe_array", "dims", dim), found=size)
+    _unique([m.name for m in raw.memories], ("memories",), "memory", err)
+    memories = []
+    for mi, m in enumerate(raw.memories):
+        loc = ("memories", mi)
+        shared = tuple(m.shared_across) if m.shared_across is not None else tuple(dims)
+        for si, d in enumerate(shared):
+            if d not in dims:
+                raise err(
+                    f"memory '{m.name}' is shared across an unknown array dimension",
+                    loc + ("shared_across", si),
+                    found=d,
+                    expected=f"one of {sorted(dims)}",
+                )
+        _unique([p.name for p in m.ports], loc + ("ports",), "port", err)
+        ports = []
+        for pi, p in enumerate(m.ports):
+            serves = None
+            if p.serves is not None:
+                serves = tuple((s.tensor, Direction(s.direction)) for s in p.serves)
+                for si, (tensor, _) in enumerate(serves):
+                    if tensor != "*" and m.tensors is not None and tensor not in m.tensors:
+                        raise err(
+                            f"port '{p.name}' serves a tensor memory '{m.name}' does not hold",
+                            loc + ("ports", pi, "serves", si, "tensor"),
+                            found=tensor,
+                            expected=f"one of {m.tensors}",
+                        )
+            port = Port(p.name, PortKind(p.kind), p.width_bits, p.latency_cycles, p.burst_bits or p.width_bits, serves)
+            for si, (_, direction) in enumerate(serves or ()):
+                if not port.can_serve("*", direction) and not any(
+                    port.can_serve(t, direction) for t, _ in serves
+                ):
+                    raise err(
+                        f"a {p.kind} port cannot serve direction {direction.value}",
+                        loc + ("ports", pi, "serves", si, "direction"),
+                    )
+            ports.append(port)
+        db = m.double_buffered
+        if isinstance(db, list):
+            for di, t in enumerate(db):
+                if m.tensors is not None and t not in m.tensors:
+                    raise err(
+                        f"double_buffered names a tensor memory '{m.name}' does not hold",
+                        loc + ("double_buffered", di),
+                        found=t,
+                    )
+            db = tuple(db)
+        mem = Memory(m.name, m.size_bits, shared, tuple(m.tensors) if m.tensors is not None else None, db, tuple(ports), m.allocator)
+        _check_port_ambiguity(mem, loc, err)
+        memories.append(mem)
+    names = [m.name for m in memories]
+    dmas = []
+    for di, d in enumerate(raw.dma_engines):
+        links = []
+        for li, link in enumerate(d.links):
+            for end in ("parent", "child"):
+                value = getattr(link, end)
+                if value not in names:
+                    raise err(
+                        f"DMA engine '{d.name}' names an unknown memory",
+                        ("dma_engines", di, "links", li, end),
+                        found=value,
+                        expected=f"one of {names}",
+                    )
+            links.append((link.parent, link.child))
+        dmas.append(DmaEngine(d.name, tuple(links), d.channels, d.setup_cycles))
+    pe = PEArray(tuple(dims.items()), raw.pe_array.macs_per_pe_per_cycle, raw.pe_array.pipeline_depth_cycles)
+    return Architecture(raw.name, pe, tuple(memories), tuple(dmas), raw.clock_mhz, name, lines)
+
+
+def _unique(names: list[str], loc: tuple, what: str, err: Any) -> None:
+    seen = set()
+    for i, n in enumerate(names):
+        if n in seen:
+            raise err(f"duplicate {what} name", loc + (i, "name"), found=n, expected="unique names")
+        seen.add(n)
+
+
+def _check_port_ambiguity(mem: Memory, loc: tuple, err: Any) -> None:
+    """Each (memory, tensor, direction) must be served by at most one port."""
+    tensors = list(mem.tensors) if mem.tensors is not None else ["*"]
+    for tensor in tensors:
+        for direction in Direction:
+            serving = [p.name for p in mem.ports if p.can_serve(tensor, direction)]
+            if len(serving) > 1:
+                what = f"tensor {tensor}" if tensor != "*" else "every tensor"
+                raise err(
+                    f"memory '{mem.name}': {what}, direction {direction.value} is served by "
+                    f"several ports {serving}; give the ports 'serves' lists so exactly one serves it",
+                    loc + ("ports",),
+                )

@@ -1,0 +1,294 @@
+"""Mapping spec: a loop tree (storage, temporal, spatial, sequential, compute nodes), outermost first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cyclesim.errors import SpecError
+from cyclesim.spec.arch import Architecture
+from cyclesim.spec.workload import Workload
+from cyclesim.spec.yamlio import Lines, line_of, read_yaml, validate
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _StorageN(_Strict):
+    type: Literal["storage"]
+    memory: str
+    tensors: list[str] = Field(min_length=1)
+
+
+class _TemporalN(_Strict):
+    type: Literal["temporal"]
+    rank: str
+    bound: int = Field(ge=1)
+
+
+class _SpatialN(_Strict):
+    type: Literal["spatial"]
+    rank: str
+    bound: int = Field(ge=1)
+    dim: str
+
+
+class _ComputeN(_Strict):
+    type: Literal["compute"]
+    einsum: str
+
+
+class _SequentialN(_Strict):
+    type: Literal["sequential"]
+    branches: list[list[_AnyNode]] = Field(min_length=1)
+
+
+_AnyNode = Annotated[
+    Union[_StorageN, _TemporalN, _SpatialN, _ComputeN, _SequentialN], Field(discriminator="type")
+]
+_SequentialN.model_rebuild()
+
+
+class _Mapping(_Strict):
+    name: str | None = None
+    loop_tree: list[_AnyNode] = Field(min_length=1)
+
+
+# ---------------------------------------------------------------- spec dataclasses
+@dataclass(frozen=True, slots=True)
+class Storage:
+    memory: str
+    tensors: tuple[str, ...]
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Temporal:
+    rank: str
+    bound: int
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Spatial:
+    rank: str
+    bound: int
+    dim: str
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    einsum: str
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Sequential:
+    branches: tuple[tuple[Node, ...], ...]
+    path: str = ""
+
+
+Node = Storage | Temporal | Spatial | Compute | Sequential
+Loop = Temporal | Spatial
+
+
+@dataclass(frozen=True, slots=True)
+class Mapping:
+    loop_tree: tuple[Node, ...]
+    name: str = "mapping"
+    source: str = "<mapping>"
+    lines: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def error(self, message: str, path: str, **kw: Any) -> SpecError:
+        """A SpecError pointing at a node of this mapping file by its field path."""
+        return SpecError(message, file=self.source, field=path, line=_line_for(self.lines, path), **kw)
+
+
+def _line_for(lines: Lines, path: str) -> int | None:
+    loc: list = []
+    for part in path.replace("]", "").replace("[", ".").split("."):
+        if part:
+            loc.append(int(part) if part.isdigit() else part)
+    return line_of(lines, tuple(loc))
+
+
+def leaves(tree: tuple[Node, ...]) -> list[tuple[tuple[Node, ...], Compute]]:
+    """Every compute node with the nodes above it (outermost first), in execution order."""
+    out: list[tuple[tuple[Node, ...], Compute]] = []
+
+    def walk(nodes: tuple[Node, ...], above: tuple[Node, ...]) -> None:
+        for i, node in enumerate(nodes):
+            if isinstance(node, Compute):
+                out.append((above + nodes[:i], node))
+                return
+            if isinstance(node, Sequential):
+                for branch in node.branches:
+                    walk(branch, above + nodes[:i])
+                return
+
+    walk(tree, ())
+    return out
+
+
+def load_mapping(path: str, arch: Architecture, workload: Workload) -> Mapping:
+    """Read a mapping YAML file and validate it against the architecture and workload."""
+    data, lines, name = read_yaml(path)
+    return mapping_from_dict(data, arch, workload, name, lines)
+
+
+def mapping_from_dict(
+    data: Any, arch: Architecture, workload: Workload, name: str = "<mapping>", lines: Lines | None = None
+) -> Mapping:
+    """Validate a parsed mapping; every fault is one SpecError naming the node's field path."""
+    lines = lines or {}
+    raw: _Mapping = validate(_Mapping, data, lines, name, "mapping")  # type: ignore[assignment]
+    tree = _convert(raw.loop_tree, "loop_tree")
+    mapping = Mapping(tree, raw.name or "mapping", name, lines)
+    check_mapping(mapping, arch, workload)
+    return mapping
+
+
+def _convert(nodes: list, prefix: str) -> tuple[Node, ...]:
+    out: list[Node] = []
+    for i, n in enumerate(nodes):
+        path = f"{prefix}[{i}]"
+        if isinstance(n, _StorageN):
+            out.append(Storage(n.memory, tuple(n.tensors), path))
+        elif isinstance(n, _TemporalN):
+            out.append(Temporal(n.rank, n.bound, path))
+        elif isinstance(n, _SpatialN):
+            out.append(Spatial(n.rank, n.bound, n.dim, path))
+        elif isinstance(n, _ComputeN):
+            out.append(Compute(n.einsum, path))
+        else:
+            out.append(Sequential(tuple(_convert(b, f"{path}.branches[{bi}]") for bi, b in enumerate(n.branches)), path))
+    return tuple(out)
+
+
+def check_mapping(mapping: Mapping, arch: Architecture, workload: Workload) -> None:
+    """Semantic checks of a loop tree against the architecture and workload."""
+    err = mapping.error
+    mem_names = [m.name for m in arch.memories]
+    dims = arch.pe_array.dim_sizes
+    seen_einsums: dict[str, str] = {}
+
+    def check_list(nodes: tuple[Node, ...]) -> set[str]:
+        """Check one node list; return the Einsums computed below it."""
+        for i, node in enumerate(nodes):
+            last = i == len(nodes) - 1
+            if isinstance(node, (Compute, Sequential)) and not last:
+                raise err(
+                    f"a {type(node).__name__.lower()} node must be the last of its list",
+                    nodes[i + 1].path,
+                    expected="nothing after a compute or sequential node",
+                )
+            if last and not isinstance(node, (Compute, Sequential)):
+                raise err("a loop-tree list must end with a compute or sequential node", node.path)
+        below: set[str] = set()
+        for node in reversed(nodes):
+            if isinstance(node, Compute):
+                if node.einsum not in [e.name for e in workload.einsums]:
+                    raise err(
+                        "compute node names an unknown Einsum",
+                        node.path + ".einsum",
+                        found=node.einsum,
+                        expected=f"one of {[e.name for e in workload.einsums]}",
+                    )
+                if node.einsum in seen_einsums:
+                    raise err(f"Einsum '{node.einsum}' is computed twice", node.path)
+                seen_einsums[node.einsum] = node.path
+                below = {node.einsum}
+            elif isinstance(node, Sequential):
+                for branch in node.branches:
+                    below |= check_list(branch)
+            elif isinstance(node, Storage):
+                if node.memory not in mem_names:
+                    raise err(
+                        "storage node names an unknown memory",
+                        node.path + ".memory",
+                        found=node.memory,
+                        expected=f"one of {mem_names}",
+                    )
+                mem = arch.memory(node.memory)
+                used = {a.tensor for e in below for a in workload.einsum(e).accesses}
+                for ti, t in enumerate(node.tensors):
+                    tpath = f"{node.path}.tensors[{ti}]"
+                    if t not in [x.name for x in workload.tensors]:
+                        raise err(
+                            "storage node names an unknown tensor",
+                            tpath,
+                            found=t,
+                            expected=f"one of {[x.name for x in workload.tensors]}",
+                        )
+                    if not mem.holds(t):
+                        raise err(
+                            f"memory '{mem.name}' may not hold tensor {t} (architecture lists {list(mem.tensors or ())})",
+                            tpath,
+                        )
+                    if t not in used:
+                        raise err(f"tensor {t} is used by no Einsum below this storage node", tpath)
+                if len(set(node.tensors)) != len(node.tensors):
+                    raise err("a tensor is listed twice", node.path + ".tensors")
+            else:
+                ranks = {r for e in below for r in workload.einsum(e).rank_sizes}
+                if node.rank not in ranks:
+                    raise err(
+                        "loop over a rank no Einsum below it has",
+                        node.path + ".rank",
+                        found=node.rank,
+                        expected=f"one of {sorted(ranks)}",
+                    )
+                if isinstance(node, Spatial) and node.dim not in dims:
+                    raise err(
+                        "spatial loop over an unknown array dimension",
+                        node.path + ".dim",
+                        found=node.dim,
+                        expected=f"one of {sorted(dims)}",
+                    )
+        return below
+
+    check_list(mapping.loop_tree)
+    for e in workload.einsums:
+        if e.name not in seen_einsums:
+            raise err(f"Einsum '{e.name}' has no compute node", "loop_tree")
+    for above, comp in leaves(mapping.loop_tree):
+        einsum = workload.einsum(comp.einsum)
+        sizes = einsum.rank_sizes
+        product = {r: 1 for r in sizes}
+        spatial = {d: 1 for d in dims}
+        for node in above:
+            if isinstance(node, (Temporal, Spatial)):
+                if node.rank not in sizes:
+                    if node.bound != 1:
+                        raise err(
+                            f"loop over rank '{node.rank}' sits above Einsum '{einsum.name}', which has no such rank",
+                            node.path,
+                        )
+                    continue
+                product[node.rank] *= node.bound
+                if isinstance(node, Spatial):
+                    spatial[node.dim] *= node.bound
+                    if spatial[node.dim] > dims[node.dim]:
+                        raise err(
+                            f"spatial loops over dimension {node.dim} unroll {spatial[node.dim]} > its size {dims[node.dim]}",
+                            node.path,
+                        )
+        for r, s in sizes.items():
+            if product[r] != s:
+                raise err(
+                    f"loop bounds over rank '{r}' above Einsum '{einsum.name}' multiply to {product[r]}",
+                    comp.path,
+                    found=product[r],
+                    expected=f"{s} (the rank's size)",
+                )
+        kept = {t for node in above if isinstance(node, Storage) for t in node.tensors}
+        for a in einsum.accesses:
+            if a.tensor not in kept:
+                raise err(
+                    f"tensor {a.tensor} of Einsum '{einsum.name}' has no storage node above its compute node",
+                    comp.path,
+                )

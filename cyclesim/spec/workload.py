@@ -1,0 +1,244 @@
+"""Workload spec: Einsums with ranks, tensors with (affine) projections and precisions."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cyclesim.errors import SpecError
+from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml, validate
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _TensorDecl(_Strict):
+    bits_per_value: int = Field(gt=0)
+    partial_sum_bits: int | None = Field(None, gt=0, description="outputs: width while reducing")
+
+
+class _Access(_Strict):
+    tensor: str
+    projection: list[str] = Field(description="one entry per tensor dimension: 'm' or '2*ox + fx'")
+
+
+class _Einsum(_Strict):
+    name: str
+    ranks: dict[str, int] = Field(min_length=1)
+    inputs: list[_Access] = Field(min_length=1)
+    outputs: list[_Access] = Field(min_length=1, max_length=1)
+    is_copy: bool = False
+    expression: str | None = None
+
+
+class _Workload(_Strict):
+    name: str | None = None
+    default_bits_per_value: int | None = Field(None, gt=0)
+    tensors: dict[str, _TensorDecl] = {}
+    einsums: list[_Einsum] = Field(min_length=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """One tensor dimension as an affine sum of ranks: ((coefficient, rank), ...)."""
+
+    terms: tuple[tuple[int, str], ...]
+
+    def ranks(self) -> tuple[str, ...]:
+        return tuple(r for _, r in self.terms)
+
+    def extent(self, tile: dict[str, int]) -> int:
+        """Values spanned when each rank r takes tile[r] consecutive values (default 1)."""
+        return sum(c * (tile.get(r, 1) - 1) for c, r in self.terms) + 1
+
+
+@dataclass(frozen=True, slots=True)
+class TensorAccess:
+    tensor: str
+    projection: tuple[Projection, ...]
+
+    def ranks(self) -> frozenset[str]:
+        return frozenset(r for p in self.projection for r in p.ranks())
+
+    def footprint(self, tile: dict[str, int]) -> int:
+        """Distinct values touched by a dense tile of the iteration space."""
+        n = 1
+        for p in self.projection:
+            n *= p.extent(tile)
+        return n
+
+
+@dataclass(frozen=True, slots=True)
+class Einsum:
+    name: str
+    ranks: tuple[tuple[str, int], ...]
+    inputs: tuple[TensorAccess, ...]
+    output: TensorAccess
+    is_copy: bool = False
+
+    @property
+    def rank_sizes(self) -> dict[str, int]:
+        return dict(self.ranks)
+
+    @property
+    def accesses(self) -> tuple[TensorAccess, ...]:
+        return self.inputs + (self.output,)
+
+    def access(self, tensor: str) -> TensorAccess | None:
+        for a in self.accesses:
+            if a.tensor == tensor:
+                return a
+        return None
+
+    @property
+    def macs(self) -> int:
+        if self.is_copy:
+            return 0
+        n = 1
+        for _, s in self.ranks:
+            n *= s
+        return n
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    name: str
+    bits_per_value: int
+    partial_sum_bits: int
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    einsums: tuple[Einsum, ...]
+    tensors: tuple[Tensor, ...]  # in order of first appearance
+    name: str = "workload"
+    source: str = "<workload>"
+    lines: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def tensor(self, name: str) -> Tensor:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def einsum(self, name: str) -> Einsum:
+        for e in self.einsums:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+    def producer(self, tensor: str) -> Einsum | None:
+        for e in self.einsums:
+            if e.output.tensor == tensor:
+                return e
+        return None
+
+    def tensor_size(self, tensor: str) -> int:
+        """Values in a whole tensor (from the first Einsum that accesses it)."""
+        for e in self.einsums:
+            a = e.access(tensor)
+            if a is not None:
+                return a.footprint(e.rank_sizes)
+        raise KeyError(tensor)
+
+
+_TERM = re.compile(r"^\s*(?:(\d+)\s*\*\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*$")
+
+
+def parse_projection(text: str) -> Projection:
+    """'2*ox + fx' -> Projection(((2,'ox'),(1,'fx'))); raise ValueError if not affine."""
+    terms = []
+    for part in text.split("+"):
+        m = _TERM.match(part)
+        if not m:
+            raise ValueError(part.strip() or text)
+        terms.append((int(m.group(1) or 1), m.group(2)))
+    return Projection(tuple(terms))
+
+
+def load_workload(path: str) -> Workload:
+    """Read and validate a workload YAML file; raise SpecError naming file and field."""
+    data, lines, name = read_yaml(path)
+    return workload_from_dict(data, name, lines)
+
+
+def workload_from_dict(data: Any, name: str = "<workload>", lines: Lines | None = None) -> Workload:
+    """Validate a parsed workload; every fault is one SpecError."""
+    lines = lines or {}
+    raw: _Workload = validate(_Workload, data, lines, name, "workload")  # type: ignore[assignment]
+
+    def err(msg: str, loc: tuple, **kw: Any) -> SpecError:
+        return SpecError(msg, file=name, field=format_path(loc), line=line_of(lines, loc), **kw)
+
+    einsums, order = [], []
+    seen_names = set()
+    for ei, e in enumerate(raw.einsums):
+        loc = ("einsums", ei)
+        if e.name in seen_names:
+            raise err("duplicate Einsum name", loc + ("name",), found=e.name)
+        seen_names.add(e.name)
+        for r, s in e.ranks.items():
+            if s <= 0:
+                raise err("rank sizes must be positive", loc + ("ranks", r), found=s)
+        accesses = []
+        for kind, items in (("inputs", e.inputs), ("outputs", e.outputs)):
+            for ai, acc in enumerate(items):
+                projs = []
+                for pi, text in enumerate(acc.projection):
+                    ploc = loc + (kind, ai, "projection", pi)
+                    try:
+                        proj = parse_projection(text)
+                    except ValueError as bad:
+                        raise err(
+                            "projection is not an affine sum of ranks",
+                            ploc,
+                            found=str(bad),
+                            expected="e.g. 'm' or '2*ox + fx'",
+                        ) from None
+                    for r in proj.ranks():
+                        if r not in e.ranks:
+                            raise err(
+                                f"projection of tensor {acc.tensor} uses a rank Einsum '{e.name}' does not have",
+                                ploc,
+                                found=r,
+                                expected=f"one of {sorted(e.ranks)}",
+                            )
+                    projs.append(proj)
+                accesses.append(TensorAccess(acc.tensor, tuple(projs)))
+                if acc.tensor not in order:
+                    order.append(acc.tensor)
+        names = [a.tensor for a in accesses]
+        if len(set(names)) != len(names):
+            raise err("a tensor appears twice in one Einsum", loc, found=names)
+        out = accesses[-1]
+        if e.is_copy and (len(accesses) != 2):
+            raise err("a copy Einsum has exactly one input and one output", loc + ("inputs",))
+        einsums.append(Einsum(e.name, tuple(e.ranks.items()), tuple(accesses[:-1]), out, e.is_copy))
+    producers: dict[str, str] = {}
+    for ei, e in enumerate(einsums):
+        if e.output.tensor in producers:
+            raise err(
+                f"tensor {e.output.tensor} is the output of two Einsums ({producers[e.output.tensor]}, {e.name})",
+                ("einsums", ei, "outputs", 0, "tensor"),
+            )
+        producers[e.output.tensor] = e.name
+    for ti, t in enumerate(raw.tensors):
+        if t not in order:
+            raise err("tensor declared but used by no Einsum", ("tensors", t), found=t)
+    tensors = []
+    for t in order:
+        decl = raw.tensors.get(t)
+        if decl is None and raw.default_bits_per_value is None:
+            raise err(
+                f"tensor {t} has no bits_per_value",
+                ("tensors",),
+                expected=f"tensors.{t}.bits_per_value or default_bits_per_value",
+            )
+        bits = decl.bits_per_value if decl else raw.default_bits_per_value
+        psum = (decl.partial_sum_bits if decl else None) or bits
+        tensors.append(Tensor(t, bits, psum))
+    return Workload(tuple(einsums), tuple(tensors), raw.name or "workload", name, lines)
