@@ -1,0 +1,1 @@
+"""checks: analytical models and peer adapters, side by side with the replay."""

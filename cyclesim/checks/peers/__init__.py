@@ -1,0 +1,1 @@
+"""peers: adapters that run the real peer packages when installed."""

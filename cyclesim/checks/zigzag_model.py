@@ -1,0 +1,392 @@
+"""ZigZag 3.9.1's latency model and word-access counts, reimplemented as pure functions.
+
+`evaluate(inputs)` follows reference/zigzag.md §3 term by term and returns one frozen
+`ZigZagLatency`. ZigZag's attribute names map to ours as follows:
+
+* `latency_total2` -> `latency_total_cycles` (what ZigZag reports),
+  `latency_total0` -> `latency_with_stall_cycles`, `latency_total1` -> `latency_with_onloading_cycles`;
+* `ideal_cycle` -> `ideal_cycles`, `ideal_temporal_cycle` -> `ideal_temporal_cycles`;
+  `ideal_temporal_cycle - ideal_cycle` -> `spatial_stall_cycles` (PEs left idle by the spatial mapping);
+* `stall_slack_comb` (SS_comb) -> `temporal_stall_cycles`; `stall_slack_comb_collect` -> `port_stalls`;
+* `data_onloading_cycle` / `data_offloading_cycle` / `systolic_drain_cycle` -> `onloading_cycles` /
+  `offloading_cycles` / `systolic_drain_cycles`;
+* `loading_offloading_cycles_borrowed_from_computation` -> `borrowed_cycles`;
+* `double_buffer_true` -> `double_buffers`; `memory_word_access` -> `word_accesses`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from math import ceil
+
+import numpy as np
+
+from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs
+from cyclesim.checks.zigzag_mapping import MappingQuantities, mapping_quantities
+from cyclesim.errors import SpecError
+
+DIRECTIONS = tuple(DataDirection)
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One periodic transfer and its window on a port (ZigZag's PortActivity)."""
+
+    layer_operand: str
+    memory: str
+    level: int
+    direction: DataDirection
+    real_cycles: int
+    allowed_cycles: int
+    period_cycles: int
+    period_count: int
+
+    @property
+    def stall_cycles(self) -> int:
+        """(real - allowed) x (N - 1); negative = slack. The first period belongs to on/offloading."""
+        return (self.real_cycles - self.allowed_cycles) * (self.period_count - 1)
+
+    @property
+    def updating_window_cycles(self) -> int:
+        """allowed x (N - 1): the memory updating window (MUW) over the layer."""
+        return self.allowed_cycles * (self.period_count - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class PortStall:
+    """Combined stall (+) or slack (-) of one physical port (SScomb), with its transfers."""
+
+    memory: str
+    port: str
+    transfers: tuple[Transfer, ...]
+    window_union_cycles: int
+    stall_cycles: int
+
+
+@dataclass(frozen=True, slots=True)
+class DoubleBuffer:
+    """ZigZag's inferred double buffering of one operand in one memory (there is no user switch)."""
+
+    layer_operand: str
+    memory: str
+    level: int
+    double_buffered: bool
+
+
+class LinkSharing(enum.Enum):
+    """Whether both ends of an onloading link sit on ports shared by the two inputs."""
+
+    SEPARATE = "separate"
+    HALF_SHARED = "half shared"
+    SHARED = "shared"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadingEntry:
+    """The first (onloading) or last (offloading) period of one transfer, after the N == 1 reduction."""
+
+    layer_operand: str
+    memory: str
+    level: int
+    direction: DataDirection
+    port: str
+    cycles: float
+    unreduced_cycles: int
+    port_shared_by_both_inputs: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LinkLoad:
+    """One link between two memory levels of an operand, in on- or offloading: the slower end counts."""
+
+    layer_operand: str
+    lower_memory: str
+    upper_memory: str
+    cycles: float
+    sharing: LinkSharing
+
+
+@dataclass(frozen=True, slots=True)
+class OnloadingParts:
+    """Per input operand: onloading on its own ports, on half-shared and on fully shared links."""
+
+    layer_operand: str
+    individual_cycles: float
+    half_shared_cycles: float
+    shared_cycles: float
+
+
+@dataclass(frozen=True, slots=True)
+class WordAccess:
+    """Port-width words moved in one direction at one memory level, summed over its instances."""
+
+    layer_operand: str
+    memory: str
+    level: int
+    direction: DataDirection
+    words: int
+
+
+@dataclass(frozen=True, slots=True)
+class ZigZagLatency:
+    """ZigZag's latency terms and word accesses for one layer and one fixed mapping."""
+
+    latency_total_cycles: float
+    ideal_cycles: int
+    ideal_temporal_cycles: float
+    temporal_stall_cycles: float
+    onloading_cycles: float
+    offloading_cycles: float
+    systolic_drain_cycles: int
+    borrowed_cycles: float
+    double_buffers: tuple[DoubleBuffer, ...]
+    port_stalls: tuple[PortStall, ...]
+    onloading_entries: tuple[LoadingEntry, ...]
+    offloading_entries: tuple[LoadingEntry, ...]
+    onloading_links: tuple[LinkLoad, ...]
+    offloading_links: tuple[LinkLoad, ...]
+    onloading_parts: tuple[OnloadingParts, ...]
+    word_accesses: tuple[WordAccess, ...]
+
+    @property
+    def spatial_stall_cycles(self) -> float:
+        """Cycles lost because the spatial mapping leaves PEs idle (ideal temporal - ideal)."""
+        return self.ideal_temporal_cycles - self.ideal_cycles
+
+    @property
+    def latency_with_stall_cycles(self) -> float:
+        """ZigZag's latency_total0: computation plus the worst port's stall."""
+        return self.ideal_temporal_cycles + self.temporal_stall_cycles
+
+    @property
+    def latency_with_onloading_cycles(self) -> float:
+        """ZigZag's latency_total1: latency_total0 plus onloading."""
+        return self.latency_with_stall_cycles + self.onloading_cycles
+
+    def words(self, layer_operand: str, memory: str, direction: DataDirection) -> int:
+        """Word accesses of one operand, memory and direction."""
+        for access in self.word_accesses:
+            if (access.layer_operand, access.memory, access.direction) == (
+                layer_operand,
+                memory,
+                direction,
+            ):
+                return access.words
+        raise KeyError((layer_operand, memory, direction))
+
+
+def evaluate(inputs: ZigZagInputs, *, cycles_per_op: float = 1.0) -> ZigZagLatency:
+    """ZigZag 3.9.1's CostModelEvaluation for a fixed temporal mapping. Raise SpecError if there is none."""
+    from cyclesim.checks.zigzag_loading import loading_latency
+
+    if inputs.temporal_mapping is None:
+        raise SpecError(
+            "ZigZag's latency model needs a fixed temporal mapping: give one (--temporal-mapping) "
+            "or let the installed zigzag-dse choose it",
+            file=inputs.mapping.file,
+            field="temporal_ordering",
+        )
+    q = mapping_quantities(inputs)
+    double = double_buffer_flags(inputs, q)
+    windows = {key: _allowed_and_real(inputs, q, double, key, cycles_per_op) for key in q.links}
+    ports = port_stalls(inputs, q, windows, cycles_per_op)
+    stall = max([0] + [p.stall_cycles for p in ports])
+    loading = loading_latency(inputs, q, windows, stall, cycles_per_op)
+    layer = inputs.layer
+    ideal = ceil(ceil(layer.mac_count / inputs.accelerator.pe_count) * cycles_per_op)
+    ideal_temporal = q.total_cycles * cycles_per_op
+    drain = sum(
+        max(ceil(_array_utilization(inputs, dim)) - 1, 0)
+        for dim in inputs.accelerator.systolic_dimensions
+        if dim in dict(inputs.mapping.spatial)
+    )
+    return ZigZagLatency(
+        latency_total_cycles=ideal_temporal
+        + stall
+        + loading.onloading
+        + loading.offloading
+        + drain,
+        ideal_cycles=ideal,
+        ideal_temporal_cycles=ideal_temporal,
+        temporal_stall_cycles=stall,
+        onloading_cycles=loading.onloading,
+        offloading_cycles=loading.offloading,
+        systolic_drain_cycles=drain,
+        borrowed_cycles=loading.borrowed,
+        double_buffers=tuple(
+            DoubleBuffer(op, memory.name, m, double[op][m + 1])
+            for op in layer.operands
+            for m, memory in enumerate(inputs.accelerator.levels(inputs.mapping.memory_operand(op)))
+        ),
+        port_stalls=ports,
+        onloading_entries=loading.onloading_entries,
+        offloading_entries=loading.offloading_entries,
+        onloading_links=loading.onloading_links,
+        offloading_links=loading.offloading_links,
+        onloading_parts=loading.parts,
+        word_accesses=word_accesses(inputs, q),
+    )
+
+
+def _array_utilization(inputs: ZigZagInputs, array_dim: str) -> int:
+    """Product of the unrollings on one array dimension."""
+    loops = dict(inputs.mapping.spatial)[array_dim]
+    result = 1
+    for _, factor in loops:
+        result *= factor
+    return result
+
+
+def double_buffer_flags(inputs: ZigZagInputs, q: MappingQuantities) -> dict[str, list[bool]]:
+    """calc_double_buffer_flag: per operand, [MAC level] + one flag per memory level (§3.4)."""
+    layer, acc, mapping = inputs.layer, inputs.accelerator, inputs.mapping
+    individual: dict[str, list[float]] = {}
+    for op in layer.operands:
+        memories = acc.levels(mapping.memory_operand(op))
+        individual[op] = [
+            q.effective_bits[op][m + 1] / memory.size_bits for m, memory in enumerate(memories)
+        ]
+    shared = {op: list(values) for op, values in individual.items()}
+    groups = [memory for memory in acc.memories if len(memory.operands) > 1]
+    for memory in groups:
+        members = [(mapping.layer_operand(o), acc.level_of(memory, o)) for o in memory.operands]
+        members = [(op, lv) for op, lv in members if op is not None]
+        total = sum(individual[op][lv] for op, lv in members)
+        for op, lv in members:
+            shared[op][lv] = total
+    flags: dict[str, list[bool]] = {}
+    for op in layer.operands:
+        mem_op = mapping.memory_operand(op)
+        flags[op] = [False]
+        for m, memory in enumerate(acc.levels(mem_op)):
+            if shared[op][m] <= 0.5:
+                flags[op].append(True)
+            elif individual[op][m] <= 1 - shared[op][m]:
+                flags[op].append(True)
+                if len(memory.operands) > 1:
+                    for other in memory.operands:
+                        other_op = mapping.layer_operand(other)
+                        if other_op is not None:
+                            shared[other_op][acc.level_of(memory, other)] += individual[op][m]
+            else:
+                flags[op].append(False)
+    return flags
+
+
+def _allowed_and_real(
+    inputs: ZigZagInputs,
+    q: MappingQuantities,
+    double: dict[str, list[bool]],
+    key: tuple,
+    cpo: float,
+) -> tuple[int, int]:
+    """(allowed, real) cycles per period of one transfer (§3.5)."""
+    op, m, direction = key
+    link = q.links[key]
+    upward = direction in (DataDirection.READ_TO_ABOVE, DataDirection.WRITTEN_FROM_ABOVE)
+    lower_double = double[op][m + 1] if upward else double[op][m]
+    allowed = ceil((link.period_cycles if lower_double else link.instant_window_cycles) * cpo)
+    mem_op = inputs.mapping.memory_operand(op)
+    port = inputs.accelerator.levels(mem_op)[m].port_for(mem_op, direction)
+    bandwidth = port.bandwidth_max_bits if port is not None else 0
+    real = ceil(link.elements_per_period * link.precision_bits / bandwidth) if bandwidth else 0
+    return allowed, real
+
+
+def served_transfers(inputs: ZigZagInputs, memory, port) -> list[tuple[str, int, DataDirection]]:
+    """A port's (layer operand, level, direction) in ZigZag's served_op_lv_dir order (linked operands only)."""
+    result = []
+    for mem_op in memory.operands:
+        layer_op = inputs.mapping.layer_operand(mem_op)
+        if layer_op is None:
+            continue
+        level = inputs.accelerator.level_of(memory, mem_op)
+        result += [
+            (layer_op, level, a.direction) for a in port.allocation if a.memory_operand == mem_op
+        ]
+    return result
+
+
+def port_stalls(
+    inputs: ZigZagInputs, q: MappingQuantities, windows: dict, cpo: float
+) -> tuple[PortStall, ...]:
+    """combine_data_transfer_rate_per_physical_port: SScomb per port with the MUW-union rule (§3.6)."""
+    result = []
+    for memory in inputs.accelerator.memories:
+        for port in memory.used_ports:
+            transfers = []
+            for key in served_transfers(inputs, memory, port):
+                link = q.links[key]
+                if link.period_count == 0:
+                    continue
+                allowed, real = windows[key]
+                transfers.append(
+                    Transfer(
+                        key[0],
+                        memory.name,
+                        key[1],
+                        key[2],
+                        real,
+                        allowed,
+                        ceil(link.period_cycles * cpo),
+                        link.period_count,
+                    )
+                )
+            if not transfers:
+                continue
+            if len(transfers) == 1:
+                union, stall = transfers[0].allowed_cycles, transfers[0].stall_cycles
+            else:
+                union = window_union(transfers)
+                positive = sum(t.stall_cycles for t in transfers if t.stall_cycles > 0)
+                negative = sum(t.stall_cycles for t in transfers if t.stall_cycles <= 0)
+                windows_sum = sum(t.updating_window_cycles for t in transfers)
+                stall = positive + max(0, negative + windows_sum - union)
+            result.append(PortStall(memory.name, port.name, tuple(transfers), union, stall))
+    return tuple(result)
+
+
+def window_union(transfers: list[Transfer]) -> int:
+    """The MUW union: windows [kP, kP + allowed) aligned to period starts, over the largest period."""
+    for t in transfers:
+        if t.period_cycles == t.allowed_cycles:
+            return t.period_cycles * t.period_count
+    longest = transfers[0]
+    for t in transfers:
+        if t.period_cycles > longest.period_cycles:
+            longest = t
+    occupied = np.zeros(longest.period_cycles, dtype=bool)
+    for t in transfers:
+        occupied.reshape(-1, t.period_cycles)[:, : t.allowed_cycles] = True
+    return int(occupied.sum()) * longest.period_count
+
+
+def word_accesses(inputs: ZigZagInputs, q: MappingQuantities) -> tuple[WordAccess, ...]:
+    """calc_memory_word_access: port-width words per operand, level and direction (§3.10)."""
+    result = []
+    for op in inputs.layer.operands:
+        mem_op = inputs.mapping.memory_operand(op)
+        for m, memory in enumerate(inputs.accelerator.levels(mem_op)):
+            for direction in DIRECTIONS:
+                link = q.links[(op, m, direction)]
+                port = memory.port_for(mem_op, direction)
+                if link.elements_per_period == 0 or link.precision_bits == 0:
+                    words = 0
+                elif port is None:
+                    raise SpecError(
+                        f"no port of memory '{memory.name}' serves '{mem_op.value}, {direction.code}' "
+                        f"({direction.words}), but this mapping moves {op} that way",
+                        file=inputs.accelerator.file,
+                        field=f"memories.{memory.name}.ports",
+                    )
+                else:
+                    bw_min, bw_max = port.bandwidth_min_bits, port.bandwidth_max_bits
+                    words = int(
+                        ceil(link.elements_per_period * link.precision_bits / bw_min)
+                        * (bw_min / bw_max)
+                        * link.period_count
+                        * q.unit_count[op][m + 1]
+                    )
+                result.append(WordAccess(op, memory.name, m, direction, words))
+    return tuple(result)
