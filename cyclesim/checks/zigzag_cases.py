@@ -42,6 +42,21 @@ MEMSIZE_TEMPORAL_MAPPINGS: dict[str, dict[str, list]] = {
 }
 
 
+# ZigZag's choice (LOMA, lpf 6) for conv_workload() on the large-SRAM issue hierarchy
+CONV_TEMPORAL_MAPPINGS: dict[str, dict[str, list]] = {
+    "K4_C4": {
+        "O": [[["C", 2], ["FY", 3], ["FX", 3], ["K", 4]], [["OY", 8], ["OX", 8]], [], []],
+        "W": [[["C", 2], ["FY", 3], ["FX", 3]], [["K", 4], ["OY", 8], ["OX", 8]], []],
+        "I": [[["C", 2], ["FY", 3], ["FX", 3], ["K", 4]], [["OY", 8], ["OX", 8]], []],
+    },
+    "K4_OX4": {
+        "O": [[["FX", 3], ["FY", 3], ["C", 8], ["OX", 2]], [["OY", 8], ["K", 4]], [], []],
+        "W": [[["FX", 3], ["FY", 3]], [["C", 8], ["OX", 2], ["OY", 8], ["K", 4]], []],
+        "I": [[["FX", 3], ["FY", 3]], [["C", 8], ["OX", 2], ["OY", 8], ["K", 4]], []],
+    },
+}
+
+
 def _port(name: str, kind: str, bits: int, allocation: list[str]) -> dict:
     return {
         "name": name,

@@ -1,0 +1,224 @@
+"""Reading ZigZag 3.x inputs: good files load; bad ones give one message naming file, field and line."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from cyclesim.checks import zigzag_cases as zc
+from cyclesim.checks.zigzag_inputs import DataDirection, MemoryOperand, load_zigzag_inputs
+from cyclesim.errors import SpecError
+
+TM = zc.MEMSIZE_TEMPORAL_MAPPINGS["large"]
+
+
+def load(tmp_path, accelerator=None, workload=None, mapping=None, tm=TM):
+    """Write a (possibly broken) case and load it."""
+    files = zc.write_case(
+        tmp_path,
+        "case",
+        accelerator or zc.eyeriss_accelerator(),
+        workload or zc.gemm_workload(),
+        mapping or zc.spatial_mapping(),
+        tm,
+    )
+    return load_zigzag_inputs(
+        files.accelerator, files.workload, files.mapping, files.temporal_mapping
+    ), files
+
+
+def test_memsize_case_loads_with_zigzag_concepts(tmp_path):
+    inputs, _ = load(tmp_path)
+    acc = inputs.accelerator
+    # memories innermost first; sram_1M holds I1 and O and is one level of each
+    assert [m.name for m in acc.levels(MemoryOperand.I1)] == ["rf_64B_I", "sram_1M", "dram"]
+    assert [m.name for m in acc.levels(MemoryOperand.O)] == [
+        "rf_16B",
+        "sram_8KB",
+        "sram_1M",
+        "dram",
+    ]
+    dram = acc.memories[-1]
+    assert dram.ports[0].shared_by_both_inputs
+    assert dram.port_for(MemoryOperand.I2, DataDirection.READ_TO_BELOW).bandwidth_max_bits == 64
+    assert inputs.layer.operands == ("O", "W", "I") and inputs.layer.mac_count == 1_000_000
+    assert inputs.mapping.memory_operand("W") == MemoryOperand.I2
+    assert inputs.temporal_mapping.total_cycles == 62500
+
+
+def test_direction_words():
+    assert [d.words for d in DataDirection] == [
+        "read to above",
+        "written from above",
+        "read to below",
+        "written from below",
+    ]
+    assert [d.code for d in DataDirection] == ["th", "fh", "tl", "fl"]
+
+
+def test_strided_convolution_loads(tmp_path):
+    inputs, _ = load(tmp_path, workload=zc.conv_workload(), tm=zc.CONV_TEMPORAL_MAPPINGS["K4_C4"])
+    (ix, iy) = inputs.layer.relations
+    assert (ix.target, ix.first_dim, ix.first_coefficient, ix.second_dim) == ("IX", "OX", 2, "FX")
+    assert inputs.layer.dims_of("I") == ("B", "C", "IY", "IX")
+
+
+def broken_accelerator(edit):
+    acc = copy.deepcopy(zc.eyeriss_accelerator())
+    edit(acc)
+    return acc
+
+
+BAD_ACCELERATORS = [
+    (
+        "unknown operand in allocation",
+        lambda a: a["memories"]["rf_64B_I"]["ports"][0].update(allocation=["I2, tl"]),
+        "memories.rf_64B_I.ports[0].allocation[0]",
+        "unknown operand 'I2' in allocation: memory 'rf_64B_I' holds only I1",
+    ),
+    (
+        "allocation that is not operand, direction",
+        lambda a: a["memories"]["dram"]["ports"][0].update(allocation=["I1 to low"]),
+        "memories.dram.ports[0].allocation[0]",
+        "bad port allocation",
+    ),
+    (
+        "read port asked to write",
+        lambda a: a["memories"]["rf_64B_W"]["ports"][0].update(allocation=["I2, tl", "I2, fh"]),
+        "memories.rf_64B_W.ports[0].allocation[1]",
+        "a read port cannot serve 'written from above' (fh)",
+    ),
+    (
+        "one transfer on two ports (a port allocation we cannot map)",
+        lambda a: a["memories"]["sram_8KB"]["ports"][1]["allocation"].append("O, th"),
+        "memories.sram_8KB.ports[1].allocation[2]",
+        "'O, th' is already allocated to port 'rw_port_1': each operand and direction needs exactly one port",
+    ),
+    (
+        "served dimension the array does not have",
+        lambda a: a["memories"]["dram"].update(served_dimensions=["D1", "D3"]),
+        "memories.dram.served_dimensions[1]",
+        "unknown array dimension",
+    ),
+    (
+        "unknown field",
+        lambda a: a["memories"]["dram"].update(banks=8),
+        "memories.dram.banks",
+        "unknown field 'banks' (allowed: area, auto_cost_extraction,",
+    ),
+    (
+        "bandwidth_min above bandwidth_max",
+        lambda a: a["memories"]["dram"]["ports"][0].update(bandwidth_min=128),
+        "memories.dram.ports[0].bandwidth_min",
+        "is larger than bandwidth_max",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "message"),
+    [c[1:] for c in BAD_ACCELERATORS],
+    ids=[c[0] for c in BAD_ACCELERATORS],
+)
+def test_bad_accelerator_is_refused_with_its_field(tmp_path, edit, field, message):
+    with pytest.raises(SpecError) as info:
+        load(tmp_path, accelerator=broken_accelerator(edit))
+    err = info.value
+    assert err.field == field
+    assert message in err.detail
+    assert err.file.endswith("case_accelerator.yaml")
+    assert err.line is not None and f":{err.line}: field '{field}'" in str(err)
+
+
+def test_missing_port_for_a_needed_transfer_is_refused(tmp_path):
+    # nothing serves 'I1, fh' at rf_64B_I: the register file could never be filled
+    acc = broken_accelerator(lambda a: a["memories"]["rf_64B_I"]["ports"].pop(1))
+    with pytest.raises(
+        SpecError, match=r"no port of memory 'rf_64B_I' serves 'I1, fh' \(written from above\)"
+    ):
+        load(tmp_path, accelerator=acc)
+
+
+def broken_tm(edit):
+    tm = copy.deepcopy(TM)
+    edit(tm)
+    return tm
+
+
+BAD_TEMPORAL_MAPPINGS = [
+    (
+        "loop factors that do not multiply to the layer size",
+        lambda t: t["W"][0].__setitem__(0, ["B", 4]),
+        "W",
+        "loop factors of 'B' do not multiply to the layer size: temporal 80 x spatial 1 = 80",
+    ),
+    ("unknown dim", lambda t: t["I"][0].__setitem__(0, ["X", 5]), "I[0][0]", "unknown dim 'X'"),
+    (
+        "wrong number of levels",
+        lambda t: t["O"].pop(),
+        "O",
+        "needs one loop list per memory level of O",
+    ),
+    ("unknown operand", lambda t: t.update(A=[]), "A", "unknown layer operand 'A'"),
+    (
+        "operands that disagree on the loop order",
+        lambda t: t["I"][0].reverse(),
+        "I",
+        "the loops of I, read innermost first, differ from those of O at position 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "message"),
+    [c[1:] for c in BAD_TEMPORAL_MAPPINGS],
+    ids=[c[0] for c in BAD_TEMPORAL_MAPPINGS],
+)
+def test_bad_temporal_mapping_is_refused(tmp_path, edit, field, message):
+    with pytest.raises(SpecError) as info:
+        load(tmp_path, tm=broken_tm(edit))
+    assert info.value.field == field
+    assert message in info.value.detail
+    assert info.value.file.endswith("case_tm.json")
+
+
+def test_bad_workload_and_mapping_are_refused(tmp_path):
+    conv = zc.conv_workload()
+    conv[0]["padding"] = [[1, 1], [1, 1]]
+    with pytest.raises(SpecError, match="'padding' .* cannot be replayed") as info:
+        load(tmp_path, workload=conv, tm=None)
+    assert info.value.field == "[0].padding"
+    bad_eq = zc.gemm_workload()
+    bad_eq[0]["equation"] = "O[b][k]+=W[k][x]*I[c][b]"
+    with pytest.raises(SpecError, match="unknown dim 'X' of operand W"):
+        load(tmp_path, workload=bad_eq, tm=None)
+    # 3 does not divide 100: ZigZag would unroll fractionally, which cannot be replayed
+    with pytest.raises(SpecError, match="spatial unrolling 3 of 'K' does not divide its size 100"):
+        load(tmp_path, mapping=zc.spatial_mapping(("K", 3)), tm=None)
+    with pytest.raises(SpecError, match="unrolls more than the 4 PEs of D1"):
+        load(tmp_path, mapping=zc.spatial_mapping(("K", 5)), tm=None)
+    partial = zc.spatial_mapping()
+    del partial[0]["spatial_mapping"]["D2"]
+    with pytest.raises(SpecError, match="array dimension D2 is not mapped"):
+        load(tmp_path, mapping=partial, tm=None)
+    links = zc.spatial_mapping()
+    links[0]["memory_operand_links"] = {"O": "O", "W": "I1", "I": "I1"}
+    with pytest.raises(SpecError, match="two layer operands are linked to the same memory operand"):
+        load(tmp_path, mapping=links, tm=None)
+
+
+def test_model_without_temporal_mapping_says_what_to_do(tmp_path):
+    from cyclesim.checks.zigzag_model import evaluate
+
+    inputs, _ = load(tmp_path, tm=None)
+    with pytest.raises(SpecError, match="needs a fixed temporal mapping"):
+        evaluate(inputs)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    bad = tmp_path / "acc.yaml"
+    bad.write_text("name: x\nmemories: [\n")
+    with pytest.raises(SpecError, match="not valid YAML") as info:
+        load_zigzag_inputs(str(bad), "w.yaml", "m.yaml")
+    assert info.value.line is not None
