@@ -158,6 +158,8 @@ def _refuse_common(fields: dict[str, Any], where: Where) -> None:
 
 def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfMemory:
     fields = require_mapping(raw, where, "!Memory")
+    name = _node_name(fields, where)
+    where = Where(where.file, f"{where.field}({name})", where.line)
     check_fields(
         fields,
         where,
@@ -176,8 +178,6 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
         ),
         ignored=_COMPONENT_IGNORED,
     )
-    name = _node_name(fields, where)
-    where = Where(where.file, f"{where.field}({name})", where.line)
     _refuse_common(fields, where)
     size = evaluate_number(
         fields["size"], variables, file=where.file, field=f"{where.field}.size", line=where.line
