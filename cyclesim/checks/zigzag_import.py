@@ -1,0 +1,233 @@
+"""Convert ZigZag inputs (+ a fixed temporal mapping) into cyclesim's own spec, so the replay runs them.
+
+* Memories become `spec.Memory` (outermost first); a ZigZag memory operand becomes the layer
+  operand it is linked to (I1 -> I, I2 -> W, O -> O), used as the tensor name.
+* ZigZag's directions map one to one: fh -> write_from_above, th -> read_to_above,
+  tl -> read_to_below, fl -> write_from_below; `bandwidth_max` is the port width and the memory's
+  `latency` (unused by ZigZag's model) the port latency, paid once per transfer.
+* `served_dimensions` are the array dims a memory is shared across ([] = one instance per PE).
+* ZigZag infers double buffering from capacity; the replay is given the same flags explicitly
+  (`zigzag_model.double_buffer_flags`), so single buffering is played out where ZigZag assumed it.
+* The per-operand level lists become one loop tree: the flat loop order (identical for every
+  operand, checked on input) with a storage node where an operand's memory level ends, and each
+  spatial loop placed below every memory shared across its array dimension and above every one
+  that is not. What has no such place is refused with a message naming it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs
+from cyclesim.errors import SpecError
+from cyclesim.spec import (
+    Architecture,
+    Compute,
+    Direction,
+    Einsum,
+    Mapping,
+    Memory,
+    PEArray,
+    Port,
+    PortKind,
+    Projection,
+    Spatial,
+    Storage,
+    Temporal,
+    Tensor,
+    TensorAccess,
+    Workload,
+)
+from cyclesim.spec.mapping import check_mapping
+
+DIRECTION_NAMES = {
+    DataDirection.WRITTEN_FROM_ABOVE: Direction.WRITE_FROM_ABOVE,
+    DataDirection.READ_TO_ABOVE: Direction.READ_TO_ABOVE,
+    DataDirection.READ_TO_BELOW: Direction.READ_TO_BELOW,
+    DataDirection.WRITTEN_FROM_BELOW: Direction.WRITE_FROM_BELOW,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedSpec:
+    """cyclesim's three inputs built from one ZigZag case."""
+
+    architecture: Architecture
+    workload: Workload
+    mapping: Mapping
+
+
+def to_architecture(
+    inputs: ZigZagInputs, double_buffered: dict[tuple[str, str], bool]
+) -> Architecture:
+    """ZigZag memories and ports as a cyclesim Architecture (outermost memory first)."""
+    acc, links = inputs.accelerator, inputs.mapping
+    memories = []
+    for memory in reversed(acc.memories):
+        tensors = tuple(
+            op for op in (links.layer_operand(m) for m in memory.operands) if op is not None
+        )
+        if not tensors:
+            continue
+        ports = []
+        for port in memory.ports:
+            serves = tuple(
+                (links.layer_operand(a.memory_operand), DIRECTION_NAMES[a.direction])
+                for a in port.allocation
+                if links.layer_operand(a.memory_operand) is not None
+            )
+            if serves:
+                kind = PortKind(port.port_type.value)
+                ports.append(
+                    Port(
+                        port.name,
+                        kind,
+                        port.bandwidth_max_bits,
+                        memory.latency_cycles,
+                        port.bandwidth_max_bits,
+                        serves,
+                    )
+                )
+        doubled = tuple(t for t in tensors if double_buffered.get((t, memory.name), False))
+        memories.append(
+            Memory(
+                memory.name,
+                memory.size_bits,
+                memory.served_dimensions,
+                tensors,
+                doubled,
+                tuple(ports),
+            )
+        )
+    pe = PEArray(tuple(zip(acc.array_dimensions, acc.array_sizes, strict=True)), 1, 0)
+    return Architecture(acc.name, pe, tuple(memories), (), None, acc.file)
+
+
+def to_workload(inputs: ZigZagInputs) -> Workload:
+    """The ZigZag layer as one Einsum; the output keeps O_final bits and O partial-sum bits."""
+    layer = inputs.layer
+    relations = {rel.target: rel for rel in layer.relations}
+
+    def access(op: str) -> TensorAccess:
+        projections = []
+        for dim in layer.dims_of(op):
+            rel = relations.get(dim)
+            if rel is None:
+                projections.append(Projection(((1, dim),)))
+            else:
+                terms = (
+                    (rel.first_coefficient, rel.first_dim),
+                    (rel.second_coefficient, rel.second_dim),
+                )
+                projections.append(Projection(terms))
+        return TensorAccess(op, tuple(projections))
+
+    einsum = Einsum(
+        layer.name,
+        tuple(zip(layer.loop_dims, layer.loop_sizes, strict=True)),
+        tuple(access(op) for op in layer.input_operands),
+        access(layer.output_operand),
+    )
+    out = layer.output_operand
+    tensors = [Tensor(op, layer.precision(op), layer.precision(op)) for op in layer.input_operands]
+    tensors.append(Tensor(out, layer.final_output_precision_bits, layer.precision(out)))
+    return Workload((einsum,), tuple(tensors), layer.name, layer.file)
+
+
+def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workload) -> Mapping:
+    """One loop tree from the per-operand level lists and the spatial mapping."""
+    acc, layer, tm = inputs.accelerator, inputs.layer, inputs.temporal_mapping
+    if tm is None:
+        raise SpecError(
+            "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
+        )
+    order = tm.flat_order(layer.operands[0])  # innermost first, identical for every operand
+    # (position = loops below it, hierarchy index, memory, tensor) for every operand's memory levels
+    stores: list[tuple[int, int, str, str]] = []
+    for op in layer.operands:
+        levels = tm.of(op)
+        below = 0
+        for m, memory in enumerate(acc.levels(inputs.mapping.memory_operand(op))):
+            below += len(levels[m])
+            stores.append((below, acc.memories.index(memory), memory.name, op))
+    served = {m.name: m.served_dimensions for m in acc.memories}
+    spatial_at: dict[str, int] = {}
+    for array_dim, _ in inputs.mapping.spatial:
+        per_pe = [pos for pos, _, name, _ in stores if array_dim not in served[name]]
+        shared = [(pos, name) for pos, _, name, _ in stores if array_dim in served[name]]
+        place = max(per_pe, default=0)
+        clash = [(pos, name) for pos, name in shared if pos < place]
+        if clash:
+            inner = next(
+                name for pos, _, name, _ in stores if pos == place and array_dim not in served[name]
+            )
+            raise SpecError(
+                f"the {array_dim} unrolling cannot be placed: memory '{clash[0][1]}' is shared across {array_dim} "
+                f"but holds fewer loops than '{inner}', which has one instance per {array_dim} position",
+                file=tm.file,
+            )
+        spatial_at[array_dim] = place
+    nodes: list = []
+    for position in range(len(order), -1, -1):
+        here = sorted((s for s in stores if s[0] == position), key=lambda s: -s[1])
+        grouped: list[tuple[str, list[str]]] = []
+        for _, _, name, op in here:
+            if grouped and grouped[-1][0] == name:
+                grouped[-1][1].append(op)
+            else:
+                grouped.append((name, [op]))
+        pending = [(d, loops) for d, loops in inputs.mapping.spatial if spatial_at[d] == position]
+        for name, ops in grouped:
+            for array_dim, loops in [p for p in pending if p[0] not in served[name]]:
+                nodes += [Spatial(dim, factor, array_dim) for dim, factor in loops]
+            pending = [p for p in pending if p[0] in served[name]]
+            nodes.append(Storage(name, tuple(ops)))
+        for array_dim, loops in pending:
+            nodes += [Spatial(dim, factor, array_dim) for dim, factor in loops]
+        if position > 0:
+            dim, factor = order[position - 1]
+            nodes.append(Temporal(dim, factor))
+    nodes.append(Compute(layer.name))
+    tree = tuple(_with_path(node, i) for i, node in enumerate(nodes))
+    mapping = Mapping(tree, f"{layer.name} (from ZigZag)", tm.file)
+    check_mapping(mapping, architecture, workload)
+    return mapping
+
+
+def _with_path(node, index: int):
+    """A copy of a node with its loop_tree[index] path."""
+    path = f"loop_tree[{index}]"
+    if isinstance(node, Storage):
+        return Storage(node.memory, node.tensors, path)
+    if isinstance(node, Temporal):
+        return Temporal(node.rank, node.bound, path)
+    if isinstance(node, Spatial):
+        return Spatial(node.rank, node.bound, node.dim, path)
+    return Compute(node.einsum, path)
+
+
+def import_zigzag(
+    inputs: ZigZagInputs, *, double_buffered: dict[tuple[str, str], bool] | None = None
+) -> ImportedSpec:
+    """cyclesim's Architecture, Workload and Mapping for a ZigZag case with a fixed temporal mapping.
+
+    `double_buffered` maps (tensor, memory) -> flag; by default ZigZag's own inference.
+    Raise SpecError naming what cannot be represented.
+    """
+    if double_buffered is None:
+        from cyclesim.checks.zigzag_mapping import mapping_quantities
+        from cyclesim.checks.zigzag_model import double_buffer_flags
+
+        if inputs.temporal_mapping is None:
+            raise SpecError(
+                "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
+            )
+        flags = double_buffer_flags(inputs, mapping_quantities(inputs))
+        double_buffered = {
+            (op, memory.name): flags[op][m + 1]
+            for op in inputs.layer.operands
+            for m, memory in enumerate(inputs.accelerator.levels(inputs.mapping.memory_operand(op)))
+        }
+    architecture = to_architecture(inputs, double_buffered)
+    workload = to_workload(inputs)
+    return ImportedSpec(architecture, workload, to_mapping(inputs, architecture, workload))
