@@ -42,6 +42,7 @@ class Action(enum.StrEnum):
     ENTER = "enter"  # an op (frame) starts
     EXIT = "exit"  # an op returns
     LAUNCH = "launch"  # a program starts: its CBs are checked against the L1 buffers
+    RETIRE = "retire"  # a stack entry is dead; its space is held until its op returns
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +245,7 @@ class L1:
             if not dead:
                 del self._live[placement.name]
                 released.append(placement)
-                self._log_placement(Action.FREE, placement)
+            self._log_placement(Action.FREE, placement)
         if frame.pool is not None:
             for name in reversed(frame.pool.names):
                 released.append(self.free(name))
@@ -307,8 +308,11 @@ class L1:
         else:
             entry = next(e for e in reversed(self._stack) if e[0] is placement)
             entry[1] = True
+            if self._stack[-1] is not entry or placement.kind is not AllocKind.CB:
+                self._log_placement(Action.RETIRE, placement)  # space held until popped
             while self._stack and self._stack[-1][1] and self._stack[-1][0].kind is AllocKind.CB:
-                self._stack.pop()
+                self._log_placement(Action.FREE, self._stack.pop()[0])
+            return placement
         self._log_placement(Action.FREE, placement)
         return placement
 

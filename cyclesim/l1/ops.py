@@ -107,8 +107,8 @@ def ops_from_dict(
     errs = {n: e for n, (_, e) in sources.items()}
     for op in ops:
         check_body(op, library, ("ops", op.name), errs[op.name], is_model=False)
-    check_body(model, library, ("model",), err, is_model=True)
     check_cycles(ops, library, errs)
+    check_body(model, library, ("model",), err, is_model=True)
     return OpsFile(ops, model, name)
 
 
