@@ -165,7 +165,8 @@ def render_compare(results: list[ReplayResult]) -> str:
     lines += [
         "",
         "requirement: stack = one contiguous number (the op's deepest frame: CBs + intermediates);",
-        "heap/pool = CB peak + heap/pool peak, two regions, fragmentation not included.",
+        "heap/pool = CB peak + heap/pool peak: two regions whose peaks need not coincide (an upper",
+        "bound, like tt-mlir's sum), with no allowance for fragmentation.",
         "'+': the replay failed in or before this op; its requirement is read from the same",
         "replay on an unbounded L1 (requirements do not depend on capacity).",
     ]
