@@ -1,0 +1,234 @@
+"""`cyclesim check zigzag`: the replay, our reimplementation of ZigZag's model and the real zigzag-dse, side by side.
+
+Rows: total latency, ideal compute, stall, onloading, offloading; then word accesses per operand,
+memory and direction in ZigZag's conventions (port-width words summed over instances). Each
+differing row carries one sentence naming the mechanism.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from math import ceil
+
+from cyclesim.checks.zigzag_import import DIRECTION_NAMES, import_zigzag
+from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs, load_zigzag_inputs
+from cyclesim.checks.zigzag_mapping import mapping_quantities
+from cyclesim.checks.zigzag_model import ZigZagLatency, evaluate
+from cyclesim.errors import PeerUnavailable
+
+TERMS = ("latency_total", "ideal_cycles", "stall", "onloading", "offloading")
+TERM_NAMES = {
+    "latency_total": "total latency",
+    "ideal_cycles": "ideal compute",
+    "stall": "stall",
+    "onloading": "onloading",
+    "offloading": "offloading",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """The five latency terms of one source (replay, analytical or zigzag)."""
+
+    latency_total: float
+    ideal_cycles: float
+    stall: float
+    onloading: float
+    offloading: float
+
+    @classmethod
+    def of_model(cls, latency: ZigZagLatency) -> Terms:
+        """ZigZag's terms: stall = SS_comb (+ spatial stall and systolic drain, zero when the array is full)."""
+        stall = (
+            latency.temporal_stall_cycles
+            + latency.spatial_stall_cycles
+            + latency.systolic_drain_cycles
+        )
+        return cls(
+            latency.latency_total_cycles,
+            latency.ideal_cycles,
+            stall,
+            latency.onloading_cycles,
+            latency.offloading_cycles,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AccessRow:
+    """Words of one operand, memory and direction from each source (None = not comparable / missing)."""
+
+    operand: str
+    memory: str
+    direction: DataDirection
+    replay: int | None
+    analytical: int
+    zigzag: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ZigZagCheck:
+    """The side-by-side comparison of one ZigZag case."""
+
+    replay: Terms
+    analytical: Terms
+    zigzag: Terms | None
+    zigzag_missing: str | None
+    stall_causes: tuple[tuple[str, int], ...]
+    accesses: tuple[AccessRow, ...]
+    explanations: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        """The --json object: replay, analytical, zigzag (null if missing), accesses, explanations."""
+
+        def terms(t: Terms | None) -> dict | None:
+            return None if t is None else {name: getattr(t, name) for name in TERMS}
+
+        return {
+            "replay": {**terms(self.replay), "stall_by_cause": dict(self.stall_causes)},
+            "analytical": terms(self.analytical),
+            "zigzag": terms(self.zigzag),
+            "zigzag_missing": self.zigzag_missing,
+            "accesses": [
+                {
+                    "operand": a.operand,
+                    "memory": a.memory,
+                    "direction": a.direction.words,
+                    "replay": a.replay,
+                    "analytical": a.analytical,
+                    "zigzag": a.zigzag,
+                }  # fmt: skip
+                for a in self.accesses
+            ],
+            "explanations": list(self.explanations),
+        }
+
+
+def _replay(inputs: ZigZagInputs):
+    """Run the replay of the imported spec. Uses the engine until results/ exposes SimResult tables."""
+    from cyclesim.engine.run import replay_plan
+    from cyclesim.schedule.plan import build_plan
+
+    spec = import_zigzag(inputs)
+    raw = replay_plan(build_plan(spec.architecture, spec.workload, spec.mapping), progress=False)
+    first = raw.rec.first_step or 0
+    ideal = inputs.temporal_mapping.total_cycles
+    terms = Terms(
+        raw.cycles,
+        ideal,
+        raw.rec.last_step_end - first - ideal,
+        first,
+        raw.cycles - raw.rec.last_step_end,
+    )
+    values: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for (_, tensor, memory, _, direction), (count, bits) in raw.counts.items():
+        old = values.get((tensor, memory, direction), (0, 0))
+        values[(tensor, memory, direction)] = (old[0] + count, old[1] + bits)
+    return terms, values
+
+
+def _replay_words(
+    inputs: ZigZagInputs, q, values: dict, op: str, m: int, direction: DataDirection
+) -> int | None:
+    """The replay's values converted to ZigZag words: whole periods of ZigZag's size, rounded per period."""
+    memory = inputs.accelerator.levels(inputs.mapping.memory_operand(op))[m]
+    count, bits = values.get((op, memory.name, DIRECTION_NAMES[direction].value), (0, 0))
+    if count == 0:
+        return 0
+    port = memory.port_for(inputs.mapping.memory_operand(op), direction)
+    link = q.links[(op, m, direction)]
+    per_period = link.elements_per_period * q.unit_count[op][m + 1]
+    if port is None or per_period == 0 or count % per_period:
+        return None
+    periods = count // int(per_period)
+    bits_per_transfer = bits // (periods * q.unit_count[op][m + 1])
+    words = ceil(bits_per_transfer / port.bandwidth_min_bits) * (
+        port.bandwidth_min_bits / port.bandwidth_max_bits
+    )
+    return int(words * periods * q.unit_count[op][m + 1])
+
+
+def run_check(
+    accelerator: str,
+    workload: str,
+    mapping: str,
+    temporal_mapping: str | None = None,
+    *,
+    layer_name: str | None = None,
+    use_peer: bool = True,
+) -> ZigZagCheck:
+    """Replay, model and peer on one ZigZag case. Raise SpecError for bad inputs."""
+    from cyclesim.checks.peers import zigzag as peer
+
+    inputs = load_zigzag_inputs(
+        accelerator, workload, mapping, temporal_mapping, layer_name=layer_name
+    )
+    theirs, missing = None, None
+    if use_peer:
+        try:
+            theirs = peer.run_zigzag(
+                accelerator, workload, mapping, temporal_mapping, layer_name=layer_name
+            )
+        except PeerUnavailable as exc:
+            missing = str(exc)
+    else:
+        missing = "not asked for (--no-peer)"
+    if inputs.temporal_mapping is None:
+        if theirs is None:
+            raise PeerUnavailable(
+                f"no temporal mapping given and zigzag-dse cannot choose one ({missing}); pass --temporal-mapping"
+            )
+        inputs = ZigZagInputs(
+            inputs.accelerator, inputs.layer, inputs.mapping, theirs.temporal_mapping
+        )
+    ours = evaluate(inputs)
+    replay_terms, values = _replay(inputs)
+    q = mapping_quantities(inputs)
+    rows = []
+    for a in ours.word_accesses:
+        zz = theirs.latency.words(a.layer_operand, a.memory, a.direction) if theirs else None
+        rep = _replay_words(inputs, q, values, a.layer_operand, a.level, a.direction)
+        if a.words or zz or rep:
+            rows.append(AccessRow(a.layer_operand, a.memory, a.direction, rep, a.words, zz))
+    analytical = Terms.of_model(ours)
+    zigzag_terms = Terms.of_model(theirs.latency) if theirs else None
+    from cyclesim.checks.zigzag_explain import explain
+
+    explanations = explain(inputs, ours, replay_terms, analytical, zigzag_terms, rows)
+    return ZigZagCheck(
+        replay_terms, analytical, zigzag_terms, missing, (), tuple(rows), tuple(explanations)
+    )
+
+
+def format_report(check: ZigZagCheck) -> str:
+    """The side-by-side table as text."""
+    zz_head = "zigzag-dse" if check.zigzag else "zigzag-dse (missing)"
+    lines = [f"{'term':<16}{'replay':>12}{'model':>12}{zz_head:>22}"]
+    for name in TERMS:
+        zz = f"{getattr(check.zigzag, name):g}" if check.zigzag else "-"
+        lines.append(
+            f"{TERM_NAMES[name]:<16}{getattr(check.replay, name):>12g}{getattr(check.analytical, name):>12g}{zz:>22}"
+        )
+    for cause, cycles in check.stall_causes:
+        lines.append(f"  stall: {cause:<8}{cycles:>12}")
+    if check.zigzag_missing:
+        lines.append(f"zigzag-dse column missing: {check.zigzag_missing}")
+    lines.append("")
+    lines.append(
+        f"{'words':<8}{'memory':<12}{'direction':<20}{'replay':>10}{'model':>10}{'zigzag-dse':>12}"
+    )
+    for a in check.accesses:
+        rep = "n/a" if a.replay is None else str(a.replay)
+        zz = "-" if a.zigzag is None else str(a.zigzag)
+        lines.append(
+            f"{a.operand:<8}{a.memory:<12}{a.direction.words:<20}{rep:>10}{a.analytical:>10}{zz:>12}"
+        )
+    if check.explanations:
+        lines.append("")
+        lines += [f"* {text}" for text in check.explanations]
+    return "\n".join(lines)
+
+
+def report_json(check: ZigZagCheck) -> str:
+    """The --json text."""
+    return json.dumps(check.to_json(), indent=2)
