@@ -1,0 +1,371 @@
+"""The replay: one SimPy process per storage node (fills, write-backs) and one for the PE array.
+
+Ports are plain resources arbitrated per burst (fabric.py); DMA engines are SimPy resources
+with one slot per channel. Events happen per burst, per transfer and per PE segment, never
+per cycle.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import simpy
+
+from cyclesim.engine.fabric import PE, Fabric
+from cyclesim.engine.record import (
+    S_DRAIN,
+    S_IDLE,
+    S_PARENT,
+    S_PIPE,
+    S_PRODUCER,
+    S_SLOT,
+    S_USES,
+    Recorder,
+)
+from cyclesim.engine.transfer import transfer
+from cyclesim.errors import EngineError
+from cyclesim.schedule.counts import (
+    READ,
+    READ_TO_ABOVE,
+    READ_TO_BELOW,
+    WRITE,
+    WRITE_FROM_ABOVE,
+    WRITE_FROM_BELOW,
+)
+from cyclesim.schedule.plan import NodePlan, Plan
+from cyclesim.schedule.steps import program, segment_levels, segment_profile
+
+
+class _Tiles:
+    """Per-node tile state: events for resident / used / released / produced tiles."""
+
+    __slots__ = ("env", "resident", "used", "released", "produced", "remaining", "prod_left", "drained", "visit_ev")
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self.resident: dict[int, simpy.Event] = {}
+        self.used: dict[int, simpy.Event] = {}
+        self.released: dict[int, simpy.Event] = {}
+        self.produced: dict[int, simpy.Event] = {}
+        self.remaining: dict[int, int] = {}
+        self.prod_left: dict[int, int] = {}
+        self.drained: dict[int, simpy.Event] = {}  # element key -> last write-back of those values
+        self.visit_ev: dict[int, simpy.Event] = {}  # tile -> its write-back event
+
+    def ev(self, table: dict, k: int) -> simpy.Event:
+        e = table.get(k)
+        if e is None:
+            e = table[k] = self.env.event()
+        return e
+
+
+@dataclass(slots=True)
+class RawRun:
+    """What the engine hands to results: the plan, the records, counts and the end time."""
+
+    plan: Plan
+    rec: Recorder
+    counts: dict[tuple, list[int]]  # (einsum, tensor, memory, action, direction) -> [values, bits]
+    cycles: int
+    wall_seconds: float
+    trace: bool
+
+
+class _Replay:
+    """Holds the shared state of one run; its methods are the SimPy processes."""
+
+    def __init__(self, plan: Plan, trace: bool) -> None:
+        self.plan = plan
+        self.env = simpy.Environment()
+        self.rec = Recorder()
+        if trace:
+            self.rec.pe_segments = []
+            self.rec.transfers = []
+            self.rec.occupancy = []
+        self.trace = trace
+        widths = {p.key: p.width_bits for p in plan.ports}
+        self.fabric = Fabric(self.env, widths, self.rec.grants)
+        self.tiles = [_Tiles(self.env) for _ in plan.nodes]
+        self.counts: dict[tuple, list[int]] = {}
+        self.dma = {name: (simpy.Resource(self.env, channels), setup, name) for name, channels, setup in plan.dma}
+        self.segments_done = 0
+        self.rec.fill_tl = [[] for _ in plan.nodes]
+        self.rec.drain_tl = [[] for _ in plan.nodes]
+        self.end = 0
+        self.producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
+
+    # ------------------------------------------------------------------ bookkeeping
+    def count(self, einsum: str, tensor: str, memory: str, action: str, direction: str, values: int, bits: int) -> None:
+        key = (einsum, tensor, memory, action, direction)
+        cur = self.counts.get(key)
+        if cur is None:
+            self.counts[key] = [values, values * bits]
+        else:
+            cur[0] += values
+            cur[1] += values * bits
+
+    def finish_use(self, node: int, k: int, who: tuple, producer_side: bool) -> None:
+        """One user of tile k of a node is done; the last one frees or drains the tile."""
+        n = self.plan.nodes[node]
+        t = self.tiles[node]
+        if producer_side:
+            left = t.prod_left.get(k, n.producer_uses_per_tile) - 1
+            if left == 0:
+                t.prod_left.pop(k, None)
+                t.ev(t.produced, k).succeed()
+            else:
+                t.prod_left[k] = left
+        if n.is_backing:
+            return
+        left = t.remaining.get(k, n.uses_per_tile) - 1
+        self.rec.last_finisher[(node, k)] = who
+        if left:
+            t.remaining[k] = left
+            return
+        t.remaining.pop(k, None)
+        t.ev(t.used, k).succeed()
+        if not n.output_role:
+            t.resident.pop(k, None)
+            t.produced.pop(k, None)
+            t.ev(t.released, k).succeed()
+            if self.rec.occupancy is not None:
+                self.rec.occupancy.append((self.env.now, node, -1))
+
+    def _mark_resident(self, n: NodePlan, k: int) -> None:
+        self.tiles[n.index].ev(self.tiles[n.index].resident, k).succeed()
+        if self.rec.occupancy is not None:
+            self.rec.occupancy.append((self.env.now, n.index, +1))
+
+    def _dma(self, n: NodePlan):
+        return self.dma[n.dma] if n.dma is not None else None
+
+    # ------------------------------------------------------------------ processes
+    def fill_proc(self, n: NodePlan):
+        """Fill (inputs) or enter (outputs: partial-sum reload on a revisit) tiles in order."""
+        env, tl, t = self.env, self.rec.fill_tl[n.index], self.tiles[n.index]
+        nodes = self.plan.nodes
+        p = nodes[n.parent]
+        pt = self.tiles[p.index]
+        par_bits_v = n.union_values
+        chi_bits_v = n.tile_values
+        for k in range(n.entries):
+            if k >= n.slots:
+                ev = t.ev(t.released, k - n.slots)
+                if not ev.triggered:
+                    tl.append((env.now, S_SLOT, k - n.slots))
+                    yield ev
+                t.released.pop(k - n.slots, None)
+            kp = k // n.ratio
+            if n.output_role:
+                first, _ = n.visit_flags(k)
+                key = n.element_key(k)
+                prev = t.drained.get(key)
+                mine = t.drained[key] = env.event()
+                t.visit_ev[k] = mine
+                if first:
+                    self._mark_resident(n, k)
+                    continue
+                if not p.is_backing:
+                    ev = pt.ev(pt.resident, kp)
+                    if not ev.triggered:
+                        tl.append((env.now, S_PARENT, p.index))
+                        yield ev
+                if prev is not None and not prev.triggered:
+                    tl.append((env.now, S_DRAIN, n.index))
+                    yield prev
+                bits = n.psum_bits
+            else:
+                if not p.is_backing:
+                    ev = pt.ev(pt.resident, kp)
+                    if not ev.triggered:
+                        tl.append((env.now, S_PARENT, p.index))
+                        yield ev
+                if n.wait_producer:
+                    ev = pt.ev(pt.produced, kp)
+                    if not ev.triggered:
+                        tl.append((env.now, S_PRODUCER, self.producer_of.get(n.tensor)))
+                        yield ev
+                bits = n.bits
+            start = env.now
+            yield from transfer(
+                env, self.fabric, self.rec, tl, n.index, n.tensor, n.fill_src, n.fill_dst,
+                par_bits_v * bits, chi_bits_v * bits, self._dma(n),
+            )
+            if self.rec.transfers is not None:
+                self.rec.transfers.append((start, env.now, n.index, "reload" if n.output_role else "fill", k, par_bits_v * bits))
+            self.count(n.owner, n.tensor, p.memory, READ, READ_TO_BELOW, par_bits_v * n.parent_instances, bits)
+            self.count(n.owner, n.tensor, n.memory, WRITE, WRITE_FROM_ABOVE, chi_bits_v * n.instances, bits)
+            if not n.output_role:
+                self.finish_use(p.index, kp, ("node", n.index), False)
+            self._mark_resident(n, k)
+        tl.append((env.now, S_IDLE, None))
+        self.end = max(self.end, env.now)
+
+    def drain_proc(self, n: NodePlan):
+        """Write each output tile back to its parent once all its users are done."""
+        env, tl, t = self.env, self.rec.drain_tl[n.index], self.tiles[n.index]
+        p = self.plan.nodes[n.parent]
+        pt = self.tiles[p.index]
+        pipe = self.plan.pipeline_depth if n.pe_written_by else 0
+        for k in range(n.entries):
+            ev = t.ev(t.used, k)
+            if not ev.triggered:
+                tl.append((env.now, S_USES, k))
+                yield ev
+            if pipe:
+                tl.append((env.now, S_PIPE, None))
+                yield env.timeout(pipe)
+                self.rec.events += 1
+            kp = k // n.ratio
+            if not p.is_backing:
+                ev = pt.ev(pt.resident, kp)
+                if not ev.triggered:
+                    tl.append((env.now, S_PARENT, p.index))
+                    yield ev
+            _, final = n.visit_flags(k)
+            bits = n.bits if final else n.psum_bits
+            start = env.now
+            yield from transfer(
+                env, self.fabric, self.rec, tl, n.index, n.tensor, n.drain_dst, n.drain_src,
+                n.union_values * bits, n.tile_values * bits, self._dma(n),
+            )
+            if self.rec.transfers is not None:
+                self.rec.transfers.append((start, env.now, n.index, "drain", k, n.union_values * bits))
+            self.count(n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE, n.tile_values * n.instances, bits)
+            self.count(n.owner, n.tensor, p.memory, WRITE, WRITE_FROM_BELOW, n.union_values * n.parent_instances, bits)
+            t.visit_ev.pop(k).succeed()
+            t.used.pop(k, None)
+            t.resident.pop(k, None)
+            t.produced.pop(k, None)
+            t.ev(t.released, k).succeed()
+            if self.rec.occupancy is not None:
+                self.rec.occupancy.append((env.now, n.index, -1))
+            self.finish_use(p.index, kp, ("node", n.index), True)
+        tl.append((env.now, S_IDLE, None))
+        self.end = max(self.end, env.now)
+
+    def pe_proc(self):
+        """The PE array: wait for each segment's operand tiles, then compute the segment."""
+        env, rec, plan = self.env, self.rec, self.plan
+        nodes, tiles, fabric = plan.nodes, self.tiles, self.fabric
+        waits = rec.pe_waits
+        for li, g in program(plan):
+            leaf = plan.leaves[li]
+            ks = []
+            for o in leaf.operands:
+                n = nodes[o.node]
+                k = g // o.ratio
+                ks.append(k)
+                t = tiles[o.node]
+                if not n.is_backing:
+                    ev = t.ev(t.resident, k)
+                    if not ev.triggered:
+                        t0 = env.now
+                        yield ev
+                        rec.events += 1
+                        waits.append((t0, env.now, o.node, "resident"))
+                if not o.is_output and n.output_role:
+                    ev = t.ev(t.produced, k)
+                    if not ev.triggered:
+                        t0 = env.now
+                        yield ev
+                        rec.events += 1
+                        waits.append((t0, env.now, o.node, "produced"))
+            if rec.first_step is None:
+                rec.first_step = env.now
+            prof = segment_profile(leaf, *segment_levels(leaf, g))
+            for key, bits in prof.port_bits:
+                fabric.reserve(key, -(-bits // prof.cycles))
+            start = env.now
+            yield env.timeout(prof.cycles)
+            rec.events += 1
+            for key, _ in prof.port_bits:
+                fabric.reserve(key, 0)
+            if rec.pe_segments is not None:
+                rec.pe_segments.append((start, env.now, li, g))
+            for oi, c in prof.spatial:
+                rec.spatial[(li, oi)] = rec.spatial.get((li, oi), 0) + c
+            for i, o in enumerate(leaf.operands):
+                n = nodes[o.node]
+                if prof.reads[i]:
+                    self.count(leaf.einsum, o.tensor, n.memory, READ, READ_TO_BELOW, prof.reads[i], o.bits)
+                if prof.writes[i]:
+                    self.count(leaf.einsum, o.tensor, n.memory, WRITE, WRITE_FROM_BELOW, prof.writes[i], o.bits)
+            for o, k in zip(leaf.operands, ks, strict=True):
+                self.finish_use(o.node, k, ("pe", li), o.is_output)
+            self.segments_done += 1
+        rec.last_step_end = env.now
+        if plan.pipeline_depth:
+            yield env.timeout(plan.pipeline_depth)
+            rec.events += 1
+        self.end = max(self.end, env.now)
+
+
+def replay_plan(plan: Plan, *, trace: bool = False, progress: bool | None = None) -> RawRun:
+    """Run the plan to completion; raise EngineError if it cannot progress."""
+    wall0 = time.perf_counter()
+    r = _Replay(plan, trace)
+    env = r.env
+    procs = []
+    for n in plan.nodes:
+        if n.parent is None:
+            continue
+        procs.append((f"fill {n.label()}", r.rec.fill_tl[n.index], env.process(r.fill_proc(n))))
+        if n.output_role:
+            procs.append((f"write-back {n.label()}", r.rec.drain_tl[n.index], env.process(r.drain_proc(n))))
+    pe = env.process(r.pe_proc())
+    def alive() -> bool:
+        return pe.is_alive or any(p.is_alive for _, _, p in procs)
+
+    _run(env, r, alive, progress, wall0)
+    stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
+    if pe.is_alive or stuck:
+        raise EngineError(_deadlock_message(env.now, pe.is_alive, stuck, r))
+    return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace)
+
+
+def _run(env: simpy.Environment, r: _Replay, alive, progress: bool | None, wall0: float) -> None:
+    """Run in chunks so a progress bar can appear on stderr for runs longer than a second.
+
+    A chunk in which no timeout fired while processes are still alive means nothing can
+    move any more: the caller reports the deadlock.
+    """
+    if progress is False:
+        env.run()
+        return
+    total = sum(leaf.segments for leaf in r.plan.leaves)
+    bar = None
+    chunk = 1 << 12
+    try:
+        while alive():
+            before = r.rec.events
+            t0 = time.perf_counter()
+            env.run(until=env.now + chunk)
+            if r.rec.events == before:
+                break
+            if time.perf_counter() - t0 < 0.05:
+                chunk *= 2
+            if bar is None and (progress or (time.perf_counter() - wall0 > 1.0 and sys.stderr.isatty())):
+                from tqdm import tqdm
+
+                bar = tqdm(total=total, unit="seg", desc="replay", file=sys.stderr, leave=False)
+            if bar is not None:
+                bar.n = r.segments_done
+                bar.refresh()
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _deadlock_message(now: int, pe_alive: bool, stuck: list, r: _Replay) -> str:
+    lines = [f"the replay cannot progress at cycle {now}: a cyclic or unsatisfiable wait"]
+    if pe_alive:
+        last = r.rec.pe_waits[-1] if r.rec.pe_waits else None
+        lines.append(f"  PE array: waiting (last recorded wait: {last})")
+    for name, tl in stuck:
+        state = tl[-1] if tl else ("-", "not started", None)
+        lines.append(f"  {name}: since cycle {state[0]} in state '{state[1]}' ({state[2]})")
+    lines.append("check slots (double_buffered) of nodes that feed each other, and sequential splits")
+    return "\n".join(lines)

@@ -1,0 +1,580 @@
+"""Compile (architecture, workload, mapping) into a frozen plan: storage nodes, leaves, ports.
+
+Pure: no SimPy. Every storage node's tile sequence is a mixed-radix counter over the loops
+above it, so tile indices, parent tiles and first/final visits are closed-form functions of
+an integer (no per-cycle or per-tile lists are materialised).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from math import prod
+
+from cyclesim.errors import SpecError
+from cyclesim.spec import (
+    Architecture,
+    Compute,
+    Direction,
+    Mapping,
+    Port,
+    Sequential,
+    Spatial,
+    Storage,
+    Temporal,
+    Workload,
+)
+
+
+class ReusePolicy(enum.Enum):
+    """When a storage node is refilled: on tile change (hardware) or on every loop iteration."""
+
+    RETAIN = "retain"
+    STRICT = "strict"
+
+
+@dataclass(frozen=True, slots=True)
+class PortRef:
+    """A port resolved for one use: its memory, name and timing."""
+
+    memory: str
+    name: str
+    width_bits: int
+    burst_bits: int
+    latency_cycles: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.memory}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodePlan:
+    """One tensor kept by one storage node of the loop tree."""
+
+    index: int
+    tensor: str
+    memory: str
+    path: str
+    parent: int | None
+    is_backing: bool
+    output_role: bool  # the producing Einsum's compute node is below it
+    owner: str  # Einsum its own transfers are booked to
+    counted: tuple[int, ...]  # bounds of the loops whose advance changes the tile (outer first)
+    relevant: tuple[bool, ...]  # per counted loop: does it index the tensor
+    entries: int
+    distinct: int
+    ratio: int  # entries of this node per tile of its parent
+    tile_values: int  # per instance
+    union_values: int  # values on the parent side per fill (multicast / spatial reduction)
+    instances: int
+    parent_instances: int
+    slots: int
+    bits: int
+    psum_bits: int
+    fill_src: PortRef | None
+    fill_dst: PortRef | None
+    drain_src: PortRef | None
+    drain_dst: PortRef | None
+    dma: str | None
+    uses_per_tile: int  # children entries + PE segments per tile
+    producer_uses_per_tile: int  # of those, the ones that write the tensor
+    wait_producer: bool  # a fill from the parent must wait until the producer finished that tile
+    pe_written_by: str | None  # Einsum whose PE array writes this node directly
+
+    def visit_flags(self, k: int) -> tuple[bool, bool]:
+        """(first visit, final visit) of entry k: irrelevant counted loops all at 0 / at their last."""
+        first = final = True
+        for bound, rel in zip(reversed(self.counted), reversed(self.relevant), strict=True):
+            k, digit = divmod(k, bound)
+            if not rel:
+                first = first and digit == 0
+                final = final and digit == bound - 1
+        return first, final
+
+    def element_key(self, k: int) -> int:
+        """Index of the tile's elements: the relevant digits of entry k (same key = same values)."""
+        key, scale = 0, 1
+        for bound, rel in zip(reversed(self.counted), reversed(self.relevant), strict=True):
+            k, digit = divmod(k, bound)
+            if rel:
+                key += digit * scale
+                scale *= bound
+        return key
+
+    def label(self) -> str:
+        return f"{self.tensor}@{self.memory}"
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """How a leaf's PE array touches one tensor at its innermost storage node."""
+
+    tensor: str
+    node: int
+    ratio: int  # segments of the leaf per tile of the node
+    is_output: bool
+    change_depth: int  # innermost leaf loop (1-based) that changes the value; 0: never after the first
+    values_per_step: int  # per instance of the node, per step
+    instances: int
+    bits: int
+    read_port: PortRef | None
+    write_port: PortRef | None
+
+
+@dataclass(frozen=True, slots=True)
+class LeafPlan:
+    """One compute node: its temporal loops and how its steps group into segments."""
+
+    index: int
+    einsum: str
+    path: str
+    is_copy: bool
+    bounds: tuple[int, ...]  # temporal loops of its path with bound > 1, outer first
+    out_relevant: tuple[bool, ...]  # per loop: does it index the output
+    seg_depth: int  # loops 1..seg_depth enumerate segments; the rest run inside a segment
+    segments: int
+    steps: int
+    macs_per_step: int
+    operands: tuple[Operand, ...]
+    shared_depth: int  # temporal loops above its innermost sequential split
+
+    @property
+    def steps_per_segment(self) -> int:
+        return self.steps // self.segments
+
+
+@dataclass(frozen=True, slots=True)
+class SeqPlan:
+    """A sequential split: branches run in order for each iteration of the loops above."""
+
+    iterations: int  # product of the temporal bounds above it
+    branches: tuple[object, ...]  # LeafPlan index (int) or SeqPlan
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Everything the engine needs, resolved to indices and integers."""
+
+    nodes: tuple[NodePlan, ...]
+    leaves: tuple[LeafPlan, ...]
+    root: object  # int (leaf index) or SeqPlan
+    reuse: ReusePolicy
+    isolate_einsums: bool
+    pipeline_depth: int
+    ports: tuple[PortRef, ...]
+    dma: tuple[tuple[str, int, int], ...]  # (name, channels, setup cycles)
+    tensor_order: tuple[str, ...]
+
+
+def _relevant(workload: Workload, tensor: str, rank: str) -> bool:
+    for e in workload.einsums:
+        a = e.access(tensor)
+        if a is not None and rank in a.ranks():
+            return True
+    return False
+
+
+def _port(arch: Architecture, memory: str, tensor: str, direction: Direction, why: str) -> PortRef:
+    mem = arch.memory(memory)
+    port: Port | None = mem.port_for(tensor, direction)
+    if port is None:
+        raise arch.error(
+            f"memory '{memory}' has no port serving tensor {tensor} in direction {direction.value} ({why})",
+            ("memories", arch.memory_index(memory), "ports"),
+            expected=f"a port whose kind and 'serves' cover ({tensor}, {direction.value})",
+        )
+    return PortRef(memory, port.name, port.width_bits, port.burst_bits, port.latency_cycles)
+
+
+def isolate(mapping: Mapping, workload: Workload) -> tuple:
+    """AccelForge's per-Einsum isolation: each Einsum runs its whole path alone, in order.
+
+    Backing stores (each tensor's first storage node) stay shared at the top; every other
+    storage node is copied into each Einsum's branch, so no on-chip copy survives from one
+    Einsum to the next and Einsums exchange tensors only through their backing stores.
+    """
+    from cyclesim.spec import leaves
+
+    backing: dict[str, Storage] = {}
+    top: list[Storage] = []
+    for above, _ in leaves(mapping.loop_tree):
+        loops_seen = False
+        for node in above:
+            if isinstance(node, (Temporal, Spatial)):
+                loops_seen = True
+            elif isinstance(node, Storage):
+                new = tuple(t for t in node.tensors if t not in backing)
+                if new and loops_seen:
+                    raise mapping.error(
+                        "isolate_einsums needs every backing store above all loops", node.path
+                    )
+                if new:
+                    keep = Storage(node.memory, new, node.path)
+                    top.append(keep)
+                    for t in new:
+                        backing[t] = keep
+    branches = []
+    for above, comp in leaves(mapping.loop_tree):
+        branch: list = []
+        for node in above:
+            if isinstance(node, Storage):
+                rest = tuple(t for t in node.tensors if backing[t] is None or backing[t].path != node.path)
+                einsum = workload.einsum(comp.einsum)
+                rest = tuple(t for t in rest if einsum.access(t) is not None)
+                if rest:
+                    branch.append(Storage(node.memory, rest, node.path))
+            elif isinstance(node, (Temporal, Spatial)):
+                branch.append(node)
+        branch.append(comp)
+        branches.append(tuple(branch))
+    if len(branches) == 1:
+        return tuple(top) + branches[0]
+    return tuple(top) + (Sequential(tuple(branches), "loop_tree"),)
+
+
+def _einsums_in(nodes: tuple) -> list[str]:
+    out = []
+    for n in nodes:
+        if isinstance(n, Compute):
+            out.append(n.einsum)
+        elif isinstance(n, Sequential):
+            for b in n.branches:
+                out.extend(_einsums_in(b))
+    return out
+@dataclass(slots=True)
+class _Rec:
+    """A storage node of one tensor while the plan is being built."""
+
+    store: Storage
+    tensor: str
+    above: tuple  # spec nodes above the storage node, outermost first
+    order: tuple[int, int]
+
+
+def _footprint(workload: Workload, einsum: str, tensor: str, loops: list) -> int:
+    access = workload.einsum(einsum).access(tensor)
+    tile: dict[str, int] = {}
+    for loop in loops:
+        tile[loop.rank] = tile.get(loop.rank, 1) * loop.bound
+    return access.footprint(tile)
+
+
+def build_plan(
+    arch: Architecture,
+    workload: Workload,
+    mapping: Mapping,
+    reuse: ReusePolicy = ReusePolicy.RETAIN,
+    isolate_einsums: bool = False,
+) -> Plan:
+    """Compile the three inputs into a Plan; raise SpecError for what cannot be replayed."""
+    from cyclesim.spec import leaves
+
+    if arch.pe_array.macs_per_pe_per_cycle != 1:
+        raise arch.error(
+            "macs_per_pe_per_cycle other than 1 is not modelled: one loop iteration per cycle per PE",
+            ("pe_array", "macs_per_pe_per_cycle"),
+            found=arch.pe_array.macs_per_pe_per_cycle,
+            expected="1",
+        )
+    tree = isolate(mapping, workload) if isolate_einsums else mapping.loop_tree
+    tensor_order = tuple(t.name for t in workload.tensors)
+    leaf_list = leaves(tree)
+
+    # ---- storage records in loop-tree order, then workload tensor order
+    recs: list[_Rec] = []
+
+    def walk(nodes: tuple, above: tuple) -> None:
+        for i, node in enumerate(nodes):
+            if isinstance(node, Storage):
+                for t in sorted(node.tensors, key=tensor_order.index):
+                    recs.append(_Rec(node, t, above + nodes[:i], (len(recs), 0)))
+            elif isinstance(node, Sequential):
+                for branch in node.branches:
+                    walk(branch, above + nodes[:i])
+
+    walk(tree, ())
+    index_of = {(id(r.store), r.tensor): i for i, r in enumerate(recs)}
+
+    def rec_index(store: Storage, tensor: str) -> int:
+        return index_of[(id(store), tensor)]
+
+    def leaves_below(r: _Rec) -> list[int]:
+        return [
+            li
+            for li, (above, comp) in enumerate(leaf_list)
+            if any(n is r.store for n in above) and workload.einsum(comp.einsum).access(r.tensor)
+        ]
+
+    producer_leaf = {
+        workload.einsum(comp.einsum).output.tensor: li for li, (_, comp) in enumerate(leaf_list)
+    }
+    dims_shared = {m.name: set(m.shared_across) for m in arch.memories}
+
+    info = []
+    for ri, r in enumerate(recs):
+        parent = None
+        for node in reversed(r.above):
+            if isinstance(node, Storage) and r.tensor in node.tensors:
+                parent = rec_index(node, r.tensor)
+                break
+        temporal = [n for n in r.above if isinstance(n, Temporal) and n.bound > 1]
+        spatial_above = [n for n in r.above if isinstance(n, Spatial) and n.bound > 1]
+        for sp in spatial_above:
+            if sp.dim in dims_shared[r.store.memory]:
+                raise mapping.error(
+                    f"memory '{r.store.memory}' is shared across array dimension {sp.dim}, but its "
+                    f"storage node sits below the spatial loop over {sp.dim} ({sp.path}); place it "
+                    "above that loop, or declare the memory per position in the architecture",
+                    r.store.path,
+                )
+        rel = [_relevant(workload, r.tensor, n.rank) for n in temporal]
+        if reuse is ReusePolicy.RETAIN:
+            depth = max((i + 1 for i, x in enumerate(rel) if x), default=0)
+        else:
+            depth = len(temporal)
+        below = leaves_below(r)
+        if not below:
+            raise mapping.error(f"tensor {r.tensor} is used by no compute node below", r.store.path)
+        tiles, unions = [], []
+        for li in below:
+            above, comp = leaf_list[li]
+            pos = next(i for i, n in enumerate(above) if n is r.store)
+            inner = [n for n in above[pos + 1 :] if isinstance(n, (Temporal, Spatial))]
+            tiles.append(_footprint(workload, comp.einsum, r.tensor, inner))
+            between = []
+            if parent is not None:
+                ppos = next(i for i, n in enumerate(above) if n is recs[parent].store)
+                between = [n for n in above[ppos + 1 : pos] if isinstance(n, Spatial)]
+            unions.append(_footprint(workload, comp.einsum, r.tensor, inner + between))
+        for li in below:
+            above, _ = leaf_list[li]
+            pos = next(i for i, n in enumerate(above) if n is r.store)
+            for sp in above[pos + 1 :]:
+                if isinstance(sp, Spatial) and sp.bound > 1 and sp.dim not in dims_shared[r.store.memory]:
+                    raise mapping.error(
+                        f"memory '{r.store.memory}' exists once per position of array dimension "
+                        f"{sp.dim}, but the spatial loop over {sp.dim} ({sp.path}) is below its "
+                        "storage node; move the storage node below that loop",
+                        r.store.path,
+                    )
+        info.append(
+            dict(
+                parent=parent,
+                counted=tuple(n.bound for n in temporal[:depth]),
+                relevant=tuple(rel[:depth]),
+                instances=prod(n.bound for n in spatial_above),
+                tile=max(tiles),
+                union=max(unions),
+                below=below,
+                output_role=r.tensor in producer_leaf and producer_leaf[r.tensor] in below,
+            )
+        )
+
+    # ---- leaves: segment depth covers every storage node on the path and the shared loops
+    shared_depth_of: dict[int, int] = {}
+
+    def seq_walk(nodes: tuple, above: tuple) -> object:
+        for i, node in enumerate(nodes):
+            if isinstance(node, Compute):
+                li = next(j for j, (_, c) in enumerate(leaf_list) if c is node)
+                return li
+            if isinstance(node, Sequential):
+                ab = above + nodes[:i]
+                depth = sum(1 for n in ab if isinstance(n, Temporal) and n.bound > 1)
+                branches = []
+                for b in node.branches:
+                    item = seq_walk(b, ab)
+                    for li in _leaf_ids(item):
+                        shared_depth_of[li] = max(shared_depth_of.get(li, 0), depth)
+                    branches.append(item)
+                iters = prod(n.bound for n in ab if isinstance(n, Temporal))
+                return SeqPlan(iters, tuple(branches))
+        raise AssertionError("validated tree ends in compute or sequential")
+
+    root = seq_walk(tree, ())
+    leaf_plans = []
+    for li, (above, comp) in enumerate(leaf_list):
+        einsum = workload.einsum(comp.einsum)
+        temporal = [n for n in above if isinstance(n, Temporal) and n.bound > 1]
+        bounds = tuple(n.bound for n in temporal)
+        on_path = [ri for ri, r in enumerate(recs) if li in info[ri]["below"]]
+        seg_depth = max([len(info[ri]["counted"]) for ri in on_path] + [shared_depth_of.get(li, 0)])
+        operands = []
+        for a in einsum.accesses:
+            inner_ri = max(ri for ri in on_path if recs[ri].tensor == a.tensor)
+            r = recs[inner_ri]
+            pos = next(i for i, n in enumerate(above) if n is r.store)
+            sp_below = [n for n in above[pos + 1 :] if isinstance(n, Spatial) and n.bound > 1]
+            is_out = a is einsum.output
+            if reuse is ReusePolicy.STRICT:  # every MAC reads every operand
+                vps = prod(n.bound for n in sp_below)
+            else:  # distinct values across the PEs below the node: multicast / spatial reduction
+                vps = _footprint(workload, einsum.name, a.tensor, sp_below)
+            if reuse is ReusePolicy.STRICT:
+                change = len(bounds)
+            else:
+                change = max((i + 1 for i, n in enumerate(temporal) if n.rank in a.ranks()), default=0)
+            mem = r.store.memory
+            tensor = workload.tensor(a.tensor)
+            why = f"the PE array of Einsum '{einsum.name}'"
+            read_port = _port(arch, mem, a.tensor, Direction.READ_TO_BELOW, why)
+            write_port = _port(arch, mem, a.tensor, Direction.WRITE_FROM_BELOW, why) if is_out else None
+            if is_out and einsum.is_copy:
+                read_port = None
+            operands.append(
+                Operand(
+                    a.tensor,
+                    inner_ri,
+                    0,  # filled below once segments are known
+                    is_out,
+                    change,
+                    vps,
+                    info[inner_ri]["instances"],
+                    tensor.partial_sum_bits if (is_out and not einsum.is_copy) else tensor.bits_per_value,
+                    read_port,
+                    write_port,
+                )
+            )
+        segments = prod(bounds[:seg_depth])
+        ops = tuple(
+            Operand(
+                o.tensor, o.node, segments // prod(info[o.node]["counted"]), o.is_output, o.change_depth,
+                o.values_per_step, o.instances, o.bits, o.read_port, o.write_port,
+            )
+            for o in operands
+        )
+        out_rel = tuple(n.rank in einsum.output.ranks() for n in temporal)
+        spatial_macs = prod(n.bound for n in above if isinstance(n, Spatial))
+        leaf_plans.append(
+            LeafPlan(
+                li, einsum.name, comp.path, einsum.is_copy, bounds, out_rel, seg_depth, segments,
+                prod(bounds), spatial_macs, ops, shared_depth_of.get(li, 0),
+            )
+        )
+    nodes = _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list)
+    _check_capacity(arch, mapping, nodes, recs, leaf_plans, workload)
+    ports = []
+    for n in nodes:
+        for p in (n.fill_src, n.fill_dst, n.drain_src, n.drain_dst):
+            if p is not None and p not in ports:
+                ports.append(p)
+    for leaf in leaf_plans:
+        for o in leaf.operands:
+            for p in (o.read_port, o.write_port):
+                if p is not None and p not in ports:
+                    ports.append(p)
+    dma = tuple((d.name, d.channels, d.setup_cycles) for d in arch.dma_engines)
+    return Plan(
+        tuple(nodes), tuple(leaf_plans), root, reuse, isolate_einsums,
+        arch.pe_array.pipeline_depth_cycles, tuple(ports), dma, tensor_order,
+    )
+
+
+def _leaf_ids(item: object) -> list[int]:
+    if isinstance(item, int):
+        return [item]
+    return [li for b in item.branches for li in _leaf_ids(b)]
+
+
+def _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list) -> list[NodePlan]:
+    """Resolve parents, ports, DMA engines and per-tile use counts into NodePlans."""
+    nodes = []
+    for ri, r in enumerate(recs):
+        d = info[ri]
+        p = d["parent"]
+        tensor = workload.tensor(r.tensor)
+        entries = prod(d["counted"])
+        distinct = prod(b for b, rel in zip(d["counted"], d["relevant"], strict=True) if rel)
+        ratio = 1
+        if p is not None:
+            pc = info[p]["counted"]
+            if d["counted"][: len(pc)] != pc:
+                raise AssertionError("a parent's counted loops are a prefix of its child's")
+            ratio = entries // prod(pc)
+        children = [ci for ci in range(len(recs)) if info[ci]["parent"] == ri]
+        uses = sum(prod(info[c]["counted"]) // entries for c in children)
+        producer_uses = sum(prod(info[c]["counted"]) // entries for c in children if info[c]["output_role"])
+        pe_by = None
+        for leaf in leaf_plans:
+            for o in leaf.operands:
+                if o.node == ri:
+                    uses += leaf.segments // entries
+                    if o.is_output:
+                        producer_uses += leaf.segments // entries
+                        pe_by = leaf.einsum
+        owner = (
+            workload.producer(r.tensor).name
+            if d["output_role"]
+            else leaf_list[d["below"][0]][1].einsum
+        )
+        fill_src = fill_dst = drain_src = drain_dst = None
+        dma = None
+        if p is not None:
+            pm, why = recs[p].store.memory, f"link {recs[p].store.memory} -> {r.store.memory} of tensor {r.tensor}"
+            reloads = prod(d["counted"]) > prod(
+                b for b, rel in zip(d["counted"], d["relevant"], strict=True) if rel
+            )
+            if not d["output_role"] or reloads:
+                fill_src = _port(arch, pm, r.tensor, Direction.READ_TO_BELOW, why)
+                fill_dst = _port(arch, r.store.memory, r.tensor, Direction.WRITE_FROM_ABOVE, why)
+            if d["output_role"]:
+                drain_src = _port(arch, r.store.memory, r.tensor, Direction.READ_TO_ABOVE, why)
+                drain_dst = _port(arch, pm, r.tensor, Direction.WRITE_FROM_BELOW, why)
+            engine = arch.dma_for(pm, r.store.memory)
+            dma = engine.name if engine else None
+        wait_producer = (
+            p is not None and not d["output_role"] and info[p]["output_role"]
+        )
+        nodes.append(
+            NodePlan(
+                ri, r.tensor, r.store.memory, r.store.path, p, p is None, d["output_role"], owner,
+                d["counted"], d["relevant"], entries, distinct, ratio, d["tile"], d["union"],
+                d["instances"], info[p]["instances"] if p is not None else 1,
+                arch.memory(r.store.memory).slots_for(r.tensor),
+                tensor.bits_per_value, tensor.partial_sum_bits,
+                fill_src, fill_dst, drain_src, drain_dst, dma, uses, producer_uses,
+                wait_producer, pe_by,
+            )
+        )
+    return nodes
+
+
+def _check_capacity(arch, mapping, nodes, recs, leaf_plans, workload) -> None:
+    """Every memory instance must hold the slots of all tiles it keeps on any one leaf's path."""
+    for leaf in leaf_plans:
+        use: dict[str, list[NodePlan]] = {}
+        for n in nodes:
+            below = any(o.node == n.index for o in leaf.operands) or _on_path(n, leaf, nodes)
+            if below:
+                use.setdefault(n.memory, []).append(n)
+        for mem_name, ns in use.items():
+            size = arch.memory(mem_name).size_bits
+            if size is None:
+                continue
+            need = 0
+            parts = []
+            for n in ns:
+                bits = n.psum_bits if n.output_role else n.bits
+                slots = 1 if n.is_backing else n.slots
+                b = n.tile_values * slots * bits
+                need += b
+                parts.append(f"{n.tensor}: {n.tile_values} values x {slots} slot(s) x {bits} b = {b} b")
+            if need > size:
+                raise mapping.error(
+                    f"tiles kept in memory '{mem_name}' need {need} bits per instance but it has "
+                    f"{size} ({'; '.join(parts)})",
+                    ns[-1].path,
+                    expected=f"at most {size} bits: smaller tiles below this node, or a larger memory",
+                )
+
+
+def _on_path(n: NodePlan, leaf: LeafPlan, nodes) -> bool:
+    """Is node n an ancestor (same tensor chain) of one of the leaf's operand nodes?"""
+    for o in leaf.operands:
+        i = o.node
+        while i is not None:
+            if i == n.index:
+                return True
+            i = nodes[i].parent
+    return False

@@ -1,0 +1,146 @@
+"""The PE array's work per segment, in closed form: cycles, spatial stalls and accesses.
+
+A step is one iteration of the temporal loop nest. Its *level* is the outermost loop that
+advanced into it (0 for the very first step), and an input operand's value changes in a step
+iff level <= the operand's change depth (retain) — every step under strict. An output element
+is visited first iff every loop that does not index it is at 0. Steps of one segment fall into
+a handful of (level, first-visit) classes whose counts are products of loop bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from math import prod
+
+from cyclesim.schedule.plan import LeafPlan, Plan
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    cycles: int
+    stall_port: str | None  # the port whose width set the cycles when > 1
+    stall_operand: int | None
+    port_bits: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentProfile:
+    """What one segment of a leaf costs, given its first step's level and first-visit flag."""
+
+    cycles: int
+    steps: int
+    spatial: tuple[tuple[int, int], ...]  # (operand index, stall cycles)
+    port_bits: tuple[tuple[str, int], ...]  # bits through each PE-side port, per instance
+    reads: tuple[int, ...]  # values read per operand (PE side, all instances)
+    writes: tuple[int, ...]  # values written per operand
+
+
+def step_cost(leaf: LeafPlan, level: int, first_visit: bool) -> StepCost:
+    """Cycles of one step: the slowest port's ceil(bits / width), at least 1."""
+    bits: dict[str, int] = {}
+    width: dict[str, int] = {}
+    owner: dict[str, int] = {}
+    for i, o in enumerate(leaf.operands):
+        b = o.values_per_step * o.bits
+        if o.is_output:
+            if o.read_port is not None and not first_visit:
+                _add(bits, width, owner, o.read_port, b, i)
+            if o.write_port is not None:
+                _add(bits, width, owner, o.write_port, b, i)
+        elif level <= o.change_depth:
+            _add(bits, width, owner, o.read_port, b, i)
+    best, port = 1, None
+    for key, b in bits.items():
+        c = -(-b // width[key])
+        if c > best:
+            best, port = c, key
+    return StepCost(best, port, owner[port] if port is not None else None, tuple(bits.items()))
+
+
+def _add(bits: dict, width: dict, owner: dict, port, b: int, i: int) -> None:
+    """Add an operand's bits to a port; the first operand on the port names its stall."""
+    bits[port.key] = bits.get(port.key, 0) + b
+    width[port.key] = port.width_bits
+    owner.setdefault(port.key, i)
+
+
+def segment_levels(leaf: LeafPlan, g: int) -> tuple[int, bool]:
+    """Level of segment g's first step and whether it visits output elements first."""
+    level = 0
+    first = True
+    depth = leaf.seg_depth
+    for pos in range(depth - 1, -1, -1):
+        g, digit = divmod(g, leaf.bounds[pos])
+        if digit and not level:
+            level = pos + 1
+        if digit and not leaf.out_relevant[pos]:
+            first = False
+    return level, first
+
+
+@lru_cache(maxsize=4096)
+def segment_profile(leaf: LeafPlan, level: int, first: bool) -> SegmentProfile:
+    """Closed-form cycles, spatial stalls and PE accesses of one segment."""
+    n_ops = len(leaf.operands)
+    reads = [0] * n_ops
+    writes = [0] * n_ops
+    spatial: dict[int, int] = {}
+    port_bits: dict[str, int] = {}
+    cycles = 0
+    steps = 0
+    J, bounds, rel = leaf.seg_depth, leaf.bounds, leaf.out_relevant
+
+    def account(lv: int, fv: bool, count: int) -> None:
+        nonlocal cycles, steps
+        if count <= 0:
+            return
+        c = step_cost(leaf, lv, fv)
+        cycles += c.cycles * count
+        steps += count
+        for key, b in c.port_bits:
+            port_bits[key] = port_bits.get(key, 0) + b * count
+        if c.cycles > 1:
+            spatial[c.stall_operand] = spatial.get(c.stall_operand, 0) + (c.cycles - 1) * count
+        for i, o in enumerate(leaf.operands):
+            v = o.values_per_step * o.instances * count
+            if o.is_output:
+                writes[i] += v
+                if o.read_port is not None and not fv:
+                    reads[i] += v
+            elif lv <= o.change_depth:
+                reads[i] += v
+
+    account(level, first, 1)
+    for d in range(J + 1, len(bounds) + 1):
+        total = prod(bounds[J : d - 1]) * (bounds[d - 1] - 1)
+        fv = 0
+        if first and rel[d - 1]:
+            fv = prod(b for b, r in zip(bounds[J : d - 1], rel[J : d - 1], strict=True) if r) * (
+                bounds[d - 1] - 1
+            )
+        account(d, True, fv)
+        account(d, False, total - fv)
+    return SegmentProfile(
+        cycles, steps, tuple(sorted(spatial.items())), tuple(port_bits.items()), tuple(reads), tuple(writes)
+    )
+
+
+def program(plan: Plan):
+    """The PE array's segments in execution order: (leaf index, segment index)."""
+    leaves = plan.leaves
+
+    def gen(item, q: int, outer: int):
+        if isinstance(item, int):
+            leaf = leaves[item]
+            per = leaf.segments // outer
+            start = q * per
+            for g in range(start, start + per):
+                yield item, g
+            return
+        inner = item.iterations // outer
+        for q2 in range(q * inner, (q + 1) * inner):
+            for branch in item.branches:
+                yield from gen(branch, q2, item.iterations)
+
+    yield from gen(plan.root, 0, 1)
