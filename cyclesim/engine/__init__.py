@@ -1,0 +1,33 @@
+"""engine: the SimPy replay of a plan, and the public `replay` entry point."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cyclesim.engine.run import RawRun, replay_plan
+
+if TYPE_CHECKING:
+    from cyclesim.results import SimResult
+    from cyclesim.spec import Architecture, Mapping, Workload
+
+
+def replay(
+    arch: Architecture,
+    workload: Workload,
+    mapping: Mapping,
+    *,
+    reuse: str = "retain",
+    isolate_einsums: bool = False,
+    trace: bool = False,
+    progress: bool | None = None,
+    check_counts: bool = True,
+) -> SimResult:
+    """Compile and replay the three inputs; return the SimResult (counts checked)."""
+    from cyclesim.results import build_result
+    from cyclesim.schedule import ReusePolicy, build_plan
+
+    plan = build_plan(arch, workload, mapping, ReusePolicy(reuse), isolate_einsums)
+    return build_result(replay_plan(plan, trace=trace, progress=progress), check_counts=check_counts)
+
+
+__all__ = ["RawRun", "replay", "replay_plan"]

@@ -33,7 +33,7 @@ class Recorder:
     grants: dict[str, list[list]] = field(default_factory=dict)  # port -> [[start, end, who, tensor]]
     pe_waits: list[tuple] = field(default_factory=list)  # (start, end, node, kind)
     pe_segments: list[tuple] | None = None  # (start, end, leaf, g) when tracing
-    spatial: dict[tuple, int] = field(default_factory=dict)  # (leaf, operand) -> cycles
+    spatial: dict[tuple, list] = field(default_factory=dict)  # (leaf, operand) -> [cycles, first, last]
     transfers: list[tuple] | None = None  # (start, end, node, kind, tile, bits) when tracing
     occupancy: list[tuple] | None = None  # (t, node, tiles resident) when tracing
     last_finisher: dict[tuple, tuple] = field(default_factory=dict)  # (node, tile) -> ('pe'|'node', idx)

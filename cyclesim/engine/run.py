@@ -286,7 +286,12 @@ class _Replay:
             if rec.pe_segments is not None:
                 rec.pe_segments.append((start, env.now, li, g))
             for oi, c in prof.spatial:
-                rec.spatial[(li, oi)] = rec.spatial.get((li, oi), 0) + c
+                cur = rec.spatial.get((li, oi))
+                if cur is None:
+                    rec.spatial[(li, oi)] = [c, start, env.now]
+                else:
+                    cur[0] += c
+                    cur[2] = env.now
             for i, o in enumerate(leaf.operands):
                 n = nodes[o.node]
                 if prof.reads[i]:

@@ -1,0 +1,48 @@
+"""The readable text report of one replay (reads SimResult only)."""
+
+from __future__ import annotations
+
+from cyclesim.results import SimResult
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:5.1f}%" if whole else "  -  "
+
+
+def text_report(res: SimResult, title: str = "") -> str:
+    """Cycles term by term, stalls by cause with their share, accesses per tensor and memory."""
+    out = []
+    if title:
+        out += [title, "=" * len(title)]
+    out.append(f"policy: reuse={res.reuse}, isolate_einsums={res.isolate_einsums}")
+    out.append(f"cycles            {res.cycles:>12,}")
+    for name, v in (
+        ("onload", res.onload_cycles),
+        ("ideal compute", res.ideal_compute_cycles),
+        ("stall", res.stall_cycles),
+        ("offload", res.offload_cycles),
+    ):
+        out.append(f"  {name:<16}{v:>12,}  {_pct(v, res.cycles)}")
+    out.append(f"MACs              {res.macs:>12,}   utilisation of the ideal: {_pct(res.ideal_compute_cycles, res.cycles)}")
+    out.append("")
+    out.append("non-compute cycles by root cause (phase, cause, where, competitor):")
+    stalls = res.stalls
+    if stalls.empty:
+        out.append("  none")
+    for r in stalls.head(15).itertuples():
+        port = f" port {r.port_memory}.{r.port}" if r.port else ""
+        comp = f" vs {r.competitor}" if r.competitor else ""
+        out.append(
+            f"  {r.phase:<8}{r.cause:<12}{r.cycles:>12,} {_pct(r.cycles, res.cycles)}  "
+            f"{r.tensor}@{r.memory}{port}{comp}  [cycles {r.first_cycle}..{r.last_cycle}]"
+        )
+    if len(stalls) > 15:
+        out.append(f"  ... {len(stalls) - 15} more rows (use --json)")
+    out.append("")
+    out.append("accesses (values / bits):")
+    acc = res.accesses
+    for r in acc.itertuples():
+        out.append(f"  {r.einsum:<12}{r.tensor:<8}{r.memory:<14}{r.action:<6}{r.values:>14,}{r.bits:>16,}")
+    out.append("")
+    out.append(f"replayed in {res.wall_seconds:.3f} s, {res.events:,} engine events")
+    return "\n".join(out)

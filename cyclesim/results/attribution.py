@@ -1,0 +1,209 @@
+"""Every cycle the PE array does not complete a step, charged to one root cause.
+
+The PE array waits for a node's tile; that node's process was, cycle by cycle, waiting for a
+slot, for its parent's tile, for the producing Einsum, for its ports, or moving bursts. A wait
+for the parent is followed into the parent's timeline, and so on to a root. Interval
+arithmetic over the recorded state timelines: no per-cycle loop.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from cyclesim.engine.fabric import PE
+from cyclesim.engine.record import (
+    S_BURST,
+    S_DMA,
+    S_DRAIN,
+    S_IDLE,
+    S_LATENCY,
+    S_PARENT,
+    S_PIPE,
+    S_PORT,
+    S_PRODUCER,
+    S_SETUP,
+    S_SLOT,
+    S_USES,
+)
+from cyclesim.engine.run import RawRun
+
+BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer_full", "latency"
+DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
+CAUSES = (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC)
+
+
+@dataclass(frozen=True, slots=True)
+class StallSpan:
+    """Cycles [start, end) charged to one root cause."""
+
+    start: int
+    end: int
+    phase: str  # onload, compute, offload
+    cause: str
+    memory: str | None
+    tensor: str | None
+    port: str | None  # port name
+    port_memory: str | None
+    competitor: str | None
+    chain: str  # the path from the PE array's wait to the root, words joined by ' <- '
+    cycles: int  # end - start, except for spatial stalls spread over [start, end)
+
+
+class Attributor:
+    """Walks recorded timelines of one run to roots."""
+
+    def __init__(self, raw: RawRun) -> None:
+        self.raw = raw
+        self.nodes = raw.plan.nodes
+        self.rec = raw.rec
+        self._times: dict[tuple, list[int]] = {}
+        self._grant_starts: dict[str, list[int]] = {k: [g[0] for g in v] for k, v in raw.rec.grants.items()}
+
+    # -------------------------------------------------------------- helpers
+    def _label(self, who: int) -> str:
+        return "PE array" if who == PE else self.nodes[who].label()
+
+    def _timeline(self, kind: str, node: int) -> list[tuple]:
+        return (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
+
+    def _times_of(self, kind: str, node: int) -> list[int]:
+        key = (kind, node)
+        t = self._times.get(key)
+        if t is None:
+            t = self._times[key] = [s[0] for s in self._timeline(kind, node)]
+        return t
+
+    # -------------------------------------------------------------- the walk
+    def explain(self, kind: str, node: int, a: int, b: int, phase: str, chain: tuple[str, ...], depth: int = 0):
+        """Yield StallSpans covering [a, b) by what node's `kind` process was doing."""
+        if a >= b:
+            return
+        n = self.nodes[node]
+        tl = self._timeline(kind, node)
+        times = self._times_of(kind, node)
+        i = max(0, bisect_right(times, a) - 1)
+        what = "write-back" if kind == "drain" else ("entry" if n.output_role else "fill")
+        here = chain + (f"{what} of {n.tensor} at {n.memory}",)
+        t = a
+        while t < b:
+            if not tl or times[i] > t:
+                # before the process recorded anything: it had not started this work yet
+                end = min(b, times[i]) if tl else b
+                yield self._span(t, end, phase, BUFFER_FULL, n, None, None, "not started", here)
+                t = end
+                continue
+            state, info = tl[i][1], tl[i][2]
+            end = min(b, times[i + 1]) if i + 1 < len(tl) else b
+            if end <= t:
+                i += 1
+                continue
+            if depth > 64:
+                yield self._span(t, end, phase, DEPENDENCY, n, None, None, "deep chain", here)
+            elif state == S_PARENT:
+                p = self.nodes[info]
+                yield from self.explain("fill", info, t, end, phase, here + (f"parent tile at {p.memory}",), depth + 1)
+            elif state == S_DRAIN:
+                yield from self.explain("drain", info, t, end, phase, here + ("previous write-back",), depth + 1)
+            elif state == S_USES:
+                who = self.rec.last_finisher.get((node, info))
+                if who is not None and who[0] == "node":
+                    yield from self.explain("drain", who[1], t, end, phase, here + ("tile still in use",), depth + 1)
+                else:
+                    yield self._span(t, end, phase, DEPENDENCY, n, None, None, "PE array", here + ("tile in use by the PE array",))
+            elif state == S_SLOT:
+                yield self._span(t, end, phase, BUFFER_FULL, n, None, None, f"tile {info} of {n.label()}", here + (f"no free slot in {n.memory}",))
+            elif state == S_PRODUCER:
+                yield self._span(t, end, phase, DEPENDENCY, n, None, None, info, here + (f"Einsum {info} has not produced it",))
+            elif state == S_PORT:
+                yield from self._contention(t, end, phase, n, info, here)
+            elif state == S_DMA:
+                yield self._span(t, end, phase, CONTENTION, n, info, None, f"DMA {info} channels busy", here + (f"waiting for a channel of {info}",))
+            elif state == S_SETUP:
+                yield self._span(t, end, phase, LATENCY, n, info, None, None, here + (f"DMA {info} setup",))
+            elif state == S_BURST:
+                yield self._span(t, end, phase, BANDWIDTH, n, info, None, None, here + (f"moving bursts through {info}",))
+            elif state == S_LATENCY:
+                yield self._span(t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",))
+            elif state == S_PIPE:
+                yield self._span(t, end, phase, LATENCY, n, None, None, None, here + ("PE pipeline depth",))
+            elif state == S_IDLE:
+                yield self._span(t, end, phase, DEPENDENCY, n, None, None, None, here + ("done",))
+            else:
+                raise AssertionError(f"unknown state {state}")
+            t = end
+            i += 1
+
+    def _contention(self, a: int, b: int, phase: str, n, keys: tuple[str, ...], chain):
+        """Split [a, b) by who held the wanted ports; the PE array when no transfer did."""
+        t = a
+        while t < b:
+            holder, until = None, b
+            for k in keys:
+                grants = self.rec.grants.get(k, [])
+                starts = self._grant_starts[k]
+                j = bisect_right(starts, t) - 1
+                if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != n.index:
+                    end = grants[j][1] if grants[j][1] is not None else b
+                    holder, until, port = grants[j][2], min(b, end), k
+                    break
+                if j + 1 < len(starts):
+                    until = min(until, max(starts[j + 1], t + 1))
+            if holder is None:
+                port = keys[0]
+                competitor = "PE array"
+            else:
+                competitor = self._label(holder)
+            yield self._span(t, until, phase, CONTENTION, n, port, None, competitor, chain + (f"{port} busy with {competitor}",))
+            t = until
+
+    def _span(self, a, b, phase, cause, n, port_key, _unused, competitor, chain) -> StallSpan:
+        port = port_mem = None
+        if port_key is not None and "." in port_key:
+            port_mem, port = port_key.split(".", 1)
+        elif port_key is not None:
+            port = port_key
+        return StallSpan(a, b, phase, cause, n.memory, n.tensor, port, port_mem, competitor, " <- ".join(chain), b - a)
+
+
+def attribute(raw: RawRun) -> list[StallSpan]:
+    """All stall spans of a run: onload, waits between steps, spatial stalls, offload."""
+    rec, plan = raw.rec, raw.plan
+    at = Attributor(raw)
+    first = rec.first_step if rec.first_step is not None else raw.cycles
+    spans: list[StallSpan] = []
+    for t0, t1, node, kind in rec.pe_waits:
+        phase = "onload" if t1 <= first else "compute"
+        n = plan.nodes[node]
+        if kind == "produced":
+            prod = next((lf.einsum for lf in plan.leaves if lf.operands[-1].tensor == n.tensor), None)
+            spans.append(StallSpan(t0, t1, phase, DEPENDENCY, n.memory, n.tensor, None, None, prod,
+                                   f"PE array waits for {n.tensor} at {n.memory} <- Einsum {prod} has not produced it", t1 - t0))
+            continue
+        spans.extend(at.explain("fill", node, t0, t1, phase, (f"PE array waits for {n.tensor} tile at {n.memory}",)))
+    for (li, oi), (cycles, start, end) in rec.spatial.items():
+        leaf = plan.leaves[li]
+        o = leaf.operands[oi]
+        port = o.read_port if not o.is_output else (o.read_port or o.write_port)
+        spans.append(StallSpan(start, end, "compute", SPATIAL, plan.nodes[o.node].memory, o.tensor,
+                               port.name if port else None, port.memory if port else None, None,
+                               f"PE array steps of {leaf.einsum} wait on {port.key if port else '?'} "
+                               f"({o.values_per_step * o.bits} b per step, {port.width_bits if port else '?'} b/cycle)", cycles))
+    last = rec.last_step_end
+    if raw.cycles > last:
+        spans.extend(_offload(at, raw, last))
+    return spans
+
+
+def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
+    """After the last step: follow the write-back that lands last, back to its roots."""
+    plan, rec = raw.plan, raw.rec
+    best, best_t = None, -1
+    for n in plan.nodes:
+        tl = rec.drain_tl[n.index]
+        if tl and tl[-1][0] > best_t:
+            best, best_t = n.index, tl[-1][0]
+    if best is None or best_t < raw.cycles:
+        return [StallSpan(last, raw.cycles, "offload", LATENCY, None, None, None, None, None, "PE pipeline depth", raw.cycles - last)]
+    n = plan.nodes[best]
+    return list(at.explain("drain", best, last, raw.cycles, "offload", (f"run ends with the write-back of {n.tensor} from {n.memory}",)))

@@ -1,0 +1,170 @@
+"""SimResult: the one place numbers are read from. Long pandas tables, one fact per row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import pandas as pd
+
+from cyclesim.engine.run import RawRun
+from cyclesim.errors import CountMismatchError
+from cyclesim.results.attribution import CAUSES, StallSpan, attribute
+from cyclesim.schedule.counts import closed_form
+
+ACCESS_KEYS = ["einsum", "tensor", "memory", "action", "direction"]
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Totals, stalls by cause, accesses and (when traced) events of one replay."""
+
+    cycles: int
+    ideal_compute_cycles: int
+    onload_cycles: int
+    offload_cycles: int
+    stall_cycles: int
+    macs: int
+    reuse: str
+    isolate_einsums: bool
+    wall_seconds: float
+    events: int
+    spans: tuple[StallSpan, ...]
+    detailed_accesses: pd.DataFrame = field(repr=False)
+    raw: RawRun = field(repr=False)
+
+    # ------------------------------------------------------------ tables
+    @cached_property
+    def totals(self) -> pd.DataFrame:
+        """One row: cycles split as onload + ideal + stall + offload, with the policy."""
+        return pd.DataFrame(
+            [
+                dict(
+                    cycles=self.cycles,
+                    onload_cycles=self.onload_cycles,
+                    ideal_compute_cycles=self.ideal_compute_cycles,
+                    stall_cycles=self.stall_cycles,
+                    offload_cycles=self.offload_cycles,
+                    macs=self.macs,
+                    events=self.events,
+                    reuse=self.reuse,
+                    isolate_einsums=self.isolate_einsums,
+                )
+            ]
+        ).astype({"cycles": "int64", "onload_cycles": "int64", "ideal_compute_cycles": "int64",
+                  "stall_cycles": "int64", "offload_cycles": "int64", "macs": "int64"})
+
+    @cached_property
+    def stall_spans(self) -> pd.DataFrame:
+        """Every attributed span: start, end, cycles, phase, cause, memory, tensor, port, competitor, chain."""
+        cols = ["start", "end", "cycles", "phase", "cause", "memory", "tensor", "port", "port_memory", "competitor", "chain"]
+        rows = [{c: getattr(s, c) for c in cols} for s in self.spans]
+        df = pd.DataFrame(rows, columns=cols)
+        df["reuse"] = self.reuse
+        df["isolate_einsums"] = self.isolate_einsums
+        return df.astype({"start": "int64", "end": "int64", "cycles": "int64"})
+
+    @cached_property
+    def stalls(self) -> pd.DataFrame:
+        """Non-compute cycles by (phase, cause, memory, tensor, port, competitor), largest first."""
+        df = self.stall_spans
+        keys = ["phase", "cause", "memory", "tensor", "port", "port_memory", "competitor"]
+        if df.empty:
+            return pd.DataFrame(columns=keys + ["cycles", "first_cycle", "last_cycle"])
+        g = (
+            df.fillna({k: "" for k in keys})
+            .groupby(keys, sort=False)
+            .agg(cycles=("cycles", "sum"), first_cycle=("start", "min"), last_cycle=("end", "max"))
+            .reset_index()
+        )
+        g = g.replace({k: {"": None} for k in keys})
+        return g.sort_values("cycles", ascending=False, kind="stable").reset_index(drop=True)
+
+    @cached_property
+    def accesses(self) -> pd.DataFrame:
+        """Values and bits per (einsum, tensor, memory, action), both directions of an action summed."""
+        df = self.detailed_accesses
+        g = df.groupby(["einsum", "tensor", "memory", "action"], sort=False)[["values", "bits"]].sum().reset_index()
+        g["reuse"] = self.reuse
+        g["isolate_einsums"] = self.isolate_einsums
+        return g
+
+    def stall_cycles_by_cause(self, phases: tuple[str, ...] = ("compute",)) -> dict[str, int]:
+        """Cycles per cause over the given phases (default: the stall between first and last step)."""
+        df = self.stall_spans
+        df = df[df["phase"].isin(phases)]
+        out = {c: 0 for c in CAUSES}
+        for cause, cycles in df.groupby("cause")["cycles"].sum().items():
+            out[cause] = int(cycles)
+        return {k: v for k, v in out.items() if v}
+
+    @cached_property
+    def events_table(self) -> pd.DataFrame:
+        """Traced events (transfers, PE segments) as a long table; empty unless traced."""
+        from cyclesim.results.events import events_table
+
+        return events_table(self.raw)
+
+    def to_json_dict(self) -> dict:
+        """The `cyclesim run --json` object."""
+        stalls = [
+            dict(cause=r.cause, phase=r.phase, memory=r.memory, tensor=r.tensor,
+                 port=r.port, port_memory=r.port_memory, competitor=r.competitor, cycles=int(r.cycles))
+            for r in self.stalls.itertuples()
+        ]
+        accesses = [
+            dict(einsum=r.einsum, tensor=r.tensor, memory=r.memory, action=r.action, values=int(r.values), bits=int(r.bits))
+            for r in self.accesses.itertuples()
+        ]
+        return dict(
+            cycles=self.cycles, ideal_compute_cycles=self.ideal_compute_cycles, stall_cycles=self.stall_cycles,
+            onload_cycles=self.onload_cycles, offload_cycles=self.offload_cycles, macs=self.macs,
+            reuse=self.reuse, isolate_einsums=self.isolate_einsums, stalls=stalls, accesses=accesses,
+            events=self.events, wall_seconds=round(self.wall_seconds, 6),
+        )
+
+
+def build_result(raw: RawRun, *, check_counts: bool = True) -> SimResult:
+    """Turn an engine run into a SimResult; fail loudly if counts differ from the closed form."""
+    plan, rec = raw.plan, raw.rec
+    rows = [dict(zip(ACCESS_KEYS, k, strict=True), values=v[0], bits=v[1]) for k, v in raw.counts.items()]
+    detailed = pd.DataFrame(rows, columns=ACCESS_KEYS + ["values", "bits"]).astype({"values": "int64", "bits": "int64"})
+    if check_counts:
+        _check_counts(raw)
+    ideal = sum(leaf.steps for leaf in plan.leaves)
+    first = rec.first_step if rec.first_step is not None else 0
+    onload = first
+    offload = raw.cycles - rec.last_step_end
+    stall = raw.cycles - onload - ideal - offload
+    spans = tuple(attribute(raw))
+    macs = sum(leaf.steps * leaf.macs_per_step for leaf in plan.leaves if not leaf.is_copy)
+    res = SimResult(
+        raw.cycles, ideal, onload, offload, stall, macs, plan.reuse.value, plan.isolate_einsums,
+        raw.wall_seconds, rec.events, spans, detailed, raw,
+    )
+    _check_attribution(res)
+    return res
+
+
+def _check_counts(raw: RawRun) -> None:
+    expected = {(a.einsum, a.tensor, a.memory, a.action, a.direction): [a.values, a.bits] for a in closed_form(raw.plan)}
+    got = {k: v for k, v in raw.counts.items() if v[0] or v[1]}
+    if expected != got:
+        diffs = []
+        for k in sorted(set(expected) | set(got), key=str):
+            if expected.get(k) != got.get(k):
+                diffs.append(f"  {'/'.join(k)}: closed form {expected.get(k)}, counted {got.get(k)}")
+        raise CountMismatchError(
+            "the engine's counted accesses differ from the schedule's closed form [values, bits]:\n"
+            + "\n".join(diffs[:20])
+        )
+
+
+def _check_attribution(res: SimResult) -> None:
+    """Each phase's causes must add up to its total: a bug here is an engine bug, not user error."""
+    by_phase = {"onload": 0, "compute": 0, "offload": 0}
+    for s in res.spans:
+        by_phase[s.phase] += s.cycles
+    want = {"onload": res.onload_cycles, "compute": res.stall_cycles, "offload": res.offload_cycles}
+    if by_phase != want:
+        raise CountMismatchError(f"stall attribution does not add up: attributed {by_phase}, totals {want}")
