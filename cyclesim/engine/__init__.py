@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cyclesim.engine.record import TraceFilter
 from cyclesim.engine.run import RawRun, replay_plan
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ def replay(
     reuse: str = "retain",
     isolate_einsums: bool = False,
     trace: bool = False,
+    trace_filter: TraceFilter | None = None,
     progress: bool | None = None,
     check_counts: bool = True,
 ) -> SimResult:
@@ -27,7 +29,7 @@ def replay(
     from cyclesim.schedule import ReusePolicy, build_plan
 
     plan = build_plan(arch, workload, mapping, ReusePolicy(reuse), isolate_einsums)
-    return build_result(replay_plan(plan, trace=trace, progress=progress), check_counts=check_counts)
+    return build_result(replay_plan(plan, trace=trace, trace_filter=trace_filter, progress=progress), check_counts=check_counts)
 
 
-__all__ = ["RawRun", "replay", "replay_plan"]
+__all__ = ["RawRun", "TraceFilter", "replay", "replay_plan"]

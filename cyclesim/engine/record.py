@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+FOREVER = 1 << 62  # end of an open trace window
+
 # states of a node process (its timeline): what it is doing from that cycle on
 S_SLOT = "slot"  # waiting for a free slot; info: tile index holding it
 S_PARENT = "parent"  # waiting for the parent tile; info: parent node index
@@ -22,6 +24,24 @@ S_DRAIN = "drain"  # waiting for the previous write-back of the same values; inf
 S_PIPE = "pipeline"  # PE pipeline depth before results can leave
 S_IDLE = "idle"  # nothing left to do
 S_WAIT_FILL = "wait_fill"  # drain process: the tile is not yet entered; info: node index
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFilter:
+    """Which traced events to keep: the cycle window [start, end) and resource names (None: all).
+
+    A name matches a transfer when it is the storage node's memory, tensor or label
+    ('A@abuf'), the memory or key ('DRAM.dram_rd') of a port it uses, or its DMA engine;
+    it matches a PE segment when it is 'PE' or the segment's Einsum.
+    """
+
+    start: int = 0
+    end: int | None = None
+    resources: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.start < 0 or (self.end is not None and self.end <= self.start):
+            raise ValueError(f"trace window [{self.start}, {self.end}) is empty or negative; give 0 <= start < end")
 
 
 @dataclass(slots=True)
@@ -40,3 +60,30 @@ class Recorder:
     events: int = 0
     first_step: int | None = None
     last_step_end: int = 0
+    # trace filter, compiled against the plan (see TraceFilter); only read when tracing
+    trace_filter: TraceFilter | None = None
+    trace_window: tuple[int, int] = (0, FOREVER)
+    trace_nodes: tuple[bool, ...] | None = None  # per node: keep its transfers and occupancy
+    trace_leaves: tuple[bool, ...] | None = None  # per leaf: keep its PE segments
+    occupancy_before: dict[int, list[int]] = field(default_factory=dict)  # node -> [entered, released] before the window
+
+    def keep_transfer(self, node: int, start: int, end: int) -> bool:
+        """A traced span of a node passes the filter (overlaps the window, resource wanted)."""
+        w0, w1 = self.trace_window
+        return start < w1 and end >= w0 and (self.trace_nodes is None or self.trace_nodes[node])
+
+    def keep_segment(self, leaf: int, start: int, end: int) -> bool:
+        """A PE segment passes the filter."""
+        w0, w1 = self.trace_window
+        return start < w1 and end >= w0 and (self.trace_leaves is None or self.trace_leaves[leaf])
+
+    def occupy(self, t: int, node: int, delta: int) -> None:
+        """Record a tile entering (+1) or leaving (-1) a node; before the window only count it."""
+        if self.trace_nodes is not None and not self.trace_nodes[node]:
+            return
+        w0, w1 = self.trace_window
+        if t < w0:
+            base = self.occupancy_before.setdefault(node, [0, 0])
+            base[0 if delta > 0 else 1] += 1
+        elif t < w1:
+            self.occupancy.append((t, node, delta))

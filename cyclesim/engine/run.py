@@ -15,6 +15,7 @@ import simpy
 
 from cyclesim.engine.fabric import PE, Fabric
 from cyclesim.engine.record import (
+    FOREVER,
     S_DRAIN,
     S_IDLE,
     S_PARENT,
@@ -23,6 +24,7 @@ from cyclesim.engine.record import (
     S_SLOT,
     S_USES,
     Recorder,
+    TraceFilter,
 )
 from cyclesim.engine.transfer import transfer
 from cyclesim.errors import EngineError
@@ -76,7 +78,7 @@ class RawRun:
 class _Replay:
     """Holds the shared state of one run; its methods are the SimPy processes."""
 
-    def __init__(self, plan: Plan, trace: bool) -> None:
+    def __init__(self, plan: Plan, trace: bool, trace_filter: TraceFilter | None = None) -> None:
         self.plan = plan
         self.env = simpy.Environment()
         self.rec = Recorder()
@@ -84,6 +86,8 @@ class _Replay:
             self.rec.pe_segments = []
             self.rec.transfers = []
             self.rec.occupancy = []
+            if trace_filter is not None:
+                _compile_filter(self.rec, plan, trace_filter)
         self.trace = trace
         widths = {p.key: p.width_bits for p in plan.ports}
         self.fabric = Fabric(self.env, widths, self.rec.grants)
@@ -131,12 +135,12 @@ class _Replay:
             t.produced.pop(k, None)
             t.ev(t.released, k).succeed()
             if self.rec.occupancy is not None:
-                self.rec.occupancy.append((self.env.now, node, -1))
+                self.rec.occupy(self.env.now, node, -1)
 
     def _mark_resident(self, n: NodePlan, k: int) -> None:
         self.tiles[n.index].ev(self.tiles[n.index].resident, k).succeed()
         if self.rec.occupancy is not None:
-            self.rec.occupancy.append((self.env.now, n.index, +1))
+            self.rec.occupy(self.env.now, n.index, +1)
 
     def _dma(self, n: NodePlan):
         return self.dma[n.dma] if n.dma is not None else None
@@ -193,7 +197,7 @@ class _Replay:
                 env, self.fabric, self.rec, tl, n.index, n.tensor, n.fill_src, n.fill_dst,
                 par_bits_v * bits, chi_bits_v * bits, self._dma(n),
             )
-            if self.rec.transfers is not None:
+            if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):
                 self.rec.transfers.append((start, env.now, n.index, "reload" if n.output_role else "fill", k, par_bits_v * bits))
             self.count(n.owner, n.tensor, p.memory, READ, READ_TO_BELOW, par_bits_v * n.parent_instances, bits)
             self.count(n.owner, n.tensor, n.memory, WRITE, WRITE_FROM_ABOVE, chi_bits_v * n.instances, bits)
@@ -231,7 +235,7 @@ class _Replay:
                 env, self.fabric, self.rec, tl, n.index, n.tensor, n.drain_dst, n.drain_src,
                 n.union_values * bits, n.tile_values * bits, self._dma(n),
             )
-            if self.rec.transfers is not None:
+            if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):
                 self.rec.transfers.append((start, env.now, n.index, "drain", k, n.union_values * bits))
             self.count(n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE, n.tile_values * n.instances, bits)
             self.count(n.owner, n.tensor, p.memory, WRITE, WRITE_FROM_BELOW, n.union_values * n.parent_instances, bits)
@@ -241,7 +245,7 @@ class _Replay:
             t.produced.pop(k, None)
             t.ev(t.released, k).succeed()
             if self.rec.occupancy is not None:
-                self.rec.occupancy.append((env.now, n.index, -1))
+                self.rec.occupy(env.now, n.index, -1)
             self.finish_use(p.index, kp, ("node", n.index), True)
         tl.append((env.now, S_IDLE, None))
         self.end = max(self.end, env.now)
@@ -283,7 +287,7 @@ class _Replay:
             rec.events += 1
             for key, _ in prof.port_bits:
                 fabric.reserve(key, 0)
-            if rec.pe_segments is not None:
+            if rec.pe_segments is not None and rec.keep_segment(li, start, env.now):
                 rec.pe_segments.append((start, env.now, li, g))
             for oi, c in prof.spatial:
                 cur = rec.spatial.get((li, oi))
@@ -308,10 +312,37 @@ class _Replay:
         self.end = max(self.end, env.now)
 
 
-def replay_plan(plan: Plan, *, trace: bool = False, progress: bool | None = None) -> RawRun:
-    """Run the plan to completion; raise EngineError if it cannot progress."""
+def _compile_filter(rec: Recorder, plan: Plan, f: TraceFilter) -> None:
+    """Resolve a TraceFilter against the plan: a window and per-node / per-leaf flags."""
+    rec.trace_filter = f
+    rec.trace_window = (f.start, f.end if f.end is not None else FOREVER)
+    if f.resources is None:
+        return
+    wanted = set(f.resources)
+
+    def names(n: NodePlan) -> set[str]:
+        out = {n.memory, n.tensor, n.label()}
+        for p in (n.fill_src, n.fill_dst, n.drain_src, n.drain_dst):
+            if p is not None:
+                out |= {p.memory, p.key}
+        if n.dma is not None:
+            out.add(n.dma)
+        return out
+
+    rec.trace_nodes = tuple(bool(names(n) & wanted) for n in plan.nodes)
+    rec.trace_leaves = tuple(bool({"PE", leaf.einsum} & wanted) for leaf in plan.leaves)
+
+
+def replay_plan(
+    plan: Plan, *, trace: bool = False, trace_filter: TraceFilter | None = None, progress: bool | None = None
+) -> RawRun:
+    """Run the plan to completion; raise EngineError if it cannot progress.
+
+    A trace_filter implies trace=True and keeps only the events it selects.
+    """
     wall0 = time.perf_counter()
-    r = _Replay(plan, trace)
+    trace = trace or trace_filter is not None
+    r = _Replay(plan, trace, trace_filter)
     env = r.env
     procs = []
     for n in plan.nodes:
