@@ -1,22 +1,27 @@
 """Ports as plain resources: a burst holds both its ports; round-robin grants per burst.
 
-Requests are granted greedily in round-robin order: the requester granted least recently
-goes first, ties to storage nodes in loop-tree order (then tensors in workload order, which
-the node order already encodes). The PE array reserves the width it needs on a port for the
-length of a segment; transfers get the rest.
+Requests are granted greedily in round-robin order: the requester whose last burst started
+longest ago goes first, ties to storage nodes in loop-tree order (then tensors in workload
+order, which the node order already encodes). The PE array reserves the width it needs on a
+port for a segment; transfers get the rest.
+
+A transfer that nobody competes with holds its ports for all its remaining bursts in one
+timeout ("a run"); a competing request, or a change of the PE's reservation, interrupts the
+run, which then stops at the next burst boundary — the same grants as burst by burst, at a
+fraction of the events.
 """
 
 from __future__ import annotations
 
 import simpy
 
-PE = -1  # requester id of the PE array
+PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-backs 2 * node + 1
 
 
 class Fabric:
     """Arbitrates bursts over the ports of all memories."""
 
-    __slots__ = ("env", "holder", "waiting", "last_grant", "grants", "reserved", "width", "_seq")
+    __slots__ = ("env", "holder", "waiting", "last_grant", "grants", "reserved", "width", "runs")
 
     def __init__(self, env: simpy.Environment, widths: dict[str, int], grants: dict[str, list]) -> None:
         self.env = env
@@ -25,6 +30,7 @@ class Fabric:
         self.reserved: dict[str, int] = {k: 0 for k in widths}
         self.waiting: list[list] = []  # [last_grant, who, keys, event, tensor]
         self.last_grant: dict[int, int] = {}
+        self.runs: dict[str, simpy.Process] = {}  # port -> process holding it for a run
         self.grants = grants
         for k in widths:
             grants.setdefault(k, [])
@@ -33,49 +39,94 @@ class Fabric:
         """An event that fires when every port in keys is granted to who."""
         ev = self.env.event()
         self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor])
+        for k in keys:
+            run = self.runs.pop(k, None)
+            if run is not None:
+                self._stop_run(run)
         self._dispatch()
         return ev
 
-    def release(self, who: int, keys: tuple[str, ...]) -> None:
+    def release(self, who: int, keys: tuple[str, ...], last_burst_start: int | None = None) -> None:
         now = self.env.now
         for k in keys:
             self.holder[k] = None
             self.grants[k][-1][1] = now
+        if last_burst_start is not None:
+            self.last_grant[who] = last_burst_start
         self._dispatch()
 
-    def release_and_request(self, who: int, keys: tuple[str, ...], tensor: str) -> simpy.Event:
+    def release_and_request(
+        self, who: int, keys: tuple[str, ...], tensor: str, last_burst_start: int | None = None
+    ) -> simpy.Event:
         """End a burst and ask for the next one in one step, so round-robin sees both."""
         now = self.env.now
         for k in keys:
             self.holder[k] = None
             self.grants[k][-1][1] = now
+        if last_burst_start is not None:
+            self.last_grant[who] = last_burst_start
         return self.request(who, keys, tensor)
+
+    def contested(self, keys: tuple[str, ...]) -> bool:
+        """Does any waiting request want one of these ports?"""
+        for w in self.waiting:
+            for k in w[2]:
+                if k in keys:
+                    return True
+        return False
+
+    def start_run(self, keys: tuple[str, ...], proc: simpy.Process) -> None:
+        for k in keys:
+            self.runs[k] = proc
+
+    def end_run(self, keys: tuple[str, ...]) -> None:
+        for k in keys:
+            self.runs.pop(k, None)
+
+    def _stop_run(self, proc: simpy.Process) -> None:
+        for k in [k for k, p in self.runs.items() if p is proc]:
+            del self.runs[k]
+        proc.interrupt("stop at the next burst boundary")
 
     def effective_width(self, key: str) -> int:
         return self.width[key] - self.reserved[key]
 
     def reserve(self, key: str, bits_per_cycle: int) -> None:
-        """The PE array takes bits_per_cycle of a port's width for a segment (0 gives it back)."""
-        self.reserved[key] = min(bits_per_cycle, self.width[key])
+        """The PE array takes bits_per_cycle of a port's width (0 gives it back)."""
+        bits_per_cycle = min(bits_per_cycle, self.width[key])
+        if self.reserved[key] == bits_per_cycle:
+            return
+        self.reserved[key] = bits_per_cycle
+        run = self.runs.pop(key, None)
+        if run is not None:
+            self._stop_run(run)
         if not bits_per_cycle:
             self._dispatch()
 
     def _dispatch(self) -> None:
         if not self.waiting:
             return
-        holder = self.holder
-        self.waiting.sort(key=lambda w: (w[0], w[1]))
-        granted = []
+        holder, reserved, width = self.holder, self.reserved, self.width
+        if len(self.waiting) > 1:
+            self.waiting.sort(key=lambda w: (w[0], w[1]))
+        granted = False
+        keep = []
         for w in self.waiting:
             keys = w[2]
-            if all(holder[k] is None and self.reserved[k] < self.width[k] for k in keys):
-                now = self.env.now
-                for k in keys:
-                    holder[k] = w[1]
-                    self.grants[k].append([now, None, w[1], w[4]])
-                self.last_grant[w[1]] = now
-                granted.append(w)
-                w[3].succeed()
+            ok = True
+            for k in keys:
+                if holder[k] is not None or reserved[k] >= width[k]:
+                    ok = False
+                    break
+            if not ok:
+                keep.append(w)
+                continue
+            now = self.env.now
+            for k in keys:
+                holder[k] = w[1]
+                self.grants[k].append([now, None, w[1], w[4]])
+            self.last_grant[w[1]] = now
+            granted = True
+            w[3].succeed()
         if granted:
-            done = {id(w) for w in granted}
-            self.waiting = [w for w in self.waiting if id(w) not in done]
+            self.waiting = keep

@@ -194,7 +194,7 @@ class _Replay:
                 bits = n.bits
             start = env.now
             yield from transfer(
-                env, self.fabric, self.rec, tl, n.index, n.tensor, n.fill_src, n.fill_dst,
+                env, self.fabric, self.rec, tl, 2 * n.index, n.tensor, n.fill_src, n.fill_dst,
                 par_bits_v * bits, chi_bits_v * bits, self._dma(n),
             )
             if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):
@@ -232,7 +232,7 @@ class _Replay:
             bits = n.bits if final else n.psum_bits
             start = env.now
             yield from transfer(
-                env, self.fabric, self.rec, tl, n.index, n.tensor, n.drain_dst, n.drain_src,
+                env, self.fabric, self.rec, tl, 2 * n.index + 1, n.tensor, n.drain_dst, n.drain_src,
                 n.union_values * bits, n.tile_values * bits, self._dma(n),
             )
             if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):

@@ -27,7 +27,7 @@ def transfer(
     Bursts are the smaller burst size of the two ports, counted on the parent side (the
     larger side: a multicast reads once what every child instance writes); each burst holds
     both ports for the cycles of the slower side; latency is paid once, after the last burst,
-    without holding the ports.
+    without holding the ports. Uncontested bursts run back to back in one timeout.
     """
     channel = None
     if dma is not None:
@@ -41,29 +41,63 @@ def transfer(
             yield env.timeout(setup)
             rec.events += 1
     burst = min(parent_port.burst_bits, child_port.burst_bits)
-    keys = (parent_port.key, child_port.key) if parent_port.key != child_port.key else (parent_port.key,)
     pk, ck = parent_port.key, child_port.key
+    keys = (pk, ck) if pk != ck else (pk,)
     big, small = parent_bits, child_bits
-    sent_big = sent_small = 0
+    n_bursts = -(-big // burst)
+    i = 0  # next burst
     ev = fabric.request(who, keys, tensor)
     while True:
         if not ev.triggered:
             tl.append((env.now, S_PORT, keys))
             yield ev
-        b = min(burst, big - sent_big)
-        sent_big += b
-        s = small * sent_big // big - sent_small
-        sent_small += s
-        cp = -(-b // max(1, fabric.effective_width(pk)))
-        cc = -(-s // max(1, fabric.effective_width(ck)))
-        cycles = max(cp, cc, 1)
-        tl.append((env.now, S_BURST, pk if cp >= cc else ck))
-        yield env.timeout(cycles)
+        wp = max(1, fabric.effective_width(pk))
+        wc = max(1, fabric.effective_width(ck))
+        start = env.now
+        # cycles of bursts i.. while nobody competes: one timeout for the whole run
+        ends = []
+        t = start
+        j = i
+        slow = None
+        cum_small = small * min(big, i * burst) // big
+        while j < n_bursts:
+            hi = min(big, (j + 1) * burst)
+            b = hi - j * burst
+            s_hi = small * hi // big
+            s = s_hi - cum_small
+            cum_small = s_hi
+            cp = -(-b // wp)
+            cc = -(-s // wc)
+            if slow is None:
+                slow = pk if cp >= cc else ck
+            t += cp if cp >= cc and cp > 0 else max(cc, 1)
+            ends.append(t)
+            j += 1
+            if fabric.contested(keys):
+                break  # someone waits already: one burst, then round-robin
+        tl.append((start, S_BURST, slow))
+        if len(ends) > 1:
+            fabric.start_run(keys, env.active_process)
+            try:
+                yield env.timeout(ends[-1] - start)
+                done = len(ends)
+            except simpy.Interrupt:
+                now = env.now
+                done = next(x for x, e in enumerate(ends) if e >= now) + 1
+                fabric.end_run(keys)
+                if ends[done - 1] > now:
+                    yield env.timeout(ends[done - 1] - now)
+            fabric.end_run(keys)
+        else:
+            yield env.timeout(ends[0] - start)
+            done = 1
         rec.events += 2
-        if sent_big >= big:
-            fabric.release(who, keys)
+        i += done
+        last_start = ends[done - 2] if done >= 2 else start
+        if i >= n_bursts:
+            fabric.release(who, keys, last_start)
             break
-        ev = fabric.release_and_request(who, keys, tensor)
+        ev = fabric.release_and_request(who, keys, tensor, last_start)
     latency = max(parent_port.latency_cycles, child_port.latency_cycles)
     if latency:
         tl.append((env.now, S_LATENCY, pk if parent_port.latency_cycles >= child_port.latency_cycles else ck))

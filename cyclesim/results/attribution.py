@@ -62,7 +62,10 @@ class Attributor:
 
     # -------------------------------------------------------------- helpers
     def _label(self, who: int) -> str:
-        return "PE array" if who == PE else self.nodes[who].label()
+        if who == PE:
+            return "PE array"
+        n = self.nodes[who // 2]
+        return f"{'write-back' if who % 2 else 'fill'} of {n.label()}"
 
     def _timeline(self, kind: str, node: int) -> list[tuple]:
         return (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
@@ -116,7 +119,7 @@ class Attributor:
             elif state == S_PRODUCER:
                 yield self._span(t, end, phase, DEPENDENCY, n, None, None, info, here + (f"Einsum {info} has not produced it",))
             elif state == S_PORT:
-                yield from self._contention(t, end, phase, n, info, here)
+                yield from self._contention(t, end, phase, n, 2 * node + (kind == "drain"), info, here)
             elif state == S_DMA:
                 yield self._span(t, end, phase, CONTENTION, n, info, None, f"DMA {info} channels busy", here + (f"waiting for a channel of {info}",))
             elif state == S_SETUP:
@@ -134,7 +137,7 @@ class Attributor:
             t = end
             i += 1
 
-    def _contention(self, a: int, b: int, phase: str, n, keys: tuple[str, ...], chain):
+    def _contention(self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain):
         """Split [a, b) by who held the wanted ports; the PE array when no transfer did."""
         t = a
         while t < b:
@@ -143,7 +146,7 @@ class Attributor:
                 grants = self.rec.grants.get(k, [])
                 starts = self._grant_starts[k]
                 j = bisect_right(starts, t) - 1
-                if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != n.index:
+                if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
                     end = grants[j][1] if grants[j][1] is not None else b
                     holder, until, port = grants[j][2], min(b, end), k
                     break
