@@ -24,9 +24,9 @@ def transfer(
 ):
     """Move parent_bits through the parent's port and child_bits through each child's port.
 
-    Bursts are the smaller burst size of the two ports, counted on the parent side (the
-    larger side: a multicast reads once what every child instance writes); each burst holds
-    both ports for the cycles of the slower side; latency is paid once, after the last burst,
+    Bursts are the smaller burst size of the two ports, counted on the child side (per
+    instance; the parent moves its share of a multicast or reduction in the same bursts); each
+    burst holds both ports for the cycles of the slower side; latency is paid once, after the last burst,
     without holding the ports. Uncontested bursts run back to back in one timeout.
     """
     channel = None
@@ -44,7 +44,9 @@ def transfer(
     pk, ck = parent_port.key, child_port.key
     keys = (pk, ck) if pk != ck else (pk,)
     big, small = parent_bits, child_bits
-    n_bursts = -(-big // burst)
+    # bursts are counted on the child side (one instance); the parent side moves its share of a
+    # multicast or reduction in the same bursts, all instances in lockstep
+    n_bursts = -(-small // burst)
     i = 0  # next burst
     ev = fabric.request(who, keys, tensor)
     while True:
@@ -59,18 +61,18 @@ def transfer(
         t = start
         j = i
         slow = None
-        cum_small = small * min(big, i * burst) // big
+        cum_big = big * min(small, i * burst) // small
         while j < n_bursts:
-            hi = min(big, (j + 1) * burst)
-            b = hi - j * burst
-            s_hi = small * hi // big
-            s = s_hi - cum_small
-            cum_small = s_hi
+            hi = min(small, (j + 1) * burst)
+            s = hi - j * burst
+            b_hi = big * hi // small
+            b = b_hi - cum_big
+            cum_big = b_hi
             cp = -(-b // wp)
             cc = -(-s // wc)
             if slow is None:
                 slow = pk if cp >= cc else ck
-            t += cp if cp >= cc and cp > 0 else max(cc, 1)
+            t += max(cp, cc, 1)
             ends.append(t)
             j += 1
             if fabric.contested(keys):

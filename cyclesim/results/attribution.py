@@ -115,7 +115,7 @@ class Attributor:
                 else:
                     yield self._span(t, end, phase, DEPENDENCY, n, None, None, "PE array", here + ("tile in use by the PE array",))
             elif state == S_SLOT:
-                yield self._span(t, end, phase, BUFFER_FULL, n, None, None, f"tile {info} of {n.label()}", here + (f"no free slot in {n.memory}",))
+                yield self._span(t, end, phase, BUFFER_FULL, n, None, None, f"an earlier tile of {n.label()}", here + (f"no free slot in {n.memory}: tile {info} still holds it",))
             elif state == S_PRODUCER:
                 yield self._span(t, end, phase, DEPENDENCY, n, None, None, info, here + (f"Einsum {info} has not produced it",))
             elif state == S_PORT:
