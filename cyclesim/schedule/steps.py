@@ -50,11 +50,14 @@ def step_cost(leaf: LeafPlan, level: int, first_visit: bool) -> StepCost:
                 _add(bits, width, owner, o.write_port, b, i)
         elif level <= o.change_depth:
             _add(bits, width, owner, o.read_port, b, i)
-    best, port = 1, None
+    best, port, rank = 1, None, -1
     for key, b in bits.items():
         c = -(-b // width[key])
-        if c > best:
-            best, port = c, key
+        o = leaf.operands[owner[key]]
+        r = len(leaf.bounds) + 1 if o.is_output else o.change_depth
+        # ties name the operand that changes most often (ZigZag charges the same port)
+        if c > best or (c == best > 1 and r > rank):
+            best, port, rank = c, key, r
     return StepCost(best, port, owner[port] if port is not None else None, tuple(bits.items()))
 
 
