@@ -1,0 +1,410 @@
+"""`cyclesim explain`: the root causes of the non-compute cycles, ranked, where they occur, and
+what would remove them — each remedy verified by replaying the changed architecture.
+
+Cycles per cause come from SimResult.stall_spans (they add up to the phase totals); this module
+only groups them, locates them in the loop nest, and runs the counterfactual replays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from cyclesim.errors import CyclesimError
+from cyclesim.results import SimResult
+from cyclesim.results.attribution import BANDWIDTH, BUFFER_FULL, CONTENTION, LATENCY, SPATIAL
+from cyclesim.spec import Architecture, Direction, Mapping, Memory, Port, Temporal, Workload, leaves
+
+KEYS = ("cause", "memory", "tensor", "port_memory", "port", "competitor")
+
+
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    """One architectural change, replayed: cycles before and after."""
+
+    change: str
+    cycles_before: int
+    cycles_after: int | None  # None: the changed architecture could not be replayed
+    note: str = ""
+
+    @property
+    def saved(self) -> int | None:
+        return None if self.cycles_after is None else self.cycles_before - self.cycles_after
+
+
+@dataclass(slots=True)
+class Cause:
+    """Non-compute cycles charged to one root (cause, where, competitor), over all phases."""
+
+    cause: str
+    memory: str | None
+    tensor: str | None
+    port_memory: str | None
+    port: str | None
+    competitor: str | None
+    cycles: int
+    by_phase: dict[str, int]
+    ranges: list[tuple[int, int]]
+    iterations: list[str]
+    chain: str
+    remedies: list[Remedy] = field(default_factory=list)
+
+    def where(self) -> str:
+        text = f"{self.tensor}@{self.memory}" if self.tensor else (self.memory or "")
+        if self.port:
+            text += (
+                f", port {self.port_memory}.{self.port}"
+                if self.port_memory
+                else f", port {self.port}"
+            )
+        if self.competitor:
+            text += f", vs {self.competitor}"
+        return text
+
+
+@dataclass(slots=True)
+class Explanation:
+    """The ranked causes of one run."""
+
+    cycles: int
+    non_compute_cycles: int
+    ideal_compute_cycles: int
+    causes: list[Cause]
+
+    def to_json_dict(self) -> dict:
+        return dict(
+            cycles=self.cycles, non_compute_cycles=self.non_compute_cycles,
+            ideal_compute_cycles=self.ideal_compute_cycles,
+            causes=[
+                dict(cause=c.cause, memory=c.memory, tensor=c.tensor, port_memory=c.port_memory, port=c.port,
+                     competitor=c.competitor, cycles=c.cycles, share=round(c.cycles / self.cycles, 6) if self.cycles else 0.0,
+                     by_phase=c.by_phase, cycle_ranges=[list(r) for r in c.ranges], iterations=c.iterations,
+                     chain=c.chain,
+                     remedies=[dict(change=r.change, cycles_before=r.cycles_before, cycles_after=r.cycles_after,
+                                    cycles_saved=r.saved, note=r.note) for r in c.remedies])
+                for c in self.causes
+            ],
+        )  # fmt: skip
+
+
+def _merge_ranges(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def _loop_names(mapping: Mapping) -> dict[str, list[str]]:
+    """Per compute node path: the ranks of its temporal loops with bound > 1, outer first."""
+    out = {}
+    for path, comp in leaves(mapping.loop_tree):
+        out[comp.path] = [n.rank for n in path if isinstance(n, Temporal) and n.bound > 1]
+    return out
+
+
+def _iteration(res: SimResult, ranks: dict[str, list[str]], li: int, g: int) -> str:
+    """Segment g of leaf li as loop indices, e.g. 'matvec m=1'."""
+    leaf = res.raw.plan.leaves[li]
+    names = ranks.get(leaf.path, [])
+    digits = []
+    for bound in reversed(leaf.bounds[: leaf.seg_depth]):
+        g, d = divmod(g, bound)
+        digits.append(d)
+    digits.reverse()
+    idx = ", ".join(
+        f"{names[i] if i < len(names) else f'loop{i}'}={d}" for i, d in enumerate(digits)
+    )
+    return f"{leaf.einsum} {idx}".strip()
+
+
+def rank_causes(res: SimResult, mapping: Mapping | None = None) -> Explanation:
+    """Group the stall spans by root, largest first, with cycle ranges and delayed iterations."""
+    groups: dict[tuple, list] = {}
+    for s in res.spans:
+        groups.setdefault(tuple(getattr(s, k) for k in KEYS), []).append(s)
+    segs = sorted(res.raw.rec.pe_segments or ())
+    seg_starts = [s[0] for s in segs]
+    ranks = _loop_names(mapping) if mapping is not None else {}
+    from bisect import bisect_left
+
+    causes = []
+    for key, spans in groups.items():
+        by_phase: dict[str, int] = {}
+        for s in spans:
+            by_phase[s.phase] = by_phase.get(s.phase, 0) + s.cycles
+        its: list[str] = []
+        if segs:
+            for s in sorted(spans, key=lambda s: s.start):
+                if s.phase == "offload" or s.cause == SPATIAL:
+                    continue
+                j = bisect_left(seg_starts, s.end)
+                if j < len(segs):
+                    it = _iteration(res, ranks, segs[j][2], segs[j][3])
+                    if not its or its[-1] != it:
+                        its.append(it)
+        chain = max(spans, key=lambda s: s.cycles).chain
+        causes.append(
+            Cause(
+                *key,
+                sum(s.cycles for s in spans),
+                by_phase,
+                _merge_ranges([(s.start, s.end) for s in spans]),
+                its,
+                chain,
+            )
+        )
+    causes.sort(
+        key=lambda c: (
+            -c.cycles,
+            c.cause,
+            str(c.memory),
+            str(c.tensor),
+            str(c.port),
+            str(c.competitor),
+        )
+    )
+    non_compute = res.onload_cycles + res.stall_cycles + res.offload_cycles
+    return Explanation(res.cycles, non_compute, res.ideal_compute_cycles, causes)
+
+
+# ------------------------------------------------------------------ counterfactual architectures
+def _with_memory(arch: Architecture, name: str, **changes) -> Architecture:
+    mems = tuple(replace(m, **changes) if m.name == name else m for m in arch.memories)
+    return replace(arch, memories=mems)
+
+
+def _with_port(arch: Architecture, memory: str, port: str, **changes) -> Architecture:
+    mem = arch.memory(memory)
+    ports = tuple(replace(p, **changes) if p.name == port else p for p in mem.ports)
+    return _with_memory(arch, memory, ports=ports)
+
+
+def _double_buffer(arch: Architecture, memory: str, tensor: str) -> Architecture:
+    mem = arch.memory(memory)
+    db = mem.double_buffered
+    if db is True or (not isinstance(db, bool) and tensor in db):
+        return arch
+    new = (tensor,) if db is False else tuple(db) + (tensor,)
+    return _with_memory(arch, memory, double_buffered=new)
+
+
+def _own_port(
+    arch: Architecture, workload: Workload, memory: str, port: str, tensor: str
+) -> Architecture | None:
+    """Split `tensor` off `port` of `memory` onto a new port of the same kind, width and timing."""
+    mem: Memory = arch.memory(memory)
+    old = next(p for p in mem.ports if p.name == port)
+    tensors = list(mem.tensors) if mem.tensors is not None else [t.name for t in workload.tensors]
+    served = [(t, d) for t in tensors for d in Direction if old.can_serve(t, d)]
+    mine = tuple((t, d) for t, d in served if t == tensor)
+    rest = tuple((t, d) for t, d in served if t != tensor)
+    if not mine or not rest:
+        return None
+    names = {p.name for p in mem.ports}
+    name = f"{port}_{tensor}"
+    while name in names:
+        name += "_"
+    ports = tuple(replace(p, serves=rest) if p.name == port else p for p in mem.ports)
+    ports += (Port(name, old.kind, old.width_bits, old.latency_cycles, old.burst_bits, mine),)
+    return _with_memory(arch, memory, ports=ports)
+
+
+GROW = "if it does not fit: "
+
+
+def candidates(
+    c: Cause, arch: Architecture, workload: Workload, demand: int = 0
+) -> list[tuple[str, Architecture]]:
+    """Architectural changes that could remove cause c, each described in words.
+
+    A change whose text starts with GROW is the fallback of the one before it. `demand` is the
+    bits per step of a spatially stalled operand.
+    """
+    out: list[tuple[str, Architecture]] = []
+    port = arch.memory(c.port_memory).ports if c.port_memory else ()
+    p = next((x for x in port if x.name == c.port), None)
+    if c.memory and c.tensor and c.cause in (BUFFER_FULL, BANDWIDTH, LATENCY, CONTENTION):
+        mem = next((m for m in arch.memories if m.name == c.memory), None)
+        if mem is not None and mem.slots_for(c.tensor) == 1:
+            db = _double_buffer(arch, c.memory, c.tensor)
+            out.append((f"double-buffer {c.tensor} in {c.memory}", db))
+            if mem.size_bits is not None:  # tried only when the plain one does not fit
+                out.append(
+                    (
+                        f"{GROW}double-buffer {c.tensor} in {c.memory} and grow {c.memory} from "
+                        f"{mem.size_bits} to {2 * mem.size_bits} bits",
+                        _with_memory(db, c.memory, size_bits=2 * mem.size_bits),
+                    )
+                )
+    if p is not None and c.cause == SPATIAL and demand:
+        out.append(
+            (
+                f"widen port {c.port_memory}.{p.name} from {p.width_bits} to {demand} bits/cycle (the operand's "
+                "demand per step)",
+                _with_port(arch, c.port_memory, p.name, width_bits=max(demand, p.width_bits)),
+            )
+        )
+    if p is not None and c.cause in (BANDWIDTH, CONTENTION):
+        burst = max(p.burst_bits, 2 * p.width_bits)
+        out.append(
+            (
+                f"widen port {c.port_memory}.{p.name} from {p.width_bits} to {2 * p.width_bits} bits/cycle"
+                + (f" (burst {p.burst_bits} -> {burst} bits)" if burst != p.burst_bits else ""),
+                _with_port(
+                    arch, c.port_memory, p.name, width_bits=2 * p.width_bits, burst_bits=burst
+                ),
+            )
+        )
+    if p is not None and c.cause == CONTENTION and c.tensor and c.competitor != "PE array":
+        own = _own_port(arch, workload, c.port_memory, p.name, c.tensor)
+        if own is not None:
+            out.append(
+                (f"give {c.tensor} its own port at {c.port_memory} (split from {p.name})", own)
+            )
+    if p is not None and c.cause == LATENCY and p.latency_cycles:
+        out.append(
+            (
+                f"cut the latency of port {c.port_memory}.{p.name} from {p.latency_cycles} to 0 cycles",
+                _with_port(arch, c.port_memory, p.name, latency_cycles=0),
+            )
+        )
+    if (
+        c.cause == CONTENTION
+        and c.competitor
+        and c.competitor.startswith("DMA ")
+        and c.port_memory is None
+    ):
+        name = c.port
+        dma = next((d for d in arch.dma_engines if d.name == name), None)
+        if dma is not None:
+            dmas = tuple(
+                replace(d, channels=d.channels + 1) if d.name == name else d
+                for d in arch.dma_engines
+            )
+            out.append(
+                (
+                    f"add a channel to DMA engine {name} ({dma.channels} -> {dma.channels + 1})",
+                    replace(arch, dma_engines=dmas),
+                )
+            )
+    return out
+
+
+def verify(
+    arch: Architecture,
+    workload: Workload,
+    mapping: Mapping,
+    res: SimResult,
+    change: str,
+    new_arch: Architecture,
+) -> Remedy:
+    """Replay with the changed architecture; the cycles saved, or why it could not run."""
+    from cyclesim.engine import replay
+
+    try:
+        new = replay(
+            new_arch,
+            workload,
+            mapping,
+            reuse=res.reuse,
+            isolate_einsums=res.isolate_einsums,
+            progress=False,
+            check_counts=False,
+        )
+    except CyclesimError as exc:
+        return Remedy(change, res.cycles, None, str(exc).splitlines()[0])
+    return Remedy(change, res.cycles, new.cycles)
+
+
+def _demand(res: SimResult, c: Cause) -> int:
+    """Bits per step the PE array reads of c's operand (for a spatial stall), else 0."""
+    if c.cause != SPATIAL:
+        return 0
+    plan = res.raw.plan
+    for leaf in plan.leaves:
+        for o in leaf.operands:
+            if o.tensor == c.tensor and plan.nodes[o.node].memory == c.memory:
+                return o.values_per_step * o.bits
+    return 0
+
+
+def explain(
+    res: SimResult,
+    arch: Architecture,
+    workload: Workload,
+    mapping: Mapping,
+    *,
+    top: int = 5,
+    verify_remedies: bool = True,
+) -> Explanation:
+    """Ranked causes; for the top ones, remedies replayed on the changed architecture."""
+    ex = rank_causes(res, mapping)
+    cache: dict[str, Remedy] = {}
+    for c in ex.causes[:top]:
+        if not verify_remedies:
+            continue
+        prev: Remedy | None = None
+        for change, new_arch in candidates(c, arch, workload, _demand(res, c)):
+            if change.startswith(GROW):
+                if prev is None or prev.cycles_after is not None:
+                    continue
+                change = change.removeprefix(GROW)
+                c.remedies.remove(prev)
+            if change not in cache:
+                cache[change] = verify(arch, workload, mapping, res, change, new_arch)
+            prev = cache[change]
+            c.remedies.append(prev)
+        c.remedies.sort(key=lambda r: (r.saved is None, -(r.saved or 0)))
+    return ex
+
+
+def _list(items: list, limit: int, fmt) -> str:
+    shown = ", ".join(fmt(x) for x in items[:limit])
+    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
+    """The causes as text: rank, cycles, share, where, when, and the verified remedies."""
+    out = [title, "=" * len(title)] if title else []
+    out.append(
+        f"cycles {ex.cycles:,}: ideal compute {ex.ideal_compute_cycles:,}, "
+        f"non-compute {ex.non_compute_cycles:,} ({_pct(ex.non_compute_cycles, ex.cycles)} of the run)"
+    )
+    if not ex.causes:
+        out.append("no non-compute cycles: nothing to explain")
+    for i, c in enumerate(ex.causes[:top], 1):
+        phases = ", ".join(f"{k} {v:,}" for k, v in c.by_phase.items())
+        out.append("")
+        out.append(
+            f"{i}. {c.cause:<12} {c.cycles:>10,} cycles  {_pct(c.cycles, ex.cycles)} of the run, "
+            f"{_pct(c.cycles, ex.non_compute_cycles)} of the non-compute  [{phases}]"
+        )
+        out.append(f"   where: {c.where()}")
+        out.append(f"   chain: {c.chain}")
+        out.append(f"   cycles: {_list(c.ranges, 6, lambda r: f'{r[0]}..{r[1]}')}")
+        if c.iterations:
+            out.append(f"   delays: {_list(c.iterations, 6, str)}")
+        for r in c.remedies:
+            if r.cycles_after is None:
+                out.append(f"   - {r.change}: cannot be replayed ({r.note})")
+            else:
+                out.append(
+                    f"   - {r.change}: {r.cycles_before:,} -> {r.cycles_after:,} cycles, "
+                    f"saves {r.saved:,} ({_pct(r.saved, r.cycles_before)})"
+                )
+        if not c.remedies and c.cause not in (SPATIAL,):
+            out.append(
+                "   - no architectural change proposed for this cause (a mapping change may help)"
+            )
+    if len(ex.causes) > top:
+        rest = sum(c.cycles for c in ex.causes[top:])
+        out.append(
+            f"\n... {len(ex.causes) - top} more causes, {rest:,} cycles (--top N, or --json)"
+        )
+    return "\n".join(out)
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"

@@ -1,0 +1,72 @@
+"""The `cyclesim explain` sub-command: ranked root causes with verified remedies."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from cyclesim.errors import CyclesimError
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add `explain` to the top-level commands."""
+    from cyclesim.cli import add_replay_arguments
+
+    p = subparsers.add_parser(
+        "explain",
+        help="why the PE array waited: causes ranked by cycles, where they occur, verified remedies",
+        description=(
+            "Replay ARCH WORKLOAD MAPPING (or a run saved with `cyclesim run --save-run`), rank the "
+            "root causes of every non-compute cycle, show the cycle ranges and loop iterations where "
+            "each occurs, and replay each proposed architectural change to report the cycles it saves."
+        ),
+    )
+    add_replay_arguments(p)
+    p.add_argument("--top", type=int, default=5, help="causes to detail and verify (default 5)")
+    p.add_argument("--no-verify", action="store_true", help="rank only; do not replay the remedies")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load (or read the saved run), replay, explain; print text or --json."""
+    from cyclesim.views.explain import explain, format_explanation
+    from cyclesim.views.saved import load_inputs
+
+    if args.top < 1:
+        raise CyclesimError("--top must be at least 1")
+    arch, workload, mapping, saved = load_inputs(args.arch, args.workload, args.mapping)
+    res = _replay(arch, workload, mapping, args, saved)
+    ex = explain(res, arch, workload, mapping, top=args.top, verify_remedies=not args.no_verify)
+    if args.json:
+        json.dump(ex.to_json_dict(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        title = f"why {workload.name} on {arch.name} (mapping {mapping.name}) is not compute-bound"
+        print(format_explanation(ex, title, args.top))
+    return 0
+
+
+def _replay(arch, workload, mapping, args: argparse.Namespace, saved: dict | None):
+    from cyclesim.engine import TraceFilter, replay
+
+    reuse, isolate = args.reuse, args.isolate_einsums
+    if saved is not None:
+        reuse, isolate = saved["reuse"], saved["isolate_einsums"]
+    # only the PE segments are needed (to name the delayed loop iterations)
+    res = replay(
+        arch,
+        workload,
+        mapping,
+        reuse=reuse,
+        isolate_einsums=isolate,
+        trace_filter=TraceFilter(resources=("PE",)),
+        progress=False if args.no_progress else None,
+    )
+    if saved is not None and saved.get("cycles") != res.cycles:
+        raise CyclesimError(
+            f"the saved run had {saved.get('cycles')} cycles, this replay of its inputs {res.cycles}: "
+            "the simulator changed since it was saved; rerun `cyclesim run --save-run`"
+        )
+    return res
