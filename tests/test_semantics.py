@@ -1,0 +1,184 @@
+"""Hand-derived replays of DESIGN.md's precise rules, one small case per rule.
+
+Convention: [a, b) are the cycles a..b-1; a tile whose last burst ends at b is usable at b.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from conftest import memory, port
+
+MATVEC = {
+    "tensors": {"A": {"bits_per_value": 8}, "B": {"bits_per_value": 8}, "Z": {"bits_per_value": 8}},
+    "einsums": [
+        {
+            "name": "matvec",
+            "ranks": {"m": 4, "k": 4},
+            "inputs": [{"tensor": "A", "projection": ["m", "k"]}, {"tensor": "B", "projection": ["k"]}],
+            "outputs": [{"tensor": "Z", "projection": ["m"]}],
+        }
+    ],
+}
+
+
+def single_buffer_arch(abuf_slots: int = 1) -> dict:
+    """Worked example 03: A streams from DRAM at 4 b/cycle into a 32-b abuf tile per row m."""
+    return {
+        "name": "matvec_stream",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, ["A", "Z"], [port("dram_rd", "read", 4, 8), port("dram_wr", "write", 8)]),
+            memory("wbuf", 32, ["B"], [port("wbuf_rd", "read", 64, 8), port("wbuf_wr", "write", 64, 8)]),
+            memory("acc", 32, ["Z"], [port("acc_rd", "read", 64, 8), port("acc_wr", "write", 64, 8)]),
+            memory("abuf", 32 * abuf_slots, ["A"], [port("abuf_rd", "read", 64, 8), port("abuf_wr", "write", 64, 8)],
+                   double_buffered=abuf_slots == 2),
+        ],
+    }
+
+
+STREAM_MAPPING = {
+    "loop_tree": [
+        {"type": "storage", "memory": "DRAM", "tensors": ["A", "Z"]},
+        {"type": "storage", "memory": "wbuf", "tensors": ["B"]},
+        {"type": "storage", "memory": "acc", "tensors": ["Z"]},
+        {"type": "temporal", "rank": "m", "bound": 4},
+        {"type": "storage", "memory": "abuf", "tensors": ["A"]},
+        {"type": "temporal", "rank": "k", "bound": 4},
+        {"type": "compute", "einsum": "matvec"},
+    ]
+}
+
+
+def test_double_buffering_overlaps_fill_and_compute(replay_dicts):
+    # Example 03 with two slots in abuf. T = 8 (32 b at 4 b/cycle), C = 4.
+    # A0 [0,8); tile 0 [8,12) while A1 fills [8,16); tile 1 [16,20) while A2 fills [16,24)
+    # (tile 0's slot is free since 12); tile 2 [24,28); A3 [24,32); tile 3 [32,36); Z [36,40).
+    # 40 = onload 8 + ideal 16 + stall 3 x (8 - 4) = 12 + offload 4: max(T, C) per tile.
+    res = replay_dicts(single_buffer_arch(2), MATVEC, STREAM_MAPPING)
+    assert (res.cycles, res.onload_cycles, res.stall_cycles, res.offload_cycles) == (40, 8, 12, 4)
+    assert res.stall_cycles_by_cause() == {"bandwidth": 12}
+
+
+def test_single_buffer_serialises_fill_and_compute(replay_dicts):
+    # Same schedule, one slot: T + C per tile, 4 x 12 + 4 = 52 (worked example 03).
+    res = replay_dicts(single_buffer_arch(1), MATVEC, STREAM_MAPPING)
+    assert (res.cycles, res.stall_cycles) == (52, 24)
+
+
+def test_two_tensors_contend_for_one_port(replay_dicts):
+    # A and B both stream per row through dram_rd (8 b/cycle, 8-b bursts): per row m, A's tile is
+    # 4 values (32 b = 4 bursts) and B's whole vector (32 b) is refilled too because B's buffer
+    # sits below m under `strict`. Round-robin interleaves A, B, A, B...: each tile lands after
+    # 8 cycles instead of 4; the PE's wait for A is half bandwidth, half contention with B.
+    arch = {
+        "name": "shared_port",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, ["A", "B", "Z"], [port("dram_rd", "read", 8), port("dram_wr", "write", 8)]),
+            memory("acc", 8, ["Z"], [port("acc_rd", "read", 64), port("acc_wr", "write", 64)]),
+            memory("buf", 64, ["A", "B"], [port("buf_rd", "read", 64), port("buf_wr", "write", 64)]),
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "temporal", "rank": "m", "bound": 4},
+            {"type": "storage", "memory": "acc", "tensors": ["Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "B"]},
+            {"type": "temporal", "rank": "k", "bound": 4},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, MATVEC, mapping, reuse="strict")
+    # onload: bursts A [0,1) B [1,2) A [2,3) B [3,4) A [4,5) B [5,6) A [6,7) B [7,8): the PE waits
+    # for A until 7 (4 bandwidth + 3 contention with B), then for B's last burst [7,8).
+    onload = {(r.cause, r.tensor, r.competitor): int(r.cycles) for r in res.stalls[res.stalls.phase == "onload"].itertuples()}
+    assert res.onload_cycles == 8
+    assert onload == {("bandwidth", "A", None): 4, ("contention", "A", "fill of B@buf"): 3, ("bandwidth", "B", None): 1}
+    # compute: one slot per tensor in buf, so row m+1's fills start when row m's 4 steps end:
+    # 3 more rows x 8 cycles of fills; Z's 1-value drains share no port with them.
+    assert res.ideal_compute_cycles == 16
+    assert res.stall_cycles == 24
+    causes = res.stall_cycles_by_cause()
+    assert causes["contention"] == 9 and causes["bandwidth"] == 15
+
+
+def test_partial_sums_are_written_back_and_reloaded(replay_dicts):
+    # Z[m] += A[m,k] * B[k], M = K = 2, with k OUTSIDE m and acc holding one Z value (one slot):
+    # acc's tile changes every step; the second visit of each Z element (k = 1) reloads it.
+    # Ports 64 b/cycle, latency 0; Z partial sums 16 b, final 8 b.
+    #   A (4 values, 32 b) and B (2 values, 16 b) fill buf: A [0,1), B [1,2) -> first step at 2.
+    #   step (k0,m0) [2,3); its Z tile drains (partial, 16 b) [3,4); slot free at 4
+    #   step (k0,m1) [4,5) (first visit: no reload); drain [5,6)
+    #   (k1,m0): slot free at 6, reload of the partial sum [6,7), step [7,8), final drain [8,9)
+    #   (k1,m1): slot at 9, reload [9,10), step [10,11), final drain [11,12). End 12.
+    # 12 = onload 2 + ideal 4 + stall 5 + offload 1; stall = 3 buffer_full ([3,4),[5,6),[8,9))
+    #   + 2 bandwidth (the reloads [6,7), [9,10)).
+    arch = {
+        "name": "psum",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", 64), port("wr", "write", 64)]),
+            memory("buf", 128, ["A", "B"], [port("rd", "read", 64), port("wr", "write", 64)]),
+            memory("acc", 16, ["Z"], [port("rd", "read", 64), port("wr", "write", 64)]),
+        ],
+    }
+    workload = copy.deepcopy(MATVEC)
+    workload["einsums"][0]["ranks"] = {"m": 2, "k": 2}
+    workload["tensors"]["Z"] = {"bits_per_value": 8, "partial_sum_bits": 16}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "B"]},
+            {"type": "temporal", "rank": "k", "bound": 2},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "storage", "memory": "acc", "tensors": ["Z"]},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles, res.stall_cycles, res.offload_cycles) == (12, 2, 4, 5, 1)
+    assert res.stall_cycles_by_cause() == {"buffer_full": 3, "bandwidth": 2}
+    acc = {(r.memory, r.action, r.direction): (int(r.values), int(r.bits)) for r in res.detailed_accesses[res.detailed_accesses.tensor == "Z"].itertuples()}
+    assert acc[("DRAM", "read", "read_to_below")] == (2, 32)  # two reloads of 16-b partial sums
+    assert acc[("DRAM", "write", "write_from_below")] == (4, 2 * 16 + 2 * 8)  # 2 partial + 2 final
+    assert acc[("acc", "write", "write_from_above")] == (2, 32)
+    assert acc[("acc", "read", "read_to_below")] == (2, 32)  # PE: 4 steps - 2 first visits
+    assert acc[("acc", "write", "write_from_below")] == (4, 64)  # PE writes every step
+
+
+def test_strict_refills_every_iteration_retain_only_on_change(replay_dicts):
+    # B[k] sits in buf below the m loop, which does not index B. retain: filled once (4 values);
+    # strict (AccelForge): refilled on each of the 4 iterations of m (16 values).
+    arch = single_buffer_arch(1)
+    arch["memories"][1] = memory("wbuf", 32, ["B"], [port("wbuf_rd", "read", 64, 8), port("wbuf_wr", "write", 64, 8)])
+    arch["memories"][0]["tensors"] = ["A", "B", "Z"]
+    mapping = copy.deepcopy(STREAM_MAPPING)
+    mapping["loop_tree"][0]["tensors"] = ["A", "B", "Z"]
+    mapping["loop_tree"].insert(4, {"type": "storage", "memory": "wbuf", "tensors": ["B"]})
+    del mapping["loop_tree"][1]
+    reads = {}
+    for reuse in ("retain", "strict"):
+        res = replay_dicts(arch, MATVEC, mapping, reuse=reuse)
+        acc = res.accesses
+        reads[reuse] = int(acc[(acc.tensor == "B") & (acc.memory == "DRAM")]["values"].iloc[0])
+    assert reads == {"retain": 4, "strict": 16}
+
+
+def test_dma_engine_adds_setup_and_limits_channels(replay_dicts):
+    # Example 03 with the DRAM -> abuf link served by a DMA engine with 3 setup cycles:
+    # each A fill becomes 3 + 8 = 11 cycles; one slot: 4 x (11 + 4) + 4 = 64.
+    arch = single_buffer_arch(1)
+    arch["dma_engines"] = [{"name": "dma0", "links": [{"parent": "DRAM", "child": "abuf"}], "channels": 1, "setup_cycles": 3}]
+    res = replay_dicts(arch, MATVEC, STREAM_MAPPING)
+    assert res.cycles == 64
+    assert res.stall_cycles_by_cause() == {"bandwidth": 24, "latency": 9}
+
+
+def test_pipeline_depth_delays_the_last_write(replay_dicts):
+    # Example 03 with a 5-cycle PE pipeline: Z's write-back waits 5 cycles after the last step.
+    arch = single_buffer_arch(1)
+    arch["pe_array"]["pipeline_depth_cycles"] = 5
+    res = replay_dicts(arch, MATVEC, STREAM_MAPPING)
+    assert (res.cycles, res.offload_cycles) == (57, 9)
