@@ -193,7 +193,8 @@ def _tensor_items(path: AfEinsumPath, tensor: str, einsum: AfEinsum, arch: AfArc
     return result
 
 
-def _may_reuse(spec: AfSpec, einsum: AfEinsum, loop: AfLoopNode, tensor: str) -> bool:
+def may_reuse(spec: AfSpec, einsum: AfEinsum, loop: AfLoopNode, tensor: str) -> bool:
+    """True if the fan-out dimension of spatial `loop` may multicast / reduce `tensor` (may_reuse)."""
     dimension = spec.arch.node(loop.component).dimension(loop.dimension)
     names = tensor_set_names(spec.workload, einsum)
     reuse = evaluate_tensor_set(
@@ -236,7 +237,7 @@ def _count_tensor(items: list[_Item], tensor: str, einsum: AfEinsum, spec: AfSpe
         if loop.kind is LoopKind.TEMPORAL:
             return n if not skip or relevant(loop) else 1
         outermost = not any(j < h < x for h in holders)
-        if irrelevant(loop) and outermost and _may_reuse(spec, einsum, loop, tensor):
+        if irrelevant(loop) and outermost and may_reuse(spec, einsum, loop, tensor):
             return 1
         return n
 

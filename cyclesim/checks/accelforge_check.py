@@ -1,0 +1,349 @@
+"""`cyclesim check accelforge`: the replay, its closed form, our AccelForge model and the real accelforge.
+
+Rows: bits read and written per Einsum, memory, tensor, in AccelForge's conventions (bits,
+directions summed, copy Einsums booked under their source tensor). Columns: the replay as it
+happened, the schedule's closed form mapped into AccelForge's conventions, cyclesim's model of
+AccelForge (`accelforge_model`) and the real accelforge when its environment exists. Every
+difference carries one sentence naming its mechanism (`accelforge_explain`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cyclesim.checks.accelforge_import import import_accelforge
+from cyclesim.checks.accelforge_model import AfModelResult, evaluate_model
+from cyclesim.checks.accelforge_read import load_accelforge_spec
+from cyclesim.checks.accelforge_spec import AfSpec
+from cyclesim.errors import PeerUnavailable, SpecError
+
+ACTIONS = ("read", "write")
+Key = tuple[str, str, str, str]  # einsum, memory, tensor, action
+
+
+@dataclass(frozen=True, slots=True)
+class AccessRow:
+    """Bits of one (einsum, memory, tensor, action) from each source; None = no such source."""
+
+    einsum: str
+    memory: str
+    tensor: str
+    action: str
+    replay_bits: int
+    closed_form_bits: int
+    model_bits: float
+    accelforge_bits: float | None
+
+    @property
+    def key(self) -> Key:
+        """(einsum, memory, tensor, action)."""
+        return (self.einsum, self.memory, self.tensor, self.action)
+
+    @property
+    def reference_bits(self) -> float:
+        """AccelForge's number: the real one when it ran, else our model of it."""
+        return self.model_bits if self.accelforge_bits is None else self.accelforge_bits
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Replay cycles split in phases, and AccelForge's bound (max over components, per Einsum)."""
+
+    replay_cycles: int
+    onload_cycles: int
+    ideal_compute_cycles: int
+    stall_cycles: int
+    offload_cycles: int
+    stall_by_cause: tuple[tuple[str, int], ...]
+    model_einsum_cycles: tuple[tuple[str, float], ...]
+    model_cycles: float
+    accelforge_cycles: float | None
+
+    @property
+    def bound_cycles(self) -> float:
+        """AccelForge's total latency: the real one when it ran, else our model's."""
+        return self.model_cycles if self.accelforge_cycles is None else self.accelforge_cycles
+
+
+@dataclass(frozen=True, slots=True)
+class AccelForgeCheck:
+    """The side-by-side comparison of one AccelForge spec."""
+
+    files: tuple[str, ...]
+    reuse: str
+    isolate_einsums: bool
+    latency: Latency
+    accesses: tuple[AccessRow, ...]
+    explanations: tuple[str, ...]
+    notes: tuple[str, ...]
+    accelforge_version: str | None
+    accelforge_missing: str | None
+
+    def to_json(self) -> dict:
+        """The --json object: replay_cycles, accelforge_latency, accesses, explanations, and context."""
+        lat = self.latency
+        return {
+            "spec": list(self.files),
+            "reuse": self.reuse,
+            "isolate_einsums": self.isolate_einsums,
+            "replay_cycles": lat.replay_cycles,
+            "accelforge_latency": lat.bound_cycles,
+            "accelforge_latency_source": "accelforge"
+            if lat.accelforge_cycles is not None
+            else "model",
+            "accelforge_einsum_latency": dict(lat.model_einsum_cycles),
+            "replay_phases": {
+                "onload": lat.onload_cycles,
+                "ideal_compute": lat.ideal_compute_cycles,
+                "stall": lat.stall_cycles,
+                "offload": lat.offload_cycles,
+                "stall_by_cause": dict(lat.stall_by_cause),
+            },
+            "accesses": [
+                {
+                    "einsum": a.einsum,
+                    "memory": a.memory,
+                    "tensor": a.tensor,
+                    "action": a.action,
+                    "replay_bits": a.replay_bits,
+                    "closed_form_bits": a.closed_form_bits,
+                    "model_bits": _number(a.model_bits),
+                    "accelforge_bits": _number(a.accelforge_bits),
+                }
+                for a in self.accesses
+            ],
+            "explanations": list(self.explanations),
+            "notes": list(self.notes),
+            "accelforge_version": self.accelforge_version,
+            "accelforge_missing": self.accelforge_missing,
+        }
+
+
+def _number(value: float | None) -> float | int | None:
+    if value is None:
+        return None
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def copy_renames(spec: AfSpec) -> dict[tuple[str, str], str]:
+    """(copy Einsum, destination tensor) -> source tensor: AccelForge books copies under the source."""
+    return {
+        (e.name, t): e.copy_source
+        for e in spec.workload.einsums
+        if e.is_copy_operation
+        for t in e.output_tensor_names
+    }
+
+
+def convention_bits(spec: AfSpec, accesses, *, physical: bool = False) -> dict[Key, int]:
+    """Access rows (objects with einsum, tensor, memory, action, bits) keyed in AccelForge's names.
+
+    Copy Einsums are booked under their source tensor. Unless `physical`, a copy that moves data
+    down the hierarchy is also booked AccelForge's way, as a read of the lower memory and a write
+    of the upper one (AccelForge treats every copy as a write-back towards the outer memory).
+    """
+    accesses = list(accesses)
+    renames = copy_renames(spec)
+    order = {m.name: i for i, m in enumerate(spec.arch.memories)}
+    out: dict[Key, int] = {}
+    downward: dict[str, bool] = {}
+    for e in spec.workload.einsums:
+        if e.is_copy_operation and not physical:
+            rows = [(r.tensor, r.memory) for r in accesses if r.einsum == e.name]
+            src = [order[m] for t, m in rows if t == e.copy_source]
+            dst = [order[m] for t, m in rows if t != e.copy_source]
+            downward[e.name] = bool(src and dst) and max(dst) > max(src)
+    for r in accesses:
+        if r.action not in ACTIONS:
+            continue
+        action = r.action
+        if downward.get(r.einsum):
+            action = "write" if action == "read" else "read"
+        key = (r.einsum, r.memory, renames.get((r.einsum, r.tensor), r.tensor), action)
+        out[key] = out.get(key, 0) + int(r.bits)
+    return out
+
+
+def _table(frame, bits: str = "bits") -> dict[Key, float]:
+    out: dict[Key, float] = {}
+    for r in frame.itertuples():
+        if r.action in ACTIONS:
+            key = (r.einsum, r.memory, r.tensor, r.action)
+            out[key] = out.get(key, 0.0) + float(getattr(r, bits))
+    return out
+
+
+def run_check(
+    spec_files: Sequence[str | Path],
+    *,
+    reuse: str = "retain",
+    isolate_einsums: bool = False,
+    use_peer: bool = True,
+    trace: bool = False,
+):
+    """Replay, model and (when available) the real accelforge on one spec.
+
+    Returns (AccelForgeCheck, SimResult). Raise SpecError for a bad spec, or for a spec the
+    real accelforge rejects while our reader accepts it.
+    """
+    from cyclesim.checks.accelforge_explain import explain
+    from cyclesim.engine import replay
+
+    files = tuple(str(f) for f in spec_files)
+    spec = load_accelforge_spec(files)
+    imported = import_accelforge(spec)
+    model = evaluate_model(spec)
+    theirs, missing = _run_peer(files, use_peer)
+    res = replay(
+        imported.architecture,
+        imported.workload,
+        imported.mapping,
+        reuse=reuse,
+        isolate_einsums=isolate_einsums,
+        trace=trace,
+        progress=False,
+    )
+    rows_of_run = list(res.accesses.itertuples())
+    replay_bits = convention_bits(spec, rows_of_run, physical=True)
+    closed = convention_bits(spec, rows_of_run)
+    modelled = _table(model.accesses)
+    real = _table(theirs.accesses) if theirs is not None else {}
+    keys = set(replay_bits) | set(closed) | {k for k, v in modelled.items() if v}
+    keys |= {k for k, v in real.items() if v}
+    rows = tuple(
+        AccessRow(
+            *key,
+            replay_bits=replay_bits.get(key, 0),
+            closed_form_bits=closed.get(key, 0),
+            model_bits=modelled.get(key, 0.0),
+            accelforge_bits=None if theirs is None else real.get(key, 0.0),
+        )
+        for key in sorted(keys, key=lambda k: _order(spec, k))
+    )
+    latency = _latency(res, model, theirs)
+    check = AccelForgeCheck(
+        files=files,
+        reuse=res.reuse,
+        isolate_einsums=res.isolate_einsums,
+        latency=latency,
+        accesses=rows,
+        explanations=(),
+        notes=imported.notes,
+        accelforge_version=theirs.accelforge_version if theirs is not None else None,
+        accelforge_missing=missing,
+    )
+    sentences = explain(spec, imported, model, check)
+    return replace(check, explanations=tuple(sentences)), res
+
+
+def _order(spec: AfSpec, key: Key) -> tuple:
+    einsums = [e.name for e in spec.workload.einsums]
+    memories = [m.name for m in spec.arch.memories]
+    tensors = list(spec.workload.tensor_names)
+    einsum, memory, tensor, action = key
+    return (
+        einsums.index(einsum) if einsum in einsums else len(einsums),
+        memories.index(memory) if memory in memories else len(memories),
+        tensors.index(tensor) if tensor in tensors else len(tensors),
+        ACTIONS.index(action),
+    )
+
+
+def _run_peer(files: tuple[str, ...], use_peer: bool):
+    """The real accelforge's run, or None and the reason it is missing."""
+    if not use_peer:
+        return None, "not asked for (--no-peer)"
+    from cyclesim.checks.peers import accelforge as peer
+
+    try:
+        return peer.run_accelforge(files), None
+    except PeerUnavailable as error:
+        return None, str(error)
+    except peer.AccelForgeRejected as error:
+        raise SpecError(
+            f"{error}; cyclesim's reader accepted the spec, so the comparison would be meaningless",
+            file=files[0],
+        ) from None
+
+
+def _latency(res, model: AfModelResult, theirs) -> Latency:
+    causes = res.stall_cycles_by_cause(("onload", "compute", "offload"))
+    return Latency(
+        replay_cycles=int(res.cycles),
+        onload_cycles=int(res.onload_cycles),
+        ideal_compute_cycles=int(res.ideal_compute_cycles),
+        stall_cycles=int(res.stall_cycles),
+        offload_cycles=int(res.offload_cycles),
+        stall_by_cause=tuple(sorted(causes.items(), key=lambda kv: -kv[1])),
+        model_einsum_cycles=model.einsum_latency_cycles,
+        model_cycles=float(model.total_latency_cycles),
+        accelforge_cycles=None if theirs is None else float(theirs.total_latency_cycles),
+    )
+
+
+def _cell(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{int(value)}" if float(value).is_integer() else f"{value:.6g}"
+
+
+def format_report(check: AccelForgeCheck) -> str:
+    """The side-by-side table as text."""
+    lat = check.latency
+    policy = (
+        f"reuse {check.reuse}, Einsums {'isolated' if check.isolate_einsums else 'not isolated'}"
+    )
+    af = f"accelforge {check.accelforge_version}" if check.accelforge_version else "accelforge"
+    lines = [f"{', '.join(Path(f).name for f in check.files)}  ({policy})", ""]
+    per_einsum = " + ".join(f"{e} {_cell(c)}" for e, c in lat.model_einsum_cycles)
+    lines.append(
+        f"latency  replay {lat.replay_cycles} cycles = onload {lat.onload_cycles} + compute "
+        f"{lat.ideal_compute_cycles} + stall {lat.stall_cycles} + offload {lat.offload_cycles}"
+    )
+    lines.append(
+        f"         AccelForge bound {_cell(lat.bound_cycles)} ({per_einsum}; "
+        f"{af if lat.accelforge_cycles is not None else 'our model'})"
+    )
+    lines.append("")
+    head = ("einsum", "memory", "tensor", "action", "replay", "closed form", "AF model", af)
+    widths = [max(len(head[0]), *(len(a.einsum) for a in check.accesses)) + 2]
+    widths += [max(len(head[1]), *(len(a.memory) for a in check.accesses)) + 2]
+    widths += [max(len(head[2]), *(len(a.tensor) for a in check.accesses)) + 2, 8]
+    widths += [12, 13, 12, max(len(af), 10) + 2]
+    lines.append(_line(head, widths))
+    for a in check.accesses:
+        marks = "" if _same(a) else "  *"
+        cells = (a.einsum, a.memory, a.tensor, a.action, _cell(a.replay_bits))
+        cells += (_cell(a.closed_form_bits), _cell(a.model_bits), _cell(a.accelforge_bits))
+        lines.append(_line(cells, widths) + marks)
+    lines.append("(bits; * = the columns differ, explained below)")
+    if check.accelforge_missing:
+        lines.append(f"real accelforge column missing: {check.accelforge_missing}")
+    if check.explanations:
+        lines.append("")
+        lines += [f"* {text}" for text in check.explanations]
+    if check.notes:
+        lines.append("")
+        lines += [f"note: {text}" for text in check.notes]
+    return "\n".join(lines)
+
+
+def _same(a: AccessRow) -> bool:
+    values = {a.replay_bits, a.closed_form_bits, a.model_bits}
+    if a.accelforge_bits is not None:
+        values.add(a.accelforge_bits)
+    return len(values) == 1
+
+
+def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    left = "".join(f"{c:<{w}}" for c, w in zip(cells[:4], widths[:4], strict=True))
+    right = "".join(f"{c:>{w}}" for c, w in zip(cells[4:], widths[4:], strict=True))
+    return (left + right).rstrip()
+
+
+def report_json(check: AccelForgeCheck) -> str:
+    """The --json text."""
+    return json.dumps(check.to_json(), indent=2)
