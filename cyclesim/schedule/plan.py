@@ -620,7 +620,8 @@ def _check_capacity(arch, mapping, nodes, recs, leaf_plans, workload) -> None:
             if need > size:
                 raise mapping.error(
                     f"tiles kept in memory '{mem_name}' need {need} bits per instance but it has "
-                    f"{size} ({'; '.join(parts)})",
+                    f"{size} ({arch.source}: memories[{arch.memory_index(mem_name)}].size_bits) "
+                    f"({'; '.join(parts)})",
                     ns[-1].path,
                     expected=f"at most {size} bits: smaller tiles below this node, or a larger memory",
                 )
