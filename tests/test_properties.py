@@ -1,0 +1,116 @@
+"""Invariants on random small GEMM schedules (hypothesis).
+
+* counted accesses equal the closed form and stall causes add up (the run asserts both);
+* cycles >= ideal compute, and >= every port's bits per instance / width;
+* the same input gives the same event sequence.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import inputs_from_dicts, memory, port
+from cyclesim.engine import replay
+from cyclesim.spec import Direction
+
+RANKS = ("m", "n", "k")
+PROJ = {"A": ("m", "k"), "B": ("k", "n"), "Z": ("m", "n")}
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@st.composite
+def schedules(draw):
+    sizes = {r: draw(st.integers(1, 4)) for r in RANKS}
+    spatial_rank = draw(st.sampled_from(RANKS))
+    s = draw(st.sampled_from(divisors(sizes[spatial_rank])))
+    rest = {r: sizes[r] // (s if r == spatial_rank else 1) for r in RANKS}
+    inner = {r: draw(st.sampled_from(divisors(rest[r]))) for r in RANKS}
+    outer = {r: rest[r] // inner[r] for r in RANKS}
+    outer_order = draw(st.permutations(RANKS))
+    inner_order = draw(st.permutations(RANKS))
+    outer_loops = [{"type": "temporal", "rank": r, "bound": outer[r]} for r in outer_order]
+    inner_loops = [{"type": "temporal", "rank": r, "bound": inner[r]} for r in inner_order]
+    buf_pos = {t: draw(st.one_of(st.none(), st.integers(0, 3))) for t in PROJ}
+    reg_pos = {t: draw(st.one_of(st.none(), st.integers(0, 3))) for t in PROJ}
+    tree = [{"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]}]
+    for i in range(4):
+        kept = [t for t in PROJ if buf_pos[t] == i]
+        if kept:
+            tree.append({"type": "storage", "memory": "buf", "tensors": kept})
+        if i < 3:
+            tree.append(outer_loops[i])
+    tree.append({"type": "spatial", "rank": spatial_rank, "bound": s, "dim": "X"})
+    for i in range(4):
+        kept = [t for t in PROJ if reg_pos[t] == i]
+        if kept:
+            tree.append({"type": "storage", "memory": "reg", "tensors": kept})
+        if i < 3:
+            tree.append(inner_loops[i])
+    tree.append({"type": "compute", "einsum": "gemm"})
+    widths = st.sampled_from([8, 16, 32, 64])
+    bursts = st.sampled_from([None, 8, 32, 128])
+    lat = st.integers(0, 2)
+
+    def rw(prefix):
+        return [port(f"{prefix}_rd", "read", draw(widths), draw(bursts), draw(lat)),
+                port(f"{prefix}_wr", "write", draw(widths), draw(bursts), draw(lat))]
+
+    arch = {
+        "name": "random",
+        "pe_array": {"dims": {"X": 4}, "pipeline_depth_cycles": draw(st.integers(0, 3))},
+        "memories": [
+            memory("DRAM", None, None, rw("dram")),
+            memory("buf", None, None, rw("buf"), double_buffered=draw(st.booleans())),
+            memory("reg", None, None, rw("reg"), double_buffered=draw(st.booleans()), shared_across=[]),
+        ],
+    }
+    if draw(st.booleans()):
+        arch["dma_engines"] = [{"name": "dma", "links": [{"parent": "DRAM", "child": "buf"}],
+                                "channels": draw(st.integers(1, 2)), "setup_cycles": draw(st.integers(0, 3))}]
+    bits = draw(st.sampled_from([8, 16]))
+    workload = {
+        "tensors": {"A": {"bits_per_value": bits}, "B": {"bits_per_value": bits},
+                    "Z": {"bits_per_value": 8, "partial_sum_bits": draw(st.sampled_from([8, 16, 32]))}},
+        "einsums": [{"name": "gemm", "ranks": sizes,
+                     "inputs": [{"tensor": "A", "projection": list(PROJ["A"])}, {"tensor": "B", "projection": list(PROJ["B"])}],
+                     "outputs": [{"tensor": "Z", "projection": list(PROJ["Z"])}]}],
+    }
+    return arch, workload, {"loop_tree": tree}, draw(st.sampled_from(["retain", "strict"])), s
+
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(schedules())
+def test_cycles_bound_below_by_compute_and_every_port(case):
+    arch, workload, mapping, reuse, fanout = case
+    a, w, m = inputs_from_dicts(arch, workload, mapping)
+    res = replay(a, w, m, reuse=reuse, progress=False)  # raises if counts or causes disagree
+    assert res.cycles >= res.ideal_compute_cycles
+    assert res.onload_cycles + res.ideal_compute_cycles + res.stall_cycles + res.offload_cycles == res.cycles
+    busy: dict[tuple[str, str], int] = {}
+    for r in res.detailed_accesses.itertuples():
+        mem = a.memory(r.memory)
+        p = mem.port_for(r.tensor, Direction(r.direction))
+        instances = fanout if r.memory == "reg" else 1
+        busy[(r.memory, p.name)] = busy.get((r.memory, p.name), 0) + r.bits // instances
+    for (mem, name), bits in busy.items():
+        width = next(p.width_bits for p in a.memory(mem).ports if p.name == name)
+        assert res.cycles >= -(-bits // width), f"{mem}.{name} moves {bits} b at {width} b/cycle"
+
+
+@FAST
+@given(schedules())
+def test_same_input_same_event_sequence(case):
+    arch, workload, mapping, reuse, _ = case
+    runs = [replay(*inputs_from_dicts(arch, workload, mapping), reuse=reuse, progress=False) for _ in range(2)]
+    first, second = (r.raw.rec for r in runs)
+    assert runs[0].cycles == runs[1].cycles
+    assert first.grants == second.grants
+    assert first.fill_tl == second.fill_tl and first.drain_tl == second.drain_tl
+    assert first.pe_waits == second.pe_waits
