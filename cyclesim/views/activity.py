@@ -252,11 +252,11 @@ def _dma_channels(res: SimResult, w0: int, w1: int) -> dict[str, list[list[Busy]
 
 
 def _acquired(tl: list[tuple], start: int, end: int) -> int:
-    """When a transfer got its DMA channel: the state after its wait for one, else its start."""
+    """When a transfer got its DMA channel: after its wait for one (recorded at its start), else its start."""
     i = bisect_left(tl, (start,), key=lambda s: (s[0],))
-    while i < len(tl) and tl[i][0] <= end:
-        if tl[i][1] == S_DMA and i + 1 < len(tl):
-            return tl[i + 1][0]
+    while i < len(tl) and tl[i][0] == start:
+        if tl[i][1] == S_DMA:
+            return min(tl[i + 1][0], end) if i + 1 < len(tl) else end
         i += 1
     return start
 

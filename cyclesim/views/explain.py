@@ -270,25 +270,29 @@ def candidates(
                 _with_port(arch, c.port_memory, p.name, latency_cycles=0),
             )
         )
-    if (
-        c.cause == CONTENTION
-        and c.competitor
-        and c.competitor.startswith("DMA ")
-        and c.port_memory is None
-    ):
-        name = c.port
-        dma = next((d for d in arch.dma_engines if d.name == name), None)
-        if dma is not None:
-            dmas = tuple(
-                replace(d, channels=d.channels + 1) if d.name == name else d
-                for d in arch.dma_engines
+    dma = (
+        next((d for d in arch.dma_engines if d.name == c.port), None)
+        if c.port_memory is None
+        else None
+    )
+    if dma is not None and c.cause == CONTENTION:
+        dmas = tuple(
+            replace(d, channels=d.channels + 1) if d is dma else d for d in arch.dma_engines
+        )
+        out.append(
+            (
+                f"add a channel to DMA engine {dma.name} ({dma.channels} -> {dma.channels + 1})",
+                replace(arch, dma_engines=dmas),
             )
-            out.append(
-                (
-                    f"add a channel to DMA engine {name} ({dma.channels} -> {dma.channels + 1})",
-                    replace(arch, dma_engines=dmas),
-                )
+        )
+    if dma is not None and c.cause == LATENCY and dma.setup_cycles:
+        dmas = tuple(replace(d, setup_cycles=0) if d is dma else d for d in arch.dma_engines)
+        out.append(
+            (
+                f"cut the setup of DMA engine {dma.name} from {dma.setup_cycles} to 0 cycles",
+                replace(arch, dma_engines=dmas),
             )
+        )
     return out
 
 
