@@ -1,21 +1,29 @@
 """`cyclesim check zigzag`: the replay, our reimplementation of ZigZag's model and the real zigzag-dse, side by side.
 
-Rows: total latency, ideal compute, stall, onloading, offloading; then word accesses per operand,
-memory and direction in ZigZag's conventions (port-width words summed over instances). Each
-differing row carries one sentence naming the mechanism.
+Rows: total latency, ideal compute, stall, onloading, offloading, each with the replay's cycles
+by cause below it; then word accesses per operand, memory and direction in ZigZag's conventions
+(port-width words summed over instances). Each differing row carries one sentence naming the
+mechanism. The replay's side is read from its SimResult tables only.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import ceil
+from typing import TYPE_CHECKING
 
+from cyclesim.checks.zigzag_explain import explain
 from cyclesim.checks.zigzag_import import DIRECTION_NAMES, import_zigzag
 from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs, load_zigzag_inputs
 from cyclesim.checks.zigzag_mapping import mapping_quantities
 from cyclesim.checks.zigzag_model import ZigZagLatency, evaluate
+from cyclesim.checks.zigzag_stalls import PHASES, stall_groups
 from cyclesim.errors import PeerUnavailable
+
+if TYPE_CHECKING:
+    from cyclesim.checks.peers.zigzag import PeerResult
+    from cyclesim.results import SimResult
 
 TERMS = ("latency_total", "ideal_cycles", "stall", "onloading", "offloading")
 TERM_NAMES = {
@@ -25,6 +33,7 @@ TERM_NAMES = {
     "onloading": "onloading",
     "offloading": "offloading",
 }
+PHASE_TERMS = {"onload": "onloading", "compute": "stall", "offload": "offloading"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +83,17 @@ class ZigZagCheck:
     analytical: Terms
     zigzag: Terms | None
     zigzag_missing: str | None
-    stall_causes: tuple[tuple[str, int], ...]
+    stall_causes: tuple[
+        tuple[str, str, int], ...
+    ]  # (phase, cause, cycles), largest first per phase
     accesses: tuple[AccessRow, ...]
     explanations: tuple[str, ...]
+    result: SimResult = field(repr=False, compare=False)
+    model: ZigZagLatency = field(repr=False, compare=False)
+
+    def causes(self, phase: str) -> dict[str, int]:
+        """The replay's cycles by cause in one phase (onload, compute, offload)."""
+        return {cause: cycles for p, cause, cycles in self.stall_causes if p == phase}
 
     def to_json(self) -> dict:
         """The --json object: replay, analytical, zigzag (null if missing), accesses, explanations."""
@@ -85,7 +102,10 @@ class ZigZagCheck:
             return None if t is None else {name: getattr(t, name) for name in TERMS}
 
         return {
-            "replay": {**terms(self.replay), "stall_by_cause": dict(self.stall_causes)},
+            "replay": {
+                **terms(self.replay),
+                **{f"{PHASE_TERMS[p]}_by_cause": self.causes(p) for p in PHASES},
+            },
             "analytical": terms(self.analytical),
             "zigzag": terms(self.zigzag),
             "zigzag_missing": self.zigzag_missing,
@@ -104,27 +124,31 @@ class ZigZagCheck:
         }
 
 
-def _replay(inputs: ZigZagInputs):
-    """Run the replay of the imported spec. Uses the engine until results/ exposes SimResult tables."""
-    from cyclesim.engine.run import replay_plan
-    from cyclesim.schedule.plan import build_plan
+def replay_case(inputs: ZigZagInputs) -> SimResult:
+    """Import a ZigZag case with a fixed temporal mapping into cyclesim's spec and replay it."""
+    from cyclesim.engine import replay
 
     spec = import_zigzag(inputs)
-    raw = replay_plan(build_plan(spec.architecture, spec.workload, spec.mapping), progress=False)
-    first = raw.rec.first_step or 0
-    ideal = inputs.temporal_mapping.total_cycles
-    terms = Terms(
-        raw.cycles,
-        ideal,
-        raw.rec.last_step_end - first - ideal,
-        first,
-        raw.cycles - raw.rec.last_step_end,
+    return replay(spec.architecture, spec.workload, spec.mapping, progress=False)
+
+
+def replay_terms(result: SimResult) -> Terms:
+    """The five terms of a replay, read from its totals table."""
+    t = result.totals.iloc[0]
+    return Terms(
+        int(t["cycles"]),
+        int(t["ideal_compute_cycles"]),
+        int(t["stall_cycles"]),
+        int(t["onload_cycles"]),
+        int(t["offload_cycles"]),
     )
-    values: dict[tuple[str, str, str], tuple[int, int]] = {}
-    for (_, tensor, memory, _, direction), (count, bits) in raw.counts.items():
-        old = values.get((tensor, memory, direction), (0, 0))
-        values[(tensor, memory, direction)] = (old[0] + count, old[1] + bits)
-    return terms, values
+
+
+def _replay_values(result: SimResult) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(tensor, memory, direction) -> (values, bits) summed over Einsums, from detailed_accesses."""
+    df = result.detailed_accesses
+    summed = df.groupby(["tensor", "memory", "direction"], sort=False)[["values", "bits"]].sum()
+    return {key: (int(v), int(b)) for key, (v, b) in summed.iterrows()}
 
 
 def _replay_words(
@@ -156,8 +180,13 @@ def run_check(
     *,
     layer_name: str | None = None,
     use_peer: bool = True,
+    result: SimResult | None = None,
 ) -> ZigZagCheck:
-    """Replay, model and peer on one ZigZag case. Raise SpecError for bad inputs."""
+    """Replay, model and peer on one ZigZag case. Raise SpecError for bad inputs.
+
+    `result` is an already-run replay of this very case (e.g. of the committed example YAML
+    generated from it); without it the case is imported and replayed here.
+    """
     from cyclesim.checks.peers import zigzag as peer
 
     inputs = load_zigzag_inputs(
@@ -181,8 +210,15 @@ def run_check(
         inputs = ZigZagInputs(
             inputs.accelerator, inputs.layer, inputs.mapping, theirs.temporal_mapping
         )
+    return compare(inputs, replay_case(inputs) if result is None else result, theirs, missing)
+
+
+def compare(
+    inputs: ZigZagInputs, result: SimResult, theirs: PeerResult | None, missing: str | None
+) -> ZigZagCheck:
+    """The comparison of one replay with our model and (when given) zigzag-dse's result."""
     ours = evaluate(inputs)
-    replay_terms, values = _replay(inputs)
+    values = _replay_values(result)
     q = mapping_quantities(inputs)
     rows = []
     for a in ours.word_accesses:
@@ -190,13 +226,28 @@ def run_check(
         rep = _replay_words(inputs, q, values, a.layer_operand, a.level, a.direction)
         if a.words or zz or rep:
             rows.append(AccessRow(a.layer_operand, a.memory, a.direction, rep, a.words, zz))
+    replay = replay_terms(result)
     analytical = Terms.of_model(ours)
     zigzag_terms = Terms.of_model(theirs.latency) if theirs else None
-    from cyclesim.checks.zigzag_explain import explain
-
-    explanations = explain(inputs, ours, replay_terms, analytical, zigzag_terms, rows)
+    groups = {phase: stall_groups(result, phase) for phase in PHASES}
+    causes = tuple(
+        (phase, cause, cycles)
+        for phase in PHASES
+        for cause, cycles in sorted(
+            result.stall_cycles_by_cause((phase,)).items(), key=lambda kv: (-kv[1], kv[0])
+        )
+    )
+    explanations = explain(inputs, ours, replay, analytical, zigzag_terms, rows, groups)
     return ZigZagCheck(
-        replay_terms, analytical, zigzag_terms, missing, (), tuple(rows), tuple(explanations)
+        replay,
+        analytical,
+        zigzag_terms,
+        missing,
+        causes,
+        tuple(rows),
+        tuple(explanations),
+        result,
+        ours,
     )
 
 
@@ -204,13 +255,14 @@ def format_report(check: ZigZagCheck) -> str:
     """The side-by-side table as text."""
     zz_head = "zigzag-dse" if check.zigzag else "zigzag-dse (missing)"
     lines = [f"{'term':<16}{'replay':>12}{'model':>12}{zz_head:>22}"]
+    by_term = {term: check.causes(phase) for phase, term in PHASE_TERMS.items()}
     for name in TERMS:
         zz = f"{getattr(check.zigzag, name):g}" if check.zigzag else "-"
         lines.append(
             f"{TERM_NAMES[name]:<16}{getattr(check.replay, name):>12g}{getattr(check.analytical, name):>12g}{zz:>22}"
         )
-    for cause, cycles in check.stall_causes:
-        lines.append(f"  stall: {cause:<8}{cycles:>12}")
+        for cause, cycles in by_term.get(name, {}).items():
+            lines.append(f"  {cause:<14}{cycles:>12}{'':>12}{'':>22}")
     if check.zigzag_missing:
         lines.append(f"zigzag-dse column missing: {check.zigzag_missing}")
     lines.append("")

@@ -1,15 +1,134 @@
-"""One sentence per differing row of a ZigZag comparison, naming the mechanism (reference/zigzag.md §3.11)."""
+"""One sentence per differing row of a ZigZag comparison, naming the mechanism (reference/zigzag.md §3.11).
+
+The replay's side of each sentence comes from its stall table (`zigzag_stalls.stall_groups`):
+which transfer the PE array waited for, through which port, on whom. ZigZag's side comes from
+our reimplementation of its model: the port's combined stall or slack, its worst port, its
+inferred double buffering.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from math import ceil
 from typing import TYPE_CHECKING
 
 from cyclesim.checks.zigzag_inputs import DataDirection
+from cyclesim.checks.zigzag_stalls import StallGroup
 
 if TYPE_CHECKING:
     from cyclesim.checks.zigzag_check import AccessRow, Terms
     from cyclesim.checks.zigzag_inputs import ZigZagInputs
-    from cyclesim.checks.zigzag_model import ZigZagLatency
+    from cyclesim.checks.zigzag_model import PortStall, ZigZagLatency
+
+
+@dataclass(frozen=True, slots=True)
+class ZigZagView:
+    """What ZigZag's model says about a port or a buffer, looked up by the replay's names."""
+
+    inputs: ZigZagInputs
+    model: ZigZagLatency
+
+    def port(self, key: str | None) -> PortStall | None:
+        """ZigZag's combined stall/slack of port 'memory.port', None if it has no such port."""
+        for stall in self.model.port_stalls:
+            if f"{stall.memory}.{stall.port}" == key:
+                return stall
+        return None
+
+    @property
+    def worst(self) -> PortStall | None:
+        """The port whose stall ZigZag reports as SS_comb."""
+        return max(self.model.port_stalls, key=lambda p: p.stall_cycles, default=None)
+
+    def double_buffered(self, tensor: str | None, memory: str | None) -> bool | None:
+        """ZigZag's inferred double buffering of a tensor in a memory (None if not modelled)."""
+        for db in self.model.double_buffers:
+            if (db.layer_operand, db.memory) == (tensor, memory):
+                return db.double_buffered
+        return None
+
+    def width(self, key: str | None) -> int | None:
+        """bandwidth_max of port 'memory.port' in bits per cycle."""
+        for memory in self.inputs.accelerator.memories:
+            for port in memory.ports:
+                if f"{memory.name}.{port.name}" == key:
+                    return port.bandwidth_max_bits
+        return None
+
+    def on_port(self, key: str | None) -> str:
+        """ZigZag's verdict on one port, as a clause."""
+        stall, worst = self.port(key), self.worst
+        if stall is None:
+            return f"ZigZag models no port {key}"
+        if stall.stall_cycles > 0:
+            if worst is stall:
+                return f"ZigZag charges {key} {stall.stall_cycles:,g} cycles, its worst port"
+            return (
+                f"ZigZag charges {key} {stall.stall_cycles:,g} cycles but counts only its worst "
+                f"port, {worst.memory}.{worst.port} ({worst.stall_cycles:,g})"
+            )
+        slack = (
+            f"{-stall.stall_cycles:,g} cycles of slack" if stall.stall_cycles else "no slack left"
+        )
+        return (
+            f"ZigZag lets compute hide that traffic ({key}: every period fits its window, {slack})"
+        )
+
+
+def cause_sentence(cause: str, cycles: int, groups: list[StallGroup], view: ZigZagView) -> str:
+    """The sentence of one 'stall: <cause>' row, told through the cause's largest group."""
+    g = groups[0]
+    rest = sum(x.cycles for x in groups[1:])
+    more = f" (+{len(groups) - 1} smaller groups, {rest:,} cycles)" if len(groups) > 1 else ""
+    head = f"stall, {cause} ({cycles:,} cycles): "
+    if cause == "spatial":
+        width = view.width(g.port) or 0
+        bits = view.inputs.layer.precision(g.tensor) if g.tensor else 0
+        pace = (
+            f"one {bits}-bit value every {ceil(bits / width)} cycles"
+            if width and bits
+            else "slowly"
+        )
+        body = (
+            f"the PE array reads {g.tensor} from {g.memory} through {g.port} at {width} b/cycle, "
+            f"{pace}, so the MACs waited {g.cycles:,} cycles; {view.on_port(g.port)}"
+        )
+    elif cause == "bandwidth":
+        body = (
+            f"the MACs waited {g.cycles:,} cycles while the {g.what} moved its bursts through "
+            f"{g.port} ({view.width(g.port)} b/cycle); {view.on_port(g.port)}"
+        )
+    elif cause == "contention":
+        body = (
+            f"the {g.what} waited {g.cycles:,} cycles for {g.port}, busy with the {g.competitor}; "
+            f"ZigZag never divides a port between its users, it only subtracts their slack from the "
+            f"overlap of their windows (MUW union): {view.on_port(g.port)}"
+        )
+    elif cause == "buffer_full":
+        db = view.double_buffered(g.tensor, g.memory)
+        slots = "two slots" if db else "one slot"
+        inferred = {
+            True: " (ZigZag's own inference: double-buffered)",
+            False: " (ZigZag's own inference: single-buffered, tile over half the memory)",
+        }.get(db, "")
+        body = (
+            f"ZigZag lets compute hide the {g.what}; the replay's {g.tensor} tile at {g.memory} had "
+            f"{slots}{inferred}, still taken by earlier tiles of {g.competitor}, so the MACs waited "
+            f"{g.cycles:,} cycles"
+        )
+    elif cause == "latency":
+        body = (
+            f"the replay pays the latency of {g.port or 'the PE pipeline'} once per {g.what} "
+            f"({g.cycles:,} cycles); ZigZag stores a memory's latency but its model never reads it"
+        )
+    elif cause == "dependency":
+        body = (
+            f"the {g.what} waited {g.cycles:,} cycles for a tile still in use or not yet produced; "
+            f"ZigZag has no dependency between transfers"
+        )
+    else:
+        body = f"the {g.what} waited {g.cycles:,} cycles; ZigZag has no such term"
+    return head + body + more
 
 
 def explain(
@@ -19,36 +138,64 @@ def explain(
     analytical: Terms,
     zigzag: Terms | None,
     rows: list[AccessRow],
+    groups: dict[str, tuple[StallGroup, ...]],
 ) -> list[str]:
     """Explanations for every row where the replay, the model or zigzag-dse differ."""
+    view = ZigZagView(inputs, ours)
     out: list[str] = []
     if zigzag is not None and zigzag != analytical:
         out.append(
             "our reimplementation differs from zigzag-dse on a latency term: a bug in cyclesim's model, please report it"
         )
-    worst = max(ours.port_stalls, key=lambda p: p.stall_cycles, default=None)
+    worst = view.worst
+    compute = list(groups.get("compute", ()))
     if replay.stall != analytical.stall and worst is not None:
+        largest = f", the largest: {compute[0].short()}" if compute else ""
         out.append(
-            f"stall: ZigZag charges only its worst port, {worst.memory}.{worst.port} ({worst.stall_cycles:g} cycles "
-            f"= (real - allowed) x (N - 1) summed over its transfers), assumes every port works in parallel and "
-            f"never waits on a refill chain; the replay counts every cycle the PE array waits, so waits at "
-            f"different ports and levels add up ({replay.stall:g} cycles)"
+            f"stall: ZigZag charges only its worst port, {worst.memory}.{worst.port} ({worst.stall_cycles:,g} "
+            f"cycles = (real - allowed) x (N - 1) over its transfers), and lets every other port work in "
+            f"parallel with compute; the replay counts every cycle the PE array waits, so waits at "
+            f"different ports add up to {replay.stall:,g} cycles{largest}"
         )
-    if replay.onloading != analytical.onloading:
-        out.append(
-            f"onloading: ZigZag counts one period per link, and since 3.7 shrinks once-per-layer transfers to one "
-            f"innermost tile by borrowing {ours.borrowed_cycles:g} cycles of port time during computation; the replay "
-            f"fills the first tile of every level in series before the first MAC ({replay.onloading:g} cycles)"
+    by_cause: dict[str, list[StallGroup]] = {}
+    for g in compute:
+        by_cause.setdefault(g.cause, []).append(g)
+    for cause, members in sorted(by_cause.items(), key=lambda kv: -sum(g.cycles for g in kv[1])):
+        out.append(cause_sentence(cause, sum(g.cycles for g in members), members, view))
+    for term, phase, zz_words in (
+        ("onloading", "onload", "one period per link before compute"),
+        ("offloading", "offload", "the last period of each output link after compute"),
+    ):
+        ours_t, theirs_t = getattr(replay, term), getattr(analytical, term)
+        if ours_t == theirs_t:
+            continue
+        borrow = (
+            f", with once-per-layer transfers shrunk to one innermost tile by borrowing "
+            f"{ours.borrowed_cycles:,g} cycles of port time from compute (since 3.7)"
+            if ours.borrowed_cycles
+            else ""
         )
-    if replay.offloading != analytical.offloading:
+        top = "; ".join(g.short() for g in groups.get(phase, ())[:3]) or "nothing"
+        replay_words = (
+            "the first MAC waits until the first tile of every level has arrived"
+            if phase == "onload"
+            else "the run ends when the last output tiles have drained level by level to DRAM"
+        )
         out.append(
-            "offloading: ZigZag adds the last period of each output link (once-per-layer write-backs shrunk by "
-            "the same borrowing); the replay drains the last output tiles level by level after the last MAC"
+            f"{term}: ZigZag counts {zz_words}{borrow}: {theirs_t:,g} cycles; in the replay {replay_words}, "
+            f"{ours_t:,g} cycles: {top}"
         )
     if replay.ideal_cycles != analytical.ideal_cycles:
         out.append(
             "ideal compute: the replay's loop nest has a different number of temporal iterations than ZigZag's"
         )
+    out += _access_sentences(inputs, rows)
+    return out
+
+
+def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
+    """One sentence per word-access row where the sources differ."""
+    out: list[str] = []
     psum_down = (DataDirection.WRITTEN_FROM_ABOVE, DataDirection.READ_TO_BELOW)
     out_op = inputs.layer.output_operand
     for row in rows:

@@ -9,9 +9,12 @@ import pytest
 
 from cyclesim.checks import zigzag_cases as zc
 from cyclesim.checks import zigzag_cli
-from cyclesim.checks.zigzag_check import run_check
+from cyclesim.checks.zigzag_check import replay_case, run_check
+from cyclesim.checks.zigzag_explain import ZigZagView, cause_sentence
 from cyclesim.checks.zigzag_import import import_zigzag
 from cyclesim.checks.zigzag_inputs import load_zigzag_inputs
+from cyclesim.checks.zigzag_model import evaluate
+from cyclesim.checks.zigzag_stalls import StallGroup, stall_groups
 from cyclesim.spec import Spatial, Storage
 
 # GEMM B=K=C=20 (T = 20*5*5 = 500 on the 4x4 array), the small setting's loop order scaled down
@@ -52,14 +55,32 @@ def test_import_places_spatial_loops_between_shared_and_per_pe_memories(small_ca
     assert sum(isinstance(n, Spatial) for n in tree[: first_spatial + 2]) == 2
 
 
-def test_replay_dram_words_equal_zigzag_and_latency_is_at_least_ideal(small_case):
-    check = run_check(
-        small_case.accelerator,
-        small_case.workload,
-        small_case.mapping,
-        small_case.temporal_mapping,
+@pytest.fixture(scope="module")
+def small_inputs(small_case):
+    f = small_case
+    return load_zigzag_inputs(f.accelerator, f.workload, f.mapping, f.temporal_mapping)
+
+
+@pytest.fixture(scope="module")
+def small_result(small_inputs):
+    return replay_case(small_inputs)
+
+
+@pytest.fixture(scope="module")
+def small_check(small_case, small_result):
+    f = small_case
+    return run_check(
+        f.accelerator,
+        f.workload,
+        f.mapping,
+        f.temporal_mapping,
         use_peer=False,
+        result=small_result,
     )
+
+
+def test_replay_dram_words_equal_zigzag_and_latency_is_at_least_ideal(small_check):
+    check = small_check
     assert (
         check.replay.latency_total
         >= check.replay.ideal_cycles
@@ -74,6 +95,51 @@ def test_replay_dram_words_equal_zigzag_and_latency_is_at_least_ideal(small_case
     assert any("worst port" in text for text in check.explanations)
 
 
+def test_check_reads_the_given_replay_and_its_causes_add_up_per_phase(small_check, small_result):
+    check = small_check
+    assert check.result is small_result
+    assert check.replay.latency_total == small_result.cycles
+    for phase, term in (("onload", "onloading"), ("compute", "stall"), ("offload", "offloading")):
+        assert sum(check.causes(phase).values()) == getattr(check.replay, term)
+    assert check.causes("compute") == small_result.stall_cycles_by_cause()
+
+
+def test_every_stall_cause_row_has_one_sentence_naming_its_port(small_check):
+    for cause in small_check.causes("compute"):
+        sentences = [t for t in small_check.explanations if t.startswith(f"stall, {cause} (")]
+        assert len(sentences) == 1, cause
+        assert "ZigZag" in sentences[0]
+    spatial = next(t for t in small_check.explanations if t.startswith("stall, spatial"))
+    assert "rf_64B_I.r_port_1 at 8 b/cycle, one 32-bit value every 4 cycles" in spatial
+    assert "its worst port" in spatial
+
+
+def test_stall_groups_merge_the_tiles_of_one_slot_holder_and_cover_the_phase(small_result):
+    for phase, total in (
+        ("onload", small_result.onload_cycles),
+        ("compute", small_result.stall_cycles),
+        ("offload", small_result.offload_cycles),
+    ):
+        groups = stall_groups(small_result, phase)
+        assert sum(g.cycles for g in groups) == total
+        assert all(not (g.competitor or "").startswith("tile ") for g in groups)
+        assert [g.cycles for g in groups] == sorted((g.cycles for g in groups), reverse=True)
+
+
+def test_buffer_full_sentence_says_one_slot_where_zigzag_infers_single_buffering(small_inputs):
+    view = ZigZagView(small_inputs, evaluate(small_inputs))
+    assert view.double_buffered("W", "sram_64KB") is False  # 12800 b tile in 16384 b
+    group = StallGroup("compute", "buffer_full", "fill", "W", "sram_64KB", None, "W@sram_64KB", 42)
+    text = cause_sentence("buffer_full", 42, [group], view)
+    assert text.startswith(
+        "stall, buffer_full (42 cycles): ZigZag lets compute hide the refill of W at sram_64KB"
+    )
+    assert (
+        "had one slot (ZigZag's own inference: single-buffered" in text
+        and "waited 42 cycles" in text
+    )
+
+
 @pytest.mark.peer
 def test_json_has_all_three_columns(small_case, capsys):
     pytest.importorskip("zigzag.api", reason="zigzag-dse not importable")
@@ -86,6 +152,8 @@ def test_json_has_all_three_columns(small_case, capsys):
     assert args.func(args) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) >= {"replay", "analytical", "zigzag", "accesses", "explanations"}
+    assert {"stall_by_cause", "onloading_by_cause", "offloading_by_cause"} <= set(data["replay"])
+    assert sum(data["replay"]["stall_by_cause"].values()) == data["replay"]["stall"]
     assert data["zigzag"] == data["analytical"]
     assert {"latency_total", "ideal_cycles", "stall", "onloading", "offloading"} <= set(
         data["replay"]
