@@ -35,8 +35,16 @@ class Fabric:
         for k in widths:
             grants.setdefault(k, [])
 
-    def request(self, who: int, keys: tuple[str, ...], tensor: str) -> simpy.Event:
-        """An event that fires when every port in keys is granted to who."""
+    def request(self, who: int, keys: tuple[str, ...], tensor: str) -> simpy.Event | None:
+        """None if every port in keys is granted to who now, else an event that fires when they are."""
+        holder, reserved, width = self.holder, self.reserved, self.width
+        if all(holder[k] is None and reserved[k] < width[k] for k in keys) and not self.contested(keys):
+            now = self.env.now
+            for k in keys:
+                holder[k] = who
+                self.grants[k].append([now, None, who, tensor])
+            self.last_grant[who] = now
+            return None
         ev = self.env.event()
         self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor])
         for k in keys:

@@ -41,26 +41,39 @@ from cyclesim.schedule.steps import program, segment_levels, segment_profile
 
 
 class _Tiles:
-    """Per-node tile state: events for resident / used / released / produced tiles."""
+    """Per-node tile state. A table maps tile -> True once done, or to the event a waiter holds.
 
-    __slots__ = ("env", "resident", "used", "released", "produced", "remaining", "prod_left", "drained", "visit_ev")
+    Events are created only when somebody has to wait, so a tile nobody waits for costs no
+    SimPy event at all.
+    """
+
+    __slots__ = ("env", "resident", "used", "released", "produced", "remaining", "prod_left", "last_visit", "drained")
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
-        self.resident: dict[int, simpy.Event] = {}
-        self.used: dict[int, simpy.Event] = {}
-        self.released: dict[int, simpy.Event] = {}
-        self.produced: dict[int, simpy.Event] = {}
+        self.resident: dict = {}
+        self.used: dict = {}
+        self.released: dict = {}
+        self.produced: dict = {}
         self.remaining: dict[int, int] = {}
         self.prod_left: dict[int, int] = {}
-        self.drained: dict[int, simpy.Event] = {}  # element key -> last write-back of those values
-        self.visit_ev: dict[int, simpy.Event] = {}  # tile -> its write-back event
+        self.last_visit: dict[int, int] = {}  # element key -> its latest entry
+        self.drained: dict = {}  # entry -> written back (kept only while a later visit may wait)
 
-    def ev(self, table: dict, k: int) -> simpy.Event:
+    def waiter(self, table: dict, k: int) -> simpy.Event | None:
+        """None if tile k is already done in this table, else the event to wait for."""
         e = table.get(k)
+        if e is True:
+            return None
         if e is None:
             e = table[k] = self.env.event()
         return e
+
+    def fire(self, table: dict, k: int) -> None:
+        e = table.get(k)
+        if e is not None and e is not True:
+            e.succeed()
+        table[k] = True
 
 
 @dataclass(slots=True)
@@ -73,6 +86,7 @@ class RawRun:
     cycles: int
     wall_seconds: float
     trace: bool
+    env_events: int = 0  # SimPy events scheduled (SimPy's own event counter)
 
 
 class _Replay:
@@ -118,7 +132,7 @@ class _Replay:
             left = t.prod_left.get(k, n.producer_uses_per_tile) - 1
             if left == 0:
                 t.prod_left.pop(k, None)
-                t.ev(t.produced, k).succeed()
+                t.fire(t.produced, k)
             else:
                 t.prod_left[k] = left
         if n.is_backing:
@@ -129,16 +143,18 @@ class _Replay:
             t.remaining[k] = left
             return
         t.remaining.pop(k, None)
-        t.ev(t.used, k).succeed()
-        if not n.output_role:
+        if n.output_role:  # its write-back process waits for this
+            t.fire(t.used, k)
+        else:
             t.resident.pop(k, None)
             t.produced.pop(k, None)
-            t.ev(t.released, k).succeed()
+            t.fire(t.released, k)
             if self.rec.occupancy is not None:
                 self.rec.occupy(self.env.now, node, -1)
 
     def _mark_resident(self, n: NodePlan, k: int) -> None:
-        self.tiles[n.index].ev(self.tiles[n.index].resident, k).succeed()
+        t = self.tiles[n.index]
+        t.fire(t.resident, k)
         if self.rec.occupancy is not None:
             self.rec.occupy(self.env.now, n.index, +1)
 
@@ -156,8 +172,8 @@ class _Replay:
         chi_bits_v = n.tile_values
         for k in range(n.entries):
             if k >= n.slots:
-                ev = t.ev(t.released, k - n.slots)
-                if not ev.triggered:
+                ev = t.waiter(t.released, k - n.slots)
+                if ev is not None:
                     tl.append((env.now, S_SLOT, k - n.slots))
                     yield ev
                 t.released.pop(k - n.slots, None)
@@ -165,30 +181,31 @@ class _Replay:
             if n.output_role:
                 first, _ = n.visit_flags(k)
                 key = n.element_key(k)
-                prev = t.drained.get(key)
-                mine = t.drained[key] = env.event()
-                t.visit_ev[k] = mine
+                prev = t.last_visit.get(key)
+                t.last_visit[key] = k
                 if first:
                     self._mark_resident(n, k)
                     continue
                 if not p.is_backing:
-                    ev = pt.ev(pt.resident, kp)
-                    if not ev.triggered:
+                    ev = pt.waiter(pt.resident, kp)
+                    if ev is not None:
                         tl.append((env.now, S_PARENT, p.index))
                         yield ev
-                if prev is not None and not prev.triggered:
+                ev = t.waiter(t.drained, prev) if prev is not None else None
+                if ev is not None:
                     tl.append((env.now, S_DRAIN, n.index))
-                    yield prev
+                    yield ev
+                t.drained.pop(prev, None)
                 bits = n.psum_bits
             else:
                 if not p.is_backing:
-                    ev = pt.ev(pt.resident, kp)
-                    if not ev.triggered:
+                    ev = pt.waiter(pt.resident, kp)
+                    if ev is not None:
                         tl.append((env.now, S_PARENT, p.index))
                         yield ev
                 if n.wait_producer:
-                    ev = pt.ev(pt.produced, kp)
-                    if not ev.triggered:
+                    ev = pt.waiter(pt.produced, kp)
+                    if ev is not None:
                         tl.append((env.now, S_PRODUCER, self.producer_of.get(n.tensor)))
                         yield ev
                 bits = n.bits
@@ -214,8 +231,8 @@ class _Replay:
         pt = self.tiles[p.index]
         pipe = self.plan.pipeline_depth if n.pe_written_by else 0
         for k in range(n.entries):
-            ev = t.ev(t.used, k)
-            if not ev.triggered:
+            ev = t.waiter(t.used, k)
+            if ev is not None:
                 tl.append((env.now, S_USES, k))
                 yield ev
             if pipe:
@@ -224,8 +241,8 @@ class _Replay:
                 self.rec.events += 1
             kp = k // n.ratio
             if not p.is_backing:
-                ev = pt.ev(pt.resident, kp)
-                if not ev.triggered:
+                ev = pt.waiter(pt.resident, kp)
+                if ev is not None:
                     tl.append((env.now, S_PARENT, p.index))
                     yield ev
             _, final = n.visit_flags(k)
@@ -239,11 +256,12 @@ class _Replay:
                 self.rec.transfers.append((start, env.now, n.index, "drain", k, n.union_values * bits))
             self.count(n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE, n.tile_values * n.instances, bits)
             self.count(n.owner, n.tensor, p.memory, WRITE, WRITE_FROM_BELOW, n.union_values * n.parent_instances, bits)
-            t.visit_ev.pop(k).succeed()
+            if not final:  # a later visit reloads these partial sums after this write-back
+                t.fire(t.drained, k)
             t.used.pop(k, None)
             t.resident.pop(k, None)
             t.produced.pop(k, None)
-            t.ev(t.released, k).succeed()
+            t.fire(t.released, k)
             if self.rec.occupancy is not None:
                 self.rec.occupy(env.now, n.index, -1)
             self.finish_use(p.index, kp, ("node", n.index), True)
@@ -255,6 +273,8 @@ class _Replay:
         env, rec, plan = self.env, self.rec, self.plan
         nodes, tiles, fabric = plan.nodes, self.tiles, self.fabric
         waits = rec.pe_waits
+        held: dict[str, int] = {}  # port -> bits per cycle the PE array reserves on it
+        executed: dict[tuple, int] = {}  # (leaf, level, first visit) -> segments run
         for li, g in program(plan):
             leaf = plan.leaves[li]
             ks = []
@@ -263,30 +283,39 @@ class _Replay:
                 k = g // o.ratio
                 ks.append(k)
                 t = tiles[o.node]
-                if not n.is_backing:
-                    ev = t.ev(t.resident, k)
-                    if not ev.triggered:
-                        t0 = env.now
-                        yield ev
-                        rec.events += 1
-                        waits.append((t0, env.now, o.node, "resident"))
-                if not o.is_output and n.output_role:
-                    ev = t.ev(t.produced, k)
-                    if not ev.triggered:
-                        t0 = env.now
-                        yield ev
-                        rec.events += 1
-                        waits.append((t0, env.now, o.node, "produced"))
+                ev = None if n.is_backing else t.waiter(t.resident, k)
+                if ev is None and not o.is_output and n.output_role:
+                    ev = t.waiter(t.produced, k)
+                    kind = "produced"
+                else:
+                    kind = "resident"
+                while ev is not None:
+                    if held:  # the PE array uses no port while it waits
+                        for key in held:
+                            fabric.reserve(key, 0)
+                        held = {}
+                    t0 = env.now
+                    yield ev
+                    rec.events += 1
+                    waits.append((t0, env.now, o.node, kind))
+                    ev = None
+                    if kind == "resident" and not o.is_output and n.output_role:
+                        ev = t.waiter(t.produced, k)
+                        kind = "produced"
             if rec.first_step is None:
                 rec.first_step = env.now
-            prof = segment_profile(leaf, *segment_levels(leaf, g))
-            for key, bits in prof.port_bits:
-                fabric.reserve(key, -(-bits // prof.cycles))
+            level, first = segment_levels(leaf, g)
+            prof = segment_profile(leaf, level, first)
+            want = {key: -(-bits // prof.cycles) for key, bits in prof.port_bits}
+            for key in held:
+                if key not in want:
+                    fabric.reserve(key, 0)
+            for key, bits in want.items():
+                fabric.reserve(key, bits)
+            held = want
             start = env.now
             yield env.timeout(prof.cycles)
             rec.events += 1
-            for key, _ in prof.port_bits:
-                fabric.reserve(key, 0)
             if rec.pe_segments is not None and rec.keep_segment(li, start, env.now):
                 rec.pe_segments.append((start, env.now, li, g))
             for oi, c in prof.spatial:
@@ -296,15 +325,23 @@ class _Replay:
                 else:
                     cur[0] += c
                     cur[2] = env.now
-            for i, o in enumerate(leaf.operands):
-                n = nodes[o.node]
-                if prof.reads[i]:
-                    self.count(leaf.einsum, o.tensor, n.memory, READ, READ_TO_BELOW, prof.reads[i], o.bits)
-                if prof.writes[i]:
-                    self.count(leaf.einsum, o.tensor, n.memory, WRITE, WRITE_FROM_BELOW, prof.writes[i], o.bits)
+            key = (li, level, first)
+            executed[key] = executed.get(key, 0) + 1
             for o, k in zip(leaf.operands, ks, strict=True):
                 self.finish_use(o.node, k, ("pe", li), o.is_output)
             self.segments_done += 1
+        for key in held:
+            fabric.reserve(key, 0)
+        # the PE array's accesses: each executed segment's profile, summed per kind of segment
+        for (li, level, first), times in executed.items():
+            leaf = plan.leaves[li]
+            prof = segment_profile(leaf, level, first)
+            for i, o in enumerate(leaf.operands):
+                n = nodes[o.node]
+                if prof.reads[i]:
+                    self.count(leaf.einsum, o.tensor, n.memory, READ, READ_TO_BELOW, prof.reads[i] * times, o.bits)
+                if prof.writes[i]:
+                    self.count(leaf.einsum, o.tensor, n.memory, WRITE, WRITE_FROM_BELOW, prof.writes[i] * times, o.bits)
         rec.last_step_end = env.now
         if plan.pipeline_depth:
             yield env.timeout(plan.pipeline_depth)
@@ -359,7 +396,9 @@ def replay_plan(
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:
         raise EngineError(_deadlock_message(env.now, pe.is_alive, stuck, r))
-    return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace)
+    # SimPy numbers every scheduled event from one counter: read it once, after the run
+    env_events = next(env._eid)
+    return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)
 
 
 def _run(env: simpy.Environment, r: _Replay, alive, progress: bool | None, wall0: float) -> None:

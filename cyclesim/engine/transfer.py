@@ -50,7 +50,7 @@ def transfer(
     i = 0  # next burst
     ev = fabric.request(who, keys, tensor)
     while True:
-        if not ev.triggered:
+        if ev is not None:
             tl.append((env.now, S_PORT, keys))
             yield ev
         wp = max(1, fabric.effective_width(pk))
