@@ -115,9 +115,9 @@ def _residency(spec: AfSpec, row: AccessRow) -> str:
 
 def _reuse(spec: AfSpec, row: AccessRow) -> str:
     loops, partial = _loops_not_indexing(spec, row.einsum, row.tensor)
-    named = f"the loops over {', '.join(loops)}, which do not index {row.tensor}," if loops else ""
+    named = f"the loops over {', '.join(loops)}, which do not index {row.tensor}" if loops else ""
     if partial:
-        named += (" and over " if named else "the loops over ") + (
+        named += (", and over " if named else "the loops over ") + (
             f"{', '.join(partial)}, which index it only through a sum (a sliding window)"
         )
     einsum = spec.workload.einsum(row.einsum)
@@ -140,11 +140,12 @@ def _convention(spec: AfSpec, row: AccessRow) -> str:
     path = spec.path(row.einsum)
     tensor = einsum.copy_source if einsum.is_copy_operation else row.tensor
     is_output = tensor in einsum.output_tensor_names
-    if is_output and row.action == "read" and not _skips_everywhere(spec, row.einsum, tensor):
+    if is_output and not _skips_everywhere(spec, row.einsum, tensor):
         return (
             f"first-read skipping: skip_initial_output_write is False on a holder of {tensor}, "
-            "so AccelForge reads each element's first value; the replay starts every output at "
-            "zero and reads nothing on the first visit (DESIGN: the replay is right)"
+            "so AccelForge fetches each element's initial value (a read of the parent, a write "
+            "into the holder, a read at the MAC); the replay starts every output at zero and "
+            "moves nothing on the first visit (DESIGN: the replay is right)"
         )
     access = einsum.access(tensor)
     loops = [n for n in path.nodes if isinstance(n, AfLoopNode) and n.kind is LoopKind.SPATIAL]

@@ -29,6 +29,7 @@ PEER_SPECS = [
     SEEDS / "seed_copy_workaround.yaml",
     SPECS / "matmul_3level.yaml",  # finite GLB / Reg: tiling matters
     SPECS / "matmul_spatial_4x4.yaml",  # spatial fan-out with multicast
+    SPECS / "matmul_spatial_multicast.yaml",  # per-PE Reg keeps every operand; multicast fills
     SPECS / "matmul_spatial_reduction.yaml",  # spatial reduction, may_reuse, bits_per_action 8
     SPECS / "matmul_irrelevant_above.yaml",
     SPECS / "matmul_weight_stationary.yaml",
