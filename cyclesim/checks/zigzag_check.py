@@ -14,7 +14,7 @@ from math import ceil
 from typing import TYPE_CHECKING
 
 from cyclesim.checks.zigzag_explain import explain
-from cyclesim.checks.zigzag_import import DIRECTION_NAMES, import_zigzag
+from cyclesim.checks.zigzag_import import DIRECTION_NAMES, import_zigzag, slot_flags
 from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs, load_zigzag_inputs
 from cyclesim.checks.zigzag_mapping import mapping_quantities
 from cyclesim.checks.zigzag_model import ZigZagLatency, evaluate
@@ -238,6 +238,13 @@ def compare(
         )
     )
     explanations = explain(inputs, ours, replay, analytical, zigzag_terms, rows, groups)
+    _, single = slot_flags(inputs)
+    explanations = [
+        f"buffers: ZigZag counts {op} in {memory} as double-buffered because only the slice along its "
+        f"top relevant loops must fit next to the tile; two whole tiles do not fit, so the replay "
+        f"gives it one slot"
+        for op, memory in single
+    ] + explanations
     return ZigZagCheck(
         replay,
         analytical,

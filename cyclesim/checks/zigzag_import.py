@@ -206,28 +206,56 @@ def _with_path(node, index: int):
     return Compute(node.einsum, path)
 
 
+def slot_flags(
+    inputs: ZigZagInputs,
+) -> tuple[dict[tuple[str, str], bool], tuple[tuple[str, str], ...]]:
+    """ZigZag's inferred double buffering as (tensor, memory) -> flag, fitted to whole-tile slots.
+
+    ZigZag calls a tile double-buffered when its slice along the top relevant loops fits next to
+    it (§3.4); the replay's second slot holds a whole tile. Where two whole tiles do not fit, the
+    largest tiles of that memory fall back to one slot; those pairs are returned second.
+    """
+    from cyclesim.checks.zigzag_mapping import mapping_quantities
+    from cyclesim.checks.zigzag_model import double_buffer_flags
+
+    if inputs.temporal_mapping is None:
+        raise SpecError(
+            "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
+        )
+    q = mapping_quantities(inputs)
+    zz = double_buffer_flags(inputs, q)
+    flags: dict[tuple[str, str], bool] = {}
+    bits: dict[str, list[tuple[int, str]]] = {}
+    for op in inputs.layer.operands:
+        levels = inputs.accelerator.levels(inputs.mapping.memory_operand(op))
+        for m, memory in enumerate(levels):
+            flags[(op, memory.name)] = zz[op][m + 1]
+            if m < len(levels) - 1:  # the outermost level is the backing store: no slots
+                bits.setdefault(memory.name, []).append((q.bits_per_instance[op][m + 1], op))
+    single: list[tuple[str, str]] = []
+    for memory in inputs.accelerator.memories:
+        tiles = sorted(bits.get(memory.name, []), reverse=True)
+        for _, op in tiles:
+            used = sum(b * (2 if flags[(o, memory.name)] else 1) for b, o in tiles)
+            if used <= memory.size_bits:
+                break
+            if flags[(op, memory.name)]:
+                flags[(op, memory.name)] = False
+                single.append((op, memory.name))
+    return flags, tuple(single)
+
+
 def import_zigzag(
     inputs: ZigZagInputs, *, double_buffered: dict[tuple[str, str], bool] | None = None
 ) -> ImportedSpec:
     """cyclesim's Architecture, Workload and Mapping for a ZigZag case with a fixed temporal mapping.
 
-    `double_buffered` maps (tensor, memory) -> flag; by default ZigZag's own inference.
+    `double_buffered` maps (tensor, memory) -> flag; by default ZigZag's own inference, with one
+    slot where two whole tiles do not fit (`slot_flags`).
     Raise SpecError naming what cannot be represented.
     """
     if double_buffered is None:
-        from cyclesim.checks.zigzag_mapping import mapping_quantities
-        from cyclesim.checks.zigzag_model import double_buffer_flags
-
-        if inputs.temporal_mapping is None:
-            raise SpecError(
-                "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
-            )
-        flags = double_buffer_flags(inputs, mapping_quantities(inputs))
-        double_buffered = {
-            (op, memory.name): flags[op][m + 1]
-            for op in inputs.layer.operands
-            for m, memory in enumerate(inputs.accelerator.levels(inputs.mapping.memory_operand(op)))
-        }
+        double_buffered, _ = slot_flags(inputs)
     architecture = to_architecture(inputs, double_buffered)
     workload = to_workload(inputs)
     return ImportedSpec(architecture, workload, to_mapping(inputs, architecture, workload))

@@ -175,3 +175,28 @@ def test_cli_prints_spec_errors_without_traceback(small_case, capsys):
     assert args.func(args) == 2
     err = capsys.readouterr().err
     assert "missing.json: cannot read the file" in err and "Traceback" not in err
+
+
+# W's top loop at sram_64KB (C5) is relevant to W: ZigZag needs only a fifth of the tile spare
+PARTIAL_DB_TM = {
+    "O": [[], [["B", 5], ["K", 5]], [], [["B", 4], ["C", 5]]],
+    "W": [[["B", 5], ["K", 5]], [["B", 4], ["C", 5]], []],
+    "I": [[["B", 5], ["K", 5]], [["B", 4]], [["C", 5]]],
+}
+
+
+def test_zigzag_double_buffer_that_does_not_fit_two_whole_tiles_gets_one_slot(tmp_path):
+    from cyclesim.checks.zigzag_import import slot_flags
+
+    acc = zc.eyeriss_accelerator(zc.SMALL_SRAM_BITS)  # sram_64KB: 16384 b, W tile 400 x 32 b
+    f = zc.write_case(
+        tmp_path, "p", acc, zc.gemm_workload(20, 20, 20), zc.spatial_mapping(), PARTIAL_DB_TM
+    )
+    inputs = load_zigzag_inputs(f.accelerator, f.workload, f.mapping, f.temporal_mapping)
+    assert ZigZagView(inputs, evaluate(inputs)).double_buffered("W", "sram_64KB") is True
+    flags, single = slot_flags(inputs)
+    assert single == (("W", "sram_64KB"),) and flags[("O", "sram_8KB")] is True
+    check = run_check(f.accelerator, f.workload, f.mapping, f.temporal_mapping, use_peer=False)
+    assert check.explanations[0].startswith(
+        "buffers: ZigZag counts W in sram_64KB as double-buffered"
+    )
