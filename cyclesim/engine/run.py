@@ -112,6 +112,7 @@ class _Replay:
         self.rec.fill_tl = [[] for _ in plan.nodes]
         self.rec.drain_tl = [[] for _ in plan.nodes]
         self.end = 0
+        self.pe_waiting: tuple | None = None  # (node, tile, 'resident' | 'produced', since)
         self.producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
 
     # ------------------------------------------------------------------ bookkeeping
@@ -295,7 +296,9 @@ class _Replay:
                             fabric.reserve(key, 0)
                         held = {}
                     t0 = env.now
+                    self.pe_waiting = (o.node, k, kind, t0)
                     yield ev
+                    self.pe_waiting = None
                     rec.events += 1
                     waits.append((t0, env.now, o.node, kind))
                     ev = None
@@ -435,12 +438,22 @@ def _run(env: simpy.Environment, r: _Replay, alive, progress: bool | None, wall0
 
 
 def _deadlock_message(now: int, pe_alive: bool, stuck: list, r: _Replay) -> str:
+    """Name every process still waiting and what it waits for."""
     lines = [f"the replay cannot progress at cycle {now}: a cyclic or unsatisfiable wait"]
-    if pe_alive:
-        last = r.rec.pe_waits[-1] if r.rec.pe_waits else None
-        lines.append(f"  PE array: waiting (last recorded wait: {last})")
+    if pe_alive and r.pe_waiting is not None:
+        node, k, kind, since = r.pe_waiting
+        n = r.plan.nodes[node]
+        what = (
+            f"to be produced by Einsum {r.producer_of.get(n.tensor)}" if kind == "produced" else "to be resident"
+        )
+        lines.append(f"  PE array: waiting since cycle {since} for tile {k} of {n.label()} {what} ('{kind}')")
+    elif pe_alive:
+        lines.append("  PE array: waiting")
     for name, tl in stuck:
-        state = tl[-1] if tl else ("-", "not started", None)
+        state = tl[-1] if tl else (0, "not started", None)
         lines.append(f"  {name}: since cycle {state[0]} in state '{state[1]}' ({state[2]})")
-    lines.append("check slots (double_buffered) of nodes that feed each other, and sequential splits")
+    lines.append(
+        "check the order of sequential branches (a consumer before its producer), and slots "
+        "(double_buffered) of nodes that feed each other"
+    )
     return "\n".join(lines)
