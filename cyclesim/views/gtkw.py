@@ -27,7 +27,9 @@ def write_gtkw(
         dump = str(vcd_path)
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         save = GTKWSave(f)
-        save.comment("cyclesim: one group per resource; open with gtkwave <this file>")
+        save.comment(
+            "cyclesim: one group per resource; open from this folder: gtkwave " + path.name
+        )
         save.dumpfile(dump, abspath=False)
         save.timestart(start)
         save.signals_width(260)

@@ -4,6 +4,8 @@ One track (tid) per port, per DMA channel and for the PE array (plus one for its
 complete events (ph X) never overlap within a track; counters (ph C) for buffer occupancy;
 instant events (ph i) where a stall starts. One cycle is one nanosecond on the UI's ruler:
 `ts` is in microseconds, written as an exact decimal (cycles / 1000), never a float repr.
+No `displayTimeUnit`: Perfetto ignores it today, and older trace processors took it as the
+unit of `ts`, which would have scaled every time by 1000.
 """
 
 from __future__ import annotations
@@ -197,7 +199,7 @@ def write_chrome_json(
         isolate_einsums=res.isolate_einsums,
     )
     with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write('{"displayTimeUnit":"ns","otherData":')
+        f.write('{"otherData":')
         f.write(json.dumps(other, sort_keys=True, separators=(",", ":")))
         f.write(',"traceEvents":[\n')
         f.write(",\n".join(_dump(e) for e in events))

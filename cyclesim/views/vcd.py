@@ -1,6 +1,11 @@
 """VCD view (pyvcd): one scope per memory level with its ports and buffers, one per DMA engine,
 one for the PE array. One cycle is one time unit.
 
+Per port: busy (1 bit), tensor (string), bits (moved by the current grant: a burst, or a run of
+back-to-back bursts) and bits_total (moved through the port since the window began). Per
+buffer: tiles resident, their bits, and the tile index each slot holds (x when empty). PE
+array: active, einsum, tile (segment index), stall (root cause) and stall_where.
+
 Every variable is registered before the first change, and changes are written in time order;
 anything else raises TraceError. The file carries no date, so the same run gives the same bytes.
 """
@@ -93,9 +98,14 @@ def _port_signals(p: _Plan, act: Activity, memory: str, key: str, bursts: list[B
     busy = p.add(scope, "busy", "wire", group, 0)
     tensor = p.add(scope, "tensor", "string", group, IDLE)
     bits = p.add(scope, "bits", "integer", group, 0)
+    total = p.add(scope, "bits_total", "integer", group, 0)
     _spans(busy, [(b.start, b.end, 1) for b in bursts], 0)
     _spans(tensor, [(b.start, b.end, _clean(b.tensor)) for b in bursts], IDLE)
     _spans(bits, [(b.start, b.end, b.bits) for b in bursts], 0)
+    moved = 0
+    for b in bursts:  # bits land when the grant ends
+        moved += b.bits
+        total[b.end] = moved
 
 
 def plan_signals(act: Activity) -> _Plan:

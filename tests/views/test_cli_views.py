@@ -1,0 +1,112 @@
+"""`cyclesim run --vcd --perfetto --plot --events --window --only`, the events table, the trace filter."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+import pytest
+from view_cases import CASES
+
+from cyclesim.cli import main
+from cyclesim.engine import TraceFilter
+from cyclesim.errors import TraceError
+from cyclesim.views import parse_window
+from cyclesim.views.tables import events, write_events
+
+
+def files(case: str) -> list[str]:
+    return [str(CASES[case] / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]
+
+
+def test_run_writes_every_requested_view(tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["run", *files("dma_two_tensors"), "--vcd", str(out / "t.vcd"), "--perfetto", str(out / "t.json"),
+            "--plot", str(out / "plots"), "--events", str(out / "e.csv"), "--no-progress"]  # fmt: skip
+    out.mkdir()
+    assert main(args) == 0
+    assert "cycles" in capsys.readouterr().out
+    for name in (
+        "t.vcd",
+        "t.gtkw",
+        "t.json",
+        "e.csv",
+        "plots/timeline.png",
+        "plots/stalls.png",
+        "plots/occupancy.png",
+    ):
+        assert (out / name).stat().st_size > 0, name
+    assert '[dumpfile] "t.vcd"' in (out / "t.gtkw").read_text()
+
+
+def test_run_window_and_only_filter_the_trace(tmp_path):
+    assert main(["run", *files("03_single_buffer"), "--events", str(tmp_path / "e.csv"), "--window", "10:34",
+                 "--only", "abuf,PE"]) == 0  # fmt: skip
+    df = pd.read_csv(tmp_path / "e.csv")
+    assert set(df["resource"]) == {"A@abuf fill", "PE array"}
+    assert df["end"].min() >= 10 and df["start"].max() < 34
+
+
+@pytest.mark.parametrize(
+    "text, expected", [("10:34", (10, 34)), (":50", (0, 50)), ("7:", (7, None))]
+)
+def test_window_syntax(text, expected):
+    assert parse_window(text) == expected
+
+
+@pytest.mark.parametrize("text", ["10", "a:b", "5:5", "9:3", "-1:4"])
+def test_bad_windows_are_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_window(text)
+
+
+def test_bad_window_on_the_command_line_is_one_message(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", *files("03_single_buffer"), "--vcd", "x.vcd", "--window", "9:3"])
+    assert "empty or negative" in capsys.readouterr().err
+
+
+def test_events_table_is_long_with_typed_columns(traced, tmp_path):
+    res = traced("03_single_buffer")
+    df = write_events(res, tmp_path / "e.parquet")
+    back = pd.read_parquet(tmp_path / "e.parquet")
+    assert list(back.columns) == [
+        "start",
+        "end",
+        "resource",
+        "kind",
+        "einsum",
+        "tensor",
+        "memory",
+        "tile",
+        "bits",
+    ]
+    assert back["start"].dtype == "int64" and back["bits"].dtype == "int64"
+    assert len(df) == 4 + 4 + 1  # four fills of A, four PE segments, one write-back of Z
+    assert (df[df["kind"] == "fill"]["bits"] == 32).all()
+    with pytest.raises(TraceError, match="csv or .parquet"):
+        write_events(res, tmp_path / "e.xlsx")
+
+
+def test_trace_filter_keeps_the_window_and_counts_what_came_before(traced):
+    res = traced("03_single_buffer", TraceFilter(10, 34, ("abuf",)))
+    rec = res.raw.rec
+    assert [t[:2] for t in rec.transfers] == [(12, 20), (24, 32)]
+    assert rec.pe_segments == []
+    assert rec.occupancy_before == {4: [1, 0]}  # tile 0 of A entered at 8, before the window
+    assert all(10 <= t < 34 for t, _, _ in rec.occupancy)
+    assert res.cycles == 52 and res.stall_cycles == 24  # filtering never changes the run
+
+
+def test_trace_filter_refuses_an_empty_window():
+    with pytest.raises(ValueError, match="empty or negative"):
+        TraceFilter(5, 5)
+
+
+def test_events_need_a_traced_run():
+    from view_cases import load_case
+
+    from cyclesim.engine import replay
+
+    with pytest.raises(TraceError):
+        events(replay(*load_case("01_compute_bound"), progress=False))

@@ -1,0 +1,145 @@
+"""`cyclesim explain`: causes ranked, located, remedies verified; totals add up on random schedules."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from random_cases import schedules
+from test_perfetto import assert_no_overlap, check_trace_event_format
+from test_vcd import busy_cycles, expected_port_bits, last_int
+from view_cases import CASES, load_case
+
+from cyclesim.cli import main
+from cyclesim.engine import replay
+from cyclesim.views.explain import explain, format_explanation, rank_causes
+
+
+def test_single_buffer_top_cause_and_its_verified_remedies(traced):
+    arch, workload, mapping = load_case("03_single_buffer")
+    ex = explain(traced("03_single_buffer"), arch, workload, mapping)
+    top = ex.causes[0]
+    assert (top.cause, top.tensor, top.memory, top.port_memory, top.port) == (
+        "bandwidth",
+        "A",
+        "abuf",
+        "DRAM",
+        "dram_rd",
+    )
+    assert top.cycles == 32 and top.by_phase == {"onload": 8, "compute": 24}
+    assert top.ranges == [(0, 8), (12, 20), (24, 32), (36, 44)]
+    assert top.iterations == ["matvec m=0", "matvec m=1", "matvec m=2", "matvec m=3"]
+    saved = {r.change: r.saved for r in top.remedies}
+    assert saved["widen port DRAM.dram_rd from 4 to 8 bits/cycle"] == 16  # 4 fills of 8 cycles -> 4
+    assert (
+        saved["double-buffer A in abuf and grow abuf from 32 to 64 bits"] == 12
+    )  # fill overlaps compute
+    assert sum(c.cycles for c in ex.causes) == ex.non_compute_cycles == 36
+
+
+def test_spatial_stall_remedy_widens_to_the_operand_demand(traced):
+    arch, workload, mapping = load_case("05_narrow_innermost_port")
+    top = explain(traced("05_narrow_innermost_port"), arch, workload, mapping, top=1).causes[0]
+    assert top.cause == "spatial" and top.cycles == 24
+    assert [(r.change, r.saved) for r in top.remedies] == [
+        ("widen port arf.arf_rd from 8 to 32 bits/cycle (the operand's demand per step)", 24)
+    ]
+
+
+def test_dma_remedies_are_replayed(traced):
+    arch, workload, mapping = load_case("dma_two_tensors")
+    ex = explain(traced("dma_two_tensors"), arch, workload, mapping, top=10)
+    changes = {r.change: r.saved for c in ex.causes for r in c.remedies}
+    assert changes["cut the setup of DMA engine dma0 from 2 to 0 cycles"] > 0
+    assert "cut the latency of port DRAM.dram_rd from 3 to 0 cycles" in changes
+    text = format_explanation(ex, "t", 10)
+    assert "saves" in text and "delays: dot m=0" in text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schedules())
+def test_root_causes_add_up_to_the_stall_totals_on_random_schedules(spec):
+    res = replay(*spec, trace=True, progress=False)
+    by_phase = {"onload": 0, "compute": 0, "offload": 0}
+    for s in res.spans:
+        assert s.chain and s.cause
+        by_phase[s.phase] += s.cycles
+    assert by_phase == {
+        "onload": res.onload_cycles,
+        "compute": res.stall_cycles,
+        "offload": res.offload_cycles,
+    }
+    ex = rank_causes(res, spec[2])
+    assert sum(c.cycles for c in ex.causes) == res.cycles - res.ideal_compute_cycles
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(schedules())
+def test_random_schedules_give_consistent_vcd_and_json(tmp_path, spec):
+    import vcdvcd
+
+    from cyclesim.views.perfetto import write_chrome_json
+    from cyclesim.views.tables import port_activity
+    from cyclesim.views.vcd import write_vcd
+
+    res = replay(*spec, trace=True, progress=False)
+    write_vcd(res, tmp_path / "r.vcd")
+    v = vcdvcd.VCDVCD(str(tmp_path / "r.vcd"))
+    want = expected_port_bits(res)
+    for r in port_activity(res).itertuples():
+        mem, port = r.port.split(".", 1)
+        assert busy_cycles(v[f"cyclesim.{mem}.{port}.busy"].tv, res.cycles) == r.busy_cycles
+        assert last_int(v[f"cyclesim.{mem}.{port}.bits_total"].tv) == want[r.port]
+    write_chrome_json(res, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text(), parse_float=Decimal)
+    assert_no_overlap(check_trace_event_format(doc))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_explain_cli_json_ranks_by_cycles(case, capsys):
+    d = CASES[case]
+    assert (
+        main(
+            [
+                "explain",
+                str(d / "arch.yaml"),
+                str(d / "workload.yaml"),
+                str(d / "mapping.yaml"),
+                "--json",
+                "--top",
+                "2",
+            ]
+        )
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    cycles = [c["cycles"] for c in doc["causes"]]
+    assert cycles == sorted(cycles, reverse=True) and sum(cycles) == doc["non_compute_cycles"]
+    assert all(0 <= c["share"] <= 1 for c in doc["causes"])
+
+
+def test_explain_a_saved_run(tmp_path, capsys):
+    d = CASES["03_single_buffer"]
+    files = [str(d / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]
+    assert main(["run", *files, "--save-run", str(tmp_path / "run.json")]) == 0
+    capsys.readouterr()
+    assert main(["explain", str(tmp_path / "run.json"), "-", "-"]) == 0
+    out = capsys.readouterr().out
+    assert "1. bandwidth" in out and "saves 16" in out
+    doc = json.loads((tmp_path / "run.json").read_text())
+    doc["cycles"] = 51
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    assert main(["explain", str(tmp_path / "bad.json"), "-", "-"]) == 2
+    assert "saved run had 51 cycles" in capsys.readouterr().err
+
+
+def test_explain_refuses_what_is_not_a_saved_run(tmp_path, capsys):
+    (tmp_path / "x.json").write_text("{}")
+    assert main(["explain", str(tmp_path / "x.json"), "-", "-"]) == 2
+    assert "not a saved run" in capsys.readouterr().err

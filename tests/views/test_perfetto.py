@@ -1,0 +1,128 @@
+"""The Perfetto JSON is valid Trace Event format with no overlapping slices on a track."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from decimal import Decimal
+
+import pytest
+from view_cases import CASES
+
+from cyclesim.engine import TraceFilter
+from cyclesim.views.perfetto import perfetto_available, write_chrome_json, write_perfetto_proto
+
+PHASES = {"X", "C", "i", "M"}
+
+
+def load(path) -> dict:
+    return json.loads(path.read_text(), parse_float=Decimal)
+
+
+def check_trace_event_format(doc: dict) -> list[dict]:
+    """Assert the Trace Event rules Perfetto relies on; return the events."""
+    assert (
+        "traceEvents" in doc and "displayTimeUnit" not in doc
+    )  # ts stays in microseconds everywhere
+    evs = doc["traceEvents"]
+    for e in evs:
+        assert e["ph"] in PHASES, e
+        assert (
+            isinstance(e["name"], str) and isinstance(e["pid"], int) and isinstance(e["tid"], int)
+        ), e
+        if e["ph"] == "M":
+            assert e["name"] in ("process_name", "thread_name", "thread_sort_index")
+            continue
+        assert e["ts"] >= 0
+        if e["ph"] == "X":
+            assert e["dur"] > 0, e
+        if e["ph"] == "C":
+            assert e["args"] and all(isinstance(v, int) for v in e["args"].values()), e
+        if e["ph"] == "i":
+            assert e["s"] in ("t", "p", "g")
+    return evs
+
+
+def assert_no_overlap(evs: list[dict]) -> None:
+    by_tid = defaultdict(list)
+    for e in evs:
+        if e["ph"] == "X":
+            by_tid[e["tid"]].append((e["ts"], e["ts"] + e["dur"]))
+    for tid, spans in by_tid.items():
+        spans.sort()
+        for (a0, a1), (b0, _) in zip(spans, spans[1:], strict=False):
+            assert b0 >= a1, f"track {tid}: [{a0}, {a1}) overlaps a slice starting at {b0}"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_json_is_valid_trace_event_format_without_overlaps(case, traced, tmp_path):
+    res = traced(case)
+    write_chrome_json(res, tmp_path / "t.json")
+    evs = check_trace_event_format(load(tmp_path / "t.json"))
+    assert_no_overlap(evs)
+    names = {e["args"]["name"] for e in evs if e["name"] == "thread_name"}
+    assert "PE array" in names and all(f"port {p.key}" in names for p in res.raw.plan.ports)
+
+
+def test_times_are_cycles_on_a_nanosecond_ruler(traced, tmp_path):
+    """1 cycle = 1 ns: ts (microseconds) is cycles / 1000, written exactly."""
+    res = traced("03_single_buffer")
+    write_chrome_json(res, tmp_path / "t.json")
+    evs = load(tmp_path / "t.json")["traceEvents"]
+    pe = [(e["ts"] * 1000, e["dur"] * 1000) for e in evs if e["ph"] == "X" and e["tid"] == 1]
+    assert pe == [(8, 4), (20, 4), (32, 4), (44, 4)]
+    assert sum(e["dur"] * 1000 for e in evs if e["ph"] == "X" and e["tid"] == 2) == 36
+    assert '"ts":0.012' in (tmp_path / "t.json").read_text()
+
+
+def test_dma_channel_track_and_occupancy_counters(traced, tmp_path):
+    res = traced("dma_two_tensors")
+    write_chrome_json(res, tmp_path / "t.json")
+    evs = load(tmp_path / "t.json")["traceEvents"]
+    tid = next(
+        e["tid"] for e in evs if e["name"] == "thread_name" and e["args"]["name"] == "DMA dma0 ch0"
+    )
+    dma = [e for e in evs if e["ph"] == "X" and e["tid"] == tid]
+    assert len(dma) == 8 and {e["name"] for e in dma} == {"A fill", "B fill"}
+    counters = {e["name"] for e in evs if e["ph"] == "C"}
+    assert counters == {"A@sram_a occupancy", "B@sram_b occupancy", "Z@acc occupancy"}
+    assert any(e["ph"] == "i" and e["name"].startswith("stall") for e in evs)
+
+
+def test_window_keeps_only_its_cycles(traced, tmp_path):
+    res = traced("03_single_buffer", TraceFilter(10, 34))
+    write_chrome_json(res, tmp_path / "t.json")
+    evs = check_trace_event_format(load(tmp_path / "t.json"))
+    for e in evs:
+        if e["ph"] in ("X", "C", "i"):
+            assert 10 <= e["ts"] * 1000 and e["ts"] * 1000 + e.get("dur", 0) * 1000 <= 34, e
+
+
+def test_same_run_same_bytes(traced, tmp_path):
+    write_chrome_json(traced("dma_two_tensors"), tmp_path / "a.json")
+    write_chrome_json(traced("dma_two_tensors"), tmp_path / "b.json")
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+
+
+@pytest.mark.skipif(
+    not perfetto_available(), reason="the `perfetto` Python package is not installed"
+)
+def test_protobuf_form_has_balanced_slices(traced, tmp_path):
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    write_perfetto_proto(traced("dma_two_tensors"), tmp_path / "t.pftrace")
+    trace = pb.Trace()
+    trace.ParseFromString((tmp_path / "t.pftrace").read_bytes())
+    depth: dict[int, int] = defaultdict(int)
+    last_ts = 0
+    for p in trace.packet:
+        if p.HasField("track_event"):
+            assert p.timestamp >= last_ts
+            last_ts = p.timestamp
+            te = p.track_event
+            if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+                depth[te.track_uuid] += 1
+                assert depth[te.track_uuid] == 1
+            elif te.type == pb.TrackEvent.TYPE_SLICE_END:
+                depth[te.track_uuid] -= 1
+    assert all(d == 0 for d in depth.values())

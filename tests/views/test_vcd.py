@@ -1,0 +1,171 @@
+"""The VCD read back with an independent reader (vcdvcd) equals the results tables."""
+
+from __future__ import annotations
+
+import pytest
+import vcdvcd
+from view_cases import CASES, load_case
+
+from cyclesim.engine import TraceFilter
+from cyclesim.errors import TraceError
+from cyclesim.views.tables import port_activity
+from cyclesim.views.vcd import timescale_for, write_vcd
+
+
+def _signal(v: vcdvcd.VCDVCD, name: str) -> list[tuple[int, str]]:
+    return v[name].tv
+
+
+def busy_cycles(tv: list[tuple[int, str]], end: int) -> int:
+    """Cycles a 1-bit signal is 1, from its value changes, up to end."""
+    total, on_since = 0, None
+    for t, val in tv:
+        if val == "1" and on_since is None:
+            on_since = t
+        elif val != "1" and on_since is not None:
+            total += t - on_since
+            on_since = None
+    return total + (end - on_since if on_since is not None else 0)
+
+
+def last_int(tv: list[tuple[int, str]]) -> int:
+    return int(tv[-1][1], 2)
+
+
+def expected_port_bits(res) -> dict[str, int]:
+    """Bits through each port from the events table: parent side per transfer, child side scaled."""
+    plan = res.raw.plan
+    out: dict[str, int] = {p.key: 0 for p in plan.ports}
+    by_label = {n.label(): n for n in plan.nodes}
+    ev = res.events_table
+    for r in ev[ev["kind"] != "compute"].itertuples():
+        n = by_label[r.resource.rsplit(" ", 1)[0]]
+        src, dst = (n.fill_src, n.fill_dst) if r.kind != "drain" else (n.drain_dst, n.drain_src)
+        out[src.key] += r.bits
+        if dst.key != src.key:
+            out[dst.key] += r.bits // n.union_values * n.tile_values
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_port_busy_cycles_and_bits_equal_the_results(case, traced, tmp_path):
+    res = traced(case)
+    path = tmp_path / "t.vcd"
+    write_vcd(res, path)
+    v = vcdvcd.VCDVCD(str(path))
+    ports = port_activity(res).set_index("port")
+    want_bits = expected_port_bits(res)
+    for key in ports.index:
+        mem, port = key.split(".", 1)
+        base = f"cyclesim.{mem}.{port}"
+        assert (
+            busy_cycles(_signal(v, f"{base}.busy"), res.cycles) == ports.loc[key, "busy_cycles"]
+        ), key
+        assert last_int(_signal(v, f"{base}.bits_total")) == want_bits[key], key
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_dram_port_bits_equal_the_dram_accesses(case, traced, tmp_path):
+    """DRAM ports only move transfers: their bits equal the accesses table's DRAM reads and writes."""
+    res = traced(case)
+    path = tmp_path / "t.vcd"
+    write_vcd(res, path)
+    v = vcdvcd.VCDVCD(str(path))
+    acc = res.accesses
+    dram = acc[acc["memory"] == "DRAM"].groupby("action")["bits"].sum()
+    got = {"read": 0, "write": 0}
+    for p in res.raw.plan.ports:
+        if p.memory == "DRAM":
+            kind = "read" if "rd" in p.name else "write"
+            got[kind] += last_int(_signal(v, f"cyclesim.DRAM.{p.name}.bits_total"))
+    assert got["read"] == dram.get("read", 0)
+    assert got["write"] == dram.get("write", 0)
+
+
+def test_single_buffer_case_by_hand(traced, tmp_path):
+    """03: four 32-bit fills of A at 4 b/cycle = 4 x 8 cycles on dram_rd; Z's 32 bits leave at 8 b/cycle."""
+    res = traced("03_single_buffer")
+    write_vcd(res, tmp_path / "t.vcd")
+    v = vcdvcd.VCDVCD(str(tmp_path / "t.vcd"))
+    assert busy_cycles(_signal(v, "cyclesim.DRAM.dram_rd.busy"), 52) == 32
+    assert last_int(_signal(v, "cyclesim.DRAM.dram_rd.bits_total")) == 128
+    assert busy_cycles(_signal(v, "cyclesim.DRAM.dram_wr.busy"), 52) == 4
+    assert busy_cycles(_signal(v, "cyclesim.pe_array.active"), 52) == res.ideal_compute_cycles
+    assert [t for t, val in _signal(v, "cyclesim.abuf.A.tiles") if val == "1"] == [8, 20, 32, 44]
+
+
+def test_pe_stall_strings_cover_every_non_compute_cycle(traced, tmp_path):
+    from vcd.reader import TokenKind, tokenize
+
+    res = traced("03_single_buffer")
+    write_vcd(res, tmp_path / "t.vcd")
+    ids, changes = {}, []
+    with open(tmp_path / "t.vcd", "rb") as f:
+        t = 0
+        for tok in tokenize(f):
+            if tok.kind is TokenKind.VAR:
+                ids[tok.var.id_code] = tok.var.reference
+            elif tok.kind is TokenKind.CHANGE_TIME:
+                t = tok.time_change
+            elif (
+                tok.kind is TokenKind.CHANGE_STRING
+                and ids.get(tok.string_change.id_code) == "stall"
+            ):
+                changes.append((t, tok.string_change.value))
+    stalled = sum(
+        b - a
+        for (a, val), (b, _) in zip(changes, changes[1:] + [(52, "-")], strict=True)
+        if val != "-"
+    )
+    assert stalled == res.onload_cycles + res.stall_cycles + res.offload_cycles
+    assert {val for _, val in changes} == {"bandwidth", "-"}
+
+
+@pytest.mark.parametrize(
+    "clock, timescale",
+    [
+        (None, "1 ns"),
+        (1000, "1 ns"),
+        (100, "10 ns"),
+        (10, "100 ns"),
+        (1, "1 us"),
+        (1e6, "1 ps"),
+        (250, "1 ns"),
+    ],
+)
+def test_timescale_is_one_cycle_per_unit_with_the_clock_when_vcd_can_state_it(clock, timescale):
+    ts, comment = timescale_for(clock)
+    assert ts == timescale
+    assert "1 cycle" in comment
+    if clock == 250:
+        assert "4 ns per cycle" in comment
+
+
+def test_clock_from_the_architecture_sets_the_timescale(traced, tmp_path):
+    arch, _, _ = load_case("dma_two_tensors")
+    write_vcd(traced("dma_two_tensors"), tmp_path / "t.vcd", clock_mhz=arch.clock_mhz)
+    head = (tmp_path / "t.vcd").read_text().splitlines()[:3]
+    assert "$timescale 1 ns $end" in head and not any("$date" in line for line in head)
+
+
+def test_window_starts_the_dump_at_its_first_cycle(traced, tmp_path):
+    res = traced("03_single_buffer", TraceFilter(10, 34))
+    write_vcd(res, tmp_path / "w.vcd")
+    v = vcdvcd.VCDVCD(str(tmp_path / "w.vcd"))
+    tv = _signal(v, "cyclesim.DRAM.dram_rd.busy")
+    assert tv[0][0] == 10 and busy_cycles(tv, 34) == (20 - 12) + (32 - 24)
+    assert v.endtime == 34
+
+
+def test_same_run_same_bytes(traced, tmp_path):
+    write_vcd(traced("dma_two_tensors"), tmp_path / "a.vcd")
+    write_vcd(traced("dma_two_tensors"), tmp_path / "b.vcd")
+    assert (tmp_path / "a.vcd").read_bytes() == (tmp_path / "b.vcd").read_bytes()
+
+
+def test_an_untraced_run_is_refused(tmp_path):
+    from cyclesim.engine import replay
+
+    res = replay(*load_case("03_single_buffer"), progress=False)
+    with pytest.raises(TraceError, match="trace=True"):
+        write_vcd(res, tmp_path / "t.vcd")
