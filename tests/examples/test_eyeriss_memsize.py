@@ -1,0 +1,174 @@
+"""The memsize example: the committed YAML loads, equals the ZigZag converter's import, and replays."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from math import gcd, prod
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cyclesim.engine import replay
+from cyclesim.spec import (
+    architecture_from_dict,
+    load_architecture,
+    mapping_from_dict,
+    workload_from_dict,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "eyeriss_memsize"
+sys.path.insert(0, str(EXAMPLE))
+
+import memsize  # noqa: E402
+
+# (sram_8KB, sram_64KB, sram_1M) in bits, reference/zigzag.md §6.1
+SIZES = {"large": (65536, 524288, 8388608), "small": (8192, 16384, 32768)}
+
+
+@pytest.mark.parametrize("setting", ["large", "small"])
+def test_hw_model_loads_with_the_reference_sizes_and_ports(setting):
+    arch = load_architecture(str(memsize.ARCH_FILES[setting]))
+    sizes = {m.name: m.size_bits for m in arch.memories}
+    assert (sizes["sram_8KB"], sizes["sram_64KB"], sizes["sram_1M"]) == SIZES[setting]
+    assert [m.name for m in arch.memories] == [
+        "dram", "sram_1M", "sram_64KB", "sram_8KB", "rf_16B", "rf_64B_W", "rf_64B_I",
+    ]  # fmt: skip
+    widths = {f"{m.name}.{p.name}": p.width_bits for m in arch.memories for p in m.ports}
+    assert widths["dram.rw_port_1"] == 64 and widths["rf_64B_I.r_port_1"] == 8
+    assert widths["rf_16B.rw_port_1"] == 24 and widths["sram_1M.rw_port_2"] == 384
+    # the issue layout: sram_8KB has one port towards sram_1M and one towards the PEs
+    assert {p.name for p in arch.memory("sram_8KB").ports} == {"rw_port_1", "rw_port_2"}
+    assert (
+        arch.memory("sram_64KB").slots_for("W") == 1 and arch.memory("sram_1M").slots_for("I") == 2
+    )
+
+
+@pytest.mark.parametrize("setting", ["large", "small"])
+def test_committed_yaml_equals_what_the_zigzag_converter_builds(setting):
+    arch, workload, mapping = memsize.load_example(setting)
+    spec = memsize.imported_spec(setting)
+    assert arch.memories == spec.architecture.memories
+    assert arch.pe_array == spec.architecture.pe_array
+    assert workload.einsums == spec.workload.einsums and workload.tensors == spec.workload.tensors
+
+    def strip(tree):
+        return tuple(dataclasses.replace(n, path="") for n in tree)
+
+    assert strip(mapping.loop_tree) == strip(spec.mapping.loop_tree)
+
+
+def _scaled(setting: str, size: int):
+    """The example's three inputs with B = K = C = size: outermost temporal loops shrunk to fit."""
+    arch_d = yaml.safe_load(memsize.ARCH_FILES[setting].read_text())
+    work_d = yaml.safe_load(memsize.WORKLOAD_FILE.read_text())
+    map_d = yaml.safe_load(memsize.MAPPING_FILES[setting].read_text())
+    work_d["einsums"][0]["ranks"] = {r: size for r in work_d["einsums"][0]["ranks"]}
+    for rank in ("B", "K", "C"):
+        loops = [
+            n
+            for n in map_d["loop_tree"]
+            if n["type"] in ("temporal", "spatial") and n["rank"] == rank
+        ]
+        excess = prod(n["bound"] for n in loops) // size
+        for n in loops:  # outermost first
+            if n["type"] == "temporal":
+                f = gcd(n["bound"], excess)
+                n["bound"] //= f
+                excess //= f
+        assert excess == 1
+    arch = architecture_from_dict(arch_d, "arch.yaml")
+    workload = workload_from_dict(work_d, "workload.yaml")
+    return arch, workload, mapping_from_dict(map_d, arch, workload, "mapping.yaml")
+
+
+@pytest.mark.parametrize("setting", ["large", "small"])
+def test_scaled_down_example_replays_and_reads_dram_as_the_loop_nest_says(setting):
+    res = replay(*_scaled(setting, 20), progress=False)
+    assert res.ideal_compute_cycles == 20 * 20 * 20 // 16
+    assert (
+        res.cycles
+        == res.onload_cycles + res.ideal_compute_cycles + res.stall_cycles + res.offload_cycles
+    )
+    acc = res.accesses.set_index(["tensor", "memory", "action"])["values"]
+    # every input value leaves DRAM once in both (the scaled nest has no refetching loop above
+    # the SRAMs), every output value is written to DRAM once
+    assert acc[("W", "dram", "read")] == acc[("I", "dram", "read")] == 400
+    assert acc[("O", "dram", "write")] == 400
+    assert set(res.stall_cycles_by_cause()) <= {
+        "bandwidth",
+        "contention",
+        "spatial",
+        "latency",
+        "buffer_full",
+    }
+
+
+def test_sweep_sizes_run_from_the_small_to_the_large_setting():
+    import sweep
+
+    points = sweep.sizes(7)
+    assert len(points) == 7 and points[0] == SIZES["small"] and points[-1] == SIZES["large"]
+    for i in range(3):
+        assert [p[i] for p in points] == sorted(p[i] for p in points)
+
+
+def test_sweep_plot_writes_a_png(tmp_path):
+    import sweep
+
+    points = [
+        sweep.Point(
+            *bits,
+            "test",
+            "-",
+            250000.0 + k,
+            20.0 * k,
+            77.0,
+            340000 + k,
+            300 * k,
+            277000,
+            80 * k,
+            "",
+        )
+        for k, bits in enumerate(sweep.sizes(6))
+    ]
+    sweep.plot(points, tmp_path / "sweep.png", "ZigZag")
+    assert (tmp_path / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("setting", ["large", "small"])
+def test_zigzag_search_picks_the_committed_mapping(setting, tmp_path):
+    pytest.importorskip("zigzag.api", reason="zigzag-dse not importable")
+    import sweep
+
+    from cyclesim.checks import zigzag_cases as zc
+
+    tm, source, theirs = sweep.choose(memsize.SRAM_BITS[setting], tmp_path, use_peer=True)
+    assert source == "zigzag-dse search" and tm == zc.MEMSIZE_TEMPORAL_MAPPINGS[setting]
+    assert theirs.latency_total == {"large": 250148, "small": 250294}[setting]
+
+
+def test_verdict_names_the_faster_setting_and_both_zigzag_versions():
+    from verdict import ZigZagSide, comparison_table, verdict
+
+    from cyclesim.checks.zigzag_check import Terms
+    from cyclesim.checks.zigzag_inputs import load_zigzag_inputs
+    from cyclesim.checks.zigzag_model import evaluate
+
+    results = {s: replay(*_scaled(s, 20), progress=False) for s in ("large", "small")}
+    sides = []
+    for s in ("large", "small"):
+        f = memsize.zigzag_case(s)
+        model = Terms.of_model(
+            evaluate(load_zigzag_inputs(f.accelerator, f.workload, f.mapping, f.temporal_mapping))
+        )
+        sides.append(ZigZagSide(s, "issue", model, None, None, ""))
+    text = verdict(results, sides)
+    fast = "small" if results["small"].cycles < results["large"].cycles else "large"
+    assert f"In the replay the {fast} SRAMs finish first" in text
+    assert "our reimplementation of ZigZag 3.9.1" in text and "large 250,148, small 250,294" in text
+    assert "3.6.3" in text and "small faster by 9,850" in text
+    assert "small - large" in comparison_table(results)
