@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                     files.workload,
                     files.mapping,
                     files.temporal_mapping,
-                    use_peer=use_peer,
+                    use_peer=not args.no_zigzag,
                     result=replays[(setting, layout)],
                 )
                 text = format_report(check)
