@@ -165,6 +165,7 @@ class Plan:
     ports: tuple[PortRef, ...]
     dma: tuple[tuple[str, int, int], ...]  # (name, channels, setup cycles)
     tensor_order: tuple[str, ...]
+    allocators: tuple[tuple[str, object], ...] = ()  # (memory, validated L1Config) with `allocator:`
 
 
 def _relevant(workload: Workload, tensor: str, rank: str) -> bool:
@@ -464,10 +465,10 @@ def build_plan(
             pos = next(i for i, n in enumerate(above) if n is r.store)
             sp_below = [n for n in above[pos + 1 :] if isinstance(n, Spatial) and n.bound > 1]
             is_out = a is einsum.output
-            if reuse is ReusePolicy.STRICT:  # every MAC reads every operand
-                vps = prod(n.bound for n in sp_below)
-            else:  # distinct values across the PEs below the node: multicast / spatial reduction
-                vps = _footprint(workload, einsum.name, a.tensor, sp_below)
+            # distinct values across the PEs below the node: a spatial loop that does not index
+            # the tensor multicasts it (inputs) or reduces it for free (outputs), under both
+            # policies; strict differs in reading them on every step (AccelForge's convention)
+            vps = _footprint(workload, einsum.name, a.tensor, sp_below)
             if reuse is ReusePolicy.STRICT:
                 change = len(bounds)
             else:
@@ -524,7 +525,20 @@ def build_plan(
     dma = tuple((d.name, d.channels, d.setup_cycles) for d in arch.dma_engines)
     return Plan(
         tuple(nodes), tuple(leaf_plans), root, reuse, isolate_einsums,
-        arch.pe_array.pipeline_depth_cycles, tuple(ports), dma, tensor_order,
+        arch.pe_array.pipeline_depth_cycles, tuple(ports), dma, tensor_order, _allocators(arch),
+    )
+
+
+def _allocators(arch: Architecture) -> tuple[tuple[str, object], ...]:
+    """The L1 allocator of each memory that has one, validated (SpecError names file and field)."""
+    if not any(m.allocator is not None for m in arch.memories):
+        return ()
+    from cyclesim.l1.config import L1Config
+
+    return tuple(
+        (m.name, L1Config.from_dict(m.allocator, file=arch.source, lines=arch.lines, loc=("memories", i, "allocator")))
+        for i, m in enumerate(arch.memories)
+        if m.allocator is not None
     )
 
 

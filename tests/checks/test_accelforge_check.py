@@ -27,8 +27,6 @@ SEEDS = Path("/work/shared/cases/accelforge_persist")
 SPECS = Path(__file__).with_name("accelforge_specs")
 SUITE = sorted(SEEDS.glob("*.yaml")) + sorted(SPECS.glob("*.yaml"))
 CORE_REQUEST = {
-    "matmul_spatial_4x4": "core request 1 (.notes/core_requests.md): strict PE-side reads of A "
-    "from GLB are not multicast across the spatial n loop (replay 2097152, AccelForge 1048576)",
     "matmul_spatial_reduction": "core request 2 (.notes/core_requests.md): cyclesim's arch cannot "
     "forbid multicast of B along Y (may_reuse: ~B); GLB B read replay 131072, AccelForge 524288",
 }
