@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,10 +39,26 @@ from cyclesim.report import text_report  # noqa: E402
 from cyclesim.results import SimResult  # noqa: E402
 
 
-def replay_setting(key: tuple[str, str]) -> SimResult:
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """One replay: its SimResult (engine records dropped), its text report and JSON object."""
+
+    result: SimResult
+    report: str
+    summary: dict
+
+
+def title_of(setting: str) -> str:
+    """The report title of one setting."""
+    sizes = "8 KB / 64 KB / 1 MB" if setting == "large" else "1 KB / 2 KB / 4 KB"
+    return f"replay, {setting} SRAMs ({sizes})"
+
+
+def replay_setting(key: tuple[str, str]) -> Replayed:
     """Replay one (setting, layout): the committed YAML for the issue layout, the import otherwise.
 
-    The engine's raw records are dropped so the result travels cheaply between processes.
+    The report and the JSON are made here, then the engine's raw records are dropped so the
+    result travels cheaply between processes (the tables the check reads need no raw records).
     """
     from cyclesim.engine import replay
 
@@ -52,10 +69,14 @@ def replay_setting(key: tuple[str, str]) -> SimResult:
         spec = imported_spec(setting, layout)
         arch, workload, mapping = spec.architecture, spec.workload, spec.mapping
     result = replay(arch, workload, mapping, progress=False)
-    return dataclasses.replace(result, raw=None)
+    summary = result.to_json_dict()
+    summary["stalls"] = summary["stalls"][:20]
+    return Replayed(
+        dataclasses.replace(result, raw=None), text_report(result, title_of(setting)), summary
+    )
 
 
-def replay_all(keys: list[tuple[str, str]], jobs: int) -> dict[tuple[str, str], SimResult]:
+def replay_all(keys: list[tuple[str, str]], jobs: int) -> dict[tuple[str, str], Replayed]:
     """Replay every (setting, layout), `jobs` at a time."""
     if jobs <= 1:
         return {key: replay_setting(key) for key in keys}
@@ -121,10 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     keys = [(setting, layout) for layout in layouts for setting in SETTINGS]
     print(f"replaying {len(keys)} cases, {args.jobs} at a time ...", file=sys.stderr, flush=True)
     replays = replay_all(keys, args.jobs)
-    results = {setting: replays[(setting, "issue")] for setting in SETTINGS}
+    results = {setting: replays[(setting, "issue")].result for setting in SETTINGS}
     for setting in SETTINGS:
-        title = f"replay, {setting} SRAMs ({'8 KB / 64 KB / 1 MB' if setting == 'large' else '1 KB / 2 KB / 4 KB'})"
-        report = text_report(results[setting], title)
+        report = replays[(setting, "issue")].report
         (out / f"report_{setting}.txt").write_text(report + "\n")
         say(report)
         say()
@@ -150,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                     files.mapping,
                     files.temporal_mapping,
                     use_peer=not args.no_zigzag,
-                    result=replays[(setting, layout)],
+                    result=replays[(setting, layout)].result,
                 )
                 text = format_report(check)
                 (out / f"check_{setting}_{layout}.txt").write_text(text + "\n")
@@ -172,10 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     say()
     say(verdict(results, sides))
     summary = {
-        "replay": {
-            s: results[s].to_json_dict() | {"stalls": results[s].to_json_dict()["stalls"][:20]}
-            for s in SETTINGS
-        },
+        "replay": {f"{s}_{layout}": r.summary for (s, layout), r in replays.items()},
         "zigzag": [s.to_json() for s in sides],
         "zigzag_missing": missing,
         "wall_seconds": round(time.perf_counter() - start, 1),
