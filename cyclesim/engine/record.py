@@ -66,6 +66,9 @@ class Recorder:
     trace_nodes: tuple[bool, ...] | None = None  # per node: keep its transfers and occupancy
     trace_leaves: tuple[bool, ...] | None = None  # per leaf: keep its PE segments
     occupancy_before: dict[int, list[int]] = field(default_factory=dict)  # node -> [entered, released] before the window
+    # L1 allocators (engine/l1.py), only when a memory has an `allocator:`
+    l1_log: list[tuple] | None = None  # every allocator event: rows of engine.l1.LOG_COLUMNS
+    l1_occupancy: list[tuple] | None = None  # (t, memory, bytes in use) when tracing
 
     def keep_transfer(self, node: int, start: int, end: int) -> bool:
         """A traced span of a node passes the filter (overlaps the window, resource wanted)."""

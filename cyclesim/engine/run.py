@@ -114,6 +114,11 @@ class _Replay:
         self.end = 0
         self.pe_waiting: tuple | None = None  # (node, tile, 'resident' | 'produced', since)
         self.producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
+        self.l1 = None  # L1 placement (engine/l1.py) when a memory has an `allocator:`
+        if plan.allocators:
+            from cyclesim.engine.l1 import L1Places
+
+            self.l1 = L1Places(plan, self.rec, trace)
 
     # ------------------------------------------------------------------ bookkeeping
     def count(self, einsum: str, tensor: str, memory: str, action: str, direction: str, values: int, bits: int) -> None:
@@ -152,6 +157,8 @@ class _Replay:
             t.fire(t.released, k)
             if self.rec.occupancy is not None:
                 self.rec.occupy(self.env.now, node, -1)
+            if self.l1 is not None:
+                self.l1.release(node, self.env.now)
 
     def _mark_resident(self, n: NodePlan, k: int) -> None:
         t = self.tiles[n.index]
@@ -171,6 +178,7 @@ class _Replay:
         pt = self.tiles[p.index]
         par_bits_v = n.union_values
         chi_bits_v = n.tile_values
+        l1 = self.l1 if self.l1 is not None and self.l1.tracked[n.index] else None
         for k in range(n.entries):
             if k >= n.slots:
                 ev = t.waiter(t.released, k - n.slots)
@@ -185,6 +193,8 @@ class _Replay:
                 prev = t.last_visit.get(key)
                 t.last_visit[key] = k
                 if first:
+                    if l1 is not None and k == 0:
+                        l1.take(n.index, env.now)  # the first slot is taken: place its L1 buffer
                     self._mark_resident(n, k)
                     continue
                 if not p.is_backing:
@@ -210,6 +220,8 @@ class _Replay:
                         tl.append((env.now, S_PRODUCER, self.producer_of.get(n.tensor)))
                         yield ev
                 bits = n.bits
+            if l1 is not None and k == 0:
+                l1.take(n.index, env.now)  # the first slot is taken: place its L1 buffer
             start = env.now
             yield from transfer(
                 env, self.fabric, self.rec, tl, 2 * n.index, n.tensor, n.fill_src, n.fill_dst,
@@ -265,6 +277,8 @@ class _Replay:
             t.fire(t.released, k)
             if self.rec.occupancy is not None:
                 self.rec.occupy(env.now, n.index, -1)
+            if self.l1 is not None:
+                self.l1.release(n.index, env.now)
             self.finish_use(p.index, kp, ("node", n.index), True)
         tl.append((env.now, S_IDLE, None))
         self.end = max(self.end, env.now)
@@ -377,6 +391,9 @@ def replay_plan(
     plan: Plan, *, trace: bool = False, trace_filter: TraceFilter | None = None, progress: bool | None = None
 ) -> RawRun:
     """Run the plan to completion; raise EngineError if it cannot progress.
+
+    Raise L1ReplayError (an EngineError) at the cycle an L1 allocation does not fit, when a
+    memory has an `allocator:` (engine/l1.py).
 
     A trace_filter implies trace=True and keeps only the events it selects.
     """
