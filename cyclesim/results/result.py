@@ -105,6 +105,20 @@ class SimResult:
 
         return events_table(self.raw)
 
+    @cached_property
+    def l1_log(self) -> pd.DataFrame:
+        """L1 allocator events at their cycles (buffer, kind, region, address, bytes in use); empty without one."""
+        from cyclesim.results.l1_tables import l1_log_table
+
+        return l1_log_table(self.raw)
+
+    @cached_property
+    def l1_peak(self) -> pd.DataFrame:
+        """Per allocator memory: peak bytes in use and its cycle, CB region's peak end, headroom."""
+        from cyclesim.results.l1_tables import l1_peak_table
+
+        return l1_peak_table(self.raw, self.l1_log)
+
     def to_json_dict(self) -> dict:
         """The `cyclesim run --json` object."""
         stalls = [
@@ -116,12 +130,18 @@ class SimResult:
             dict(einsum=r.einsum, tensor=r.tensor, memory=r.memory, action=r.action, values=int(r.values), bits=int(r.bits))
             for r in self.accesses.itertuples()
         ]
-        return dict(
+        out = dict(
             cycles=self.cycles, ideal_compute_cycles=self.ideal_compute_cycles, stall_cycles=self.stall_cycles,
             onload_cycles=self.onload_cycles, offload_cycles=self.offload_cycles, macs=self.macs,
             reuse=self.reuse, isolate_einsums=self.isolate_einsums, stalls=stalls, accesses=accesses,
             events=self.events, wall_seconds=round(self.wall_seconds, 6),
         )
+        if self.raw.plan.allocators:  # L1 placement was modelled
+            from cyclesim.engine.l1 import LOG_COLUMNS
+
+            log = [dict(zip(LOG_COLUMNS, row, strict=True)) for row in self.raw.rec.l1_log or ()]
+            out["l1"] = dict(peak=self.l1_peak.to_dict("records"), log=log)
+        return out
 
 
 def build_result(raw: RawRun, *, check_counts: bool = True) -> SimResult:
