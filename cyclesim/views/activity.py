@@ -79,6 +79,8 @@ class Activity:
     spatial: list[Stall]  # spread over their span, overlap segments
     buffers: list[Buffer]
     memories: list[str]  # outermost first, as in the plan's ports
+    # memory with an L1 allocator -> (t, bytes in use), the value at start first
+    l1: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 def _require_trace(res: SimResult) -> None:
@@ -216,6 +218,7 @@ def build_activity(res: SimResult, window: tuple[int, int] | None = None) -> Act
         *_stalls(res, w0, w1),
         _buffers(res, w0, w1),
         _memories(res),
+        _l1_occupancy(res, w0, w1),
     )
 
 
@@ -286,6 +289,18 @@ def _stalls(res: SimResult, w0: int, w1: int) -> tuple[list[Stall], list[Stall]]
         )
         (spatial if s.cause == SPATIAL else stalls).append(st)
     return stalls, spatial
+
+
+def _l1_occupancy(res: SimResult, w0: int, w1: int) -> dict[str, list[tuple[int, int]]]:
+    """Per memory with an L1 allocator: bytes in use, the value at w0 first; empty without one."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for t, memory, used in res.raw.rec.l1_occupancy or ():
+        series = out.setdefault(memory, [(w0, 0)])
+        if t <= w0 or series[-1][0] == t:
+            series[-1] = (series[-1][0], used)
+        elif t < w1:
+            series.append((t, used))
+    return out
 
 
 def _buffers(res: SimResult, w0: int, w1: int) -> list[Buffer]:

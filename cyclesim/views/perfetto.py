@@ -149,6 +149,19 @@ def trace_events(act: Activity, title: str = "cyclesim") -> list[dict]:
                     args=dict(tiles=n, bits=n * buf.tile_bits),
                 )
             )
+    for memory, series in act.l1.items():  # L1 allocator: bytes in use
+        for t, used in series:
+            ev.append(
+                dict(
+                    name=f"{memory} allocator occupancy",
+                    cat="l1",
+                    ph="C",
+                    ts=t,
+                    pid=PID,
+                    tid=0,
+                    args=dict(bytes=used),
+                )
+            )
     ev = [e for e in ev if e.get("dur", 1) > 0]
     order = {"M": 0, "C": 1, "X": 2, "i": 3}
     return sorted(ev, key=lambda e: (e.get("ts", -1), order[e["ph"]], e["tid"]))
@@ -258,6 +271,11 @@ def write_perfetto_proto(
         d.uuid, d.parent_uuid, d.name = 1000 + i, root, f"{buf.label} tiles"
         d.counter.SetInParent()
         counters[buf.label] = d.uuid
+    for j, memory in enumerate(act.l1):
+        d = packet().track_descriptor
+        d.uuid, d.parent_uuid, d.name = 2000 + j, root, f"{memory} allocator bytes in use"
+        d.counter.SetInParent()
+        counters[f"{memory} allocator"] = d.uuid
     slices: list[tuple[int, int, int, str, dict]] = []  # (ts, order, track, name, fields)
     by_tid = {tid: uuids[name] for tid, name in tracks(act)}
     for e in trace_events(act, title):
@@ -279,7 +297,10 @@ def write_perfetto_proto(
                     0,
                     counters[label],
                     "",
-                    dict(type=pb.TrackEvent.TYPE_COUNTER, counter_value=e["args"]["tiles"]),
+                    dict(
+                        type=pb.TrackEvent.TYPE_COUNTER,
+                        counter_value=e["args"].get("tiles", e["args"].get("bytes")),
+                    ),
                 )
             )
     for ts, _o, track, name, fields in sorted(slices, key=lambda s: (s[0], s[1], s[2])):

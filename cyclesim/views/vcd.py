@@ -142,6 +142,9 @@ def plan_signals(act: Activity) -> _Plan:
                 bits[t] = n * buf.tile_bits
                 for i, k in enumerate(held):
                     slots[i][t] = "x" if k is None else k
+        if memory in act.l1:  # its L1 allocator: bytes in use
+            used = p.add((TOP, memory, "allocator"), "used_bytes", "integer", f"{memory} L1", 0)
+            used.update(act.l1[memory])
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
             scope = (TOP, f"dma_{_clean(engine)}", f"ch{c}")
