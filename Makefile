@@ -28,10 +28,17 @@ $(AFVENV)/.installed:
 
 peers: $(VENV)/.test $(AFVENV)/.installed
 
+# GTKWave under Xvfb loads our VCDs in a test; Debian packages, installed once per machine.
+# Without root (a developer's laptop) the test says why it skipped.
+gtkwave-deps:
+	@command -v gtkwave >/dev/null && command -v xvfb-run >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gtkwave xvfb xauth >/dev/null; } || \
+	  echo "gtkwave/xvfb could not be installed: the GTKWave test will skip"
+
 demo: $(VENV)/.base
 	$(BIN)/python examples/eyeriss_memsize/run.py --out out/eyeriss_memsize
 
-test: peers
+test: peers gtkwave-deps
 	CYCLESIM_ACCELFORGE_PYTHON=$(abspath $(AFVENV))/bin/python \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider
 

@@ -36,9 +36,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from cyclesim.report import text_report
 
     arch, workload, mapping = _load(args)
-    tracing = bool(getattr(args, "vcd", None) or getattr(args, "perfetto", None) or getattr(args, "plot", None))
+    try:
+        from cyclesim.views import trace_filter_from_args, tracing_requested
+    except ImportError:  # views not installed: nothing to trace
+        tracing, trace_filter = False, None
+    else:
+        tracing, trace_filter = tracing_requested(args), trace_filter_from_args(args)
     res = replay(arch, workload, mapping, reuse=args.reuse, isolate_einsums=args.isolate_einsums,
-                 trace=tracing, progress=False if args.no_progress else None)
+                 trace=tracing, trace_filter=trace_filter if tracing else None,
+                 progress=False if args.no_progress else None)
     _write_views(args, res)
     if args.json:
         json.dump(res.to_json_dict(), sys.stdout, indent=1)

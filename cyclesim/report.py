@@ -30,7 +30,7 @@ def text_report(res: SimResult, title: str = "") -> str:
     if stalls.empty:
         out.append("  none")
     for r in stalls.head(15).itertuples():
-        port = f" port {r.port_memory}.{r.port}" if r.port else ""
+        port = (f" port {r.port_memory}.{r.port}" if r.port_memory else f" {r.port}") if r.port else ""
         comp = f" vs {r.competitor}" if r.competitor else ""
         out.append(
             f"  {r.phase:<8}{r.cause:<12}{r.cycles:>12,} {_pct(r.cycles, res.cycles)}  "

@@ -1,30 +1,11 @@
-"""Shared fixtures: build the three inputs from dicts or case folders and replay them."""
+"""Shared fixtures: replay inputs built from dicts or worked-example folders."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from replay_helpers import WORKED, inputs_from_dicts, inputs_from_folder
 
 from cyclesim.engine import replay
-from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict
-from cyclesim.spec import load_architecture, load_mapping, load_workload
-
-ROOT = Path(__file__).resolve().parents[1]
-WORKED = ROOT / "tests" / "cases" / "worked"
-
-
-def inputs_from_dicts(arch: dict, workload: dict, mapping: dict):
-    a = architecture_from_dict(arch, "arch.yaml")
-    w = workload_from_dict(workload, "workload.yaml")
-    m = mapping_from_dict(mapping, a, w, "mapping.yaml")
-    return a, w, m
-
-
-def inputs_from_folder(folder: Path):
-    a = load_architecture(str(folder / "arch.yaml"))
-    w = load_workload(str(folder / "workload.yaml"))
-    return a, w, load_mapping(str(folder / "mapping.yaml"), a, w)
 
 
 @pytest.fixture
@@ -45,14 +26,3 @@ def replay_case():
         return replay(*inputs_from_folder(WORKED / name), progress=False, **kw)
 
     return run
-
-
-def port(name: str, kind: str, width: int, burst: int | None = None, latency: int = 0) -> dict:
-    return {"name": name, "kind": kind, "width_bits": width, "latency_cycles": latency, "burst_bits": burst or width}
-
-
-def memory(name: str, size, tensors, ports, double_buffered=False, shared_across=None) -> dict:
-    d = {"name": name, "size_bits": size, "tensors": tensors, "double_buffered": double_buffered, "ports": ports}
-    if shared_across is not None:
-        d["shared_across"] = shared_across
-    return d

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import memory, port
+from replay_helpers import memory, port
 from cyclesim.errors import EngineError
 
 WORKLOAD = {

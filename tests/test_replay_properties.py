@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import inputs_from_dicts, memory, port
+from replay_helpers import inputs_from_dicts, memory, port
 from cyclesim.engine import replay
 from cyclesim.spec import Direction
 
@@ -82,7 +82,7 @@ def schedules(draw):
     return arch, workload, {"loop_tree": tree}, draw(st.sampled_from(["retain", "strict"])), s
 
 
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=int(__import__("os").environ.get("CYCLESIM_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FAST

@@ -6,7 +6,7 @@ import json
 
 from cyclesim.cli import main
 
-from conftest import WORKED
+from replay_helpers import WORKED
 
 
 def run_json(capsys, *extra) -> dict:

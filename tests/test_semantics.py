@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 
-from conftest import memory, port
+from replay_helpers import memory, port
 
 MATVEC = {
     "tensors": {"A": {"bits_per_value": 8}, "B": {"bits_per_value": 8}, "Z": {"bits_per_value": 8}},

@@ -6,9 +6,11 @@ order, which the node order already encodes). The PE array reserves the width it
 port for a segment; transfers get the rest.
 
 A transfer that nobody competes with holds its ports for all its remaining bursts in one
-timeout ("a run"); a competing request, or a change of the PE's reservation, interrupts the
-run, which then stops at the next burst boundary — the same grants as burst by burst, at a
-fraction of the events.
+timeout ("a run"). A competing request interrupts the run, which then stops at the end of the
+burst in progress — the same grants as burst by burst, at a fraction of the events. A change
+of the PE array's reservation interrupts the holder too, which re-times the rest of its
+bursts (the one in progress included) at the new width: a port never moves more bits in a
+cycle than its width.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-
 class Fabric:
     """Arbitrates bursts over the ports of all memories."""
 
-    __slots__ = ("env", "holder", "waiting", "last_grant", "grants", "reserved", "width", "runs")
+    __slots__ = ("env", "holder", "waiting", "last_grant", "grants", "reserved", "width", "runs", "width_waiters")
 
     def __init__(self, env: simpy.Environment, widths: dict[str, int], grants: dict[str, list]) -> None:
         self.env = env
@@ -30,7 +32,8 @@ class Fabric:
         self.reserved: dict[str, int] = {k: 0 for k in widths}
         self.waiting: list[list] = []  # [last_grant, who, keys, event, tensor]
         self.last_grant: dict[int, int] = {}
-        self.runs: dict[str, simpy.Process] = {}  # port -> process holding it for a run
+        self.runs: dict[str, list] = {}  # port -> [process timing a burst on it, told to stop]
+        self.width_waiters: dict[str, list[simpy.Event]] = {}  # port -> holders waiting for width
         self.grants = grants
         for k in widths:
             grants.setdefault(k, [])
@@ -48,9 +51,9 @@ class Fabric:
         ev = self.env.event()
         self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor])
         for k in keys:
-            run = self.runs.pop(k, None)
-            if run is not None:
-                self._stop_run(run)
+            run = self.runs.get(k)
+            if run is not None and not run[1]:
+                self._interrupt(run, "competitor")
         self._dispatch()
         return ev
 
@@ -83,18 +86,27 @@ class Fabric:
                     return True
         return False
 
-    def start_run(self, keys: tuple[str, ...], proc: simpy.Process) -> None:
+    def start_run(self, keys: tuple[str, ...], proc: simpy.Process, stopping: bool = False) -> None:
+        """proc times bursts on these ports; it may be interrupted until end_run."""
+        run = [proc, stopping]
         for k in keys:
-            self.runs[k] = proc
+            self.runs[k] = run
 
     def end_run(self, keys: tuple[str, ...]) -> None:
         for k in keys:
             self.runs.pop(k, None)
 
-    def _stop_run(self, proc: simpy.Process) -> None:
-        for k in [k for k, p in self.runs.items() if p is proc]:
+    def _interrupt(self, run: list, cause: str) -> None:
+        for k in [k for k, r in self.runs.items() if r is run]:
             del self.runs[k]
-        proc.interrupt("stop at the next burst boundary")
+        run[0].interrupt(cause)
+
+    def wait_for_width(self, keys: tuple[str, ...]) -> simpy.Event:
+        """An event that fires when the PE array's reservation on one of these ports changes."""
+        ev = self.env.event()
+        for k in keys:
+            self.width_waiters.setdefault(k, []).append(ev)
+        return ev
 
     def effective_width(self, key: str) -> int:
         return self.width[key] - self.reserved[key]
@@ -105,9 +117,12 @@ class Fabric:
         if self.reserved[key] == bits_per_cycle:
             return
         self.reserved[key] = bits_per_cycle
-        run = self.runs.pop(key, None)
+        for ev in self.width_waiters.pop(key, ()):
+            if not ev.triggered:  # one event may wait on both ports of a transfer
+                ev.succeed()
+        run = self.runs.get(key)
         if run is not None:
-            self._stop_run(run)
+            self._interrupt(run, "reserve")
         if not bits_per_cycle:
             self._dispatch()
 

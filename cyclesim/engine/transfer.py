@@ -48,54 +48,68 @@ def transfer(
     # multicast or reduction in the same bursts, all instances in lockstep
     n_bursts = -(-small // burst)
     i = 0  # next burst
+    rest = None  # (parent bits, child bits) left of burst i when it was cut short
     ev = fabric.request(who, keys, tensor)
     while True:
         if ev is not None:
             tl.append((env.now, S_PORT, keys))
             yield ev
-        wp = max(1, fabric.effective_width(pk))
-        wc = max(1, fabric.effective_width(ck))
+        stopping = False
         start = env.now
-        # cycles of bursts i.. while nobody competes: one timeout for the whole run
-        ends = []
-        t = start
-        j = i
-        slow = None
-        cum_big = big * min(small, i * burst) // small
-        while j < n_bursts:
-            hi = min(small, (j + 1) * burst)
-            s = hi - j * burst
-            b_hi = big * hi // small
-            b = b_hi - cum_big
-            cum_big = b_hi
-            cp = -(-b // wp)
-            cc = -(-s // wc)
-            if slow is None:
-                slow = pk if cp >= cc else ck
-            t += max(cp, cc, 1)
-            ends.append(t)
-            j += 1
-            if fabric.contested(keys):
-                break  # someone waits already: one burst, then round-robin
-        tl.append((start, S_BURST, slow))
-        if len(ends) > 1:
-            fabric.start_run(keys, env.active_process)
+        while True:  # time bursts i.. at the current widths; re-time when the PE's share changes
+            wp = fabric.effective_width(pk)
+            wc = fabric.effective_width(ck)
+            if wp <= 0 or wc <= 0:  # the PE array takes the whole port this cycle: hold and wait
+                tl.append((env.now, S_PORT, keys))
+                wake = fabric.wait_for_width(keys)
+                yield wake
+                rec.events += 1
+                start = env.now
+                continue
+            sizes, ends = [], []
+            t, j = start, i
+            while j < n_bursts:
+                if j == i and rest is not None:
+                    b, sm = rest
+                else:
+                    lo, hi = j * burst, min(small, (j + 1) * burst)
+                    b, sm = big * hi // small - big * lo // small, hi - lo
+                cp, cc = -(-b // wp), -(-sm // wc)
+                if j == i:
+                    tl.append((start, S_BURST, pk if cp >= cc else ck))
+                t += max(cp, cc, 1)
+                sizes.append((b, sm))
+                ends.append(t)
+                j += 1
+                if stopping or fabric.contested(keys):
+                    break  # someone waits: this burst, then round-robin
+            fabric.start_run(keys, env.active_process, stopping)
             try:
                 yield env.timeout(ends[-1] - start)
-                done = len(ends)
-            except simpy.Interrupt:
-                now = env.now
-                done = next(x for x, e in enumerate(ends) if e >= now) + 1
+                rec.events += 2
                 fabric.end_run(keys)
-                if ends[done - 1] > now:
-                    yield env.timeout(ends[done - 1] - now)
-            fabric.end_run(keys)
-        else:
-            yield env.timeout(ends[0] - start)
-            done = 1
-        rec.events += 2
-        i += done
-        last_start = ends[done - 2] if done >= 2 else start
+                i, rest = j, None
+                last_start = ends[-2] if len(ends) > 1 else start
+                break
+            except simpy.Interrupt as irq:
+                now = env.now
+                fabric.end_run(keys)
+                done = sum(1 for e in ends if e <= now)
+                i += done
+                if i >= n_bursts or (done and done == len(ends)):
+                    rest = None
+                    last_start = ends[done - 2] if done > 1 else start
+                    break
+                b, sm = sizes[done]
+                begun = ends[done - 1] if done else start
+                moved = now - begun  # cycles of burst i already spent at the old widths
+                rest = (max(0, b - moved * wp), max(0, sm - moved * wc))
+                if rest == (0, 0):
+                    i, rest = i + 1, None
+                    last_start = begun
+                    break
+                stopping = stopping or irq.cause == "competitor"
+                start = now
         if i >= n_bursts:
             fabric.release(who, keys, last_start)
             break

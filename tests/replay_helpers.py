@@ -1,0 +1,41 @@
+"""Helpers for building the three inputs from dicts or case folders (imported by tests by name)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cyclesim.spec import (
+    architecture_from_dict,
+    load_architecture,
+    load_mapping,
+    load_workload,
+    mapping_from_dict,
+    workload_from_dict,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKED = ROOT / "tests" / "cases" / "worked"
+
+
+def inputs_from_dicts(arch: dict, workload: dict, mapping: dict):
+    a = architecture_from_dict(arch, "arch.yaml")
+    w = workload_from_dict(workload, "workload.yaml")
+    m = mapping_from_dict(mapping, a, w, "mapping.yaml")
+    return a, w, m
+
+
+def inputs_from_folder(folder: Path):
+    a = load_architecture(str(folder / "arch.yaml"))
+    w = load_workload(str(folder / "workload.yaml"))
+    return a, w, load_mapping(str(folder / "mapping.yaml"), a, w)
+
+
+def port(name: str, kind: str, width: int, burst: int | None = None, latency: int = 0) -> dict:
+    return {"name": name, "kind": kind, "width_bits": width, "latency_cycles": latency, "burst_bits": burst or width}
+
+
+def memory(name: str, size, tensors, ports, double_buffered=False, shared_across=None) -> dict:
+    d = {"name": name, "size_bits": size, "tensors": tensors, "double_buffered": double_buffered, "ports": ports}
+    if shared_across is not None:
+        d["shared_across"] = shared_across
+    return d
