@@ -48,6 +48,7 @@ class StallSpan:
     competitor: str | None
     chain: str  # the path from the PE array's wait to the root, words joined by ' <- '
     cycles: int  # end - start, except for spatial stalls spread over [start, end)
+    action: str | None = None  # what the root process was doing: fill, entry (reload), write-back, compute
 
 
 class Attributor:
@@ -87,13 +88,17 @@ class Attributor:
         times = self._times_of(kind, node)
         i = max(0, bisect_right(times, a) - 1)
         what = "write-back" if kind == "drain" else ("entry" if n.output_role else "fill")
+
+        def span(*args):
+            return self._span(*args, action=what)
+
         here = chain + (f"{what} of {n.tensor} at {n.memory}",)
         t = a
         while t < b:
             if not tl or times[i] > t:
                 # before the process recorded anything: it had not started this work yet
                 end = min(b, times[i]) if tl else b
-                yield self._span(t, end, phase, BUFFER_FULL, n, None, None, "not started", here)
+                yield span(t, end, phase, BUFFER_FULL, n, None, None, "not started", here)
                 t = end
                 continue
             state, info = tl[i][1], tl[i][2]
@@ -102,7 +107,7 @@ class Attributor:
                 i += 1
                 continue
             if depth > 64:
-                yield self._span(t, end, phase, DEPENDENCY, n, None, None, "deep chain", here)
+                yield span(t, end, phase, DEPENDENCY, n, None, None, "deep chain", here)
             elif state == S_PARENT:
                 p = self.nodes[info]
                 yield from self.explain("fill", info, t, end, phase, here + (f"parent tile at {p.memory}",), depth + 1)
@@ -113,31 +118,31 @@ class Attributor:
                 if who is not None and who[0] == "node":
                     yield from self.explain("drain", who[1], t, end, phase, here + ("tile still in use",), depth + 1)
                 else:
-                    yield self._span(t, end, phase, DEPENDENCY, n, None, None, "PE array", here + ("tile in use by the PE array",))
+                    yield span(t, end, phase, DEPENDENCY, n, None, None, "PE array", here + ("tile in use by the PE array",))
             elif state == S_SLOT:
-                yield self._span(t, end, phase, BUFFER_FULL, n, None, None, f"an earlier tile of {n.label()}", here + (f"no free slot in {n.memory}: tile {info} still holds it",))
+                yield span(t, end, phase, BUFFER_FULL, n, None, None, f"an earlier tile of {n.label()}", here + (f"no free slot in {n.memory}: tile {info} still holds it",))
             elif state == S_PRODUCER:
-                yield self._span(t, end, phase, DEPENDENCY, n, None, None, info, here + (f"Einsum {info} has not produced it",))
+                yield span(t, end, phase, DEPENDENCY, n, None, None, info, here + (f"Einsum {info} has not produced it",))
             elif state == S_PORT:
-                yield from self._contention(t, end, phase, n, 2 * node + (kind == "drain"), info, here)
+                yield from self._contention(t, end, phase, n, 2 * node + (kind == "drain"), info, here, what)
             elif state == S_DMA:
-                yield self._span(t, end, phase, CONTENTION, n, info, None, f"DMA {info} channels busy", here + (f"waiting for a channel of {info}",))
+                yield span(t, end, phase, CONTENTION, n, info, None, f"DMA {info} channels busy", here + (f"waiting for a channel of {info}",))
             elif state == S_SETUP:
-                yield self._span(t, end, phase, LATENCY, n, info, None, None, here + (f"DMA {info} setup",))
+                yield span(t, end, phase, LATENCY, n, info, None, None, here + (f"DMA {info} setup",))
             elif state == S_BURST:
-                yield self._span(t, end, phase, BANDWIDTH, n, info, None, None, here + (f"moving bursts through {info}",))
+                yield span(t, end, phase, BANDWIDTH, n, info, None, None, here + (f"moving bursts through {info}",))
             elif state == S_LATENCY:
-                yield self._span(t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",))
+                yield span(t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",))
             elif state == S_PIPE:
-                yield self._span(t, end, phase, LATENCY, n, None, None, None, here + ("PE pipeline depth",))
+                yield span(t, end, phase, LATENCY, n, None, None, None, here + ("PE pipeline depth",))
             elif state == S_IDLE:
-                yield self._span(t, end, phase, DEPENDENCY, n, None, None, None, here + ("done",))
+                yield span(t, end, phase, DEPENDENCY, n, None, None, None, here + ("done",))
             else:
                 raise AssertionError(f"unknown state {state}")
             t = end
             i += 1
 
-    def _contention(self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain):
+    def _contention(self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain, action=None):
         """Split [a, b) by who held the wanted ports; the PE array when no transfer did."""
         t = a
         while t < b:
@@ -157,16 +162,16 @@ class Attributor:
                 competitor = "PE array"
             else:
                 competitor = self._label(holder)
-            yield self._span(t, until, phase, CONTENTION, n, port, None, competitor, chain + (f"{port} busy with {competitor}",))
+            yield self._span(t, until, phase, CONTENTION, n, port, None, competitor, chain + (f"{port} busy with {competitor}",), action=action)
             t = until
 
-    def _span(self, a, b, phase, cause, n, port_key, _unused, competitor, chain) -> StallSpan:
+    def _span(self, a, b, phase, cause, n, port_key, _unused, competitor, chain, action=None) -> StallSpan:
         port = port_mem = None
         if port_key is not None and "." in port_key:
             port_mem, port = port_key.split(".", 1)
         elif port_key is not None:
             port = port_key
-        return StallSpan(a, b, phase, cause, n.memory, n.tensor, port, port_mem, competitor, " <- ".join(chain), b - a)
+        return StallSpan(a, b, phase, cause, n.memory, n.tensor, port, port_mem, competitor, " <- ".join(chain), b - a, action)
 
 
 def attribute(raw: RawRun) -> list[StallSpan]:
@@ -191,7 +196,8 @@ def attribute(raw: RawRun) -> list[StallSpan]:
         spans.append(StallSpan(start, end, "compute", SPATIAL, plan.nodes[o.node].memory, o.tensor,
                                port.name if port else None, port.memory if port else None, None,
                                f"PE array steps of {leaf.einsum} wait on {port.key if port else '?'} "
-                               f"({o.values_per_step * o.bits} b per step, {port.width_bits if port else '?'} b/cycle)", cycles))
+                               f"({o.values_per_step * o.bits} b per step, {port.width_bits if port else '?'} b/cycle)", cycles,
+                               "compute"))
     last = rec.last_step_end
     if raw.cycles > last:
         spans.extend(_offload(at, raw, last))

@@ -57,7 +57,7 @@ class SimResult:
     @cached_property
     def stall_spans(self) -> pd.DataFrame:
         """Every attributed span: start, end, cycles, phase, cause, memory, tensor, port, competitor, chain."""
-        cols = ["start", "end", "cycles", "phase", "cause", "memory", "tensor", "port", "port_memory", "competitor", "chain"]
+        cols = ["start", "end", "cycles", "phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor", "chain"]
         rows = [{c: getattr(s, c) for c in cols} for s in self.spans]
         df = pd.DataFrame(rows, columns=cols)
         df["reuse"] = self.reuse
@@ -68,7 +68,7 @@ class SimResult:
     def stalls(self) -> pd.DataFrame:
         """Non-compute cycles by (phase, cause, memory, tensor, port, competitor), largest first."""
         df = self.stall_spans
-        keys = ["phase", "cause", "memory", "tensor", "port", "port_memory", "competitor"]
+        keys = ["phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor"]
         if df.empty:
             return pd.DataFrame(columns=keys + ["cycles", "first_cycle", "last_cycle"])
         g = (
@@ -122,7 +122,7 @@ class SimResult:
     def to_json_dict(self) -> dict:
         """The `cyclesim run --json` object."""
         stalls = [
-            dict(cause=r.cause, phase=r.phase, memory=r.memory, tensor=r.tensor,
+            dict(cause=r.cause, phase=r.phase, action=r.action, memory=r.memory, tensor=r.tensor,
                  port=r.port, port_memory=r.port_memory, competitor=r.competitor, cycles=int(r.cycles))
             for r in self.stalls.itertuples()
         ]
