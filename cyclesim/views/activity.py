@@ -298,7 +298,7 @@ def _l1_occupancy(res: SimResult, w0: int, w1: int) -> dict[str, list[tuple[int,
         series = out.setdefault(memory, [(w0, 0)])
         if t <= w0 or series[-1][0] == t:
             series[-1] = (series[-1][0], used)
-        elif t < w1:
+        elif t <= w1:  # a free at the last cycle shows the L1 empty when the run ends
             series.append((t, used))
     return out
 
