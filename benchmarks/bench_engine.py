@@ -14,17 +14,33 @@ from pathlib import Path
 
 import simpy
 
-from cyclesim.results import build_result
 from cyclesim.engine.run import replay_plan
+from cyclesim.results import build_result
 from cyclesim.schedule import build_plan
 from cyclesim.spec import load_architecture, load_mapping, load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {
-    "tpu_like GEMM 1024^3 (32x32, weight-stationary)": ("hw_models/tpu_like.yaml", "examples/tpu_gemm/workload.yaml", "examples/tpu_gemm/mapping.yaml"),
-    "eyeriss_like GEMM 100^3, small SRAMs (ZigZag memsize)": ("hw_models/eyeriss_like_small.yaml", "examples/eyeriss_memsize/workload.yaml", "examples/eyeriss_memsize/mapping_small.yaml"),
-    "eyeriss_like GEMM 100^3, large SRAMs (ZigZag memsize)": ("hw_models/eyeriss_like.yaml", "examples/eyeriss_memsize/workload.yaml", "examples/eyeriss_memsize/mapping_large.yaml"),
-    "simple_3level matmul 64^3 (AccelForge reference)": ("hw_models/simple_3level.yaml", "examples/simple_3level/workload.yaml", "examples/simple_3level/mapping.yaml"),
+    "tpu_like GEMM 1024^3 (32x32, weight-stationary)": (
+        "hw_models/tpu_like.yaml",
+        "examples/tpu_gemm/workload.yaml",
+        "examples/tpu_gemm/mapping.yaml",
+    ),
+    "eyeriss_like GEMM 100^3, small SRAMs (ZigZag memsize)": (
+        "hw_models/eyeriss_like_small.yaml",
+        "examples/eyeriss_memsize/workload.yaml",
+        "examples/eyeriss_memsize/mapping_small.yaml",
+    ),
+    "eyeriss_like GEMM 100^3, large SRAMs (ZigZag memsize)": (
+        "hw_models/eyeriss_like.yaml",
+        "examples/eyeriss_memsize/workload.yaml",
+        "examples/eyeriss_memsize/mapping_large.yaml",
+    ),
+    "simple_3level matmul 64^3 (AccelForge reference)": (
+        "hw_models/simple_3level.yaml",
+        "examples/simple_3level/workload.yaml",
+        "examples/simple_3level/mapping.yaml",
+    ),
 }
 
 
@@ -53,14 +69,20 @@ def measure(arch: str, workload: str, mapping: str) -> dict:
     t2 = time.perf_counter()
     res = build_result(raw)
     t3 = time.perf_counter()
-    return dict(cycles=res.cycles, compile=t1 - t0, engine=t2 - t1, results=t3 - t2, total=t3 - t0, raw=raw)
+    return dict(
+        cycles=res.cycles, compile=t1 - t0, engine=t2 - t1, results=t3 - t2, total=t3 - t0, raw=raw
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="only the tpu_like and simple_3level cases")
+    parser.add_argument(
+        "--quick", action="store_true", help="only the tpu_like and simple_3level cases"
+    )
     args = parser.parse_args()
-    print(f"{'case':<56}{'cycles':>12}{'wall s':>9}{'engine s':>10}{'events':>11}{'Mcyc/s':>9}{'us/event':>10}{'bare us':>9}{'ratio':>7}")
+    print(
+        f"{'case':<56}{'cycles':>12}{'wall s':>9}{'engine s':>10}{'events':>11}{'Mcyc/s':>9}{'us/event':>10}{'bare us':>9}{'ratio':>7}"
+    )
     for name, files in CASES.items():
         if args.quick and "eyeriss" in name:
             continue

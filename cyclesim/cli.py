@@ -23,11 +23,20 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("arch", help="architecture YAML (hw_models/*.yaml)")
     p.add_argument("workload", help="workload YAML: one or more Einsums")
     p.add_argument("mapping", help="mapping YAML: the loop tree")
-    p.add_argument("--reuse", choices=["retain", "strict"], default="retain",
-                   help="retain: refill only when a tile changes (hardware); strict: on every loop iteration (AccelForge)")
-    p.add_argument("--isolate-einsums", action="store_true",
-                   help="evaluate each Einsum alone, exchanging tensors only through backing stores (AccelForge)")
-    p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the report")
+    p.add_argument(
+        "--reuse",
+        choices=["retain", "strict"],
+        default="retain",
+        help="retain: refill only when a tile changes (hardware); strict: on every loop iteration (AccelForge)",
+    )
+    p.add_argument(
+        "--isolate-einsums",
+        action="store_true",
+        help="evaluate each Einsum alone, exchanging tensors only through backing stores (AccelForge)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="one JSON object on stdout instead of the report"
+    )
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
 
 
@@ -42,9 +51,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         tracing, trace_filter = False, None
     else:
         tracing, trace_filter = tracing_requested(args), trace_filter_from_args(args)
-    res = replay(arch, workload, mapping, reuse=args.reuse, isolate_einsums=args.isolate_einsums,
-                 trace=tracing, trace_filter=trace_filter if tracing else None,
-                 progress=False if args.no_progress else None)
+    res = replay(
+        arch,
+        workload,
+        mapping,
+        reuse=args.reuse,
+        isolate_einsums=args.isolate_einsums,
+        trace=tracing,
+        trace_filter=trace_filter if tracing else None,
+        progress=False if args.no_progress else None,
+    )
     _write_views(args, res)
     if args.json:
         json.dump(res.to_json_dict(), sys.stdout, indent=1)
@@ -59,16 +75,24 @@ def _write_views(args: argparse.Namespace, res) -> None:
     try:
         from cyclesim.views import write_requested
     except ImportError:
-        if getattr(args, "vcd", None) or getattr(args, "perfetto", None) or getattr(args, "plot", None):
+        if (
+            getattr(args, "vcd", None)
+            or getattr(args, "perfetto", None)
+            or getattr(args, "plot", None)
+        ):
             raise CyclesimError("trace views are not available in this build") from None
         return
     write_requested(args, res)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cyclesim", description="Replay DNN accelerator schedules cycle by cycle.")
+    parser = argparse.ArgumentParser(
+        prog="cyclesim", description="Replay DNN accelerator schedules cycle by cycle."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="replay ARCH WORKLOAD MAPPING and report cycles, stalls, accesses")
+    run = sub.add_parser(
+        "run", help="replay ARCH WORKLOAD MAPPING and report cycles, stalls, accesses"
+    )
     add_replay_arguments(run)
     try:
         from cyclesim.views import add_view_arguments
@@ -78,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     run.set_defaults(func=cmd_run)
     _optional(sub, "cyclesim.views.explain_cli")
-    check = sub.add_parser("check", help="compare a replay with an analytical model and the real peer")
+    check = sub.add_parser(
+        "check", help="compare a replay with an analytical model and the real peer"
+    )
     check_sub = check.add_subparsers(dest="peer", required=True)
     _optional(check_sub, "cyclesim.checks.zigzag_cli")
     _optional(check_sub, "cyclesim.checks.accelforge_cli")

@@ -41,7 +41,9 @@ class SpecError(CyclesimError):
             text += f"; expected {self.expected}"
         return text
 
-    def with_context(self, *, file: str | None = None, field_prefix: str | None = None) -> SpecError:
+    def with_context(
+        self, *, file: str | None = None, field_prefix: str | None = None
+    ) -> SpecError:
         """Return a copy with the file set and the field path prefixed (as the error rises)."""
         field = self.field
         if field_prefix:

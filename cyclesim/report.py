@@ -23,14 +23,18 @@ def text_report(res: SimResult, title: str = "") -> str:
         ("offload", res.offload_cycles),
     ):
         out.append(f"  {name:<16}{v:>12,}  {_pct(v, res.cycles)}")
-    out.append(f"MACs              {res.macs:>12,}   utilisation of the ideal: {_pct(res.ideal_compute_cycles, res.cycles)}")
+    out.append(
+        f"MACs              {res.macs:>12,}   utilisation of the ideal: {_pct(res.ideal_compute_cycles, res.cycles)}"
+    )
     out.append("")
     out.append("non-compute cycles by root cause (phase, cause, where, competitor):")
     stalls = res.stalls
     if stalls.empty:
         out.append("  none")
     for r in stalls.head(15).itertuples():
-        port = (f" port {r.port_memory}.{r.port}" if r.port_memory else f" {r.port}") if r.port else ""
+        port = (
+            (f" port {r.port_memory}.{r.port}" if r.port_memory else f" {r.port}") if r.port else ""
+        )
         comp = f" vs {r.competitor}" if r.competitor else ""
         out.append(
             f"  {r.phase:<8}{r.cause:<12}{r.cycles:>12,} {_pct(r.cycles, res.cycles)}  "
@@ -42,7 +46,9 @@ def text_report(res: SimResult, title: str = "") -> str:
     out.append("accesses (values / bits):")
     acc = res.accesses
     for r in acc.itertuples():
-        out.append(f"  {r.einsum:<12}{r.tensor:<8}{r.memory:<14}{r.action:<6}{r.values:>14,}{r.bits:>16,}")
+        out.append(
+            f"  {r.einsum:<12}{r.tensor:<8}{r.memory:<14}{r.action:<6}{r.values:>14,}{r.bits:>16,}"
+        )
     out.append("")
     out.append(f"replayed in {res.wall_seconds:.3f} s, {res.events:,} engine events")
     return "\n".join(out)

@@ -31,11 +31,23 @@ def inputs_from_folder(folder: Path):
 
 
 def port(name: str, kind: str, width: int, burst: int | None = None, latency: int = 0) -> dict:
-    return {"name": name, "kind": kind, "width_bits": width, "latency_cycles": latency, "burst_bits": burst or width}
+    return {
+        "name": name,
+        "kind": kind,
+        "width_bits": width,
+        "latency_cycles": latency,
+        "burst_bits": burst or width,
+    }
 
 
 def memory(name: str, size, tensors, ports, double_buffered=False, shared_across=None) -> dict:
-    d = {"name": name, "size_bits": size, "tensors": tensors, "double_buffered": double_buffered, "ports": ports}
+    d = {
+        "name": name,
+        "size_bits": size,
+        "tensors": tensors,
+        "double_buffered": double_buffered,
+        "ports": ports,
+    }
     if shared_across is not None:
         d["shared_across"] = shared_across
     return d

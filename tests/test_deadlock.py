@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import pytest
-
 from replay_helpers import memory, port
+
 from cyclesim.errors import EngineError
 
 WORKLOAD = {
     "default_bits_per_value": 8,
     "einsums": [
-        {"name": "producer", "ranks": {"m": 2, "n": 2},
-         "inputs": [{"tensor": "I", "projection": ["m", "n"]}], "outputs": [{"tensor": "AO", "projection": ["m", "n"]}]},
-        {"name": "consumer", "ranks": {"m": 2, "n": 2},
-         "inputs": [{"tensor": "AO", "projection": ["m", "n"]}], "outputs": [{"tensor": "O", "projection": ["m", "n"]}]},
+        {
+            "name": "producer",
+            "ranks": {"m": 2, "n": 2},
+            "inputs": [{"tensor": "I", "projection": ["m", "n"]}],
+            "outputs": [{"tensor": "AO", "projection": ["m", "n"]}],
+        },
+        {
+            "name": "consumer",
+            "ranks": {"m": 2, "n": 2},
+            "inputs": [{"tensor": "AO", "projection": ["m", "n"]}],
+            "outputs": [{"tensor": "O", "projection": ["m", "n"]}],
+        },
     ],
 }
 ARCH = {
@@ -28,7 +36,8 @@ ARCH = {
 
 def mapping(order: list[str]) -> dict:
     branch = {
-        e: [{"type": "temporal", "rank": "n", "bound": 2}, {"type": "compute", "einsum": e}] for e in ("producer", "consumer")
+        e: [{"type": "temporal", "rank": "n", "bound": 2}, {"type": "compute", "einsum": e}]
+        for e in ("producer", "consumer")
     }
     return {
         "loop_tree": [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from replay_helpers import inputs_from_dicts, memory, port
+
 from cyclesim.engine import replay
 from cyclesim.spec import Direction
 
@@ -56,8 +56,10 @@ def schedules(draw):
     lat = st.integers(0, 2)
 
     def rw(prefix):
-        return [port(f"{prefix}_rd", "read", draw(widths), draw(bursts), draw(lat)),
-                port(f"{prefix}_wr", "write", draw(widths), draw(bursts), draw(lat))]
+        return [
+            port(f"{prefix}_rd", "read", draw(widths), draw(bursts), draw(lat)),
+            port(f"{prefix}_wr", "write", draw(widths), draw(bursts), draw(lat)),
+        ]
 
     arch = {
         "name": "random",
@@ -65,24 +67,47 @@ def schedules(draw):
         "memories": [
             memory("DRAM", None, None, rw("dram")),
             memory("buf", None, None, rw("buf"), double_buffered=draw(st.booleans())),
-            memory("reg", None, None, rw("reg"), double_buffered=draw(st.booleans()), shared_across=[]),
+            memory(
+                "reg", None, None, rw("reg"), double_buffered=draw(st.booleans()), shared_across=[]
+            ),
         ],
     }
     if draw(st.booleans()):
-        arch["dma_engines"] = [{"name": "dma", "links": [{"parent": "DRAM", "child": "buf"}],
-                                "channels": draw(st.integers(1, 2)), "setup_cycles": draw(st.integers(0, 3))}]
+        arch["dma_engines"] = [
+            {
+                "name": "dma",
+                "links": [{"parent": "DRAM", "child": "buf"}],
+                "channels": draw(st.integers(1, 2)),
+                "setup_cycles": draw(st.integers(0, 3)),
+            }
+        ]
     bits = draw(st.sampled_from([8, 16]))
     workload = {
-        "tensors": {"A": {"bits_per_value": bits}, "B": {"bits_per_value": bits},
-                    "Z": {"bits_per_value": 8, "partial_sum_bits": draw(st.sampled_from([8, 16, 32]))}},
-        "einsums": [{"name": "gemm", "ranks": sizes,
-                     "inputs": [{"tensor": "A", "projection": list(PROJ["A"])}, {"tensor": "B", "projection": list(PROJ["B"])}],
-                     "outputs": [{"tensor": "Z", "projection": list(PROJ["Z"])}]}],
+        "tensors": {
+            "A": {"bits_per_value": bits},
+            "B": {"bits_per_value": bits},
+            "Z": {"bits_per_value": 8, "partial_sum_bits": draw(st.sampled_from([8, 16, 32]))},
+        },
+        "einsums": [
+            {
+                "name": "gemm",
+                "ranks": sizes,
+                "inputs": [
+                    {"tensor": "A", "projection": list(PROJ["A"])},
+                    {"tensor": "B", "projection": list(PROJ["B"])},
+                ],
+                "outputs": [{"tensor": "Z", "projection": list(PROJ["Z"])}],
+            }
+        ],
     }
     return arch, workload, {"loop_tree": tree}, draw(st.sampled_from(["retain", "strict"])), s
 
 
-FAST = settings(max_examples=int(__import__("os").environ.get("CYCLESIM_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(
+    max_examples=int(__import__("os").environ.get("CYCLESIM_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @FAST
@@ -92,7 +117,10 @@ def test_cycles_bound_below_by_compute_and_every_port(case):
     a, w, m = inputs_from_dicts(arch, workload, mapping)
     res = replay(a, w, m, reuse=reuse, progress=False)  # raises if counts or causes disagree
     assert res.cycles >= res.ideal_compute_cycles
-    assert res.onload_cycles + res.ideal_compute_cycles + res.stall_cycles + res.offload_cycles == res.cycles
+    assert (
+        res.onload_cycles + res.ideal_compute_cycles + res.stall_cycles + res.offload_cycles
+        == res.cycles
+    )
     busy: dict[tuple[str, str], int] = {}
     for r in res.detailed_accesses.itertuples():
         mem = a.memory(r.memory)
@@ -108,7 +136,10 @@ def test_cycles_bound_below_by_compute_and_every_port(case):
 @given(schedules())
 def test_same_input_same_event_sequence(case):
     arch, workload, mapping, reuse, _ = case
-    runs = [replay(*inputs_from_dicts(arch, workload, mapping), reuse=reuse, progress=False) for _ in range(2)]
+    runs = [
+        replay(*inputs_from_dicts(arch, workload, mapping), reuse=reuse, progress=False)
+        for _ in range(2)
+    ]
     first, second = (r.raw.rec for r in runs)
     assert runs[0].cycles == runs[1].cycles
     assert first.grants == second.grants

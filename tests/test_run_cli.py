@@ -4,29 +4,59 @@ from __future__ import annotations
 
 import json
 
-from cyclesim.cli import main
-
 from replay_helpers import WORKED
+
+from cyclesim.cli import main
 
 
 def run_json(capsys, *extra) -> dict:
     case = WORKED / "03_single_buffer"
-    code = main(["run", str(case / "arch.yaml"), str(case / "workload.yaml"), str(case / "mapping.yaml"), "--json", "--no-progress", *extra])
+    code = main(
+        [
+            "run",
+            str(case / "arch.yaml"),
+            str(case / "workload.yaml"),
+            str(case / "mapping.yaml"),
+            "--json",
+            "--no-progress",
+            *extra,
+        ]
+    )
     assert code == 0
     return json.loads(capsys.readouterr().out)
 
 
 def test_json_has_the_documented_keys(capsys):
     out = run_json(capsys)
-    for key in ("cycles", "ideal_compute_cycles", "stall_cycles", "stalls", "accesses", "events", "wall_seconds"):
+    for key in (
+        "cycles",
+        "ideal_compute_cycles",
+        "stall_cycles",
+        "stalls",
+        "accesses",
+        "events",
+        "wall_seconds",
+    ):
         assert key in out
     assert (out["cycles"], out["ideal_compute_cycles"], out["stall_cycles"]) == (52, 16, 24)
     stall = next(s for s in out["stalls"] if s["phase"] == "compute")
     assert {k: stall[k] for k in ("cause", "memory", "tensor", "port", "competitor", "cycles")} == {
-        "cause": "bandwidth", "memory": "abuf", "tensor": "A", "port": "dram_rd", "competitor": None, "cycles": 24,
+        "cause": "bandwidth",
+        "memory": "abuf",
+        "tensor": "A",
+        "port": "dram_rd",
+        "competitor": None,
+        "cycles": 24,
     }
     row = next(a for a in out["accesses"] if a["tensor"] == "Z" and a["memory"] == "DRAM")
-    assert row == {"einsum": "matvec", "tensor": "Z", "memory": "DRAM", "action": "write", "values": 4, "bits": 32}
+    assert row == {
+        "einsum": "matvec",
+        "tensor": "Z",
+        "memory": "DRAM",
+        "action": "write",
+        "values": 4,
+        "bits": 32,
+    }
 
 
 def test_strict_policy_is_reported(capsys):
@@ -36,7 +66,18 @@ def test_strict_policy_is_reported(capsys):
 
 def test_text_report_splits_cycles_and_ranks_causes(capsys):
     case = WORKED / "03_single_buffer"
-    assert main(["run", str(case / "arch.yaml"), str(case / "workload.yaml"), str(case / "mapping.yaml"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(case / "arch.yaml"),
+                str(case / "workload.yaml"),
+                str(case / "mapping.yaml"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "cycles                      52" in text
     assert "compute bandwidth             24" in text

@@ -15,7 +15,10 @@ MATVEC = {
         {
             "name": "matvec",
             "ranks": {"m": 4, "k": 4},
-            "inputs": [{"tensor": "A", "projection": ["m", "k"]}, {"tensor": "B", "projection": ["k"]}],
+            "inputs": [
+                {"tensor": "A", "projection": ["m", "k"]},
+                {"tensor": "B", "projection": ["k"]},
+            ],
             "outputs": [{"tensor": "Z", "projection": ["m"]}],
         }
     ],
@@ -28,11 +31,25 @@ def single_buffer_arch(abuf_slots: int = 1) -> dict:
         "name": "matvec_stream",
         "pe_array": {"dims": {"X": 1}},
         "memories": [
-            memory("DRAM", None, ["A", "Z"], [port("dram_rd", "read", 4, 8), port("dram_wr", "write", 8)]),
-            memory("wbuf", 32, ["B"], [port("wbuf_rd", "read", 64, 8), port("wbuf_wr", "write", 64, 8)]),
-            memory("acc", 32, ["Z"], [port("acc_rd", "read", 64, 8), port("acc_wr", "write", 64, 8)]),
-            memory("abuf", 32 * abuf_slots, ["A"], [port("abuf_rd", "read", 64, 8), port("abuf_wr", "write", 64, 8)],
-                   double_buffered=abuf_slots == 2),
+            memory(
+                "DRAM",
+                None,
+                ["A", "Z"],
+                [port("dram_rd", "read", 4, 8), port("dram_wr", "write", 8)],
+            ),
+            memory(
+                "wbuf", 32, ["B"], [port("wbuf_rd", "read", 64, 8), port("wbuf_wr", "write", 64, 8)]
+            ),
+            memory(
+                "acc", 32, ["Z"], [port("acc_rd", "read", 64, 8), port("acc_wr", "write", 64, 8)]
+            ),
+            memory(
+                "abuf",
+                32 * abuf_slots,
+                ["A"],
+                [port("abuf_rd", "read", 64, 8), port("abuf_wr", "write", 64, 8)],
+                double_buffered=abuf_slots == 2,
+            ),
         ],
     }
 
@@ -75,9 +92,16 @@ def test_two_tensors_contend_for_one_port(replay_dicts):
         "name": "shared_port",
         "pe_array": {"dims": {"X": 1}},
         "memories": [
-            memory("DRAM", None, ["A", "B", "Z"], [port("dram_rd", "read", 8), port("dram_wr", "write", 8)]),
+            memory(
+                "DRAM",
+                None,
+                ["A", "B", "Z"],
+                [port("dram_rd", "read", 8), port("dram_wr", "write", 8)],
+            ),
             memory("acc", 8, ["Z"], [port("acc_rd", "read", 64), port("acc_wr", "write", 64)]),
-            memory("buf", 64, ["A", "B"], [port("buf_rd", "read", 64), port("buf_wr", "write", 64)]),
+            memory(
+                "buf", 64, ["A", "B"], [port("buf_rd", "read", 64), port("buf_wr", "write", 64)]
+            ),
         ],
     }
     mapping = {
@@ -93,9 +117,16 @@ def test_two_tensors_contend_for_one_port(replay_dicts):
     res = replay_dicts(arch, MATVEC, mapping, reuse="strict")
     # onload: bursts A [0,1) B [1,2) A [2,3) B [3,4) A [4,5) B [5,6) A [6,7) B [7,8): the PE waits
     # for A until 7 (4 bandwidth + 3 contention with B), then for B's last burst [7,8).
-    onload = {(r.cause, r.tensor, r.competitor): int(r.cycles) for r in res.stalls[res.stalls.phase == "onload"].itertuples()}
+    onload = {
+        (r.cause, r.tensor, r.competitor): int(r.cycles)
+        for r in res.stalls[res.stalls.phase == "onload"].itertuples()
+    }
     assert res.onload_cycles == 8
-    assert onload == {("bandwidth", "A", None): 4, ("contention", "A", "fill of B@buf"): 3, ("bandwidth", "B", None): 1}
+    assert onload == {
+        ("bandwidth", "A", None): 4,
+        ("contention", "A", "fill of B@buf"): 3,
+        ("bandwidth", "B", None): 1,
+    }
     # compute: one slot per tensor in buf, so row m+1's fills start when row m's 4 steps end:
     # 3 more rows x 8 cycles of fills; Z's 1-value drains share no port with them.
     assert res.ideal_compute_cycles == 16
@@ -138,9 +169,18 @@ def test_partial_sums_are_written_back_and_reloaded(replay_dicts):
         ]
     }
     res = replay_dicts(arch, workload, mapping)
-    assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles, res.stall_cycles, res.offload_cycles) == (12, 2, 4, 5, 1)
+    assert (
+        res.cycles,
+        res.onload_cycles,
+        res.ideal_compute_cycles,
+        res.stall_cycles,
+        res.offload_cycles,
+    ) == (12, 2, 4, 5, 1)
     assert res.stall_cycles_by_cause() == {"buffer_full": 3, "bandwidth": 2}
-    acc = {(r.memory, r.action, r.direction): (int(r.values), int(r.bits)) for r in res.detailed_accesses[res.detailed_accesses.tensor == "Z"].itertuples()}
+    acc = {
+        (r.memory, r.action, r.direction): (int(r.values), int(r.bits))
+        for r in res.detailed_accesses[res.detailed_accesses.tensor == "Z"].itertuples()
+    }
     assert acc[("DRAM", "read", "read_to_below")] == (2, 32)  # two reloads of 16-b partial sums
     assert acc[("DRAM", "write", "write_from_below")] == (4, 2 * 16 + 2 * 8)  # 2 partial + 2 final
     assert acc[("acc", "write", "write_from_above")] == (2, 32)
@@ -152,7 +192,9 @@ def test_strict_refills_every_iteration_retain_only_on_change(replay_dicts):
     # B[k] sits in buf below the m loop, which does not index B. retain: filled once (4 values);
     # strict (AccelForge): refilled on each of the 4 iterations of m (16 values).
     arch = single_buffer_arch(1)
-    arch["memories"][1] = memory("wbuf", 32, ["B"], [port("wbuf_rd", "read", 64, 8), port("wbuf_wr", "write", 64, 8)])
+    arch["memories"][1] = memory(
+        "wbuf", 32, ["B"], [port("wbuf_rd", "read", 64, 8), port("wbuf_wr", "write", 64, 8)]
+    )
     arch["memories"][0]["tensors"] = ["A", "B", "Z"]
     mapping = copy.deepcopy(STREAM_MAPPING)
     mapping["loop_tree"][0]["tensors"] = ["A", "B", "Z"]
@@ -170,7 +212,14 @@ def test_dma_engine_adds_setup_and_limits_channels(replay_dicts):
     # Example 03 with the DRAM -> abuf link served by a DMA engine with 3 setup cycles:
     # each A fill becomes 3 + 8 = 11 cycles; one slot: 4 x (11 + 4) + 4 = 64.
     arch = single_buffer_arch(1)
-    arch["dma_engines"] = [{"name": "dma0", "links": [{"parent": "DRAM", "child": "abuf"}], "channels": 1, "setup_cycles": 3}]
+    arch["dma_engines"] = [
+        {
+            "name": "dma0",
+            "links": [{"parent": "DRAM", "child": "abuf"}],
+            "channels": 1,
+            "setup_cycles": 3,
+        }
+    ]
     res = replay_dicts(arch, MATVEC, STREAM_MAPPING)
     assert res.cycles == 64
     assert res.stall_cycles_by_cause() == {"bandwidth": 24, "latency": 9}

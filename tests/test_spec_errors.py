@@ -35,36 +35,112 @@ def load_all(tmp_path, arch=None, workload=None, mapping=None):
 
 # (what is broken, which file, edit (old -> new), expected fragments of the message)
 BAD = [
-    ("missing field", "workload", ("  ranks: {m: 4, k: 4}\n", ""), ["einsums[0].ranks", "Field required"]),
-    ("missing field", "arch", ("  - {name: dram_rd, kind: read, width_bits: 4, latency_cycles: 0, burst_bits: 8}\n",
-                               "  - {name: dram_rd, kind: read, latency_cycles: 0, burst_bits: 8}\n"),
-     ["arch.yaml:", "memories[0].ports[0].width_bits", "Field required"]),
-    ("wrong type", "arch", ("width_bits: 4,", "width_bits: four,"), ["memories[0].ports[0].width_bits", "found 'four'"]),
-    ("unknown field", "arch", ("  double_buffered: false\n  ports:\n  - {name: dram_rd",
-                               "  double_bufered: false\n  ports:\n  - {name: dram_rd"),
-     ["memories[0].double_bufered", "unknown field", "allowed:", "double_buffered"]),
-    ("unknown port kind", "arch", ("kind: read, width_bits: 4", "kind: reed, width_bits: 4"), ["memories[0].ports[0].kind"]),
-    ("unknown memory", "mapping", ("memory: abuf", "memory: abuff"), ["mapping.yaml:", "loop_tree[4].memory", "unknown memory", "abuff"]),
-    ("unknown rank", "mapping", ("rank: k, bound: 4", "rank: j, bound: 4"), ["loop_tree[5].rank", "'j'"]),
-    ("bounds do not multiply", "mapping", ("rank: k, bound: 4", "rank: k, bound: 2"),
-     ["loop_tree[6]", "multiply to 2", "4 (the rank's size)"]),
-    ("unknown tensor", "mapping", ("tensors: [B]", "tensors: [Q]"), ["loop_tree[1].tensors[0]", "unknown tensor"]),
-    ("tensor not allowed in memory", "mapping", ("memory: wbuf\n  tensors: [B]", "memory: abuf\n  tensors: [B]"),
-     ["loop_tree[1].tensors[0]", "may not hold tensor B"]),
-    ("projection uses an unknown rank", "workload", ("projection: [m, k]", "projection: [m, q]"),
-     ["workload.yaml:", "einsums[0].inputs[0].projection[1]", "'q'"]),
-    ("not affine", "workload", ("projection: [m, k]", "projection: [m, k*k]"), ["einsums[0].inputs[0].projection[1]", "affine"]),
-    ("tile does not fit", "arch", ("- name: abuf\n  size_bits: 32", "- name: abuf\n  size_bits: 16"),
-     ["mapping.yaml:", "loop_tree[4]", "'abuf' need 32 bits", "has 16"]),
-    ("ambiguous ports", "arch", ("  - {name: acc_rd, kind: read, width_bits: 64, latency_cycles: 0, burst_bits: 8}\n",
-                                 "  - {name: acc_rd, kind: read, width_bits: 64, latency_cycles: 0, burst_bits: 8}\n"
-                                 "  - {name: acc_rd2, kind: read, width_bits: 64, latency_cycles: 0, burst_bits: 8}\n"),
-     ["memories[2].ports", "several ports", "serves"]),
-    ("yaml syntax", "workload", ("ranks: {m: 4, k: 4}", "ranks: {m: 4, k: 4"), ["workload.yaml:", "not valid YAML"]),
+    (
+        "missing field",
+        "workload",
+        ("  ranks: {m: 4, k: 4}\n", ""),
+        ["einsums[0].ranks", "Field required"],
+    ),
+    (
+        "missing field",
+        "arch",
+        (
+            "  - {name: dram_rd, kind: read, width_bits: 4, latency_cycles: 0, burst_bits: 8}\n",
+            "  - {name: dram_rd, kind: read, latency_cycles: 0, burst_bits: 8}\n",
+        ),
+        ["arch.yaml:", "memories[0].ports[0].width_bits", "Field required"],
+    ),
+    (
+        "wrong type",
+        "arch",
+        ("width_bits: 4,", "width_bits: four,"),
+        ["memories[0].ports[0].width_bits", "found 'four'"],
+    ),
+    (
+        "unknown field",
+        "arch",
+        (
+            "  double_buffered: false\n  ports:\n  - {name: dram_rd",
+            "  double_bufered: false\n  ports:\n  - {name: dram_rd",
+        ),
+        ["memories[0].double_bufered", "unknown field", "allowed:", "double_buffered"],
+    ),
+    (
+        "unknown port kind",
+        "arch",
+        ("kind: read, width_bits: 4", "kind: reed, width_bits: 4"),
+        ["memories[0].ports[0].kind"],
+    ),
+    (
+        "unknown memory",
+        "mapping",
+        ("memory: abuf", "memory: abuff"),
+        ["mapping.yaml:", "loop_tree[4].memory", "unknown memory", "abuff"],
+    ),
+    (
+        "unknown rank",
+        "mapping",
+        ("rank: k, bound: 4", "rank: j, bound: 4"),
+        ["loop_tree[5].rank", "'j'"],
+    ),
+    (
+        "bounds do not multiply",
+        "mapping",
+        ("rank: k, bound: 4", "rank: k, bound: 2"),
+        ["loop_tree[6]", "multiply to 2", "4 (the rank's size)"],
+    ),
+    (
+        "unknown tensor",
+        "mapping",
+        ("tensors: [B]", "tensors: [Q]"),
+        ["loop_tree[1].tensors[0]", "unknown tensor"],
+    ),
+    (
+        "tensor not allowed in memory",
+        "mapping",
+        ("memory: wbuf\n  tensors: [B]", "memory: abuf\n  tensors: [B]"),
+        ["loop_tree[1].tensors[0]", "may not hold tensor B"],
+    ),
+    (
+        "projection uses an unknown rank",
+        "workload",
+        ("projection: [m, k]", "projection: [m, q]"),
+        ["workload.yaml:", "einsums[0].inputs[0].projection[1]", "'q'"],
+    ),
+    (
+        "not affine",
+        "workload",
+        ("projection: [m, k]", "projection: [m, k*k]"),
+        ["einsums[0].inputs[0].projection[1]", "affine"],
+    ),
+    (
+        "tile does not fit",
+        "arch",
+        ("- name: abuf\n  size_bits: 32", "- name: abuf\n  size_bits: 16"),
+        ["mapping.yaml:", "loop_tree[4]", "'abuf' need 32 bits", "has 16"],
+    ),
+    (
+        "ambiguous ports",
+        "arch",
+        (
+            "  - {name: acc_rd, kind: read, width_bits: 64, latency_cycles: 0, burst_bits: 8}\n",
+            "  - {name: acc_rd, kind: read, width_bits: 64, latency_cycles: 0, burst_bits: 8}\n"
+            "  - {name: acc_rd2, kind: read, width_bits: 64, latency_cycles: 0, burst_bits: 8}\n",
+        ),
+        ["memories[2].ports", "several ports", "serves"],
+    ),
+    (
+        "yaml syntax",
+        "workload",
+        ("ranks: {m: 4, k: 4}", "ranks: {m: 4, k: 4"),
+        ["workload.yaml:", "not valid YAML"],
+    ),
 ]
 
 
-@pytest.mark.parametrize("what,which,edit,fragments", BAD, ids=[f"{b[0]}-{i}" for i, b in enumerate(BAD)])
+@pytest.mark.parametrize(
+    "what,which,edit,fragments", BAD, ids=[f"{b[0]}-{i}" for i, b in enumerate(BAD)]
+)
 def test_bad_input_names_file_and_field(tmp_path, what, which, edit, fragments):
     text = good(f"{which}.yaml")
     old, new = edit
@@ -87,10 +163,23 @@ def test_line_numbers_point_at_the_field(tmp_path):
 
 
 def test_cli_prints_one_message_and_no_traceback(tmp_path):
-    bad = write(tmp_path, "mapping.yaml", good("mapping.yaml").replace("bound: 4}\n- type: storage", "bound: 3}\n- type: storage"))
+    bad = write(
+        tmp_path,
+        "mapping.yaml",
+        good("mapping.yaml").replace("bound: 4}\n- type: storage", "bound: 3}\n- type: storage"),
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "cyclesim.cli", "run", str(WORKED / "arch.yaml"), str(WORKED / "workload.yaml"), bad],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "cyclesim.cli",
+            "run",
+            str(WORKED / "arch.yaml"),
+            str(WORKED / "workload.yaml"),
+            bad,
+        ],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr

@@ -20,37 +20,57 @@ CASES = {
     "05_narrow_innermost_port": (38, 5, 8, 24, 1, {("spatial", "arf", "A", "arf_rd", None): 24}),
     # n innermost does not index A: under retain A is read every other step: 4 x 3 extra.
     "05_narrow_innermost_port_reuse_every_other_cycle": (
-        25, 3, 8, 12, 2, {("spatial", "arf", "A", "arf_rd", None): 12}
+        25,
+        3,
+        8,
+        12,
+        2,
+        {("spatial", "arf", "A", "arf_rd", None): 12},
     ),
 }
 
 # per case: (einsum, tensor, memory, action) -> (values, bits)
 ACCESSES = {
     "01_compute_bound": {
-        ("matmul", "A", "DRAM", "read"): (8, 64), ("matmul", "A", "buf", "write"): (8, 64),
-        ("matmul", "A", "buf", "read"): (16, 128), ("matmul", "B", "DRAM", "read"): (8, 64),
-        ("matmul", "B", "buf", "write"): (8, 64), ("matmul", "B", "buf", "read"): (16, 128),
-        ("matmul", "Z", "buf", "write"): (16, 128), ("matmul", "Z", "buf", "read"): (16, 128),
+        ("matmul", "A", "DRAM", "read"): (8, 64),
+        ("matmul", "A", "buf", "write"): (8, 64),
+        ("matmul", "A", "buf", "read"): (16, 128),
+        ("matmul", "B", "DRAM", "read"): (8, 64),
+        ("matmul", "B", "buf", "write"): (8, 64),
+        ("matmul", "B", "buf", "read"): (16, 128),
+        ("matmul", "Z", "buf", "write"): (16, 128),
+        ("matmul", "Z", "buf", "read"): (16, 128),
         ("matmul", "Z", "DRAM", "write"): (4, 32),
     },
     "03_single_buffer": {
-        ("matvec", "A", "DRAM", "read"): (16, 128), ("matvec", "A", "abuf", "write"): (16, 128),
-        ("matvec", "A", "abuf", "read"): (16, 128), ("matvec", "B", "wbuf", "read"): (16, 128),
-        ("matvec", "Z", "acc", "write"): (16, 128), ("matvec", "Z", "acc", "read"): (16, 128),
+        ("matvec", "A", "DRAM", "read"): (16, 128),
+        ("matvec", "A", "abuf", "write"): (16, 128),
+        ("matvec", "A", "abuf", "read"): (16, 128),
+        ("matvec", "B", "wbuf", "read"): (16, 128),
+        ("matvec", "Z", "acc", "write"): (16, 128),
+        ("matvec", "Z", "acc", "read"): (16, 128),
         ("matvec", "Z", "DRAM", "write"): (4, 32),
     },
     "05_narrow_innermost_port": {
-        ("matvec", "A", "DRAM", "read"): (8, 256), ("matvec", "A", "arf", "write"): (8, 256),
-        ("matvec", "A", "arf", "read"): (8, 256), ("matvec", "B", "DRAM", "read"): (4, 32),
-        ("matvec", "B", "wrf", "write"): (4, 32), ("matvec", "B", "wrf", "read"): (8, 64),
-        ("matvec", "Z", "acc", "write"): (8, 256), ("matvec", "Z", "acc", "read"): (8, 256),
+        ("matvec", "A", "DRAM", "read"): (8, 256),
+        ("matvec", "A", "arf", "write"): (8, 256),
+        ("matvec", "A", "arf", "read"): (8, 256),
+        ("matvec", "B", "DRAM", "read"): (4, 32),
+        ("matvec", "B", "wrf", "write"): (4, 32),
+        ("matvec", "B", "wrf", "read"): (8, 64),
+        ("matvec", "Z", "acc", "write"): (8, 256),
+        ("matvec", "Z", "acc", "read"): (8, 256),
         ("matvec", "Z", "DRAM", "write"): (2, 64),
     },
     "05_narrow_innermost_port_reuse_every_other_cycle": {
-        ("matmul", "A", "DRAM", "read"): (4, 128), ("matmul", "A", "arf", "write"): (4, 128),
-        ("matmul", "A", "arf", "read"): (4, 128), ("matmul", "B", "DRAM", "read"): (4, 32),
-        ("matmul", "B", "wrf", "write"): (4, 32), ("matmul", "B", "wrf", "read"): (8, 64),
-        ("matmul", "Z", "acc", "write"): (8, 256), ("matmul", "Z", "acc", "read"): (8, 256),
+        ("matmul", "A", "DRAM", "read"): (4, 128),
+        ("matmul", "A", "arf", "write"): (4, 128),
+        ("matmul", "A", "arf", "read"): (4, 128),
+        ("matmul", "B", "DRAM", "read"): (4, 32),
+        ("matmul", "B", "wrf", "write"): (4, 32),
+        ("matmul", "B", "wrf", "read"): (8, 64),
+        ("matmul", "Z", "acc", "write"): (8, 256),
+        ("matmul", "Z", "acc", "read"): (8, 256),
         ("matmul", "Z", "DRAM", "write"): (4, 128),
     },
 }
@@ -60,10 +80,23 @@ ACCESSES = {
 def test_cycles_split_as_derived(replay_case, case):
     cycles, onload, ideal, stall, offload, _ = CASES[case]
     res = replay_case(case)
-    assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles, res.stall_cycles, res.offload_cycles) == (
-        cycles, onload, ideal, stall, offload,
+    assert (
+        res.cycles,
+        res.onload_cycles,
+        res.ideal_compute_cycles,
+        res.stall_cycles,
+        res.offload_cycles,
+    ) == (
+        cycles,
+        onload,
+        ideal,
+        stall,
+        offload,
     )
-    assert res.onload_cycles + res.ideal_compute_cycles + res.stall_cycles + res.offload_cycles == res.cycles
+    assert (
+        res.onload_cycles + res.ideal_compute_cycles + res.stall_cycles + res.offload_cycles
+        == res.cycles
+    )
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -80,7 +113,10 @@ def test_compute_stalls_by_root_cause(replay_case, case):
 @pytest.mark.parametrize("case", sorted(ACCESSES))
 def test_accesses_per_tensor_and_memory(replay_case, case):
     res = replay_case(case)
-    got = {(r.einsum, r.tensor, r.memory, r.action): (int(r.values), int(r.bits)) for r in res.accesses.itertuples()}
+    got = {
+        (r.einsum, r.tensor, r.memory, r.action): (int(r.values), int(r.bits))
+        for r in res.accesses.itertuples()
+    }
     assert got == ACCESSES[case]
 
 
@@ -90,7 +126,11 @@ def test_onload_contention_names_the_competitor(replay_case):
     res = replay_case("01_compute_bound")
     onload = res.stalls[res.stalls.phase == "onload"]
     rows = {(r.cause, r.tensor, r.competitor): int(r.cycles) for r in onload.itertuples()}
-    assert rows == {("bandwidth", "A", None): 2, ("contention", "A", "fill of B@buf"): 1, ("bandwidth", "B", None): 1}
+    assert rows == {
+        ("bandwidth", "A", None): 2,
+        ("contention", "A", "fill of B@buf"): 1,
+        ("bandwidth", "B", None): 1,
+    }
 
 
 def test_offload_is_the_last_write_back(replay_case):

@@ -29,7 +29,10 @@ def replay(
     from cyclesim.schedule import ReusePolicy, build_plan
 
     plan = build_plan(arch, workload, mapping, ReusePolicy(reuse), isolate_einsums)
-    return build_result(replay_plan(plan, trace=trace, trace_filter=trace_filter, progress=progress), check_counts=check_counts)
+    return build_result(
+        replay_plan(plan, trace=trace, trace_filter=trace_filter, progress=progress),
+        check_counts=check_counts,
+    )
 
 
 __all__ = ["RawRun", "TraceFilter", "replay", "replay_plan"]

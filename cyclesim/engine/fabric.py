@@ -23,9 +23,21 @@ PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-
 class Fabric:
     """Arbitrates bursts over the ports of all memories."""
 
-    __slots__ = ("env", "holder", "waiting", "last_grant", "grants", "reserved", "width", "runs", "width_waiters")
+    __slots__ = (
+        "env",
+        "holder",
+        "waiting",
+        "last_grant",
+        "grants",
+        "reserved",
+        "width",
+        "runs",
+        "width_waiters",
+    )
 
-    def __init__(self, env: simpy.Environment, widths: dict[str, int], grants: dict[str, list]) -> None:
+    def __init__(
+        self, env: simpy.Environment, widths: dict[str, int], grants: dict[str, list]
+    ) -> None:
         self.env = env
         self.width = widths
         self.holder: dict[str, int | None] = {k: None for k in widths}
@@ -41,7 +53,9 @@ class Fabric:
     def request(self, who: int, keys: tuple[str, ...], tensor: str) -> simpy.Event | None:
         """None if every port in keys is granted to who now, else an event that fires when they are."""
         holder, reserved, width = self.holder, self.reserved, self.width
-        if all(holder[k] is None and reserved[k] < width[k] for k in keys) and not self.contested(keys):
+        if all(holder[k] is None and reserved[k] < width[k] for k in keys) and not self.contested(
+            keys
+        ):
             now = self.env.now
             for k in keys:
                 holder[k] = who

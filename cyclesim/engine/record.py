@@ -13,7 +13,9 @@ FOREVER = 1 << 62  # end of an open trace window
 # states of a node process (its timeline): what it is doing from that cycle on
 S_SLOT = "slot"  # waiting for a free slot; info: tile index holding it
 S_PARENT = "parent"  # waiting for the parent tile; info: parent node index
-S_PRODUCER = "dependency"  # waiting for the producing Einsum to finish the parent tile; info: einsum
+S_PRODUCER = (
+    "dependency"  # waiting for the producing Einsum to finish the parent tile; info: einsum
+)
 S_PORT = "port"  # waiting for its ports; info: (port keys)
 S_DMA = "dma"  # waiting for a DMA channel; info: engine name
 S_SETUP = "setup"  # DMA setup; info: engine name
@@ -41,7 +43,9 @@ class TraceFilter:
 
     def __post_init__(self) -> None:
         if self.start < 0 or (self.end is not None and self.end <= self.start):
-            raise ValueError(f"trace window [{self.start}, {self.end}) is empty or negative; give 0 <= start < end")
+            raise ValueError(
+                f"trace window [{self.start}, {self.end}) is empty or negative; give 0 <= start < end"
+            )
 
 
 @dataclass(slots=True)
@@ -50,13 +54,19 @@ class Recorder:
 
     fill_tl: list[list[tuple]] = field(default_factory=list)  # per node: [(t, state, info)]
     drain_tl: list[list[tuple]] = field(default_factory=list)
-    grants: dict[str, list[list]] = field(default_factory=dict)  # port -> [[start, end, who, tensor]]
+    grants: dict[str, list[list]] = field(
+        default_factory=dict
+    )  # port -> [[start, end, who, tensor]]
     pe_waits: list[tuple] = field(default_factory=list)  # (start, end, node, kind)
     pe_segments: list[tuple] | None = None  # (start, end, leaf, g) when tracing
-    spatial: dict[tuple, list] = field(default_factory=dict)  # (leaf, operand) -> [cycles, first, last]
+    spatial: dict[tuple, list] = field(
+        default_factory=dict
+    )  # (leaf, operand) -> [cycles, first, last]
     transfers: list[tuple] | None = None  # (start, end, node, kind, tile, bits) when tracing
     occupancy: list[tuple] | None = None  # (t, node, tiles resident) when tracing
-    last_finisher: dict[tuple, tuple] = field(default_factory=dict)  # (node, tile) -> ('pe'|'node', idx)
+    last_finisher: dict[tuple, tuple] = field(
+        default_factory=dict
+    )  # (node, tile) -> ('pe'|'node', idx)
     events: int = 0
     first_step: int | None = None
     last_step_end: int = 0
@@ -65,7 +75,9 @@ class Recorder:
     trace_window: tuple[int, int] = (0, FOREVER)
     trace_nodes: tuple[bool, ...] | None = None  # per node: keep its transfers and occupancy
     trace_leaves: tuple[bool, ...] | None = None  # per leaf: keep its PE segments
-    occupancy_before: dict[int, list[int]] = field(default_factory=dict)  # node -> [entered, released] before the window
+    occupancy_before: dict[int, list[int]] = field(
+        default_factory=dict
+    )  # node -> [entered, released] before the window
     # L1 allocators (engine/l1.py), only when a memory has an `allocator:`
     l1_log: list[tuple] | None = None  # every allocator event: rows of engine.l1.LOG_COLUMNS
     l1_occupancy: list[tuple] | None = None  # (t, memory, bytes in use) when tracing

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from cyclesim.engine.fabric import PE, Fabric
+from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.record import (
     FOREVER,
     S_DRAIN,
@@ -47,7 +47,17 @@ class _Tiles:
     SimPy event at all.
     """
 
-    __slots__ = ("env", "resident", "used", "released", "produced", "remaining", "prod_left", "last_visit", "drained")
+    __slots__ = (
+        "env",
+        "resident",
+        "used",
+        "released",
+        "produced",
+        "remaining",
+        "prod_left",
+        "last_visit",
+        "drained",
+    )
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
@@ -107,7 +117,10 @@ class _Replay:
         self.fabric = Fabric(self.env, widths, self.rec.grants)
         self.tiles = [_Tiles(self.env) for _ in plan.nodes]
         self.counts: dict[tuple, list[int]] = {}
-        self.dma = {name: (simpy.Resource(self.env, channels), setup, name) for name, channels, setup in plan.dma}
+        self.dma = {
+            name: (simpy.Resource(self.env, channels), setup, name)
+            for name, channels, setup in plan.dma
+        }
         self.segments_done = 0
         self.rec.fill_tl = [[] for _ in plan.nodes]
         self.rec.drain_tl = [[] for _ in plan.nodes]
@@ -121,7 +134,16 @@ class _Replay:
             self.l1 = L1Places(plan, self.rec, trace)
 
     # ------------------------------------------------------------------ bookkeeping
-    def count(self, einsum: str, tensor: str, memory: str, action: str, direction: str, values: int, bits: int) -> None:
+    def count(
+        self,
+        einsum: str,
+        tensor: str,
+        memory: str,
+        action: str,
+        direction: str,
+        values: int,
+        bits: int,
+    ) -> None:
         key = (einsum, tensor, memory, action, direction)
         cur = self.counts.get(key)
         if cur is None:
@@ -224,13 +246,41 @@ class _Replay:
                 l1.take(n.index, env.now)  # the first slot is taken: place its L1 buffer
             start = env.now
             yield from transfer(
-                env, self.fabric, self.rec, tl, 2 * n.index, n.tensor, n.fill_src, n.fill_dst,
-                par_bits_v * bits, chi_bits_v * bits, self._dma(n),
+                env,
+                self.fabric,
+                self.rec,
+                tl,
+                2 * n.index,
+                n.tensor,
+                n.fill_src,
+                n.fill_dst,
+                par_bits_v * bits,
+                chi_bits_v * bits,
+                self._dma(n),
             )
             if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):
-                self.rec.transfers.append((start, env.now, n.index, "reload" if n.output_role else "fill", k, par_bits_v * bits))
-            self.count(n.owner, n.tensor, p.memory, READ, READ_TO_BELOW, par_bits_v * n.parent_instances, bits)
-            self.count(n.owner, n.tensor, n.memory, WRITE, WRITE_FROM_ABOVE, chi_bits_v * n.instances, bits)
+                self.rec.transfers.append(
+                    (
+                        start,
+                        env.now,
+                        n.index,
+                        "reload" if n.output_role else "fill",
+                        k,
+                        par_bits_v * bits,
+                    )
+                )
+            self.count(
+                n.owner,
+                n.tensor,
+                p.memory,
+                READ,
+                READ_TO_BELOW,
+                par_bits_v * n.parent_instances,
+                bits,
+            )
+            self.count(
+                n.owner, n.tensor, n.memory, WRITE, WRITE_FROM_ABOVE, chi_bits_v * n.instances, bits
+            )
             if not n.output_role:
                 self.finish_use(p.index, kp, ("node", n.index), False)
             self._mark_resident(n, k)
@@ -262,13 +312,34 @@ class _Replay:
             bits = n.bits if final else n.psum_bits
             start = env.now
             yield from transfer(
-                env, self.fabric, self.rec, tl, 2 * n.index + 1, n.tensor, n.drain_dst, n.drain_src,
-                n.union_values * bits, n.tile_values * bits, self._dma(n),
+                env,
+                self.fabric,
+                self.rec,
+                tl,
+                2 * n.index + 1,
+                n.tensor,
+                n.drain_dst,
+                n.drain_src,
+                n.union_values * bits,
+                n.tile_values * bits,
+                self._dma(n),
             )
             if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):
-                self.rec.transfers.append((start, env.now, n.index, "drain", k, n.union_values * bits))
-            self.count(n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE, n.tile_values * n.instances, bits)
-            self.count(n.owner, n.tensor, p.memory, WRITE, WRITE_FROM_BELOW, n.union_values * n.parent_instances, bits)
+                self.rec.transfers.append(
+                    (start, env.now, n.index, "drain", k, n.union_values * bits)
+                )
+            self.count(
+                n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE, n.tile_values * n.instances, bits
+            )
+            self.count(
+                n.owner,
+                n.tensor,
+                p.memory,
+                WRITE,
+                WRITE_FROM_BELOW,
+                n.union_values * n.parent_instances,
+                bits,
+            )
             if not final:  # a later visit reloads these partial sums after this write-back
                 t.fire(t.drained, k)
             t.used.pop(k, None)
@@ -356,9 +427,25 @@ class _Replay:
             for i, o in enumerate(leaf.operands):
                 n = nodes[o.node]
                 if prof.reads[i]:
-                    self.count(leaf.einsum, o.tensor, n.memory, READ, READ_TO_BELOW, prof.reads[i] * times, o.bits)
+                    self.count(
+                        leaf.einsum,
+                        o.tensor,
+                        n.memory,
+                        READ,
+                        READ_TO_BELOW,
+                        prof.reads[i] * times,
+                        o.bits,
+                    )
                 if prof.writes[i]:
-                    self.count(leaf.einsum, o.tensor, n.memory, WRITE, WRITE_FROM_BELOW, prof.writes[i] * times, o.bits)
+                    self.count(
+                        leaf.einsum,
+                        o.tensor,
+                        n.memory,
+                        WRITE,
+                        WRITE_FROM_BELOW,
+                        prof.writes[i] * times,
+                        o.bits,
+                    )
         rec.last_step_end = env.now
         if plan.pipeline_depth:
             yield env.timeout(plan.pipeline_depth)
@@ -388,7 +475,11 @@ def _compile_filter(rec: Recorder, plan: Plan, f: TraceFilter) -> None:
 
 
 def replay_plan(
-    plan: Plan, *, trace: bool = False, trace_filter: TraceFilter | None = None, progress: bool | None = None
+    plan: Plan,
+    *,
+    trace: bool = False,
+    trace_filter: TraceFilter | None = None,
+    progress: bool | None = None,
 ) -> RawRun:
     """Run the plan to completion; raise EngineError if it cannot progress.
 
@@ -407,8 +498,11 @@ def replay_plan(
             continue
         procs.append((f"fill {n.label()}", r.rec.fill_tl[n.index], env.process(r.fill_proc(n))))
         if n.output_role:
-            procs.append((f"write-back {n.label()}", r.rec.drain_tl[n.index], env.process(r.drain_proc(n))))
+            procs.append(
+                (f"write-back {n.label()}", r.rec.drain_tl[n.index], env.process(r.drain_proc(n)))
+            )
     pe = env.process(r.pe_proc())
+
     def alive() -> bool:
         return pe.is_alive or any(p.is_alive for _, _, p in procs)
 
@@ -442,7 +536,9 @@ def _run(env: simpy.Environment, r: _Replay, alive, progress: bool | None, wall0
                 break
             if time.perf_counter() - t0 < 0.05:
                 chunk *= 2
-            if bar is None and (progress or (time.perf_counter() - wall0 > 1.0 and sys.stderr.isatty())):
+            if bar is None and (
+                progress or (time.perf_counter() - wall0 > 1.0 and sys.stderr.isatty())
+            ):
                 from tqdm import tqdm
 
                 bar = tqdm(total=total, unit="seg", desc="replay", file=sys.stderr, leave=False)
@@ -461,9 +557,13 @@ def _deadlock_message(now: int, pe_alive: bool, stuck: list, r: _Replay) -> str:
         node, k, kind, since = r.pe_waiting
         n = r.plan.nodes[node]
         what = (
-            f"to be produced by Einsum {r.producer_of.get(n.tensor)}" if kind == "produced" else "to be resident"
+            f"to be produced by Einsum {r.producer_of.get(n.tensor)}"
+            if kind == "produced"
+            else "to be resident"
         )
-        lines.append(f"  PE array: waiting since cycle {since} for tile {k} of {n.label()} {what} ('{kind}')")
+        lines.append(
+            f"  PE array: waiting since cycle {since} for tile {k} of {n.label()} {what} ('{kind}')"
+        )
     elif pe_alive:
         lines.append("  PE array: waiting")
     for name, tl in stuck:

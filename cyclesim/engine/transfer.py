@@ -116,7 +116,13 @@ def transfer(
         ev = fabric.release_and_request(who, keys, tensor, last_start)
     latency = max(parent_port.latency_cycles, child_port.latency_cycles)
     if latency:
-        tl.append((env.now, S_LATENCY, pk if parent_port.latency_cycles >= child_port.latency_cycles else ck))
+        tl.append(
+            (
+                env.now,
+                S_LATENCY,
+                pk if parent_port.latency_cycles >= child_port.latency_cycles else ck,
+            )
+        )
         yield env.timeout(latency)
         rec.events += 1
     if channel is not None:

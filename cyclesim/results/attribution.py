@@ -48,7 +48,9 @@ class StallSpan:
     competitor: str | None
     chain: str  # the path from the PE array's wait to the root, words joined by ' <- '
     cycles: int  # end - start, except for spatial stalls spread over [start, end)
-    action: str | None = None  # what the root process was doing: fill, entry (reload), write-back, compute
+    action: str | None = (
+        None  # what the root process was doing: fill, entry (reload), write-back, compute
+    )
 
 
 class Attributor:
@@ -59,7 +61,9 @@ class Attributor:
         self.nodes = raw.plan.nodes
         self.rec = raw.rec
         self._times: dict[tuple, list[int]] = {}
-        self._grant_starts: dict[str, list[int]] = {k: [g[0] for g in v] for k, v in raw.rec.grants.items()}
+        self._grant_starts: dict[str, list[int]] = {
+            k: [g[0] for g in v] for k, v in raw.rec.grants.items()
+        }
 
     # -------------------------------------------------------------- helpers
     def _label(self, who: int) -> str:
@@ -79,7 +83,16 @@ class Attributor:
         return t
 
     # -------------------------------------------------------------- the walk
-    def explain(self, kind: str, node: int, a: int, b: int, phase: str, chain: tuple[str, ...], depth: int = 0):
+    def explain(
+        self,
+        kind: str,
+        node: int,
+        a: int,
+        b: int,
+        phase: str,
+        chain: tuple[str, ...],
+        depth: int = 0,
+    ):
         """Yield StallSpans covering [a, b) by what node's `kind` process was doing."""
         if a >= b:
             return
@@ -110,31 +123,95 @@ class Attributor:
                 yield span(t, end, phase, DEPENDENCY, n, None, None, "deep chain", here)
             elif state == S_PARENT:
                 p = self.nodes[info]
-                yield from self.explain("fill", info, t, end, phase, here + (f"parent tile at {p.memory}",), depth + 1)
+                yield from self.explain(
+                    "fill", info, t, end, phase, here + (f"parent tile at {p.memory}",), depth + 1
+                )
             elif state == S_DRAIN:
-                yield from self.explain("drain", info, t, end, phase, here + ("previous write-back",), depth + 1)
+                yield from self.explain(
+                    "drain", info, t, end, phase, here + ("previous write-back",), depth + 1
+                )
             elif state == S_USES:
                 who = self.rec.last_finisher.get((node, info))
                 if who is not None and who[0] == "node":
-                    yield from self.explain("drain", who[1], t, end, phase, here + ("tile still in use",), depth + 1)
+                    yield from self.explain(
+                        "drain", who[1], t, end, phase, here + ("tile still in use",), depth + 1
+                    )
                 else:
-                    yield span(t, end, phase, DEPENDENCY, n, None, None, "PE array", here + ("tile in use by the PE array",))
+                    yield span(
+                        t,
+                        end,
+                        phase,
+                        DEPENDENCY,
+                        n,
+                        None,
+                        None,
+                        "PE array",
+                        here + ("tile in use by the PE array",),
+                    )
             elif state == S_SLOT:
-                yield span(t, end, phase, BUFFER_FULL, n, None, None, f"an earlier tile of {n.label()}", here + (f"no free slot in {n.memory}: tile {info} still holds it",))
+                yield span(
+                    t,
+                    end,
+                    phase,
+                    BUFFER_FULL,
+                    n,
+                    None,
+                    None,
+                    f"an earlier tile of {n.label()}",
+                    here + (f"no free slot in {n.memory}: tile {info} still holds it",),
+                )
             elif state == S_PRODUCER:
-                yield span(t, end, phase, DEPENDENCY, n, None, None, info, here + (f"Einsum {info} has not produced it",))
+                yield span(
+                    t,
+                    end,
+                    phase,
+                    DEPENDENCY,
+                    n,
+                    None,
+                    None,
+                    info,
+                    here + (f"Einsum {info} has not produced it",),
+                )
             elif state == S_PORT:
-                yield from self._contention(t, end, phase, n, 2 * node + (kind == "drain"), info, here, what)
+                yield from self._contention(
+                    t, end, phase, n, 2 * node + (kind == "drain"), info, here, what
+                )
             elif state == S_DMA:
-                yield span(t, end, phase, CONTENTION, n, info, None, f"DMA {info} channels busy", here + (f"waiting for a channel of {info}",))
+                yield span(
+                    t,
+                    end,
+                    phase,
+                    CONTENTION,
+                    n,
+                    info,
+                    None,
+                    f"DMA {info} channels busy",
+                    here + (f"waiting for a channel of {info}",),
+                )
             elif state == S_SETUP:
-                yield span(t, end, phase, LATENCY, n, info, None, None, here + (f"DMA {info} setup",))
+                yield span(
+                    t, end, phase, LATENCY, n, info, None, None, here + (f"DMA {info} setup",)
+                )
             elif state == S_BURST:
-                yield span(t, end, phase, BANDWIDTH, n, info, None, None, here + (f"moving bursts through {info}",))
+                yield span(
+                    t,
+                    end,
+                    phase,
+                    BANDWIDTH,
+                    n,
+                    info,
+                    None,
+                    None,
+                    here + (f"moving bursts through {info}",),
+                )
             elif state == S_LATENCY:
-                yield span(t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",))
+                yield span(
+                    t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",)
+                )
             elif state == S_PIPE:
-                yield span(t, end, phase, LATENCY, n, None, None, None, here + ("PE pipeline depth",))
+                yield span(
+                    t, end, phase, LATENCY, n, None, None, None, here + ("PE pipeline depth",)
+                )
             elif state == S_IDLE:
                 yield span(t, end, phase, DEPENDENCY, n, None, None, None, here + ("done",))
             else:
@@ -142,7 +219,9 @@ class Attributor:
             t = end
             i += 1
 
-    def _contention(self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain, action=None):
+    def _contention(
+        self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain, action=None
+    ):
         """Split [a, b) by who held the wanted ports; the PE array when no transfer did."""
         t = a
         while t < b:
@@ -162,16 +241,42 @@ class Attributor:
                 competitor = "PE array"
             else:
                 competitor = self._label(holder)
-            yield self._span(t, until, phase, CONTENTION, n, port, None, competitor, chain + (f"{port} busy with {competitor}",), action=action)
+            yield self._span(
+                t,
+                until,
+                phase,
+                CONTENTION,
+                n,
+                port,
+                None,
+                competitor,
+                chain + (f"{port} busy with {competitor}",),
+                action=action,
+            )
             t = until
 
-    def _span(self, a, b, phase, cause, n, port_key, _unused, competitor, chain, action=None) -> StallSpan:
+    def _span(
+        self, a, b, phase, cause, n, port_key, _unused, competitor, chain, action=None
+    ) -> StallSpan:
         port = port_mem = None
         if port_key is not None and "." in port_key:
             port_mem, port = port_key.split(".", 1)
         elif port_key is not None:
             port = port_key
-        return StallSpan(a, b, phase, cause, n.memory, n.tensor, port, port_mem, competitor, " <- ".join(chain), b - a, action)
+        return StallSpan(
+            a,
+            b,
+            phase,
+            cause,
+            n.memory,
+            n.tensor,
+            port,
+            port_mem,
+            competitor,
+            " <- ".join(chain),
+            b - a,
+            action,
+        )
 
 
 def attribute(raw: RawRun) -> list[StallSpan]:
@@ -184,20 +289,51 @@ def attribute(raw: RawRun) -> list[StallSpan]:
         phase = "onload" if t1 <= first else "compute"
         n = plan.nodes[node]
         if kind == "produced":
-            prod = next((lf.einsum for lf in plan.leaves if lf.operands[-1].tensor == n.tensor), None)
-            spans.append(StallSpan(t0, t1, phase, DEPENDENCY, n.memory, n.tensor, None, None, prod,
-                                   f"PE array waits for {n.tensor} at {n.memory} <- Einsum {prod} has not produced it", t1 - t0))
+            prod = next(
+                (lf.einsum for lf in plan.leaves if lf.operands[-1].tensor == n.tensor), None
+            )
+            spans.append(
+                StallSpan(
+                    t0,
+                    t1,
+                    phase,
+                    DEPENDENCY,
+                    n.memory,
+                    n.tensor,
+                    None,
+                    None,
+                    prod,
+                    f"PE array waits for {n.tensor} at {n.memory} <- Einsum {prod} has not produced it",
+                    t1 - t0,
+                )
+            )
             continue
-        spans.extend(at.explain("fill", node, t0, t1, phase, (f"PE array waits for {n.tensor} tile at {n.memory}",)))
+        spans.extend(
+            at.explain(
+                "fill", node, t0, t1, phase, (f"PE array waits for {n.tensor} tile at {n.memory}",)
+            )
+        )
     for (li, oi), (cycles, start, end) in rec.spatial.items():
         leaf = plan.leaves[li]
         o = leaf.operands[oi]
         port = o.read_port if not o.is_output else (o.read_port or o.write_port)
-        spans.append(StallSpan(start, end, "compute", SPATIAL, plan.nodes[o.node].memory, o.tensor,
-                               port.name if port else None, port.memory if port else None, None,
-                               f"PE array steps of {leaf.einsum} wait on {port.key if port else '?'} "
-                               f"({o.values_per_step * o.bits} b per step, {port.width_bits if port else '?'} b/cycle)", cycles,
-                               "compute"))
+        spans.append(
+            StallSpan(
+                start,
+                end,
+                "compute",
+                SPATIAL,
+                plan.nodes[o.node].memory,
+                o.tensor,
+                port.name if port else None,
+                port.memory if port else None,
+                None,
+                f"PE array steps of {leaf.einsum} wait on {port.key if port else '?'} "
+                f"({o.values_per_step * o.bits} b per step, {port.width_bits if port else '?'} b/cycle)",
+                cycles,
+                "compute",
+            )
+        )
     last = rec.last_step_end
     if raw.cycles > last:
         spans.extend(_offload(at, raw, last))
@@ -213,6 +349,29 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
         if tl and tl[-1][0] > best_t:
             best, best_t = n.index, tl[-1][0]
     if best is None or best_t < raw.cycles:
-        return [StallSpan(last, raw.cycles, "offload", LATENCY, None, None, None, None, None, "PE pipeline depth", raw.cycles - last)]
+        return [
+            StallSpan(
+                last,
+                raw.cycles,
+                "offload",
+                LATENCY,
+                None,
+                None,
+                None,
+                None,
+                None,
+                "PE pipeline depth",
+                raw.cycles - last,
+            )
+        ]
     n = plan.nodes[best]
-    return list(at.explain("drain", best, last, raw.cycles, "offload", (f"run ends with the write-back of {n.tensor} from {n.memory}",)))
+    return list(
+        at.explain(
+            "drain",
+            best,
+            last,
+            raw.cycles,
+            "offload",
+            (f"run ends with the write-back of {n.tensor} from {n.memory}",),
+        )
+    )

@@ -15,7 +15,9 @@ def events_table(raw: RawRun) -> pd.DataFrame:
     rows = []
     for start, end, node, kind, tile, bits in rec.transfers or ():
         n = plan.nodes[node]
-        rows.append((start, end, f"{n.label()} {kind}", kind, n.owner, n.tensor, n.memory, tile, bits))
+        rows.append(
+            (start, end, f"{n.label()} {kind}", kind, n.owner, n.tensor, n.memory, tile, bits)
+        )
     for start, end, li, g in rec.pe_segments or ():
         leaf = plan.leaves[li]
         rows.append((start, end, "PE array", "compute", leaf.einsum, None, None, g, 0))

@@ -51,13 +51,34 @@ class SimResult:
                     isolate_einsums=self.isolate_einsums,
                 )
             ]
-        ).astype({"cycles": "int64", "onload_cycles": "int64", "ideal_compute_cycles": "int64",
-                  "stall_cycles": "int64", "offload_cycles": "int64", "macs": "int64"})
+        ).astype(
+            {
+                "cycles": "int64",
+                "onload_cycles": "int64",
+                "ideal_compute_cycles": "int64",
+                "stall_cycles": "int64",
+                "offload_cycles": "int64",
+                "macs": "int64",
+            }
+        )
 
     @cached_property
     def stall_spans(self) -> pd.DataFrame:
         """Every attributed span: start, end, cycles, phase, cause, memory, tensor, port, competitor, chain."""
-        cols = ["start", "end", "cycles", "phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor", "chain"]
+        cols = [
+            "start",
+            "end",
+            "cycles",
+            "phase",
+            "cause",
+            "action",
+            "memory",
+            "tensor",
+            "port",
+            "port_memory",
+            "competitor",
+            "chain",
+        ]
         rows = [{c: getattr(s, c) for c in cols} for s in self.spans]
         df = pd.DataFrame(rows, columns=cols)
         df["reuse"] = self.reuse
@@ -84,7 +105,11 @@ class SimResult:
     def accesses(self) -> pd.DataFrame:
         """Values and bits per (einsum, tensor, memory, action), both directions of an action summed."""
         df = self.detailed_accesses
-        g = df.groupby(["einsum", "tensor", "memory", "action"], sort=False)[["values", "bits"]].sum().reset_index()
+        g = (
+            df.groupby(["einsum", "tensor", "memory", "action"], sort=False)[["values", "bits"]]
+            .sum()
+            .reset_index()
+        )
         g["reuse"] = self.reuse
         g["isolate_einsums"] = self.isolate_einsums
         return g
@@ -122,19 +147,43 @@ class SimResult:
     def to_json_dict(self) -> dict:
         """The `cyclesim run --json` object."""
         stalls = [
-            dict(cause=r.cause, phase=r.phase, action=r.action, memory=r.memory, tensor=r.tensor,
-                 port=r.port, port_memory=r.port_memory, competitor=r.competitor, cycles=int(r.cycles))
+            dict(
+                cause=r.cause,
+                phase=r.phase,
+                action=r.action,
+                memory=r.memory,
+                tensor=r.tensor,
+                port=r.port,
+                port_memory=r.port_memory,
+                competitor=r.competitor,
+                cycles=int(r.cycles),
+            )
             for r in self.stalls.itertuples()
         ]
         accesses = [
-            dict(einsum=r.einsum, tensor=r.tensor, memory=r.memory, action=r.action, values=int(r.values), bits=int(r.bits))
+            dict(
+                einsum=r.einsum,
+                tensor=r.tensor,
+                memory=r.memory,
+                action=r.action,
+                values=int(r.values),
+                bits=int(r.bits),
+            )
             for r in self.accesses.itertuples()
         ]
         out = dict(
-            cycles=self.cycles, ideal_compute_cycles=self.ideal_compute_cycles, stall_cycles=self.stall_cycles,
-            onload_cycles=self.onload_cycles, offload_cycles=self.offload_cycles, macs=self.macs,
-            reuse=self.reuse, isolate_einsums=self.isolate_einsums, stalls=stalls, accesses=accesses,
-            events=self.events, wall_seconds=round(self.wall_seconds, 6),
+            cycles=self.cycles,
+            ideal_compute_cycles=self.ideal_compute_cycles,
+            stall_cycles=self.stall_cycles,
+            onload_cycles=self.onload_cycles,
+            offload_cycles=self.offload_cycles,
+            macs=self.macs,
+            reuse=self.reuse,
+            isolate_einsums=self.isolate_einsums,
+            stalls=stalls,
+            accesses=accesses,
+            events=self.events,
+            wall_seconds=round(self.wall_seconds, 6),
         )
         if self.raw.plan.allocators:  # L1 placement was modelled
             from cyclesim.engine.l1 import LOG_COLUMNS
@@ -147,8 +196,13 @@ class SimResult:
 def build_result(raw: RawRun, *, check_counts: bool = True) -> SimResult:
     """Turn an engine run into a SimResult; fail loudly if counts differ from the closed form."""
     plan, rec = raw.plan, raw.rec
-    rows = [dict(zip(ACCESS_KEYS, k, strict=True), values=v[0], bits=v[1]) for k, v in raw.counts.items()]
-    detailed = pd.DataFrame(rows, columns=ACCESS_KEYS + ["values", "bits"]).astype({"values": "int64", "bits": "int64"})
+    rows = [
+        dict(zip(ACCESS_KEYS, k, strict=True), values=v[0], bits=v[1])
+        for k, v in raw.counts.items()
+    ]
+    detailed = pd.DataFrame(rows, columns=ACCESS_KEYS + ["values", "bits"]).astype(
+        {"values": "int64", "bits": "int64"}
+    )
     if check_counts:
         _check_counts(raw)
     ideal = sum(leaf.steps for leaf in plan.leaves)
@@ -159,21 +213,37 @@ def build_result(raw: RawRun, *, check_counts: bool = True) -> SimResult:
     spans = tuple(attribute(raw))
     macs = sum(leaf.steps * leaf.macs_per_step for leaf in plan.leaves if not leaf.is_copy)
     res = SimResult(
-        raw.cycles, ideal, onload, offload, stall, macs, plan.reuse.value, plan.isolate_einsums,
-        raw.wall_seconds, rec.events, spans, detailed, raw,
+        raw.cycles,
+        ideal,
+        onload,
+        offload,
+        stall,
+        macs,
+        plan.reuse.value,
+        plan.isolate_einsums,
+        raw.wall_seconds,
+        rec.events,
+        spans,
+        detailed,
+        raw,
     )
     _check_attribution(res)
     return res
 
 
 def _check_counts(raw: RawRun) -> None:
-    expected = {(a.einsum, a.tensor, a.memory, a.action, a.direction): [a.values, a.bits] for a in closed_form(raw.plan)}
+    expected = {
+        (a.einsum, a.tensor, a.memory, a.action, a.direction): [a.values, a.bits]
+        for a in closed_form(raw.plan)
+    }
     got = {k: v for k, v in raw.counts.items() if v[0] or v[1]}
     if expected != got:
         diffs = []
         for k in sorted(set(expected) | set(got), key=str):
             if expected.get(k) != got.get(k):
-                diffs.append(f"  {'/'.join(k)}: closed form {expected.get(k)}, counted {got.get(k)}")
+                diffs.append(
+                    f"  {'/'.join(k)}: closed form {expected.get(k)}, counted {got.get(k)}"
+                )
         raise CountMismatchError(
             "the engine's counted accesses differ from the schedule's closed form [values, bits]:\n"
             + "\n".join(diffs[:20])
@@ -187,4 +257,6 @@ def _check_attribution(res: SimResult) -> None:
         by_phase[s.phase] += s.cycles
     want = {"onload": res.onload_cycles, "compute": res.stall_cycles, "offload": res.offload_cycles}
     if by_phase != want:
-        raise CountMismatchError(f"stall attribution does not add up: attributed {by_phase}, totals {want}")
+        raise CountMismatchError(
+            f"stall attribution does not add up: attributed {by_phase}, totals {want}"
+        )

@@ -44,19 +44,55 @@ def closed_form(plan: Plan) -> list[Access]:
         chi = n.tile_values * n.instances
         if not n.output_role:
             e = n.entries
-            rows.append(Access(n.owner, n.tensor, p.memory, READ, READ_TO_BELOW, e * par, e * par * n.bits))
-            rows.append(Access(n.owner, n.tensor, n.memory, WRITE, WRITE_FROM_ABOVE, e * chi, e * chi * n.bits))
+            rows.append(
+                Access(n.owner, n.tensor, p.memory, READ, READ_TO_BELOW, e * par, e * par * n.bits)
+            )
+            rows.append(
+                Access(
+                    n.owner, n.tensor, n.memory, WRITE, WRITE_FROM_ABOVE, e * chi, e * chi * n.bits
+                )
+            )
             continue
         reloads = n.entries - n.distinct
         finals, partials = n.distinct, n.entries - n.distinct
         ps, fb = n.psum_bits, n.bits
-        rows.append(Access(n.owner, n.tensor, p.memory, READ, READ_TO_BELOW, reloads * par, reloads * par * ps))
-        rows.append(Access(n.owner, n.tensor, n.memory, WRITE, WRITE_FROM_ABOVE, reloads * chi, reloads * chi * ps))
         rows.append(
-            Access(n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE, n.entries * chi, chi * (finals * fb + partials * ps))
+            Access(
+                n.owner, n.tensor, p.memory, READ, READ_TO_BELOW, reloads * par, reloads * par * ps
+            )
         )
         rows.append(
-            Access(n.owner, n.tensor, p.memory, WRITE, WRITE_FROM_BELOW, n.entries * par, par * (finals * fb + partials * ps))
+            Access(
+                n.owner,
+                n.tensor,
+                n.memory,
+                WRITE,
+                WRITE_FROM_ABOVE,
+                reloads * chi,
+                reloads * chi * ps,
+            )
+        )
+        rows.append(
+            Access(
+                n.owner,
+                n.tensor,
+                n.memory,
+                READ,
+                READ_TO_ABOVE,
+                n.entries * chi,
+                chi * (finals * fb + partials * ps),
+            )
+        )
+        rows.append(
+            Access(
+                n.owner,
+                n.tensor,
+                p.memory,
+                WRITE,
+                WRITE_FROM_BELOW,
+                n.entries * par,
+                par * (finals * fb + partials * ps),
+            )
         )
     for leaf in plan.leaves:
         steps = leaf.steps
@@ -64,11 +100,25 @@ def closed_form(plan: Plan) -> list[Access]:
             mem = nodes[o.node].memory
             per = o.values_per_step * o.instances
             if o.is_output:
-                rows.append(Access(leaf.einsum, o.tensor, mem, WRITE, WRITE_FROM_BELOW, steps * per, steps * per * o.bits))
+                rows.append(
+                    Access(
+                        leaf.einsum,
+                        o.tensor,
+                        mem,
+                        WRITE,
+                        WRITE_FROM_BELOW,
+                        steps * per,
+                        steps * per * o.bits,
+                    )
+                )
                 if o.read_port is not None:
-                    first = prod(b for b, r in zip(leaf.bounds, leaf.out_relevant, strict=True) if r)
+                    first = prod(
+                        b for b, r in zip(leaf.bounds, leaf.out_relevant, strict=True) if r
+                    )
                     v = (steps - first) * per
-                    rows.append(Access(leaf.einsum, o.tensor, mem, READ, READ_TO_BELOW, v, v * o.bits))
+                    rows.append(
+                        Access(leaf.einsum, o.tensor, mem, READ, READ_TO_BELOW, v, v * o.bits)
+                    )
             else:
                 v = prod(leaf.bounds[: o.change_depth]) * per
                 rows.append(Access(leaf.einsum, o.tensor, mem, READ, READ_TO_BELOW, v, v * o.bits))

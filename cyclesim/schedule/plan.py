@@ -11,7 +11,6 @@ import enum
 from dataclasses import dataclass
 from math import prod
 
-from cyclesim.errors import SpecError
 from cyclesim.spec import (
     Architecture,
     Compute,
@@ -114,7 +113,9 @@ class Operand:
     node: int
     ratio: int  # segments of the leaf per tile of the node
     is_output: bool
-    change_depth: int  # innermost leaf loop (1-based) that changes the value; 0: never after the first
+    change_depth: (
+        int  # innermost leaf loop (1-based) that changes the value; 0: never after the first
+    )
     values_per_step: int  # per instance of the node, per step
     instances: int
     bits: int
@@ -165,7 +166,9 @@ class Plan:
     ports: tuple[PortRef, ...]
     dma: tuple[tuple[str, int, int], ...]  # (name, channels, setup cycles)
     tensor_order: tuple[str, ...]
-    allocators: tuple[tuple[str, object], ...] = ()  # (memory, validated L1Config) with `allocator:`
+    allocators: tuple[
+        tuple[str, object], ...
+    ] = ()  # (memory, validated L1Config) with `allocator:`
 
 
 def _relevant(workload: Workload, tensor: str, rank: str) -> bool:
@@ -300,6 +303,8 @@ def _einsums_in(nodes: tuple) -> list[str]:
             for b in n.branches:
                 out.extend(_einsums_in(b))
     return out
+
+
 @dataclass(slots=True)
 class _Rec:
     """A storage node of one tensor while the plan is being built."""
@@ -370,7 +375,7 @@ def build_plan(
     dims_shared = {m.name: set(m.shared_across) for m in arch.memories}
 
     info = []
-    for ri, r in enumerate(recs):
+    for r in recs:
         parent = None
         for node in reversed(r.above):
             if isinstance(node, Storage) and r.tensor in node.tensors:
@@ -409,7 +414,11 @@ def build_plan(
             above, _ = leaf_list[li]
             pos = next(i for i, n in enumerate(above) if n is r.store)
             for sp in above[pos + 1 :]:
-                if isinstance(sp, Spatial) and sp.bound > 1 and sp.dim not in dims_shared[r.store.memory]:
+                if (
+                    isinstance(sp, Spatial)
+                    and sp.bound > 1
+                    and sp.dim not in dims_shared[r.store.memory]
+                ):
                     raise mapping.error(
                         f"memory '{r.store.memory}' exists once per position of array dimension "
                         f"{sp.dim}, but the spatial loop over {sp.dim} ({sp.path}) is below its "
@@ -472,12 +481,16 @@ def build_plan(
             if reuse is ReusePolicy.STRICT:
                 change = len(bounds)
             else:
-                change = max((i + 1 for i, n in enumerate(temporal) if n.rank in a.ranks()), default=0)
+                change = max(
+                    (i + 1 for i, n in enumerate(temporal) if n.rank in a.ranks()), default=0
+                )
             mem = r.store.memory
             tensor = workload.tensor(a.tensor)
             why = f"the PE array of Einsum '{einsum.name}'"
             read_port = _port(arch, mem, a.tensor, Direction.READ_TO_BELOW, why)
-            write_port = _port(arch, mem, a.tensor, Direction.WRITE_FROM_BELOW, why) if is_out else None
+            write_port = (
+                _port(arch, mem, a.tensor, Direction.WRITE_FROM_BELOW, why) if is_out else None
+            )
             if is_out and einsum.is_copy:
                 read_port = None
             operands.append(
@@ -489,7 +502,9 @@ def build_plan(
                     change,
                     vps,
                     info[inner_ri]["instances"],
-                    tensor.partial_sum_bits if (is_out and not einsum.is_copy) else tensor.bits_per_value,
+                    tensor.partial_sum_bits
+                    if (is_out and not einsum.is_copy)
+                    else tensor.bits_per_value,
                     read_port,
                     write_port,
                 )
@@ -497,8 +512,16 @@ def build_plan(
         segments = prod(bounds[:seg_depth])
         ops = tuple(
             Operand(
-                o.tensor, o.node, segments // prod(info[o.node]["counted"]), o.is_output, o.change_depth,
-                o.values_per_step, o.instances, o.bits, o.read_port, o.write_port,
+                o.tensor,
+                o.node,
+                segments // prod(info[o.node]["counted"]),
+                o.is_output,
+                o.change_depth,
+                o.values_per_step,
+                o.instances,
+                o.bits,
+                o.read_port,
+                o.write_port,
             )
             for o in operands
         )
@@ -506,8 +529,18 @@ def build_plan(
         spatial_macs = prod(n.bound for n in above if isinstance(n, Spatial))
         leaf_plans.append(
             LeafPlan(
-                li, einsum.name, comp.path, einsum.is_copy, bounds, out_rel, seg_depth, segments,
-                prod(bounds), spatial_macs, ops, shared_depth_of.get(li, 0),
+                li,
+                einsum.name,
+                comp.path,
+                einsum.is_copy,
+                bounds,
+                out_rel,
+                seg_depth,
+                segments,
+                prod(bounds),
+                spatial_macs,
+                ops,
+                shared_depth_of.get(li, 0),
             )
         )
     nodes = _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list)
@@ -524,8 +557,16 @@ def build_plan(
                     ports.append(p)
     dma = tuple((d.name, d.channels, d.setup_cycles) for d in arch.dma_engines)
     return Plan(
-        tuple(nodes), tuple(leaf_plans), root, reuse, isolate_einsums,
-        arch.pe_array.pipeline_depth_cycles, tuple(ports), dma, tensor_order, _allocators(arch),
+        tuple(nodes),
+        tuple(leaf_plans),
+        root,
+        reuse,
+        isolate_einsums,
+        arch.pe_array.pipeline_depth_cycles,
+        tuple(ports),
+        dma,
+        tensor_order,
+        _allocators(arch),
     )
 
 
@@ -536,7 +577,12 @@ def _allocators(arch: Architecture) -> tuple[tuple[str, object], ...]:
     from cyclesim.l1.config import L1Config
 
     return tuple(
-        (m.name, L1Config.from_dict(m.allocator, file=arch.source, lines=arch.lines, loc=("memories", i, "allocator")))
+        (
+            m.name,
+            L1Config.from_dict(
+                m.allocator, file=arch.source, lines=arch.lines, loc=("memories", i, "allocator")
+            ),
+        )
         for i, m in enumerate(arch.memories)
         if m.allocator is not None
     )
@@ -565,7 +611,9 @@ def _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list) ->
             ratio = entries // prod(pc)
         children = [ci for ci in range(len(recs)) if info[ci]["parent"] == ri]
         uses = sum(prod(info[c]["counted"]) // entries for c in children)
-        producer_uses = sum(prod(info[c]["counted"]) // entries for c in children if info[c]["output_role"])
+        producer_uses = sum(
+            prod(info[c]["counted"]) // entries for c in children if info[c]["output_role"]
+        )
         pe_by = None
         for leaf in leaf_plans:
             for o in leaf.operands:
@@ -582,7 +630,10 @@ def _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list) ->
         fill_src = fill_dst = drain_src = drain_dst = None
         dma = None
         if p is not None:
-            pm, why = recs[p].store.memory, f"link {recs[p].store.memory} -> {r.store.memory} of tensor {r.tensor}"
+            pm, why = (
+                recs[p].store.memory,
+                f"link {recs[p].store.memory} -> {r.store.memory} of tensor {r.tensor}",
+            )
             reloads = prod(d["counted"]) > prod(
                 b for b, rel in zip(d["counted"], d["relevant"], strict=True) if rel
             )
@@ -594,18 +645,38 @@ def _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list) ->
                 drain_dst = _port(arch, pm, r.tensor, Direction.WRITE_FROM_BELOW, why)
             engine = arch.dma_for(pm, r.store.memory)
             dma = engine.name if engine else None
-        wait_producer = (
-            p is not None and not d["output_role"] and info[p]["output_role"]
-        )
+        wait_producer = p is not None and not d["output_role"] and info[p]["output_role"]
         nodes.append(
             NodePlan(
-                ri, r.tensor, r.store.memory, r.store.path, p, p is None, d["output_role"], owner,
-                d["counted"], d["relevant"], entries, distinct, ratio, d["tile"], d["union"],
-                d["instances"], info[p]["instances"] if p is not None else 1,
+                ri,
+                r.tensor,
+                r.store.memory,
+                r.store.path,
+                p,
+                p is None,
+                d["output_role"],
+                owner,
+                d["counted"],
+                d["relevant"],
+                entries,
+                distinct,
+                ratio,
+                d["tile"],
+                d["union"],
+                d["instances"],
+                info[p]["instances"] if p is not None else 1,
                 arch.memory(r.store.memory).slots_for(r.tensor),
-                tensor.bits_per_value, tensor.partial_sum_bits,
-                fill_src, fill_dst, drain_src, drain_dst, dma, uses, producer_uses,
-                wait_producer, pe_by,
+                tensor.bits_per_value,
+                tensor.partial_sum_bits,
+                fill_src,
+                fill_dst,
+                drain_src,
+                drain_dst,
+                dma,
+                uses,
+                producer_uses,
+                wait_producer,
+                pe_by,
             )
         )
     return nodes
@@ -630,7 +701,9 @@ def _check_capacity(arch, mapping, nodes, recs, leaf_plans, workload) -> None:
                 slots = 1 if n.is_backing else n.slots
                 b = n.tile_values * slots * bits
                 need += b
-                parts.append(f"{n.tensor}: {n.tile_values} values x {slots} slot(s) x {bits} b = {b} b")
+                parts.append(
+                    f"{n.tensor}: {n.tile_values} values x {slots} slot(s) x {bits} b = {b} b"
+                )
             if need > size:
                 raise mapping.error(
                     f"tiles kept in memory '{mem_name}' need {need} bits per instance but it has "

@@ -125,7 +125,12 @@ def segment_profile(leaf: LeafPlan, level: int, first: bool) -> SegmentProfile:
         account(d, True, fv)
         account(d, False, total - fv)
     return SegmentProfile(
-        cycles, steps, tuple(sorted(spatial.items())), tuple(port_bits.items()), tuple(reads), tuple(writes)
+        cycles,
+        steps,
+        tuple(sorted(spatial.items())),
+        tuple(port_bits.items()),
+        tuple(reads),
+        tuple(writes),
     )
 
 

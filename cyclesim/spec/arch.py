@@ -181,7 +181,11 @@ class Architecture:
     def error(self, message: str, loc: tuple = (), **kw: Any) -> SpecError:
         """A SpecError pointing into this architecture file."""
         return SpecError(
-            message, file=self.source, field=format_path(loc) or None, line=line_of(self.lines, loc), **kw
+            message,
+            file=self.source,
+            field=format_path(loc) or None,
+            line=line_of(self.lines, loc),
+            **kw,
         )
 
 
@@ -191,7 +195,9 @@ def load_architecture(path: str) -> Architecture:
     return architecture_from_dict(data, name, lines)
 
 
-def architecture_from_dict(data: Any, name: str = "<architecture>", lines: Lines | None = None) -> Architecture:
+def architecture_from_dict(
+    data: Any, name: str = "<architecture>", lines: Lines | None = None
+) -> Architecture:
     """Validate a parsed architecture; every fault is one SpecError."""
     lines = lines or {}
     raw: _Arch = validate(_Arch, data, lines, name, "architecture")  # type: ignore[assignment]
@@ -202,7 +208,9 @@ def architecture_from_dict(data: Any, name: str = "<architecture>", lines: Lines
     dims = raw.pe_array.dims
     for dim, size in dims.items():
         if size <= 0:
-            raise err("array dimension sizes must be positive", ("pe_array", "dims", dim), found=size)
+            raise err(
+                "array dimension sizes must be positive", ("pe_array", "dims", dim), found=size
+            )
     _unique([m.name for m in raw.memories], ("memories",), "memory", err)
     memories = []
     for mi, m in enumerate(raw.memories):
@@ -230,7 +238,14 @@ def architecture_from_dict(data: Any, name: str = "<architecture>", lines: Lines
                             found=tensor,
                             expected=f"one of {m.tensors}",
                         )
-            port = Port(p.name, PortKind(p.kind), p.width_bits, p.latency_cycles, p.burst_bits or p.width_bits, serves)
+            port = Port(
+                p.name,
+                PortKind(p.kind),
+                p.width_bits,
+                p.latency_cycles,
+                p.burst_bits or p.width_bits,
+                serves,
+            )
             for si, (_, direction) in enumerate(serves or ()):
                 if not port.can_serve("*", direction) and not any(
                     port.can_serve(t, direction) for t, _ in serves
@@ -250,7 +265,15 @@ def architecture_from_dict(data: Any, name: str = "<architecture>", lines: Lines
                         found=t,
                     )
             db = tuple(db)
-        mem = Memory(m.name, m.size_bits, shared, tuple(m.tensors) if m.tensors is not None else None, db, tuple(ports), m.allocator)
+        mem = Memory(
+            m.name,
+            m.size_bits,
+            shared,
+            tuple(m.tensors) if m.tensors is not None else None,
+            db,
+            tuple(ports),
+            m.allocator,
+        )
         _check_port_ambiguity(mem, loc, err)
         memories.append(mem)
     names = [m.name for m in memories]
@@ -269,7 +292,9 @@ def architecture_from_dict(data: Any, name: str = "<architecture>", lines: Lines
                     )
             links.append((link.parent, link.child))
         dmas.append(DmaEngine(d.name, tuple(links), d.channels, d.setup_cycles))
-    pe = PEArray(tuple(dims.items()), raw.pe_array.macs_per_pe_per_cycle, raw.pe_array.pipeline_depth_cycles)
+    pe = PEArray(
+        tuple(dims.items()), raw.pe_array.macs_per_pe_per_cycle, raw.pe_array.pipeline_depth_cycles
+    )
     return Architecture(raw.name, pe, tuple(memories), tuple(dmas), raw.clock_mhz, name, lines)
 
 

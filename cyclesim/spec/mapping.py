@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,7 +47,7 @@ class _SequentialN(_Strict):
 
 
 _AnyNode = Annotated[
-    Union[_StorageN, _TemporalN, _SpatialN, _ComputeN, _SequentialN], Field(discriminator="type")
+    _StorageN | _TemporalN | _SpatialN | _ComputeN | _SequentialN, Field(discriminator="type")
 ]
 _SequentialN.model_rebuild()
 
@@ -105,7 +105,9 @@ class Mapping:
 
     def error(self, message: str, path: str, **kw: Any) -> SpecError:
         """A SpecError pointing at a node of this mapping file by its field path."""
-        return SpecError(message, file=self.source, field=path, line=_line_for(self.lines, path), **kw)
+        return SpecError(
+            message, file=self.source, field=path, line=_line_for(self.lines, path), **kw
+        )
 
 
 def _line_for(lines: Lines, path: str) -> int | None:
@@ -141,7 +143,11 @@ def load_mapping(path: str, arch: Architecture, workload: Workload) -> Mapping:
 
 
 def mapping_from_dict(
-    data: Any, arch: Architecture, workload: Workload, name: str = "<mapping>", lines: Lines | None = None
+    data: Any,
+    arch: Architecture,
+    workload: Workload,
+    name: str = "<mapping>",
+    lines: Lines | None = None,
 ) -> Mapping:
     """Validate a parsed mapping; every fault is one SpecError naming the node's field path."""
     lines = lines or {}
@@ -165,7 +171,12 @@ def _convert(nodes: list, prefix: str) -> tuple[Node, ...]:
         elif isinstance(n, _ComputeN):
             out.append(Compute(n.einsum, path))
         else:
-            out.append(Sequential(tuple(_convert(b, f"{path}.branches[{bi}]") for bi, b in enumerate(n.branches)), path))
+            out.append(
+                Sequential(
+                    tuple(_convert(b, f"{path}.branches[{bi}]") for bi, b in enumerate(n.branches)),
+                    path,
+                )
+            )
     return tuple(out)
 
 

@@ -226,7 +226,7 @@ def workload_from_dict(data: Any, name: str = "<workload>", lines: Lines | None 
                 ("einsums", ei, "outputs", 0, "tensor"),
             )
         producers[e.output.tensor] = e.name
-    for ti, t in enumerate(raw.tensors):
+    for t in raw.tensors:
         if t not in order:
             raise err("tensor declared but used by no Einsum", ("tensors", t), found=t)
     tensors = []
