@@ -23,7 +23,9 @@ from cyclesim.checks.accelforge_check import AccelForgeCheck, run_check
 from cyclesim.checks.peers import accelforge as peer
 from cyclesim.errors import PeerUnavailable, SpecError
 
-SEEDS = Path("/work/shared/cases/accelforge_persist")
+SEEDS = (
+    Path(__file__).resolve().parents[2] / "examples" / "accelforge_persist"
+)  # = shared/cases/accelforge_persist
 SPECS = Path(__file__).with_name("accelforge_specs")
 SUITE = sorted(SEEDS.glob("*.yaml")) + sorted(SPECS.glob("*.yaml"))
 CORE_REQUEST = {

@@ -15,7 +15,9 @@ from cyclesim.checks.accelforge_model import evaluate_model
 from cyclesim.checks.accelforge_read import load_accelforge_spec
 from cyclesim.errors import SpecError
 
-SEEDS = Path("/work/shared/cases/accelforge_persist")
+SEEDS = (
+    Path(__file__).resolve().parents[2] / "examples" / "accelforge_persist"
+)  # = shared/cases/accelforge_persist
 SPECS = Path(__file__).with_name("accelforge_specs")
 ALL_SPECS = sorted(SEEDS.glob("*.yaml")) + sorted(SPECS.glob("*.yaml"))
 

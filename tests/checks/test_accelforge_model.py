@@ -16,7 +16,9 @@ import pytest
 from cyclesim.checks.accelforge_model import evaluate_model
 from cyclesim.checks.accelforge_read import load_accelforge_spec
 
-SEEDS = Path("/work/shared/cases/accelforge_persist")
+SEEDS = (
+    Path(__file__).resolve().parents[2] / "examples" / "accelforge_persist"
+)  # = shared/cases/accelforge_persist
 SPECS = Path(__file__).with_name("accelforge_specs")
 AF_EXAMPLES = Path(__file__).resolve().parents[2] / ".venv-af/lib/python3.12/site-packages/examples"
 SIMPLE_JINJA = {"N_EINSUMS": 2, "M": 64, "KN": 32, "MainMemoryEnergy": 10, "GlobalBufferSize": 1e5}

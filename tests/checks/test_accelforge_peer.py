@@ -20,7 +20,9 @@ from cyclesim.checks.accelforge_read import load_accelforge_spec
 from cyclesim.checks.peers import accelforge as peer
 from cyclesim.errors import PeerUnavailable, SpecError
 
-SEEDS = Path("/work/shared/cases/accelforge_persist")
+SEEDS = (
+    Path(__file__).resolve().parents[2] / "examples" / "accelforge_persist"
+)  # = shared/cases/accelforge_persist
 SPECS = Path(__file__).with_name("accelforge_specs")
 PEER_SPECS = [
     SEEDS / "seed_repro.yaml",

@@ -18,7 +18,9 @@ from cyclesim.checks.accelforge_spec import AfContainer, LoopKind, SplitKind
 from cyclesim.errors import SpecError
 
 SPECS = Path(__file__).with_name("accelforge_specs")
-SEEDS = Path("/work/shared/cases/accelforge_persist")
+SEEDS = (
+    Path(__file__).resolve().parents[2] / "examples" / "accelforge_persist"
+)  # = shared/cases/accelforge_persist
 BASE = (SPECS / "matmul_3level.yaml").read_text()
 
 
