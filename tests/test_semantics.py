@@ -231,3 +231,60 @@ def test_pipeline_depth_delays_the_last_write(replay_dicts):
     arch["pe_array"]["pipeline_depth_cycles"] = 5
     res = replay_dicts(arch, MATVEC, STREAM_MAPPING)
     assert (res.cycles, res.offload_cycles) == (57, 9)
+
+
+def test_no_multicast_moves_one_copy_per_position(replay_dicts):
+    # B[k,n] lives in a per-PE register below a spatial loop over m (dim X, 2 PEs), which does
+    # not index B. By default both PEs get B's 4 values from one read of buf (multicast); with
+    # pe_array.no_multicast {X: [B]} (AccelForge's may_reuse: ~B) buf is read once per PE: 8.
+    arch = {
+        "name": "fanout",
+        "pe_array": {"dims": {"X": 2}},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", 64), port("wr", "write", 64)]),
+            memory("buf", None, None, [port("rd", "read", 64), port("wr", "write", 64)]),
+            memory(
+                "reg",
+                None,
+                ["B"],
+                [port("rd", "read", 64), port("wr", "write", 64)],
+                shared_across=[],
+            ),
+        ],
+    }
+    workload = {
+        "default_bits_per_value": 8,
+        "einsums": [
+            {
+                "name": "gemm",
+                "ranks": {"m": 2, "n": 2, "k": 2},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m", "k"]},
+                    {"tensor": "B", "projection": ["k", "n"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m", "n"]}],
+            }
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "B", "Z"]},
+            {"type": "spatial", "rank": "m", "bound": 2, "dim": "X"},
+            {"type": "storage", "memory": "reg", "tensors": ["B"]},
+            {"type": "temporal", "rank": "n", "bound": 2},
+            {"type": "temporal", "rank": "k", "bound": 2},
+            {"type": "compute", "einsum": "gemm"},
+        ]
+    }
+    reads = {}
+    for restricted in (False, True):
+        if restricted:
+            arch["pe_array"]["no_multicast"] = {"X": ["B"]}
+        acc = replay_dicts(arch, workload, mapping).detailed_accesses
+        rows = acc[(acc.tensor == "B") & (acc.memory == "buf") & (acc.direction == "read_to_below")]
+        writes = acc[
+            (acc.tensor == "B") & (acc.memory == "reg") & (acc.direction == "write_from_above")
+        ]
+        reads[restricted] = (int(rows["values"].sum()), int(writes["values"].sum()))
+    assert reads == {False: (4, 8), True: (8, 8)}

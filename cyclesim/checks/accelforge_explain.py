@@ -26,8 +26,6 @@ from cyclesim.errors import CyclesimError
 if TYPE_CHECKING:
     from cyclesim.checks.accelforge_import import ImportedSpec
 
-CORE_REQUESTS = ".notes/core_requests.md"
-
 
 def explain(
     spec: AfSpec, imported: ImportedSpec, model: AfModelResult, check: AccelForgeCheck
@@ -159,16 +157,16 @@ def _convention(spec: AfSpec, row: AccessRow) -> str:
         dims = ", ".join(f"{loop.component}.{loop.dimension}" for loop in no_reuse)
         return (
             f"spatial multicast: AccelForge may not multicast {tensor} along {dims} (its "
-            "may_reuse excludes it) and counts one access per PE; cyclesim's architecture has "
-            f"no such restriction and multicasts (core request, {CORE_REQUESTS})"
+            "may_reuse excludes it) and counts one access per PE; the replay's architecture "
+            f"must list {tensor} under pe_array.no_multicast for that dimension to do the same"
         )
     below = _spatial_below_innermost(spec, row.einsum, tensor, row.memory)
     if below and row.action == "read" and not is_output:
         return (
             f"spatial multicast at the PE array: AccelForge reads {tensor} from {row.memory} "
             f"once for the PEs of the spatial loops over {', '.join(below)}, which do not index "
-            f"it; the strict replay reads every operand at every MAC (core request, "
-            f"{CORE_REQUESTS})"
+            "it; the replay multicasts the same way, so this row differs for another reason "
+            "(check pe_array.no_multicast)"
         )
     return "no known mechanism explains this difference: a bug in cyclesim, please report it"
 

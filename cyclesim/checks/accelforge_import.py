@@ -174,11 +174,40 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
         raise _refuse(
             spec, f"compute throughput {throughput} is not a whole number of MACs per cycle"
         )
+    pe_array = {"dims": dims, "macs_per_pe_per_cycle": int(throughput)}
+    no_multicast = _no_multicast(spec, containers[0]) if containers else {}
+    if no_multicast:
+        pe_array["no_multicast"] = no_multicast
     return {
         "name": f"accelforge:{Path(spec.files[0]).stem}",
-        "pe_array": {"dims": dims, "macs_per_pe_per_cycle": int(throughput)},
+        "pe_array": pe_array,
         "memories": memories,
     }
+
+
+def _no_multicast(spec: AfSpec, container: AfContainer) -> dict[str, list[str]]:
+    """AccelForge's `may_reuse` per fan-out dimension, as the tensors each position moves alone."""
+    from cyclesim.checks.accelforge_workload import tensor_set_names
+    from cyclesim.checks.accelforge_yaml import evaluate_tensor_set
+
+    out: dict[str, list[str]] = {}
+    for dim in container.dimensions:
+        if dim.may_reuse_expression in ("All", None):
+            continue
+        excluded: list[str] = []
+        for einsum in spec.workload.einsums:
+            reuse = evaluate_tensor_set(
+                dim.may_reuse_expression,
+                tensor_set_names(spec.workload, einsum),
+                frozenset(einsum.tensor_names),
+                file=spec.files[0],
+                field=f"arch.nodes({container.name}).spatial.may_reuse",
+                line=container.line,
+            )
+            excluded += [t for t in einsum.tensor_names if t not in reuse and t not in excluded]
+        if excluded:
+            out[dim.name] = excluded
+    return out
 
 
 def _iterations(spec: AfSpec) -> dict[int, int]:

@@ -316,11 +316,25 @@ class _Rec:
 
 
 def _footprint(workload: Workload, einsum: str, tensor: str, loops: list) -> int:
+    """Distinct values of the tensor touched under these loops."""
     access = workload.einsum(einsum).access(tensor)
     tile: dict[str, int] = {}
     for loop in loops:
         tile[loop.rank] = tile.get(loop.rank, 1) * loop.bound
     return access.footprint(tile)
+
+
+def _copies(
+    workload: Workload, einsum: str, tensor: str, spatial: list, no_multicast: frozenset[str]
+) -> int:
+    """Copies a fan-out moves of the same values: one per position of a spatial loop that does
+    not index the tensor over a dimension that may not multicast (or reduce) it."""
+    ranks = workload.einsum(einsum).access(tensor).ranks()
+    return prod(
+        n.bound
+        for n in spatial
+        if isinstance(n, Spatial) and n.dim in no_multicast and n.rank not in ranks
+    )
 
 
 def build_plan(
@@ -341,6 +355,7 @@ def build_plan(
             expected="1",
         )
     tree = isolate(mapping, workload) if isolate_einsums else mapping.loop_tree
+    no_mc = arch.pe_array.no_multicast_dims
     tensor_order = tuple(t.name for t in workload.tensors)
     leaf_list = leaves(tree)
 
@@ -409,7 +424,10 @@ def build_plan(
             if parent is not None:
                 ppos = next(i for i, n in enumerate(above) if n is recs[parent].store)
                 between = [n for n in above[ppos + 1 : pos] if isinstance(n, Spatial)]
-            unions.append(_footprint(workload, comp.einsum, r.tensor, inner + between))
+            unions.append(
+                _footprint(workload, comp.einsum, r.tensor, inner + between)
+                * _copies(workload, comp.einsum, r.tensor, between, no_mc(r.tensor))
+            )
         for li in below:
             above, _ = leaf_list[li]
             pos = next(i for i, n in enumerate(above) if n is r.store)
@@ -477,7 +495,9 @@ def build_plan(
             # distinct values across the PEs below the node: a spatial loop that does not index
             # the tensor multicasts it (inputs) or reduces it for free (outputs), under both
             # policies; strict differs in reading them on every step (AccelForge's convention)
-            vps = _footprint(workload, einsum.name, a.tensor, sp_below)
+            vps = _footprint(workload, einsum.name, a.tensor, sp_below) * _copies(
+                workload, einsum.name, a.tensor, sp_below, no_mc(a.tensor)
+            )
             if reuse is ReusePolicy.STRICT:
                 change = len(bounds)
             else:

@@ -64,6 +64,10 @@ class _PEArray(_Strict):
     dims: dict[str, int] = Field(min_length=1)
     macs_per_pe_per_cycle: int = Field(1, gt=0)
     pipeline_depth_cycles: int = Field(0, ge=0)
+    no_multicast: dict[str, list[str]] = Field(
+        {},
+        description="dim -> tensors each position along it moves on its own (no multicast or reduction)",
+    )
 
 
 class _Link(_Strict):
@@ -139,10 +143,17 @@ class PEArray:
     dims: tuple[tuple[str, int], ...]
     macs_per_pe_per_cycle: int
     pipeline_depth_cycles: int
+    no_multicast: tuple[
+        tuple[str, tuple[str, ...]], ...
+    ] = ()  # (dim, tensors) — AccelForge's may_reuse
 
     @property
     def dim_sizes(self) -> dict[str, int]:
         return dict(self.dims)
+
+    def no_multicast_dims(self, tensor: str) -> frozenset[str]:
+        """Array dims along which this tensor is neither multicast nor reduced for free."""
+        return frozenset(d for d, ts in self.no_multicast if tensor in ts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,8 +303,19 @@ def architecture_from_dict(
                     )
             links.append((link.parent, link.child))
         dmas.append(DmaEngine(d.name, tuple(links), d.channels, d.setup_cycles))
+    for dim in raw.pe_array.no_multicast:
+        if dim not in dims:
+            raise err(
+                "no_multicast names an unknown array dimension",
+                ("pe_array", "no_multicast", dim),
+                found=dim,
+                expected=f"one of {sorted(dims)}",
+            )
     pe = PEArray(
-        tuple(dims.items()), raw.pe_array.macs_per_pe_per_cycle, raw.pe_array.pipeline_depth_cycles
+        tuple(dims.items()),
+        raw.pe_array.macs_per_pe_per_cycle,
+        raw.pe_array.pipeline_depth_cycles,
+        tuple((d, tuple(ts)) for d, ts in raw.pe_array.no_multicast.items()),
     )
     return Architecture(raw.name, pe, tuple(memories), tuple(dmas), raw.clock_mhz, name, lines)
 

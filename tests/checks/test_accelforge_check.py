@@ -28,10 +28,7 @@ SEEDS = (
 )  # = shared/cases/accelforge_persist
 SPECS = Path(__file__).with_name("accelforge_specs")
 SUITE = sorted(SEEDS.glob("*.yaml")) + sorted(SPECS.glob("*.yaml"))
-CORE_REQUEST = {
-    "matmul_spatial_reduction": "core request 2 (.notes/core_requests.md): cyclesim's arch cannot "
-    "forbid multicast of B along Y (may_reuse: ~B); GLB B read replay 131072, AccelForge 524288",
-}
+CORE_REQUEST = {}
 SUITE_PARAMS = [
     pytest.param(p, id=p.stem, marks=pytest.mark.xfail(strict=True, reason=CORE_REQUEST[p.stem]))
     if p.stem in CORE_REQUEST
