@@ -361,6 +361,7 @@ class _Replay:
         waits = rec.pe_waits
         held: dict[str, int] = {}  # port -> bits per cycle the PE array reserves on it
         executed: dict[tuple, int] = {}  # (leaf, level, first visit) -> segments run
+        profiles: dict[tuple, tuple] = {}  # (leaf, level, first visit) -> (profile, port shares)
         for li, g in program(plan):
             leaf = plan.leaves[li]
             ks = []
@@ -393,14 +394,19 @@ class _Replay:
             if rec.first_step is None:
                 rec.first_step = env.now
             level, first = segment_levels(leaf, g)
-            prof = segment_profile(leaf, level, first)
-            want = {key: -(-bits // prof.cycles) for key, bits in prof.port_bits}
-            for key in held:
-                if key not in want:
-                    fabric.reserve(key, 0)
-            for key, bits in want.items():
-                fabric.reserve(key, bits)
-            held = want
+            cached = profiles.get((li, level, first))
+            if cached is None:  # a handful of kinds of segment per leaf: compute each once
+                prof = segment_profile(leaf, level, first)
+                want = {key: -(-bits // prof.cycles) for key, bits in prof.port_bits}
+                cached = profiles[(li, level, first)] = (prof, want)
+            prof, want = cached
+            if want != held:
+                for key in held:
+                    if key not in want:
+                        fabric.reserve(key, 0)
+                for key, bits in want.items():
+                    fabric.reserve(key, bits)
+                held = want
             start = env.now
             yield env.timeout(prof.cycles)
             rec.events += 1
