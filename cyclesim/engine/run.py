@@ -7,13 +7,13 @@ per cycle.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 
 import simpy
 
 from cyclesim.engine.fabric import Fabric
+from cyclesim.engine.loop import deadlock_message, run_chunks
 from cyclesim.engine.record import (
     FOREVER,
     S_DRAIN,
@@ -26,6 +26,7 @@ from cyclesim.engine.record import (
     Recorder,
     TraceFilter,
 )
+from cyclesim.engine.tiles import Tiles
 from cyclesim.engine.transfer import transfer
 from cyclesim.errors import EngineError
 from cyclesim.schedule.counts import (
@@ -38,52 +39,6 @@ from cyclesim.schedule.counts import (
 )
 from cyclesim.schedule.plan import NodePlan, Plan
 from cyclesim.schedule.steps import program, segment_levels, segment_profile
-
-
-class _Tiles:
-    """Per-node tile state. A table maps tile -> True once done, or to the event a waiter holds.
-
-    Events are created only when somebody has to wait, so a tile nobody waits for costs no
-    SimPy event at all.
-    """
-
-    __slots__ = (
-        "env",
-        "resident",
-        "used",
-        "released",
-        "produced",
-        "remaining",
-        "prod_left",
-        "last_visit",
-        "drained",
-    )
-
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-        self.resident: dict = {}
-        self.used: dict = {}
-        self.released: dict = {}
-        self.produced: dict = {}
-        self.remaining: dict[int, int] = {}
-        self.prod_left: dict[int, int] = {}
-        self.last_visit: dict[int, int] = {}  # element key -> its latest entry
-        self.drained: dict = {}  # entry -> written back (kept only while a later visit may wait)
-
-    def waiter(self, table: dict, k: int) -> simpy.Event | None:
-        """None if tile k is already done in this table, else the event to wait for."""
-        e = table.get(k)
-        if e is True:
-            return None
-        if e is None:
-            e = table[k] = self.env.event()
-        return e
-
-    def fire(self, table: dict, k: int) -> None:
-        e = table.get(k)
-        if e is not None and e is not True:
-            e.succeed()
-        table[k] = True
 
 
 @dataclass(slots=True)
@@ -115,7 +70,7 @@ class _Replay:
         self.trace = trace
         widths = {p.key: p.width_bits for p in plan.ports}
         self.fabric = Fabric(self.env, widths, self.rec.grants)
-        self.tiles = [_Tiles(self.env) for _ in plan.nodes]
+        self.tiles = [Tiles(self.env) for _ in plan.nodes]
         self.counts: dict[tuple, list[int]] = {}
         self.dma = {
             name: (simpy.Resource(self.env, channels), setup, name)
@@ -512,71 +467,10 @@ def replay_plan(
     def alive() -> bool:
         return pe.is_alive or any(p.is_alive for _, _, p in procs)
 
-    _run(env, r, alive, progress, wall0)
+    run_chunks(env, r, alive, progress, wall0)
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:
-        raise EngineError(_deadlock_message(env.now, pe.is_alive, stuck, r))
+        raise EngineError(deadlock_message(env.now, pe.is_alive, stuck, r))
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
     return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)
-
-
-def _run(env: simpy.Environment, r: _Replay, alive, progress: bool | None, wall0: float) -> None:
-    """Run in chunks so a progress bar can appear on stderr for runs longer than a second.
-
-    A chunk in which no timeout fired while processes are still alive means nothing can
-    move any more: the caller reports the deadlock.
-    """
-    if progress is False:
-        env.run()
-        return
-    total = sum(leaf.segments for leaf in r.plan.leaves)
-    bar = None
-    chunk = 1 << 12
-    try:
-        while alive():
-            before = r.rec.events
-            t0 = time.perf_counter()
-            env.run(until=env.now + chunk)
-            if r.rec.events == before:
-                break
-            if time.perf_counter() - t0 < 0.05:
-                chunk *= 2
-            if bar is None and (
-                progress or (time.perf_counter() - wall0 > 1.0 and sys.stderr.isatty())
-            ):
-                from tqdm import tqdm
-
-                bar = tqdm(total=total, unit="seg", desc="replay", file=sys.stderr, leave=False)
-            if bar is not None:
-                bar.n = r.segments_done
-                bar.refresh()
-    finally:
-        if bar is not None:
-            bar.close()
-
-
-def _deadlock_message(now: int, pe_alive: bool, stuck: list, r: _Replay) -> str:
-    """Name every process still waiting and what it waits for."""
-    lines = [f"the replay cannot progress at cycle {now}: a cyclic or unsatisfiable wait"]
-    if pe_alive and r.pe_waiting is not None:
-        node, k, kind, since = r.pe_waiting
-        n = r.plan.nodes[node]
-        what = (
-            f"to be produced by Einsum {r.producer_of.get(n.tensor)}"
-            if kind == "produced"
-            else "to be resident"
-        )
-        lines.append(
-            f"  PE array: waiting since cycle {since} for tile {k} of {n.label()} {what} ('{kind}')"
-        )
-    elif pe_alive:
-        lines.append("  PE array: waiting")
-    for name, tl in stuck:
-        state = tl[-1] if tl else (0, "not started", None)
-        lines.append(f"  {name}: since cycle {state[0]} in state '{state[1]}' ({state[2]})")
-    lines.append(
-        "check the order of sequential branches (a consumer before its producer), and slots "
-        "(double_buffered) of nodes that feed each other"
-    )
-    return "\n".join(lines)

@@ -7,10 +7,20 @@ an integer (no per-cycle or per-tile lists are materialised).
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from math import prod
 
+from cyclesim.schedule.capacity import check_capacity
+from cyclesim.schedule.isolate import isolate
+from cyclesim.schedule.types import (
+    LeafPlan,
+    NodePlan,
+    Operand,
+    Plan,
+    PortRef,
+    ReusePolicy,
+    SeqPlan,
+)
 from cyclesim.spec import (
     Architecture,
     Compute,
@@ -24,151 +34,17 @@ from cyclesim.spec import (
     Workload,
 )
 
-
-class ReusePolicy(enum.Enum):
-    """When a storage node is refilled: on tile change (hardware) or on every loop iteration."""
-
-    RETAIN = "retain"
-    STRICT = "strict"
-
-
-@dataclass(frozen=True, slots=True)
-class PortRef:
-    """A port resolved for one use: its memory, name and timing."""
-
-    memory: str
-    name: str
-    width_bits: int
-    burst_bits: int
-    latency_cycles: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.memory}.{self.name}"
-
-
-@dataclass(frozen=True, slots=True)
-class NodePlan:
-    """One tensor kept by one storage node of the loop tree."""
-
-    index: int
-    tensor: str
-    memory: str
-    path: str
-    parent: int | None
-    is_backing: bool
-    output_role: bool  # the producing Einsum's compute node is below it
-    owner: str  # Einsum its own transfers are booked to
-    counted: tuple[int, ...]  # bounds of the loops whose advance changes the tile (outer first)
-    relevant: tuple[bool, ...]  # per counted loop: does it index the tensor
-    entries: int
-    distinct: int
-    ratio: int  # entries of this node per tile of its parent
-    tile_values: int  # per instance
-    union_values: int  # values on the parent side per fill (multicast / spatial reduction)
-    instances: int
-    parent_instances: int
-    slots: int
-    bits: int
-    psum_bits: int
-    fill_src: PortRef | None
-    fill_dst: PortRef | None
-    drain_src: PortRef | None
-    drain_dst: PortRef | None
-    dma: str | None
-    uses_per_tile: int  # children entries + PE segments per tile
-    producer_uses_per_tile: int  # of those, the ones that write the tensor
-    wait_producer: bool  # a fill from the parent must wait until the producer finished that tile
-    pe_written_by: str | None  # Einsum whose PE array writes this node directly
-
-    def visit_flags(self, k: int) -> tuple[bool, bool]:
-        """(first visit, final visit) of entry k: irrelevant counted loops all at 0 / at their last."""
-        first = final = True
-        for bound, rel in zip(reversed(self.counted), reversed(self.relevant), strict=True):
-            k, digit = divmod(k, bound)
-            if not rel:
-                first = first and digit == 0
-                final = final and digit == bound - 1
-        return first, final
-
-    def element_key(self, k: int) -> int:
-        """Index of the tile's elements: the relevant digits of entry k (same key = same values)."""
-        key, scale = 0, 1
-        for bound, rel in zip(reversed(self.counted), reversed(self.relevant), strict=True):
-            k, digit = divmod(k, bound)
-            if rel:
-                key += digit * scale
-                scale *= bound
-        return key
-
-    def label(self) -> str:
-        return f"{self.tensor}@{self.memory}"
-
-
-@dataclass(frozen=True, slots=True)
-class Operand:
-    """How a leaf's PE array touches one tensor at its innermost storage node."""
-
-    tensor: str
-    node: int
-    ratio: int  # segments of the leaf per tile of the node
-    is_output: bool
-    change_depth: (
-        int  # innermost leaf loop (1-based) that changes the value; 0: never after the first
-    )
-    values_per_step: int  # per instance of the node, per step
-    instances: int
-    bits: int
-    read_port: PortRef | None
-    write_port: PortRef | None
-
-
-@dataclass(frozen=True, slots=True)
-class LeafPlan:
-    """One compute node: its temporal loops and how its steps group into segments."""
-
-    index: int
-    einsum: str
-    path: str
-    is_copy: bool
-    bounds: tuple[int, ...]  # temporal loops of its path with bound > 1, outer first
-    out_relevant: tuple[bool, ...]  # per loop: does it index the output
-    seg_depth: int  # loops 1..seg_depth enumerate segments; the rest run inside a segment
-    segments: int
-    steps: int
-    macs_per_step: int
-    operands: tuple[Operand, ...]
-    shared_depth: int  # temporal loops above its innermost sequential split
-
-    @property
-    def steps_per_segment(self) -> int:
-        return self.steps // self.segments
-
-
-@dataclass(frozen=True, slots=True)
-class SeqPlan:
-    """A sequential split: branches run in order for each iteration of the loops above."""
-
-    iterations: int  # product of the temporal bounds above it
-    branches: tuple[object, ...]  # LeafPlan index (int) or SeqPlan
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """Everything the engine needs, resolved to indices and integers."""
-
-    nodes: tuple[NodePlan, ...]
-    leaves: tuple[LeafPlan, ...]
-    root: object  # int (leaf index) or SeqPlan
-    reuse: ReusePolicy
-    isolate_einsums: bool
-    pipeline_depth: int
-    ports: tuple[PortRef, ...]
-    dma: tuple[tuple[str, int, int], ...]  # (name, channels, setup cycles)
-    tensor_order: tuple[str, ...]
-    allocators: tuple[
-        tuple[str, object], ...
-    ] = ()  # (memory, validated L1Config) with `allocator:`
+__all__ = [
+    "LeafPlan",
+    "NodePlan",
+    "Operand",
+    "Plan",
+    "PortRef",
+    "ReusePolicy",
+    "SeqPlan",
+    "build_plan",
+    "isolate",
+]
 
 
 def _relevant(workload: Workload, tensor: str, rank: str) -> bool:
@@ -189,120 +65,6 @@ def _port(arch: Architecture, memory: str, tensor: str, direction: Direction, wh
             expected=f"a port whose kind and 'serves' cover ({tensor}, {direction.value})",
         )
     return PortRef(memory, port.name, port.width_bits, port.burst_bits, port.latency_cycles)
-
-
-def isolate(mapping: Mapping, workload: Workload) -> tuple:
-    """AccelForge's per-Einsum isolation: each Einsum runs its whole path alone, in order.
-
-    Backing stores (each tensor's first storage node) stay shared at the top; every other
-    storage node is copied into each Einsum's branch, so no on-chip copy survives from one
-    Einsum to the next and Einsums exchange tensors only through their backing stores.
-    Loops above a backing store that sits below a loop (a tensor backed on chip under fused
-    loops, as in AccelForge's copy-Einsum workaround) stay shared: Einsums are isolated below
-    them. A backing store below loops on one Einsum's path alone stays where it is.
-    """
-    from cyclesim.spec import leaves
-
-    def fused_prefix(nodes: tuple, backing: dict[str, Storage]) -> tuple[tuple, tuple] | None:
-        """Split off the nodes down to the last new backing store below a loop, if any."""
-        seen = dict(backing)
-        loops_seen, cut = False, 0
-        for i, node in enumerate(nodes):
-            if isinstance(node, (Sequential, Compute)):
-                break
-            if isinstance(node, (Temporal, Spatial)):
-                loops_seen = True
-            elif new := tuple(t for t in node.tensors if t not in seen):
-                seen.update(dict.fromkeys(new, node))
-                cut = i + 1 if loops_seen else cut
-        if cut == 0:
-            return None
-        kept: list = []
-        carried: list = []
-        for i, node in enumerate(nodes[:cut]):
-            if not isinstance(node, Storage):
-                kept.append(node)
-                continue
-            new = tuple(t for t in node.tensors if t not in backing)
-            copies = tuple(t for t in node.tensors if t in backing)
-            if new:
-                keep = Storage(node.memory, new, node.path)
-                kept.append(keep)
-                backing.update(dict.fromkeys(new, keep))
-            if copies:
-                loop = next((n for n in nodes[i:cut] if isinstance(n, (Temporal, Spatial))), None)
-                if loop is not None:
-                    raise mapping.error(
-                        f"isolate_einsums cannot give each Einsum its own copy of "
-                        f"{', '.join(copies)} in '{node.memory}': it sits above the fused loop "
-                        f"over '{loop.rank}' ({loop.path}) that a backing store below needs",
-                        node.path,
-                    )
-                carried.append(Storage(node.memory, copies, node.path))
-        return tuple(kept), tuple(carried) + nodes[cut:]
-
-    def split(nodes: tuple, backing: dict[str, Storage]) -> tuple:
-        fused = fused_prefix(nodes, backing)
-        if fused is not None:
-            return fused[0] + split(fused[1], backing)
-        paths = leaves(nodes)
-        top: list[Storage] = []
-        in_place: set[str] = set()
-        for above, _ in paths:
-            loops_seen = False
-            for node in above:
-                if isinstance(node, (Temporal, Spatial)):
-                    loops_seen = True
-                elif isinstance(node, Storage):
-                    new = tuple(t for t in node.tensors if t not in backing)
-                    if new and loops_seen:
-                        if sum(any(n is node for n in a) for a, _ in paths) > 1:
-                            raise mapping.error(
-                                "isolate_einsums needs every backing store shared by several "
-                                "Einsums above all loops but the fused ones above it",
-                                node.path,
-                            )
-                        in_place.add(node.path)
-                        backing.update(dict.fromkeys(new, node))
-                    elif new:
-                        keep = Storage(node.memory, new, node.path)
-                        top.append(keep)
-                        backing.update(dict.fromkeys(new, keep))
-        branches = []
-        for above, comp in paths:
-            branch: list = []
-            einsum = workload.einsum(comp.einsum)
-            for node in above:
-                if isinstance(node, Storage) and node.path in in_place:
-                    branch.append(node)
-                elif isinstance(node, Storage):
-                    rest = tuple(
-                        t
-                        for t in node.tensors
-                        if backing[t].path != node.path and einsum.access(t) is not None
-                    )
-                    if rest:
-                        branch.append(Storage(node.memory, rest, node.path))
-                elif isinstance(node, (Temporal, Spatial)):
-                    branch.append(node)
-            branch.append(comp)
-            branches.append(tuple(branch))
-        if len(branches) == 1:
-            return tuple(top) + branches[0]
-        return tuple(top) + (Sequential(tuple(branches), "loop_tree"),)
-
-    return split(mapping.loop_tree, {})
-
-
-def _einsums_in(nodes: tuple) -> list[str]:
-    out = []
-    for n in nodes:
-        if isinstance(n, Compute):
-            out.append(n.einsum)
-        elif isinstance(n, Sequential):
-            for b in n.branches:
-                out.extend(_einsums_in(b))
-    return out
 
 
 @dataclass(slots=True)
@@ -564,7 +326,7 @@ def build_plan(
             )
         )
     nodes = _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list)
-    _check_capacity(arch, mapping, nodes, recs, leaf_plans, workload)
+    check_capacity(arch, mapping, nodes, recs, leaf_plans, workload)
     ports = []
     for n in nodes:
         for p in (n.fill_src, n.fill_dst, n.drain_src, n.drain_dst):
@@ -700,46 +462,3 @@ def _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list) ->
             )
         )
     return nodes
-
-
-def _check_capacity(arch, mapping, nodes, recs, leaf_plans, workload) -> None:
-    """Every memory instance must hold the slots of all tiles it keeps on any one leaf's path."""
-    for leaf in leaf_plans:
-        use: dict[str, list[NodePlan]] = {}
-        for n in nodes:
-            below = any(o.node == n.index for o in leaf.operands) or _on_path(n, leaf, nodes)
-            if below:
-                use.setdefault(n.memory, []).append(n)
-        for mem_name, ns in use.items():
-            size = arch.memory(mem_name).size_bits
-            if size is None:
-                continue
-            need = 0
-            parts = []
-            for n in ns:
-                bits = n.psum_bits if n.output_role else n.bits
-                slots = 1 if n.is_backing else n.slots
-                b = n.tile_values * slots * bits
-                need += b
-                parts.append(
-                    f"{n.tensor}: {n.tile_values} values x {slots} slot(s) x {bits} b = {b} b"
-                )
-            if need > size:
-                raise mapping.error(
-                    f"tiles kept in memory '{mem_name}' need {need} bits per instance but it has "
-                    f"{size} ({arch.source}: memories[{arch.memory_index(mem_name)}].size_bits) "
-                    f"({'; '.join(parts)})",
-                    ns[-1].path,
-                    expected=f"at most {size} bits: smaller tiles below this node, or a larger memory",
-                )
-
-
-def _on_path(n: NodePlan, leaf: LeafPlan, nodes) -> bool:
-    """Is node n an ancestor (same tensor chain) of one of the leaf's operand nodes?"""
-    for o in leaf.operands:
-        i = o.node
-        while i is not None:
-            if i == n.index:
-                return True
-            i = nodes[i].parent
-    return False

@@ -1,0 +1,119 @@
+"""AccelForge's per-Einsum isolation as a rewrite of the loop tree."""
+
+from __future__ import annotations
+
+from cyclesim.spec import Compute, Mapping, Sequential, Spatial, Storage, Temporal, Workload
+
+
+def isolate(mapping: Mapping, workload: Workload) -> tuple:
+    """AccelForge's per-Einsum isolation: each Einsum runs its whole path alone, in order.
+
+    Backing stores (each tensor's first storage node) stay shared at the top; every other
+    storage node is copied into each Einsum's branch, so no on-chip copy survives from one
+    Einsum to the next and Einsums exchange tensors only through their backing stores.
+    Loops above a backing store that sits below a loop (a tensor backed on chip under fused
+    loops, as in AccelForge's copy-Einsum workaround) stay shared: Einsums are isolated below
+    them. A backing store below loops on one Einsum's path alone stays where it is.
+    """
+    from cyclesim.spec import leaves
+
+    def fused_prefix(nodes: tuple, backing: dict[str, Storage]) -> tuple[tuple, tuple] | None:
+        """Split off the nodes down to the last new backing store below a loop, if any."""
+        seen = dict(backing)
+        loops_seen, cut = False, 0
+        for i, node in enumerate(nodes):
+            if isinstance(node, (Sequential, Compute)):
+                break
+            if isinstance(node, (Temporal, Spatial)):
+                loops_seen = True
+            elif new := tuple(t for t in node.tensors if t not in seen):
+                seen.update(dict.fromkeys(new, node))
+                cut = i + 1 if loops_seen else cut
+        if cut == 0:
+            return None
+        kept: list = []
+        carried: list = []
+        for i, node in enumerate(nodes[:cut]):
+            if not isinstance(node, Storage):
+                kept.append(node)
+                continue
+            new = tuple(t for t in node.tensors if t not in backing)
+            copies = tuple(t for t in node.tensors if t in backing)
+            if new:
+                keep = Storage(node.memory, new, node.path)
+                kept.append(keep)
+                backing.update(dict.fromkeys(new, keep))
+            if copies:
+                loop = next((n for n in nodes[i:cut] if isinstance(n, (Temporal, Spatial))), None)
+                if loop is not None:
+                    raise mapping.error(
+                        f"isolate_einsums cannot give each Einsum its own copy of "
+                        f"{', '.join(copies)} in '{node.memory}': it sits above the fused loop "
+                        f"over '{loop.rank}' ({loop.path}) that a backing store below needs",
+                        node.path,
+                    )
+                carried.append(Storage(node.memory, copies, node.path))
+        return tuple(kept), tuple(carried) + nodes[cut:]
+
+    def split(nodes: tuple, backing: dict[str, Storage]) -> tuple:
+        fused = fused_prefix(nodes, backing)
+        if fused is not None:
+            return fused[0] + split(fused[1], backing)
+        paths = leaves(nodes)
+        top: list[Storage] = []
+        in_place: set[str] = set()
+        for above, _ in paths:
+            loops_seen = False
+            for node in above:
+                if isinstance(node, (Temporal, Spatial)):
+                    loops_seen = True
+                elif isinstance(node, Storage):
+                    new = tuple(t for t in node.tensors if t not in backing)
+                    if new and loops_seen:
+                        if sum(any(n is node for n in a) for a, _ in paths) > 1:
+                            raise mapping.error(
+                                "isolate_einsums needs every backing store shared by several "
+                                "Einsums above all loops but the fused ones above it",
+                                node.path,
+                            )
+                        in_place.add(node.path)
+                        backing.update(dict.fromkeys(new, node))
+                    elif new:
+                        keep = Storage(node.memory, new, node.path)
+                        top.append(keep)
+                        backing.update(dict.fromkeys(new, keep))
+        branches = []
+        for above, comp in paths:
+            branch: list = []
+            einsum = workload.einsum(comp.einsum)
+            for node in above:
+                if isinstance(node, Storage) and node.path in in_place:
+                    branch.append(node)
+                elif isinstance(node, Storage):
+                    rest = tuple(
+                        t
+                        for t in node.tensors
+                        if backing[t].path != node.path and einsum.access(t) is not None
+                    )
+                    if rest:
+                        branch.append(Storage(node.memory, rest, node.path))
+                elif isinstance(node, (Temporal, Spatial)):
+                    branch.append(node)
+            branch.append(comp)
+            branches.append(tuple(branch))
+        if len(branches) == 1:
+            return tuple(top) + branches[0]
+        return tuple(top) + (Sequential(tuple(branches), "loop_tree"),)
+
+    return split(mapping.loop_tree, {})
+
+
+def _einsums_in(nodes: tuple) -> list[str]:
+    out = []
+    for n in nodes:
+        if isinstance(n, Compute):
+            out.append(n.einsum)
+        elif isinstance(n, Sequential):
+            for b in n.branches:
+                out.extend(_einsums_in(b))
+    return out

@@ -1,0 +1,152 @@
+"""The frozen plan a schedule compiles to: storage nodes, leaves, ports, all resolved to integers."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class ReusePolicy(enum.Enum):
+    """When a storage node is refilled: on tile change (hardware) or on every loop iteration."""
+
+    RETAIN = "retain"
+    STRICT = "strict"
+
+
+@dataclass(frozen=True, slots=True)
+class PortRef:
+    """A port resolved for one use: its memory, name and timing."""
+
+    memory: str
+    name: str
+    width_bits: int
+    burst_bits: int
+    latency_cycles: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.memory}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodePlan:
+    """One tensor kept by one storage node of the loop tree."""
+
+    index: int
+    tensor: str
+    memory: str
+    path: str
+    parent: int | None
+    is_backing: bool
+    output_role: bool  # the producing Einsum's compute node is below it
+    owner: str  # Einsum its own transfers are booked to
+    counted: tuple[int, ...]  # bounds of the loops whose advance changes the tile (outer first)
+    relevant: tuple[bool, ...]  # per counted loop: does it index the tensor
+    entries: int
+    distinct: int
+    ratio: int  # entries of this node per tile of its parent
+    tile_values: int  # per instance
+    union_values: int  # values on the parent side per fill (multicast / spatial reduction)
+    instances: int
+    parent_instances: int
+    slots: int
+    bits: int
+    psum_bits: int
+    fill_src: PortRef | None
+    fill_dst: PortRef | None
+    drain_src: PortRef | None
+    drain_dst: PortRef | None
+    dma: str | None
+    uses_per_tile: int  # children entries + PE segments per tile
+    producer_uses_per_tile: int  # of those, the ones that write the tensor
+    wait_producer: bool  # a fill from the parent must wait until the producer finished that tile
+    pe_written_by: str | None  # Einsum whose PE array writes this node directly
+
+    def visit_flags(self, k: int) -> tuple[bool, bool]:
+        """(first visit, final visit) of entry k: irrelevant counted loops all at 0 / at their last."""
+        first = final = True
+        for bound, rel in zip(reversed(self.counted), reversed(self.relevant), strict=True):
+            k, digit = divmod(k, bound)
+            if not rel:
+                first = first and digit == 0
+                final = final and digit == bound - 1
+        return first, final
+
+    def element_key(self, k: int) -> int:
+        """Index of the tile's elements: the relevant digits of entry k (same key = same values)."""
+        key, scale = 0, 1
+        for bound, rel in zip(reversed(self.counted), reversed(self.relevant), strict=True):
+            k, digit = divmod(k, bound)
+            if rel:
+                key += digit * scale
+                scale *= bound
+        return key
+
+    def label(self) -> str:
+        return f"{self.tensor}@{self.memory}"
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """How a leaf's PE array touches one tensor at its innermost storage node."""
+
+    tensor: str
+    node: int
+    ratio: int  # segments of the leaf per tile of the node
+    is_output: bool
+    change_depth: (
+        int  # innermost leaf loop (1-based) that changes the value; 0: never after the first
+    )
+    values_per_step: int  # per instance of the node, per step
+    instances: int
+    bits: int
+    read_port: PortRef | None
+    write_port: PortRef | None
+
+
+@dataclass(frozen=True, slots=True)
+class LeafPlan:
+    """One compute node: its temporal loops and how its steps group into segments."""
+
+    index: int
+    einsum: str
+    path: str
+    is_copy: bool
+    bounds: tuple[int, ...]  # temporal loops of its path with bound > 1, outer first
+    out_relevant: tuple[bool, ...]  # per loop: does it index the output
+    seg_depth: int  # loops 1..seg_depth enumerate segments; the rest run inside a segment
+    segments: int
+    steps: int
+    macs_per_step: int
+    operands: tuple[Operand, ...]
+    shared_depth: int  # temporal loops above its innermost sequential split
+
+    @property
+    def steps_per_segment(self) -> int:
+        return self.steps // self.segments
+
+
+@dataclass(frozen=True, slots=True)
+class SeqPlan:
+    """A sequential split: branches run in order for each iteration of the loops above."""
+
+    iterations: int  # product of the temporal bounds above it
+    branches: tuple[object, ...]  # LeafPlan index (int) or SeqPlan
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Everything the engine needs, resolved to indices and integers."""
+
+    nodes: tuple[NodePlan, ...]
+    leaves: tuple[LeafPlan, ...]
+    root: object  # int (leaf index) or SeqPlan
+    reuse: ReusePolicy
+    isolate_einsums: bool
+    pipeline_depth: int
+    ports: tuple[PortRef, ...]
+    dma: tuple[tuple[str, int, int], ...]  # (name, channels, setup cycles)
+    tensor_order: tuple[str, ...]
+    allocators: tuple[
+        tuple[str, object], ...
+    ] = ()  # (memory, validated L1Config) with `allocator:`
