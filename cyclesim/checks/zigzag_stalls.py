@@ -1,14 +1,11 @@
 """The replay's stall table regrouped for the ZigZag comparison: who waited, on what, through which port.
 
-Reads `SimResult.stall_spans` only. The transfer at the root of each span's chain (a fill, a
-partial-sum entry or a write-back of a tensor at a memory) is taken from the chain's last
-"<what> of <tensor> at <memory>" step; a full slot's holder loses its tile number, so one
-group stands for every tile of a node.
+Reads `SimResult.stall_spans` only: each span's `action` (fill, entry = partial-sum reload,
+write-back, compute), `tensor` and `memory` name the transfer at the root of its chain.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,8 +13,6 @@ if TYPE_CHECKING:
     from cyclesim.results import SimResult
 
 PHASES = ("onload", "compute", "offload")
-_ROOT = re.compile(r"(fill|entry|write-back) of (\S+) at (\S+)")
-_TILE = re.compile(r"^tile \d+ of (.+)$")
 _SPATIAL = "PE read"
 ACTION_WORDS = {
     "fill": "refill of {t} at {m}",
@@ -70,23 +65,21 @@ def stall_groups(result: SimResult, phase: str) -> tuple[StallGroup, ...]:
     spans = spans[spans["phase"] == phase]
     if spans.empty:
         return ()
-    keys = ["cause", "memory", "tensor", "port_memory", "port", "competitor", "chain"]
+    keys = ["cause", "action", "memory", "tensor", "port_memory", "port", "competitor"]
     summed = spans.fillna({k: "" for k in keys}).groupby(keys, sort=True)["cycles"].sum()
     totals: dict[tuple, int] = {}
-    for (cause, memory, tensor, port_memory, port, competitor, chain), cycles in summed.items():
-        roots = _ROOT.findall(chain)
-        if roots:
-            action, tensor, memory = roots[-1]
-        else:
-            action = _SPATIAL if cause == "spatial" else ""
-        holder = _TILE.match(competitor)
+    for (cause, action, memory, tensor, port_memory, port, competitor), cycles in summed.items():
+        if action == "compute":
+            action = _SPATIAL
+        elif action not in ACTION_WORDS:
+            action = ""
         key = (
             cause,
             action,
             _text(tensor or None),
             _text(memory or None),
             f"{port_memory}.{port}" if port_memory else _text(port or None),
-            holder.group(1) if holder else _text(competitor or None),
+            _text(competitor or None),
         )
         totals[key] = totals.get(key, 0) + int(cycles)
     ordered = sorted(totals.items(), key=lambda kv: (-kv[1], [str(k) for k in kv[0]]))
