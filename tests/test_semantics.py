@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from replay_helpers import memory, port
 
 MATVEC = {
@@ -288,3 +289,56 @@ def test_no_multicast_moves_one_copy_per_position(replay_dicts):
         ]
         reads[restricted] = (int(rows["values"].sum()), int(writes["values"].sum()))
     assert reads == {False: (4, 8), True: (8, 8)}
+
+
+def test_vector_pe_runs_several_innermost_iterations_per_cycle():
+    # Worked example 01 with macs_per_pe_per_cycle: 2. The innermost loop k(4) runs two
+    # iterations per step: 2 x 2 x 2 = 8 steps. A step reads 2 A values (k indexes A), 2 B
+    # values and read-modify-writes ONE Z value (both products reduce into it): buf_rd carries
+    # 16 + 16 + 8 = 40 b <= 64, one cycle per step. Onload as before (4), steps [4,12), Z's
+    # write-back [12,13): 13 = 4 + 8 + 0 + 1; still 16 MACs.
+    from replay_helpers import WORKED, inputs_from_folder
+
+    from cyclesim.engine import replay
+    from cyclesim.spec import architecture_from_dict
+    from cyclesim.spec.yamlio import read_yaml
+
+    a, w, m = inputs_from_folder(WORKED / "01_compute_bound")
+    data, _, _ = read_yaml(str(WORKED / "01_compute_bound" / "arch.yaml"))
+    data["pe_array"]["macs_per_pe_per_cycle"] = 2
+    res = replay(architecture_from_dict(data, "arch.yaml"), w, m, progress=False)
+    assert (
+        res.cycles,
+        res.onload_cycles,
+        res.ideal_compute_cycles,
+        res.stall_cycles,
+        res.offload_cycles,
+    ) == (13, 4, 8, 0, 1)
+    assert res.macs == 16
+    acc = {(r.tensor, r.memory, r.action): int(r.values) for r in res.accesses.itertuples()}
+    assert (
+        acc[("A", "buf", "read")] == 16
+        and acc[("Z", "buf", "write")] == 8
+        and acc[("Z", "buf", "read")] == 8
+    )
+
+
+def test_vector_pe_needs_a_divisible_innermost_loop(tmp_path):
+    # 4 MACs per cycle on 05's innermost k(4) is fine; 3 is not a divisor: refused, naming both files.
+    from replay_helpers import WORKED, inputs_from_folder
+
+    from cyclesim.errors import SpecError
+    from cyclesim.schedule import build_plan
+    from cyclesim.spec import architecture_from_dict
+    from cyclesim.spec.yamlio import read_yaml
+
+    _, w, m = inputs_from_folder(WORKED / "05_narrow_innermost_port")
+    data, _, _ = read_yaml(str(WORKED / "05_narrow_innermost_port" / "arch.yaml"))
+    data["pe_array"]["macs_per_pe_per_cycle"] = 3
+    with pytest.raises(SpecError) as info:
+        build_plan(architecture_from_dict(data, "arch.yaml"), w, m)
+    assert (
+        "multiple of 3" in str(info.value)
+        and "mapping.yaml" in str(info.value)
+        and "arch.yaml" in str(info.value)
+    )

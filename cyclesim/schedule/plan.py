@@ -109,13 +109,7 @@ def build_plan(
     """Compile the three inputs into a Plan; raise SpecError for what cannot be replayed."""
     from cyclesim.spec import leaves
 
-    if arch.pe_array.macs_per_pe_per_cycle != 1:
-        raise arch.error(
-            "macs_per_pe_per_cycle other than 1 is not modelled: one loop iteration per cycle per PE",
-            ("pe_array", "macs_per_pe_per_cycle"),
-            found=arch.pe_array.macs_per_pe_per_cycle,
-            expected="1",
-        )
+    lanes = arch.pe_array.macs_per_pe_per_cycle
     tree = isolate(mapping, workload) if isolate_einsums else mapping.loop_tree
     no_mc = arch.pe_array.no_multicast_dims
     tensor_order = tuple(t.name for t in workload.tensors)
@@ -244,6 +238,7 @@ def build_plan(
     for li, (above, comp) in enumerate(leaf_list):
         einsum = workload.einsum(comp.einsum)
         temporal = [n for n in above if isinstance(n, Temporal) and n.bound > 1]
+        temporal, lane_loop = _vector_lanes(arch, mapping, above, temporal, lanes, einsum.is_copy)
         bounds = tuple(n.bound for n in temporal)
         on_path = [ri for ri, r in enumerate(recs) if li in info[ri]["below"]]
         seg_depth = max([len(info[ri]["counted"]) for ri in on_path] + [shared_depth_of.get(li, 0)])
@@ -257,9 +252,11 @@ def build_plan(
             # distinct values across the PEs below the node: a spatial loop that does not index
             # the tensor multicasts it (inputs) or reduces it for free (outputs), under both
             # policies; strict differs in reading them on every step (AccelForge's convention)
-            vps = _footprint(workload, einsum.name, a.tensor, sp_below) * _copies(
+            vps = _footprint(workload, einsum.name, a.tensor, sp_below + lane_loop) * _copies(
                 workload, einsum.name, a.tensor, sp_below, no_mc(a.tensor)
             )
+            if lane_loop and reuse is ReusePolicy.STRICT and lane_loop[0].rank not in a.ranks():
+                vps *= lanes  # strict: every MAC of the vector reads (or accumulates) on its own
             if reuse is ReusePolicy.STRICT:
                 change = len(bounds)
             else:
@@ -308,7 +305,7 @@ def build_plan(
             for o in operands
         )
         out_rel = tuple(n.rank in einsum.output.ranks() for n in temporal)
-        spatial_macs = prod(n.bound for n in above if isinstance(n, Spatial))
+        spatial_macs = prod(n.bound for n in above if isinstance(n, Spatial)) * (lanes if lane_loop else 1)
         leaf_plans.append(
             LeafPlan(
                 li,
@@ -368,6 +365,33 @@ def _allocators(arch: Architecture) -> tuple[tuple[str, object], ...]:
         for i, m in enumerate(arch.memories)
         if m.allocator is not None
     )
+
+
+def _vector_lanes(arch, mapping, above: tuple, temporal: list, lanes: int, is_copy: bool):
+    """A PE doing `lanes` MACs per cycle runs that many iterations of the innermost temporal loop
+    in one step: return the leaf's temporal loops with that loop divided, and the lane loop."""
+    if lanes == 1 or is_copy:
+        return temporal, []
+    if not temporal or temporal[-1].bound % lanes:
+        where = temporal[-1].path if temporal else "loop_tree"
+        raise mapping.error(
+            f"the PE array does {lanes} MACs per PE per cycle ({arch.source}: pe_array."
+            "macs_per_pe_per_cycle), so the innermost temporal loop runs that many iterations "
+            f"per step; its bound must be a multiple of {lanes}",
+            where,
+            found=temporal[-1].bound if temporal else None,
+        )
+    inner = temporal[-1]
+    pos = next(i for i, n in enumerate(above) if n is inner)
+    if any(isinstance(n, Storage) for n in above[pos + 1 :]):
+        raise mapping.error(
+            f"with {lanes} MACs per PE per cycle the innermost temporal loop is vectorised; no "
+            "storage node may sit below it",
+            inner.path,
+        )
+    grouped = Temporal(inner.rank, inner.bound // lanes, inner.path)
+    rest = temporal[:-1] + ([grouped] if grouped.bound > 1 else [])
+    return rest, [Temporal(inner.rank, lanes, inner.path)]
 
 
 def _leaf_ids(item: object) -> list[int]:
