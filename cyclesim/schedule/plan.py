@@ -305,7 +305,9 @@ def build_plan(
             for o in operands
         )
         out_rel = tuple(n.rank in einsum.output.ranks() for n in temporal)
-        spatial_macs = prod(n.bound for n in above if isinstance(n, Spatial)) * (lanes if lane_loop else 1)
+        spatial_macs = prod(n.bound for n in above if isinstance(n, Spatial)) * (
+            lanes if lane_loop else 1
+        )
         leaf_plans.append(
             LeafPlan(
                 li,
