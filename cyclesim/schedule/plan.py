@@ -442,10 +442,7 @@ def _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list) ->
                 recs[p].store.memory,
                 f"link {recs[p].store.memory} -> {r.store.memory} of tensor {r.tensor}",
             )
-            reloads = prod(d["counted"]) > prod(
-                b for b, rel in zip(d["counted"], d["relevant"], strict=True) if rel
-            )
-            if not d["output_role"] or reloads:
+            if not d["output_role"] or entries > distinct:  # inputs fill; outputs reload revisits
                 fill_src = _port(arch, pm, r.tensor, Direction.READ_TO_BELOW, why)
                 fill_dst = _port(arch, r.store.memory, r.tensor, Direction.WRITE_FROM_ABOVE, why)
             if d["output_role"]:
