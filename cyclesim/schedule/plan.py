@@ -203,6 +203,7 @@ def build_plan(
             dict(
                 parent=parent,
                 counted=tuple(n.bound for n in temporal[:depth]),
+                counted_loops=tuple(temporal[:depth]),
                 relevant=tuple(rel[:depth]),
                 instances=prod(n.bound for n in spatial_above),
                 tile=max(tiles),
@@ -235,10 +236,12 @@ def build_plan(
 
     root = seq_walk(tree, ())
     leaf_plans = []
+    leaf_loops: list[tuple] = []  # per leaf: its temporal loops (bound > 1), outer first
     for li, (above, comp) in enumerate(leaf_list):
         einsum = workload.einsum(comp.einsum)
         temporal = [n for n in above if isinstance(n, Temporal) and n.bound > 1]
         temporal, lane_loop = _vector_lanes(arch, mapping, above, temporal, lanes, einsum.is_copy)
+        leaf_loops.append(tuple(temporal))
         bounds = tuple(n.bound for n in temporal)
         on_path = [ri for ri, r in enumerate(recs) if li in info[ri]["below"]]
         seg_depth = max([len(info[ri]["counted"]) for ri in on_path] + [shared_depth_of.get(li, 0)])
@@ -324,7 +327,7 @@ def build_plan(
                 shared_depth_of.get(li, 0),
             )
         )
-    nodes = _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list)
+    nodes = _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list, leaf_loops)
     check_capacity(arch, mapping, nodes, recs, leaf_plans, workload)
     ports = []
     for n in nodes:
@@ -402,7 +405,32 @@ def _leaf_ids(item: object) -> list[int]:
     return [li for b in item.branches for li in _leaf_ids(b)]
 
 
-def _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list) -> list[NodePlan]:
+def _dependency_groups(workload, ri, recs, info, leaf_plans, leaf_loops) -> int:
+    """How many independent parts of an intermediate's tile its producer completes in turn.
+
+    The users of a node (children and PE leaves) all see its counted loops first; when they
+    continue with the same loops (shared above a sequential split) that all index the tensor,
+    each iteration of those loops produces its own part of the tile, and a consumer waits only
+    for its part. Otherwise (1) it waits for the whole tile.
+    """
+    tensor = recs[ri].tensor
+    base = len(info[ri]["counted"])
+    seqs = [info[c]["counted_loops"][base:] for c in range(len(recs)) if info[c]["parent"] == ri]
+    for leaf in leaf_plans:
+        if any(o.node == ri for o in leaf.operands):
+            seqs.append(leaf_loops[leaf.index][base : leaf.seg_depth])
+    groups = 1
+    for loops in zip(*seqs, strict=False) if seqs else ():  # the common prefix only
+        first = loops[0]
+        if any(n is not first for n in loops) or not _relevant(workload, tensor, first.rank):
+            break
+        groups *= first.bound
+    return groups
+
+
+def _finish_nodes(
+    arch, workload, mapping, recs, info, leaf_plans, leaf_list, leaf_loops
+) -> list[NodePlan]:
     """Resolve parents, ports, DMA engines and per-tile use counts into NodePlans."""
     nodes = []
     for ri, r in enumerate(recs):
@@ -482,6 +510,9 @@ def _finish_nodes(arch, workload, mapping, recs, info, leaf_plans, leaf_list) ->
                 producer_uses,
                 wait_producer,
                 pe_by,
+                _dependency_groups(workload, ri, recs, info, leaf_plans, leaf_loops)
+                if d["output_role"]
+                else 1,
             )
         )
     return nodes

@@ -61,6 +61,13 @@ class NodePlan:
     producer_uses_per_tile: int  # of those, the ones that write the tensor
     wait_producer: bool  # a fill from the parent must wait until the producer finished that tile
     pe_written_by: str | None  # Einsum whose PE array writes this node directly
+    dependency_groups: int = (
+        1  # parts of a tile its producer completes in turn (consumers wait per part)
+    )
+
+    def user_group(self, k: int, per_tile: int) -> int:
+        """The part of this node's tile that user entry k (per_tile entries per tile) touches."""
+        return (k % per_tile) // (per_tile // self.dependency_groups)
 
     def visit_flags(self, k: int) -> tuple[bool, bool]:
         """(first visit, final visit) of entry k: irrelevant counted loops all at 0 / at their last."""
