@@ -15,7 +15,11 @@ cycle than its width.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import simpy
+
+_ROUND_ROBIN = itemgetter(0, 1)  # a waiting request's (last grant, who): oldest grant first
 
 PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-backs 2 * node + 1
 
@@ -27,6 +31,7 @@ class Fabric:
         "env",
         "holder",
         "waiting",
+        "wanted",
         "last_grant",
         "grants",
         "reserved",
@@ -43,6 +48,7 @@ class Fabric:
         self.holder: dict[str, int | None] = {k: None for k in widths}
         self.reserved: dict[str, int] = {k: 0 for k in widths}
         self.waiting: list[list] = []  # [last_grant, who, keys, event, tensor]
+        self.wanted: dict[str, int] = {k: 0 for k in widths}  # port -> waiting requests for it
         self.last_grant: dict[int, int] = {}
         self.runs: dict[str, list] = {}  # port -> [process timing a burst on it, told to stop]
         self.width_waiters: dict[str, list[simpy.Event]] = {}  # port -> holders waiting for width
@@ -52,20 +58,24 @@ class Fabric:
 
     def request(self, who: int, keys: tuple[str, ...], tensor: str) -> simpy.Event | None:
         """None if every port in keys is granted to who now, else an event that fires when they are."""
-        holder, reserved, width = self.holder, self.reserved, self.width
-        if all(holder[k] is None and reserved[k] < width[k] for k in keys) and not self.contested(
-            keys
-        ):
+        holder, reserved, width, wanted = self.holder, self.reserved, self.width, self.wanted
+        for k in keys:
+            if holder[k] is not None or reserved[k] >= width[k] or wanted[k]:
+                break
+        else:  # free and nobody waits for them: granted at once
             now = self.env.now
+            grants = self.grants
             for k in keys:
                 holder[k] = who
-                self.grants[k].append([now, None, who, tensor])
+                grants[k].append([now, None, who, tensor])
             self.last_grant[who] = now
             return None
         ev = self.env.event()
         self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor])
+        runs = self.runs
         for k in keys:
-            run = self.runs.get(k)
+            wanted[k] += 1
+            run = runs.get(k)
             if run is not None and not run[1]:
                 self._interrupt(run, "competitor")
         self._dispatch()
@@ -94,10 +104,10 @@ class Fabric:
 
     def contested(self, keys: tuple[str, ...]) -> bool:
         """Does any waiting request want one of these ports?"""
-        for w in self.waiting:
-            for k in w[2]:
-                if k in keys:
-                    return True
+        wanted = self.wanted
+        for k in keys:
+            if wanted[k]:
+                return True
         return False
 
     def start_run(self, keys: tuple[str, ...], proc: simpy.Process, stopping: bool = False) -> None:
@@ -141,29 +151,29 @@ class Fabric:
             self._dispatch()
 
     def _dispatch(self) -> None:
-        if not self.waiting:
+        waiting = self.waiting
+        if not waiting:
             return
-        holder, reserved, width = self.holder, self.reserved, self.width
-        if len(self.waiting) > 1:
-            self.waiting.sort(key=lambda w: (w[0], w[1]))
+        holder, reserved, width, wanted = self.holder, self.reserved, self.width, self.wanted
+        if len(waiting) > 1:
+            waiting.sort(key=_ROUND_ROBIN)
         granted = False
         keep = []
-        for w in self.waiting:
+        for w in waiting:
             keys = w[2]
-            ok = True
             for k in keys:
                 if holder[k] is not None or reserved[k] >= width[k]:
-                    ok = False
+                    keep.append(w)
                     break
-            if not ok:
-                keep.append(w)
-                continue
-            now = self.env.now
-            for k in keys:
-                holder[k] = w[1]
-                self.grants[k].append([now, None, w[1], w[4]])
-            self.last_grant[w[1]] = now
-            granted = True
-            w[3].succeed()
+            else:
+                now = self.env.now
+                who = w[1]
+                for k in keys:
+                    holder[k] = who
+                    wanted[k] -= 1
+                    self.grants[k].append([now, None, who, w[4]])
+                self.last_grant[who] = now
+                granted = True
+                w[3].succeed()
         if granted:
             self.waiting = keep

@@ -27,7 +27,7 @@ from cyclesim.engine.record import (
     TraceFilter,
 )
 from cyclesim.engine.tiles import Tiles
-from cyclesim.engine.transfer import transfer
+from cyclesim.engine.transfer import Link, transfer
 from cyclesim.errors import EngineError
 from cyclesim.schedule.counts import (
     READ,
@@ -150,6 +150,8 @@ class _Replay:
     def fill_proc(self, n: NodePlan):
         """Fill (inputs) or enter (outputs: partial-sum reload on a revisit) tiles in order."""
         env, tl, t = self.env, self.rec.fill_tl[n.index], self.tiles[n.index]
+        fabric, rec = self.fabric, self.rec
+        link = None  # built at the first transfer (an output's entries may never reload)
         nodes = self.plan.nodes
         p = nodes[n.parent]
         pt = self.tiles[p.index]
@@ -200,19 +202,9 @@ class _Replay:
             if l1 is not None and k == 0:
                 l1.take(n.index, env.now)  # the first slot is taken: place its L1 buffer
             start = env.now
-            yield from transfer(
-                env,
-                self.fabric,
-                self.rec,
-                tl,
-                2 * n.index,
-                n.tensor,
-                n.fill_src,
-                n.fill_dst,
-                par_bits_v * bits,
-                chi_bits_v * bits,
-                self._dma(n),
-            )
+            if link is None:
+                link = Link(2 * n.index, n.tensor, n.fill_src, n.fill_dst, self._dma(n))
+            yield from transfer(env, fabric, rec, tl, link, par_bits_v * bits, chi_bits_v * bits)
             if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):
                 self.rec.transfers.append(
                     (
@@ -245,6 +237,8 @@ class _Replay:
     def drain_proc(self, n: NodePlan):
         """Write each output tile back to its parent once all its users are done."""
         env, tl, t = self.env, self.rec.drain_tl[n.index], self.tiles[n.index]
+        fabric, rec = self.fabric, self.rec
+        link = Link(2 * n.index + 1, n.tensor, n.drain_dst, n.drain_src, self._dma(n))
         p = self.plan.nodes[n.parent]
         pt = self.tiles[p.index]
         pipe = self.plan.pipeline_depth if n.pe_written_by else 0
@@ -267,17 +261,7 @@ class _Replay:
             bits = n.bits if final else n.psum_bits
             start = env.now
             yield from transfer(
-                env,
-                self.fabric,
-                self.rec,
-                tl,
-                2 * n.index + 1,
-                n.tensor,
-                n.drain_dst,
-                n.drain_src,
-                n.union_values * bits,
-                n.tile_values * bits,
-                self._dma(n),
+                env, fabric, rec, tl, link, n.union_values * bits, n.tile_values * bits
             )
             if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):
                 self.rec.transfers.append(

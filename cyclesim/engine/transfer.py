@@ -9,18 +9,78 @@ from cyclesim.engine.record import S_BURST, S_DMA, S_LATENCY, S_PORT, S_SETUP, R
 from cyclesim.schedule.plan import PortRef
 
 
+class Link:
+    """One direction of a node's transfers (fill or write-back), resolved once per replay.
+
+    Holds the ports' keys, the burst size, the latency and, per transfer size and port widths,
+    the cycles of every burst and their running sums, so a run of bursts is timed by a
+    subtraction instead of a loop.
+    """
+
+    __slots__ = (
+        "who",
+        "tensor",
+        "pk",
+        "ck",
+        "keys",
+        "burst",
+        "latency",
+        "latency_key",
+        "dma",
+        "timings",
+    )
+
+    def __init__(
+        self,
+        who: int,
+        tensor: str,
+        parent_port: PortRef,
+        child_port: PortRef,
+        dma: tuple[simpy.Resource, int, str] | None,
+    ) -> None:
+        self.who = who
+        self.tensor = tensor
+        self.pk, self.ck = parent_port.key, child_port.key
+        self.keys = (self.pk, self.ck) if self.pk != self.ck else (self.pk,)
+        self.burst = min(parent_port.burst_bits, child_port.burst_bits)
+        self.latency = max(parent_port.latency_cycles, child_port.latency_cycles)
+        self.latency_key = (
+            self.pk if parent_port.latency_cycles >= child_port.latency_cycles else self.ck
+        )
+        self.dma = dma
+        self.timings: dict[tuple, tuple[list, list, list]] = {}  # (bits, widths) -> _timing
+
+
+def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
+    """(parent bits, child bits) of burst j: child-side bursts, the parent's share pro rata."""
+    lo, hi = j * burst, min(small, (j + 1) * burst)
+    return big * hi // small - big * lo // small, hi - lo
+
+
+def _timing(big: int, small: int, burst: int, wp: int, wc: int) -> tuple[list, list, list]:
+    """Per burst at widths (wp, wc): cycles, whether the parent side is the slower one, and the
+    running sum of cycles (prefix[j] = cycles of bursts 0..j-1)."""
+    cycles, parent_slower, prefix = [], [], [0]
+    t = 0
+    for j in range(-(-small // burst)):
+        b, sm = _burst_bits(big, small, burst, j)
+        cp, cc = -(-b // wp), -(-sm // wc)
+        c = max(cp, cc, 1)
+        cycles.append(c)
+        parent_slower.append(cp >= cc)
+        t += c
+        prefix.append(t)
+    return cycles, parent_slower, prefix
+
+
 def transfer(
     env: simpy.Environment,
     fabric: Fabric,
     rec: Recorder,
     tl: list,
-    who: int,
-    tensor: str,
-    parent_port: PortRef,
-    child_port: PortRef,
+    link: Link,
     parent_bits: int,
     child_bits: int,
-    dma: tuple[simpy.Resource, int, str] | None,
 ):
     """Move parent_bits through the parent's port and child_bits through each child's port.
 
@@ -30,6 +90,7 @@ def transfer(
     without holding the ports. Uncontested bursts run back to back in one timeout.
     """
     channel = None
+    dma = link.dma
     if dma is not None:
         resource, setup, name = dma
         channel = resource.request()
@@ -40,16 +101,16 @@ def transfer(
             tl.append((env.now, S_SETUP, name))
             yield env.timeout(setup)
             rec.events += 1
-    burst = min(parent_port.burst_bits, child_port.burst_bits)
-    pk, ck = parent_port.key, child_port.key
-    keys = (pk, ck) if pk != ck else (pk,)
+    burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
+    width, reserved, timings = fabric.width, fabric.reserved, link.timings
     big, small = parent_bits, child_bits
     # bursts are counted on the child side (one instance); the parent side moves its share of a
     # multicast or reduction in the same bursts, all instances in lockstep
     n_bursts = -(-small // burst)
     i = 0  # next burst
     rest = None  # (parent bits, child bits) left of burst i when it was cut short
-    ev = fabric.request(who, keys, tensor)
+    proc = env.active_process
+    ev = fabric.request(who, keys, link.tensor)
     while True:
         if ev is not None:
             tl.append((env.now, S_PORT, keys))
@@ -57,8 +118,8 @@ def transfer(
         stopping = False
         start = env.now
         while True:  # time bursts i.. at the current widths; re-time when the PE's share changes
-            wp = fabric.effective_width(pk)
-            wc = fabric.effective_width(ck)
+            wp = width[pk] - reserved[pk]
+            wc = width[ck] - reserved[ck]
             if wp <= 0 or wc <= 0:  # the PE array takes the whole port this cycle: hold and wait
                 tl.append((env.now, S_PORT, keys))
                 wake = fabric.wait_for_width(keys)
@@ -66,34 +127,41 @@ def transfer(
                 rec.events += 1
                 start = env.now
                 continue
-            sizes, ends = [], []
-            t, j = start, i
-            while j < n_bursts:
-                if j == i and rest is not None:
-                    b, sm = rest
-                else:
-                    lo, hi = j * burst, min(small, (j + 1) * burst)
-                    b, sm = big * hi // small - big * lo // small, hi - lo
-                cp, cc = -(-b // wp), -(-sm // wc)
-                if j == i:
-                    tl.append((start, S_BURST, pk if cp >= cc else ck))
-                t += max(cp, cc, 1)
-                sizes.append((b, sm))
-                ends.append(t)
-                j += 1
-                if stopping or fabric.contested(keys):
-                    break  # someone waits: this burst, then round-robin
-            fabric.start_run(keys, env.active_process, stopping)
+            shape = (big, small, wp, wc)
+            timing = timings.get(shape)
+            if timing is None:
+                timing = timings[shape] = _timing(big, small, burst, wp, wc)
+            cycles, parent_slower, prefix = timing
+            if rest is None:
+                first, slower = cycles[i], parent_slower[i]
+            else:
+                cp, cc = -(-rest[0] // wp), -(-rest[1] // wc)
+                first, slower = max(cp, cc, 1), cp >= cc
+            tl.append((start, S_BURST, pk if slower else ck))
+            # someone waits (or we were told to stop): this burst, then round-robin
+            if stopping or i + 1 == n_bursts or fabric.contested(keys):
+                j, end, last = i + 1, start + first, start
+            else:  # nobody competes: all the remaining bursts in one run
+                j = n_bursts
+                end = start + first + prefix[n_bursts] - prefix[i + 1]
+                last = end - cycles[n_bursts - 1]
+            fabric.start_run(keys, proc, stopping)
             try:
-                yield env.timeout(ends[-1] - start)
+                yield env.timeout(end - start)
                 rec.events += 2
                 fabric.end_run(keys)
                 i, rest = j, None
-                last_start = ends[-2] if len(ends) > 1 else start
+                last_start = last
                 break
             except simpy.Interrupt as irq:
                 now = env.now
                 fabric.end_run(keys)
+                # the bursts of the interrupted run, as they were timed
+                sizes = [rest if rest is not None else _burst_bits(big, small, burst, i)]
+                ends = [start + first]
+                for x in range(i + 1, j):
+                    sizes.append(_burst_bits(big, small, burst, x))
+                    ends.append(ends[-1] + cycles[x])
                 done = sum(1 for e in ends if e <= now)
                 i += done
                 if i >= n_bursts or (done and done == len(ends)):
@@ -113,16 +181,10 @@ def transfer(
         if i >= n_bursts:
             fabric.release(who, keys, last_start)
             break
-        ev = fabric.release_and_request(who, keys, tensor, last_start)
-    latency = max(parent_port.latency_cycles, child_port.latency_cycles)
+        ev = fabric.release_and_request(who, keys, link.tensor, last_start)
+    latency = link.latency
     if latency:
-        tl.append(
-            (
-                env.now,
-                S_LATENCY,
-                pk if parent_port.latency_cycles >= child_port.latency_cycles else ck,
-            )
-        )
+        tl.append((env.now, S_LATENCY, link.latency_key))
         yield env.timeout(latency)
         rec.events += 1
     if channel is not None:
