@@ -38,7 +38,7 @@ from cyclesim.schedule.counts import (
     WRITE_FROM_BELOW,
 )
 from cyclesim.schedule.plan import NodePlan, Plan
-from cyclesim.schedule.steps import program, segment_levels, segment_profile
+from cyclesim.schedule.steps import program_blocks, segment_classifier, segment_profile
 
 
 @dataclass(slots=True)
@@ -297,78 +297,88 @@ class _Replay:
         """The PE array: wait for each segment's operand tiles, then compute the segment."""
         env, rec, plan = self.env, self.rec, self.plan
         nodes, tiles, fabric = plan.nodes, self.tiles, self.fabric
-        waits = rec.pe_waits
+        waits, spatial, pe_segments = rec.pe_waits, rec.spatial, rec.pe_segments
+        finish_use, reserve, timeout = self.finish_use, fabric.reserve, env.timeout
         held: dict[str, int] = {}  # port -> bits per cycle the PE array reserves on it
-        executed: dict[tuple, int] = {}  # (leaf, level, first visit) -> segments run
-        profiles: dict[tuple, tuple] = {}  # (leaf, level, first visit) -> (profile, port shares)
-        for li, g in program(plan):
+        held_kind = -1  # index of the kind of segment whose shares are held (-1: none)
+        kinds: dict[tuple, _SegmentKind] = {}  # (leaf, level, first visit), in first-run order
+        for li, g0, g1 in program_blocks(plan):
             leaf = plan.leaves[li]
-            ks = []
-            for o in leaf.operands:
-                n = nodes[o.node]
-                k = g // o.ratio
-                ks.append(k)
-                t = tiles[o.node]
-                ev = None if n.is_backing else t.waiter(t.resident, k)
-                if ev is None and not o.is_output and n.output_role:
-                    ev = t.waiter(t.produced, k)
-                    kind = "produced"
-                else:
-                    kind = "resident"
-                while ev is not None:
-                    if held:  # the PE array uses no port while it waits
-                        for key in held:
-                            fabric.reserve(key, 0)
-                        held = {}
-                    t0 = env.now
-                    self.pe_waiting = (o.node, k, kind, t0)
-                    yield ev
-                    self.pe_waiting = None
-                    rec.events += 1
-                    waits.append((t0, env.now, o.node, kind))
+            who = ("pe", li)
+            classify = segment_classifier(leaf)
+            # per operand: node, ratio, tiles, waits for residency, waits for the producer, output
+            ops = tuple(
+                (
+                    o.node,
+                    o.ratio,
+                    tiles[o.node],
+                    not nodes[o.node].is_backing,
+                    not o.is_output and nodes[o.node].output_role,
+                    o.is_output,
+                )
+                for o in leaf.operands
+            )
+            for g in range(g0, g1):
+                for node, ratio, t, check_resident, check_produced, _ in ops:
+                    k = g // ratio
                     ev = None
-                    if kind == "resident" and not o.is_output and n.output_role:
+                    if check_resident and t.resident.get(k) is not True:
+                        ev = t.waiter(t.resident, k)
+                    if ev is None and check_produced:
                         ev = t.waiter(t.produced, k)
                         kind = "produced"
-            if rec.first_step is None:
-                rec.first_step = env.now
-            level, first = segment_levels(leaf, g)
-            cached = profiles.get((li, level, first))
-            if cached is None:  # a handful of kinds of segment per leaf: compute each once
-                prof = segment_profile(leaf, level, first)
-                want = {key: -(-bits // prof.cycles) for key, bits in prof.port_bits}
-                cached = profiles[(li, level, first)] = (prof, want)
-            prof, want = cached
-            if want != held:
-                for key in held:
-                    if key not in want:
-                        fabric.reserve(key, 0)
-                for key, bits in want.items():
-                    fabric.reserve(key, bits)
-                held = want
-            start = env.now
-            yield env.timeout(prof.cycles)
-            rec.events += 1
-            if rec.pe_segments is not None and rec.keep_segment(li, start, env.now):
-                rec.pe_segments.append((start, env.now, li, g))
-            for oi, c in prof.spatial:
-                cur = rec.spatial.get((li, oi))
-                if cur is None:
-                    rec.spatial[(li, oi)] = [c, start, env.now]
-                else:
-                    cur[0] += c
-                    cur[2] = env.now
-            key = (li, level, first)
-            executed[key] = executed.get(key, 0) + 1
-            for o, k in zip(leaf.operands, ks, strict=True):
-                self.finish_use(o.node, k, ("pe", li), o.is_output)
-            self.segments_done += 1
+                    else:
+                        kind = "resident"
+                    while ev is not None:
+                        if held:  # the PE array uses no port while it waits
+                            for key in held:
+                                reserve(key, 0)
+                            held, held_kind = {}, -1
+                        t0 = env.now
+                        self.pe_waiting = (node, k, kind, t0)
+                        yield ev
+                        self.pe_waiting = None
+                        rec.events += 1
+                        waits.append((t0, env.now, node, kind))
+                        ev = None
+                        if kind == "resident" and check_produced:
+                            ev = t.waiter(t.produced, k)
+                            kind = "produced"
+                if rec.first_step is None:
+                    rec.first_step = env.now
+                level, first = classify(g)
+                sk = kinds.get((li, level, first))
+                if sk is None:  # a handful of kinds of segment per leaf: compute each once
+                    sk = kinds[(li, level, first)] = _SegmentKind(leaf, level, first, len(kinds))
+                if sk.index != held_kind:
+                    calls = sk.after.get(held_kind)
+                    if calls is None:
+                        calls = sk.after[held_kind] = sk.reserve_calls(held)
+                    for key, bits in calls:
+                        reserve(key, bits)
+                    held, held_kind = sk.want, sk.index
+                start = env.now
+                yield timeout(sk.cycles)
+                rec.events += 1
+                now = env.now
+                if pe_segments is not None and rec.keep_segment(li, start, now):
+                    pe_segments.append((start, now, li, g))
+                for oi, c in sk.spatial:
+                    cur = spatial.get((li, oi))
+                    if cur is None:
+                        spatial[(li, oi)] = [c, start, now]
+                    else:
+                        cur[0] += c
+                        cur[2] = now
+                sk.runs += 1
+                for node, ratio, _, _, _, is_output in ops:
+                    finish_use(node, g // ratio, who, is_output)
+                self.segments_done += 1
         for key in held:
-            fabric.reserve(key, 0)
+            reserve(key, 0)
         # the PE array's accesses: each executed segment's profile, summed per kind of segment
-        for (li, level, first), times in executed.items():
-            leaf = plan.leaves[li]
-            prof = segment_profile(leaf, level, first)
+        for (li, _, _), sk in kinds.items():
+            leaf, prof, times = plan.leaves[li], sk.prof, sk.runs
             for i, o in enumerate(leaf.operands):
                 n = nodes[o.node]
                 if prof.reads[i]:
@@ -396,6 +406,33 @@ class _Replay:
             yield env.timeout(plan.pipeline_depth)
             rec.events += 1
         self.end = max(self.end, env.now)
+
+
+class _SegmentKind:
+    """One kind of PE segment of a leaf (level, first visit): its profile and port shares."""
+
+    __slots__ = ("prof", "cycles", "spatial", "want", "index", "after", "runs")
+
+    def __init__(self, leaf, level: int, first: bool, index: int) -> None:
+        self.prof = prof = segment_profile(leaf, level, first)
+        self.cycles = prof.cycles
+        self.spatial = prof.spatial
+        # bits per cycle the PE array takes on each port it uses during the segment
+        self.want = {key: -(-bits // prof.cycles) for key, bits in prof.port_bits}
+        self.index = index
+        self.after: dict[int, tuple] = {}  # kind held before -> the reserve calls to make
+        self.runs = 0  # segments of this kind executed
+
+    def reserve_calls(self, held: dict[str, int]) -> tuple[tuple[str, int], ...]:
+        """The reserve calls that change anything when the PE array held `held` before.
+
+        Ports it no longer uses are given back first, then its shares are taken, in the order
+        of the profile; a share equal to the one already held is left alone (a no-op).
+        """
+        want = self.want
+        calls = [(key, 0) for key in held if key not in want]
+        calls += [(key, bits) for key, bits in want.items() if held.get(key) != bits]
+        return tuple(calls)
 
 
 def _compile_filter(rec: Recorder, plan: Plan, f: TraceFilter) -> None:

@@ -82,6 +82,41 @@ def segment_levels(leaf: LeafPlan, g: int) -> tuple[int, bool]:
     return level, first
 
 
+def segment_classifier(leaf: LeafPlan):
+    """A function g -> segment_levels(leaf, g), the digit loop turned into strides once.
+
+    The level is found from the innermost digit outwards and stops at the first non-zero one;
+    the first-visit test looks at runs of adjacent loops that do not index the output, each run
+    one division: its digits are all 0 iff g // stride % (product of their bounds) is 0.
+    """
+    digits = []  # (stride, bound, level), innermost loop first
+    runs = []  # (stride, product of bounds) of adjacent loops that do not index the output
+    stride = 1
+    for pos in range(leaf.seg_depth - 1, -1, -1):
+        bound = leaf.bounds[pos]
+        digits.append((stride, bound, pos + 1))
+        if not leaf.out_relevant[pos]:
+            if runs and runs[-1][0] * runs[-1][1] == stride:  # extends the run just inside it
+                runs[-1] = (runs[-1][0], runs[-1][1] * bound)
+            else:
+                runs.append((stride, bound))
+        stride *= bound
+    digits, runs = tuple(digits), tuple(runs)
+
+    def classify(g: int) -> tuple[int, bool]:
+        level = 0
+        for stride, bound, lv in digits:
+            if g // stride % bound:
+                level = lv
+                break
+        for stride, span in runs:
+            if g // stride % span:
+                return level, False
+        return level, True
+
+    return classify
+
+
 @lru_cache(maxsize=4096)
 def segment_profile(leaf: LeafPlan, level: int, first: bool) -> SegmentProfile:
     """Closed-form cycles, spatial stalls and PE accesses of one segment."""
@@ -134,17 +169,14 @@ def segment_profile(leaf: LeafPlan, level: int, first: bool) -> SegmentProfile:
     )
 
 
-def program(plan: Plan):
-    """The PE array's segments in execution order: (leaf index, segment index)."""
+def program_blocks(plan: Plan):
+    """The PE array's segments in execution order, in blocks: (leaf index, first g, end g)."""
     leaves = plan.leaves
 
     def gen(item, q: int, outer: int):
         if isinstance(item, int):
-            leaf = leaves[item]
-            per = leaf.segments // outer
-            start = q * per
-            for g in range(start, start + per):
-                yield item, g
+            per = leaves[item].segments // outer
+            yield item, q * per, (q + 1) * per
             return
         inner = item.iterations // outer
         for q2 in range(q * inner, (q + 1) * inner):
@@ -152,3 +184,10 @@ def program(plan: Plan):
                 yield from gen(branch, q2, item.iterations)
 
     yield from gen(plan.root, 0, 1)
+
+
+def program(plan: Plan):
+    """The PE array's segments in execution order: (leaf index, segment index)."""
+    for li, g0, g1 in program_blocks(plan):
+        for g in range(g0, g1):
+            yield li, g
