@@ -26,7 +26,7 @@ from cyclesim.engine.record import (
     Recorder,
     TraceFilter,
 )
-from cyclesim.engine.tiles import Tiles
+from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import Link, transfer
 from cyclesim.errors import EngineError
 from cyclesim.schedule.counts import (
@@ -107,6 +107,13 @@ class _Replay:
             cur[0] += values
             cur[1] += values * bits
 
+    def _cell(self, key: tuple) -> list[int]:
+        """The [values, bits] cell of a count key, made (in first-use order) if new."""
+        cur = self.counts.get(key)
+        if cur is None:
+            cur = self.counts[key] = [0, 0]
+        return cur
+
     def finish_use(self, node: int, k: int, who: tuple, producer_side: bool) -> None:
         """One user of tile k of a node is done; the last one frees or drains the tile."""
         n = self.plan.nodes[node]
@@ -149,147 +156,137 @@ class _Replay:
     # ------------------------------------------------------------------ processes
     def fill_proc(self, n: NodePlan):
         """Fill (inputs) or enter (outputs: partial-sum reload on a revisit) tiles in order."""
-        env, tl, t = self.env, self.rec.fill_tl[n.index], self.tiles[n.index]
-        fabric, rec = self.fabric, self.rec
-        link = None  # built at the first transfer (an output's entries may never reload)
-        nodes = self.plan.nodes
-        p = nodes[n.parent]
+        env, rec, fabric = self.env, self.rec, self.fabric
+        node, tl, t = n.index, rec.fill_tl[n.index], self.tiles[n.index]
+        p = self.plan.nodes[n.parent]
         pt = self.tiles[p.index]
-        par_bits_v = n.union_values
-        chi_bits_v = n.tile_values
-        l1 = self.l1 if self.l1 is not None and self.l1.tracked[n.index] else None
+        link = None  # built at the first transfer (an output's entries may never reload)
+        l1 = self.l1 if self.l1 is not None and self.l1.tracked[node] else None
+        slots, ratio, output_role, wait_producer = n.slots, n.ratio, n.output_role, n.wait_producer
+        wait_parent = not p.is_backing
+        released, drained, last_visit = t.released, t.drained, t.last_visit
+        p_resident, p_produced = pt.resident, pt.produced
+        first_and_key = entry_classifier(n)[0] if output_role else None
+        who = ("node", node)
+        par_values, chi_values = n.union_values, n.tile_values
+        read_values = par_values * n.parent_instances  # per transfer, all instances
+        write_values = chi_values * n.instances
+        reads = writes = None  # this node's count cells, made at its first transfer
         for k in range(n.entries):
-            if k >= n.slots:
-                ev = t.waiter(t.released, k - n.slots)
-                if ev is not None:
-                    tl.append((env.now, S_SLOT, k - n.slots))
-                    yield ev
-                t.released.pop(k - n.slots, None)
-            kp = k // n.ratio
-            if n.output_role:
-                first, _ = n.visit_flags(k)
-                key = n.element_key(k)
-                prev = t.last_visit.get(key)
-                t.last_visit[key] = k
+            if k >= slots:
+                ks = k - slots
+                if released.get(ks) is not True:
+                    tl.append((env.now, S_SLOT, ks))
+                    yield t.waiter(released, ks)
+                released.pop(ks, None)
+            kp = k // ratio
+            if output_role:
+                first, key = first_and_key(k)
+                prev = last_visit.get(key)
+                last_visit[key] = k
                 if first:
                     if l1 is not None and k == 0:
-                        l1.take(n.index, env.now)  # the first slot is taken: place its L1 buffer
+                        l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
                     self._mark_resident(n, k)
                     continue
-                if not p.is_backing:
-                    ev = pt.waiter(pt.resident, kp)
-                    if ev is not None:
-                        tl.append((env.now, S_PARENT, p.index))
-                        yield ev
-                ev = t.waiter(t.drained, prev) if prev is not None else None
-                if ev is not None:
-                    tl.append((env.now, S_DRAIN, n.index))
-                    yield ev
-                t.drained.pop(prev, None)
+                if wait_parent and p_resident.get(kp) is not True:
+                    tl.append((env.now, S_PARENT, p.index))
+                    yield pt.waiter(p_resident, kp)
+                if prev is not None and drained.get(prev) is not True:
+                    tl.append((env.now, S_DRAIN, node))
+                    yield t.waiter(drained, prev)
+                drained.pop(prev, None)
                 bits = n.psum_bits
             else:
-                if not p.is_backing:
-                    ev = pt.waiter(pt.resident, kp)
-                    if ev is not None:
-                        tl.append((env.now, S_PARENT, p.index))
-                        yield ev
-                if n.wait_producer:
-                    ev = pt.waiter(pt.produced, kp)
-                    if ev is not None:
-                        tl.append((env.now, S_PRODUCER, self.producer_of.get(n.tensor)))
-                        yield ev
+                if wait_parent and p_resident.get(kp) is not True:
+                    tl.append((env.now, S_PARENT, p.index))
+                    yield pt.waiter(p_resident, kp)
+                if wait_producer and p_produced.get(kp) is not True:
+                    tl.append((env.now, S_PRODUCER, self.producer_of.get(n.tensor)))
+                    yield pt.waiter(p_produced, kp)
                 bits = n.bits
             if l1 is not None and k == 0:
-                l1.take(n.index, env.now)  # the first slot is taken: place its L1 buffer
+                l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
             start = env.now
             if link is None:
-                link = Link(2 * n.index, n.tensor, n.fill_src, n.fill_dst, self._dma(n))
-            yield from transfer(env, fabric, rec, tl, link, par_bits_v * bits, chi_bits_v * bits)
-            if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):
-                self.rec.transfers.append(
+                link = Link(2 * node, n.tensor, n.fill_src, n.fill_dst, self._dma(n))
+            yield from transfer(env, fabric, rec, tl, link, par_values * bits, chi_values * bits)
+            if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
+                rec.transfers.append(
                     (
                         start,
                         env.now,
-                        n.index,
-                        "reload" if n.output_role else "fill",
+                        node,
+                        "reload" if output_role else "fill",
                         k,
-                        par_bits_v * bits,
+                        par_values * bits,
                     )
                 )
-            self.count(
-                n.owner,
-                n.tensor,
-                p.memory,
-                READ,
-                READ_TO_BELOW,
-                par_bits_v * n.parent_instances,
-                bits,
-            )
-            self.count(
-                n.owner, n.tensor, n.memory, WRITE, WRITE_FROM_ABOVE, chi_bits_v * n.instances, bits
-            )
-            if not n.output_role:
-                self.finish_use(p.index, kp, ("node", n.index), False)
+            if reads is None:
+                reads = self._cell((n.owner, n.tensor, p.memory, READ, READ_TO_BELOW))
+                writes = self._cell((n.owner, n.tensor, n.memory, WRITE, WRITE_FROM_ABOVE))
+            reads[0] += read_values
+            reads[1] += read_values * bits
+            writes[0] += write_values
+            writes[1] += write_values * bits
+            if not output_role:
+                self.finish_use(p.index, kp, who, False)
             self._mark_resident(n, k)
         tl.append((env.now, S_IDLE, None))
         self.end = max(self.end, env.now)
 
     def drain_proc(self, n: NodePlan):
         """Write each output tile back to its parent once all its users are done."""
-        env, tl, t = self.env, self.rec.drain_tl[n.index], self.tiles[n.index]
-        fabric, rec = self.fabric, self.rec
-        link = Link(2 * n.index + 1, n.tensor, n.drain_dst, n.drain_src, self._dma(n))
+        env, rec, fabric = self.env, self.rec, self.fabric
+        node, tl, t = n.index, rec.drain_tl[n.index], self.tiles[n.index]
+        link = Link(2 * node + 1, n.tensor, n.drain_dst, n.drain_src, self._dma(n))
         p = self.plan.nodes[n.parent]
         pt = self.tiles[p.index]
         pipe = self.plan.pipeline_depth if n.pe_written_by else 0
+        ratio, wait_parent = n.ratio, not p.is_backing
+        used, p_resident = t.used, pt.resident
+        is_final = entry_classifier(n)[1]
+        who = ("node", node)
+        par_values, chi_values = n.union_values, n.tile_values
+        read_values = chi_values * n.instances  # per transfer, all instances
+        write_values = par_values * n.parent_instances
+        reads = writes = None  # this node's count cells, made at its first transfer
         for k in range(n.entries):
-            ev = t.waiter(t.used, k)
-            if ev is not None:
+            if used.get(k) is not True:
                 tl.append((env.now, S_USES, k))
-                yield ev
+                yield t.waiter(used, k)
             if pipe:
                 tl.append((env.now, S_PIPE, None))
                 yield env.timeout(pipe)
-                self.rec.events += 1
-            kp = k // n.ratio
-            if not p.is_backing:
-                ev = pt.waiter(pt.resident, kp)
-                if ev is not None:
-                    tl.append((env.now, S_PARENT, p.index))
-                    yield ev
-            _, final = n.visit_flags(k)
+                rec.events += 1
+            kp = k // ratio
+            if wait_parent and p_resident.get(kp) is not True:
+                tl.append((env.now, S_PARENT, p.index))
+                yield pt.waiter(p_resident, kp)
+            final = is_final(k)
             bits = n.bits if final else n.psum_bits
             start = env.now
-            yield from transfer(
-                env, fabric, rec, tl, link, n.union_values * bits, n.tile_values * bits
-            )
-            if self.rec.transfers is not None and self.rec.keep_transfer(n.index, start, env.now):
-                self.rec.transfers.append(
-                    (start, env.now, n.index, "drain", k, n.union_values * bits)
-                )
-            self.count(
-                n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE, n.tile_values * n.instances, bits
-            )
-            self.count(
-                n.owner,
-                n.tensor,
-                p.memory,
-                WRITE,
-                WRITE_FROM_BELOW,
-                n.union_values * n.parent_instances,
-                bits,
-            )
+            yield from transfer(env, fabric, rec, tl, link, par_values * bits, chi_values * bits)
+            if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
+                rec.transfers.append((start, env.now, node, "drain", k, par_values * bits))
+            if reads is None:
+                reads = self._cell((n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE))
+                writes = self._cell((n.owner, n.tensor, p.memory, WRITE, WRITE_FROM_BELOW))
+            reads[0] += read_values
+            reads[1] += read_values * bits
+            writes[0] += write_values
+            writes[1] += write_values * bits
             if not final:  # a later visit reloads these partial sums after this write-back
                 t.fire(t.drained, k)
-            t.used.pop(k, None)
+            used.pop(k, None)
             t.resident.pop(k, None)
             t.produced.pop(k, None)
             t.fire(t.released, k)
-            if self.rec.occupancy is not None:
-                self.rec.occupy(env.now, n.index, -1)
+            if rec.occupancy is not None:
+                rec.occupy(env.now, node, -1)
             if self.l1 is not None:
-                self.l1.release(n.index, env.now)
-            self.finish_use(p.index, kp, ("node", n.index), True)
+                self.l1.release(node, env.now)
+            self.finish_use(p.index, kp, who, True)
         tl.append((env.now, S_IDLE, None))
         self.end = max(self.end, env.now)
 

@@ -49,3 +49,48 @@ class Tiles:
         if e is not None and e is not True:
             e.succeed()
         table[k] = True
+
+
+def entry_classifier(n) -> tuple:
+    """Per storage node, two functions of an entry k, with its digit loops turned into strides:
+    k -> (first visit, element key), as NodePlan.visit_flags(k)[0] and NodePlan.element_key(k),
+    and k -> final visit, as NodePlan.visit_flags(k)[1].
+
+    Adjacent counted loops that index the tensor (or that do not) form one run: its digits
+    together are g // stride % span, so a run costs one division instead of one per loop.
+    """
+    runs = []  # [stride, span, relevant], innermost first
+    stride = 1
+    for bound, rel in zip(reversed(n.counted), reversed(n.relevant), strict=True):
+        if runs and runs[-1][2] == rel:
+            runs[-1][1] *= bound
+        else:
+            runs.append([stride, bound, rel])
+        stride *= bound
+    key_runs = []  # (stride, span, scale) of the runs of loops that index the tensor
+    scale = 1
+    for stride, span, rel in runs:
+        if rel:
+            key_runs.append((stride, span, scale))
+            scale *= span
+    other_runs = tuple((stride, span) for stride, span, rel in runs if not rel)
+    key_runs = tuple(key_runs)
+
+    def first_and_key(k: int) -> tuple[bool, int]:
+        first = True
+        for stride, span in other_runs:
+            if k // stride % span:
+                first = False
+                break
+        key = 0
+        for stride, span, scale in key_runs:
+            key += k // stride % span * scale
+        return first, key
+
+    def final(k: int) -> bool:
+        for stride, span in other_runs:
+            if k // stride % span != span - 1:
+                return False
+        return True
+
+    return first_and_key, final
