@@ -137,18 +137,31 @@ class Fabric:
 
     def reserve(self, key: str, bits_per_cycle: int) -> None:
         """The PE array takes bits_per_cycle of a port's width (0 gives it back)."""
-        bits_per_cycle = min(bits_per_cycle, self.width[key])
-        if self.reserved[key] == bits_per_cycle:
-            return
-        self.reserved[key] = bits_per_cycle
-        for ev in self.width_waiters.pop(key, ()):
-            if not ev.triggered:  # one event may wait on both ports of a transfer
-                ev.succeed()
-        run = self.runs.get(key)
-        if run is not None:
-            self._interrupt(run, "reserve")
-        if not bits_per_cycle:
-            self._dispatch()
+        self.set_shares(((key, bits_per_cycle),))
+
+    def set_shares(self, shares) -> None:
+        """reserve(key, bits) for each (key, bits) of shares, in order, in one call."""
+        width, reserved, runs, width_waiters = (
+            self.width,
+            self.reserved,
+            self.runs,
+            self.width_waiters,
+        )
+        for key, bits in shares:
+            if bits > width[key]:
+                bits = width[key]
+            if reserved[key] == bits:
+                continue
+            reserved[key] = bits
+            if width_waiters:
+                for ev in width_waiters.pop(key, ()):
+                    if not ev.triggered:  # one event may wait on both ports of a transfer
+                        ev.succeed()
+            run = runs.get(key)
+            if run is not None:
+                self._interrupt(run, "reserve")
+            if not bits and self.waiting:
+                self._dispatch()
 
     def _dispatch(self) -> None:
         waiting = self.waiting

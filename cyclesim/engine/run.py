@@ -295,9 +295,8 @@ class _Replay:
         env, rec, plan = self.env, self.rec, self.plan
         nodes, tiles, fabric = plan.nodes, self.tiles, self.fabric
         waits, spatial, pe_segments = rec.pe_waits, rec.spatial, rec.pe_segments
-        finish_use, reserve, timeout = self.finish_use, fabric.reserve, env.timeout
-        held: dict[str, int] = {}  # port -> bits per cycle the PE array reserves on it
-        held_kind = -1  # index of the kind of segment whose shares are held (-1: none)
+        finish_use, set_shares, timeout = self.finish_use, fabric.set_shares, env.timeout
+        held = None  # the kind of segment whose port shares the PE array holds (None: none)
         kinds: dict[tuple, _SegmentKind] = {}  # (leaf, level, first visit), in first-run order
         for li, g0, g1 in program_blocks(plan):
             leaf = plan.leaves[li]
@@ -327,10 +326,9 @@ class _Replay:
                     else:
                         kind = "resident"
                     while ev is not None:
-                        if held:  # the PE array uses no port while it waits
-                            for key in held:
-                                reserve(key, 0)
-                            held, held_kind = {}, -1
+                        if held is not None:  # the PE array uses no port while it waits
+                            set_shares(held.give_back)
+                            held = None
                         t0 = env.now
                         self.pe_waiting = (node, k, kind, t0)
                         yield ev
@@ -346,14 +344,13 @@ class _Replay:
                 level, first = classify(g)
                 sk = kinds.get((li, level, first))
                 if sk is None:  # a handful of kinds of segment per leaf: compute each once
-                    sk = kinds[(li, level, first)] = _SegmentKind(leaf, level, first, len(kinds))
-                if sk.index != held_kind:
-                    calls = sk.after.get(held_kind)
-                    if calls is None:
-                        calls = sk.after[held_kind] = sk.reserve_calls(held)
-                    for key, bits in calls:
-                        reserve(key, bits)
-                    held, held_kind = sk.want, sk.index
+                    sk = kinds[(li, level, first)] = _SegmentKind(leaf, level, first)
+                if sk is not held:
+                    shares = sk.after.get(held)
+                    if shares is None:
+                        shares = sk.after[held] = sk.shares_after(held)
+                    set_shares(shares)
+                    held = sk
                 start = env.now
                 yield timeout(sk.cycles)
                 rec.events += 1
@@ -371,8 +368,8 @@ class _Replay:
                 for node, ratio, _, _, _, is_output in ops:
                     finish_use(node, g // ratio, who, is_output)
                 self.segments_done += 1
-        for key in held:
-            reserve(key, 0)
+        if held is not None:
+            set_shares(held.give_back)
         # the PE array's accesses: each executed segment's profile, summed per kind of segment
         for (li, _, _), sk in kinds.items():
             leaf, prof, times = plan.leaves[li], sk.prof, sk.runs
@@ -408,28 +405,28 @@ class _Replay:
 class _SegmentKind:
     """One kind of PE segment of a leaf (level, first visit): its profile and port shares."""
 
-    __slots__ = ("prof", "cycles", "spatial", "want", "index", "after", "runs")
+    __slots__ = ("prof", "cycles", "spatial", "want", "give_back", "after", "runs")
 
-    def __init__(self, leaf, level: int, first: bool, index: int) -> None:
+    def __init__(self, leaf, level: int, first: bool) -> None:
         self.prof = prof = segment_profile(leaf, level, first)
         self.cycles = prof.cycles
         self.spatial = prof.spatial
         # bits per cycle the PE array takes on each port it uses during the segment
         self.want = {key: -(-bits // prof.cycles) for key, bits in prof.port_bits}
-        self.index = index
-        self.after: dict[int, tuple] = {}  # kind held before -> the reserve calls to make
+        self.give_back = tuple((key, 0) for key in self.want)  # the PE array stops using them
+        self.after: dict = {}  # kind held before (or None) -> the shares to set
         self.runs = 0  # segments of this kind executed
 
-    def reserve_calls(self, held: dict[str, int]) -> tuple[tuple[str, int], ...]:
-        """The reserve calls that change anything when the PE array held `held` before.
+    def shares_after(self, before: _SegmentKind | None) -> tuple[tuple[str, int], ...]:
+        """The (port, bits) shares to set when the PE array held `before`'s shares.
 
         Ports it no longer uses are given back first, then its shares are taken, in the order
-        of the profile; a share equal to the one already held is left alone (a no-op).
+        of the profile; a share equal to the one already held is left out (a no-op).
         """
-        want = self.want
-        calls = [(key, 0) for key in held if key not in want]
-        calls += [(key, bits) for key, bits in want.items() if held.get(key) != bits]
-        return tuple(calls)
+        want, held = self.want, before.want if before is not None else {}
+        shares = [(key, 0) for key in held if key not in want]
+        shares += [(key, bits) for key, bits in want.items() if held.get(key) != bits]
+        return tuple(shares)
 
 
 def _compile_filter(rec: Recorder, plan: Plan, f: TraceFilter) -> None:
