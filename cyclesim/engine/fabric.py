@@ -83,12 +83,14 @@ class Fabric:
 
     def release(self, who: int, keys: tuple[str, ...], last_burst_start: int | None = None) -> None:
         now = self.env.now
+        holder, grants = self.holder, self.grants
         for k in keys:
-            self.holder[k] = None
-            self.grants[k][-1][1] = now
+            holder[k] = None
+            grants[k][-1][1] = now
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
-        self._dispatch()
+        if self.waiting:
+            self._dispatch()
 
     def release_and_request(
         self, who: int, keys: tuple[str, ...], tensor: str, last_burst_start: int | None = None

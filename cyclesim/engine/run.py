@@ -59,8 +59,10 @@ class _Replay:
 
     def __init__(self, plan: Plan, trace: bool, trace_filter: TraceFilter | None = None) -> None:
         self.plan = plan
+        self.nodes = plan.nodes
         self.env = simpy.Environment()
         self.rec = Recorder()
+        self.last_finisher = self.rec.last_finisher
         if trace:
             self.rec.pe_segments = []
             self.rec.transfers = []
@@ -116,23 +118,25 @@ class _Replay:
 
     def finish_use(self, node: int, k: int, who: tuple, producer_side: bool) -> None:
         """One user of tile k of a node is done; the last one frees or drains the tile."""
-        n = self.plan.nodes[node]
+        n = self.nodes[node]
         t = self.tiles[node]
         if producer_side:
-            left = t.prod_left.get(k, n.producer_uses_per_tile) - 1
+            prod_left = t.prod_left
+            left = prod_left.get(k, n.producer_uses_per_tile) - 1
             if left == 0:
-                t.prod_left.pop(k, None)
+                prod_left.pop(k, None)
                 t.fire(t.produced, k)
             else:
-                t.prod_left[k] = left
+                prod_left[k] = left
         if n.is_backing:
             return
-        left = t.remaining.get(k, n.uses_per_tile) - 1
-        self.rec.last_finisher[(node, k)] = who
+        remaining = t.remaining
+        left = remaining.get(k, n.uses_per_tile) - 1
+        self.last_finisher[(node, k)] = who
         if left:
-            t.remaining[k] = left
+            remaining[k] = left
             return
-        t.remaining.pop(k, None)
+        remaining.pop(k, None)
         if n.output_role:  # its write-back process waits for this
             t.fire(t.used, k)
         else:
