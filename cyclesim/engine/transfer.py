@@ -59,12 +59,15 @@ def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
 
 def _timing(big: int, small: int, burst: int, wp: int, wc: int) -> tuple[list, list, list]:
     """Per burst at widths (wp, wc): cycles, whether the parent side is the slower one, and the
-    running sum of cycles (prefix[j] = cycles of bursts 0..j-1)."""
+    running sum of cycles (prefix[j] = cycles of bursts 0..j-1). Burst j as in _burst_bits."""
     cycles, parent_slower, prefix = [], [], [0]
     t = 0
-    for j in range(-(-small // burst)):
-        b, sm = _burst_bits(big, small, burst, j)
-        cp, cc = -(-b // wp), -(-sm // wc)
+    below = 0  # parent bits of the bursts before j: big * lo // small
+    for lo in range(0, small, burst):
+        hi = min(small, lo + burst)
+        upto = big * hi // small
+        cp, cc = -((below - upto) // wp), -((lo - hi) // wc)  # ceil divisions
+        below = upto
         c = max(cp, cc, 1)
         cycles.append(c)
         parent_slower.append(cp >= cc)
