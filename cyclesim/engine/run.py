@@ -116,18 +116,24 @@ class _Replay:
             cur = self.counts[key] = [0, 0]
         return cur
 
-    def finish_use(self, node: int, k: int, who: tuple, producer_side: bool) -> None:
-        """One user of tile k of a node is done; the last one frees or drains the tile."""
+    def finish_use(self, node: int, k: int, who: tuple, producer_side: bool, part: int = 0) -> None:
+        """One user of tile k of a node is done; the last one frees or drains the tile.
+
+        A producer's user completes `part` of the tile (NodePlan.dependency_groups parts);
+        consumers wait on that part only, keyed k * parts + part.
+        """
         n = self.nodes[node]
         t = self.tiles[node]
         if producer_side:
             prod_left = t.prod_left
-            left = prod_left.get(k, n.producer_uses_per_tile) - 1
+            parts = n.dependency_groups
+            pkey = k * parts + part
+            left = prod_left.get(pkey, n.producer_uses_per_tile // parts) - 1
             if left == 0:
-                prod_left.pop(k, None)
-                t.fire(t.produced, k)
+                prod_left.pop(pkey, None)
+                t.fire(t.produced, pkey)
             else:
-                prod_left[k] = left
+                prod_left[pkey] = left
         if n.is_backing:
             return
         remaining = t.remaining
@@ -141,7 +147,7 @@ class _Replay:
             t.fire(t.used, k)
         else:
             t.resident.pop(k, None)
-            t.produced.pop(k, None)
+            _forget_parts(t.produced, k, n.dependency_groups)
             t.fire(t.released, k)
             if self.rec.occupancy is not None:
                 self.rec.occupy(self.env.now, node, -1)
@@ -205,9 +211,11 @@ class _Replay:
                 if wait_parent and p_resident.get(kp) is not True:
                     tl.append((env.now, S_PARENT, p.index))
                     yield pt.waiter(p_resident, kp)
-                if wait_producer and p_produced.get(kp) is not True:
-                    tl.append((env.now, S_PRODUCER, self.producer_of.get(n.tensor)))
-                    yield pt.waiter(p_produced, kp)
+                if wait_producer:
+                    pkey = kp * p.dependency_groups + p.user_group(k, n.ratio)
+                    if p_produced.get(pkey) is not True:
+                        tl.append((env.now, S_PRODUCER, self.producer_of.get(n.tensor)))
+                        yield pt.waiter(p_produced, pkey)
                 bits = n.bits
             if l1 is not None and k == 0:
                 l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
@@ -284,13 +292,13 @@ class _Replay:
                 t.fire(t.drained, k)
             used.pop(k, None)
             t.resident.pop(k, None)
-            t.produced.pop(k, None)
+            _forget_parts(t.produced, k, n.dependency_groups)
             t.fire(t.released, k)
             if rec.occupancy is not None:
                 rec.occupy(env.now, node, -1)
             if self.l1 is not None:
                 self.l1.release(node, env.now)
-            self.finish_use(p.index, kp, who, True)
+            self.finish_use(p.index, kp, who, True, p.user_group(k, n.ratio))
         tl.append((env.now, S_IDLE, None))
         self.end = max(self.end, env.now)
 
@@ -306,7 +314,8 @@ class _Replay:
             leaf = plan.leaves[li]
             who = ("pe", li)
             classify = segment_classifier(leaf)
-            # per operand: node, ratio, tiles, waits for residency, waits for the producer, output
+            # per operand: node, ratio, tiles, waits for residency, waits for the producer,
+            # output, the node's plan (parts of a tile its producer completes in turn)
             ops = tuple(
                 (
                     o.node,
@@ -315,17 +324,19 @@ class _Replay:
                     not nodes[o.node].is_backing,
                     not o.is_output and nodes[o.node].output_role,
                     o.is_output,
+                    nodes[o.node],
                 )
                 for o in leaf.operands
             )
             for g in range(g0, g1):
-                for node, ratio, t, check_resident, check_produced, _ in ops:
+                for node, ratio, t, check_resident, check_produced, _, n in ops:
                     k = g // ratio
                     ev = None
                     if check_resident and t.resident.get(k) is not True:
                         ev = t.waiter(t.resident, k)
+                    pkey = k * n.dependency_groups + n.user_group(g, ratio) if check_produced else k
                     if ev is None and check_produced:
-                        ev = t.waiter(t.produced, k)
+                        ev = t.waiter(t.produced, pkey)
                         kind = "produced"
                     else:
                         kind = "resident"
@@ -341,7 +352,7 @@ class _Replay:
                         waits.append((t0, env.now, node, kind))
                         ev = None
                         if kind == "resident" and check_produced:
-                            ev = t.waiter(t.produced, k)
+                            ev = t.waiter(t.produced, pkey)
                             kind = "produced"
                 if rec.first_step is None:
                     rec.first_step = env.now
@@ -369,8 +380,11 @@ class _Replay:
                         cur[0] += c
                         cur[2] = now
                 sk.runs += 1
-                for node, ratio, _, _, _, is_output in ops:
-                    finish_use(node, g // ratio, who, is_output)
+                for node, ratio, _, _, _, is_output, n in ops:
+                    if is_output:
+                        finish_use(node, g // ratio, who, True, n.user_group(g, ratio))
+                    else:
+                        finish_use(node, g // ratio, who, False)
                 self.segments_done += 1
         if held is not None:
             set_shares(held.give_back)
@@ -493,3 +507,9 @@ def replay_plan(
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
     return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)
+
+
+def _forget_parts(produced: dict, k: int, parts: int) -> None:
+    """Drop the produced flags of every part of tile k (the tile has left the node)."""
+    for pkey in range(k * parts, (k + 1) * parts):
+        produced.pop(pkey, None)
