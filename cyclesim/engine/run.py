@@ -334,7 +334,9 @@ class _Replay:
                     ev = None
                     if check_resident and t.resident.get(k) is not True:
                         ev = t.waiter(t.resident, k)
-                    pkey = k * n.dependency_groups + n.user_group(g, ratio) if check_produced else k
+                    pkey = k
+                    if check_produced and n.dependency_groups > 1:
+                        pkey = k * n.dependency_groups + n.user_group(g, ratio)
                     if ev is None and check_produced:
                         ev = t.waiter(t.produced, pkey)
                         kind = "produced"
@@ -382,7 +384,8 @@ class _Replay:
                 sk.runs += 1
                 for node, ratio, _, _, _, is_output, n in ops:
                     if is_output:
-                        finish_use(node, g // ratio, who, True, n.user_group(g, ratio))
+                        part = n.user_group(g, ratio) if n.dependency_groups > 1 else 0
+                        finish_use(node, g // ratio, who, True, part)
                     else:
                         finish_use(node, g // ratio, who, False)
                 self.segments_done += 1
