@@ -42,6 +42,11 @@ def tracks(act: Activity) -> list[tuple[int, str]]:
     return out
 
 
+def _slice(name: str, cat: str, start: int, end: int, tid: int, args: dict) -> dict:
+    """A complete event (ph X) on one track of the one process."""
+    return dict(name=name, cat=cat, ph="X", ts=start, dur=end - start, pid=PID, tid=tid, args=args)
+
+
 def trace_events(act: Activity, title: str = "cyclesim") -> list[dict]:
     """The traceEvents list (times as cycles; the writer turns them into microseconds)."""
     tids = dict((name, tid) for tid, name in tracks(act))
@@ -52,32 +57,10 @@ def trace_events(act: Activity, title: str = "cyclesim") -> list[dict]:
             dict(name="thread_sort_index", ph="M", pid=PID, tid=tid, args=dict(sort_index=tid))
         )
     for s in act.segments:
-        ev.append(
-            dict(
-                name=s.einsum,
-                cat="compute",
-                ph="X",
-                ts=s.start,
-                dur=s.end - s.start,
-                pid=PID,
-                tid=1,
-                args=dict(tile=s.tile),
-            )
-        )
+        ev.append(_slice(s.einsum, "compute", s.start, s.end, 1, dict(tile=s.tile)))
     for s in act.stalls:
         args = dict(cause=s.cause, phase=s.phase, where=s.where, chain=s.chain, cycles=s.cycles)
-        ev.append(
-            dict(
-                name=f"stall: {s.cause}",
-                cat="stall",
-                ph="X",
-                ts=s.start,
-                dur=s.end - s.start,
-                pid=PID,
-                tid=2,
-                args=args,
-            )
-        )
+        ev.append(_slice(f"stall: {s.cause}", "stall", s.start, s.end, 2, args))
         ev.append(
             dict(
                 name=f"stall: {s.cause}",
@@ -108,32 +91,19 @@ def trace_events(act: Activity, title: str = "cyclesim") -> list[dict]:
     for key, bursts in act.ports.items():
         tid = tids[f"port {key}"]
         for b in _merge(bursts):
-            ev.append(
-                dict(
-                    name=b[2],
-                    cat="port",
-                    ph="X",
-                    ts=b[0],
-                    dur=b[1] - b[0],
-                    pid=PID,
-                    tid=tid,
-                    args=dict(by=b[3], bits=b[4], grants=b[5]),
-                )
-            )
+            ev.append(_slice(b[2], "port", b[0], b[1], tid, dict(by=b[3], bits=b[4], grants=b[5])))
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
             tid = tids[f"DMA {engine} ch{c}"]
             for b in transfers:
                 ev.append(
-                    dict(
-                        name=f"{b.tensor} {b.kind}",
-                        cat="dma",
-                        ph="X",
-                        ts=b.start,
-                        dur=b.end - b.start,
-                        pid=PID,
-                        tid=tid,
-                        args=dict(node=b.who, bits=b.bits),
+                    _slice(
+                        f"{b.tensor} {b.kind}",
+                        "dma",
+                        b.start,
+                        b.end,
+                        tid,
+                        dict(node=b.who, bits=b.bits),
                     )
                 )
     for buf in act.buffers:
