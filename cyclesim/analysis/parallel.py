@@ -1,0 +1,97 @@
+"""The one parallel runner: map a function over tasks in worker processes, results in task order.
+
+Every command that replays many independent things (explain's remedies, a whole network's
+layers, a sweep's points) goes through `map_tasks`, so worker count, progress bar and error
+capture behave the same everywhere. A failing task is an outcome with its error, never a lost
+batch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """One task's result (`value`) or its failure (`error`: type and message, one line)."""
+
+    index: int
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def default_workers(n_tasks: int) -> int:
+    """As many workers as cores, never more than tasks."""
+    return max(1, min(n_tasks, os.cpu_count() or 1))
+
+
+def _call(fn: Callable[[Any], Any], index: int, item: Any) -> TaskOutcome:
+    from cyclesim.errors import CyclesimError
+
+    try:
+        return TaskOutcome(index, value=fn(item))
+    except CyclesimError as exc:
+        return TaskOutcome(index, error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a worker bug must not lose the other tasks; keep where it was
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return TaskOutcome(
+            index,
+            error=f"{type(exc).__name__}: {exc} (at {os.path.basename(where.filename)}:{where.lineno})",
+        )
+
+
+def _progress_bar(total: int, desc: str, progress: bool | None):
+    """A tqdm bar on stderr; None means 'only when stderr is a terminal'."""
+    show = sys.stderr.isatty() if progress is None else progress
+    if not show or total <= 1:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="task", file=sys.stderr, leave=False)
+
+
+def map_tasks(
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    *,
+    workers: int | None = None,
+    progress: bool | None = None,
+    desc: str = "",
+) -> list[TaskOutcome]:
+    """Run `fn(item)` for every item, in worker processes when workers > 1; outcomes in item order.
+
+    `fn` and the items must be picklable (module-level functions, plain data). With one worker
+    (or one task) everything runs in this process, which keeps tracebacks and debuggers simple.
+    """
+    tasks: Sequence[Any] = list(items)
+    n_workers = default_workers(len(tasks)) if workers is None else max(1, workers)
+    bar = _progress_bar(len(tasks), desc, progress)
+    outcomes: list[TaskOutcome | None] = [None] * len(tasks)
+    try:
+        if n_workers == 1 or len(tasks) <= 1:
+            for i, item in enumerate(tasks):
+                outcomes[i] = _call(fn, i, item)
+                if bar is not None:
+                    bar.update(1)
+        else:
+            with ProcessPoolExecutor(max_workers=min(n_workers, len(tasks))) as pool:
+                futures = [pool.submit(_call, fn, i, item) for i, item in enumerate(tasks)]
+                for fut in as_completed(futures):
+                    outcome = fut.result()
+                    outcomes[outcome.index] = outcome
+                    if bar is not None:
+                        bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return [o for o in outcomes if o is not None]
