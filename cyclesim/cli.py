@@ -109,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(check_sub, "cyclesim.checks.zigzag_cli")
     _optional(check_sub, "cyclesim.checks.accelforge_cli")
     _optional(sub, "cyclesim.l1.cli")
+    _optional(sub, "cyclesim.dram.cli")
     return parser
 
 
