@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import simpy
 
 from cyclesim.engine.fabric import Fabric
-from cyclesim.engine.loop import deadlock_message, run_chunks
+from cyclesim.engine.loop import deadlock_message, run_to_empty_queue
 from cyclesim.engine.record import (
     FOREVER,
     S_DRAIN,
@@ -28,7 +28,7 @@ from cyclesim.engine.record import (
 )
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import Link, transfer
-from cyclesim.errors import EngineError
+from cyclesim.errors import DeadlockError
 from cyclesim.schedule.counts import (
     READ,
     READ_TO_ABOVE,
@@ -478,7 +478,7 @@ def replay_plan(
     trace_filter: TraceFilter | None = None,
     progress: bool | None = None,
 ) -> RawRun:
-    """Run the plan to completion; raise EngineError if it cannot progress.
+    """Run the plan to completion; raise DeadlockError (an EngineError) if it cannot progress.
 
     Raise L1ReplayError (an EngineError) at the cycle an L1 allocation does not fit, when a
     memory has an `allocator:` (engine/l1.py).
@@ -500,13 +500,17 @@ def replay_plan(
             )
     pe = env.process(r.pe_proc())
 
-    def alive() -> bool:
-        return pe.is_alive or any(p.is_alive for _, _, p in procs)
-
-    run_chunks(env, r, alive, progress, wall0)
+    run_to_empty_queue(
+        env,
+        progress=progress,
+        total=sum(leaf.segments for leaf in plan.leaves),
+        done=lambda: r.segments_done,
+        wall0=wall0,
+    )
+    # the queue is empty: nothing is scheduled, so a process still alive waits forever
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:
-        raise EngineError(deadlock_message(env.now, pe.is_alive, stuck, r))
+        raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
     return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)
