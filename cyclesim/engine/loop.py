@@ -17,6 +17,8 @@ from collections.abc import Callable
 import simpy
 from simpy.core import EmptySchedule
 
+from cyclesim.engine.record import S_PRODUCER
+
 STEPS_PER_LOOK = 4096  # events processed between two looks at the wall clock
 SHOW_AFTER_SECONDS = 1.0  # progress=None: show the bar once a run lasts this long (on a tty)
 REFRESH_SECONDS = 0.1  # at most this often the bar is redrawn
@@ -85,8 +87,10 @@ def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:
     elif pe_alive:
         lines.append("  PE array: waiting")
     for name, tl in stuck:
-        state = tl[-1] if tl else (0, "not started", None)
-        lines.append(f"  {name}: since cycle {state[0]} in state '{state[1]}' ({state[2]})")
+        since, state, info = tl[-1] if tl else (0, "not started", None)
+        if state == S_PRODUCER:  # info: (einsum, part key)
+            info = f"Einsum {info[0]} has not produced part {info[1]} of the parent tile"
+        lines.append(f"  {name}: since cycle {since} in state '{state}' ({info})")
     lines.append(
         "check the order of sequential branches (a consumer before its producer), and slots "
         "(double_buffered) of nodes that feed each other"
