@@ -498,6 +498,8 @@ class _SegmentWait:
         node = ops[binding][0]
         k, pkey = self.keys[binding]
         resident = self.resident_at.get(binding, start)
+        if resident is None:  # resident and produced in the same cycle: one need, one state
+            resident = now
         if resident > start:
             waits.append((start, resident, node, "resident", k))
         if now > resident:
