@@ -24,6 +24,7 @@ from replay_helpers import ROOT, inputs_from_dicts, inputs_from_folder
 from test_deadlock import ARCH as DEADLOCK_ARCH
 from test_deadlock import WORKLOAD as DEADLOCK_WORKLOAD
 from test_deadlock import mapping as deadlock_mapping
+from test_fused_properties import chains
 from test_replay_properties import schedules
 from test_semantics import MATVEC, STREAM_MAPPING, single_buffer_arch
 
@@ -102,6 +103,21 @@ def test_random_schedules_same_with_and_without_the_bar(look_often, case, latenc
     arch = copy.deepcopy(arch)
     arch["memories"][0]["ports"][0]["latency_cycles"] = latency  # DRAM's read port
     arch["pe_array"]["pipeline_depth_cycles"] = depth
+    shown, hidden = both_ways(inputs_from_dicts(arch, workload, mapping), reuse=reuse)
+    assert_same_result(shown, hidden)
+
+
+@settings(
+    max_examples=int(os.environ.get("CYCLESIM_EXAMPLES", "30")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(chains(), st.sampled_from(["retain", "strict"]), st.integers(0, 10**6))
+def test_random_fused_chains_same_with_and_without_the_bar(look_often, case, reuse, latency):
+    # two Einsums sharing AO: the consumer's waits on the producer's write-backs
+    arch, workload, mapping, _, _ = case
+    arch = copy.deepcopy(arch)
+    arch["memories"][1]["ports"][1]["latency_cycles"] = latency  # sram's write port
     shown, hidden = both_ways(inputs_from_dicts(arch, workload, mapping), reuse=reuse)
     assert_same_result(shown, hidden)
 
