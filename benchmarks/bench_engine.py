@@ -206,7 +206,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     ff = _has_fast_forward()
-    print(f"fast-forward in this engine: {'yes' if ff else 'no (the before table)'}")
+    print(f"fast-forward in this engine: {'yes' if ff else 'no'}")
     head = (
         f"{'case':<44}{'cycles':>11}{'eng ff s':>10}{'eng s':>9}{'speedup':>8}"
         f"{'events ff':>11}{'events':>11}{'proc s':>8}{'RSS MB':>8}{'us/ev':>7}{'bare':>6}{'ratio':>6}"
