@@ -28,10 +28,10 @@ def text_report(res: SimResult, title: str = "") -> str:
     )
     out.append("")
     out.append("non-compute cycles by root cause (phase, cause, where, competitor):")
-    stalls = res.stalls
-    if stalls.empty:
+    stalls = res.stall_rows
+    if not stalls:
         out.append("  none")
-    for r in stalls.head(15).itertuples():
+    for r in stalls[:15]:
         port = (
             (f" port {r.port_memory}.{r.port}" if r.port_memory else f" {r.port}") if r.port else ""
         )
@@ -44,8 +44,7 @@ def text_report(res: SimResult, title: str = "") -> str:
         out.append(f"  ... {len(stalls) - 15} more rows (use --json)")
     out.append("")
     out.append("accesses (values / bits):")
-    acc = res.accesses
-    for r in acc.itertuples():
+    for r in res.access_rows:
         out.append(
             f"  {r.einsum:<12}{r.tensor:<8}{r.memory:<14}{r.action:<6}{r.values:>14,}{r.bits:>16,}"
         )

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from cyclesim.errors import CyclesimError
-from cyclesim.l1.config import Policy, load_l1_config
-from cyclesim.l1.ops import load_ops
-from cyclesim.l1.replay import replay
 
 DEFAULT_ARCH = Path(__file__).resolve().parents[2] / "hw_models" / "tensix_like.yaml"
+
+# l1.config.Policy's values, spelled out so `--help` need not import the YAML loader
+# (tests/test_lean_start.py checks they agree)
+POLICIES = ("heap", "stack", "pool")
 
 EXIT_OK, EXIT_L1_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -39,7 +40,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--policy",
-        choices=[p.value for p in Policy],
+        choices=POLICIES,
         help="where intermediates go (default: the allocator's policy)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -64,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from cyclesim.l1.config import Policy, load_l1_config
+    from cyclesim.l1.ops import load_ops
+    from cyclesim.l1.replay import replay
     from cyclesim.l1.report import render_compare, render_text, to_json
 
     config = load_l1_config(args.arch)
