@@ -138,7 +138,7 @@ def _dask_outcomes(
                 n_workers=min(workers, len(tasks)),
                 threads_per_worker=1,  # the replay is pure Python: one task per process
                 processes=True,
-                dashboard_address=None,
+                dashboard_address=":0",  # no fixed port: other clusters may be running
                 silence_logs=logging.ERROR,
             )
             client = Client(cluster)

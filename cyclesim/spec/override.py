@@ -125,6 +125,7 @@ def set_field(data: Any, path: str, value: Any, *, source: str = "<spec>") -> An
     """
     out = copy.deepcopy(data)
     parts = split_path(path)
+    value = _plain(value)
     node = out
     for depth, part in enumerate(parts):
         last = depth == len(parts) - 1
@@ -155,6 +156,13 @@ def set_field(data: Any, path: str, value: Any, *, source: str = "<spec>") -> An
                 found=node,
             )
     return out
+
+
+def _plain(value: Any) -> Any:
+    """numpy and pandas scalars (a notebook's usual numbers) as the Python values YAML gives."""
+    if hasattr(value, "item") and type(value).__module__ == "numpy":
+        return value.item()
+    return value
 
 
 def _optional_container(parts: list, depth: int) -> bool:
@@ -192,7 +200,7 @@ def _join(parts: list) -> str:
 def architecture_with_field(arch: Architecture, path: str, value: Any) -> Architecture:
     """`arch` with one field changed (path as in the YAML, memories and ports by name), re-validated."""
     data = set_field(architecture_to_dict(arch), path, value, source=arch.source)
-    return architecture_from_dict(data, f"{arch.source} with {path}={value!r}")
+    return architecture_from_dict(data, f"{arch.source} with {path}={_plain(value)!r}")
 
 
 def mapping_with_field(
