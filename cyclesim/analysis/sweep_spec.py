@@ -17,7 +17,7 @@ YAML loader, so a wrong file gets the same file/field/line message as the three 
                  architecture.memories.rf_16B.ports.w_port_1.width_bits]
         range: {start: 8, stop: 32, step: 8}              # or geometric: {start, stop, points}
     plots:
-      - {x: sram_64KB.size_bits, series: mapping, y: cycles}
+      - {x: sram_64KB.size_bits, series: mapping, y: cycles}     # y: [cycles, other] for two
     columns: extra_columns.py:zigzag_latency             # fn(result, point) -> {column: value}
 """
 
@@ -67,9 +67,9 @@ class _Axis(_Strict):
 
 
 class _Plot(_Strict):
-    x: str
-    series: str | None = None
-    y: str = "cycles"
+    x: str = Field(description="an axis column, or any column of the table (e.g. a hook's)")
+    series: str | None = Field(None, description="an axis column: one line per value")
+    y: str | list[str] = Field("cycles", description="one column or several on the same axes")
 
 
 class _Sweep(_Strict):
@@ -118,7 +118,7 @@ class SweepSpec:
     isolate_einsums: bool
     combine: str
     axes: tuple[Axis, ...]
-    plots: tuple[tuple[str, str | None, str], ...]  # (x, series, y)
+    plots: tuple[tuple[str, str | None, tuple[str, ...]], ...]  # (x, series, y columns)
     columns_hook: tuple[Path, str] | None
 
     def points(self) -> list[Point]:
@@ -202,7 +202,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
         raw.isolate_einsums,
         raw.combine,
         axes,
-        tuple((p.x, p.series, p.y) for p in raw.plots),
+        tuple((p.x, p.series, (p.y,) if isinstance(p.y, str) else tuple(p.y)) for p in raw.plots),
         hook,
     )
     _check_plots(spec, raw, err)
@@ -210,10 +210,10 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 
 def _check_plots(spec: SweepSpec, raw: _Sweep, err: Any) -> None:
-    """Plot x and series must be axis columns (y may be any result column, checked when drawn)."""
+    """A plot's series must be an axis column (x and y may be any column, checked when drawn)."""
     known = spec.axis_columns
     for i, plot in enumerate(raw.plots):
-        for key in ("x", "series"):
+        for key in ("series",):
             value = getattr(plot, key)
             if value is not None and value not in known:
                 raise err(

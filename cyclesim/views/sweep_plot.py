@@ -13,18 +13,21 @@ MARKERS = "osD^vP*X"
 DASHES = ("-", "--", ":", "-.")
 
 
-def plot_name(x: str, series: str | None, y: str) -> str:
+def plot_name(x: str, series: str | None, ys: tuple[str, ...]) -> str:
     """The file name of one plot: 'cycles_vs_sram.size_bits_by_mapping.png', made file-safe."""
-    name = f"{y}_vs_{x}" + (f"_by_{series}" if series else "")
+    name = f"{'_and_'.join(ys)}_vs_{x}" + (f"_by_{series}" if series else "")
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) + ".png"
 
 
 def write_sweep_plots(
-    table: pd.DataFrame, plots: tuple[tuple[str, str | None, str], ...], out: str | Path, title: str
+    table: pd.DataFrame,
+    plots: tuple[tuple[str, str | None, tuple[str, ...]], ...],
+    out: str | Path,
+    title: str,
 ) -> list[Path]:
-    """Write one PNG per (x, series, y) into out; return their paths.
+    """Write one PNG per (x, series, y columns) into out; return their paths.
 
-    Raise CyclesimError when y is not a column of the table.
+    Raise CyclesimError when x or a y is not a column of the table.
     """
     import matplotlib
 
@@ -35,27 +38,33 @@ def write_sweep_plots(
 
     written = []
     ok = table[table["status"] == "ok"]
-    for x, series, y in plots:
-        if y not in table:
-            numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])]
-            raise CyclesimError(
-                f"plot y '{y}' is not a column of the sweep table; try one of {numeric}"
-            )
+    for x, series, ys in plots:
+        for column in (x, *ys):
+            if column not in table:
+                numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])]
+                raise CyclesimError(
+                    f"plot column '{column}' is not in the sweep table; try one of {numeric}"
+                )
         fig, ax = plt.subplots(figsize=(8, 5))
         groups = [(None, ok)] if series is None else list(ok.groupby(series, sort=False))
         numeric_x = pd.api.types.is_numeric_dtype(ok[x])
-        for k, (value, rows) in enumerate(groups):
-            rows = rows.sort_values(x) if numeric_x else rows
-            label = None if series is None else str(value)
-            xs = rows[x].astype(float if numeric_x else str)
-            # distinct marker and dash per line: equal series stay visible on top of each other
-            style = MARKERS[k % len(MARKERS)] + DASHES[k % len(DASHES)]
-            ax.plot(xs, rows[y].astype(float), style, label=label, markersize=8 - k % 3 * 2)
+        k = 0
+        for y in ys:
+            for value, rows in groups:
+                rows = rows.sort_values(x) if numeric_x else rows
+                parts = ([y] if len(ys) > 1 else []) + ([f"{series} = {value}"] if series else [])
+                xs = rows[x].astype(float if numeric_x else str)
+                # distinct marker and dash per line: equal lines stay visible on top of each other
+                style = MARKERS[k % len(MARKERS)] + DASHES[k % len(DASHES)]
+                label = ", ".join(parts) or None
+                ax.plot(xs, rows[y].astype(float), style, label=label, markersize=8 - k % 3 * 2)
+                k += 1
         if numeric_x and len(ok) and ok[x].min() > 0 and ok[x].max() / ok[x].min() >= 16:
             ax.set_xscale("log", base=2)
         if numeric_x and 0 < ok[x].nunique() <= 12:
             ticks = sorted(ok[x].unique())
             ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        y = " / ".join(ys)
         failed = int((table["status"] != "ok").sum())
         ax.set_xlabel(x)
         ax.set_ylabel(y)
@@ -63,10 +72,10 @@ def write_sweep_plots(
             f"{title}: {y} vs {x}" + (f" (failed points left out: {failed})" if failed else "")
         )
         ax.grid(True, alpha=0.3)
-        if series is not None and len(groups):
-            ax.legend(title=series)
+        if k > 1:
+            ax.legend()
         fig.tight_layout()
-        path = Path(out) / plot_name(x, series, y)
+        path = Path(out) / plot_name(x, series, ys)
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
