@@ -5,7 +5,9 @@ each replay with the Result and the point's axis values. The point's SRAM sizes 
 the replayed architecture; the mapping is the one replayed (ZigZag's choice for the large or the
 small setting, as a temporal mapping). ZigZag evaluates that same mapping on the same sizes:
 zigzag-dse 3.9.1 when installed, else our reimplementation of its latency model (equal to it
-on this case, tests/checks/test_zigzag_model.py).
+on this case, tests/checks/test_zigzag_model.py). With zigzag-dse, `zigzag_search_latency` is
+also ZigZag's best latency over its own mapping search (LOMA, lpf 6) at the point's sizes — what
+a ZigZag user would read for that memory size (empty without zigzag-dse).
 """
 
 from __future__ import annotations
@@ -33,13 +35,28 @@ def zigzag_latency(result, point: dict) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         files = zigzag_case("large", "issue", tmp, sram_bits=bits, temporal_mapping=tm)
         latency, source = _zigzag(files)
+        search = _zigzag_search(
+            zigzag_case("large", "issue", tmp, sram_bits=bits, temporal_mapping=None)
+        )
     return dict(
         total_sram_kib=sum(bits) / 8192,
         zigzag_latency=float(latency.latency_total_cycles),
         zigzag_onloading=float(latency.onloading_cycles),
         zigzag_offloading=float(latency.offloading_cycles),
         zigzag_source=source,
+        zigzag_search_latency=search,
     )
+
+
+def _zigzag_search(files) -> float | None:
+    """zigzag-dse's best latency over its own temporal-mapping search; None without it."""
+    from cyclesim.checks.peers import zigzag as peer
+
+    try:
+        result = peer.run_zigzag(files.accelerator, files.workload, files.mapping)
+    except PeerUnavailable:
+        return None
+    return float(result.latency.latency_total_cycles)
 
 
 def _zigzag(files):
