@@ -5,6 +5,7 @@ line per value of the series axis. Failed points are left out and counted in the
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -63,13 +64,15 @@ def write_sweep_plots(
             ax.set_xscale("log", base=2)
         if numeric_x and 0 < ok[x].nunique() <= 12:
             ticks = sorted(ok[x].unique())
-            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+            ax.set_xticks(ticks, [f"{t:.4g}" for t in ticks])
         y = " / ".join(ys)
         failed = int((table["status"] != "ok").sum())
         ax.set_xlabel(x)
         ax.set_ylabel(y)
         ax.set_title(
-            f"{title}: {y} vs {x}" + (f" (failed points left out: {failed})" if failed else "")
+            textwrap.fill(f"{title}: {y} vs {x}", 80)
+            + (f"\n({failed} failed points left out)" if failed else ""),
+            fontsize=10,
         )
         ax.grid(True, alpha=0.3)
         if k > 1:
