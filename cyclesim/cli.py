@@ -62,7 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         isolate_einsums=args.isolate_einsums,
         trace=tracing,
         trace_filter=trace_filter if tracing else None,
-        progress=False if args.no_progress or getattr(args, "quiet", False) else None,
+        progress=False if args.no_progress else None,
     )
     log.info("replayed %s in %.2f s (%d events)", mapping.name, res.wall_seconds, res.events)
     _write_views(args, res)
@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(args.quiet, args.verbose)
+    if args.quiet and hasattr(args, "no_progress"):
+        args.no_progress = True  # quiet: no progress bar in any command
     try:
         return int(args.func(args) or 0)
     except CyclesimError as exc:

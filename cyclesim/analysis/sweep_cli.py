@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         out,
         workers=args.workers,
         scheduler=args.scheduler,
-        progress=False if args.no_progress or getattr(args, "quiet", False) else None,
+        progress=False if args.no_progress else None,
         use_cache=not args.no_cache,
         plots=not args.no_plots,
     )
