@@ -130,6 +130,24 @@ def metrics_row(result: Any) -> dict:
     return row
 
 
+def result_columns() -> list[str]:
+    """The result columns of a sweep row, in table order (energy_pj only when present)."""
+    from cyclesim.results.attribution import CAUSES
+
+    return [
+        "cycles",
+        "onload_cycles",
+        "ideal_compute_cycles",
+        "stall_cycles",
+        "offload_cycles",
+        *(f"{CAUSE_COLUMNS_PREFIX}{c}_cycles" for c in CAUSES),
+        "macs",
+        "dram_read_bits",
+        "dram_write_bits",
+        "energy_pj",
+    ]
+
+
 def energy_total_pj(energy: Any) -> float | None:
     """The hook for energy in results: a number, or a table with an `energy_pj` column; else None."""
     if energy is None:
@@ -293,7 +311,7 @@ def sweep(
     for (task, key), outcome in zip(todo, outcomes, strict=True):
         if outcome.ok:
             row = outcome.value
-            (cache_dir / f"{key}.json").write_text(json.dumps(row, sort_keys=True))
+            (cache_dir / f"{key}.json").write_text(json.dumps(row))  # keeps the column order
         else:  # the worker itself failed (not an input fault): not cached, retried next time
             row = {"status": "error", "error": outcome.error}
         rows[task.index] = row | {"cached": False}
@@ -323,8 +341,10 @@ def _table(spec: SweepSpec, points: list[Point], rows: dict[int, dict]) -> Any:
     for column in LAST_COLUMNS:
         if column not in table:
             table[column] = None
-    first = [c for c in ["point", *spec.axis_columns, "status", "cycles"] if c in table]
-    rest = [c for c in table.columns if c not in first and c not in LAST_COLUMNS]
+    first = [c for c in ["point", *spec.axis_columns, "status"] if c in table]
+    results = [c for c in result_columns() if c in table]  # then the hook's, in its order
+    rest = [c for c in table.columns if c not in first + results and c not in LAST_COLUMNS]
+    first += results
     table = table[first + rest + list(LAST_COLUMNS)]
     for column in table.columns:
         if column == "cycles" or column.endswith(("_cycles", "_bits")) or column == "macs":

@@ -98,6 +98,7 @@ def test_a_rerun_computes_nothing_and_an_extended_sweep_only_the_new_points(tmp_
     same = ["point", "status", "cycles", "stall_cycles", "error"]
     assert again.table[same].equals(first.table[same])
     assert again.table["cached"].all()
+    assert list(again.table.columns) == list(first.table.columns)  # same table shape
     # one more width: only its three points are new
     extended = tmp_path / "extended.yaml"
     text = SWEEP.read_text().replace("values: [2, 4, 8]", "values: [2, 4, 8, 16]")
