@@ -4,6 +4,7 @@ line per value of the series axis. Failed points are left out and counted in the
 
 from __future__ import annotations
 
+import logging
 import re
 import textwrap
 from pathlib import Path
@@ -37,8 +38,11 @@ def write_sweep_plots(
 
     from cyclesim.errors import CyclesimError
 
-    written = []
+    written: list[Path] = []
     ok = table[table["status"] == "ok"]
+    if ok.empty:
+        logging.getLogger(__name__).warning("no point of the sweep succeeded: no plots drawn")
+        return written
     for x, series, ys in plots:
         for column in (x, *ys):
             if column not in table:

@@ -9,6 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cyclesim
 from cyclesim.errors import SpecError
@@ -160,3 +162,22 @@ def test_the_api_example_script_runs(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "cycles" in out.stdout
     assert (tmp_path / "run.vcd").is_file() and (tmp_path / "sweep.csv").is_file()
+
+
+ARCH_FILES = sorted((REPO / "hw_models").glob("*.yaml"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), width=st.integers(1, 1 << 16))
+def test_with_port_width_changes_that_port_only(data, width):
+    """Any port of any shipped architecture: only its width (and a defaulted burst) changes."""
+    arch = load_architecture(str(data.draw(st.sampled_from(ARCH_FILES))))
+    memory = data.draw(st.sampled_from(arch.memories))
+    port = data.draw(st.sampled_from(memory.ports))
+    changed = arch.with_port_width(memory.name, port.name, width)
+    new_port = next(p for p in changed.memory(memory.name).ports if p.name == port.name)
+    assert new_port.width_bits == width
+    defaulted = port.burst_bits == port.width_bits
+    assert new_port.burst_bits == (width if defaulted else port.burst_bits)
+    back = changed.with_port_width(memory.name, port.name, port.width_bits)
+    assert replace(back, source=arch.source) == arch  # and back again: nothing else moved

@@ -225,3 +225,15 @@ axes:
         assert cycles == expected.cycles
     # the worked example: 25 cycles under retain (A read every other step)
     assert run.table["cycles"].tolist()[0] == 25
+
+
+def test_a_sweep_where_every_point_fails_still_writes_its_table(tmp_path):
+    path = tmp_path / "allbad.yaml"
+    path.write_text(
+        SWEEP.read_text()
+        .replace("values: [16, 32, 64]", "values: [8, 16]")  # A's 32-b tile fits in neither
+        .replace("../../cases/", str(WORKED.parent.parent) + "/")
+    )
+    run = sweep(path, tmp_path / "out", backend="processes", workers=1, progress=False)
+    assert run.failed == len(run.table) == 6
+    assert [p.name for p in run.files] == ["sweep.parquet", "sweep.csv"]  # no plot to draw
