@@ -95,7 +95,10 @@ def run_point(task: PointTask) -> dict:
         result = Result(sim, task.architecture, task.workload, task.mapping)
         row = metrics_row(result)
         if task.columns_hook is not None:
-            row.update(_call_hook(task.columns_hook, result, dict(task.values)))
+            try:
+                row.update(_call_hook(task.columns_hook, result, dict(task.values)))
+            except Exception as exc:  # the replay's numbers stand; the extra columns are missing
+                row["error"] = f"columns hook {task.columns_hook[1]}: {type(exc).__name__}: {exc}"
     except CyclesimError as exc:
         row = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
     row["point_seconds"] = round(time.perf_counter() - start, 3)
@@ -311,7 +314,8 @@ def sweep(
     for (task, key), outcome in zip(todo, outcomes, strict=True):
         if outcome.ok:
             row = outcome.value
-            (cache_dir / f"{key}.json").write_text(json.dumps(row))  # keeps the column order
+            if row["status"] != "ok" or row.get("error") is None:  # a failed hook is retried
+                (cache_dir / f"{key}.json").write_text(json.dumps(row))  # keeps column order
         else:  # the worker itself failed (not an input fault): not cached, retried next time
             row = {"status": "error", "error": outcome.error}
         rows[task.index] = row | {"cached": False}

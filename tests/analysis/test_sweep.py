@@ -237,3 +237,29 @@ def test_a_sweep_where_every_point_fails_still_writes_its_table(tmp_path):
     run = sweep(path, tmp_path / "out", backend="processes", workers=1, progress=False)
     assert run.failed == len(run.table) == 6
     assert [p.name for p in run.files] == ["sweep.parquet", "sweep.csv"]  # no plot to draw
+
+
+def test_a_failing_columns_hook_keeps_the_replays_numbers(tmp_path):
+    hook = tmp_path / "hook.py"
+    hook.write_text(
+        "def columns(result, point):\n"
+        "    if point['DRAM.dram_rd.width_bits'] == 8:\n"
+        "        raise RuntimeError('no column for 8')\n"
+        "    return {'pe_busy_share': result.sim.ideal_compute_cycles / result.cycles}\n"
+    )
+    path = tmp_path / "hooked.yaml"
+    path.write_text(
+        SWEEP.read_text().replace("../../cases/", str(WORKED.parent.parent) + "/")
+        + "columns: hook.py:columns\n"
+    )
+    run = sweep(path, tmp_path / "out", backend="processes", workers=1, progress=False)
+    ok = run.table.query("status == 'ok'")
+    assert ok["cycles"].tolist() == [84, 84, 52, 52, 36, 36]
+    # case 03 at width 4: 16 ideal compute cycles of 52
+    assert ok.query("`DRAM.dram_rd.width_bits` == 4")["pe_busy_share"].tolist() == [16 / 52] * 2
+    hook_failed = ok[ok["error"].notna()]
+    assert hook_failed["DRAM.dram_rd.width_bits"].tolist() == [8, 8]
+    assert hook_failed["error"].str.contains("columns hook columns: RuntimeError: no column").all()
+    # the points whose hook failed are not cached: a rerun retries exactly them
+    again = sweep(path, tmp_path / "out", backend="processes", workers=1, progress=False)
+    assert (again.computed, again.cached) == (2, 7)
