@@ -178,3 +178,25 @@ def test_verdict_names_the_faster_setting_and_both_zigzag_versions():
     assert "our reimplementation of ZigZag 3.9.1" in text and "large 250,148, small 250,294" in text
     assert "3.6.3" in text and "small faster by 9,850" in text
     assert "small - large" in comparison_table(results)
+
+
+@pytest.mark.slow
+@pytest.mark.peer
+def test_the_readme_sweep_command_writes_table_and_plots(tmp_path, capsys):
+    """`cyclesim sweep examples/eyeriss_memsize/sweep.yaml --out DIR` as the README shows it."""
+    import pandas as pd
+
+    from cyclesim.cli import main
+
+    assert main(["sweep", str(EXAMPLE / "sweep.yaml"), "--out", str(tmp_path)]) == 0
+    assert "14 points (14 computed, 0 from the cache, 6 failed)" in capsys.readouterr().out
+    table = pd.read_parquet(tmp_path / "sweep.parquet")
+    small = table.query("mapping == 'mapping_small.yaml'")
+    # a fixed mapping's tiles do not change with the sizes: the same replay at every size,
+    # and ZigZag's latency of that mapping is its 250,294 at every size too
+    assert set(small["cycles"]) == {311514} and set(small["zigzag_latency"]) == {250294}
+    large = table.query("mapping == 'mapping_large.yaml'")
+    # the large mapping keeps all of W (320,000 b) in sram_64KB: only the largest size holds it
+    assert large["status"].tolist() == ["error"] * 6 + ["ok"]
+    assert large["cycles"].iloc[-1] == 325172 and large["zigzag_latency"].iloc[-1] == 250148
+    assert len(list(tmp_path.glob("*.png"))) == 2
