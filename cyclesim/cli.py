@@ -1,12 +1,15 @@
-"""The `cyclesim` command: run, explain, check zigzag|accelforge, l1."""
+"""The `cyclesim` command: run, explain, check zigzag|accelforge, l1, sweep."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 
 from cyclesim.errors import CyclesimError, DeadlockError
+
+log = logging.getLogger("cyclesim")
 
 
 def _load(args: argparse.Namespace):
@@ -61,9 +64,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_filter=trace_filter if tracing else None,
         progress=False if args.no_progress else None,
     )
+    log.info("replayed %s in %.2f s (%d events)", mapping.name, res.wall_seconds, res.events)
     _write_views(args, res)
+    if getattr(args, "csv", None):
+        from cyclesim.views.summary_csv import write_summary_csv
+
+        for path in write_summary_csv(res, arch, args.csv, run=mapping.name):
+            log.info("wrote %s", path)
     if args.json:
-        json.dump(res.to_json_dict(), sys.stdout, indent=1)
+        from cyclesim.results.schema import versioned
+
+        json.dump(versioned(res.to_json_dict()), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(text_report(res, f"{workload.name} on {arch.name}, mapping {mapping.name}"))
@@ -94,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="replay ARCH WORKLOAD MAPPING and report cycles, stalls, accesses"
     )
     add_replay_arguments(run)
+    run.add_argument(
+        "--csv",
+        metavar="DIR",
+        help="write compute_report.csv and memory_report.csv (SCALE-Sim-like summaries) into DIR",
+    )
     try:
         from cyclesim.views import add_view_arguments
 
@@ -110,7 +126,36 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(check_sub, "cyclesim.checks.accelforge_cli")
     _optional(sub, "cyclesim.l1.cli")
     _optional(sub, "cyclesim.dram.cli")
+    _optional(sub, "cyclesim.analysis.sweep_cli")
+    _add_verbosity(parser, top_level=True)
     return parser
+
+
+def _add_verbosity(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
+    """-q/--quiet and -v/--verbose on the command and every sub-command (either place works)."""
+    default = False if top_level else argparse.SUPPRESS
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-q", "--quiet", action="store_true", default=default, help="errors only, no progress bar"
+    )
+    group.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="also log what is done (info)"
+    )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _add_verbosity(sub)
+
+
+def configure_logging(quiet: bool, verbose: bool) -> None:
+    """Messages through `logging` on stderr: warnings by default, errors with -q, info with -v."""
+    level = logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("cyclesim: %(message)s"))
+    root = logging.getLogger("cyclesim")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
 
 
 def _optional(sub, module: str) -> None:
@@ -129,6 +174,9 @@ def _optional(sub, module: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure_logging(args.quiet, args.verbose)
+    if args.quiet and hasattr(args, "no_progress"):
+        args.no_progress = True  # quiet: no progress bar in any command
     try:
         return int(args.func(args) or 0)
     except DeadlockError as exc:  # exit 3: the replay cannot progress

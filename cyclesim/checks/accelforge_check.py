@@ -83,25 +83,23 @@ class AccelForgeCheck:
     accelforge_missing: str | None
 
     def to_json(self) -> dict:
-        """The --json object: replay_cycles, accelforge_latency, accesses, explanations, and context."""
+        """The --json object: cycles, accelforge_latency, accesses, explanations, and context."""
         lat = self.latency
         return {
             "spec": list(self.files),
             "reuse": self.reuse,
             "isolate_einsums": self.isolate_einsums,
-            "replay_cycles": lat.replay_cycles,
+            "cycles": lat.replay_cycles,
             "accelforge_latency": lat.bound_cycles,
             "accelforge_latency_source": "accelforge"
             if lat.accelforge_cycles is not None
             else "model",
             "accelforge_einsum_latency": dict(lat.model_einsum_cycles),
-            "replay_phases": {
-                "onload": lat.onload_cycles,
-                "ideal_compute": lat.ideal_compute_cycles,
-                "stall": lat.stall_cycles,
-                "offload": lat.offload_cycles,
-                "stall_by_cause": dict(lat.stall_by_cause),
-            },
+            "onload_cycles": lat.onload_cycles,
+            "ideal_compute_cycles": lat.ideal_compute_cycles,
+            "stall_cycles": lat.stall_cycles,
+            "offload_cycles": lat.offload_cycles,
+            "non_compute_cycles_by_cause": dict(lat.stall_by_cause),
             "accesses": [
                 {
                     "einsum": a.einsum,
@@ -346,4 +344,6 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 def report_json(check: AccelForgeCheck) -> str:
     """The --json text."""
-    return json.dumps(check.to_json(), indent=2)
+    from cyclesim.results.schema import versioned
+
+    return json.dumps(versioned(check.to_json()), indent=2)

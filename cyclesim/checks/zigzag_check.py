@@ -34,6 +34,14 @@ TERM_NAMES = {
     "offloading": "offloading",
 }
 PHASE_TERMS = {"onload": "onloading", "compute": "stall", "offload": "offloading"}
+# --json names every source's terms as `cyclesim run --json` names the replay's (README table)
+JSON_NAMES = {
+    "latency_total": "cycles",
+    "ideal_cycles": "ideal_compute_cycles",
+    "stall": "stall_cycles",
+    "onloading": "onload_cycles",
+    "offloading": "offload_cycles",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +107,12 @@ class ZigZagCheck:
         """The --json object: replay, analytical, zigzag (null if missing), accesses, explanations."""
 
         def terms(t: Terms | None) -> dict | None:
-            return None if t is None else {name: getattr(t, name) for name in TERMS}
+            return None if t is None else {JSON_NAMES[name]: getattr(t, name) for name in TERMS}
 
         return {
             "replay": {
                 **terms(self.replay),
-                **{f"{PHASE_TERMS[p]}_by_cause": self.causes(p) for p in PHASES},
+                **{f"{JSON_NAMES[PHASE_TERMS[p]]}_by_cause": self.causes(p) for p in PHASES},
             },
             "analytical": terms(self.analytical),
             "zigzag": terms(self.zigzag),
@@ -290,4 +298,6 @@ def format_report(check: ZigZagCheck) -> str:
 
 def report_json(check: ZigZagCheck) -> str:
     """The --json text."""
-    return json.dumps(check.to_json(), indent=2)
+    from cyclesim.results.schema import versioned
+
+    return json.dumps(versioned(check.to_json()), indent=2)

@@ -189,6 +189,16 @@ class Architecture:
                 return dma
         return None
 
+    def with_field(self, path: str, value: Any) -> Architecture:
+        """A copy with one field changed by its YAML path ('memories.sram.size_bits'), re-validated."""
+        from cyclesim.spec.override import architecture_with_field
+
+        return architecture_with_field(self, path, value)
+
+    def with_port_width(self, memory: str, port: str, width_bits: int) -> Architecture:
+        """A copy with one port's width changed (a defaulted burst_bits follows it)."""
+        return self.with_field(f"memories.{memory}.ports.{port}.width_bits", width_bits)
+
     def error(self, message: str, loc: tuple = (), **kw: Any) -> SpecError:
         """A SpecError pointing into this architecture file."""
         return SpecError(

@@ -103,6 +103,14 @@ class Mapping:
     source: str = "<mapping>"
     lines: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
+    def with_field(
+        self, path: str, value: Any, *, architecture: Architecture, workload: Workload
+    ) -> Mapping:
+        """A copy with one field changed by its path ('loop_tree[3].bound'), re-validated."""
+        from cyclesim.spec.override import mapping_with_field
+
+        return mapping_with_field(self, path, value, architecture, workload)
+
     def error(self, message: str, path: str, **kw: Any) -> SpecError:
         """A SpecError pointing at a node of this mapping file by its field path."""
         return SpecError(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cyclesim.checks.zigzag_check import TERMS, Terms
+from cyclesim.checks.zigzag_check import JSON_NAMES, TERMS, Terms
 from cyclesim.checks.zigzag_stalls import stall_groups
 from cyclesim.results import SimResult
 
@@ -30,7 +30,7 @@ class ZigZagSide:
         """The summary.json entry."""
 
         def terms(t: Terms | None) -> dict | None:
-            return None if t is None else {name: getattr(t, name) for name in TERMS}
+            return None if t is None else {JSON_NAMES[name]: getattr(t, name) for name in TERMS}
 
         return {
             "setting": self.setting,

@@ -232,7 +232,18 @@ def test_json_has_cycles_bound_accesses_and_explanations(capsys):
     )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["replay_cycles"] >= out["accelforge_latency"] == 8192
+    assert out["schema_version"] == 1  # `cycles` is named as in `cyclesim run --json`
+    assert out["cycles"] >= out["accelforge_latency"] == 8192
+    assert out["cycles"] == (
+        out["onload_cycles"]
+        + out["ideal_compute_cycles"]
+        + out["stall_cycles"]
+        + out["offload_cycles"]
+    )
+    assert (
+        sum(out["non_compute_cycles_by_cause"].values())
+        == out["cycles"] - out["ideal_compute_cycles"]
+    )
     assert (out["reuse"], out["isolate_einsums"]) == ("retain", False)
     row = next(
         a
