@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check_sub = check.add_subparsers(dest="peer", required=True)
     _optional(check_sub, "cyclesim.checks.zigzag_cli")
-    _optional(check_sub, "cyclesim.checks.accelforge_cli")
+    _optional(check_sub, "cyclesim.checks.accelforge.cli")
     _optional(sub, "cyclesim.l1.cli")
     return parser
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from cyclesim import cli
-from cyclesim.checks.accelforge_check import AccelForgeCheck, run_check
-from cyclesim.checks.peers import accelforge as peer
+from cyclesim.checks.accelforge import peer
+from cyclesim.checks.accelforge.check import AccelForgeCheck, run_check
 from cyclesim.errors import PeerUnavailable, SpecError
 
 SEEDS = (

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cyclesim.checks.accelforge_model import evaluate_model
-from cyclesim.checks.accelforge_read import load_accelforge_spec
+from cyclesim.checks.accelforge.model import evaluate_model
+from cyclesim.checks.accelforge.read import load_accelforge_spec
 
 SEEDS = (
     Path(__file__).resolve().parents[2] / "examples" / "accelforge_persist"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cyclesim.checks.accelforge_looptree import looptree_yaml
-from cyclesim.checks.accelforge_model import evaluate_model
-from cyclesim.checks.accelforge_read import load_accelforge_spec
-from cyclesim.checks.accelforge_spec import AfContainer, LoopKind, SplitKind
+from cyclesim.checks.accelforge.looptree import looptree_yaml
+from cyclesim.checks.accelforge.model import evaluate_model
+from cyclesim.checks.accelforge.read import load_accelforge_spec
+from cyclesim.checks.accelforge.spec import AfContainer, LoopKind, SplitKind
 from cyclesim.errors import SpecError
 
 SPECS = Path(__file__).with_name("accelforge_specs")

@@ -1,6 +1,6 @@
 """AccelForge's own spec concepts (arch, workload, LoopTree mapping) as frozen dataclasses.
 
-The loaders live in `accelforge_read` (arch, workload, whole spec) and `accelforge_looptree`
+The loaders live in `read` (arch, workload, whole spec) and `looptree`
 (mapping); this module only holds the shapes, shared by the reader, the model and the import.
 """
 

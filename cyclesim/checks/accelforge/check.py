@@ -3,168 +3,31 @@
 Rows: bits read and written per Einsum, memory, tensor, in AccelForge's conventions (bits,
 directions summed, copy Einsums booked under their source tensor). Columns: the replay as it
 happened, the schedule's closed form mapped into AccelForge's conventions, cyclesim's model of
-AccelForge (`accelforge_model`) and the real accelforge when its environment exists. Every
-difference carries one sentence naming its mechanism (`accelforge_explain`).
+AccelForge (`model`) and the real accelforge when its environment exists. Every
+difference carries one sentence naming its mechanism (`explain`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from cyclesim.checks.accelforge_import import import_accelforge
-from cyclesim.checks.accelforge_model import AfModelResult, evaluate_model
-from cyclesim.checks.accelforge_read import load_accelforge_spec
-from cyclesim.checks.accelforge_spec import AfSpec
+from cyclesim.checks.accelforge.explain import explain
+from cyclesim.checks.accelforge.importer import import_accelforge
+from cyclesim.checks.accelforge.model import AfModelResult, evaluate_model
+from cyclesim.checks.accelforge.read import load_accelforge_spec
+from cyclesim.checks.accelforge.rows import (
+    ACTIONS,
+    AccelForgeCheck,
+    AccessRow,
+    Key,
+    Latency,
+    convention_bits,
+)
+from cyclesim.checks.accelforge.spec import AfSpec
 from cyclesim.errors import PeerUnavailable, SpecError
-
-ACTIONS = ("read", "write")
-Key = tuple[str, str, str, str]  # einsum, memory, tensor, action
-
-
-@dataclass(frozen=True, slots=True)
-class AccessRow:
-    """Bits of one (einsum, memory, tensor, action) from each source; None = no such source."""
-
-    einsum: str
-    memory: str
-    tensor: str
-    action: str
-    replay_bits: int
-    closed_form_bits: int
-    model_bits: float
-    accelforge_bits: float | None
-
-    @property
-    def key(self) -> Key:
-        """(einsum, memory, tensor, action)."""
-        return (self.einsum, self.memory, self.tensor, self.action)
-
-    @property
-    def reference_bits(self) -> float:
-        """AccelForge's number: the real one when it ran, else our model of it."""
-        return self.model_bits if self.accelforge_bits is None else self.accelforge_bits
-
-
-@dataclass(frozen=True, slots=True)
-class Latency:
-    """Replay cycles split in phases, and AccelForge's bound (max over components, per Einsum)."""
-
-    replay_cycles: int
-    onload_cycles: int
-    ideal_compute_cycles: int
-    stall_cycles: int
-    offload_cycles: int
-    stall_by_cause: tuple[tuple[str, int], ...]
-    model_einsum_cycles: tuple[tuple[str, float], ...]
-    model_cycles: float
-    accelforge_cycles: float | None
-
-    @property
-    def bound_cycles(self) -> float:
-        """AccelForge's total latency: the real one when it ran, else our model's."""
-        return self.model_cycles if self.accelforge_cycles is None else self.accelforge_cycles
-
-
-@dataclass(frozen=True, slots=True)
-class AccelForgeCheck:
-    """The side-by-side comparison of one AccelForge spec."""
-
-    files: tuple[str, ...]
-    reuse: str
-    isolate_einsums: bool
-    latency: Latency
-    accesses: tuple[AccessRow, ...]
-    explanations: tuple[str, ...]
-    notes: tuple[str, ...]
-    accelforge_version: str | None
-    accelforge_missing: str | None
-
-    def to_json(self) -> dict:
-        """The --json object: replay_cycles, accelforge_latency, accesses, explanations, and context."""
-        lat = self.latency
-        return {
-            "spec": list(self.files),
-            "reuse": self.reuse,
-            "isolate_einsums": self.isolate_einsums,
-            "replay_cycles": lat.replay_cycles,
-            "accelforge_latency": lat.bound_cycles,
-            "accelforge_latency_source": "accelforge"
-            if lat.accelforge_cycles is not None
-            else "model",
-            "accelforge_einsum_latency": dict(lat.model_einsum_cycles),
-            "replay_phases": {
-                "onload": lat.onload_cycles,
-                "ideal_compute": lat.ideal_compute_cycles,
-                "stall": lat.stall_cycles,
-                "offload": lat.offload_cycles,
-                "stall_by_cause": dict(lat.stall_by_cause),
-            },
-            "accesses": [
-                {
-                    "einsum": a.einsum,
-                    "memory": a.memory,
-                    "tensor": a.tensor,
-                    "action": a.action,
-                    "replay_bits": a.replay_bits,
-                    "closed_form_bits": a.closed_form_bits,
-                    "model_bits": _number(a.model_bits),
-                    "accelforge_bits": _number(a.accelforge_bits),
-                }
-                for a in self.accesses
-            ],
-            "explanations": list(self.explanations),
-            "notes": list(self.notes),
-            "accelforge_version": self.accelforge_version,
-            "accelforge_missing": self.accelforge_missing,
-        }
-
-
-def _number(value: float | None) -> float | int | None:
-    if value is None:
-        return None
-    return int(value) if float(value).is_integer() else float(value)
-
-
-def copy_renames(spec: AfSpec) -> dict[tuple[str, str], str]:
-    """(copy Einsum, destination tensor) -> source tensor: AccelForge books copies under the source."""
-    return {
-        (e.name, t): e.copy_source
-        for e in spec.workload.einsums
-        if e.is_copy_operation
-        for t in e.output_tensor_names
-    }
-
-
-def convention_bits(spec: AfSpec, accesses, *, physical: bool = False) -> dict[Key, int]:
-    """Access rows (objects with einsum, tensor, memory, action, bits) keyed in AccelForge's names.
-
-    Copy Einsums are booked under their source tensor. Unless `physical`, a copy that moves data
-    down the hierarchy is also booked AccelForge's way, as a read of the lower memory and a write
-    of the upper one (AccelForge treats every copy as a write-back towards the outer memory).
-    """
-    accesses = list(accesses)
-    renames = copy_renames(spec)
-    order = {m.name: i for i, m in enumerate(spec.arch.memories)}
-    out: dict[Key, int] = {}
-    downward: dict[str, bool] = {}
-    for e in spec.workload.einsums:
-        if e.is_copy_operation and not physical:
-            rows = [(r.tensor, r.memory) for r in accesses if r.einsum == e.name]
-            src = [order[m] for t, m in rows if t == e.copy_source]
-            dst = [order[m] for t, m in rows if t != e.copy_source]
-            downward[e.name] = bool(src and dst) and max(dst) > max(src)
-    for r in accesses:
-        if r.action not in ACTIONS:
-            continue
-        action = r.action
-        if downward.get(r.einsum):
-            action = "write" if action == "read" else "read"
-        key = (r.einsum, r.memory, renames.get((r.einsum, r.tensor), r.tensor), action)
-        out[key] = out.get(key, 0) + int(r.bits)
-    return out
 
 
 def _table(frame, bits: str = "bits") -> dict[Key, float]:
@@ -189,7 +52,6 @@ def run_check(
     Returns (AccelForgeCheck, SimResult). Raise SpecError for a bad spec, or for a spec the
     real accelforge rejects while our reader accepts it.
     """
-    from cyclesim.checks.accelforge_explain import explain
     from cyclesim.engine import replay
 
     files = tuple(str(f) for f in spec_files)
@@ -256,7 +118,7 @@ def _run_peer(files: tuple[str, ...], use_peer: bool):
     """The real accelforge's run, or None and the reason it is missing."""
     if not use_peer:
         return None, "not asked for (--no-peer)"
-    from cyclesim.checks.peers import accelforge as peer
+    from cyclesim.checks.accelforge import peer
 
     try:
         return peer.run_accelforge(files), None

@@ -21,7 +21,7 @@ import pandas as pd
 from cyclesim.errors import CyclesimError, PeerUnavailable
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_ACCELFORGE_PYTHON"
-RUNNER = Path(__file__).with_name("accelforge_runner.py")
+RUNNER = Path(__file__).with_name("peer_runner.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TIMEOUT_SECONDS = 300.0
 ACCESS_COLUMNS = ["einsum", "memory", "tensor", "action", "bits", "actions", "column"]

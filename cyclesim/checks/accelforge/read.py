@@ -1,4 +1,4 @@
-"""Read AccelForge spec files (arch + workload + LoopTree mapping) into `accelforge_spec` objects.
+"""Read AccelForge spec files (arch + workload + LoopTree mapping) into `spec` objects.
 
 Files are merged as `accelforge.Spec.from_yaml(*files)` merges them (the first file holding a
 top-level key wins) and rendered with Jinja when they are templates. Set expressions (`keep`,
@@ -13,15 +13,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cyclesim.checks.accelforge_fields import (
+from cyclesim.checks.accelforge.looptree import read_mapping
+from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
     refuse_unless_default,
     require_list,
     require_mapping,
 )
-from cyclesim.checks.accelforge_looptree import read_mapping
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.read_workload import read_workload, tensor_set_names
+from cyclesim.checks.accelforge.read_yaml import (
+    TaggedNode,
+    evaluate_number,
+    evaluate_tensor_set,
+    load_yaml_file,
+    merge_top_level,
+)
+from cyclesim.checks.accelforge.spec import (
     AfAction,
     AfArch,
     AfArchNode,
@@ -33,14 +41,6 @@ from cyclesim.checks.accelforge_spec import (
     AfStorageNode,
     AfTensorPlacement,
     AfWorkload,
-)
-from cyclesim.checks.accelforge_workload import read_workload, tensor_set_names
-from cyclesim.checks.accelforge_yaml import (
-    TaggedNode,
-    evaluate_number,
-    evaluate_tensor_set,
-    load_yaml_file,
-    merge_top_level,
 )
 
 _TOP_LEVEL_KEYS = ("arch", "workload", "mapping", "variables")

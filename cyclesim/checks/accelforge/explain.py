@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cyclesim.checks.accelforge_check import AccelForgeCheck, AccessRow, Key, convention_bits
-from cyclesim.checks.accelforge_model import AfModelResult, may_reuse
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.model import AfModelResult, may_reuse
+from cyclesim.checks.accelforge.rows import AccelForgeCheck, AccessRow, Key, convention_bits
+from cyclesim.checks.accelforge.spec import (
     AfComputeNode,
     AfLoopNode,
     AfSpec,
@@ -24,7 +24,7 @@ from cyclesim.checks.accelforge_spec import (
 from cyclesim.errors import CyclesimError
 
 if TYPE_CHECKING:
-    from cyclesim.checks.accelforge_import import ImportedSpec
+    from cyclesim.checks.accelforge.importer import ImportedSpec
 
 
 def explain(

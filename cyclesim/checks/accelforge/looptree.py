@@ -5,8 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cyclesim.checks.accelforge_fields import Where, check_fields, require_list, require_mapping
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.read_fields import (
+    Where,
+    check_fields,
+    require_list,
+    require_mapping,
+)
+from cyclesim.checks.accelforge.read_yaml import TaggedNode, evaluate_number
+from cyclesim.checks.accelforge.spec import (
     AfArch,
     AfComputeNode,
     AfContainer,
@@ -20,7 +26,6 @@ from cyclesim.checks.accelforge_spec import (
     LoopKind,
     SplitKind,
 )
-from cyclesim.checks.accelforge_yaml import TaggedNode, evaluate_number
 
 _SPLIT_KINDS = {"Sequential": SplitKind.SEQUENTIAL, "Pipeline": SplitKind.PIPELINE}
 

@@ -1,4 +1,4 @@
-"""AccelForge's counting rules (accelforge 1.0.467), reimplemented over `accelforge_spec` objects.
+"""AccelForge's counting rules (accelforge 1.0.467), reimplemented over `spec` objects.
 
 Independent of the replay: used to cross-check the replay's closed form and the real accelforge.
 Each Einsum is evaluated alone on its partial mapping (reference §3.3, §4):
@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from cyclesim.checks.accelforge_fields import Where
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.read_fields import Where
+from cyclesim.checks.accelforge.read_workload import tensor_set_names
+from cyclesim.checks.accelforge.read_yaml import evaluate_tensor_set
+from cyclesim.checks.accelforge.spec import (
     AfArch,
     AfComputeNode,
     AfEinsum,
@@ -29,8 +31,6 @@ from cyclesim.checks.accelforge_spec import (
     AfStorageNode,
     LoopKind,
 )
-from cyclesim.checks.accelforge_workload import tensor_set_names
-from cyclesim.checks.accelforge_yaml import evaluate_tensor_set
 
 ACCESS_COLUMNS = ["einsum", "memory", "tensor", "action", "bits", "actions"]
 COMPUTE_ACTION = "compute"

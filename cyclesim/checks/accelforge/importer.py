@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.spec import (
     AfContainer,
     AfLoopNode,
     AfMappingNode,
@@ -187,8 +187,8 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
 
 def _no_multicast(spec: AfSpec, container: AfContainer) -> dict[str, list[str]]:
     """AccelForge's `may_reuse` per fan-out dimension, as the tensors each position moves alone."""
-    from cyclesim.checks.accelforge_workload import tensor_set_names
-    from cyclesim.checks.accelforge_yaml import evaluate_tensor_set
+    from cyclesim.checks.accelforge.read_workload import tensor_set_names
+    from cyclesim.checks.accelforge.read_yaml import evaluate_tensor_set
 
     out: dict[str, list[str]] = {}
     for dim in container.dimensions:
