@@ -62,11 +62,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None,
     )
     _write_views(args, res)
+    from cyclesim.report import energy_section
+    from cyclesim.results.energy import energy_json, energy_table, has_energies
+
+    energy = energy_table(res, arch) if has_energies(arch) else None
     if args.json:
-        json.dump(res.to_json_dict(), sys.stdout, indent=1)
+        out = res.to_json_dict()
+        if energy is not None:
+            out["energy"] = energy_json(energy)
+        json.dump(out, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(text_report(res, f"{workload.name} on {arch.name}, mapping {mapping.name}"))
+        if energy is not None:
+            print(energy_section(energy))
     return 0
 
 
