@@ -10,24 +10,29 @@ difference carries one sentence naming its mechanism (`explain`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from cyclesim.checks.accelforge.explain import explain
 from cyclesim.checks.accelforge.importer import import_accelforge
-from cyclesim.checks.accelforge.model import AfModelResult, evaluate_model
+from cyclesim.checks.accelforge.model import COMPUTE_ACTION, AfModelResult, evaluate_model
 from cyclesim.checks.accelforge.read import load_accelforge_spec
 from cyclesim.checks.accelforge.rows import (
     ACTIONS,
     AccelForgeCheck,
     AccessRow,
+    EnergyRow,
     Key,
     Latency,
     convention_bits,
+    convention_sums,
 )
 from cyclesim.checks.accelforge.spec import AfSpec
 from cyclesim.errors import PeerUnavailable, SpecError
+from cyclesim.results.energy import PE_ARRAY, energy_table, has_energies
 
 
 def _table(frame, bits: str = "bits") -> dict[Key, float]:
@@ -46,6 +51,7 @@ def run_check(
     isolate_einsums: bool = False,
     use_peer: bool = True,
     trace: bool = False,
+    jinja_data: Mapping[str, Any] | None = None,
 ):
     """Replay, model and (when available) the real accelforge on one spec.
 
@@ -55,10 +61,10 @@ def run_check(
     from cyclesim.engine import replay
 
     files = tuple(str(f) for f in spec_files)
-    spec = load_accelforge_spec(files)
+    spec = load_accelforge_spec(files, jinja_data)
     imported = import_accelforge(spec)
     model = evaluate_model(spec)
-    theirs, missing = _run_peer(files, use_peer)
+    theirs, missing = _run_peer(files, use_peer, jinja_data)
     res = replay(
         imported.architecture,
         imported.workload,
@@ -96,32 +102,76 @@ def run_check(
         notes=imported.notes,
         accelforge_version=theirs.accelforge_version if theirs is not None else None,
         accelforge_missing=missing,
+        energy=_energy_rows(spec, imported, res, model, theirs),
     )
     sentences = explain(spec, imported, model, check)
     return replace(check, explanations=tuple(sentences)), res
 
 
+def _energy_rows(spec: AfSpec, imported, res, model: AfModelResult, theirs) -> tuple:
+    """Energy per (einsum, memory, tensor, action) in AccelForge's names, MACs on its compute node.
+
+    The replay's energy is the replayed counts times the imported energies (results.energy);
+    AccelForge has no update action, so updates are its writes. Empty when no energies are given.
+    """
+    if not has_energies(imported.architecture):
+        return ()
+    table = energy_table(res, imported.architecture)
+    table = table[table.action != "leak"].rename(columns={"component": "memory"})
+    compute = spec.arch.compute.name
+    table = table.assign(
+        action=table.action.replace({"update": "write", "mac": COMPUTE_ACTION}),
+        memory=table.memory.replace({PE_ARRAY: compute}),
+    )
+    replayed = convention_sums(spec, table.itertuples(), value="energy", physical=True)
+    replayed |= {
+        (r.einsum, compute, "", COMPUTE_ACTION): r.energy
+        for r in table[table.action == COMPUTE_ACTION].itertuples()
+    }
+    modelled = _energies(model.accesses)
+    real = _energies(theirs.energy) if theirs is not None else {}
+    keys = {k for k, v in (replayed | modelled | real).items() if v}
+    return tuple(
+        EnergyRow(
+            *key,
+            replay=float(replayed.get(key, 0.0)),
+            model=float(modelled.get(key, 0.0)),
+            accelforge=None if theirs is None else float(real.get(key, 0.0)),
+        )
+        for key in sorted(keys, key=lambda k: _order(spec, k))
+    )
+
+
+def _energies(frame) -> dict[Key, float]:
+    out: dict[Key, float] = {}
+    for r in frame.itertuples():
+        if r.action in ACTIONS + (COMPUTE_ACTION,):
+            key = (r.einsum, r.memory, r.tensor, r.action)
+            out[key] = out.get(key, 0.0) + float(r.energy)
+    return out
+
+
 def _order(spec: AfSpec, key: Key) -> tuple:
     einsums = [e.name for e in spec.workload.einsums]
-    memories = [m.name for m in spec.arch.memories]
+    memories = [m.name for m in spec.arch.memories] + [spec.arch.compute.name]
     tensors = list(spec.workload.tensor_names)
     einsum, memory, tensor, action = key
     return (
         einsums.index(einsum) if einsum in einsums else len(einsums),
         memories.index(memory) if memory in memories else len(memories),
         tensors.index(tensor) if tensor in tensors else len(tensors),
-        ACTIONS.index(action),
+        (ACTIONS + (COMPUTE_ACTION,)).index(action),
     )
 
 
-def _run_peer(files: tuple[str, ...], use_peer: bool):
+def _run_peer(files: tuple[str, ...], use_peer: bool, jinja_data: Mapping[str, Any] | None):
     """The real accelforge's run, or None and the reason it is missing."""
     if not use_peer:
         return None, "not asked for (--no-peer)"
     from cyclesim.checks.accelforge import peer
 
     try:
-        return peer.run_accelforge(files), None
+        return peer.run_accelforge(files, jinja_data), None
     except PeerUnavailable as error:
         return None, str(error)
     except peer.AccelForgeRejected as error:
@@ -184,6 +234,7 @@ def format_report(check: AccelForgeCheck) -> str:
     lines.append("(bits; * = the columns differ, explained below)")
     if check.accelforge_missing:
         lines.append(f"real accelforge column missing: {check.accelforge_missing}")
+    lines += _energy_lines(check, af)
     if check.explanations:
         lines.append("")
         lines += [f"* {text}" for text in check.explanations]
@@ -191,6 +242,41 @@ def format_report(check: AccelForgeCheck) -> str:
         lines.append("")
         lines += [f"note: {text}" for text in check.notes]
     return "\n".join(lines)
+
+
+def _energy_lines(check: AccelForgeCheck, af: str) -> list[str]:
+    """Energy by Einsum and component: the replay's next to AccelForge's, and the totals."""
+    if not check.energy:
+        return []
+    sums: dict[tuple[str, str], list] = {}
+    for e in check.energy:
+        cell = sums.setdefault(
+            (e.einsum, e.memory), [0.0, 0.0, None if e.accelforge is None else 0.0]
+        )
+        cell[0] += e.replay
+        cell[1] += e.model
+        if e.accelforge is not None:
+            cell[2] += e.accelforge
+    width = max(len(f"{einsum} {memory}") for einsum, memory in sums) + 2
+    lines = ["", "dynamic energy (the replayed counts x the spec's per-action energies)"]
+    lines.append(
+        f"{'einsum component':<{width}}{'replay':>16}{'AF model':>16}{af:>{max(len(af), 14) + 2}}"
+    )
+    totals = [check.energy_total(s) for s in ("replay", "model", "accelforge")]
+    for (einsum, memory), (replay, model, theirs) in [*sums.items(), (("total", ""), totals)]:
+        reference = model if theirs is None else theirs
+        mark = "" if math.isclose(replay, reference, rel_tol=1e-9, abs_tol=1e-9) else "  *"
+        lines.append(
+            f"{(einsum + ' ' + memory).strip():<{width}}{_cell(replay):>16}{_cell(model):>16}"
+            f"{_cell(theirs):>{max(len(af), 14) + 2}}{mark}"
+        )
+    different = [e for e in check.energy if not e.equal]
+    if different:
+        lines.append(
+            f"(* = the replay's energy differs: {len(different)} of {len(check.energy)} rows; "
+            "it follows the replayed counts above)"
+        )
+    return lines
 
 
 def _same(a: AccessRow) -> bool:

@@ -14,6 +14,7 @@ from cyclesim.checks.accelforge.spec import (
     AfContainer,
     AfLoopNode,
     AfMappingNode,
+    AfMemory,
     AfSpec,
     AfSplitNode,
     AfStorageNode,
@@ -156,14 +157,16 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
         if math.isinf(memory.size_bits):
             notes.append(f"{memory.name}: unbounded size")
         below_array = spec.arch.index(memory.name) > container_index
-        memories.append(
-            {
-                "name": memory.name,
-                "size_bits": None if math.isinf(memory.size_bits) else int(memory.size_bits),
-                "shared_across": [] if below_array else list(dims),
-                "ports": ports,
-            }
-        )
+        entry = {
+            "name": memory.name,
+            "size_bits": None if math.isinf(memory.size_bits) else int(memory.size_bits),
+            "shared_across": [] if below_array else list(dims),
+            "ports": ports,
+        }
+        energy = _memory_energy(memory, notes)
+        if energy is not None:
+            entry["energy"] = energy
+        memories.append(entry)
     throughput = spec.arch.compute.throughput_computes_per_cycle
     if math.isinf(throughput):
         notes.append(
@@ -175,6 +178,13 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
             spec, f"compute throughput {throughput} is not a whole number of MACs per cycle"
         )
     pe_array = {"dims": dims, "macs_per_pe_per_cycle": int(throughput)}
+    mac_energy = spec.arch.compute.energy_per_compute
+    if math.isnan(mac_energy):
+        notes.append(
+            f"{spec.arch.compute.name}: no compute energy given; the replay has no MAC energy"
+        )
+    else:
+        pe_array["energy"] = {"mac": mac_energy}
     no_multicast = _no_multicast(spec, containers[0]) if containers else {}
     if no_multicast:
         pe_array["no_multicast"] = no_multicast
@@ -182,6 +192,29 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
         "name": f"accelforge:{Path(spec.files[0]).stem}",
         "pe_array": pe_array,
         "memories": memories,
+    }
+
+
+def _memory_energy(memory: AfMemory, notes: list[str]) -> dict | None:
+    """AccelForge's per-action energies of a memory in cyclesim's `energy:` fields.
+
+    AccelForge has no update action: a write from below costs a write (update is left to its
+    default). When read and write move different bits per action, energies become per bit.
+    """
+    read, write = memory.action("read"), memory.action("write")
+    if math.isnan(read.energy_per_action) or math.isnan(write.energy_per_action):
+        notes.append(f"{memory.name}: no read/write energy given; the replay has no energy for it")
+        return None
+    if read.bits_per_action == write.bits_per_action:
+        return {
+            "bits_per_action": read.bits_per_action,
+            "read": read.energy_per_action,
+            "write": write.energy_per_action,
+        }
+    return {
+        "bits_per_action": 1,
+        "read": read.energy_per_action / read.bits_per_action,
+        "write": write.energy_per_action / write.bits_per_action,
     }
 
 

@@ -32,7 +32,7 @@ from cyclesim.checks.accelforge.spec import (
     LoopKind,
 )
 
-ACCESS_COLUMNS = ["einsum", "memory", "tensor", "action", "bits", "actions"]
+ACCESS_COLUMNS = ["einsum", "memory", "tensor", "action", "bits", "actions", "energy"]
 COMPUTE_ACTION = "compute"
 
 
@@ -40,7 +40,9 @@ COMPUTE_ACTION = "compute"
 class AfModelResult:
     """AccelForge-convention counts and latency bound of one spec, as long tables."""
 
-    accesses: pd.DataFrame  # einsum, memory, tensor, action (read/write/compute), bits, actions
+    accesses: (
+        pd.DataFrame
+    )  # einsum, memory, tensor, action (read/write/compute), bits, actions, energy
     component_latency: pd.DataFrame  # einsum, component, latency_cycles
     einsum_latency_cycles: tuple[tuple[str, float], ...]
     total_latency_cycles: float
@@ -74,6 +76,7 @@ def evaluate_model(spec: AfSpec) -> AfModelResult:
                 node = spec.arch.node(memory)
                 bits = values * einsum.access(tensor).bits_per_value
                 bits_per_action = node.action(action).bits_per_action
+                row_energy = bits / bits_per_action * node.action(action).energy_per_action
                 rows.append(
                     dict(
                         einsum=einsum.name,
@@ -82,12 +85,13 @@ def evaluate_model(spec: AfSpec) -> AfModelResult:
                         action=action,
                         bits=bits,
                         actions=bits / bits_per_action,
+                        energy=row_energy,
                     )
                 )
                 per_unit_actions[memory, action] = per_unit_actions.get((memory, action), 0) + (
                     per_unit * einsum.access(tensor).bits_per_value / bits_per_action
                 )
-                energy += bits / bits_per_action * node.action(action).energy_per_action
+                energy += row_energy
         compute = spec.arch.compute
         macs = 0 if einsum.is_copy_operation else math.prod(path.loop_iterations)
         rows.append(
@@ -98,6 +102,7 @@ def evaluate_model(spec: AfSpec) -> AfModelResult:
                 action=COMPUTE_ACTION,
                 bits=0,
                 actions=macs,
+                energy=macs * compute.energy_per_compute,
             )
         )
         energy += macs * compute.energy_per_compute

@@ -6,6 +6,7 @@ difference); neither imports the other's private parts, and `explain` does not i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from cyclesim.checks.accelforge.spec import AfSpec
@@ -36,6 +37,33 @@ class AccessRow:
     def reference_bits(self) -> float:
         """AccelForge's number: the real one when it ran, else our model of it."""
         return self.model_bits if self.accelforge_bits is None else self.accelforge_bits
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyRow:
+    """Energy of one (einsum, memory, tensor, action) — `compute` on the compute node, tensor ''.
+
+    `replay` is the replayed counts times the imported per-action energies; `model` our model of
+    AccelForge; `accelforge` the real one (None when it did not run).
+    """
+
+    einsum: str
+    memory: str
+    tensor: str
+    action: str
+    replay: float
+    model: float
+    accelforge: float | None
+
+    @property
+    def reference(self) -> float:
+        """AccelForge's energy: the real one when it ran, else our model's."""
+        return self.model if self.accelforge is None else self.accelforge
+
+    @property
+    def equal(self) -> bool:
+        """The replay's energy equals AccelForge's (up to floating-point summation order)."""
+        return math.isclose(self.replay, self.reference, rel_tol=1e-9, abs_tol=1e-9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +99,12 @@ class AccelForgeCheck:
     notes: tuple[str, ...]
     accelforge_version: str | None
     accelforge_missing: str | None
+    energy: tuple[EnergyRow, ...] = ()  # empty when the spec gives no energies
+
+    def energy_total(self, source: str) -> float | None:
+        """Total dynamic energy of `source` (replay, model, accelforge); None if it is missing."""
+        values = [getattr(row, source) for row in self.energy]
+        return None if not values or None in values else float(sum(values))
 
     def to_json(self) -> dict:
         """The --json object: replay_cycles, accelforge_latency, accesses, explanations, and context."""
@@ -105,6 +139,21 @@ class AccelForgeCheck:
                 }
                 for a in self.accesses
             ],
+            "energy": [
+                {
+                    "einsum": e.einsum,
+                    "memory": e.memory,
+                    "tensor": e.tensor,
+                    "action": e.action,
+                    "replay": e.replay,
+                    "model": e.model,
+                    "accelforge": e.accelforge,
+                }
+                for e in self.energy
+            ],
+            "energy_totals": {
+                source: self.energy_total(source) for source in ("replay", "model", "accelforge")
+            },
             "explanations": list(self.explanations),
             "notes": list(self.notes),
             "accelforge_version": self.accelforge_version,
@@ -135,10 +184,17 @@ def convention_bits(spec: AfSpec, accesses, *, physical: bool = False) -> dict[K
     down the hierarchy is also booked AccelForge's way, as a read of the lower memory and a write
     of the upper one (AccelForge treats every copy as a write-back towards the outer memory).
     """
+    return {key: int(v) for key, v in convention_sums(spec, accesses, physical=physical).items()}
+
+
+def convention_sums(
+    spec: AfSpec, accesses, *, value: str = "bits", physical: bool = False
+) -> dict[Key, float]:
+    """`convention_bits` for any numeric attribute `value` of the rows (bits, energy)."""
     accesses = list(accesses)
     renames = copy_renames(spec)
     order = {m.name: i for i, m in enumerate(spec.arch.memories)}
-    out: dict[Key, int] = {}
+    out: dict[Key, float] = {}
     downward: dict[str, bool] = {}
     for e in spec.workload.einsums:
         if e.is_copy_operation and not physical:
@@ -153,5 +209,5 @@ def convention_bits(spec: AfSpec, accesses, *, physical: bool = False) -> dict[K
         if downward.get(r.einsum):
             action = "write" if action == "read" else "read"
         key = (r.einsum, r.memory, renames.get((r.einsum, r.tensor), r.tensor), action)
-        out[key] = out.get(key, 0) + int(r.bits)
+        out[key] = out.get(key, 0) + getattr(r, value)
     return out
