@@ -155,13 +155,17 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
                 f"{memory.name}: separate read and write ports (AccelForge adds their latencies)"
             )
         if math.isinf(memory.size_bits):
-            notes.append(f"{memory.name}: unbounded size")
+            notes.append(
+                f"{memory.name}: unbounded size; double-buffered, so its fills overlap the use of "
+                "the previous tile as AccelForge assumes (no landing zones to account for)"
+            )
         below_array = spec.arch.index(memory.name) > container_index
         entry = {
             "name": memory.name,
             "size_bits": None if math.isinf(memory.size_bits) else int(memory.size_bits),
             "shared_across": [] if below_array else list(dims),
             "ports": ports,
+            "double_buffered": math.isinf(memory.size_bits),
         }
         energy = _memory_energy(memory, notes)
         if energy is not None:

@@ -13,6 +13,7 @@ from cyclesim.checks.accelforge.read_fields import (
 )
 from cyclesim.checks.accelforge.read_yaml import TaggedNode, evaluate_number
 from cyclesim.checks.accelforge.spec import (
+    SPATIAL_OF_COMPONENT,
     AfArch,
     AfComputeNode,
     AfContainer,
@@ -201,7 +202,11 @@ def _read_loop(raw: TaggedNode, where: Where, arch: AfArch) -> AfLoopNode:
         )
     component = dimension = None
     if spatial:
-        container = _component(str(fields["component"]), arch, where, AfContainer, "a !Container")
+        container = arch.spatial_container(str(fields["component"]))
+        if container is None:
+            container = _component(
+                str(fields["component"]), arch, where, AfContainer, "a !Container"
+            )
         dimension = str(fields["name"])
         try:
             container.dimension(dimension)
@@ -324,7 +329,8 @@ def _emit(nodes: tuple[AfMappingNode, ...], depth: int) -> list[str]:
         elif isinstance(node, AfLoopNode):
             lines.append(
                 f"{pad}- !Spatial {{rank_variable: {node.rank_variable}, tile_shape: {node.tile_shape}, "
-                f"name: {node.dimension}, component: {node.component}}}"
+                f"name: {node.dimension}, "
+                f"component: {node.component.removesuffix(SPATIAL_OF_COMPONENT)}}}"
             )
         elif isinstance(node, AfComputeNode):
             lines.append(f"{pad}- !Compute {{einsum: {node.einsum}, component: {node.component}}}")

@@ -82,6 +82,18 @@ def accelforge_python() -> Path:
     )
 
 
+def accelforge_examples() -> Path:
+    """The `examples/` folder the accelforge wheel installs into its environment's site-packages.
+
+    Raise PeerUnavailable if there is no AccelForge environment or it has no examples.
+    """
+    environment = accelforge_python().parent.parent
+    for folder in sorted(environment.glob("lib/python3*/site-packages/examples")):
+        if (folder / "arches").is_dir():
+            return folder
+    raise PeerUnavailable(f"accelforge's shipped examples are not installed under {environment}")
+
+
 def run_accelforge(
     spec_files: Sequence[str | Path],
     jinja_data: Mapping[str, Any] | None = None,

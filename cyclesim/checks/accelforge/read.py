@@ -30,6 +30,7 @@ from cyclesim.checks.accelforge.read_yaml import (
     merge_top_level,
 )
 from cyclesim.checks.accelforge.spec import (
+    SPATIAL_OF_COMPONENT,
     AfAction,
     AfArch,
     AfArchNode,
@@ -113,6 +114,9 @@ def _read_arch(section: Any, where: Where, variables: dict[str, Any]) -> AfArch:
             raise node_where.error(
                 "an arch node needs a tag", found=raw, expected="!Memory, !Container or !Compute"
             )
+        if raw.tag in ("Memory", "Compute") and isinstance(raw.value, dict):
+            if raw.value.get("spatial"):
+                nodes.append(_spatial_of_component(raw, node_where, variables))
         if raw.tag == "Memory":
             nodes.append(_read_memory(raw, node_where, variables))
         elif raw.tag == "Container":
@@ -175,6 +179,7 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
             "total_latency",
             "n_parallel_instances",
             "energy_scale",
+            "spatial",
         ),
         ignored=_COMPONENT_IGNORED,
     )
@@ -299,6 +304,30 @@ def _read_container(raw: TaggedNode, where: Where, variables: dict[str, Any]) ->
         ignored=_COMPONENT_IGNORED,
     )
     name = _node_name(fields, where)
+    dimensions = _read_dimensions(fields, where, variables)
+    return AfContainer(name=name, dimensions=dimensions, line=raw.line)
+
+
+def _spatial_of_component(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfContainer:
+    """`spatial:` on a !Memory or !Compute: that node (and all below) exists once per position.
+
+    It is AccelForge's shorthand for a !Container just above the node (the shipped
+    fanout_variations arches at_glb / at_glb_with_fanout_node give the same results); mapping
+    !Spatial nodes name the memory or compute node as their component.
+    """
+    fields = require_mapping(raw, where, f"!{raw.tag}")
+    name = _node_name(fields, where)
+    dimensions = _read_dimensions(
+        fields, Where(where.file, f"{where.field}({name})", where.line), variables
+    )
+    return AfContainer(
+        name=name + SPATIAL_OF_COMPONENT, dimensions=dimensions, line=raw.line, for_component=name
+    )
+
+
+def _read_dimensions(
+    fields: dict[str, Any], where: Where, variables: dict[str, Any]
+) -> tuple[AfFanoutDimension, ...]:
     dimensions = []
     spatial = require_list(fields.get("spatial") or [], where.child("spatial"), "spatial")
     for index, entry in enumerate(spatial):
@@ -330,7 +359,7 @@ def _read_container(raw: TaggedNode, where: Where, variables: dict[str, Any]) ->
                 may_reuse_expression=_expression(dim.get("may_reuse")) or "All",
             )
         )
-    return AfContainer(name=name, dimensions=tuple(dimensions), line=raw.line)
+    return tuple(dimensions)
 
 
 def _read_compute(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfCompute:
@@ -348,6 +377,7 @@ def _read_compute(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> A
             "total_latency",
             "n_parallel_instances",
             "energy_scale",
+            "spatial",
         ),
         ignored=_COMPONENT_IGNORED,
     )
