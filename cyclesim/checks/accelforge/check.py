@@ -28,11 +28,10 @@ from cyclesim.checks.accelforge.rows import (
     Key,
     Latency,
     convention_bits,
-    convention_sums,
 )
 from cyclesim.checks.accelforge.spec import AfSpec
 from cyclesim.errors import PeerUnavailable, SpecError
-from cyclesim.results.energy import PE_ARRAY, energy_table, has_energies
+from cyclesim.results.energy import energy_table, has_energies
 
 
 def _table(frame, bits: str = "bits") -> dict[Key, float]:
@@ -111,26 +110,26 @@ def run_check(
 def _energy_rows(spec: AfSpec, imported, res, model: AfModelResult, theirs) -> tuple:
     """Energy per (einsum, memory, tensor, action) in AccelForge's names, MACs on its compute node.
 
-    The replay's energy is the replayed counts times the imported energies (results.energy);
-    AccelForge has no update action, so updates are its writes. Empty when no energies are given.
+    The replay's energy is its counts booked as AccelForge books them (the closed-form column;
+    a copy moving data down counts as AccelForge counts it) times the imported per-action
+    energies; its MACs' energy comes from results.energy. Empty when no energies are given.
     """
-    if not has_energies(imported.architecture):
+    arch = imported.architecture
+    if not has_energies(arch):
         return ()
-    table = energy_table(res, imported.architecture)
-    table = table[table.action != "leak"].rename(columns={"component": "memory"})
+    replayed: dict[Key, float] = {}
+    for key, bits in convention_bits(spec, res.accesses.itertuples()).items():
+        energy = arch.memory(key[1]).energy
+        if energy is not None and bits:
+            per_action = energy.read if key[3] == "read" else energy.write
+            replayed[key] = bits / energy.bits_per_action * per_action
     compute = spec.arch.compute.name
-    table = table.assign(
-        action=table.action.replace({"update": "write", "mac": COMPUTE_ACTION}),
-        memory=table.memory.replace({PE_ARRAY: compute}),
-    )
-    replayed = convention_sums(spec, table.itertuples(), value="energy", physical=True)
-    replayed |= {
-        (r.einsum, compute, "", COMPUTE_ACTION): r.energy
-        for r in table[table.action == COMPUTE_ACTION].itertuples()
-    }
+    table = energy_table(res, arch)
+    for r in table[table.action == "mac"].itertuples():
+        replayed[r.einsum, compute, "", COMPUTE_ACTION] = r.energy
     modelled = _energies(model.accesses)
     real = _energies(theirs.energy) if theirs is not None else {}
-    keys = {k for k, v in (replayed | modelled | real).items() if v}
+    keys = {k for source in (replayed, modelled, real) for k, v in source.items() if v}
     return tuple(
         EnergyRow(
             *key,
