@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from cyclesim.errors import CyclesimError
+from cyclesim.errors import CyclesimError, DeadlockError
 
 
 def _load(args: argparse.Namespace):
@@ -118,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(check_sub, "cyclesim.checks.zigzag_cli")
     _optional(check_sub, "cyclesim.checks.accelforge.cli")
     _optional(sub, "cyclesim.l1.cli")
+    _optional(sub, "cyclesim.dram.cli")
     return parser
 
 
@@ -139,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except DeadlockError as exc:  # exit 3: the replay cannot progress
+        print(f"cyclesim: {exc}", file=sys.stderr)
+        return 3
     except CyclesimError as exc:
         print(f"cyclesim: {exc}", file=sys.stderr)
         return 2

@@ -66,6 +66,10 @@ class EngineError(CyclesimError):
     """The replay could not progress or broke an invariant; names cycle, component, tensor."""
 
 
+class DeadlockError(EngineError):
+    """The replay cannot progress: no event is pending while processes still wait (exit 3)."""
+
+
 class CountMismatchError(EngineError):
     """The engine's counted accesses differ from the schedule's closed form."""
 

@@ -161,17 +161,8 @@ class Attributor:
                     here + (f"no free slot in {n.memory}: tile {info} still holds it",),
                 )
             elif state == S_PRODUCER:
-                yield span(
-                    t,
-                    end,
-                    phase,
-                    DEPENDENCY,
-                    n,
-                    None,
-                    None,
-                    info,
-                    here + (f"Einsum {info} has not produced it",),
-                )
+                einsum, pkey = info
+                yield from self.produced(n.parent, pkey, einsum, t, end, phase, here, depth + 1)
             elif state == S_PORT:
                 yield from self._contention(
                     t, end, phase, n, 2 * node + (kind == "drain"), info, here, what
@@ -218,6 +209,62 @@ class Attributor:
                 raise AssertionError(f"unknown state {state}")
             t = end
             i += 1
+
+    def produced(
+        self,
+        node: int,
+        pkey: int,
+        einsum: str | None,
+        a: int,
+        b: int,
+        phase: str,
+        chain: tuple[str, ...],
+        depth: int = 0,
+    ):
+        """Yield StallSpans covering [a, b), a wait for part pkey of node's tile to be produced.
+
+        `dependency` while the producing Einsum has not computed the part; from the cycle it
+        has, the wait follows the write-back that lands the part in the node.
+        """
+        n = self.nodes[node]
+        computed, who = self.rec.produced.get((node, pkey), (b, None))
+        split = min(max(computed, a), b)
+        if split > a:
+            yield self._span(
+                a,
+                split,
+                phase,
+                DEPENDENCY,
+                n,
+                None,
+                None,
+                einsum,
+                chain + (f"Einsum {einsum} has not computed it",),
+                action="compute",
+            )
+        if split < b and who is not None and who[0] == "node":
+            yield from self.explain(
+                "drain",
+                who[1],
+                split,
+                b,
+                phase,
+                chain + (f"computed by {einsum} at cycle {computed}, being written back",),
+                depth,
+            )
+        elif split < b:  # no write-back to follow: the producer itself completed it
+            yield self._span(
+                split,
+                b,
+                phase,
+                DEPENDENCY,
+                n,
+                None,
+                None,
+                einsum,
+                chain + (f"Einsum {einsum} has not produced it",),
+                action="compute",
+            )
 
     def _contention(
         self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain, action=None
@@ -285,26 +332,20 @@ def attribute(raw: RawRun) -> list[StallSpan]:
     at = Attributor(raw)
     first = rec.first_step if rec.first_step is not None else raw.cycles
     spans: list[StallSpan] = []
-    for t0, t1, node, kind in rec.pe_waits:
+    producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
+    for t0, t1, node, kind, key in rec.pe_waits:
         phase = "onload" if t1 <= first else "compute"
         n = plan.nodes[node]
         if kind == "produced":
-            prod = next(
-                (lf.einsum for lf in plan.leaves if lf.operands[-1].tensor == n.tensor), None
-            )
-            spans.append(
-                StallSpan(
+            spans.extend(
+                at.produced(
+                    node,
+                    key,
+                    producer_of.get(n.tensor),
                     t0,
                     t1,
                     phase,
-                    DEPENDENCY,
-                    n.memory,
-                    n.tensor,
-                    None,
-                    None,
-                    prod,
-                    f"PE array waits for {n.tensor} at {n.memory} <- Einsum {prod} has not produced it",
-                    t1 - t0,
+                    (f"PE array waits for {n.tensor} at {n.memory}",),
                 )
             )
             continue
