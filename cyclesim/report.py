@@ -62,17 +62,22 @@ def text_report(res: SimResult, title: str = "") -> str:
 def energy_section(energy: pd.DataFrame) -> str:
     """Energy from the replayed counts: total, by Einsum, and by component and action."""
     total = float(energy.energy.sum())
-    out = ["", f"energy (architecture's per-action energies x replayed counts): {total:,.6g}"]
+    out = ["", f"energy (architecture's per-action energies x replayed counts): {_energy(total)}"]
     if not total:
         return "\n".join(out)
     for column, label in (("einsum", "by Einsum"), ("component", "by component")):
         out.append(f"  {label}:")
         for name, value in energy.groupby(column, sort=False)["energy"].sum().items():
             out.append(
-                f"    {name or '(whole run: leak)':<28}{value:>16,.6g}  {_pct(value, total)}"
+                f"    {name or '(whole run: leak)':<28}{_energy(value):>16}  {_pct(value, total)}"
             )
     out.append("  by component and action:")
     grouped = energy.groupby(["component", "action"], sort=False)["energy"].sum()
     for (component, action), value in grouped.items():
-        out.append(f"    {component + ' ' + action:<28}{value:>16,.6g}  {_pct(value, total)}")
+        out.append(f"    {component + ' ' + action:<28}{_energy(value):>16}  {_pct(value, total)}")
     return "\n".join(out)
+
+
+def _energy(value: float) -> str:
+    """Whole numbers with thousands separators, others to six significant digits."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:.6g}"
