@@ -10,7 +10,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from replay_helpers import WORKED
+from replay_helpers import ROOT, WORKED
 
 from cyclesim.cli import main
 from cyclesim.engine import replay
@@ -125,3 +125,25 @@ def test_energy_scales_linearly_and_totals_add_up(read, write, bits_per_action):
     expected = (128 * read + 32 * write) / bits_per_action
     assert math.isclose(dram.energy.sum(), expected, rel_tol=1e-12, abs_tol=1e-12)
     assert (dram.actions * bits_per_action == dram.bits).all()
+
+
+@pytest.mark.slow
+def test_strict_replay_of_accelforges_3level_matmul_has_accelforges_energy():
+    # reference/accelforge.md §7.3 (accelforge 1.0.467, the mapper's mapping, energies DRAM 100,
+    # GLB 5, Reg 1 per bit, MAC 1): energy 38,731,776 = DRAM A 6553600 + B 6553600 + Z 3276800,
+    # GLB A 2949120 + B 10813440 + Z 1310720, Reg A 2621440 + Z 4390912, MAC 262144. Under
+    # `strict` the replay's counts are AccelForge's, so its energy is too.
+    from cyclesim.spec import load_architecture
+
+    arch = load_architecture(str(ROOT / "hw_models/simple_3level.yaml"))
+    workload = load_workload(str(ROOT / "examples/simple_3level/workload.yaml"))
+    mapping = load_mapping(str(ROOT / "examples/simple_3level/mapping.yaml"), arch, workload)
+    table = energy_table(replay(arch, workload, mapping, reuse="strict", progress=False), arch)
+    assert table.energy.sum() == 38_731_776
+    by_component = table.groupby("component").energy.sum().to_dict()
+    assert by_component == {
+        "DRAM": 6553600 + 6553600 + 3276800,
+        "GLB": 2949120 + 10813440 + 1310720,
+        "Reg": 2621440 + 4390912,
+        "pe_array": 262144,
+    }
