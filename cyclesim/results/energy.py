@@ -58,11 +58,12 @@ def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
 
 
 def energy_json(table: pd.DataFrame) -> dict:
-    """The `energy` object of `run --json`: totals, by Einsum / component / tensor / action, rows."""
+    """The `energy` object of `run --json`: totals, by Einsum (dynamic: leak belongs to no
+    Einsum), component, tensor (leak under '') and action, and the rows."""
 
-    def by(column: str) -> dict[str, float]:
+    def by(column: str, rows: pd.DataFrame = table) -> dict[str, float]:
         return {
-            str(k): float(v) for k, v in table.groupby(column, sort=False)["energy"].sum().items()
+            str(k): float(v) for k, v in rows.groupby(column, sort=False)["energy"].sum().items()
         }
 
     leak = float(table.loc[table.action == "leak", "energy"].sum())
@@ -71,7 +72,7 @@ def energy_json(table: pd.DataFrame) -> dict:
         total=total,
         dynamic=total - leak,
         leak=leak,
-        by_einsum=by("einsum"),
+        by_einsum=by("einsum", table[table.action != "leak"]),
         by_component=by("component"),
         by_tensor=by("tensor"),
         by_action=by("action"),

@@ -280,6 +280,12 @@ def test_json_has_cycles_bound_accesses_and_explanations(capsys):
         "replay_bits": 0, "closed_form_bits": 0, "model_bits": 2048, "accelforge_bits": None,
     }  # fmt: skip
     assert any("cross-Einsum residency" in e for e in out["explanations"])
+    energy = {(e["einsum"], e["memory"], e["tensor"], e["action"]): e for e in out["energy"]}
+    assert energy["consumer", "dram", "AO", "read"] == {
+        "einsum": "consumer", "memory": "dram", "tensor": "AO", "action": "read",
+        "replay": 0.0, "model": 2048.0, "accelforge": None,
+    }  # fmt: skip
+    assert out["energy_totals"] == {"replay": 239616.0, "model": 274432.0, "accelforge": None}
 
 
 def test_isolated_strict_text_report_shows_no_differing_row(capsys):
