@@ -14,6 +14,7 @@ is unbounded), the remaining cycles being the named fill of the first tiles and 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -39,34 +40,48 @@ MATMULS = {"N_EINSUMS": 2, "M": 8, "KN": 8}
 ONE_MATMUL = {"N_EINSUMS": 1, "M": 16, "KN": 16}
 
 # (id, arch, workload, mapping, jinja data, fan-out arch)
-CASES = [
-    (m.stem, "arches/simple.yaml", f"workloads/{wl}.yaml", f"mappings/{m.name}", data, False)
-    for m, wl, data in [
-        (Path("unfused_matmuls_to_simple.yaml"), "matmuls", MATMULS),
-        (Path("fused_matmuls_to_simple.yaml"), "matmuls", MATMULS),
-        (Path("unfused_matvecs_to_simple.yaml"), "matvecs", {}),
-        (Path("fused_matvecs_to_simple_untiled.yaml"), "matvecs", {}),
-        (Path("fused_matvecs_to_simple_tiled.yaml"), "matvecs", {}),
-        (Path("fused_matvecs_to_simple_tiled_reuse_A.yaml"), "matvecs", {}),
+CASES = (
+    [
+        (m.stem, "arches/simple.yaml", f"workloads/{wl}.yaml", f"mappings/{m.name}", data, False)
+        for m, wl, data in [
+            (Path("unfused_matmuls_to_simple.yaml"), "matmuls", MATMULS),
+            (Path("fused_matmuls_to_simple.yaml"), "matmuls", MATMULS),
+            (Path("unfused_matvecs_to_simple.yaml"), "matvecs", {}),
+            (Path("fused_matvecs_to_simple_untiled.yaml"), "matvecs", {}),
+            (Path("fused_matvecs_to_simple_tiled.yaml"), "matvecs", {}),
+            (Path("fused_matvecs_to_simple_tiled_reuse_A.yaml"), "matvecs", {}),
+        ]
     ]
-] + [
-    (
-        f"{arch}+{mapping}",
-        f"arches/fanout_variations/{arch}.yaml",
-        "workloads/matmuls.yaml",
-        OURS / f"{mapping}.yaml",
-        ONE_MATMUL,
-        True,
-    )
-    for arch, mapping in [
-        ("at_glb", "at_glb_matmul16"),
-        ("at_glb_with_fanout_node", "at_glb_with_fanout_node_matmul16"),
-        ("at_mac", "at_mac_matmul16"),
-        ("at_mac", "at_mac_spatial_matmul16"),
-        ("at_mac_with_fanout_node", "at_mac_matmul16"),
-        ("at_mac_with_constraints", "at_mac_matmul16"),
+    + [
+        # snowcat: hwcomponents' Dummy class, actions without throughput (unbounded) or energy (0)
+        (
+            "snowcat+unfused_matmuls_to_simple",
+            "arches/snowcat.yaml",
+            "workloads/matmuls.yaml",
+            "mappings/unfused_matmuls_to_simple.yaml",
+            MATMULS,
+            False,
+        )
     ]
-]
+    + [
+        (
+            f"{arch}+{mapping}",
+            f"arches/fanout_variations/{arch}.yaml",
+            "workloads/matmuls.yaml",
+            OURS / f"{mapping}.yaml",
+            ONE_MATMUL,
+            True,
+        )
+        for arch, mapping in [
+            ("at_glb", "at_glb_matmul16"),
+            ("at_glb_with_fanout_node", "at_glb_with_fanout_node_matmul16"),
+            ("at_mac", "at_mac_matmul16"),
+            ("at_mac", "at_mac_spatial_matmul16"),
+            ("at_mac_with_fanout_node", "at_mac_matmul16"),
+            ("at_mac_with_constraints", "at_mac_matmul16"),
+        ]
+    ]
+)
 PARAMS = [pytest.param(*case[1:], id=case[0]) for case in CASES]
 
 pytestmark = pytest.mark.skipif(
@@ -166,14 +181,19 @@ def test_bad_jinja_data_exits_2(capsys):
 
 
 @pytest.mark.parametrize(
-    "arch", ["compute_in_memory/basic_analog.yaml", "eyeriss.yaml", "tpu_v4i.yaml"]
+    ("arch", "message"),
+    [
+        ("compute_in_memory/basic_analog.yaml", "the Jinja helper add_to_path() of AccelForge"),
+        ("eyeriss.yaml", "component class 'LPDDR4' would supply it through hwcomponents"),
+        ("tpu_v4i.yaml", "a custom total_latency is not supported"),
+    ],
 )
-def test_arches_left_out_are_refused_by_name_with_file_and_line(arch):
+def test_arches_left_out_are_refused_by_name_with_file_and_line(arch, message):
     files = [
         EXAMPLES / "arches" / arch,
         EXAMPLES / "workloads/matmuls.yaml",
         EXAMPLES / "mappings/unfused_matmuls_to_simple.yaml",
     ]
-    with pytest.raises(SpecError) as error:
+    with pytest.raises(SpecError, match=re.escape(message)) as error:
         run_check(files, use_peer=False, jinja_data=MATMULS)
     assert error.value.file == str(files[0]) and error.value.line is not None

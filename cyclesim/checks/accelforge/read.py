@@ -46,6 +46,7 @@ from cyclesim.checks.accelforge.spec import (
 
 _TOP_LEVEL_KEYS = ("arch", "workload", "mapping", "variables")
 _TOP_LEVEL_IGNORED = ("mapper", "config", "model")  # mapper knobs: no effect on a fixed mapping
+DUMMY_COMPONENT_CLASS = "Dummy"  # hwcomponents' model with no energy, area or latency
 _COMPONENT_IGNORED = ("leak_power", "area", "component_class", "area_scale", "leak_power_scale")
 _ACTION_FIELDS = ("energy", "throughput", "latency", "bits_per_action", "energy_scale")
 _DEFAULT_LATENCY = ("sum(a.n_calls / a.throughput for a in actions)",)
@@ -191,7 +192,12 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
         raise where.child("size").error("a memory size must be positive", found=size)
     component_bits = fields.get("bits_per_action", 1)
     actions = _read_actions(
-        fields.get("actions"), where, variables, ("read", "write"), component_bits
+        fields.get("actions"),
+        where,
+        variables,
+        ("read", "write"),
+        component_bits,
+        fields.get("component_class"),
     )
     tensors = require_mapping(fields.get("tensors") or {}, where.child("tensors"), "tensors")
     check_fields(
@@ -233,7 +239,13 @@ def _read_actions(
     variables: dict[str, Any],
     names: tuple[str, ...],
     component_bits_per_action: Any,
+    component_class: str | None = None,
 ) -> tuple[AfAction, ...]:
+    """The component's actions by name. hwcomponents' `Dummy` class (AccelForge's stand-in
+    for "no model") gives what is left out energy 0 and unbounded throughput, as AccelForge
+    evaluates it; any other component class's values are refused by name where they are needed.
+    """
+    dummy = component_class == DUMMY_COMPONENT_CLASS
     action_list = require_list(raw, where.child("actions"), "actions") if raw is not None else []
     actions: dict[str, AfAction] = {}
     for index, entry in enumerate(action_list):
@@ -260,12 +272,18 @@ def _read_actions(
         elif "latency" in fields:
             latency = number("latency", None)
             throughput = math.inf if latency == 0 else 1 / latency
+        elif dummy:
+            throughput = math.inf
         else:
             raise action_where.error(
-                f"action '{name}' has no throughput",
+                f"action '{name}' has no throughput" + _from_class(component_class),
                 expected="throughput: actions per cycle (or inf); hwcomponents models are not called",
             )
-        energy = number("energy", None) if fields.get("energy") is not None else math.nan
+        energy = (
+            number("energy", None)
+            if fields.get("energy") is not None
+            else (0.0 if dummy else math.nan)
+        )
         actions[name] = AfAction(
             name=name,
             energy_per_action=energy * number("energy_scale", 1),
@@ -273,12 +291,30 @@ def _read_actions(
             bits_per_action=number("bits_per_action", component_bits_per_action),
         )
     for name in names:
-        if name not in actions:
+        if name not in actions and dummy:
+            bits = evaluate_number(
+                component_bits_per_action,
+                variables,
+                file=where.file,
+                field=f"{where.field}.bits_per_action",
+                line=where.line,
+            )
+            actions[name] = AfAction(name, 0.0, math.inf, bits)
+        elif name not in actions:
             raise where.child("actions").error(
-                f"no '{name}' action",
+                f"no '{name}' action" + _from_class(component_class),
                 expected=f"actions named {' and '.join(names)} with throughput",
             )
     return tuple(actions[name] for name in names)
+
+
+def _from_class(component_class: str | None) -> str:
+    if component_class is None:
+        return ""
+    return (
+        f": component class '{component_class}' would supply it through hwcomponents' models, "
+        "which cyclesim's reader does not evaluate"
+    )
 
 
 def _action_number(
@@ -383,7 +419,9 @@ def _read_compute(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> A
     )
     name = _node_name(fields, where)
     _refuse_common(fields, where)
-    actions = _read_actions(fields.get("actions"), where, variables, ("compute",), 1)
+    actions = _read_actions(
+        fields.get("actions"), where, variables, ("compute",), 1, fields.get("component_class")
+    )
     return AfCompute(
         name=name,
         actions=actions,
