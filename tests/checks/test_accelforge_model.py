@@ -251,3 +251,37 @@ def test_shipped_jinja_example(mapping, energy, matmul0_t1, matmul1_t1, main_mem
         assert found == expected
     assert _bits(result, "Matmul0", "MainMemory", "T1", "write") == main_memory_t1
     assert _bits(result, "Matmul1", "MainMemory", "T1", "read") == main_memory_t1
+
+
+def _separate_ports_spec(tmp_path: Path) -> Path:
+    text = (SPECS / "matmul_3level.yaml").read_text()
+    marker = "    size: 16384                 # bits\n"
+    assert marker in text
+    path = tmp_path / "glb_separate_ports.yaml"
+    path.write_text(
+        text.replace(
+            marker, marker + "    total_latency: max(a.n_calls / a.throughput for a in actions)\n"
+        )
+    )
+    return path
+
+
+def test_separate_ports_total_latency_takes_the_max_over_actions(tmp_path):
+    # §7.3 GLB: reads 524288 + 2097152 + 131072 = 2752512 bits, writes 65536 + 65536 + 131072 =
+    # 262144 bits at 256 per cycle: one shared port 3014656 / 256 = 11776 cycles, separate
+    # ports (tpu_v4i's and nvdla's expression) max(10752, 1024) = 10752.
+    latency = _evaluate(_separate_ports_spec(tmp_path)).component_latency
+    glb = latency[latency.component == "GLB"].latency_cycles.item()
+    assert glb == 2752512 / 256 == 10752
+
+
+@pytest.mark.peer
+def test_separate_ports_latency_equals_accelforges(tmp_path):
+    from cyclesim.checks.accelforge import peer
+
+    spec = _separate_ports_spec(tmp_path)
+    theirs = peer.run_accelforge([spec]).component_latency
+    ours = _evaluate(spec).component_latency
+    assert dict(zip(theirs.component, theirs.latency_cycles, strict=True)) == dict(
+        zip(ours.component, ours.latency_cycles, strict=True)
+    )

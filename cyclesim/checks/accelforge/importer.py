@@ -144,7 +144,7 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
                     f"{memory.name} {action.name} moves {bits} bits per cycle, not a whole number",
                 )
             widths[action.name] = int(bits)
-        if widths["read"] == widths["write"]:
+        if widths["read"] == widths["write"] and not memory.separate_ports:
             ports = [{"name": "port", "kind": "read_write", "width_bits": widths["read"]}]
         else:
             ports = [
@@ -152,7 +152,12 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
                 {"name": "write", "kind": "write", "width_bits": widths["write"]},
             ]
             notes.append(
-                f"{memory.name}: separate read and write ports (AccelForge adds their latencies)"
+                f"{memory.name}: separate read and write ports"
+                + (
+                    " (its total_latency takes the max over actions)"
+                    if memory.separate_ports
+                    else " (AccelForge adds their latencies)"
+                )
             )
         if math.isinf(memory.size_bits):
             notes.append(

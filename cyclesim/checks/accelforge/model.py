@@ -108,7 +108,8 @@ def evaluate_model(spec: AfSpec) -> AfModelResult:
         energy += macs * compute.energy_per_compute
         latencies = {}
         for memory in spec.arch.memories:
-            latencies[memory.name] = sum(
+            combine = max if memory.separate_ports else sum  # its total_latency expression
+            latencies[memory.name] = combine(
                 _divide(
                     per_unit_actions.get((memory.name, a.name), 0), a.throughput_actions_per_cycle
                 )

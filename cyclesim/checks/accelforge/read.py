@@ -50,6 +50,8 @@ DUMMY_COMPONENT_CLASS = "Dummy"  # hwcomponents' model with no energy, area or l
 _COMPONENT_IGNORED = ("leak_power", "area", "component_class", "area_scale", "leak_power_scale")
 _ACTION_FIELDS = ("energy", "throughput", "latency", "bits_per_action", "energy_scale")
 _DEFAULT_LATENCY = ("sum(a.n_calls / a.throughput for a in actions)",)
+# The one custom total_latency a memory may have: separate read and write ports (tpu_v4i, nvdla)
+SEPARATE_PORTS_LATENCY = "max(a.n_calls / a.throughput for a in actions)"
 
 
 def load_accelforge_spec(
@@ -150,12 +152,12 @@ def _node_name(fields: dict[str, Any], where: Where) -> str:
     return name
 
 
-def _refuse_common(fields: dict[str, Any], where: Where) -> None:
+def _refuse_common(
+    fields: dict[str, Any], where: Where, latencies: tuple[str, ...] = _DEFAULT_LATENCY
+) -> None:
     refuse_unless_default(fields, "enabled", (True,), where, "disabling a component")
     refuse_unless_default(fields, "actions_scale", (1,), where, "actions_scale")
-    refuse_unless_default(
-        fields, "total_latency", _DEFAULT_LATENCY, where, "a custom total_latency"
-    )
+    refuse_unless_default(fields, "total_latency", latencies, where, "a custom total_latency")
     refuse_unless_default(
         fields, "n_parallel_instances", (1,), where, "n_parallel_instances other than 1"
     )
@@ -184,7 +186,7 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
         ),
         ignored=_COMPONENT_IGNORED,
     )
-    _refuse_common(fields, where)
+    _refuse_common(fields, where, _DEFAULT_LATENCY + (SEPARATE_PORTS_LATENCY,))
     size = evaluate_number(
         fields["size"], variables, file=where.file, field=f"{where.field}.size", line=where.line
     )
@@ -222,6 +224,8 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
         actions=actions,
         skip_initial_output_write=bool(fields.get("skip_initial_output_write", True)),
         line=raw.line,
+        separate_ports=" ".join(str(fields.get("total_latency", "")).split())
+        == SEPARATE_PORTS_LATENCY,
     )
 
 

@@ -48,6 +48,7 @@ class AfMemory:
     actions: tuple[AfAction, ...]
     skip_initial_output_write: bool
     line: int | None
+    separate_ports: bool = False  # total_latency = max over actions (reads and writes overlap)
 
     def action(self, name: str) -> AfAction:
         """Return the action called `name`. Raise KeyError if there is none."""
