@@ -185,7 +185,8 @@ def test_bad_jinja_data_exits_2(capsys):
     [
         ("compute_in_memory/basic_analog.yaml", "the Jinja helper add_to_path() of AccelForge"),
         ("eyeriss.yaml", "component class 'LPDDR4' would supply it through hwcomponents"),
-        ("tpu_v4i.yaml", "a custom total_latency is not supported"),
+        ("tpu_v4i.yaml", "disabling a component is not supported"),
+        ("nvdla.yaml", "unsupported numeric expression"),
     ],
 )
 def test_arches_left_out_are_refused_by_name_with_file_and_line(arch, message):
