@@ -71,13 +71,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         for path in write_summary_csv(res, arch, args.csv, run=mapping.name):
             log.info("wrote %s", path)
+    from cyclesim.report import energy_section
+    from cyclesim.results.energy import energy_json, energy_table, has_energies
+
+    energy = energy_table(res, arch) if has_energies(arch) else None
     if args.json:
         from cyclesim.results.schema import versioned
 
-        json.dump(versioned(res.to_json_dict()), sys.stdout, indent=1)
+        out = versioned(res.to_json_dict())
+        if energy is not None:
+            out["energy"] = energy_json(energy)
+        json.dump(out, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(text_report(res, f"{workload.name} on {arch.name}, mapping {mapping.name}"))
+        if energy is not None:
+            print(energy_section(energy))
     return 0
 
 
@@ -123,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check_sub = check.add_subparsers(dest="peer", required=True)
     _optional(check_sub, "cyclesim.checks.zigzag_cli")
-    _optional(check_sub, "cyclesim.checks.accelforge_cli")
+    _optional(check_sub, "cyclesim.checks.accelforge.cli")
     _optional(sub, "cyclesim.l1.cli")
     _optional(sub, "cyclesim.dram.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")

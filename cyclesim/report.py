@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cyclesim.results import SimResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _pct(part: int, whole: int) -> str:
@@ -51,3 +56,27 @@ def text_report(res: SimResult, title: str = "") -> str:
     out.append("")
     out.append(f"replayed in {res.wall_seconds:.3f} s, {res.events:,} engine events")
     return "\n".join(out)
+
+
+def energy_section(energy: pd.DataFrame) -> str:
+    """Energy from the replayed counts: total, by Einsum, and by component and action."""
+    total = float(energy.energy.sum())
+    out = ["", f"energy (architecture's per-action energies x replayed counts): {_energy(total)}"]
+    if not total:
+        return "\n".join(out)
+    for column, label in (("einsum", "by Einsum"), ("component", "by component")):
+        out.append(f"  {label}:")
+        for name, value in energy.groupby(column, sort=False)["energy"].sum().items():
+            out.append(
+                f"    {name or '(whole run: leak)':<28}{_energy(value):>16}  {_pct(value, total)}"
+            )
+    out.append("  by component and action:")
+    grouped = energy.groupby(["component", "action"], sort=False)["energy"].sum()
+    for (component, action), value in grouped.items():
+        out.append(f"    {component + ' ' + action:<28}{_energy(value):>16}  {_pct(value, total)}")
+    return "\n".join(out)
+
+
+def _energy(value: float) -> str:
+    """Whole numbers with thousands separators, others to six significant digits."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:.6g}"

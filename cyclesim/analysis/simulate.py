@@ -170,8 +170,13 @@ class Result:
 
     @property
     def energy(self) -> Any:
-        """The run's energy when the architecture gives per-action energies; None otherwise."""
-        return getattr(self.sim, "energy", None)
+        """Energy of the replayed counts by Einsum, component, tensor and action (the `energy`
+        column, in the unit of the architecture's per-action energies); None without them."""
+        from cyclesim.results.energy import energy_table, has_energies
+
+        if not has_energies(self.architecture):
+            return None
+        return energy_table(self.sim, self.architecture)
 
     def report(self) -> str:
         """The text report of `cyclesim run`."""

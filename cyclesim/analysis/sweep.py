@@ -152,12 +152,12 @@ def result_columns() -> list[str]:
 
 
 def energy_total_pj(energy: Any) -> float | None:
-    """The hook for energy in results: a number, or a table with an `energy_pj` column; else None."""
+    """A run's total energy: a number, or the sum of an energy table's `energy` column; else None."""
     if energy is None:
         return None
     if isinstance(energy, (int, float)):
         return float(energy)
-    column = getattr(energy, "get", lambda _k: None)("energy_pj")
+    column = getattr(energy, "get", lambda _k: None)("energy")
     return float(column.sum()) if column is not None else None
 
 

@@ -50,6 +50,26 @@ class _Port(_Strict):
     serves: list[_Serve] | None = Field(None, description="default: all that its kind allows")
 
 
+class _MemoryEnergy(_Strict):
+    bits_per_action: float = Field(
+        1, gt=0, allow_inf_nan=False, description="bits one action moves"
+    )
+    read: float = Field(0, ge=0, allow_inf_nan=False, description="energy per read action")
+    write: float = Field(0, ge=0, allow_inf_nan=False, description="energy per write action")
+    update: float | None = Field(
+        None,
+        ge=0,
+        allow_inf_nan=False,
+        description="per write of an output from below; default: write",
+    )
+    leak_per_cycle: float = Field(0, ge=0, allow_inf_nan=False, description="per instance")
+
+
+class _ComputeEnergy(_Strict):
+    mac: float = Field(0, ge=0, allow_inf_nan=False, description="energy per MAC")
+    leak_per_cycle: float = Field(0, ge=0, allow_inf_nan=False, description="per PE")
+
+
 class _Memory(_Strict):
     name: str
     size_bits: int | None = Field(None, gt=0, description="per instance; null = unbounded")
@@ -58,12 +78,14 @@ class _Memory(_Strict):
     double_buffered: bool | list[str] = False
     ports: list[_Port] = Field(min_length=1)
     allocator: dict[str, Any] | None = None
+    energy: _MemoryEnergy | None = None
 
 
 class _PEArray(_Strict):
     dims: dict[str, int] = Field(min_length=1)
     macs_per_pe_per_cycle: int = Field(1, gt=0)
     pipeline_depth_cycles: int = Field(0, ge=0)
+    energy: _ComputeEnergy | None = None
     no_multicast: dict[str, list[str]] = Field(
         {},
         description="dim -> tensors each position along it moves on its own (no multicast or reduction)",
@@ -112,6 +134,25 @@ class Port:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryEnergy:
+    """Energy per action of a memory (an action moves `bits_per_action` bits) and leak per cycle."""
+
+    bits_per_action: float
+    read: float
+    write: float
+    update: float  # a write of an output's partial sums from below (Timeloop's update)
+    leak_per_cycle: float  # per instance
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeEnergy:
+    """Energy per MAC and leak per PE per cycle."""
+
+    mac: float
+    leak_per_cycle: float
+
+
+@dataclass(frozen=True, slots=True)
 class Memory:
     name: str
     size_bits: int | None
@@ -120,6 +161,7 @@ class Memory:
     double_buffered: tuple[str, ...] | bool
     ports: tuple[Port, ...]
     allocator: dict | None = None
+    energy: MemoryEnergy | None = None  # None: no energies given
 
     def holds(self, tensor: str) -> bool:
         return self.tensors is None or tensor in self.tensors
@@ -146,6 +188,7 @@ class PEArray:
     no_multicast: tuple[
         tuple[str, tuple[str, ...]], ...
     ] = ()  # (dim, tensors) — AccelForge's may_reuse
+    energy: ComputeEnergy | None = None  # None: no energies given
 
     @property
     def dim_sizes(self) -> dict[str, int]:
@@ -294,6 +337,7 @@ def architecture_from_dict(
             db,
             tuple(ports),
             m.allocator,
+            _memory_energy(m.energy),
         )
         _check_port_ambiguity(mem, loc, err)
         memories.append(mem)
@@ -326,8 +370,18 @@ def architecture_from_dict(
         raw.pe_array.macs_per_pe_per_cycle,
         raw.pe_array.pipeline_depth_cycles,
         tuple((d, tuple(ts)) for d, ts in raw.pe_array.no_multicast.items()),
+        None
+        if raw.pe_array.energy is None
+        else ComputeEnergy(raw.pe_array.energy.mac, raw.pe_array.energy.leak_per_cycle),
     )
     return Architecture(raw.name, pe, tuple(memories), tuple(dmas), raw.clock_mhz, name, lines)
+
+
+def _memory_energy(raw: _MemoryEnergy | None) -> MemoryEnergy | None:
+    if raw is None:
+        return None
+    update = raw.write if raw.update is None else raw.update
+    return MemoryEnergy(raw.bits_per_action, raw.read, raw.write, update, raw.leak_per_cycle)
 
 
 def _unique(names: list[str], loc: tuple, what: str, err: Any) -> None:

@@ -2,7 +2,7 @@
 
 Run with the AccelForge interpreter (Python >= 3.12), never imported by cyclesim:
 
-    <af-python> -I -B accelforge_runner.py SPEC.yaml [more.yaml] [--jinja-data JSON]
+    <af-python> -I -B peer_runner.py SPEC.yaml [more.yaml] [--jinja-data JSON]
 
 Standard library + accelforge + yaml only. It changes into a fresh temporary directory before
 importing accelforge, so nothing is written next to the spec files or into the repository.

@@ -6,21 +6,21 @@ import ast
 import re
 from typing import Any
 
-from cyclesim.checks.accelforge_fields import (
+from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
     refuse_unless_default,
     require_list,
     require_mapping,
 )
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.read_yaml import evaluate_number, evaluate_tensor_set
+from cyclesim.checks.accelforge.spec import (
     AfEinsum,
     AfProjectionTerm,
     AfRankProjection,
     AfTensorAccess,
     AfWorkload,
 )
-from cyclesim.checks.accelforge_yaml import evaluate_number, evaluate_tensor_set
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _BOUND = re.compile(

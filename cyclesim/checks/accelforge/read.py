@@ -1,4 +1,4 @@
-"""Read AccelForge spec files (arch + workload + LoopTree mapping) into `accelforge_spec` objects.
+"""Read AccelForge spec files (arch + workload + LoopTree mapping) into `spec` objects.
 
 Files are merged as `accelforge.Spec.from_yaml(*files)` merges them (the first file holding a
 top-level key wins) and rendered with Jinja when they are templates. Set expressions (`keep`,
@@ -13,15 +13,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cyclesim.checks.accelforge_fields import (
+from cyclesim.checks.accelforge.looptree import read_mapping
+from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
     refuse_unless_default,
     require_list,
     require_mapping,
 )
-from cyclesim.checks.accelforge_looptree import read_mapping
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.read_workload import read_workload, tensor_set_names
+from cyclesim.checks.accelforge.read_yaml import (
+    TaggedNode,
+    evaluate_number,
+    evaluate_tensor_set,
+    load_yaml_file,
+    merge_top_level,
+)
+from cyclesim.checks.accelforge.spec import (
+    SPATIAL_OF_COMPONENT,
     AfAction,
     AfArch,
     AfArchNode,
@@ -34,20 +43,15 @@ from cyclesim.checks.accelforge_spec import (
     AfTensorPlacement,
     AfWorkload,
 )
-from cyclesim.checks.accelforge_workload import read_workload, tensor_set_names
-from cyclesim.checks.accelforge_yaml import (
-    TaggedNode,
-    evaluate_number,
-    evaluate_tensor_set,
-    load_yaml_file,
-    merge_top_level,
-)
 
 _TOP_LEVEL_KEYS = ("arch", "workload", "mapping", "variables")
 _TOP_LEVEL_IGNORED = ("mapper", "config", "model")  # mapper knobs: no effect on a fixed mapping
+DUMMY_COMPONENT_CLASS = "Dummy"  # hwcomponents' model with no energy, area or latency
 _COMPONENT_IGNORED = ("leak_power", "area", "component_class", "area_scale", "leak_power_scale")
 _ACTION_FIELDS = ("energy", "throughput", "latency", "bits_per_action", "energy_scale")
 _DEFAULT_LATENCY = ("sum(a.n_calls / a.throughput for a in actions)",)
+# The one custom total_latency a memory may have: separate read and write ports (tpu_v4i, nvdla)
+SEPARATE_PORTS_LATENCY = "max(a.n_calls / a.throughput for a in actions)"
 
 
 def load_accelforge_spec(
@@ -113,6 +117,9 @@ def _read_arch(section: Any, where: Where, variables: dict[str, Any]) -> AfArch:
             raise node_where.error(
                 "an arch node needs a tag", found=raw, expected="!Memory, !Container or !Compute"
             )
+        if raw.tag in ("Memory", "Compute") and isinstance(raw.value, dict):
+            if raw.value.get("spatial"):
+                nodes.append(_spatial_of_component(raw, node_where, variables))
         if raw.tag == "Memory":
             nodes.append(_read_memory(raw, node_where, variables))
         elif raw.tag == "Container":
@@ -145,12 +152,12 @@ def _node_name(fields: dict[str, Any], where: Where) -> str:
     return name
 
 
-def _refuse_common(fields: dict[str, Any], where: Where) -> None:
+def _refuse_common(
+    fields: dict[str, Any], where: Where, latencies: tuple[str, ...] = _DEFAULT_LATENCY
+) -> None:
     refuse_unless_default(fields, "enabled", (True,), where, "disabling a component")
     refuse_unless_default(fields, "actions_scale", (1,), where, "actions_scale")
-    refuse_unless_default(
-        fields, "total_latency", _DEFAULT_LATENCY, where, "a custom total_latency"
-    )
+    refuse_unless_default(fields, "total_latency", latencies, where, "a custom total_latency")
     refuse_unless_default(
         fields, "n_parallel_instances", (1,), where, "n_parallel_instances other than 1"
     )
@@ -175,10 +182,11 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
             "total_latency",
             "n_parallel_instances",
             "energy_scale",
+            "spatial",
         ),
         ignored=_COMPONENT_IGNORED,
     )
-    _refuse_common(fields, where)
+    _refuse_common(fields, where, _DEFAULT_LATENCY + (SEPARATE_PORTS_LATENCY,))
     size = evaluate_number(
         fields["size"], variables, file=where.file, field=f"{where.field}.size", line=where.line
     )
@@ -186,7 +194,12 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
         raise where.child("size").error("a memory size must be positive", found=size)
     component_bits = fields.get("bits_per_action", 1)
     actions = _read_actions(
-        fields.get("actions"), where, variables, ("read", "write"), component_bits
+        fields.get("actions"),
+        where,
+        variables,
+        ("read", "write"),
+        component_bits,
+        fields.get("component_class"),
     )
     tensors = require_mapping(fields.get("tensors") or {}, where.child("tensors"), "tensors")
     check_fields(
@@ -211,6 +224,8 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
         actions=actions,
         skip_initial_output_write=bool(fields.get("skip_initial_output_write", True)),
         line=raw.line,
+        separate_ports=" ".join(str(fields.get("total_latency", "")).split())
+        == SEPARATE_PORTS_LATENCY,
     )
 
 
@@ -228,7 +243,13 @@ def _read_actions(
     variables: dict[str, Any],
     names: tuple[str, ...],
     component_bits_per_action: Any,
+    component_class: str | None = None,
 ) -> tuple[AfAction, ...]:
+    """The component's actions by name. hwcomponents' `Dummy` class (AccelForge's stand-in
+    for "no model") gives what is left out energy 0 and unbounded throughput, as AccelForge
+    evaluates it; any other component class's values are refused by name where they are needed.
+    """
+    dummy = component_class == DUMMY_COMPONENT_CLASS
     action_list = require_list(raw, where.child("actions"), "actions") if raw is not None else []
     actions: dict[str, AfAction] = {}
     for index, entry in enumerate(action_list):
@@ -255,12 +276,18 @@ def _read_actions(
         elif "latency" in fields:
             latency = number("latency", None)
             throughput = math.inf if latency == 0 else 1 / latency
+        elif dummy:
+            throughput = math.inf
         else:
             raise action_where.error(
-                f"action '{name}' has no throughput",
+                f"action '{name}' has no throughput" + _from_class(component_class),
                 expected="throughput: actions per cycle (or inf); hwcomponents models are not called",
             )
-        energy = number("energy", None) if fields.get("energy") is not None else math.nan
+        energy = (
+            number("energy", None)
+            if fields.get("energy") is not None
+            else (0.0 if dummy else math.nan)
+        )
         actions[name] = AfAction(
             name=name,
             energy_per_action=energy * number("energy_scale", 1),
@@ -268,12 +295,30 @@ def _read_actions(
             bits_per_action=number("bits_per_action", component_bits_per_action),
         )
     for name in names:
-        if name not in actions:
+        if name not in actions and dummy:
+            bits = evaluate_number(
+                component_bits_per_action,
+                variables,
+                file=where.file,
+                field=f"{where.field}.bits_per_action",
+                line=where.line,
+            )
+            actions[name] = AfAction(name, 0.0, math.inf, bits)
+        elif name not in actions:
             raise where.child("actions").error(
-                f"no '{name}' action",
+                f"no '{name}' action" + _from_class(component_class),
                 expected=f"actions named {' and '.join(names)} with throughput",
             )
     return tuple(actions[name] for name in names)
+
+
+def _from_class(component_class: str | None) -> str:
+    if component_class is None:
+        return ""
+    return (
+        f": component class '{component_class}' would supply it through hwcomponents' models, "
+        "which cyclesim's reader does not evaluate"
+    )
 
 
 def _action_number(
@@ -299,6 +344,30 @@ def _read_container(raw: TaggedNode, where: Where, variables: dict[str, Any]) ->
         ignored=_COMPONENT_IGNORED,
     )
     name = _node_name(fields, where)
+    dimensions = _read_dimensions(fields, where, variables)
+    return AfContainer(name=name, dimensions=dimensions, line=raw.line)
+
+
+def _spatial_of_component(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfContainer:
+    """`spatial:` on a !Memory or !Compute: that node (and all below) exists once per position.
+
+    It is AccelForge's shorthand for a !Container just above the node (the shipped
+    fanout_variations arches at_glb / at_glb_with_fanout_node give the same results); mapping
+    !Spatial nodes name the memory or compute node as their component.
+    """
+    fields = require_mapping(raw, where, f"!{raw.tag}")
+    name = _node_name(fields, where)
+    dimensions = _read_dimensions(
+        fields, Where(where.file, f"{where.field}({name})", where.line), variables
+    )
+    return AfContainer(
+        name=name + SPATIAL_OF_COMPONENT, dimensions=dimensions, line=raw.line, for_component=name
+    )
+
+
+def _read_dimensions(
+    fields: dict[str, Any], where: Where, variables: dict[str, Any]
+) -> tuple[AfFanoutDimension, ...]:
     dimensions = []
     spatial = require_list(fields.get("spatial") or [], where.child("spatial"), "spatial")
     for index, entry in enumerate(spatial):
@@ -330,7 +399,7 @@ def _read_container(raw: TaggedNode, where: Where, variables: dict[str, Any]) ->
                 may_reuse_expression=_expression(dim.get("may_reuse")) or "All",
             )
         )
-    return AfContainer(name=name, dimensions=tuple(dimensions), line=raw.line)
+    return tuple(dimensions)
 
 
 def _read_compute(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfCompute:
@@ -348,12 +417,15 @@ def _read_compute(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> A
             "total_latency",
             "n_parallel_instances",
             "energy_scale",
+            "spatial",
         ),
         ignored=_COMPONENT_IGNORED,
     )
     name = _node_name(fields, where)
     _refuse_common(fields, where)
-    actions = _read_actions(fields.get("actions"), where, variables, ("compute",), 1)
+    actions = _read_actions(
+        fields.get("actions"), where, variables, ("compute",), 1, fields.get("component_class")
+    )
     return AfCompute(
         name=name,
         actions=actions,

@@ -5,8 +5,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cyclesim.checks.accelforge_fields import Where, check_fields, require_list, require_mapping
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.read_fields import (
+    Where,
+    check_fields,
+    require_list,
+    require_mapping,
+)
+from cyclesim.checks.accelforge.read_yaml import TaggedNode, evaluate_number
+from cyclesim.checks.accelforge.spec import (
+    SPATIAL_OF_COMPONENT,
     AfArch,
     AfComputeNode,
     AfContainer,
@@ -20,7 +27,6 @@ from cyclesim.checks.accelforge_spec import (
     LoopKind,
     SplitKind,
 )
-from cyclesim.checks.accelforge_yaml import TaggedNode, evaluate_number
 
 _SPLIT_KINDS = {"Sequential": SplitKind.SEQUENTIAL, "Pipeline": SplitKind.PIPELINE}
 
@@ -196,7 +202,11 @@ def _read_loop(raw: TaggedNode, where: Where, arch: AfArch) -> AfLoopNode:
         )
     component = dimension = None
     if spatial:
-        container = _component(str(fields["component"]), arch, where, AfContainer, "a !Container")
+        container = arch.spatial_container(str(fields["component"]))
+        if container is None:
+            container = _component(
+                str(fields["component"]), arch, where, AfContainer, "a !Container"
+            )
         dimension = str(fields["name"])
         try:
             container.dimension(dimension)
@@ -319,7 +329,8 @@ def _emit(nodes: tuple[AfMappingNode, ...], depth: int) -> list[str]:
         elif isinstance(node, AfLoopNode):
             lines.append(
                 f"{pad}- !Spatial {{rank_variable: {node.rank_variable}, tile_shape: {node.tile_shape}, "
-                f"name: {node.dimension}, component: {node.component}}}"
+                f"name: {node.dimension}, "
+                f"component: {node.component.removesuffix(SPATIAL_OF_COMPONENT)}}}"
             )
         elif isinstance(node, AfComputeNode):
             lines.append(f"{pad}- !Compute {{einsum: {node.einsum}, component: {node.component}}}")

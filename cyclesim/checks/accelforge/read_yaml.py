@@ -70,23 +70,76 @@ _TagLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _cons
 _TagLoader.add_multi_constructor("!", _construct_tagged)
 
 
+# AccelForge's own Jinja helpers (accelforge/util/_yaml.py) that this reader does not provide.
+_UNSUPPORTED_JINJA_FUNCTIONS = (
+    "include",
+    "include_all",
+    "add_to_path",
+    "find_path",
+    "find_paths",
+    "path_exists",
+    "setenv",
+    "cwd",
+)
+
+
+class _Refused(Exception):
+    """Raised inside a template by a helper this reader refuses; becomes a SpecError."""
+
+
 def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
     """Render `text` as a Jinja2 template when it uses `{{`, `{%` or `{#`; else return it.
 
-    Raise SpecError naming the undefined variable or the template line if rendering fails.
+    Rendering is sandboxed (ImmutableSandboxedEnvironment): a template can read the data it is
+    given and `include_text('other.yaml')` (a file next to it, rendered with the same data), as
+    AccelForge's templates do, and nothing else. Variables without a value and without a
+    `| default(...)` in the template are errors, as in AccelForge. Raise SpecError naming the
+    undefined variable, the refused helper or the template line if rendering fails.
     """
     if "{{" not in text and "{%" not in text and "{#" not in text:
         return text
     import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    environment = ImmutableSandboxedEnvironment(
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+    )
+    data = dict(jinja_data)
+
+    def include_text(path: str, **overrides: Any) -> str:
+        target = Path(file).parent / str(path)
+        try:
+            included = target.read_text()
+        except OSError as error:
+            raise SpecError(
+                f"include_text('{path}'): cannot read {target}: {error.strerror}", file=file
+            ) from None
+        return render_jinja(included, str(target), {**data, **overrides})
+
+    def refuse(name: str):
+        def helper(*_args: Any, **_kwargs: Any) -> str:
+            raise _Refused(name)
+
+        return helper
+
+    environment.globals["include_text"] = include_text
+    for name in _UNSUPPORTED_JINJA_FUNCTIONS:
+        environment.globals[name] = refuse(name)
     try:
-        return environment.from_string(text).render(**dict(jinja_data))
+        return environment.from_string(text).render(**data)
+    except _Refused as refused:
+        raise SpecError(
+            f"the Jinja helper {refused.args[0]}() of AccelForge is not supported",
+            file=file,
+            line=_template_line(),
+            expected="plain values, | default(...) and include_text('file')",
+        ) from None
     except jinja2.UndefinedError as error:
         raise SpecError(
             f"Jinja template uses an undefined variable: {error.message}",
             file=file,
-            expected="a value for it in the Jinja data (--jinja-data '{\"NAME\": value}')",
+            line=_template_line(),
+            expected="a value for it: --jinja-data NAME=VALUE or --jinja-data FILE.yaml",
         ) from None
     except jinja2.TemplateSyntaxError as error:
         raise SpecError(
@@ -94,6 +147,40 @@ def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
         ) from None
     except jinja2.TemplateError as error:
         raise SpecError(f"Jinja template failed: {error}", file=file) from None
+
+
+def _template_line() -> int | None:
+    """The template line being rendered when an exception was raised (Jinja keeps it)."""
+    import sys
+    import traceback
+
+    line = None
+    for frame, lineno in traceback.walk_tb(sys.exc_info()[2]):
+        if frame.f_code.co_filename == "<template>":
+            line = lineno
+    return line
+
+
+def parse_jinja_data(items: list[str] | None) -> dict[str, Any]:
+    """`--jinja-data` values, in order: `FILE` (a YAML mapping) or `KEY=VALUE` (a YAML scalar).
+
+    Later items override earlier ones. Raise SpecError for a missing file, a file that is not a
+    mapping, or an item that is neither.
+    """
+    data: dict[str, Any] = {}
+    for item in items or ():
+        key, equals, value = item.partition("=")
+        if equals and key.strip().isidentifier():
+            data[key.strip()] = yaml.load(value, Loader=_TagLoader) if value else ""  # noqa: S506
+            continue
+        if not Path(item).is_file():
+            raise SpecError(
+                "--jinja-data is neither NAME=VALUE nor a file",
+                found=item,
+                expected="NAME=VALUE (e.g. M=64) or a YAML file of NAME: value",
+            )
+        data.update(load_yaml_file(item, {}))
+    return data
 
 
 def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDict:

@@ -21,10 +21,11 @@ import pandas as pd
 from cyclesim.errors import CyclesimError, PeerUnavailable
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_ACCELFORGE_PYTHON"
-RUNNER = Path(__file__).with_name("accelforge_runner.py")
+RUNNER = Path(__file__).with_name("peer_runner.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TIMEOUT_SECONDS = 300.0
 ACCESS_COLUMNS = ["einsum", "memory", "tensor", "action", "bits", "actions", "column"]
+SEPARATOR = "<SEP>"  # AccelForge joins the parts of its result column names with it
 
 
 class AccelForgeRejected(CyclesimError):
@@ -47,6 +48,7 @@ class AccelForgeRun:
     accesses: pd.DataFrame  # einsum, memory, tensor, action, bits, actions, column (raw name)
     component_latency: pd.DataFrame  # einsum, component, latency_cycles
     total_latency_cycles: float
+    energy: pd.DataFrame  # einsum, memory, tensor, action (read/write/compute/leak), energy
     total_energy: float | None
     dynamic_energy: float | None
     copies: tuple[CopyBookkeeping, ...]
@@ -78,6 +80,18 @@ def accelforge_python() -> Path:
         f"no AccelForge environment: set {ENVIRONMENT_VARIABLE} or run `make peers` "
         "(accelforge needs Python >= 3.12 in its own environment, .venv-af)"
     )
+
+
+def accelforge_examples() -> Path:
+    """The `examples/` folder the accelforge wheel installs into its environment's site-packages.
+
+    Raise PeerUnavailable if there is no AccelForge environment or it has no examples.
+    """
+    environment = accelforge_python().parent.parent
+    for folder in sorted(environment.glob("lib/python3*/site-packages/examples")):
+        if (folder / "arches").is_dir():
+            return folder
+    raise PeerUnavailable(f"accelforge's shipped examples are not installed under {environment}")
 
 
 def run_accelforge(
@@ -158,6 +172,10 @@ def _parse(payload: dict[str, Any]) -> AccelForgeRun:
         ],
         columns=["einsum", "component", "latency_cycles"],
     )
+    energy = pd.DataFrame(
+        [_energy_row(row) for row in payload.get("energy", [])],
+        columns=["einsum", "memory", "tensor", "action", "energy"],
+    )
     totals = payload.get("totals", {})
     copies = tuple(
         CopyBookkeeping(
@@ -170,6 +188,7 @@ def _parse(payload: dict[str, Any]) -> AccelForgeRun:
         accesses=accesses,
         component_latency=latency,
         total_latency_cycles=float(totals.get("latency") or 0),
+        energy=energy,
         total_energy=totals.get("energy"),
         dynamic_energy=totals.get("dynamic_energy"),
         copies=copies,
@@ -177,3 +196,19 @@ def _parse(payload: dict[str, Any]) -> AccelForgeRun:
         python_version=str(payload["python"]),
         seconds=float(payload.get("seconds", 0.0)),
     )
+
+
+def _energy_row(row: dict[str, Any]) -> dict[str, Any]:
+    """An energy column `component<SEP>tensor<SEP>action` or `component<SEP>leak` as a row."""
+    parts = row["key"].split(SEPARATOR)
+    if len(parts) == 3:
+        memory, tensor, action = parts
+    else:
+        memory, tensor, action = parts[0], "", SEPARATOR.join(parts[1:])
+    return {
+        "einsum": row["einsum"],
+        "memory": memory,
+        "tensor": "" if tensor == "None" else tensor,
+        "action": action,
+        "energy": float(row["energy"] or 0.0),
+    }

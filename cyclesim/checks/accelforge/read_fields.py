@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cyclesim.checks.accelforge_yaml import LineDict, TaggedNode
+from cyclesim.checks.accelforge.read_yaml import LineDict, TaggedNode
 from cyclesim.errors import SpecError
 
 

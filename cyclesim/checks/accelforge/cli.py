@@ -37,6 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "(AccelForge); with --reuse strict the counts equal AccelForge's",
     )
     parser.add_argument(
+        "--jinja-data",
+        action="append",
+        metavar="FILE|NAME=VALUE",
+        help="values for templated specs (repeatable; later ones win): a YAML file of "
+        "NAME: value, or NAME=VALUE; variables with a | default(...) in the template may be "
+        "left out, as in AccelForge",
+    )
+    parser.add_argument(
         "--no-peer", action="store_true", help="do not run the real accelforge even if installed"
     )
     parser.add_argument(
@@ -48,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run the check; a CyclesimError is printed to stderr (exit 2), never a traceback."""
-    from cyclesim.checks.accelforge_check import format_report, report_json, run_check
+    from cyclesim.checks.accelforge.check import format_report, report_json, run_check
+    from cyclesim.checks.accelforge.read_yaml import parse_jinja_data
 
     try:
         check, _ = run_check(
@@ -56,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
             reuse=args.reuse,
             isolate_einsums=args.isolate_einsums,
             use_peer=not args.no_peer,
+            jinja_data=parse_jinja_data(args.jinja_data),
         )
     except CyclesimError as exc:
         print(f"cyclesim check accelforge: {exc}", file=sys.stderr)

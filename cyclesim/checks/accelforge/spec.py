@@ -1,6 +1,6 @@
 """AccelForge's own spec concepts (arch, workload, LoopTree mapping) as frozen dataclasses.
 
-The loaders live in `accelforge_read` (arch, workload, whole spec) and `accelforge_looptree`
+The loaders live in `read` (arch, workload, whole spec) and `looptree`
 (mapping); this module only holds the shapes, shared by the reader, the model and the import.
 """
 
@@ -48,6 +48,7 @@ class AfMemory:
     actions: tuple[AfAction, ...]
     skip_initial_output_write: bool
     line: int | None
+    separate_ports: bool = False  # total_latency = max over actions (reads and writes overlap)
 
     def action(self, name: str) -> AfAction:
         """Return the action called `name`. Raise KeyError if there is none."""
@@ -66,6 +67,9 @@ class AfFanoutDimension:
     may_reuse_expression: str
 
 
+SPATIAL_OF_COMPONENT = " (spatial)"  # suffix of the container a node's own `spatial:` declares
+
+
 @dataclass(frozen=True, slots=True)
 class AfContainer:
     """An `!Container` node: a spatial fan-out between two memories."""
@@ -73,6 +77,7 @@ class AfContainer:
     name: str
     dimensions: tuple[AfFanoutDimension, ...]
     line: int | None
+    for_component: str | None = None  # the !Memory / !Compute whose `spatial:` declared it
 
     def dimension(self, name: str) -> AfFanoutDimension:
         """Return the fan-out dimension called `name`. Raise KeyError if there is none."""
@@ -126,6 +131,14 @@ class AfArch:
     def memories(self) -> tuple[AfMemory, ...]:
         """The memories, outermost first."""
         return tuple(node for node in self.nodes if isinstance(node, AfMemory))
+
+    def spatial_container(self, name: str) -> AfContainer | None:
+        """The container a mapping's !Spatial names: a !Container, or the fan-out of a memory
+        or compute node written as `spatial:` on that node. None if there is no such fan-out."""
+        for node in self.nodes:
+            if isinstance(node, AfContainer) and name in (node.name, node.for_component):
+                return node
+        return None
 
     @property
     def compute(self) -> AfCompute:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cyclesim.checks.accelforge_check import AccelForgeCheck, AccessRow, Key, convention_bits
-from cyclesim.checks.accelforge_model import AfModelResult, may_reuse
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.model import AfModelResult, may_reuse
+from cyclesim.checks.accelforge.rows import AccelForgeCheck, AccessRow, Key, convention_bits
+from cyclesim.checks.accelforge.spec import (
     AfComputeNode,
     AfLoopNode,
     AfSpec,
@@ -24,7 +24,7 @@ from cyclesim.checks.accelforge_spec import (
 from cyclesim.errors import CyclesimError
 
 if TYPE_CHECKING:
-    from cyclesim.checks.accelforge_import import ImportedSpec
+    from cyclesim.checks.accelforge.importer import ImportedSpec
 
 
 def explain(
@@ -48,7 +48,7 @@ def explain(
         if row.closed_form_bits != row.reference_bits:
             out.append(f"{where}: {_mechanisms(spec, check, counterfactual, row)}")
     out += _copy_names(spec, differing_copies)
-    latency = _latency(check, model)
+    latency = _latency(spec, check, model)
     return out + ([latency] if latency else [])
 
 
@@ -195,7 +195,20 @@ def _copy_names(spec: AfSpec, already: set[str]) -> list[str]:
     return out
 
 
-def _latency(check: AccelForgeCheck, model: AfModelResult) -> str | None:
+def _copy_steps(spec: AfSpec) -> list[tuple[str, int]]:
+    """(copy Einsum, temporal steps): a copy steps the PE array once per temporal iteration."""
+    out = []
+    for path in spec.einsum_paths:
+        if spec.workload.einsum(path.einsum).is_copy_operation:
+            loops = [n for n in path.nodes if isinstance(n, AfLoopNode)]
+            steps = 1
+            for loop, n in zip(loops, path.loop_iterations, strict=True):
+                steps *= n if loop.kind is LoopKind.TEMPORAL else 1
+            out.append((path.einsum, steps))
+    return out
+
+
+def _latency(spec: AfSpec, check: AccelForgeCheck, model: AfModelResult) -> str | None:
     lat = check.latency
     bound = lat.bound_cycles
     if lat.replay_cycles == bound:
@@ -213,11 +226,18 @@ def _latency(check: AccelForgeCheck, model: AfModelResult) -> str | None:
         f"latency: the replay takes {lat.replay_cycles} cycles, AccelForge's bound is {_n(bound)}"
     )
     if lat.replay_cycles > bound:
+        copies = "".join(
+            f"; copy Einsum {einsum} steps the PE array {steps} cycles (one move per step), "
+            "AccelForge gives a copy latency 0"
+            for einsum, steps in _copy_steps(spec)
+            if steps
+        )
         return (
             f"{head} ({'; '.join(busiest)}): AccelForge takes per Einsum the busiest "
             "component's actions / throughput and assumes perfect overlap with no fill or "
             f"drain, while the replay spends {lat.onload_cycles} cycles before the first MAC, "
             f"{lat.stall_cycles} stalled and {lat.offload_cycles} after the last (causes: {causes})"
+            + copies
         )
     return (
         f"{head} ({'; '.join(busiest)}): AccelForge charges a memory all its reads and writes "

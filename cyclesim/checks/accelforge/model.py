@@ -1,4 +1,4 @@
-"""AccelForge's counting rules (accelforge 1.0.467), reimplemented over `accelforge_spec` objects.
+"""AccelForge's counting rules (accelforge 1.0.467), reimplemented over `spec` objects.
 
 Independent of the replay: used to cross-check the replay's closed form and the real accelforge.
 Each Einsum is evaluated alone on its partial mapping (reference §3.3, §4):
@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from cyclesim.checks.accelforge_fields import Where
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.read_fields import Where
+from cyclesim.checks.accelforge.read_workload import tensor_set_names
+from cyclesim.checks.accelforge.read_yaml import evaluate_tensor_set
+from cyclesim.checks.accelforge.spec import (
     AfArch,
     AfComputeNode,
     AfEinsum,
@@ -29,10 +31,8 @@ from cyclesim.checks.accelforge_spec import (
     AfStorageNode,
     LoopKind,
 )
-from cyclesim.checks.accelforge_workload import tensor_set_names
-from cyclesim.checks.accelforge_yaml import evaluate_tensor_set
 
-ACCESS_COLUMNS = ["einsum", "memory", "tensor", "action", "bits", "actions"]
+ACCESS_COLUMNS = ["einsum", "memory", "tensor", "action", "bits", "actions", "energy"]
 COMPUTE_ACTION = "compute"
 
 
@@ -40,7 +40,9 @@ COMPUTE_ACTION = "compute"
 class AfModelResult:
     """AccelForge-convention counts and latency bound of one spec, as long tables."""
 
-    accesses: pd.DataFrame  # einsum, memory, tensor, action (read/write/compute), bits, actions
+    accesses: (
+        pd.DataFrame
+    )  # einsum, memory, tensor, action (read/write/compute), bits, actions, energy
     component_latency: pd.DataFrame  # einsum, component, latency_cycles
     einsum_latency_cycles: tuple[tuple[str, float], ...]
     total_latency_cycles: float
@@ -74,6 +76,7 @@ def evaluate_model(spec: AfSpec) -> AfModelResult:
                 node = spec.arch.node(memory)
                 bits = values * einsum.access(tensor).bits_per_value
                 bits_per_action = node.action(action).bits_per_action
+                row_energy = bits / bits_per_action * node.action(action).energy_per_action
                 rows.append(
                     dict(
                         einsum=einsum.name,
@@ -82,12 +85,13 @@ def evaluate_model(spec: AfSpec) -> AfModelResult:
                         action=action,
                         bits=bits,
                         actions=bits / bits_per_action,
+                        energy=row_energy,
                     )
                 )
                 per_unit_actions[memory, action] = per_unit_actions.get((memory, action), 0) + (
                     per_unit * einsum.access(tensor).bits_per_value / bits_per_action
                 )
-                energy += bits / bits_per_action * node.action(action).energy_per_action
+                energy += row_energy
         compute = spec.arch.compute
         macs = 0 if einsum.is_copy_operation else math.prod(path.loop_iterations)
         rows.append(
@@ -98,12 +102,14 @@ def evaluate_model(spec: AfSpec) -> AfModelResult:
                 action=COMPUTE_ACTION,
                 bits=0,
                 actions=macs,
+                energy=macs * compute.energy_per_compute,
             )
         )
         energy += macs * compute.energy_per_compute
         latencies = {}
         for memory in spec.arch.memories:
-            latencies[memory.name] = sum(
+            combine = max if memory.separate_ports else sum  # its total_latency expression
+            latencies[memory.name] = combine(
                 _divide(
                     per_unit_actions.get((memory.name, a.name), 0), a.throughput_actions_per_cycle
                 )

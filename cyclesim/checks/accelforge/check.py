@@ -3,166 +3,35 @@
 Rows: bits read and written per Einsum, memory, tensor, in AccelForge's conventions (bits,
 directions summed, copy Einsums booked under their source tensor). Columns: the replay as it
 happened, the schedule's closed form mapped into AccelForge's conventions, cyclesim's model of
-AccelForge (`accelforge_model`) and the real accelforge when its environment exists. Every
-difference carries one sentence naming its mechanism (`accelforge_explain`).
+AccelForge (`model`) and the real accelforge when its environment exists. Every
+difference carries one sentence naming its mechanism (`explain`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from cyclesim.checks.accelforge_import import import_accelforge
-from cyclesim.checks.accelforge_model import AfModelResult, evaluate_model
-from cyclesim.checks.accelforge_read import load_accelforge_spec
-from cyclesim.checks.accelforge_spec import AfSpec
+from cyclesim.checks.accelforge.explain import explain
+from cyclesim.checks.accelforge.importer import import_accelforge
+from cyclesim.checks.accelforge.model import COMPUTE_ACTION, AfModelResult, evaluate_model
+from cyclesim.checks.accelforge.read import load_accelforge_spec
+from cyclesim.checks.accelforge.rows import (
+    ACTIONS,
+    AccelForgeCheck,
+    AccessRow,
+    EnergyRow,
+    Key,
+    Latency,
+    convention_bits,
+)
+from cyclesim.checks.accelforge.spec import AfSpec
 from cyclesim.errors import PeerUnavailable, SpecError
-
-ACTIONS = ("read", "write")
-Key = tuple[str, str, str, str]  # einsum, memory, tensor, action
-
-
-@dataclass(frozen=True, slots=True)
-class AccessRow:
-    """Bits of one (einsum, memory, tensor, action) from each source; None = no such source."""
-
-    einsum: str
-    memory: str
-    tensor: str
-    action: str
-    replay_bits: int
-    closed_form_bits: int
-    model_bits: float
-    accelforge_bits: float | None
-
-    @property
-    def key(self) -> Key:
-        """(einsum, memory, tensor, action)."""
-        return (self.einsum, self.memory, self.tensor, self.action)
-
-    @property
-    def reference_bits(self) -> float:
-        """AccelForge's number: the real one when it ran, else our model of it."""
-        return self.model_bits if self.accelforge_bits is None else self.accelforge_bits
-
-
-@dataclass(frozen=True, slots=True)
-class Latency:
-    """Replay cycles split in phases, and AccelForge's bound (max over components, per Einsum)."""
-
-    replay_cycles: int
-    onload_cycles: int
-    ideal_compute_cycles: int
-    stall_cycles: int
-    offload_cycles: int
-    stall_by_cause: tuple[tuple[str, int], ...]
-    model_einsum_cycles: tuple[tuple[str, float], ...]
-    model_cycles: float
-    accelforge_cycles: float | None
-
-    @property
-    def bound_cycles(self) -> float:
-        """AccelForge's total latency: the real one when it ran, else our model's."""
-        return self.model_cycles if self.accelforge_cycles is None else self.accelforge_cycles
-
-
-@dataclass(frozen=True, slots=True)
-class AccelForgeCheck:
-    """The side-by-side comparison of one AccelForge spec."""
-
-    files: tuple[str, ...]
-    reuse: str
-    isolate_einsums: bool
-    latency: Latency
-    accesses: tuple[AccessRow, ...]
-    explanations: tuple[str, ...]
-    notes: tuple[str, ...]
-    accelforge_version: str | None
-    accelforge_missing: str | None
-
-    def to_json(self) -> dict:
-        """The --json object: cycles, accelforge_latency, accesses, explanations, and context."""
-        lat = self.latency
-        return {
-            "spec": list(self.files),
-            "reuse": self.reuse,
-            "isolate_einsums": self.isolate_einsums,
-            "cycles": lat.replay_cycles,
-            "accelforge_latency": lat.bound_cycles,
-            "accelforge_latency_source": "accelforge"
-            if lat.accelforge_cycles is not None
-            else "model",
-            "accelforge_einsum_latency": dict(lat.model_einsum_cycles),
-            "onload_cycles": lat.onload_cycles,
-            "ideal_compute_cycles": lat.ideal_compute_cycles,
-            "stall_cycles": lat.stall_cycles,
-            "offload_cycles": lat.offload_cycles,
-            "non_compute_cycles_by_cause": dict(lat.stall_by_cause),
-            "accesses": [
-                {
-                    "einsum": a.einsum,
-                    "memory": a.memory,
-                    "tensor": a.tensor,
-                    "action": a.action,
-                    "replay_bits": a.replay_bits,
-                    "closed_form_bits": a.closed_form_bits,
-                    "model_bits": _number(a.model_bits),
-                    "accelforge_bits": _number(a.accelforge_bits),
-                }
-                for a in self.accesses
-            ],
-            "explanations": list(self.explanations),
-            "notes": list(self.notes),
-            "accelforge_version": self.accelforge_version,
-            "accelforge_missing": self.accelforge_missing,
-        }
-
-
-def _number(value: float | None) -> float | int | None:
-    if value is None:
-        return None
-    return int(value) if float(value).is_integer() else float(value)
-
-
-def copy_renames(spec: AfSpec) -> dict[tuple[str, str], str]:
-    """(copy Einsum, destination tensor) -> source tensor: AccelForge books copies under the source."""
-    return {
-        (e.name, t): e.copy_source
-        for e in spec.workload.einsums
-        if e.is_copy_operation
-        for t in e.output_tensor_names
-    }
-
-
-def convention_bits(spec: AfSpec, accesses, *, physical: bool = False) -> dict[Key, int]:
-    """Access rows (objects with einsum, tensor, memory, action, bits) keyed in AccelForge's names.
-
-    Copy Einsums are booked under their source tensor. Unless `physical`, a copy that moves data
-    down the hierarchy is also booked AccelForge's way, as a read of the lower memory and a write
-    of the upper one (AccelForge treats every copy as a write-back towards the outer memory).
-    """
-    accesses = list(accesses)
-    renames = copy_renames(spec)
-    order = {m.name: i for i, m in enumerate(spec.arch.memories)}
-    out: dict[Key, int] = {}
-    downward: dict[str, bool] = {}
-    for e in spec.workload.einsums:
-        if e.is_copy_operation and not physical:
-            rows = [(r.tensor, r.memory) for r in accesses if r.einsum == e.name]
-            src = [order[m] for t, m in rows if t == e.copy_source]
-            dst = [order[m] for t, m in rows if t != e.copy_source]
-            downward[e.name] = bool(src and dst) and max(dst) > max(src)
-    for r in accesses:
-        if r.action not in ACTIONS:
-            continue
-        action = r.action
-        if downward.get(r.einsum):
-            action = "write" if action == "read" else "read"
-        key = (r.einsum, r.memory, renames.get((r.einsum, r.tensor), r.tensor), action)
-        out[key] = out.get(key, 0) + int(r.bits)
-    return out
+from cyclesim.results.energy import energy_table, has_energies
 
 
 def _table(frame, bits: str = "bits") -> dict[Key, float]:
@@ -181,20 +50,20 @@ def run_check(
     isolate_einsums: bool = False,
     use_peer: bool = True,
     trace: bool = False,
+    jinja_data: Mapping[str, Any] | None = None,
 ):
     """Replay, model and (when available) the real accelforge on one spec.
 
     Returns (AccelForgeCheck, SimResult). Raise SpecError for a bad spec, or for a spec the
     real accelforge rejects while our reader accepts it.
     """
-    from cyclesim.checks.accelforge_explain import explain
     from cyclesim.engine import replay
 
     files = tuple(str(f) for f in spec_files)
-    spec = load_accelforge_spec(files)
+    spec = load_accelforge_spec(files, jinja_data)
     imported = import_accelforge(spec)
     model = evaluate_model(spec)
-    theirs, missing = _run_peer(files, use_peer)
+    theirs, missing = _run_peer(files, use_peer, jinja_data)
     res = replay(
         imported.architecture,
         imported.workload,
@@ -232,32 +101,76 @@ def run_check(
         notes=imported.notes,
         accelforge_version=theirs.accelforge_version if theirs is not None else None,
         accelforge_missing=missing,
+        energy=_energy_rows(spec, imported, res, model, theirs),
     )
     sentences = explain(spec, imported, model, check)
     return replace(check, explanations=tuple(sentences)), res
 
 
+def _energy_rows(spec: AfSpec, imported, res, model: AfModelResult, theirs) -> tuple:
+    """Energy per (einsum, memory, tensor, action) in AccelForge's names, MACs on its compute node.
+
+    The replay's energy is its counts booked as AccelForge books them (the closed-form column;
+    a copy moving data down counts as AccelForge counts it) times the imported per-action
+    energies; its MACs' energy comes from results.energy. Empty when no energies are given.
+    """
+    arch = imported.architecture
+    if not has_energies(arch):
+        return ()
+    replayed: dict[Key, float] = {}
+    for key, bits in convention_bits(spec, res.accesses.itertuples()).items():
+        energy = arch.memory(key[1]).energy
+        if energy is not None and bits:
+            per_action = energy.read if key[3] == "read" else energy.write
+            replayed[key] = bits / energy.bits_per_action * per_action
+    compute = spec.arch.compute.name
+    table = energy_table(res, arch)
+    for r in table[table.action == "mac"].itertuples():
+        replayed[r.einsum, compute, "", COMPUTE_ACTION] = r.energy
+    modelled = _energies(model.accesses)
+    real = _energies(theirs.energy) if theirs is not None else {}
+    keys = {k for source in (replayed, modelled, real) for k, v in source.items() if v}
+    return tuple(
+        EnergyRow(
+            *key,
+            replay=float(replayed.get(key, 0.0)),
+            model=float(modelled.get(key, 0.0)),
+            accelforge=None if theirs is None else float(real.get(key, 0.0)),
+        )
+        for key in sorted(keys, key=lambda k: _order(spec, k))
+    )
+
+
+def _energies(frame) -> dict[Key, float]:
+    out: dict[Key, float] = {}
+    for r in frame.itertuples():
+        if r.action in ACTIONS + (COMPUTE_ACTION,):
+            key = (r.einsum, r.memory, r.tensor, r.action)
+            out[key] = out.get(key, 0.0) + float(r.energy)
+    return out
+
+
 def _order(spec: AfSpec, key: Key) -> tuple:
     einsums = [e.name for e in spec.workload.einsums]
-    memories = [m.name for m in spec.arch.memories]
+    memories = [m.name for m in spec.arch.memories] + [spec.arch.compute.name]
     tensors = list(spec.workload.tensor_names)
     einsum, memory, tensor, action = key
     return (
         einsums.index(einsum) if einsum in einsums else len(einsums),
         memories.index(memory) if memory in memories else len(memories),
         tensors.index(tensor) if tensor in tensors else len(tensors),
-        ACTIONS.index(action),
+        (ACTIONS + (COMPUTE_ACTION,)).index(action),
     )
 
 
-def _run_peer(files: tuple[str, ...], use_peer: bool):
+def _run_peer(files: tuple[str, ...], use_peer: bool, jinja_data: Mapping[str, Any] | None):
     """The real accelforge's run, or None and the reason it is missing."""
     if not use_peer:
         return None, "not asked for (--no-peer)"
-    from cyclesim.checks.peers import accelforge as peer
+    from cyclesim.checks.accelforge import peer
 
     try:
-        return peer.run_accelforge(files), None
+        return peer.run_accelforge(files, jinja_data), None
     except PeerUnavailable as error:
         return None, str(error)
     except peer.AccelForgeRejected as error:
@@ -320,6 +233,7 @@ def format_report(check: AccelForgeCheck) -> str:
     lines.append("(bits; * = the columns differ, explained below)")
     if check.accelforge_missing:
         lines.append(f"real accelforge column missing: {check.accelforge_missing}")
+    lines += _energy_lines(check, af)
     if check.explanations:
         lines.append("")
         lines += [f"* {text}" for text in check.explanations]
@@ -327,6 +241,41 @@ def format_report(check: AccelForgeCheck) -> str:
         lines.append("")
         lines += [f"note: {text}" for text in check.notes]
     return "\n".join(lines)
+
+
+def _energy_lines(check: AccelForgeCheck, af: str) -> list[str]:
+    """Energy by Einsum and component: the replay's next to AccelForge's, and the totals."""
+    if not check.energy:
+        return []
+    sums: dict[tuple[str, str], list] = {}
+    for e in check.energy:
+        cell = sums.setdefault(
+            (e.einsum, e.memory), [0.0, 0.0, None if e.accelforge is None else 0.0]
+        )
+        cell[0] += e.replay
+        cell[1] += e.model
+        if e.accelforge is not None:
+            cell[2] += e.accelforge
+    width = max(len(f"{einsum} {memory}") for einsum, memory in sums) + 2
+    lines = ["", "dynamic energy (the replayed counts x the spec's per-action energies)"]
+    lines.append(
+        f"{'einsum component':<{width}}{'replay':>16}{'AF model':>16}{af:>{max(len(af), 14) + 2}}"
+    )
+    totals = [check.energy_total(s) for s in ("replay", "model", "accelforge")]
+    for (einsum, memory), (replay, model, theirs) in [*sums.items(), (("total", ""), totals)]:
+        reference = model if theirs is None else theirs
+        mark = "" if math.isclose(replay, reference, rel_tol=1e-9, abs_tol=1e-9) else "  *"
+        lines.append(
+            f"{(einsum + ' ' + memory).strip():<{width}}{_cell(replay):>16}{_cell(model):>16}"
+            f"{_cell(theirs):>{max(len(af), 14) + 2}}{mark}"
+        )
+    different = [e for e in check.energy if not e.equal]
+    if different:
+        lines.append(
+            f"(* = the replay's energy differs: {len(different)} of {len(check.energy)} rows; "
+            "it follows the replayed counts above)"
+        )
+    return lines
 
 
 def _same(a: AccessRow) -> bool:

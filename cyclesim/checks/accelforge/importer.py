@@ -10,10 +10,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from cyclesim.checks.accelforge_spec import (
+from cyclesim.checks.accelforge.spec import (
     AfContainer,
     AfLoopNode,
     AfMappingNode,
+    AfMemory,
     AfSpec,
     AfSplitNode,
     AfStorageNode,
@@ -143,7 +144,7 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
                     f"{memory.name} {action.name} moves {bits} bits per cycle, not a whole number",
                 )
             widths[action.name] = int(bits)
-        if widths["read"] == widths["write"]:
+        if widths["read"] == widths["write"] and not memory.separate_ports:
             ports = [{"name": "port", "kind": "read_write", "width_bits": widths["read"]}]
         else:
             ports = [
@@ -151,19 +152,30 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
                 {"name": "write", "kind": "write", "width_bits": widths["write"]},
             ]
             notes.append(
-                f"{memory.name}: separate read and write ports (AccelForge adds their latencies)"
+                f"{memory.name}: separate read and write ports"
+                + (
+                    " (its total_latency takes the max over actions)"
+                    if memory.separate_ports
+                    else " (AccelForge adds their latencies)"
+                )
             )
         if math.isinf(memory.size_bits):
-            notes.append(f"{memory.name}: unbounded size")
+            notes.append(
+                f"{memory.name}: unbounded size; double-buffered, so its fills overlap the use of "
+                "the previous tile as AccelForge assumes (no landing zones to account for)"
+            )
         below_array = spec.arch.index(memory.name) > container_index
-        memories.append(
-            {
-                "name": memory.name,
-                "size_bits": None if math.isinf(memory.size_bits) else int(memory.size_bits),
-                "shared_across": [] if below_array else list(dims),
-                "ports": ports,
-            }
-        )
+        entry = {
+            "name": memory.name,
+            "size_bits": None if math.isinf(memory.size_bits) else int(memory.size_bits),
+            "shared_across": [] if below_array else list(dims),
+            "ports": ports,
+            "double_buffered": math.isinf(memory.size_bits),
+        }
+        energy = _memory_energy(memory, notes)
+        if energy is not None:
+            entry["energy"] = energy
+        memories.append(entry)
     throughput = spec.arch.compute.throughput_computes_per_cycle
     if math.isinf(throughput):
         notes.append(
@@ -175,6 +187,13 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
             spec, f"compute throughput {throughput} is not a whole number of MACs per cycle"
         )
     pe_array = {"dims": dims, "macs_per_pe_per_cycle": int(throughput)}
+    mac_energy = spec.arch.compute.energy_per_compute
+    if math.isnan(mac_energy):
+        notes.append(
+            f"{spec.arch.compute.name}: no compute energy given; the replay has no MAC energy"
+        )
+    else:
+        pe_array["energy"] = {"mac": mac_energy}
     no_multicast = _no_multicast(spec, containers[0]) if containers else {}
     if no_multicast:
         pe_array["no_multicast"] = no_multicast
@@ -185,10 +204,33 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
     }
 
 
+def _memory_energy(memory: AfMemory, notes: list[str]) -> dict | None:
+    """AccelForge's per-action energies of a memory in cyclesim's `energy:` fields.
+
+    AccelForge has no update action: a write from below costs a write (update is left to its
+    default). When read and write move different bits per action, energies become per bit.
+    """
+    read, write = memory.action("read"), memory.action("write")
+    if math.isnan(read.energy_per_action) or math.isnan(write.energy_per_action):
+        notes.append(f"{memory.name}: no read/write energy given; the replay has no energy for it")
+        return None
+    if read.bits_per_action == write.bits_per_action:
+        return {
+            "bits_per_action": read.bits_per_action,
+            "read": read.energy_per_action,
+            "write": write.energy_per_action,
+        }
+    return {
+        "bits_per_action": 1,
+        "read": read.energy_per_action / read.bits_per_action,
+        "write": write.energy_per_action / write.bits_per_action,
+    }
+
+
 def _no_multicast(spec: AfSpec, container: AfContainer) -> dict[str, list[str]]:
     """AccelForge's `may_reuse` per fan-out dimension, as the tensors each position moves alone."""
-    from cyclesim.checks.accelforge_workload import tensor_set_names
-    from cyclesim.checks.accelforge_yaml import evaluate_tensor_set
+    from cyclesim.checks.accelforge.read_workload import tensor_set_names
+    from cyclesim.checks.accelforge.read_yaml import evaluate_tensor_set
 
     out: dict[str, list[str]] = {}
     for dim in container.dimensions:
