@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from cyclesim.engine.dram_port import S_DRAM
 from cyclesim.engine.fabric import PE
 from cyclesim.engine.record import (
     S_BURST,
@@ -30,7 +31,9 @@ from cyclesim.engine.run import RawRun
 
 BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer_full", "latency"
 DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
-CAUSES = (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC)
+ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
+DRAM_CAUSES = (ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND)  # docs/dram_causes.md
+CAUSES = (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC) + DRAM_CAUSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +198,17 @@ class Attributor:
                     None,
                     here + (f"moving bursts through {info}",),
                 )
+            elif state == S_DRAM:
+                cause, key, opener, where = info
+                competitor = self._label(opener) if opener is not None else None
+                words = {
+                    ROW_MISS: f"row miss at {where}",
+                    BANK_CONFLICT: f"bank conflict at {where}: row opened by {competitor}",
+                    REFRESH: f"refresh at {where}",
+                    TURNAROUND: f"read/write turnaround at {where}",
+                    CONTENTION: f"DRAM data bus busy with {competitor} at {where}",
+                }[cause]
+                yield span(t, end, phase, cause, n, key, None, competitor, here + (words,))
             elif state == S_LATENCY:
                 yield span(
                     t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",)
