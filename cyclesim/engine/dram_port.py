@@ -473,6 +473,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             tl, timer, side, who, start, byte_at(i), byte_at(j), prefix[j] - prefix[i], dram_key
         )
         fabric.start_run(keys, proc, single)
+        cut = False
         try:
             yield env.timeout(end - start)
             rec.events += 2
@@ -480,7 +481,16 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         except simpy.Interrupt:
             fabric.end_run(keys)
             now = env.now
-            # the burst in progress at `now`: the first x whose run [i, x] ends after now
+            if saved is None:  # one burst: it completes as timed
+                while env.now < end:
+                    try:
+                        yield env.timeout(end - env.now)
+                        rec.events += 1
+                    except simpy.Interrupt:
+                        pass
+            else:
+                cut = True
+        if cut:  # cut after the burst in progress at `now`: the first x whose [i, x] ends later
             low, high = i, j - 1
             while low < high:
                 mid = (low + high) // 2

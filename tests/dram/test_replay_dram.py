@@ -1,0 +1,133 @@
+"""The replay with a DRAM model behind a memory: hand-derived runs, causes, properties."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from replay_helpers import inputs_from_dicts, memory, port  # noqa: E402
+from test_replay_properties import schedules  # noqa: E402
+
+from cyclesim.engine import replay  # noqa: E402
+
+# HBM2 (preset HBM2_8Gb_x128) on one channel at tCK = 1 ns with a 1000 MHz accelerator: one
+# accelerator cycle per DRAM cycle. tRCDRD = tRCDWR = 14, CL = 14, CWL = 4, a burst 2 cycles,
+# tCCD_L = 2. Mapping rorabgbachco: 64 B requests, 32 to a 2 KiB row, then bank, bank group.
+HBM = {"config": "HBM2_8Gb_x128", "channels": 1}
+
+
+def gemv(dram: dict | None, placements: dict | None = None):
+    """Z[m] += A[m,k] * B[k], m = 1, k = 64, 8 bits: A and B are one 64 B request each."""
+    block = dict(dram, placements=placements or {}) if dram is not None else None
+    dram_mem = memory("DRAM", None, None, [port("rd", "read", 512), port("wr", "write", 512)])
+    if block is not None:
+        dram_mem["dram"] = block
+    arch = {
+        "name": "gemv",
+        "clock_mhz": 1000,
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            dram_mem,
+            memory("buf", None, None, [port("rd", "read", 512), port("wr", "write", 512)]),
+        ],
+    }
+    workload = {
+        "tensors": {n: {"bits_per_value": 8} for n in "ABZ"},
+        "einsums": [
+            {
+                "name": "gemv",
+                "ranks": {"m": 1, "k": 64},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m", "k"]},
+                    {"tensor": "B", "projection": ["k"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m"]}],
+            }
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "B", "Z"]},
+            {"type": "temporal", "rank": "k", "bound": 64},
+            {"type": "compute", "einsum": "gemv"},
+        ]
+    }
+    return inputs_from_dicts(arch, workload, mapping)
+
+
+def spans(result, phase):
+    s = result.stall_spans
+    s = s[s.phase == phase].sort_values("start")
+    return [(r.start, r.end, r.cause, r.tensor) for r in s.itertuples()]
+
+
+def test_bandwidth_only_is_unchanged_by_the_new_code():
+    # without `dram:` a 512 b/cycle port moves each 64 B operand in one cycle: A 0..1, B 1..2
+    res = replay(*gemv(None), progress=False)
+    assert res.onload_cycles == 2 and res.cycles == 2 + 64 + 1
+
+
+def test_a_gemv_with_its_operands_in_closed_rows():
+    # A at 0 (bank 0), B at the next row boundary 2048 (bank 1), Z at 4096 (bank 2).
+    # A's fill has the port at 0: activate 0, read at 14 (tRCDRD), bus slot to 16: the run
+    # ends at 16; its data arrive at 14 + CL 14 + 2 = 30. B waits for the port (contention)
+    # until 16, then: activate 16 (bank 1 idle), read at 30, slot to 32, data at 46.
+    # The PE array waits for B (ready last): onload 0..16 contention, 16..30 row_miss, 30..32
+    # bandwidth, 32..46 latency. 64 MACs 46..110. Z's write-back (1 B): activate bank 2 at
+    # 110, write at 124 (tRCDWR), slot to 126, data written at 124 + CWL 4 + 2 = 130.
+    res = replay(*gemv(HBM), progress=False)
+    assert spans(res, "onload") == [
+        (0, 16, "contention", "B"),
+        (16, 30, "row_miss", "B"),
+        (30, 32, "bandwidth", "B"),
+        (32, 46, "latency", "B"),
+    ]
+    assert spans(res, "offload") == [
+        (110, 124, "row_miss", "Z"),
+        (124, 126, "bandwidth", "Z"),
+        (126, 130, "latency", "Z"),
+    ]
+    assert res.cycles == 130
+
+
+def test_two_operands_on_one_bank_conflict():
+    # B placed one bank-row further than A in the same bank (16 banks x 2 KiB = 32 KiB): A as
+    # above (read at 14, bank 0 row 0 open). B at 16: row 1 of bank 0; row 0 closes at
+    # max(tRAS 34, 14 + tRTP 5) = 34, row 1 opens at 34 + tRP 14 = 48, reads at 62, slot to
+    # 64, data at 78: 16..62 is a bank_conflict with A's fill.
+    res = replay(*gemv(HBM, {"B": {"base": 32 << 10}, "Z": {"base": 4096}}), progress=False)
+    onload = spans(res, "onload")
+    assert onload[:3] == [
+        (0, 16, "contention", "B"),
+        (16, 62, "bank_conflict", "B"),
+        (62, 64, "bandwidth", "B"),
+    ]
+    s = res.stall_spans
+    conflict = s[s.cause == "bank_conflict"].iloc[0]
+    assert conflict.competitor == "fill of A@buf"
+    assert "channel 0 bank 0 row 1" in conflict.chain
+
+
+DRAM_ON = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@DRAM_ON
+@given(schedules())
+def test_causes_add_up_with_dram_on(case):
+    """Random small GEMM schedules with HBM2 or DDR4 behind the DRAM: the run's own checks
+    (counts equal the closed form, each phase's causes add up to its total) hold, and the
+    DRAM only ever adds cycles to the bandwidth-only replay's lower bound of compute."""
+    arch, workload, mapping, reuse, _ = case
+    arch = dict(arch, clock_mhz=700)
+    arch["memories"] = [dict(m) for m in arch["memories"]]
+    arch["memories"][0]["dram"] = {"config": "DDR4_8Gb_x8_2400"}
+    res = replay(*inputs_from_dicts(arch, workload, mapping), reuse=reuse, progress=False)
+    total = res.onload_cycles + res.ideal_compute_cycles + res.stall_cycles + res.offload_cycles
+    assert total == res.cycles
+    by_phase = res.stall_spans.groupby("phase").cycles.sum().to_dict()
+    assert by_phase.get("onload", 0) == res.onload_cycles
+    assert by_phase.get("offload", 0) == res.offload_cycles
