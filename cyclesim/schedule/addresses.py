@@ -186,41 +186,9 @@ def dram_addresses(arch, workload, tree: tuple, nodes: tuple) -> tuple[tuple, tu
     out_models = []
     placements_of: dict[str, dict[str, Placement]] = {}
     for m in models:
-        config = m.dram.config
-        shapes = []
-        for t in workload.tensors:
-            if not m.holds(t.name):
-                continue
-            access = next(a for e in workload.einsums if (a := e.access(t.name)) is not None)
-            sizes_of = next(e for e in workload.einsums if e.access(t.name) is not None).rank_sizes
-            sizes = tuple(p.extent(sizes_of) for p in access.projection)
-            value_bytes = -(-max(t.bits_per_value, t.partial_sum_bits) // 8)
-            shapes.append((t.name, sizes, value_bytes))
-        overrides = {}
-        for tensor, base, order in m.dram.placements:
-            shape = next((s for s in shapes if s[0] == tensor), None)
-            if shape is None:
-                continue
-            index = None
-            if order is not None:
-                access = next(a for e in workload.einsums if (a := e.access(tensor)) is not None)
-                names = ["+".join(p.ranks()) for p in access.projection]
-                if sorted(order) != sorted(names):
-                    raise arch.error(
-                        f"placement order of {tensor} must list its dimensions {names} once each",
-                        ("memories", arch.memory_index(m.name), "dram", "placements", tensor),
-                        found=list(order),
-                    )
-                index = tuple(names.index(o) for o in order)
-            overrides[tensor] = (base, index)
-        try:
-            placed = place_tensors(shapes, config.row_bytes, overrides)
-        except ValueError as e:
-            raise arch.error(
-                str(e), ("memories", arch.memory_index(m.name), "dram", "placements")
-            ) from None
+        placed = memory_placements(arch, workload, m)
         placements_of[m.name] = placed
-        out_models.append((m.name, config, tuple(placed.values()), arch.clock_mhz))
+        out_models.append((m.name, m.dram.config, tuple(placed.values()), arch.clock_mhz))
     leaf_list = leaves(tree)
     per_node = []
     for n in nodes:
@@ -249,3 +217,39 @@ def dram_addresses(arch, workload, tree: tuple, nodes: tuple) -> tuple[tuple, tu
             )
         )
     return tuple(out_models), tuple(per_node)
+
+
+def memory_placements(arch, workload, m) -> dict[str, Placement]:
+    """The placement of every tensor memory m (with a DRAM model) may hold; SpecError on a
+    placement naming dimensions the tensor does not have, or on overlapping placements."""
+    config = m.dram.config
+    shapes = []
+    for t in workload.tensors:
+        if not m.holds(t.name):
+            continue
+        einsum = next(e for e in workload.einsums if e.access(t.name) is not None)
+        access = einsum.access(t.name)
+        sizes = tuple(p.extent(einsum.rank_sizes) for p in access.projection)
+        value_bytes = -(-max(t.bits_per_value, t.partial_sum_bits) // 8)
+        shapes.append((t.name, sizes, value_bytes))
+    overrides = {}
+    loc = ("memories", arch.memory_index(m.name), "dram", "placements")
+    for tensor, base, order in m.dram.placements:
+        if not any(s[0] == tensor for s in shapes):
+            continue
+        index = None
+        if order is not None:
+            einsum = next(e for e in workload.einsums if e.access(tensor) is not None)
+            names = ["+".join(p.ranks()) for p in einsum.access(tensor).projection]
+            if sorted(order) != sorted(names):
+                raise arch.error(
+                    f"placement order of {tensor} must list its dimensions {names} once each",
+                    loc + (tensor, "order"),
+                    found=list(order),
+                )
+            index = tuple(names.index(o) for o in order)
+        overrides[tensor] = (base, index)
+    try:
+        return place_tensors(shapes, config.row_bytes, overrides)
+    except ValueError as e:
+        raise arch.error(str(e), loc) from None
