@@ -101,6 +101,7 @@ class DramTimer:
         self.next_refresh = [[(r + 1) * step for r in range(c.ranks)] for _ in range(c.channels)]
         self.data_end = 0  # data end of the requests of the last issue() call (DRAM cycles)
         self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
+        self.last_request: dict[object, int] = {}  # per requester: its last request issued
 
     # ------------------------------------------------------------- clock conversion
     def to_accel(self, d: int) -> int:
@@ -128,6 +129,7 @@ class DramTimer:
             [r[:] for r in self.next_refresh],
             self.data_end,
             dict(self.counts),
+            dict(self.last_request),
         )
 
     def restore(self, s: tuple) -> None:
@@ -144,6 +146,7 @@ class DramTimer:
             self.next_refresh,
             self.data_end,
             self.counts,
+            self.last_request,
         ) = s
 
     # ------------------------------------------------------------- timing
@@ -177,18 +180,40 @@ class DramTimer:
             c.bankgroups,
             self.banks_per_channel,
         )
+        skip = self.last_request.get(who)  # a request the same transfer's last burst issued
+        last_q = None
+
+        def row_run(q: int, n: int) -> None:
+            nonlocal index, end
+            ch = (q >> ch_pos) & ch_mask
+            rank = (q >> ra_pos) & ra_mask
+            bg = (q >> bg_pos) & bg_mask
+            b = ch * per_channel + (rank * bankgroups + bg) * banks_per_group
+            b += (q >> ba_pos) & ba_mask
+            arrive = s0 + index
+            if index >= queue and chunks:  # the queue holds `queue` requests at most
+                arrive = max(arrive, _column_of(chunks, index - queue))
+            first, spacing, last = self._row_run(
+                ch, rank, bg, b, (q >> ro_pos) & ro_mask, n, is_write, who, arrive, delays
+            )
+            chunks.append((index, first, spacing))
+            if last + self.burst > end:
+                end = last + self.burst
+            index += n
+
         for address, size, stride, count in runs:
             x = 0
             while x < count:
                 a = address + x * stride
                 q = a >> shift
-                q_end = (a + size + rb - 1) >> shift
-                if columns_low and ((a + size - 1) >> row_shift) == (a >> row_shift):
-                    # this run and the following ones of the stride that end in the same row
+                if (
+                    columns_low and q != skip and ((a + size - 1) >> row_shift) == (a >> row_shift)
+                ):  # this run and the following ones of the stride that end in the same row
                     k = 1
-                    if count > 1 and stride:
+                    if count - x > 1 and stride:
                         row_end = ((a >> row_shift) + 1) << row_shift
                         k = min(count - x, (row_end - size - address) // stride - x + 1)
+                    q_end = (a + size + rb - 1) >> shift
                     if k > 1 and (a % rb or stride % rb):  # runs not aligned to requests
                         n = sum(
                             ((a + y * stride + size + rb - 1) >> shift)
@@ -198,36 +223,33 @@ class DramTimer:
                     else:
                         n = k * (q_end - q)
                     x += k
-                elif columns_low:  # a contiguous run across rows: up to the end of this row
-                    n = min(q_end - q, columns - (q & co_mask))
-                    size -= n * rb - (a - (q << shift))
-                    address, stride, count, x = (q + n) << shift, 0, 1, 0
-                else:  # the fields below the columns change from one request to the next
-                    n = 1
+                    row_run(q, n)
+                    last_q = (a + (k - 1) * stride + size - 1) >> shift
+                    skip = None
+                    continue
+                x += 1
+                left = size  # one run, a row (or, with other mappings, a request) at a time
+                while left > 0:
+                    q = a >> shift
                     nxt = (q + 1) << shift
-                    if nxt < a + size:
-                        size -= nxt - a
-                        address, stride, count, x = nxt, 0, 1, 0
+                    if q == skip:  # its data came with that request: go on from the next one
+                        skip = None
+                        left -= nxt - a
+                        a = nxt
+                        continue
+                    skip = None
+                    if columns_low:
+                        q_end = (a + left + rb - 1) >> shift
+                        n = min(q_end - q, columns - (q & co_mask))
                     else:
-                        x += 1
-                ch = (q >> ch_pos) & ch_mask
-                rank = (q >> ra_pos) & ra_mask
-                b = (
-                    ch * per_channel
-                    + (rank * bankgroups + ((q >> bg_pos) & bg_mask)) * banks_per_group
-                    + ((q >> ba_pos) & ba_mask)
-                )
-                arrive = s0 + index
-                if index >= queue and chunks:  # the queue holds `queue` requests at most
-                    arrive = max(arrive, _column_of(chunks, index - queue))
-                first, spacing, last = self._row_run(
-                    ch, rank, (q >> bg_pos) & bg_mask, b, (q >> ro_pos) & ro_mask, n, is_write,
-                    who, arrive, delays,
-                )  # fmt: skip
-                chunks.append((index, first, spacing))
-                if last + self.burst > end:
-                    end = last + self.burst
-                index += n
+                        n = 1
+                    row_run(q, n)
+                    last_q = q + n - 1
+                    step = ((q + n) << shift) - a
+                    a += step
+                    left -= step
+        if last_q is not None:
+            self.last_request[who] = last_q
         self.counts["requests"] += index
         out = []
         delays.sort(key=lambda d: d[0])
@@ -243,11 +265,15 @@ class DramTimer:
         The first column command waits for the data bus (`base`: the previous column command
         plus its delay), the row (an activate, after a precharge if another row is open) and
         the read/write turnaround; the cycles past `base` go to the row's cause, then to
-        `turnaround`. A refresh due before the command is done first.
+        `turnaround`. A refresh due before the command is done first. (The hot path of a DRAM
+        replay: locals and conditional expressions rather than attribute lookups and max().)
         """
         first = None
-        spacing = self.col_delay[(write, write, 0)]
+        col_delay = self.col_delay
+        spacing = col_delay[(write, write, 0)]
         next_refresh = self.next_refresh[ch]
+        open_row, pre_ready = self.open_row, self.pre_ready
+        where = (ch, b, row)
         while True:
             while next_refresh[rank] <= arrive:  # refreshes that fell before the request
                 self._refresh(ch, rank)
@@ -255,67 +281,79 @@ class DramTimer:
             if last_col is None:
                 bus = turn = arrive
             else:
-                t, was_write, r, g, _ = last_col
+                t, was_write, r, g, previous = last_col
                 scope = 2 if r != rank else (0 if g == bg else 1)
-                bus = t + self.col_delay[(write, write, scope)]
-                turn = t + self.col_delay[(was_write, write, scope)]
-            base = max(arrive, bus)
-            if base > arrive and last_col[4] != who and first is None:
-                # the data bus is still busy with another transfer's requests (another port)
-                delays.append((arrive, base, CONTENTION, last_col[4], _where(ch, b, row)))
-                arrive = base
-            hit = self.open_row[b] == row
+                bus = t + col_delay[(write, write, scope)]
+                turn = t + col_delay[(was_write, write, scope)] if was_write != write else bus
+                if bus > arrive and previous != who and first is None:
+                    # the data bus is still busy with another transfer's requests (another port)
+                    delays.append((arrive, bus, CONTENTION, previous, where))
+                    arrive = bus
+            base = bus if bus > arrive else arrive
+            open_now = open_row[b]
+            hit = open_now == row
             if hit:
-                act = None
                 row_ready, cause = self.col_ready[b], self.open_cause[b]
             else:
-                if self.open_row[b] != NO_ROW:
+                if open_now != NO_ROW:
                     cause = BANK_CONFLICT if self.opener[b] != who else ROW_MISS
-                    act = max(arrive, self.pre_ready[b]) + self.tRP
+                    act = (pre_ready[b] if pre_ready[b] > arrive else arrive) + self.tRP
                 else:
                     cause = REFRESH if self.closed_by_refresh[b] else ROW_MISS
                     act = arrive
-                act = max(act, self.act_ready[b])
+                ready = self.act_ready[b]
+                if ready > act:
+                    act = ready
                 acts = self.acts[ch][rank]
                 if acts:
                     t, g = acts[-1]
-                    act = max(act, t + self.rrd[0 if g == bg else 1])
+                    t += self.rrd[0 if g == bg else 1]
+                    if t > act:
+                        act = t
                     if len(acts) >= 4:
-                        act = max(act, acts[-4][0] + self.tFAW)
+                        t = acts[-4][0] + self.tFAW
+                        if t > act:
+                            act = t
                 row_ready = act + self.act_to_col[write]
-            col = max(base, row_ready, turn)
+            col = base if base > row_ready else row_ready
+            if turn > col:
+                col = turn
             due = next_refresh[rank]
             if due <= col:  # a refresh falls before this column command: it goes first
                 self._refresh(ch, rank)
                 continue
+            counts = self.counts
             if not hit:
                 opener = self.opener[b] if cause == BANK_CONFLICT else None
-                self.open_row[b], self.opener[b], self.open_cause[b] = row, who, cause
+                open_row[b], self.opener[b], self.open_cause[b] = row, who, cause
                 self.closed_by_refresh[b] = False
                 self.act_ready[b] = act + self.tRC
                 self.col_ready[b] = row_ready
-                self.pre_ready[b] = act + self.tRAS
+                pre_ready[b] = act + self.tRAS
                 acts.append((act, bg))
-                del acts[:-4]
-                self.counts["activates"] += 1
+                if len(acts) > 4:
+                    del acts[0]
+                counts["activates"] += 1
             else:
                 opener = None
-                self.counts["row_hits"] += 1
-            where = None
+                counts["row_hits"] += 1
             if row_ready > base:
-                where = _where(ch, b, row)
                 delays.append((base, row_ready, cause, opener, where))
-            if turn > max(base, row_ready):
-                where = where or _where(ch, b, row)
-                delays.append((max(base, row_ready), turn, TURNAROUND, None, where))
+                base = row_ready
+            if turn > base:
+                delays.append((base, turn, TURNAROUND, None, where))
             m = n if col + (n - 1) * spacing < due else (due - col - 1) // spacing + 1
             last = col + (m - 1) * spacing
             if first is None:
                 first = col
             self.last_col[ch] = (last, write, rank, bg, who)
-            self.pre_ready[b] = max(self.pre_ready[b], last + self.col_to_pre[write])
-            self.data_end = max(self.data_end, last + self.data_latency[write] + self.burst)
-            self.counts["row_hits"] += m - 1
+            t = last + self.col_to_pre[write]
+            if t > pre_ready[b]:
+                pre_ready[b] = t
+            t = last + self.data_latency[write] + self.burst
+            if t > self.data_end:
+                self.data_end = t
+            counts["row_hits"] += m - 1
             n -= m
             if not n:
                 return first, spacing, last
@@ -355,7 +393,11 @@ def _column_of(chunks: list[tuple[int, int, int]], index: int) -> int:
     return first + (index - first_index) * spacing
 
 
-def _where(ch: int, b: int, row: int) -> str:
+def where_text(where: tuple[int, int, int], config: DramConfig | None = None) -> str:
+    """'channel 0 bank 5 row 17' for a delay's (channel, bank, row) (bank: index in the channel)."""
+    ch, b, row = where
+    if config is not None:
+        b -= ch * config.ranks * config.banks
     return f"channel {ch} bank {b} row {row}"
 
 
@@ -446,6 +488,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         return total * min(small, j * burst) // small
 
     i = 0
+    timer.last_request.pop(who, None)  # a new transfer fetches its first request afresh
     proc = env.active_process
     ev = fabric.request(who, keys, link.tensor)
     while True:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from cyclesim.engine.dram_port import S_DRAM
+from cyclesim.engine.dram_port import S_DRAM, where_text
 from cyclesim.engine.fabric import PE
 from cyclesim.engine.record import (
     S_BURST,
@@ -74,6 +74,11 @@ class Attributor:
             return "PE array"
         n = self.nodes[who // 2]
         return f"{'write-back' if who % 2 else 'fill'} of {n.label()}"
+
+    def _dram_config(self, port_key: str):
+        """The DramConfig of the DRAM-modelled memory a port key belongs to."""
+        memory = port_key.split(".", 1)[0]
+        return next((c for name, c, _, _ in self.raw.plan.dram if name == memory), None)
 
     def _timeline(self, kind: str, node: int) -> list[tuple]:
         return (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
@@ -200,6 +205,7 @@ class Attributor:
                 )
             elif state == S_DRAM:
                 cause, key, opener, where = info
+                where = where_text(where, self._dram_config(key))
                 competitor = self._label(opener) if opener is not None else None
                 words = {
                     ROW_MISS: f"row miss at {where}",

@@ -181,3 +181,18 @@ def test_in_order_timer_against_the_trace_controller(name):
     assert t.data_end / reference.cycles == pytest.approx(ratio, abs=0.02)
     # the same rows are opened (DRAMsim3 also refreshes once in the longest one)
     assert abs(t.counts["activates"] - reference.activates) <= reference.refreshes
+
+
+def test_bursts_smaller_than_a_request_fetch_it_once():
+    # a 64 b port moves 8 B bursts; a DRAM request is 64 B. The first burst of a transfer
+    # fetches request 0 (read at 17); the next seven bursts of the same transfer are in it and
+    # issue nothing (their run ends when the port says); the ninth fetches request 1, a row hit
+    # at 17 + 6 = 23.
+    t = timer()
+    t.issue([(0, 8, 0, 1)], False, "A", 0)
+    for burst in range(1, 8):
+        end, delays = t.issue([(8 * burst, 8, 0, 1)], False, "A", 21 + burst)
+        assert delays == []
+    end, _ = t.issue([(64, 8, 0, 1)], False, "A", 29)
+    assert t.counts["requests"] == 2 and t.counts["activates"] == 1
+    assert end == 33  # the read at max(29, 17 + 6) = 29, its bus slot to 33
