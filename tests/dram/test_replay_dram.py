@@ -131,3 +131,31 @@ def test_causes_add_up_with_dram_on(case):
     by_phase = res.stall_spans.groupby("phase").cycles.sum().to_dict()
     assert by_phase.get("onload", 0) == res.onload_cycles
     assert by_phase.get("offload", 0) == res.offload_cycles
+
+
+def test_explain_replays_dram_remedies():
+    # the bank conflict of B with A (above): moving B a row further puts it in bank 1, where
+    # nothing is open: B's read goes at 16 + 14 = 30 as in the closed-row case, 32 cycles
+    # earlier (62 -> 30); every remedy is replayed
+    from cyclesim.views.explain import explain
+
+    a, w, m = gemv(HBM, {"B": {"base": 32 << 10}, "Z": {"base": 4096}})
+    res = replay(a, w, m, progress=False)
+    ex = explain(res, a, w, m, top=10)
+    conflict = next(c for c in ex.causes if c.cause == "bank_conflict")
+    remedies = {r.change: r for r in conflict.remedies}
+    move = remedies["move B 2048 B further in DRAM (its rows to another bank)"]
+    assert move.saved == 32
+    mappings = [r for change, r in remedies.items() if change.startswith("address mapping")]
+    # HBM2's own mapping is one of the three tried: the other two are replayed
+    assert len(mappings) == 2 and all(r.cycles_after is not None for r in mappings)
+    # B is one-dimensional (no other layout) and one loop sits above buf (no other tile order)
+    assert not any(change.startswith(("lay B", "tile order")) for change in remedies)
+
+
+def test_overlapping_placements_are_refused_naming_the_field():
+    from cyclesim.errors import SpecError
+
+    with __import__("pytest").raises(SpecError, match="placements of A and B overlap") as e:
+        replay(*gemv(HBM, {"A": {"base": 0}, "B": {"base": 32}}), progress=False)
+    assert e.value.field == "memories[0].dram.placements"
