@@ -61,6 +61,11 @@ class DramTimer:
             for pw in (False, True):
                 for nw in (False, True):
                     self.col_delay[(pw, nw, 0)] = self.col_delay[(pw, nw, 1)]
+        # the same as nested lists, indexed [previous is write][next is write][scope]
+        self.col_table = [
+            [[self.col_delay[(pw, nw, scope)] for scope in range(3)] for nw in (False, True)]
+            for pw in (False, True)
+        ]
         self.act_to_col = {
             False: delay(t.same_bank, ACTIVATE, READ),
             True: delay(t.same_bank, ACTIVATE, WRITE),
@@ -102,6 +107,7 @@ class DramTimer:
         self.data_end = 0  # data end of the requests of the last issue() call (DRAM cycles)
         self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
         self.last_request: dict[object, int] = {}  # per requester: its last request issued
+        self.issued = 0  # requests issued by the last issue() call
 
     # ------------------------------------------------------------- clock conversion
     def to_accel(self, d: int) -> int:
@@ -151,19 +157,31 @@ class DramTimer:
 
     # ------------------------------------------------------------- timing
     def issue(
-        self, runs: list[tuple[int, int, int, int]], is_write: bool, who: object, start: int
+        self,
+        runs: list[tuple[int, int, int, int]],
+        is_write: bool,
+        who: object,
+        start: int,
+        stream: tuple[int, int] | None = None,
     ) -> tuple[int, list[tuple[int, int, str, object, str]]]:
         """Issue the requests covering strided byte runs [(address, bytes, stride, count)] in
         order from accelerator cycle `start`; return (accelerator cycle the last request's data
         bus slot ends, delays [(start, end, cause, row opener, where)] in accelerator cycles).
 
         Requests to one row in a row are one step: a contiguous run up to the row's end, and the
-        runs of a stride that fall in the same row (e.g. the lines of a tile)."""
+        runs of a stride that fall in the same row (e.g. the lines of a tile). `stream` (DRAM
+        cycle of its first request, requests so far) continues a stream of requests the same
+        transfer issued without a break: they entered the queue one per cycle from its start.
+        `self.issued` tells how many requests this call issued."""
         s0 = self.to_dram(start)
+        index = 0
+        if stream is not None:  # queued before the run, but at most `queue` requests ahead of it
+            first, index = stream
+            s0 = max(first, s0 - self.queue - index)
         self.data_end = 0
         delays: list = []
         chunks: list[tuple[int, int, int]] = []  # (first request index, first column, spacing)
-        index = 0
+        index0 = index
         end = s0
         shift, fields, rb = self.shift, self.fields, self.request_bytes
         ch_pos, ch_mask = fields["ch"]
@@ -250,7 +268,8 @@ class DramTimer:
                     left -= step
         if last_q is not None:
             self.last_request[who] = last_q
-        self.counts["requests"] += index
+        self.counts["requests"] += index - index0
+        self.issued = index - index0
         out = []
         delays.sort(key=lambda d: d[0])
         for a, z, cause, opener, where in delays:
@@ -269,8 +288,9 @@ class DramTimer:
         replay: locals and conditional expressions rather than attribute lookups and max().)
         """
         first = None
-        col_delay = self.col_delay
-        spacing = col_delay[(write, write, 0)]
+        same_direction = self.col_table[write][write]
+        other_direction = self.col_table[not write][write]
+        spacing = same_direction[0]
         next_refresh = self.next_refresh[ch]
         open_row, pre_ready = self.open_row, self.pre_ready
         where = (ch, b, row)
@@ -283,8 +303,8 @@ class DramTimer:
             else:
                 t, was_write, r, g, previous = last_col
                 scope = 2 if r != rank else (0 if g == bg else 1)
-                bus = t + col_delay[(write, write, scope)]
-                turn = t + col_delay[(was_write, write, scope)] if was_write != write else bus
+                bus = t + same_direction[scope]
+                turn = t + other_direction[scope] if was_write != write else bus
                 if bus > arrive and previous != who and first is None:
                     # the data bus is still busy with another transfer's requests (another port)
                     delays.append((arrive, bus, CONTENTION, previous, where))
@@ -404,7 +424,16 @@ def where_text(where: tuple[int, int, int], config: DramConfig | None = None) ->
 class DramSide:
     """The DRAM end of one link: its memory's timer, the node's tile addresses, read or write."""
 
-    __slots__ = ("timer", "addresses", "is_write", "runs", "offsets", "total", "data_end")
+    __slots__ = (
+        "timer",
+        "addresses",
+        "is_write",
+        "runs",
+        "offsets",
+        "total",
+        "data_end",
+        "stream",
+    )
 
     def __init__(self, timer: DramTimer, addresses, is_write: bool) -> None:
         self.timer = timer
@@ -414,6 +443,9 @@ class DramSide:
         self.offsets: list[int] = [0]
         self.total = 0
         self.data_end = 0  # DRAM cycle the data of this side's last issued request ends
+        # (accelerator cycle the last run ended, DRAM cycle of the stream's first request,
+        # requests issued in it): runs that follow each other without a break are one stream
+        self.stream: tuple[int, int, int] | None = None
 
     def select(self, k: int) -> None:
         """The next transfer moves tile k: its strided byte runs."""
@@ -489,6 +521,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
 
     i = 0
     timer.last_request.pop(who, None)  # a new transfer fetches its first request afresh
+    side.stream = None
     proc = env.active_process
     ev = fabric.request(who, keys, link.tensor)
     while True:
@@ -511,6 +544,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
         j = i + 1 if single else min(n_bursts, i + per_row)
         saved = None if single else timer.snapshot()
+        saved_stream = side.stream
         mark = len(tl)
         end = _run(
             tl, timer, side, who, start, byte_at(i), byte_at(j), prefix[j] - prefix[i], dram_key
@@ -538,6 +572,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             while low < high:
                 mid = (low + high) // 2
                 timer.restore(_copy(saved))
+                side.stream = saved_stream
                 e, _ = _ends(timer, side, who, start, byte_at(i), byte_at(mid + 1))
                 e = max(e, start + prefix[mid + 1] - prefix[i])
                 if e > now:
@@ -546,6 +581,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
                     low = mid + 1
             j = low + 1
             timer.restore(saved)
+            side.stream = saved_stream
             del tl[mark:]
             end = _run(
                 tl, timer, side, who, start, byte_at(i), byte_at(j), prefix[j] - prefix[i], dram_key
@@ -583,7 +619,14 @@ def _copy(saved: tuple) -> tuple:
 
 
 def _ends(timer: DramTimer, side: DramSide, who, start: int, lo: int, hi: int):
-    return timer.issue(side.slice(lo, hi), side.is_write, who, start)
+    """Issue transfer bytes [lo, hi) from `start`, continuing the side's stream when the last
+    run ended at `start` (so the granularity of runs does not change the DRAM's timing)."""
+    stream = side.stream
+    go_on = (stream[1], stream[2]) if stream is not None and stream[0] == start else None
+    out = timer.issue(side.slice(lo, hi), side.is_write, who, start, go_on)
+    first = go_on[0] if go_on is not None else timer.to_dram(start)
+    side.stream = (out[0], first, (go_on[1] if go_on is not None else 0) + timer.issued)
+    return out
 
 
 def _run(tl, timer, side, who, start, lo, hi, port_cycles, port_key) -> int:
@@ -592,6 +635,7 @@ def _run(tl, timer, side, who, start, lo, hi, port_cycles, port_key) -> int:
     side.data_end = timer.data_end
     port_end = start + port_cycles
     end = max(port_end, dram_end)
+    side.stream = (end,) + side.stream[1:]  # a run starting at `end` continues the stream
     if dram_end <= port_end or not delays:  # the port binds (or the DRAM had no delay)
         tl.append((start, S_BURST, port_key))
         return end
