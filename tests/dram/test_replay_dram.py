@@ -159,3 +159,23 @@ def test_overlapping_placements_are_refused_naming_the_field():
     with __import__("pytest").raises(SpecError, match="placements of A and B overlap") as e:
         replay(*gemv(HBM, {"A": {"base": 0}, "B": {"base": 32}}), progress=False)
     assert e.value.field == "memories[0].dram.placements"
+
+
+def test_the_resnet50_example_shows_the_dram_causes():
+    # examples/resnet50_dram: the same layer with and without DDR4 behind tpu_like's DRAM; the
+    # DRAM only adds cycles, and its refreshes and row misses are charged
+    from replay_helpers import ROOT
+
+    from cyclesim.spec import load_architecture, load_mapping, load_workload
+
+    folder = ROOT / "examples" / "resnet50_dram"
+    cycles = {}
+    for arch_file in ("tpu_like.yaml", "tpu_like_ddr4.yaml"):
+        a = load_architecture(str(ROOT / "hw_models" / arch_file))
+        w = load_workload(str(folder / "workload.yaml"))
+        res = replay(a, w, load_mapping(str(folder / "mapping.yaml"), a, w), progress=False)
+        cycles[arch_file] = res.cycles
+        causes = set(res.stall_spans.cause)
+    assert cycles["tpu_like.yaml"] == 58_916
+    assert cycles["tpu_like_ddr4.yaml"] > 3 * cycles["tpu_like.yaml"]
+    assert {"refresh", "row_miss"} <= causes

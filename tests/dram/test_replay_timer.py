@@ -196,3 +196,16 @@ def test_bursts_smaller_than_a_request_fetch_it_once():
     end, _ = t.issue([(64, 8, 0, 1)], False, "A", 29)
     assert t.counts["requests"] == 2 and t.counts["activates"] == 1
     assert end == 33  # the read at max(29, 17 + 6) = 29, its bus slot to 33
+
+
+def test_a_stream_cut_into_runs_times_as_one():
+    # 64 requests of one row in one call: reads 17, 23, ..., 17 + 63 * 6 = 395, data at 416.
+    # The same bytes as two runs, the second starting where the first ended (cycle 17 + 31 * 6
+    # + 4 = 207) and continuing its stream (32 requests queued from cycle 0): the same reads.
+    one = timer()
+    one.issue([(0, 4096, 0, 1)], False, "A", 0)
+    two = timer()
+    end, _ = two.issue([(0, 2048, 0, 1)], False, "A", 0)
+    assert end == 207 and two.issued == 32
+    two.issue([(2048, 2048, 0, 1)], False, "A", end, stream=(0, 32))
+    assert one.data_end == two.data_end == 395 + 17 + 4
