@@ -102,8 +102,14 @@ class DramTimer:
         self.last_col: list[tuple | None] = [None] * c.channels
         # per channel and rank: recent activates [(cycle, bank group)], next refresh cycle
         self.acts = [[[] for _ in range(c.ranks)] for _ in range(c.channels)]
-        step = c.tREFI // c.ranks
-        self.next_refresh = [[(r + 1) * step for r in range(c.ranks)] for _ in range(c.channels)]
+        if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":  # every rank at once, every tREFI
+            self.refresh_every = c.tREFI
+            first = [c.tREFI] * c.ranks
+        else:  # RANK_LEVEL_STAGGERED (the spec refuses bank-level refresh)
+            step = c.tREFI // c.ranks
+            first = [(r + 1) * step for r in range(c.ranks)]
+        self.next_refresh = [first[:] for _ in range(c.channels)]
+        self.close_page = c.close_page  # precharge a row after its run of requests
         self.data_end = 0  # data end of the requests of the last issue() call (DRAM cycles)
         self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
         self.last_request: dict[object, int] = {}  # per requester: its last request issued
@@ -375,6 +381,12 @@ class DramTimer:
                 self.data_end = t
             counts["row_hits"] += m - 1
             n -= m
+            if self.close_page:  # CLOSE_PAGE: the row is precharged after these requests
+                open_row[b] = NO_ROW
+                self.closed_by_refresh[b] = False
+                t = pre_ready[b] + self.tRP
+                if t > self.act_ready[b]:
+                    self.act_ready[b] = t
             if not n:
                 return first, spacing, last
             arrive = last + 1

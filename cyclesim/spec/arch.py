@@ -378,6 +378,14 @@ def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err:
         field = {"channels": "channels", "address_mapping": "address_mapping"}.get(e.field or "")
         where = loc + ((field,) if field else ("config",))
         raise err(e.detail, where, found=e.found, expected=e.expected) from None
+    if config.refresh_policy == "BANK_LEVEL_STAGGERED":
+        raise err(
+            "the replay's DRAM timer refreshes whole ranks; per-bank refresh is timed only by "
+            "`cyclesim dram`",
+            loc + ("config",),
+            found=config.refresh_policy,
+            expected="RANK_LEVEL_STAGGERED or RANK_LEVEL_SIMULTANEOUS",
+        )
     placements = []
     for tensor, p in block.placements.items():
         if m.tensors is not None and tensor not in m.tensors:

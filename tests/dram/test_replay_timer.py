@@ -209,3 +209,20 @@ def test_a_stream_cut_into_runs_times_as_one():
     assert end == 207 and two.issued == 32
     two.issue([(2048, 2048, 0, 1)], False, "A", end, stream=(0, 32))
     assert one.data_end == two.data_end == 395 + 17 + 4
+
+
+def test_close_page_reopens_the_row_for_every_run():
+    # CLOSE_PAGE: after the read at 17 the row is precharged once it may be (tRAS: 39) and is
+    # closed by 39 + tRP = 56; the next request of the same row (asked at 21, bus free at 23)
+    # activates again at 56 and reads at 73
+    t = timer(close_page=True)
+    t.issue([(0, 64, 0, 1)], False, "A", 0)
+    end, delays = t.issue([(64, 64, 0, 1)], False, "A", 21)
+    assert causes(delays) == [(23, 73, "row_miss")]  # the bus was free from 23
+    assert end == 77 and t.counts["activates"] == 2
+
+
+def test_simultaneous_refresh_refreshes_every_rank_at_tREFI():
+    # two ranks, RANK_LEVEL_SIMULTANEOUS: both refresh at 9360 (staggered: 4680 and 9360)
+    assert timer(refresh_policy="RANK_LEVEL_SIMULTANEOUS").next_refresh == [[9360, 9360]]
+    assert timer().next_refresh == [[4680, 9360]]
