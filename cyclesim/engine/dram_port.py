@@ -445,6 +445,7 @@ class DramSide:
         "total",
         "data_end",
         "stream",
+        "last_dram_end",
     )
 
     def __init__(self, timer: DramTimer, addresses, is_write: bool) -> None:
@@ -458,6 +459,7 @@ class DramSide:
         # (accelerator cycle the last run ended, DRAM cycle of the stream's first request,
         # requests issued in it): runs that follow each other without a break are one stream
         self.stream: tuple[int, int, int] | None = None
+        self.last_dram_end: int | None = None  # accelerator cycle the last run's DRAM side ends
 
     def select(self, k: int) -> None:
         """The next transfer moves tile k: its strided byte runs."""
@@ -503,7 +505,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     back and the cut run issued again). After the last burst the DRAM's data latency, then the
     port latency, are paid without holding the ports.
     """
-    from cyclesim.engine.transfer import _timing
+    from cyclesim.engine.transfer import _burst_bits, _timing
 
     side: DramSide = link.dram
     timer = side.timer
@@ -562,7 +564,6 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             tl, timer, side, who, start, byte_at(i), byte_at(j), prefix[j] - prefix[i], dram_key
         )
         fabric.start_run(keys, proc, single)
-        cut = False
         try:
             yield env.timeout(end - start)
             rec.events += 2
@@ -570,40 +571,49 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         except simpy.Interrupt:
             fabric.end_run(keys)
             now = env.now
-            if saved is None:  # one burst: it completes as timed
-                while env.now < end:
-                    try:
-                        yield env.timeout(end - env.now)
-                        rec.events += 1
-                    except simpy.Interrupt:
-                        pass
-            else:
-                cut = True
-        if cut:  # cut after the burst in progress at `now`: the first x whose [i, x] ends later
-            low, high = i, j - 1
-            while low < high:
-                mid = (low + high) // 2
-                timer.restore(_copy(saved))
+            x = i  # the burst in progress at `now`: the first whose run [i, x] ends later
+            if saved is not None:
+                low, high = i, j - 1
+                while low < high:
+                    mid = (low + high) // 2
+                    timer.restore(_copy(saved))
+                    side.stream = saved_stream
+                    e, _ = _ends(timer, side, who, start, byte_at(i), byte_at(mid + 1))
+                    e = max(e, start + prefix[mid + 1] - prefix[i])
+                    if e > now:
+                        high = mid
+                    else:
+                        low = mid + 1
+                x = j = low
+                j += 1
+                timer.restore(saved)
                 side.stream = saved_stream
-                e, _ = _ends(timer, side, who, start, byte_at(i), byte_at(mid + 1))
-                e = max(e, start + prefix[mid + 1] - prefix[i])
-                if e > now:
-                    high = mid
-                else:
-                    low = mid + 1
-            j = low + 1
-            timer.restore(saved)
-            side.stream = saved_stream
-            del tl[mark:]
-            end = _run(
-                tl, timer, side, who, start, byte_at(i), byte_at(j), prefix[j] - prefix[i], dram_key
-            )
-            while env.now < end:  # the burst in progress completes as timed
-                try:
-                    yield env.timeout(end - env.now)
-                    rec.events += 1
-                except simpy.Interrupt:
-                    pass
+                del tl[mark:]
+                _run(
+                    tl,
+                    timer,
+                    side,
+                    who,
+                    start,
+                    byte_at(i),
+                    byte_at(j),
+                    prefix[j] - prefix[i],
+                    dram_key,
+                )
+            dram_end = side.last_dram_end
+            # the port side of burst x goes on from `now` at the widths of the moment (the PE
+            # array's share may have changed); its DRAM requests are issued already
+            while len(tl) > mark + 1 and tl[-1][0] > now:
+                tl.pop()
+            moved = now - (start + prefix[x] - prefix[i])
+            bits = _burst_bits(big, small, burst, x)
+            rest = (max(0, bits[0] - moved * wp), max(0, bits[1] - moved * wc))
+            yield from _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, dram_key)
+            if env.now < dram_end:
+                yield env.timeout(dram_end - env.now)
+                rec.events += 1
+            end = env.now
+            side.stream = (end,) + side.stream[1:]  # the stream goes on from here
         last_start = max(start, end - cycles[j - 1])
         i = j
         if i >= n_bursts:
@@ -621,6 +631,31 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         rec.events += 1
     if channel is not None:
         dma[0].release(channel)
+
+
+def _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, port_key):
+    """Move the (parent bits, child bits) left of a burst at the ports' current widths,
+    re-timing whenever the PE array's share changes (a port never moves more than its width)."""
+    width, reserved = fabric.width, fabric.reserved
+    while rest[0] > 0 or rest[1] > 0:
+        wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
+        if wp <= 0 or wc <= 0:  # the PE array takes the whole port: hold it and wait
+            tl.append((env.now, S_PORT, keys))
+            yield fabric.wait_for_width(keys)
+            rec.events += 1
+            continue
+        tl.append((env.now, S_BURST, port_key))
+        begun = env.now
+        fabric.start_run(keys, proc, True)
+        try:
+            yield env.timeout(max(-(-rest[0] // wp), -(-rest[1] // wc), 1))
+            rec.events += 1
+            fabric.end_run(keys)
+            return
+        except simpy.Interrupt:
+            fabric.end_run(keys)
+            moved = env.now - begun
+            rest = (max(0, rest[0] - moved * wp), max(0, rest[1] - moved * wc))
 
 
 def _copy(saved: tuple) -> tuple:
@@ -645,6 +680,7 @@ def _run(tl, timer, side, who, start, lo, hi, port_cycles, port_key) -> int:
     """Issue transfer bytes [lo, hi) from `start`; record the states of the run; its end."""
     dram_end, delays = _ends(timer, side, who, start, lo, hi)
     side.data_end = timer.data_end
+    side.last_dram_end = dram_end
     port_end = start + port_cycles
     end = max(port_end, dram_end)
     side.stream = (end,) + side.stream[1:]  # a run starting at `end` continues the stream
