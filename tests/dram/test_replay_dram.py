@@ -6,12 +6,14 @@ import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from replay_helpers import inputs_from_dicts, memory, port  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
 
 from cyclesim.engine import replay  # noqa: E402
+from cyclesim.spec import Direction  # noqa: E402
 
 # HBM2 (preset HBM2_8Gb_x128) on one channel at tCK = 1 ns with a 1000 MHz accelerator: one
 # accelerator cycle per DRAM cycle. tRCDRD = tRCDWR = 14, CL = 14, CWL = 4, a burst 2 cycles,
@@ -112,25 +114,39 @@ def test_two_operands_on_one_bank_conflict():
     assert "channel 0 bank 0 row 1" in conflict.chain
 
 
-DRAM_ON = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DRAM_ON = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @DRAM_ON
-@given(schedules())
-def test_causes_add_up_with_dram_on(case):
-    """Random small GEMM schedules with HBM2 or DDR4 behind the DRAM: the run's own checks
-    (counts equal the closed form, each phase's causes add up to its total) hold, and the
-    DRAM only ever adds cycles to the bandwidth-only replay's lower bound of compute."""
-    arch, workload, mapping, reuse, _ = case
-    arch = dict(arch, clock_mhz=700)
+@given(
+    schedules(),
+    st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128"]),
+    st.sampled_from([100, 700, 2000]),
+    st.sampled_from(["rochrababgco", "rorabgbachco"]),
+)
+def test_causes_add_up_with_dram_on(case, config, clock_mhz, address_mapping):
+    """Random small GEMM schedules with DDR4 or HBM2 behind the DRAM, slow or fast against the
+    accelerator's clock: the run's own checks hold (counts equal the closed form, each phase's
+    causes add up to its total), and no port moves more bits than its width allows."""
+    arch, workload, mapping, reuse, fanout = case
+    arch = dict(arch, clock_mhz=clock_mhz)
     arch["memories"] = [dict(m) for m in arch["memories"]]
-    arch["memories"][0]["dram"] = {"config": "DDR4_8Gb_x8_2400"}
-    res = replay(*inputs_from_dicts(arch, workload, mapping), reuse=reuse, progress=False)
+    arch["memories"][0]["dram"] = {"config": config, "address_mapping": address_mapping}
+    a, w, m = inputs_from_dicts(arch, workload, mapping)
+    res = replay(a, w, m, reuse=reuse, progress=False)
     total = res.onload_cycles + res.ideal_compute_cycles + res.stall_cycles + res.offload_cycles
     assert total == res.cycles
     by_phase = res.stall_spans.groupby("phase").cycles.sum().to_dict()
     assert by_phase.get("onload", 0) == res.onload_cycles
     assert by_phase.get("offload", 0) == res.offload_cycles
+    busy: dict[tuple[str, str], int] = {}
+    for r in res.detailed_accesses.itertuples():
+        p = a.memory(r.memory).port_for(r.tensor, Direction(r.direction))
+        instances = fanout if r.memory == "reg" else 1
+        busy[(r.memory, p.name)] = busy.get((r.memory, p.name), 0) + r.bits // instances
+    for (mem, name), bits in busy.items():
+        width = next(p.width_bits for p in a.memory(mem).ports if p.name == name)
+        assert res.cycles >= -(-bits // width), f"{mem}.{name} moves {bits} b at {width} b/cycle"
 
 
 def test_explain_replays_dram_remedies():
