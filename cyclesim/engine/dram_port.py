@@ -206,18 +206,26 @@ class DramTimer:
         )
         skip = self.last_request.get(who)  # a request the same transfer's last burst issued
         last_q = None
+        behind = 0  # the chunk holding request index - queue (it only moves forward)
+        row_run_timed = self._row_run
 
         def row_run(q: int, n: int) -> None:
-            nonlocal index, end
+            nonlocal index, end, behind
             ch = (q >> ch_pos) & ch_mask
             rank = (q >> ra_pos) & ra_mask
             bg = (q >> bg_pos) & bg_mask
             b = ch * per_channel + (rank * bankgroups + bg) * banks_per_group
             b += (q >> ba_pos) & ba_mask
             arrive = s0 + index
-            if index >= queue and chunks:  # the queue holds `queue` requests at most
-                arrive = max(arrive, _column_of(chunks, index - queue))
-            first, spacing, last = self._row_run(
+            if index - index0 >= queue:  # the queue holds `queue` requests at most
+                target = index - queue
+                while behind + 1 < len(chunks) and chunks[behind + 1][0] <= target:
+                    behind += 1
+                first_index, first_col, spacing = chunks[behind]
+                column = first_col + (target - first_index) * spacing
+                if column > arrive:
+                    arrive = column
+            first, spacing, last = row_run_timed(
                 ch, rank, bg, b, (q >> ro_pos) & ro_mask, n, is_write, who, arrive, delays
             )
             chunks.append((index, first, spacing))
@@ -416,13 +424,6 @@ class DramTimer:
             self.act_ready[b] = max(self.act_ready[b], done)
         self.next_refresh[ch][rank] = due + self.refresh_every
         self.counts["refreshes"] += 1
-
-
-def _column_of(chunks: list[tuple[int, int, int]], index: int) -> int:
-    """Column command cycle of request `index` of the current issue."""
-    i = bisect_right(chunks, (index, 1 << 62, 0)) - 1
-    first_index, first, spacing = chunks[i]
-    return first + (index - first_index) * spacing
 
 
 def where_text(where: tuple[int, int, int], config: DramConfig | None = None) -> str:
