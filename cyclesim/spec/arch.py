@@ -376,6 +376,15 @@ def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err:
             config = config.with_changes(ranks=block.ranks)
     except SpecError as e:
         field = {"channels": "channels", "address_mapping": "address_mapping"}.get(e.field or "")
+        if e.line is not None and field is None:  # a fault inside the .ini: name its line
+            raise SpecError(
+                f"{e.detail} (the DRAM config of memory '{m.name}' in {name})",
+                file=e.file,
+                field=e.field,
+                line=e.line,
+                found=e.found,
+                expected=e.expected,
+            ) from None
         where = loc + ((field,) if field else ("config",))
         raise err(e.detail, where, found=e.found, expected=e.expected) from None
     if config.refresh_policy == "BANK_LEVEL_STAGGERED":

@@ -195,3 +195,35 @@ def test_the_resnet50_example_shows_the_dram_causes():
     assert cycles["tpu_like.yaml"] == 58_916
     assert cycles["tpu_like_ddr4.yaml"] > 3 * cycles["tpu_like.yaml"]
     assert {"refresh", "row_miss"} <= causes
+
+
+INI = (
+    "[dram_structure]\nprotocol = DDR4\nbankgroups = 4\nbanks_per_group = 4\nrows = 65536\n"
+    "columns = 1024\ndevice_width = 8\nBL = 8\n\n[timing]\ntCK = {tck}\nAL = 0\nCL = 17\n"
+    "CWL = 12\ntRCD = 17\ntRP = 17\ntRAS = 39\ntRFC = 420\ntREFI = 9360\ntRRD_S = 4\n"
+    "tRRD_L = 6\ntWTR_S = 3\ntWTR_L = 9\ntFAW = 26\ntWR = 18\ntRTP = 9\ntCCD_S = 4\n"
+    "tCCD_L = 6\ntRTRS = 1\n\n[system]\nchannel_size = 16384\nchannels = 1\n"
+    "bus_width = 64\naddress_mapping = rochrababgco\n"
+)
+
+
+def test_a_dramsim3_ini_beside_the_architecture(tmp_path):
+    # `config: ddr4.ini` is read relative to the architecture file; a fault in the .ini names
+    # the .ini's file, key and line
+    from cyclesim.errors import SpecError
+    from cyclesim.spec import load_architecture
+
+    (tmp_path / "ddr4.ini").write_text(INI.replace("{tck}", "1.0"))
+    arch = tmp_path / "arch.yaml"
+    arch.write_text(
+        "name: a\nclock_mhz: 1000\npe_array: {dims: {X: 1}}\nmemories:\n"
+        "  - name: DRAM\n    dram: {config: ddr4.ini}\n"
+        "    ports: [{name: rw, kind: read_write, width_bits: 64}]\n"
+    )
+    config = load_architecture(str(arch)).memory("DRAM").dram.config
+    assert config.name == "ddr4" and config.tck_ns == 1.0 and config.CL == 17
+    (tmp_path / "ddr4.ini").write_text(INI.replace("{tck}", "fast"))
+    with __import__("pytest").raises(SpecError, match="memory 'DRAM'") as e:
+        load_architecture(str(arch))
+    # tCK is line 11: 8 lines of [dram_structure], a blank line, [timing], tCK
+    assert e.value.file.endswith("ddr4.ini") and e.value.field == "tCK" and e.value.line == 11
