@@ -29,9 +29,8 @@ import simpy
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import ACTIVATE, PRECHARGE, READ, WRITE, timing_tables
-from cyclesim.engine.record import S_BURST, S_DMA, S_LATENCY, S_PORT, S_SETUP
+from cyclesim.engine.record import S_BURST, S_DMA, S_DRAM, S_LATENCY, S_PORT, S_SETUP
 
-S_DRAM = "dram"  # a DRAM delay; info: (cause, port key, who opened the row or None, where)
 ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
 CONTENTION = "contention"
 NO_ROW = -1
@@ -424,14 +423,6 @@ class DramTimer:
             self.act_ready[b] = max(self.act_ready[b], done)
         self.next_refresh[ch][rank] = due + self.refresh_every
         self.counts["refreshes"] += 1
-
-
-def where_text(where: tuple[int, int, int], config: DramConfig | None = None) -> str:
-    """'channel 0 bank 5 row 17' for a delay's (channel, bank, row) (bank: index in the channel)."""
-    ch, b, row = where
-    if config is not None:
-        b -= ch * config.ranks * config.banks
-    return f"channel {ch} bank {b} row {row}"
 
 
 class DramSide:

@@ -13,7 +13,6 @@ from functools import partial
 
 import simpy
 
-from cyclesim.engine.dram_port import DramSide, DramTimer
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.loop import deadlock_message, run_to_empty_queue
 from cyclesim.engine.record import (
@@ -92,9 +91,11 @@ class _Replay:
         self.intermediate = tuple(
             n.tensor in consumed and n.tensor in self.producer_of for n in plan.nodes
         )
-        self.dram = {  # per DRAM-modelled memory: its timer (engine/dram_port.py)
-            name: DramTimer(config, clock_mhz) for name, config, _, clock_mhz in plan.dram
-        }
+        self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_port.py)
+        if plan.dram:
+            from cyclesim.engine.dram_port import DramTimer
+
+            self.dram = {name: DramTimer(config, mhz) for name, config, _, mhz in plan.dram}
         self.l1 = None  # L1 placement (engine/l1.py) when a memory has an `allocator:`
         if plan.allocators:
             from cyclesim.engine.l1 import L1Places
@@ -190,6 +191,8 @@ class _Replay:
         """Give the link its DRAM side when n's parent lives in a DRAM-modelled memory."""
         addresses = self.plan.dram_nodes[n.index] if self.plan.dram_nodes else None
         if addresses is not None:
+            from cyclesim.engine.dram_port import DramSide
+
             link.dram = DramSide(self.dram[addresses.memory], addresses, is_write)
         return link
 

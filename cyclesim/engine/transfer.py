@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import simpy
 
-from cyclesim.engine.dram_port import dram_transfer
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.record import S_BURST, S_DMA, S_LATENCY, S_PORT, S_SETUP, Recorder
 from cyclesim.schedule.plan import PortRef
@@ -96,6 +95,8 @@ def transfer(
     without holding the ports. Uncontested bursts run back to back in one timeout.
     """
     if link.dram is not None:  # the DRAM's timer times the bursts too (engine/dram_port.py)
+        from cyclesim.engine.dram_port import dram_transfer
+
         yield from dram_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
         return
     channel = None

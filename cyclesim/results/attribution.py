@@ -11,12 +11,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from cyclesim.engine.dram_port import S_DRAM, where_text
 from cyclesim.engine.fabric import PE
 from cyclesim.engine.record import (
     S_BURST,
     S_DMA,
     S_DRAIN,
+    S_DRAM,
     S_IDLE,
     S_LATENCY,
     S_PARENT,
@@ -205,7 +205,7 @@ class Attributor:
                 )
             elif state == S_DRAM:
                 cause, key, opener, where = info
-                where = where_text(where, self._dram_config(key))
+                where = _where_text(where, self._dram_config(key))
                 competitor = self._label(opener) if opener is not None else None
                 words = {
                     ROW_MISS: f"row miss at {where}",
@@ -436,3 +436,12 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             (f"run ends with the write-back of {n.tensor} from {n.memory}",),
         )
     )
+
+
+def _where_text(where: tuple[int, int, int], config) -> str:
+    """'channel 0 bank 5 row 17' for a DRAM delay's (channel, bank, row), the bank counted
+    within its channel (config: the memory's DramConfig, or None)."""
+    channel, bank, row = where
+    if config is not None:
+        bank -= channel * config.ranks * config.banks
+    return f"channel {channel} bank {bank} row {row}"
