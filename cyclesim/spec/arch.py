@@ -68,6 +68,17 @@ class _MemoryEnergy(_Strict):
 class _ComputeEnergy(_Strict):
     mac: float = Field(0, ge=0, allow_inf_nan=False, description="energy per MAC")
     leak_per_cycle: float = Field(0, ge=0, allow_inf_nan=False, description="per PE")
+class _Placement(_Strict):
+    base: int = Field(ge=0, le=1 << 48, description="byte address of the tensor's first value")
+    order: list[str] | None = Field(None, description="tensor dims, outermost first")
+
+
+class _DramBlock(_Strict):
+    config: str = Field(description="a preset name or a DRAMsim3 .ini path")
+    channels: int | None = Field(None, ge=1, le=256)
+    ranks: int | None = Field(None, ge=1, le=16)
+    address_mapping: str | None = None
+    placements: dict[str, _Placement] = {}
 
 
 class _Memory(_Strict):
@@ -79,6 +90,7 @@ class _Memory(_Strict):
     ports: list[_Port] = Field(min_length=1)
     allocator: dict[str, Any] | None = None
     energy: _MemoryEnergy | None = None
+    dram: _DramBlock | None = None
 
 
 class _PEArray(_Strict):
@@ -150,6 +162,11 @@ class ComputeEnergy:
 
     mac: float
     leak_per_cycle: float
+class DramModel:
+    """A memory's DRAM device (cyclesim.dram.config) and where its tensors are placed."""
+
+    config: Any  # DramConfig, loaded and validated
+    placements: tuple[tuple[str, int, tuple[str, ...] | None], ...] = ()  # (tensor, base, order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +179,7 @@ class Memory:
     ports: tuple[Port, ...]
     allocator: dict | None = None
     energy: MemoryEnergy | None = None  # None: no energies given
+    dram: DramModel | None = None  # banks, rows and timing behind this memory's ports
 
     def holds(self, tensor: str) -> bool:
         return self.tensors is None or tensor in self.tensors
@@ -338,6 +356,7 @@ def architecture_from_dict(
             tuple(ports),
             m.allocator,
             _memory_energy(m.energy),
+            _dram_model(m, loc, raw.clock_mhz, name, err) if m.dram is not None else None,
         )
         _check_port_ambiguity(mem, loc, err)
         memories.append(mem)
@@ -382,6 +401,68 @@ def _memory_energy(raw: _MemoryEnergy | None) -> MemoryEnergy | None:
         return None
     update = raw.write if raw.update is None else raw.update
     return MemoryEnergy(raw.bits_per_action, raw.read, raw.write, update, raw.leak_per_cycle)
+def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err: Any) -> DramModel:
+    """Load the memory's DRAM config (preset or .ini, relative to the architecture file)."""
+    from pathlib import Path
+
+    from cyclesim.dram.config import PRESET_NAMES, load_dram_config
+
+    block = m.dram
+    loc = loc + ("dram",)
+    if clock_mhz is None:
+        raise err(
+            f"memory '{m.name}' has a DRAM model but the architecture has no clock",
+            ("clock_mhz",),
+            expected="clock_mhz: the accelerator clock, to convert DRAM cycles exactly",
+        )
+    source = block.config
+    if source not in PRESET_NAMES and not Path(source).is_absolute() and name.endswith(".yaml"):
+        beside = Path(name).parent / source
+        if beside.is_file():
+            source = str(beside)
+    overrides = {}
+    if block.channels is not None:
+        overrides["channels"] = block.channels
+    if block.address_mapping is not None:
+        overrides["address_mapping"] = block.address_mapping
+    try:
+        config = load_dram_config(source, overrides)
+        if block.ranks is not None:
+            if block.ranks & (block.ranks - 1):
+                raise err("ranks must be a power of two", loc + ("ranks",), found=block.ranks)
+            config = config.with_changes(ranks=block.ranks)
+    except SpecError as e:
+        field = {"channels": "channels", "address_mapping": "address_mapping"}.get(e.field or "")
+        if e.line is not None and field is None:  # a fault inside the .ini: name its line
+            raise SpecError(
+                f"{e.detail} (the DRAM config of memory '{m.name}' in {name})",
+                file=e.file,
+                field=e.field,
+                line=e.line,
+                found=e.found,
+                expected=e.expected,
+            ) from None
+        where = loc + ((field,) if field else ("config",))
+        raise err(e.detail, where, found=e.found, expected=e.expected) from None
+    if config.refresh_policy == "BANK_LEVEL_STAGGERED":
+        raise err(
+            "the replay's DRAM timer refreshes whole ranks; per-bank refresh is timed only by "
+            "`cyclesim dram`",
+            loc + ("config",),
+            found=config.refresh_policy,
+            expected="RANK_LEVEL_STAGGERED or RANK_LEVEL_SIMULTANEOUS",
+        )
+    placements = []
+    for tensor, p in block.placements.items():
+        if m.tensors is not None and tensor not in m.tensors:
+            raise err(
+                f"placement of a tensor memory '{m.name}' does not hold",
+                loc + ("placements", tensor),
+                found=tensor,
+                expected=f"one of {list(m.tensors)}",
+            )
+        placements.append((tensor, p.base, tuple(p.order) if p.order is not None else None))
+    return DramModel(config, tuple(placements))
 
 
 def _unique(names: list[str], loc: tuple, what: str, err: Any) -> None:
