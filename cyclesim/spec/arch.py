@@ -68,6 +68,8 @@ class _MemoryEnergy(_Strict):
 class _ComputeEnergy(_Strict):
     mac: float = Field(0, ge=0, allow_inf_nan=False, description="energy per MAC")
     leak_per_cycle: float = Field(0, ge=0, allow_inf_nan=False, description="per PE")
+
+
 class _Placement(_Strict):
     base: int = Field(ge=0, le=1 << 48, description="byte address of the tensor's first value")
     order: list[str] | None = Field(None, description="tensor dims, outermost first")
@@ -162,11 +164,15 @@ class ComputeEnergy:
 
     mac: float
     leak_per_cycle: float
+
+
+@dataclass(frozen=True, slots=True)
 class DramModel:
     """A memory's DRAM device (cyclesim.dram.config) and where its tensors are placed."""
 
     config: Any  # DramConfig, loaded and validated
     placements: tuple[tuple[str, int, tuple[str, ...] | None], ...] = ()  # (tensor, base, order)
+    block: dict | None = field(default=None, compare=False)  # the YAML block, config path resolved
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,6 +407,8 @@ def _memory_energy(raw: _MemoryEnergy | None) -> MemoryEnergy | None:
         return None
     update = raw.write if raw.update is None else raw.update
     return MemoryEnergy(raw.bits_per_action, raw.read, raw.write, update, raw.leak_per_cycle)
+
+
 def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err: Any) -> DramModel:
     """Load the memory's DRAM config (preset or .ini, relative to the architecture file)."""
     from pathlib import Path
@@ -462,7 +470,9 @@ def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err:
                 expected=f"one of {list(m.tensors)}",
             )
         placements.append((tensor, p.base, tuple(p.order) if p.order is not None else None))
-    return DramModel(config, tuple(placements))
+    written = block.model_dump(exclude_none=True, exclude_defaults=True)
+    written["config"] = source
+    return DramModel(config, tuple(placements), written)
 
 
 def _unique(names: list[str], loc: tuple, what: str, err: Any) -> None:

@@ -90,6 +90,8 @@ def _memory_dict(mem: Any) -> dict:
         out["allocator"] = copy.deepcopy(mem.allocator)
     if mem.energy is not None:
         out["energy"] = dataclasses.asdict(mem.energy)
+    if mem.dram is not None and mem.dram.block is not None:
+        out["dram"] = copy.deepcopy(mem.dram.block)
     return out
 
 
