@@ -1,17 +1,20 @@
-"""AccelForge's YAML edge: Jinja rendering, node tags, merged files, numeric and set expressions."""
+"""AccelForge's YAML edge: node tags, merged files and set expressions, over the one loader,
+the sandboxed Jinja renderer and the bounded evaluator of `cyclesim.spec`."""
 
 from __future__ import annotations
 
 import ast
-import math
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from cyclesim.errors import SpecError
+from cyclesim.spec.expressions import MAX_CHARS, evaluate_number
+from cyclesim.spec.templates import render_template
+from cyclesim.spec.yamlio import parse_yaml_text, read_text
+
+__all__ = ["evaluate_number", "evaluate_tensor_set", "load_yaml_file", "merge_top_level"]
 
 # Tags AccelForge registers for its architecture and mapping nodes. Any other tag (AccelForge's
 # own !include, !nomerge, ...) is read too, then refused by name where it is used.
@@ -44,56 +47,19 @@ class TaggedNode:
     line: int
 
 
-class _TagLoader(yaml.SafeLoader):
-    """SafeLoader that accepts every `!Tag` and records the line of every mapping."""
+def _tagged(tag: str, value: Any, line: int) -> TaggedNode:
+    return TaggedNode(tag=tag, value=value, line=line)
 
 
-def _construct_line_dict(loader: _TagLoader, node: yaml.MappingNode):
-    data = LineDict()
-    data.line = node.start_mark.line + 1
-    yield data
-    data.update(loader.construct_mapping(node, deep=True))
-
-
-def _construct_tagged(loader: _TagLoader, tag_suffix: str, node: yaml.Node) -> TaggedNode:
-    if isinstance(node, yaml.MappingNode):
-        value: Any = LineDict(loader.construct_mapping(node, deep=True))
-        value.line = node.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_scalar(node)
-    return TaggedNode(tag=tag_suffix, value=value, line=node.start_mark.line + 1)
-
-
-_TagLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_line_dict)
-_TagLoader.add_multi_constructor("!", _construct_tagged)
+def _line_dict(mapping: dict, line: int) -> LineDict:
+    data = LineDict(mapping)
+    data.line = line
+    return data
 
 
 def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
-    """Render `text` as a Jinja2 template when it uses `{{`, `{%` or `{#`; else return it.
-
-    Raise SpecError naming the undefined variable or the template line if rendering fails.
-    """
-    if "{{" not in text and "{%" not in text and "{#" not in text:
-        return text
-    import jinja2
-
-    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    try:
-        return environment.from_string(text).render(**dict(jinja_data))
-    except jinja2.UndefinedError as error:
-        raise SpecError(
-            f"Jinja template uses an undefined variable: {error.message}",
-            file=file,
-            expected="a value for it in the Jinja data (--jinja-data '{\"NAME\": value}')",
-        ) from None
-    except jinja2.TemplateSyntaxError as error:
-        raise SpecError(
-            f"Jinja template syntax error: {error.message}", file=file, line=error.lineno
-        ) from None
-    except jinja2.TemplateError as error:
-        raise SpecError(f"Jinja template failed: {error}", file=file) from None
+    """Render `text` as a sandboxed Jinja2 template when it uses `{{`, `{%` or `{#`."""
+    return render_template(text, file, jinja_data)
 
 
 def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDict:
@@ -102,20 +68,8 @@ def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDi
     Raise SpecError if the file is missing, is not valid YAML, or is not a mapping at the top.
     """
     file = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise SpecError(f"cannot read the file: {error.strerror}", file=file) from None
-    text = render_jinja(text, file, jinja_data)
-    try:
-        loaded = yaml.load(text, Loader=_TagLoader)  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise SpecError(
-            f"not valid YAML: {getattr(error, 'problem', error)}",
-            file=file,
-            line=mark.line + 1 if mark else None,
-        ) from None
+    text = render_jinja(read_text(path), file, jinja_data)
+    loaded, _, _ = parse_yaml_text(text, file, tags=_tagged, mappings=_line_dict)
     if not isinstance(loaded, dict):
         raise SpecError(
             "the top level is not a mapping",
@@ -141,116 +95,6 @@ def merge_top_level(
                 merged[key] = value
                 key_to_file[key] = file
     return merged, key_to_file
-
-
-_NUMERIC_FUNCTIONS = {
-    "min": min,
-    "max": max,
-    "ceil": math.ceil,
-    "floor": math.floor,
-    "log2": math.log2,
-    "sqrt": math.sqrt,
-    "abs": abs,
-    "int": int,
-    "float": float,
-}
-_BINARY_OPERATORS = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
-    ast.Pow: lambda a, b: a**b,
-}
-
-
-def evaluate_number(
-    value: Any,
-    variables: MappingABC[str, Any],
-    *,
-    file: str | None,
-    field: str,
-    line: int | None,
-) -> int | float:
-    """Evaluate a number or an arithmetic expression such as `1024*8`, `inf` or `2**14`.
-
-    Whole floats become ints. Raise SpecError naming the field if it is not a number.
-    """
-    if isinstance(value, bool):
-        raise SpecError("expected a number", file=file, field=field, line=line, found=value)
-    if isinstance(value, int | float):
-        return _normalise(value)
-    if not isinstance(value, str):
-        raise SpecError("expected a number", file=file, field=field, line=line, found=value)
-
-    def walk(node: ast.AST) -> Any:
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id in ("inf", "infinity", "Infinity"):
-                return math.inf
-            if node.id in variables:
-                return evaluate_number(
-                    variables[node.id], variables, file=file, field=node.id, line=line
-                )
-            raise SpecError(
-                f"unknown name '{node.id}' in a numeric expression",
-                file=file,
-                field=field,
-                line=line,
-                found=value,
-                expected="numbers, inf, arithmetic, or names defined under variables:",
-            )
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY_OPERATORS:
-            return _BINARY_OPERATORS[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            operand = walk(node.operand)
-            return -operand if isinstance(node.op, ast.USub) else operand
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in _NUMERIC_FUNCTIONS
-            and not node.keywords
-        ):
-            return _NUMERIC_FUNCTIONS[node.func.id](*(walk(arg) for arg in node.args))
-        raise SpecError(
-            "unsupported numeric expression",
-            file=file,
-            field=field,
-            line=line,
-            found=value,
-            expected="numbers, inf, + - * / // % **, min/max/ceil/floor/log2/sqrt",
-        )
-
-    try:
-        result = walk(ast.parse(value.strip(), mode="eval"))
-    except SyntaxError:
-        raise SpecError(
-            "not a number or arithmetic expression", file=file, field=field, line=line, found=value
-        ) from None
-    except (ArithmeticError, ValueError, TypeError) as error:
-        raise SpecError(
-            f"numeric expression failed: {error}", file=file, field=field, line=line, found=value
-        ) from None
-    if isinstance(result, str):
-        try:
-            result = float(result)
-        except ValueError:
-            raise SpecError(
-                "expected a number", file=file, field=field, line=line, found=value
-            ) from None
-    if isinstance(result, bool) or not isinstance(result, int | float):
-        raise SpecError("expected a number", file=file, field=field, line=line, found=value)
-    return _normalise(result)
-
-
-def _normalise(number: int | float) -> int | float:
-    if isinstance(number, float) and math.isfinite(number) and number.is_integer():
-        return int(number)
-    return number
 
 
 def evaluate_tensor_set(
@@ -307,9 +151,17 @@ def evaluate_tensor_set(
             expected="names combined with ~ | & - and parentheses",
         )
 
+    if len(expression) > MAX_CHARS:
+        raise SpecError(
+            f"set expression longer than {MAX_CHARS} characters", file=file, field=field, line=line
+        )
     try:
         return walk(ast.parse(expression.strip(), mode="eval"))
     except SyntaxError:
         raise SpecError(
             "not a valid set expression", file=file, field=field, line=line, found=expression
+        ) from None
+    except (RecursionError, MemoryError):
+        raise SpecError(
+            "set expression nested too deeply", file=file, field=field, line=line
         ) from None
