@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import enum
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -12,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cyclesim.errors import SpecError
-from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml
+from cyclesim.spec.yamlio import Lines, format_path, line_of, pydantic_to_spec_error, read_yaml
 
 
 class Policy(enum.StrEnum):
@@ -224,75 +222,3 @@ def _named(config: L1Config, name: str) -> L1Config:
     from dataclasses import replace
 
     return replace(config, name=name)
-
-
-def pydantic_to_spec_error(
-    exc: ValidationError, model: type[BaseModel], file: str, lines: Lines, prefix: tuple = ()
-) -> SpecError:
-    """The first pydantic fault as a SpecError with field path, line and the allowed fields."""
-    error = exc.errors()[0]
-    loc = prefix + tuple(
-        p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))
-    )
-    found = None if error["type"] in ("missing", "extra_forbidden") else error.get("input")
-    message, expected = error["msg"], None
-    if error["type"] == "extra_forbidden":
-        message = f"unknown field '{loc[-1]}'"
-        allowed = _fields_at(model, tuple(error["loc"][:-1]))
-        expected = "one of: " + ", ".join(allowed) if allowed else None
-    if isinstance(found, dict | list) and len(repr(found)) > 80:
-        found = repr(found)[:77] + "..."
-    return SpecError(
-        message,
-        file=file,
-        field=format_path(loc) or None,
-        line=line_of(lines, loc),
-        found=found,
-        expected=expected,
-    )
-
-
-def _fields_at(model: Any, loc: tuple) -> list[str]:
-    """Field names accepted at a path, walking through dict values and list items."""
-    current: Any = _model_in(model)
-    for part in loc:
-        if _is_model(current) and isinstance(part, str) and part in current.model_fields:
-            current = current.model_fields[part].annotation
-        elif not _is_model(current) and current is not None:
-            current = _container_item(current)
-        else:
-            return []
-        current = _model_in(current) or current
-    current = _model_in(current)
-    return list(current.model_fields) if _is_model(current) else []
-
-
-def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
-
-
-def _model_in(annotation: Any) -> Any:
-    """The model class an annotation is, or is Optional of; None otherwise."""
-    if _is_model(annotation):
-        return annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            if _is_model(arg):
-                return arg
-    return None
-
-
-def _container_item(annotation: Any) -> Any:
-    """The item type of list[X] / dict[str, X] (through Optional)."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin in (typing.Union, types.UnionType):
-        for arg in args:
-            if typing.get_origin(arg) in (list, dict):
-                return _container_item(arg)
-        return None
-    if origin is list:
-        return args[0]
-    if origin is dict:
-        return args[1]
-    return None

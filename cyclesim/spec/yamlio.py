@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import types
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -349,50 +351,85 @@ def validate(model: type[BaseModel], data: Any, lines: Lines, name: str, what: s
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        found = err.get("input")
-        if err["type"] == "missing":
-            found = None
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            allowed = ", ".join(_fields_at(model, loc[:-1]))
-            msg = f"unknown field '{loc[-1]}' (allowed: {allowed})"
-            found = None
-        raise SpecError(
-            f"{what}: {msg}",
-            file=name,
-            field=format_path(loc),
-            line=line_of(lines, loc),
-            found=_short(found),
-        ) from None
+        raise pydantic_to_spec_error(exc, model, name, lines, what=what) from None
 
 
-def _short(value: Any) -> Any:
-    text = repr(value)
-    return value if len(text) <= 80 else text[:77] + "..."
+def pydantic_to_spec_error(
+    exc: ValidationError,
+    model: type[BaseModel],
+    file: str,
+    lines: Lines,
+    prefix: tuple = (),
+    *,
+    what: str | None = None,
+) -> SpecError:
+    """The first pydantic fault as a SpecError with field path, line and the allowed fields."""
+    error = exc.errors()[0]
+    loc = prefix + tuple(
+        p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))
+    )
+    found = None if error["type"] in ("missing", "extra_forbidden") else error.get("input")
+    message, expected = error["msg"], None
+    if error["type"] == "extra_forbidden":
+        message = f"unknown field '{loc[-1]}'"
+        allowed = _fields_at(model, tuple(error["loc"][:-1]))
+        expected = "one of: " + ", ".join(allowed) if allowed else None
+    if what and error["type"] == "extra_forbidden":
+        message = f"{message} (allowed: {', '.join(allowed)})"
+        expected = None
+    if isinstance(found, dict | list | str) and len(repr(found)) > 80:
+        found = repr(found)[:77] + "..."
+    return SpecError(
+        f"{what}: {message}" if what else message,
+        file=file,
+        field=format_path(loc) or None,
+        line=line_of(lines, loc),
+        found=found,
+        expected=expected,
+    )
 
 
-def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
-    """The field names a pydantic model accepts at a path (for 'allowed:' lists)."""
-    current: Any = model
+def _fields_at(model: Any, loc: tuple) -> list[str]:
+    """Field names accepted at a path, walking through dict values and list items."""
+    current: Any = _model_in(model)
     for part in loc:
-        if isinstance(part, int):
-            continue
-        field = getattr(current, "model_fields", {}).get(part)
-        if field is None:
+        if _is_model(current) and isinstance(part, str) and part in current.model_fields:
+            current = current.model_fields[part].annotation
+        elif not _is_model(current) and current is not None:
+            current = _container_item(current)
+        else:
             return []
-        current = _inner_model(field.annotation)
-        if current is None:
-            return []
-    return list(getattr(current, "model_fields", {}).keys())
+        current = _model_in(current) or current
+    current = _model_in(current)
+    return list(current.model_fields) if _is_model(current) else []
 
 
-def _inner_model(annotation: Any) -> Any:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _model_in(annotation: Any) -> Any:
+    """The model class an annotation is, or is Optional of; None otherwise."""
+    if _is_model(annotation):
         return annotation
-    for arg in getattr(annotation, "__args__", ()) or ():
-        found = _inner_model(arg)
-        if found is not None:
-            return found
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            if _is_model(arg):
+                return arg
+    return None
+
+
+def _container_item(annotation: Any) -> Any:
+    """The item type of list[X] / dict[str, X] (through Optional)."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            if typing.get_origin(arg) in (list, dict):
+                return _container_item(arg)
+        return None
+    if origin is list:
+        return args[0]
+    if origin is dict:
+        return args[1]
     return None
