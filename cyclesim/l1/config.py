@@ -5,11 +5,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cyclesim.errors import SpecError
+from cyclesim.spec.limits import MAX_BYTES, MAX_COUNT
 from cyclesim.spec.yamlio import Lines, format_path, line_of, pydantic_to_spec_error, read_yaml
 
 
@@ -102,12 +103,22 @@ class _Strict(BaseModel):
 
 class _Config(_Strict):
     kind: Literal["tt_l1"] = "tt_l1"
-    l1_size_bytes: int = Field(gt=0, description="worker_l1_size per Tensix core")
-    unreserved_base_bytes: int = Field(ge=0, description="l1_unreserved_base: firmware below")
-    alignment_bytes: int = Field(32, gt=0, description="DRAM alignment of every L1 address")
-    l1_small_size_bytes: int = Field(0, ge=0, description="L1_SMALL region at the top")
-    num_banks: int = Field(1, gt=0, description="lockstep banks a tensor is interleaved over")
-    worker_grid: list[int] = Field([1, 1], min_length=2, max_length=2)
+    l1_size_bytes: int = Field(gt=0, le=MAX_BYTES, description="worker_l1_size per Tensix core")
+    unreserved_base_bytes: int = Field(
+        ge=0, le=MAX_BYTES, description="l1_unreserved_base: firmware below"
+    )
+    alignment_bytes: int = Field(
+        32, gt=0, le=MAX_COUNT, description="DRAM alignment of every L1 address"
+    )
+    l1_small_size_bytes: int = Field(
+        0, ge=0, le=MAX_BYTES, description="L1_SMALL region at the top"
+    )
+    num_banks: int = Field(
+        1, gt=0, le=MAX_COUNT, description="lockstep banks a tensor is interleaved over"
+    )
+    worker_grid: list[Annotated[int, Field(le=MAX_COUNT)]] = Field(
+        [1, 1], min_length=2, max_length=2
+    )
     policy: Literal["heap", "stack", "pool"] = "heap"
 
 
