@@ -28,7 +28,7 @@ from cyclesim.engine.record import (
 )
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import Link, transfer
-from cyclesim.errors import EngineError
+from cyclesim.errors import DeadlockError, EngineError
 from cyclesim.schedule.counts import (
     READ,
     READ_TO_ABOVE,
@@ -506,7 +506,7 @@ def replay_plan(
     run_chunks(env, r, alive, progress, wall0)
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:
-        raise EngineError(deadlock_message(env.now, pe.is_alive, stuck, r))
+        raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
     return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)

@@ -191,7 +191,10 @@ def _config_from_dict(data: Any, file: str, lines: Lines, loc: tuple) -> L1Confi
 def load_l1_config(path: str | Path) -> L1Config:
     """Read the L1 config from an architecture file: the memory that has an `allocator:`."""
     data, lines, name = read_yaml(path)
-    if isinstance(data, dict) and "memories" in data and isinstance(data["memories"], list):
+    if isinstance(data, dict) and "memories" in data:
+        from cyclesim.spec.arch import architecture_from_dict
+
+        architecture_from_dict(data, name, lines)  # the whole architecture, as `run` checks it
         found = [
             (i, m)
             for i, m in enumerate(data["memories"])

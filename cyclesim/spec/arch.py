@@ -291,6 +291,10 @@ def architecture_from_dict(
                         found=t,
                     )
             db = tuple(db)
+        if m.allocator is not None:  # the L1 model's own schema, checked here as `l1` does
+            from cyclesim.l1.config import L1Config
+
+            L1Config.from_dict(m.allocator, file=name, lines=lines, loc=loc + ("allocator",))
         mem = Memory(
             m.name,
             m.size_bits,
