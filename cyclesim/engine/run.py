@@ -28,7 +28,7 @@ from cyclesim.engine.record import (
 )
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import Link, transfer
-from cyclesim.errors import DeadlockError, EngineError
+from cyclesim.errors import DeadlockError
 from cyclesim.schedule.counts import (
     READ,
     READ_TO_ABOVE,

@@ -258,14 +258,16 @@ class _Builder:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise self.fail(key_node, "a mapping key must be a plain value, not a collection")
             key = self._scalar(key_node)
-            line = key_node.start_mark.line + 1
+            mark = key_node.start_mark
+            where = f"line {mark.line + 1} column {mark.column + 1}"
             if key in first_line:
                 raise self.fail(
                     key_node,
-                    f"duplicate key '{key}' (first at line {first_line[key]}, again at line {line})",
+                    f"duplicate key '{key}' (first at {first_line[key]}, again at {where})",
                     expected="each key once per mapping",
                 )
-            first_line[key] = line
+            first_line[key] = where
+            line = mark.line + 1
             out[key] = self.build(value_node, path + (key,))
             self.lines[path + (key,)] = line
         for merge_node in merged:  # `<<: *base`: explicit keys win, as in YAML 1.1
@@ -288,7 +290,11 @@ def read_json(path: str | Path) -> tuple[Any, str]:
     text = read_text(path)
 
     def refuse_constant(token: str) -> Any:
-        raise SpecError(f"{token} is not a number JSON allows here", file=name)
+        found = re.search(rf"[:,\[]\s*-?{token}\b", text)
+        line = text.count("\n", 0, found.start()) + 1 if found else None
+        raise SpecError(
+            f"{token} is not a number JSON allows here", file=name, line=line, expected="a number"
+        )
 
     try:
         return json.loads(text, parse_constant=refuse_constant), name

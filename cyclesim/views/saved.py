@@ -92,7 +92,7 @@ def read_saved_run(path: str) -> dict:
 
 def _json_lines(path: str) -> Lines:
     """Lines of the top-level keys and of `inputs.*` (save_run writes one key per line)."""
-    lines: Lines = {}
+    lines: Lines = {(): 1}
     try:
         text = read_text(path)
     except SpecError:
