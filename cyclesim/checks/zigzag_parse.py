@@ -191,7 +191,7 @@ def _parse_memory(r: _Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zi
     )
     operands: list[MemoryOperand] = []
     for i, op in enumerate(r.listing(m["operands"], base + ("operands",))):
-        if op not in {"I1", "I2", "O"}:
+        if op not in ("I1", "I2", "O"):
             r.fail(
                 base + ("operands", i), "unknown memory operand", found=op, expected="I1, I2 or O"
             )
@@ -223,7 +223,7 @@ def _parse_memory(r: _Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zi
                 found=port_name,
                 expected="r_port_N, w_port_N or rw_port_N",
             )
-        if pd["type"] not in {"read", "write", "read_write"}:
+        if pd["type"] not in ("read", "write", "read_write"):
             r.fail(
                 pbase + ("type",),
                 "unknown port type",

@@ -242,7 +242,10 @@ class _Builder:
         try:
             value = constructors.get(node.tag, constructors[None])(_SCALAR_CONSTRUCTOR, node)
         except (ValueError, yaml.YAMLError) as exc:  # e.g. an integer of 5,000 digits
-            raise self.fail(node, f"cannot read the value: {exc}", found=node.value[:40]) from None
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise self.fail(
+                node, f"cannot read the value: {problem}", found=node.value[:40]
+            ) from None
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**256:
             raise self.fail(node, "integer out of any sane range", found=node.value[:40])
         return value
