@@ -314,15 +314,14 @@ def check_one(folder: Path, target: Target, mutation: str, content: str | bytes,
     assert not (folder / "PWNED").exists(), context
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _report_outcomes(request):
-    yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or not OUTCOMES:
-        return
-    reporter.write_line(f"\nfuzz outcomes (rotating seed {ROTATING_SEED}):")
+def outcome_lines() -> list[str]:
+    """The counts by command and exit code (printed at the end of the session by conftest.py)."""
+    if not OUTCOMES:
+        return []
+    lines = [f"fuzz outcomes (fixed seed {FIXED_SEED}, rotating seed {ROTATING_SEED}):"]
     for (what, code), count in sorted(OUTCOMES.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
-        reporter.write_line(f"  {what:16} {code!s:9} {count}")
+        lines.append(f"  {what:16} {code!s:9} {count}")
+    return lines
 
 
 @pytest.mark.slow
@@ -345,7 +344,9 @@ def test_mutated_inputs_never_crash_hang_or_write(which, tmp_path_factory):
             _remove(old)
         check_one(folder, target, mutation, content, draw)
 
+    repository_before = sorted(os.listdir(ROOT))
     run()
+    assert sorted(os.listdir(ROOT)) == repository_before, "a file was written into the repository"
 
 
 def _remove(path: Path) -> None:
