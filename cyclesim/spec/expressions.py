@@ -104,7 +104,10 @@ class Evaluator:
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             left = self._walk(node.left, field, source, depth + 1)
             right = self._walk(node.right, field, source, depth + 1)
-            return _checked(_BINARY[type(node.op)](left, right), self, field, source)
+            result = _BINARY[type(node.op)](left, right)
+            if _infinite(result) and not (_infinite(left) or _infinite(right)):
+                raise self._error("numeric expression overflows to infinity", field, source)
+            return _checked(result, self, field, source)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
             operand = self._walk(node.operand, field, source, depth + 1)
             return -operand if isinstance(node.op, ast.USub) else operand
@@ -176,6 +179,10 @@ def _checked(value: Any, evaluator: Evaluator, field: str, source: Any) -> Any:
         if math.isfinite(value) and abs(value) > MAX_FLOAT:
             raise evaluator._error(f"result larger than {MAX_FLOAT:g}", field, source)
     return value
+
+
+def _infinite(value: Any) -> bool:
+    return isinstance(value, float) and math.isinf(value)
 
 
 def _normalise(number: int | float) -> int | float:

@@ -73,9 +73,12 @@ def _sandbox() -> Any:
 
 @contextmanager
 def _time_limit(seconds: float):
-    """Raise _Budget after `seconds` of wall time (main thread only; elsewhere no limit)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-        signal, "setitimer"
+    """Raise _Budget after `seconds` of wall time (main thread, no timer of the caller's running;
+    elsewhere the iteration and size budgets still bound the work)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+        or signal.getitimer(signal.ITIMER_REAL)[0] > 0  # the caller's own timer: leave it be
     ):
         yield
         return
