@@ -159,7 +159,11 @@ def parse_accelerator(path: str) -> ZigZagAccelerator:
             found=len(sizes),
             expected=str(len(dims)),
         )
-    systolic = tuple(array.get("systolic_dimensions") or ())
+    systolic = tuple(
+        r.listing(
+            array.get("systolic_dimensions") or [], ("operational_array", "systolic_dimensions")
+        )
+    )
     for i, d in enumerate(systolic):
         if d not in dims:
             r.fail(
