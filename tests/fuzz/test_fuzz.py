@@ -35,6 +35,8 @@ from hypothesis import strategies as st
 
 from cyclesim.checks import zigzag_cases as zc
 from cyclesim.cli import main
+from cyclesim.errors import SpecError
+from cyclesim.spec.yamlio import parse_yaml_text
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKED = ROOT / "tests" / "cases" / "worked" / "03_single_buffer"
@@ -198,7 +200,10 @@ def whole_file(draw, text: str) -> str | bytes:
 def document(draw, text: str) -> str:
     """Parse, change one node (delete, wrong type, extreme, duplicate list item), dump."""
     is_json = text.lstrip().startswith("{")
-    data = json.loads(text) if is_json else yaml.safe_load(text)
+    try:  # cyclesim's own bounded reader: an earlier mutation may have left an alias bomb
+        data = json.loads(text) if is_json else parse_yaml_text(text)[0]
+    except (SpecError, ValueError, RecursionError):
+        return text
     if data is None:
         return text
     paths: list[tuple] = []
@@ -257,8 +262,18 @@ def mutated_inputs(draw):
         mutations += [document, document]
     if target.file == "saved/run.json":
         mutations += [inner_yaml, inner_yaml]
-    mutation = draw(st.sampled_from(mutations))
-    return target, mutation.__name__, mutation(draw, text), draw(st.integers(0, 10**6))
+    names = []
+    content: str | bytes = text
+    for _ in range(draw(st.integers(1, 3))):  # one to three mutations, stacked
+        mutation = draw(st.sampled_from(mutations))
+        try:
+            content = mutation(draw, content)
+        except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError, TypeError):
+            break  # an earlier mutation left text the document mutations cannot parse
+        names.append(mutation.__name__)
+        if isinstance(content, bytes):
+            break
+    return target, "+".join(names), content, draw(st.integers(0, 10**6))
 
 
 def _write_inputs(folder: Path, target: Target, content: str | bytes) -> None:
