@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.yamlio import MAX_DEPTH, parse_yaml_text, read_json, read_yaml
@@ -106,3 +109,26 @@ def test_json_is_read_with_the_same_bounds(tmp_path, text, says):
     path.write_text(text)
     with pytest.raises(SpecError, match=says):
         read_json(path)
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False),
+    st.text(st.characters(codec="utf-8", categories=["L", "N", "P", "Zs"]), max_size=20),
+)
+_DOCUMENTS = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text("abcdefgh_", min_size=1, max_size=6), inner, max_size=4),
+    ),
+    max_leaves=30,
+)
+
+
+@given(_DOCUMENTS, st.booleans())
+def test_within_the_bounds_the_loader_reads_what_pyyaml_reads(document, flow):
+    text = yaml.safe_dump(document, default_flow_style=flow, allow_unicode=True)
+    assert parse_yaml_text(text)[0] == yaml.safe_load(text)
