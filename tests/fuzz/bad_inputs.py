@@ -206,6 +206,11 @@ CASES: tuple[Case, ...] = (
              "size_bytes: 14155776", "size_bytes: 10000000000000000000", 1).replace(
              "include: [bert_ops.yaml]", f"include: [{L1_OPS.parent / 'bert_ops.yaml'}]"))],
          says=("size_bytes", "less than or equal to")),
+    Case("traceback", "l1 with a request beyond even the unbounded L1 (2**40 B pages x 2**20)",
+         lambda t: ["l1", _write(t, "ops.yaml", "ops:\n  big:\n    circular_buffers: [{name: cb, "
+                    "page_size_bytes: 1099511627776, num_pages: 1048576}]\n    steps: [run]\n"
+                    "model:\n  steps: [{call: big}]\n")],
+         code=1, says=("FAILED (beyond_l1)",)),
     Case("traceback", "saved run without reuse", _saved(lambda d: d.pop("reuse") and None),
          says=("run.json", "field 'reuse'", "Field required")),
     Case("traceback", "saved run with reuse: sometimes", _saved(lambda d: d.update(reuse="sometimes")),
@@ -282,6 +287,6 @@ if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     for case in CASES:
         with tempfile.TemporaryDirectory() as folder:
-            code, _, err = run_case(case, Path(folder))
-            message = err.strip().replace(folder + "/", "")
+            code, out, err = run_case(case, Path(folder))
+            message = (err.strip() or out.strip().splitlines()[-1]).replace(folder + "/", "")
             print(f"[{case.kind}] {case.what}\n  exit {code}: {message}\n")
