@@ -128,9 +128,11 @@ EXTREMES = (
     "9**9**9", '"{{ 7*7 }}"', '"{{ cycler.__init__.__globals__.os.system(\'touch PWNED\') }}"',
     "*undefined", "&a [*a]", "!Memory {}", "!!python/object:os.system ls", "2001-12-14",
     "'" + "-" * 600 + "1'", "[" * 80 + "]" * 80, "0x7fffffffffffffff", "-9223372036854775809",
+    # the largest values cyclesim.spec.limits accepts: valid, and must not overflow or recurse
+    "1048576", "4096", "65536", "4294967296", "1099511627776", "1125899906842624",
 )  # fmt: skip
 PY_EXTREMES = (None, -1, 0, 2**64, 1e308, float("inf"), float("nan"), "", "x" * 300, [], {},
-               True, [None], {"x": 1}, -(2**63) - 1)  # fmt: skip
+               True, [None], {"x": 1}, -(2**63) - 1, 2**20, 2**32, 2**40, 2**50)  # fmt: skip
 _VALUE = re.compile(r"(\w+):[ \t]*([^,{}\[\]\n#]+)")
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 
