@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cyclesim.errors import SpecError
+from cyclesim.spec.limits import (
+    MAX_ARRAY_DIM,
+    MAX_CHANNELS,
+    MAX_CLOCK_MHZ,
+    MAX_LATENCY_CYCLES,
+    MAX_MACS_PER_PE,
+    MAX_SIZE_BITS,
+    MAX_WIDTH_BITS,
+)
 from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml, validate
 
 
@@ -44,9 +53,13 @@ class _Serve(_Strict):
 class _Port(_Strict):
     name: str
     kind: Literal["read", "write", "read_write"]
-    width_bits: int = Field(gt=0, description="bits per cycle")
-    latency_cycles: int = Field(0, ge=0, description="paid once per transfer, after its last burst")
-    burst_bits: int | None = Field(None, gt=0, description="arbitration unit; default width_bits")
+    width_bits: int = Field(gt=0, le=MAX_WIDTH_BITS, description="bits per cycle")
+    latency_cycles: int = Field(
+        0, ge=0, le=MAX_LATENCY_CYCLES, description="paid once per transfer, after its last burst"
+    )
+    burst_bits: int | None = Field(
+        None, gt=0, le=MAX_WIDTH_BITS, description="arbitration unit; default width_bits"
+    )
     serves: list[_Serve] | None = Field(None, description="default: all that its kind allows")
 
 
@@ -85,7 +98,9 @@ class _DramBlock(_Strict):
 
 class _Memory(_Strict):
     name: str
-    size_bits: int | None = Field(None, gt=0, description="per instance; null = unbounded")
+    size_bits: int | None = Field(
+        None, gt=0, le=MAX_SIZE_BITS, description="per instance; null = unbounded"
+    )
     shared_across: list[str] | None = Field(None, description="array dims; default: all")
     tensors: list[str] | None = Field(None, description="tensors it may hold; default: all")
     double_buffered: bool | list[str] = False
@@ -96,9 +111,9 @@ class _Memory(_Strict):
 
 
 class _PEArray(_Strict):
-    dims: dict[str, int] = Field(min_length=1)
-    macs_per_pe_per_cycle: int = Field(1, gt=0)
-    pipeline_depth_cycles: int = Field(0, ge=0)
+    dims: dict[str, Annotated[int, Field(le=MAX_ARRAY_DIM)]] = Field(min_length=1)
+    macs_per_pe_per_cycle: int = Field(1, gt=0, le=MAX_MACS_PER_PE)
+    pipeline_depth_cycles: int = Field(0, ge=0, le=MAX_LATENCY_CYCLES)
     energy: _ComputeEnergy | None = None
     no_multicast: dict[str, list[str]] = Field(
         {},
@@ -114,13 +129,13 @@ class _Link(_Strict):
 class _Dma(_Strict):
     name: str
     links: list[_Link] = Field(min_length=1)
-    channels: int = Field(1, gt=0)
-    setup_cycles: int = Field(0, ge=0)
+    channels: int = Field(1, gt=0, le=MAX_CHANNELS)
+    setup_cycles: int = Field(0, ge=0, le=MAX_LATENCY_CYCLES)
 
 
 class _Arch(_Strict):
     name: str
-    clock_mhz: float | None = Field(None, gt=0)
+    clock_mhz: float | None = Field(None, gt=0, le=MAX_CLOCK_MHZ, allow_inf_nan=False)
     description: str | None = None
     pe_array: _PEArray
     memories: list[_Memory] = Field(min_length=1)
@@ -353,6 +368,10 @@ def architecture_from_dict(
                         found=t,
                     )
             db = tuple(db)
+        if m.allocator is not None:  # the L1 model's own schema, checked here as `l1` does
+            from cyclesim.l1.config import L1Config
+
+            L1Config.from_dict(m.allocator, file=name, lines=lines, loc=loc + ("allocator",))
         mem = Memory(
             m.name,
             m.size_bits,
@@ -380,6 +399,14 @@ def architecture_from_dict(
                         found=value,
                         expected=f"one of {names}",
                     )
+            if names.index(link.parent) >= names.index(link.child):
+                raise err(
+                    f"DMA engine '{d.name}' links '{link.parent}' to '{link.child}', which is not "
+                    "a level below it",
+                    ("dma_engines", di, "links", li),
+                    expected="parent: an outer memory, child: a memory listed after it "
+                    f"(outermost first: {names})",
+                )
             links.append((link.parent, link.child))
         dmas.append(DmaEngine(d.name, tuple(links), d.channels, d.setup_cycles))
     for dim in raw.pe_array.no_multicast:
