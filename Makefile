@@ -57,7 +57,7 @@ bench: $(VENV)/.base
 	$(BIN)/python benchmarks/bench_engine.py
 
 traces: $(VENV)/.base
-	$(BIN)/python -m cyclesim.views.regen_traces traces
+	$(BIN)/python -m cyclesim.analysis.regen_traces traces
 
 clean:
 	rm -rf $(VENV) $(AFVENV) out build *.egg-info

@@ -14,7 +14,7 @@ from view_cases import CASES, load_case
 
 from cyclesim.cli import main
 from cyclesim.engine import replay
-from cyclesim.views.explain import explain, format_explanation, rank_causes
+from cyclesim.analysis.explain import explain, format_explanation, rank_causes
 
 
 def test_single_buffer_top_cause_and_its_verified_remedies(traced):

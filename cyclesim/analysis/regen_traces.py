@@ -1,6 +1,6 @@
 """Regenerate traces/: VCD + .gtkw + Perfetto JSON of the example cases over small windows.
 
-`make traces` runs `python -m cyclesim.views.regen_traces traces`; tests compare fresh dumps
+`make traces` runs `python -m cyclesim.analysis.regen_traces traces`; tests compare fresh dumps
 with these files byte for byte.
 """
 

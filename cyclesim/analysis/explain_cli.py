@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Load (or read the saved run), replay, explain; print text or --json."""
-    from cyclesim.views.explain import explain, format_explanation
+    from cyclesim.analysis.explain import explain, format_explanation
     from cyclesim.views.saved import load_inputs
 
     if args.top < 1:
