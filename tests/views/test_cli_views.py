@@ -31,6 +31,8 @@ def test_run_writes_every_requested_view(tmp_path, capsys):
         "t.gtkw",
         "t.json",
         "e.csv",
+        "plots/breakdown.png",
+        "plots/ports.png",
         "plots/timeline.png",
         "plots/stalls.png",
         "plots/occupancy.png",

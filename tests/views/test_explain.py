@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from random_cases import schedules
-from test_perfetto import assert_no_overlap, check_trace_event_format
-from test_vcd import busy_cycles, expected_port_bits, last_int
 from view_cases import CASES, load_case
 
+from cyclesim.analysis.explain import explain, format_explanation, rank_causes
 from cyclesim.cli import main
 from cyclesim.engine import replay
-from cyclesim.analysis.explain import explain, format_explanation, rank_causes
 
 
 def test_single_buffer_top_cause_and_its_verified_remedies(traced):
@@ -73,32 +70,6 @@ def test_root_causes_add_up_to_the_stall_totals_on_random_schedules(spec):
     }
     ex = rank_causes(res, spec[2])
     assert sum(c.cycles for c in ex.causes) == res.cycles - res.ideal_compute_cycles
-
-
-@settings(
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(schedules())
-def test_random_schedules_give_consistent_vcd_and_json(tmp_path, spec):
-    import vcdvcd
-
-    from cyclesim.views.perfetto import write_chrome_json
-    from cyclesim.views.tables import port_activity
-    from cyclesim.views.vcd import write_vcd
-
-    res = replay(*spec, trace=True, progress=False)
-    write_vcd(res, tmp_path / "r.vcd")
-    v = vcdvcd.VCDVCD(str(tmp_path / "r.vcd"))
-    want = expected_port_bits(res)
-    for r in port_activity(res).itertuples():
-        mem, port = r.port.split(".", 1)
-        assert busy_cycles(v[f"cyclesim.{mem}.{port}.busy"].tv, res.cycles) == r.busy_cycles
-        assert last_int(v[f"cyclesim.{mem}.{port}.bits_total"].tv) == want[r.port]
-    write_chrome_json(res, tmp_path / "r.json")
-    doc = json.loads((tmp_path / "r.json").read_text(), parse_float=Decimal)
-    assert_no_overlap(check_trace_event_format(doc))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
