@@ -55,6 +55,7 @@ format: $(VENV)/.test
 
 bench: $(VENV)/.base
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_traces.py
 
 traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces
