@@ -105,6 +105,7 @@ class Activity:
     memories: list[str]  # outermost first, as in the plan's ports
     # memory with an L1 allocator -> (t, bytes in use), the value at start first
     l1: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    busy: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # busy_runs, once per port
 
 
 def _require_trace(res) -> None:
@@ -487,6 +488,8 @@ def _buffers(res, w0: int, w1: int) -> list[Buffer]:
 
 def busy_runs(act: Activity, key: str) -> list[tuple[int, int]]:
     """[start, end) runs a port is busy: a transfer holds it or the PE array uses it, merged."""
+    if key in act.busy:
+        return act.busy[key]
     spans = sorted(
         [(b.start, b.end) for b in act.ports.get(key, ())]
         + [(b.start, b.end) for b in act.pe_ports.get(key, ())]
@@ -499,7 +502,8 @@ def busy_runs(act: Activity, key: str) -> list[tuple[int, int]]:
             out[-1][1] = max(out[-1][1], b)
         else:
             out.append([a, b])
-    return [(a, b) for a, b in out]
+    runs = act.busy[key] = [(a, b) for a, b in out]
+    return runs
 
 
 PORT_COLUMNS = [

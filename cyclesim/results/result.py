@@ -79,8 +79,8 @@ class SimResult:
             "competitor",
             "chain",
         ]
-        rows = [{c: getattr(s, c) for c in cols} for s in self.spans]
-        df = pd.DataFrame(rows, columns=cols)
+        spans = self.spans
+        df = pd.DataFrame({c: [getattr(s, c) for s in spans] for c in cols}, columns=cols)
         df["reuse"] = self.reuse
         df["isolate_einsums"] = self.isolate_einsums
         return df.astype({"start": "int64", "end": "int64", "cycles": "int64"})

@@ -121,23 +121,24 @@ def plot_stalls(res: SimResult, path: str | Path, title: str = "") -> None:
 
 
 def utilisation(runs: list[tuple[int, int]], start: int, end: int, bins: int):
-    """Fraction of each of `bins` equal stretches of [start, end) covered by the runs (numpy)."""
+    """Fraction of each of `bins` equal stretches of [start, end) covered by the runs (numpy).
+
+    The runs are sorted and do not overlap; the cycles covered up to each bin edge are the whole
+    runs that end before it plus the part of the one that holds it.
+    """
     import numpy as np
 
     edges = np.linspace(start, end, bins + 1)
     if not runs:
         return edges, np.zeros(bins)
-    a = np.array([r[0] for r in runs], dtype=np.float64)
-    b = np.array([r[1] for r in runs], dtype=np.float64)
-    # covered cycles up to x: sum over runs of clip(x - a, 0, b - a); evaluated at every edge
-    order = np.argsort(a)
-    a, b = a[order], b[order]
-    covered = np.zeros(bins + 1)
-    lengths = np.concatenate(([0.0], np.cumsum(b - a)))
-    for i, x in enumerate(edges):  # runs fully before x, plus the part of the one holding x
-        k = np.searchsorted(b, x, side="right")  # runs never overlap: b is sorted too
-        partial = max(0.0, x - a[k]) if k < len(a) else 0.0
-        covered[i] = lengths[k] + min(partial, (b[k] - a[k]) if k < len(a) else 0.0)
+    a = np.fromiter((r[0] for r in runs), dtype=np.float64, count=len(runs))
+    b = np.fromiter((r[1] for r in runs), dtype=np.float64, count=len(runs))
+    whole = np.concatenate(([0.0], np.cumsum(b - a)))
+    k = np.searchsorted(b, edges, side="right")  # runs ending at or before each edge
+    inside = k < len(a)
+    part = np.zeros_like(edges)
+    part[inside] = np.clip(edges[inside] - a[k[inside]], 0.0, None)
+    covered = whole[k] + part
     return edges, np.diff(covered) / np.diff(edges)
 
 

@@ -3,7 +3,8 @@ buffers, one per DMA engine. One cycle is one time unit.
 
 PE array: `state` (compute, or the root cause of the cycle: spatial, bandwidth, contention,
 buffer_full, latency, dependency, l1_alloc), `phase` (onload, compute, offload), `active` (1 while
-a step completes every cycle), `einsum`, `tile` (segment index) and `stall_where`. Per port:
+a step completes every cycle), `einsum` and `tile` (the segment being computed, or in a stall the
+last one), and `stall_where`. Per port:
 `busy` (a transfer holds it or the PE array uses it), `tensor` and `bits` of the transfer's grant,
 `pe_share` (bits per cycle the PE array takes, on ports it reads or writes) and `bits_total`
 (bits moved through the port so far, the PE array's included). Per buffer: tiles resident,
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from cyclesim.results import SimResult
@@ -64,6 +66,7 @@ def timescale_for(clock_mhz: float | None) -> tuple[str, str]:
     )
 
 
+@lru_cache(maxsize=1 << 14)
 def _clean(text: str) -> str:
     """String values and names carry no whitespace."""
     return "_".join(str(text).split()) or IDLE
@@ -137,8 +140,8 @@ def _pe_waves(w: Waves, act: Activity) -> None:
     w.add(pe, "phase", "string", group, IDLE, lambda: _spans(((s.start, s.end, s.phase) for s in states), IDLE))  # fmt: skip
     w.add(pe, "active", "wire", group, 0,
           lambda: _spans(((s.start, s.end, 1) for s in states if s.state == COMPUTE), 0))  # fmt: skip
-    w.add(pe, "einsum", "string", group, IDLE, lambda: _spans(((s.start, s.end, _clean(s.einsum)) for s in segs), IDLE))  # fmt: skip
-    w.add(pe, "tile", "integer", group, "x", lambda: _spans(((s.start, s.end, s.tile) for s in segs), "x"))  # fmt: skip
+    w.add(pe, "einsum", "string", group, IDLE, lambda: ((s.start, _clean(s.einsum)) for s in segs))
+    w.add(pe, "tile", "integer", group, "x", lambda: ((s.start, s.tile) for s in segs))
     w.add(pe, "stall_where", "string", group, IDLE,
           lambda: _spans(((s.start, s.end, _clean(s.where) if s.where else IDLE) for s in states), IDLE))  # fmt: skip
 

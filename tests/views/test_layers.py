@@ -37,7 +37,9 @@ def test_views_do_not_import_the_engine(path):
 def test_the_check_sees_an_engine_import(tmp_path):
     """The walk finds imports inside functions too (a test that cannot fail is no test)."""
     f = tmp_path / "m.py"
-    f.write_text("def g():\n    from cyclesim.engine import replay\n    import cyclesim.engine.run\n")
+    f.write_text(
+        "def g():\n    from cyclesim.engine import replay\n    import cyclesim.engine.run\n"
+    )
     assert [m for _, m in imported_modules(f)] == [
         "cyclesim.engine",
         "cyclesim.engine.replay",
