@@ -11,7 +11,6 @@ runs each; their ratio against the target of 3x. Peak RSS of the whole `cyclesim
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile
@@ -43,13 +42,28 @@ def best_cpu(fn, repeat: int) -> float:
     return best
 
 
+_CHILD = """
+import runpy, sys
+def high_water():  # peak resident set of this process image (VmHWM restarts at exec, ru_maxrss does not)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+try:
+    sys.argv = ["cyclesim", *sys.argv[1:]]
+    runpy.run_module("cyclesim", run_name="__main__")
+except SystemExit:
+    pass
+finally:
+    print("VmHWM", high_water(), file=sys.stderr)
+"""
+
+
 def peak_rss_mb(args: list[str]) -> float:
-    """Peak resident memory of `python -m cyclesim ARGS` in a child process, in MB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run([sys.executable, "-m", "cyclesim", *args], check=True, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)  # fmt: skip
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(after, before) / 1024  # ru_maxrss is the largest child so far, in KB
+    """Peak resident memory of `python -m cyclesim ARGS` in a child process, in MB (Linux)."""
+    out = subprocess.run([sys.executable, "-c", _CHILD, *args], check=True, cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    kb = next(int(line.split()[1]) for line in out.stderr.splitlines() if line.startswith("VmHWM"))
+    return kb / 1024
 
 
 def main() -> int:

@@ -10,7 +10,9 @@ Everything is clipped to a cycle window.
 from __future__ import annotations
 
 import gc
+import heapq
 from bisect import bisect_left
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -105,7 +107,6 @@ class Activity:
     memories: list[str]  # outermost first, as in the plan's ports
     # memory with an L1 allocator -> (t, bytes in use), the value at start first
     l1: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    busy: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # busy_runs, once per port
 
 
 def _require_trace(res) -> None:
@@ -486,24 +487,29 @@ def _buffers(res, w0: int, w1: int) -> list[Buffer]:
     return out
 
 
-def busy_runs(act: Activity, key: str) -> list[tuple[int, int]]:
-    """[start, end) runs a port is busy: a transfer holds it or the PE array uses it, merged."""
-    if key in act.busy:
-        return act.busy[key]
-    spans = sorted(
-        [(b.start, b.end) for b in act.ports.get(key, ())]
-        + [(b.start, b.end) for b in act.pe_ports.get(key, ())]
-    )
-    out: list[list[int]] = []
-    for a, b in spans:
-        if b <= a:
+def iter_busy_runs(act: Activity, key: str) -> Iterator[tuple[int, int]]:
+    """[start, end) runs a port is busy (a transfer holds it or the PE array uses it), merged,
+    in time order; lazily, so a writer streaming every port holds no copy of them."""
+    spans = heapq.merge(act.ports.get(key, ()), act.pe_ports.get(key, ()))  # both by start
+    a = b = None
+    for s in spans:
+        start, end = s[0], s[1]
+        if end <= start:
             continue
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    runs = act.busy[key] = [(a, b) for a, b in out]
-    return runs
+        if b is not None and start <= b:
+            if end > b:
+                b = end
+            continue
+        if b is not None:
+            yield a, b
+        a, b = start, end
+    if b is not None:
+        yield a, b
+
+
+def busy_runs(act: Activity, key: str) -> list[tuple[int, int]]:
+    """iter_busy_runs as a list."""
+    return list(iter_busy_runs(act, key))
 
 
 PORT_COLUMNS = [
@@ -529,7 +535,7 @@ def port_rows(act: Activity) -> list[dict]:
                 grants=len(bursts),
                 transfer_busy_cycles=sum(b.end - b.start for b in bursts),
                 pe_busy_cycles=sum(b.end - b.start for b in pe),
-                busy_cycles=sum(b - a for a, b in busy_runs(act, key)),
+                busy_cycles=sum(b - a for a, b in iter_busy_runs(act, key)),
                 transfer_bits=sum(b.bits for b in bursts),
                 pe_bits=sum(b.bits for b in pe),
                 bits=sum(b.bits for b in bursts) + sum(b.bits for b in pe),

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from cyclesim.results import SimResult
-from cyclesim.results.activity import COMPUTE, Activity, Busy, busy_runs, gc_paused
+from cyclesim.results.activity import COMPUTE, Activity, Busy, gc_paused, iter_busy_runs
 from cyclesim.views.progress import writing_bar
 
 TOP = "cyclesim"
@@ -72,21 +72,38 @@ def _clean(text: str) -> str:
     return "_".join(str(text).split()) or IDLE
 
 
-def _spans(spans: Iterable[tuple[int, int, object]], idle: object) -> Iterator[tuple[int, object]]:
-    """Value changes of one signal from non-overlapping spans in time order; idle between them.
+def _spans(
+    items: Iterable[tuple], idle: object, k: int | None = None, const: object = 1, transform=None
+) -> Iterator[tuple[int, object]]:
+    """Value changes of one signal from non-overlapping (start, end, ...) records in time order.
 
-    Times strictly increase: a span that starts where the one before ends replaces its idle.
+    The value is the record's field k (through transform), or const when k is None; idle between
+    records. Times strictly increase and a value is not repeated across back-to-back records.
     """
-    gap = None  # the end of the span before, not yet written as idle
-    for start, end, value in spans:
+    gap, last = None, idle  # end of the record before (idle not yet written); last value written
+    for it in items:
+        start, end = it[0], it[1]
         if end <= start:
             continue
-        if gap is not None and gap != start:
-            yield gap, idle
-        yield start, value
+        v = const if k is None else it[k]
+        if transform is not None:
+            v = transform(v)
+        if gap == start:
+            if v != last:
+                yield start, v
+                last = v
+        else:
+            if gap is not None:
+                yield gap, idle
+            yield start, v
+            last = v
         gap = end
     if gap is not None:
         yield gap, idle
+
+
+def _where_value(where: str) -> str:
+    return _clean(where) if where else IDLE
 
 
 @dataclass(slots=True)
@@ -111,12 +128,12 @@ class Waves:
 def _port_waves(w: Waves, act: Activity, memory: str, key: str) -> None:
     bursts, pe = act.ports[key], act.pe_ports.get(key, [])
     scope, group = (TOP, memory, key.split(".", 1)[1]), memory
-    w.add(scope, "busy", "wire", group, 0, lambda: _spans(((a, b, 1) for a, b in busy_runs(act, key)), 0))  # fmt: skip
-    w.add(scope, "tensor", "string", group, IDLE, lambda: _spans(((b.start, b.end, _clean(b.tensor)) for b in bursts), IDLE))  # fmt: skip
-    w.add(scope, "bits", "integer", group, 0, lambda: _spans(((b.start, b.end, b.bits) for b in bursts), 0))  # fmt: skip
+    w.add(scope, "busy", "wire", group, 0, lambda: _spans(iter_busy_runs(act, key), 0))  # fmt: skip
+    w.add(scope, "tensor", "string", group, IDLE, lambda: _spans(bursts, IDLE, 2, transform=_clean))  # fmt: skip
+    w.add(scope, "bits", "integer", group, 0, lambda: _spans(bursts, 0, 4))  # fmt: skip
     if pe:
         w.add(scope, "pe_share", "integer", group, 0,
-              lambda: _spans(((b.start, b.end, -(-b.bits // (b.end - b.start))) for b in pe), 0))  # fmt: skip
+              lambda: _spans(((b.start, b.end, -(-b.bits // (b.end - b.start))) for b in pe), 0, 2))  # fmt: skip
     w.add(scope, "bits_total", "integer", group, 0, lambda: _landed(bursts, pe))
 
 
@@ -136,14 +153,14 @@ def _landed(bursts: list[Busy], pe: list[Busy]) -> Iterator[tuple[int, int]]:
 def _pe_waves(w: Waves, act: Activity) -> None:
     pe, group = (TOP, "pe_array"), "PE array"
     states, segs = act.pe_states, act.segments
-    w.add(pe, "state", "string", group, IDLE, lambda: _spans(((s.start, s.end, s.state) for s in states), IDLE))  # fmt: skip
-    w.add(pe, "phase", "string", group, IDLE, lambda: _spans(((s.start, s.end, s.phase) for s in states), IDLE))  # fmt: skip
+    w.add(pe, "state", "string", group, IDLE, lambda: _spans(states, IDLE, 3))  # fmt: skip
+    w.add(pe, "phase", "string", group, IDLE, lambda: _spans(states, IDLE, 2))  # fmt: skip
     w.add(pe, "active", "wire", group, 0,
-          lambda: _spans(((s.start, s.end, 1) for s in states if s.state == COMPUTE), 0))  # fmt: skip
+          lambda: _spans((s for s in states if s[3] == COMPUTE), 0))  # fmt: skip
     w.add(pe, "einsum", "string", group, IDLE, lambda: ((s.start, _clean(s.einsum)) for s in segs))
     w.add(pe, "tile", "integer", group, "x", lambda: ((s.start, s.tile) for s in segs))
     w.add(pe, "stall_where", "string", group, IDLE,
-          lambda: _spans(((s.start, s.end, _clean(s.where) if s.where else IDLE) for s in states), IDLE))  # fmt: skip
+          lambda: _spans(states, IDLE, 4, transform=_where_value))  # fmt: skip
 
 
 def _buffer_waves(w: Waves, act: Activity, memory: str) -> None:
@@ -178,10 +195,10 @@ def plan_waves(act: Activity) -> Waves:
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
             scope, group = (TOP, f"dma_{_clean(engine)}", f"ch{c}"), f"DMA {engine}"
-            w.add(scope, "busy", "wire", group, 0, lambda tr=transfers: _spans(((b.start, b.end, 1) for b in tr), 0))  # fmt: skip
+            w.add(scope, "busy", "wire", group, 0, lambda tr=transfers: _spans(tr, 0))  # fmt: skip
             w.add(scope, "tensor", "string", group, IDLE,
-                  lambda tr=transfers: _spans(((b.start, b.end, _clean(b.who)) for b in tr), IDLE))  # fmt: skip
-            w.add(scope, "bits", "integer", group, 0, lambda tr=transfers: _spans(((b.start, b.end, b.bits) for b in tr), 0))  # fmt: skip
+                  lambda tr=transfers: _spans(tr, IDLE, 3, transform=_clean))  # fmt: skip
+            w.add(scope, "bits", "integer", group, 0, lambda tr=transfers: _spans(tr, 0, 4))  # fmt: skip
     return w
 
 
@@ -263,13 +280,25 @@ def _id_code(i: int) -> str:
             return out
 
 
+class _Texts(dict):
+    """value -> VCD text of a change, made once per distinct value (wires and strings repeat)."""
+
+    def __init__(self, make) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, v):
+        text = self[v] = self.make(v)
+        return text
+
+
 def _vcd_value(var_type: str, code: str):
     """A function value -> the VCD text of a change of this variable."""
     if var_type == "wire":
-        return lambda v: f"{v}{code}"
+        return _Texts(lambda v: f"{v}{code}").__getitem__
     if var_type == "integer":
         return lambda v: f"bx {code}" if v == "x" else f"b{v:b} {code}"
-    return lambda v: f"s{v} {code}"
+    return _Texts(lambda v: f"s{v} {code}").__getitem__
 
 
 def _vcd_header(w: Waves, codes: list[str], timescale: str, comment: str) -> list[str]:
