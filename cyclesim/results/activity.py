@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +39,40 @@ class Busy(NamedTuple):
     kind: str = ""  # fill, reload, drain (transfers); empty for single bursts
 
 
+class Track:
+    """Busy records of one port stored by column (about 30 bytes each instead of a hundred);
+    iterating gives Busy records in time order. A long run holds hundreds of thousands."""
+
+    __slots__ = ("starts", "ends", "tensors", "whos", "bits", "kinds")
+
+    def __init__(self) -> None:
+        self.starts, self.ends, self.bits = array("q"), array("q"), array("q")
+        self.tensors: list[str] = []
+        self.whos: list[str] = []
+        self.kinds: list[str] = []
+
+    def add(self, start: int, end: int, tensor: str, who: str, bits: int, kind: str) -> None:
+        self.starts.append(start)
+        self.ends.append(end)
+        self.tensors.append(tensor)
+        self.whos.append(who)
+        self.bits.append(bits)
+        self.kinds.append(kind)
+
+    def __iter__(self) -> Iterator[Busy]:
+        columns = (self.starts, self.ends, self.tensors, self.whos, self.bits, self.kinds)
+        return map(Busy._make, zip(*columns, strict=True))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __bool__(self) -> bool:
+        return len(self.starts) > 0
+
+    def __getitem__(self, i: int) -> Busy:
+        return Busy(self.starts[i], self.ends[i], self.tensors[i], self.whos[i], self.bits[i], self.kinds[i])  # fmt: skip
+
+
 class Segment(NamedTuple):
     """The PE array computing tile `tile` of `einsum` over [start, end)."""
 
@@ -63,18 +98,6 @@ class PeState(NamedTuple):
     tile: int | None  # segment index while in a segment
 
 
-class Stall(NamedTuple):
-    """The PE array not stepping over [start, end), charged to one root cause."""
-
-    start: int
-    end: int
-    phase: str
-    cause: str
-    where: str  # tensor@memory, port, competitor in words
-    chain: str
-    cycles: int
-
-
 @dataclass(slots=True)
 class Buffer:
     """One storage node's slots: changes (t, tiles resident, tile index per slot or None)."""
@@ -94,14 +117,12 @@ class Activity:
     start: int
     end: int
     cycles: int
-    ports: dict[str, list[Busy]]  # port key -> bursts, in time order
-    pe_ports: dict[str, list[Busy]]  # port key -> the PE array's segments on it, in time order
+    ports: dict[str, Track]  # port key -> bursts, in time order
+    pe_ports: dict[str, Track]  # port key -> the PE array's segments on it, in time order
     port_memory: dict[str, str]
     port_width: dict[str, int]
     dma: dict[str, list[list[Busy]]]  # engine -> per channel transfers
     segments: list[Segment]
-    stalls: list[Stall]
-    spatial: list[Stall]  # spread over their span, overlap segments
     pe_states: list[PeState]  # cover [start, end) without overlap, in time order
     buffers: list[Buffer]
     memories: list[str]  # outermost first, as in the plan's ports
@@ -253,9 +274,10 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
                 bits_of[gi] = bits
                 kind_of[gi] = kind
     labels: dict[int, str] = {}
-    ports: dict[str, list[Busy]] = {}
+    ports: dict[str, Track] = {}
     for key in keys:
-        out = []
+        out = Track()
+        add = out.add
         bits_of, kind_of = grant_bits[key], grant_kind[key]
         for i, (gs, ge, who, tensor) in enumerate(rec.grants.get(key, ())):
             ge = ge if ge is not None else res.cycles
@@ -264,10 +286,9 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
             label = labels.get(who)
             if label is None:
                 label = labels[who] = who_label(res, who)
-            out.append(Busy(max(gs, w0), min(ge, w1), tensor, label, bits_of[i], kind_of[i]))
+            add(max(gs, w0), min(ge, w1), tensor, label, bits_of[i], kind_of[i])
         ports[key] = out
     segments = _segments(res, w0, w1)
-    stalls, spatial = _stalls(res, w0, w1)
     pe_ports, pieces = _pe_use(res, w0, w1)
     return Activity(
         w0,
@@ -279,8 +300,6 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
         {p.key: p.width_bits for p in plan.ports},
         _dma_channels(res, w0, w1),
         segments,
-        stalls,
-        spatial,
         _pe_states(res, w0, w1, pieces),
         _buffers(res, w0, w1),
         _memories(res),
@@ -288,7 +307,7 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
     )
 
 
-def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, list[Busy]], list[PeState]]:
+def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:
     """The PE array's port use and compute / spatial pieces of each recorded segment.
 
     A segment takes ceil(bits / cycles) of each port it reads or writes for all its cycles (the
@@ -296,7 +315,7 @@ def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, list[Busy]], list[PeState]
     spatial stall cycles are checked against the engine's totals per (leaf, operand).
     """
     plan, rec = res.raw.plan, res.raw.rec
-    pe_ports: dict[str, list[Busy]] = {p.key: [] for p in plan.ports}
+    pe_ports: dict[str, Track] = {p.key: Track() for p in plan.ports}
     pieces: list[PeState] = []
     classify = [segment_classifier(leaf) for leaf in plan.leaves]
     port_tensors: list[dict[str, str]] = []
@@ -326,9 +345,7 @@ def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, list[Busy]], list[PeState]
             a, b = max(s, w0), min(e, w1)
             for key, bits in prof.port_bits:
                 if bits:
-                    pe_ports[key].append(
-                        Busy(a, b, port_tensors[li][key], "PE array", bits, COMPUTE)
-                    )
+                    pe_ports[key].add(a, b, port_tensors[li][key], "PE array", bits, COMPUTE)
         t = s + prof.steps
         pieces.append(PeState(s, t, COMPUTE, COMPUTE, "", leaf.einsum, g))
         for oi, cycles in prof.spatial:
@@ -432,16 +449,6 @@ def _segments(res, w0: int, w1: int) -> list[Segment]:
     ]
 
 
-def _stalls(res, w0: int, w1: int) -> tuple[list[Stall], list[Stall]]:
-    stalls, spatial = [], []
-    for s in sorted(res.spans, key=lambda s: (s.start, s.end)):
-        if s.end <= w0 or s.start >= w1 or s.cycles <= 0:
-            continue
-        st = Stall(max(s.start, w0), min(s.end, w1), s.phase, s.cause, _where(s), s.chain, s.cycles)
-        (spatial if s.cause == SPATIAL else stalls).append(st)
-    return stalls, spatial
-
-
 def _l1_occupancy(res, w0: int, w1: int) -> dict[str, list[tuple[int, int]]]:
     """Per memory with an L1 allocator: bytes in use, the value at w0 first; empty without one."""
     out: dict[str, list[tuple[int, int]]] = {}
@@ -490,10 +497,12 @@ def _buffers(res, w0: int, w1: int) -> list[Buffer]:
 def iter_busy_runs(act: Activity, key: str) -> Iterator[tuple[int, int]]:
     """[start, end) runs a port is busy (a transfer holds it or the PE array uses it), merged,
     in time order; lazily, so a writer streaming every port holds no copy of them."""
-    spans = heapq.merge(act.ports.get(key, ()), act.pe_ports.get(key, ()))  # both by start
+    transfers, pe = act.ports[key], act.pe_ports[key]
+    spans = heapq.merge(
+        zip(transfers.starts, transfers.ends, strict=True), zip(pe.starts, pe.ends, strict=True)
+    )  # by start
     a = b = None
-    for s in spans:
-        start, end = s[0], s[1]
+    for start, end in spans:
         if end <= start:
             continue
         if b is not None and start <= b:
@@ -526,19 +535,19 @@ def port_rows(act: Activity) -> list[dict]:
     """
     rows = []
     for key, bursts in act.ports.items():
-        pe = act.pe_ports.get(key, [])
+        pe = act.pe_ports[key]
         rows.append(
             dict(
                 port=key,
                 memory=act.port_memory[key],
                 width_bits=act.port_width[key],
                 grants=len(bursts),
-                transfer_busy_cycles=sum(b.end - b.start for b in bursts),
-                pe_busy_cycles=sum(b.end - b.start for b in pe),
+                transfer_busy_cycles=sum(bursts.ends) - sum(bursts.starts),
+                pe_busy_cycles=sum(pe.ends) - sum(pe.starts),
                 busy_cycles=sum(b - a for a, b in iter_busy_runs(act, key)),
-                transfer_bits=sum(b.bits for b in bursts),
-                pe_bits=sum(b.bits for b in pe),
-                bits=sum(b.bits for b in bursts) + sum(b.bits for b in pe),
+                transfer_bits=sum(bursts.bits),
+                pe_bits=sum(pe.bits),
+                bits=sum(bursts.bits) + sum(pe.bits),
             )
         )
     return rows

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from cyclesim.results import SimResult
-from cyclesim.results.activity import COMPUTE, Activity, Busy, gc_paused, iter_busy_runs
+from cyclesim.results.activity import COMPUTE, Activity, Track, gc_paused, iter_busy_runs
 from cyclesim.views.progress import writing_bar
 
 TOP = "cyclesim"
@@ -126,21 +126,25 @@ class Waves:
 
 
 def _port_waves(w: Waves, act: Activity, memory: str, key: str) -> None:
-    bursts, pe = act.ports[key], act.pe_ports.get(key, [])
+    bursts, pe = act.ports[key], act.pe_ports[key]
     scope, group = (TOP, memory, key.split(".", 1)[1]), memory
-    w.add(scope, "busy", "wire", group, 0, lambda: _spans(iter_busy_runs(act, key), 0))  # fmt: skip
-    w.add(scope, "tensor", "string", group, IDLE, lambda: _spans(bursts, IDLE, 2, transform=_clean))  # fmt: skip
-    w.add(scope, "bits", "integer", group, 0, lambda: _spans(bursts, 0, 4))  # fmt: skip
+    w.add(scope, "busy", "wire", group, 0, lambda: _spans(iter_busy_runs(act, key), 0))
+    w.add(scope, "tensor", "string", group, IDLE,
+          lambda: _spans(zip(bursts.starts, bursts.ends, bursts.tensors, strict=True), IDLE, 2, transform=_clean))  # fmt: skip
+    w.add(scope, "bits", "integer", group, 0,
+          lambda: _spans(zip(bursts.starts, bursts.ends, bursts.bits, strict=True), 0, 2))  # fmt: skip
     if pe:
         w.add(scope, "pe_share", "integer", group, 0,
-              lambda: _spans(((b.start, b.end, -(-b.bits // (b.end - b.start))) for b in pe), 0, 2))  # fmt: skip
+              lambda: _spans(((a, b, -(-x // (b - a))) for a, b, x in zip(pe.starts, pe.ends, pe.bits, strict=True)), 0, 2))  # fmt: skip
     w.add(scope, "bits_total", "integer", group, 0, lambda: _landed(bursts, pe))
 
 
-def _landed(bursts: list[Busy], pe: list[Busy]) -> Iterator[tuple[int, int]]:
+def _landed(bursts: Track, pe: Track) -> Iterator[tuple[int, int]]:
     """Bits moved through a port so far: each grant's and each PE segment's bits land at its end."""
     moved, at = 0, None
-    ends = sorted([(b.end, b.bits) for b in bursts] + [(b.end, b.bits) for b in pe])
+    ends = sorted(
+        [*zip(bursts.ends, bursts.bits, strict=True), *zip(pe.ends, pe.bits, strict=True)]
+    )
     for t, bits in ends:
         if at is not None and t != at:
             yield at, moved
