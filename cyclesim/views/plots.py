@@ -43,7 +43,7 @@ def _pct(part: int, whole: int) -> str:
 
 
 def _save(fig, path) -> None:
-    fig.savefig(path, metadata=_META, dpi=110)
+    fig.savefig(path, metadata=_META, dpi=110, bbox_inches="tight")
     _plt().close(fig)
 
 
