@@ -13,7 +13,7 @@ import gc
 import heapq
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -73,6 +73,39 @@ class Track:
         return Busy(self.starts[i], self.ends[i], self.tensors[i], self.whos[i], self.bits[i], self.kinds[i])  # fmt: skip
 
 
+class States:
+    """The PE array's states (PeState) stored by column; iterating gives PeState in time order."""
+
+    __slots__ = ("starts", "ends", "phases", "states", "wheres", "einsums", "tiles")
+
+    def __init__(self, items: Iterable[PeState] = ()) -> None:
+        self.starts, self.ends = array("q"), array("q")
+        self.phases: list[str] = []
+        self.states: list[str] = []
+        self.wheres: list[str] = []
+        self.einsums: list[str] = []
+        self.tiles: list[int | None] = []
+        for it in items:
+            self.starts.append(it[0])
+            self.ends.append(it[1])
+            self.phases.append(it[2])
+            self.states.append(it[3])
+            self.wheres.append(it[4])
+            self.einsums.append(it[5])
+            self.tiles.append(it[6])
+
+    def __iter__(self) -> Iterator[PeState]:
+        columns = (self.starts, self.ends, self.phases, self.states, self.wheres, self.einsums, self.tiles)  # fmt: skip
+        return map(PeState._make, zip(*columns, strict=True))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i: int) -> PeState:
+        return PeState(self.starts[i], self.ends[i], self.phases[i], self.states[i],
+                       self.wheres[i], self.einsums[i], self.tiles[i])  # fmt: skip
+
+
 class Segment(NamedTuple):
     """The PE array computing tile `tile` of `einsum` over [start, end)."""
 
@@ -123,7 +156,7 @@ class Activity:
     port_width: dict[str, int]
     dma: dict[str, list[list[Busy]]]  # engine -> per channel transfers
     segments: list[Segment]
-    pe_states: list[PeState]  # cover [start, end) without overlap, in time order
+    pe_states: States  # cover [start, end) without overlap, in time order
     buffers: list[Buffer]
     memories: list[str]  # outermost first, as in the plan's ports
     # memory with an L1 allocator -> (t, bytes in use), the value at start first
@@ -364,9 +397,9 @@ def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:
     return pe_ports, pieces
 
 
-def _pe_states(res, w0: int, w1: int, pieces: list[PeState]) -> list[PeState]:
+def _pe_states(res, w0: int, w1: int, pieces: list[PeState]) -> States:
     """Compute and spatial pieces of the segments merged with the other stall spans, in [w0, w1)."""
-    out: list[PeState] = []
+    out = States()
     spans: list[StallSpan] = sorted(
         (s for s in res.spans if s.cause != SPATIAL and s.end > s.start), key=lambda s: s.start
     )
@@ -377,7 +410,13 @@ def _pe_states(res, w0: int, w1: int, pieces: list[PeState]) -> list[PeState]:
         if st.start < w0 or st.end > w1:
             st = PeState(max(st.start, w0), min(st.end, w1), st.phase, st.state, st.where,
                          st.einsum, st.tile)  # fmt: skip
-        out.append(st)
+        out.starts.append(st.start)
+        out.ends.append(st.end)
+        out.phases.append(st.phase)
+        out.states.append(st.state)
+        out.wheres.append(st.where)
+        out.einsums.append(st.einsum)
+        out.tiles.append(st.tile)
     return out
 
 
@@ -498,9 +537,11 @@ def iter_busy_runs(act: Activity, key: str) -> Iterator[tuple[int, int]]:
     """[start, end) runs a port is busy (a transfer holds it or the PE array uses it), merged,
     in time order; lazily, so a writer streaming every port holds no copy of them."""
     transfers, pe = act.ports[key], act.pe_ports[key]
-    spans = heapq.merge(
-        zip(transfers.starts, transfers.ends, strict=True), zip(pe.starts, pe.ends, strict=True)
-    )  # by start
+    spans = zip(transfers.starts, transfers.ends, strict=True)
+    if pe and transfers:  # both by start: merged lazily
+        spans = heapq.merge(spans, zip(pe.starts, pe.ends, strict=True))
+    elif pe:
+        spans = zip(pe.starts, pe.ends, strict=True)
     a = b = None
     for start, end in spans:
         if end <= start:

@@ -148,7 +148,8 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
     import numpy as np
 
     rows, labels = [], []
-    pe_runs = [(s.start, s.end) for s in act.pe_states if s.state == COMPUTE]
+    st = act.pe_states
+    pe_runs = [(a, b) for a, b, state in zip(st.starts, st.ends, st.states, strict=True) if state == COMPUTE]  # fmt: skip
     bins = min(BINS, max(1, act.end - act.start))
     edges, frac = utilisation(_merged(pe_runs), act.start, act.end, bins)
     rows.append(frac)
@@ -216,22 +217,24 @@ def plot_timeline(
     plt = _plt()
     w0, w1 = window
 
-    def clip(items):
-        return [(max(a, w0), min(b, w1), c, lab) for a, b, c, lab in items if b > w0 and a < w1]
+    def within(records):
+        """The records overlapping the window, clipped to it (a long run holds many more)."""
+        return [r._replace(start=max(r.start, w0), end=min(r.end, w1)) for r in records
+                if r.end > w0 and r.start < w1]  # fmt: skip
 
     rows: list[tuple[str, list, list]] = []  # name, bars, thin bars
     colors: dict[str, str] = {}
     pe = [(s.start, s.end, _color(s.einsum, colors) if s.state == COMPUTE else CAUSE_COLORS.get(s.state, "#000"),
-           f"compute {s.einsum}" if s.state == COMPUTE else s.state) for s in act.pe_states]  # fmt: skip
-    rows.append(("PE array", clip(pe), []))
+           f"compute {s.einsum}" if s.state == COMPUTE else s.state) for s in within(act.pe_states)]  # fmt: skip
+    rows.append(("PE array", pe, []))
     for key, bursts in act.ports.items():
-        bars = clip([(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in bursts])
-        thin = clip([(b.start, b.end, "#444444", "PE array's use of a port") for b in act.pe_ports.get(key, ())])  # fmt: skip
+        bars = [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in within(bursts)]
+        thin = [(b.start, b.end, "#444444", "PE array's use of a port") for b in within(act.pe_ports[key])]  # fmt: skip
         if bars or thin:
             rows.append((key, bars, thin))
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
-            bars = clip([(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in transfers])
+            bars = [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in within(transfers)]
             if bars:
                 rows.append((f"DMA {engine} ch{c}", bars, []))
     fig, ax = plt.subplots(figsize=(12, 0.42 * len(rows) + 1.8))

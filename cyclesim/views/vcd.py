@@ -17,6 +17,7 @@ bytes (no date).
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -139,11 +140,17 @@ def _port_waves(w: Waves, act: Activity, memory: str, key: str) -> None:
     w.add(scope, "bits_total", "integer", group, 0, lambda: _landed(bursts, pe))
 
 
+def _merged(transfers: Iterator, pe_use: Iterator, pe: Track) -> Iterator:
+    """Two time-ordered streams of a port as one; the second is often empty (no PE use)."""
+    return heapq.merge(transfers, pe_use) if pe else transfers
+
+
 def _landed(bursts: Track, pe: Track) -> Iterator[tuple[int, int]]:
     """Bits moved through a port so far: each grant's and each PE segment's bits land at its end."""
     moved, at = 0, None
-    ends = sorted(
-        [*zip(bursts.ends, bursts.bits, strict=True), *zip(pe.ends, pe.bits, strict=True)]
+    # each track's records end in time order (one holder at a time): merged lazily, no copy
+    ends = _merged(
+        zip(bursts.ends, bursts.bits, strict=True), zip(pe.ends, pe.bits, strict=True), pe
     )
     for t, bits in ends:
         if at is not None and t != at:
@@ -156,15 +163,17 @@ def _landed(bursts: Track, pe: Track) -> Iterator[tuple[int, int]]:
 
 def _pe_waves(w: Waves, act: Activity) -> None:
     pe, group = (TOP, "pe_array"), "PE array"
-    states, segs = act.pe_states, act.segments
-    w.add(pe, "state", "string", group, IDLE, lambda: _spans(states, IDLE, 3))  # fmt: skip
-    w.add(pe, "phase", "string", group, IDLE, lambda: _spans(states, IDLE, 2))  # fmt: skip
+    st, segs = act.pe_states, act.segments
+    w.add(pe, "state", "string", group, IDLE,
+          lambda: _spans(zip(st.starts, st.ends, st.states, strict=True), IDLE, 2))  # fmt: skip
+    w.add(pe, "phase", "string", group, IDLE,
+          lambda: _spans(zip(st.starts, st.ends, st.phases, strict=True), IDLE, 2))  # fmt: skip
     w.add(pe, "active", "wire", group, 0,
-          lambda: _spans((s for s in states if s[3] == COMPUTE), 0))  # fmt: skip
+          lambda: _spans((r for r in zip(st.starts, st.ends, st.states, strict=True) if r[2] == COMPUTE), 0))  # fmt: skip
     w.add(pe, "einsum", "string", group, IDLE, lambda: ((s.start, _clean(s.einsum)) for s in segs))
     w.add(pe, "tile", "integer", group, "x", lambda: ((s.start, s.tile) for s in segs))
     w.add(pe, "stall_where", "string", group, IDLE,
-          lambda: _spans(states, IDLE, 4, transform=_where_value))  # fmt: skip
+          lambda: _spans(zip(st.starts, st.ends, st.wheres, strict=True), IDLE, 2, transform=_where_value))  # fmt: skip
 
 
 def _buffer_waves(w: Waves, act: Activity, memory: str) -> None:
