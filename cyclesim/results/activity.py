@@ -133,14 +133,37 @@ class PeState(NamedTuple):
 
 @dataclass(slots=True)
 class Buffer:
-    """One storage node's slots: changes (t, tiles resident, tile index per slot or None)."""
+    """One storage node's slots over time, by column: at times[i], counts[i] tiles are resident
+    and slot j holds tile slot_tiles[j][i] (-1: empty). `changes` gives them as tuples."""
 
     memory: str
     tensor: str
     label: str
     slots: int
     tile_bits: int
-    changes: list[tuple[int, int, tuple[int | None, ...]]] = field(default_factory=list)
+    times: array = field(default_factory=lambda: array("q"))
+    counts: array = field(default_factory=lambda: array("q"))
+    slot_tiles: list[array] = field(default_factory=list)
+
+    def record(self, t: int, count: int, held: list[int | None]) -> None:
+        """The state from cycle t on; a second state at the same cycle replaces the first."""
+        if not self.slot_tiles:
+            self.slot_tiles = [array("q") for _ in range(self.slots)]
+        if self.times and self.times[-1] == t:
+            self.counts[-1] = count
+            for column, k in zip(self.slot_tiles, held, strict=True):
+                column[-1] = -1 if k is None else k
+            return
+        self.times.append(t)
+        self.counts.append(count)
+        for column, k in zip(self.slot_tiles, held, strict=True):
+            column.append(-1 if k is None else k)
+
+    @property
+    def changes(self) -> Iterator[tuple[int, int, tuple[int | None, ...]]]:
+        """(t, tiles resident, tile index per slot or None), in time order."""
+        for i, (t, n) in enumerate(zip(self.times, self.counts, strict=True)):
+            yield t, n, tuple(None if c[i] < 0 else c[i] for c in self.slot_tiles)
 
 
 @dataclass(slots=True)
@@ -516,7 +539,7 @@ def _buffers(res, w0: int, w1: int) -> list[Buffer]:
             slots[k % n.slots] = k
         bits = n.tile_values * (n.psum_bits if n.output_role else n.bits)
         buf = Buffer(n.memory, n.tensor, n.label(), n.slots, bits)
-        buf.changes.append((w0, entered - released, tuple(slots)))
+        buf.record(w0, entered - released, slots)
         for t, d in events.get(n.index, ()):
             if d > 0:
                 slots[entered % n.slots] = entered
@@ -524,11 +547,7 @@ def _buffers(res, w0: int, w1: int) -> list[Buffer]:
             else:
                 slots[released % n.slots] = None
                 released += 1
-            change = (max(t, w0), entered - released, tuple(slots))
-            if buf.changes and buf.changes[-1][0] == change[0]:
-                buf.changes[-1] = change
-            else:
-                buf.changes.append(change)
+            buf.record(max(t, w0), entered - released, slots)
         out.append(buf)
     return out
 

@@ -98,7 +98,7 @@ def trace_events(act: Activity, title: str = "cyclesim") -> Iterator[dict]:
                 yield _slice(f"{b.tensor} {b.kind}", "dma", b.start, b.end, tid, args)
     for buf in act.buffers:
         name = f"{buf.label} occupancy"
-        for t, n, _held in buf.changes:
+        for t, n in zip(buf.times, buf.counts, strict=True):
             yield dict(name=name, cat="buffer", ph="C", ts=t, pid=PID, tid=0,
                        args=dict(tiles=n, bits=n * buf.tile_bits))  # fmt: skip
     for memory, series in act.l1.items():  # L1 allocator: bytes in use
@@ -236,7 +236,7 @@ def _json_lines(act: Activity, title: str) -> Iterator[str]:
                     yield x(f"{b.tensor} {b.kind}", "dma", b.start, b.end, tid, args)
     for buf in act.buffers:
         head = f'{{"name":{enc(f"{buf.label} occupancy")},"cat":"buffer","ph":"C","ts":'
-        for t, n, _held in buf.changes:
+        for t, n in zip(buf.times, buf.counts, strict=True):
             yield f'{head}{_us(t)},"pid":{PID},"tid":0,"args":{{"bits":{n * buf.tile_bits},"tiles":{n}}}}}'
     for memory, series in act.l1.items():
         head = f'{{"name":{enc(f"{memory} allocator occupancy")},"cat":"l1","ph":"C","ts":'
@@ -259,7 +259,7 @@ def _total(act: Activity) -> int:
         + sum(len(b) for b in act.ports.values())
         + sum(len(b) for b in act.pe_ports.values())
         + sum(len(tr) for ch in act.dma.values() for tr in ch)
-        + sum(len(b.changes) for b in act.buffers)
+        + sum(len(b.times) for b in act.buffers)
     )
 
 

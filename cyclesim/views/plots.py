@@ -266,8 +266,9 @@ def plot_occupancy(
     fig, axes = plt.subplots(max(len(bufs), 1), 1, figsize=(12, 0.9 * max(len(bufs), 1) + 1.0),
                              sharex=True, squeeze=False)  # fmt: skip
     for ax, buf in zip(axes[:, 0], bufs, strict=False):
-        before = [(t, n) for t, n, _ in buf.changes if t <= w0][-1:]
-        inside = [(t, n) for t, n, _ in buf.changes if w0 < t < w1]
+        changes = zip(buf.times, buf.counts, strict=True)
+        before = [(t, n) for t, n in changes if t <= w0][-1:]
+        inside = [(t, n) for t, n in zip(buf.times, buf.counts, strict=True) if w0 < t < w1]
         pts = [(w0, before[0][1] if before else 0)] + inside
         ts = [t for t, _ in pts] + [w1]
         ns = [n for _, n in pts]

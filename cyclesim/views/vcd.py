@@ -184,13 +184,15 @@ def _buffer_waves(w: Waves, act: Activity, memory: str) -> None:
         name = _clean(buf.tensor)
         names[name] = names.get(name, 0) + 1
         scope = (TOP, memory, name if names[name] == 1 else f"{name}_{names[name]}")
-        group, changes = f"{memory} buffers", buf.changes
-        w.add(scope, "tiles", "integer", group, 0, lambda ch=changes: ((t, n) for t, n, _ in ch))
+        group = f"{memory} buffers"
+        times, counts = buf.times, buf.counts
+        w.add(scope, "tiles", "integer", group, 0,
+              lambda ts=times, ns=counts: zip(ts, ns, strict=True))  # fmt: skip
         w.add(scope, "bits", "integer", group, 0,
-              lambda ch=changes, b=buf.tile_bits: ((t, n * b) for t, n, _ in ch))  # fmt: skip
-        for i in range(buf.slots):
+              lambda ts=times, ns=counts, b=buf.tile_bits: ((t, n * b) for t, n in zip(ts, ns, strict=True)))  # fmt: skip
+        for i, column in enumerate(buf.slot_tiles):
             w.add(scope, f"slot{i}", "integer", group, "x",
-                  lambda ch=changes, i=i: ((t, "x" if h[i] is None else h[i]) for t, _, h in ch))  # fmt: skip
+                  lambda ts=times, c=column: ((t, "x" if k < 0 else k) for t, k in zip(ts, c, strict=True)))  # fmt: skip
 
 
 def plan_waves(act: Activity) -> Waves:
