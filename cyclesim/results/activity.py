@@ -13,7 +13,7 @@ import gc
 import heapq
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -69,30 +69,19 @@ class Track:
     def __bool__(self) -> bool:
         return len(self.starts) > 0
 
-    def __getitem__(self, i: int) -> Busy:
-        return Busy(self.starts[i], self.ends[i], self.tensors[i], self.whos[i], self.bits[i], self.kinds[i])  # fmt: skip
-
 
 class States:
     """The PE array's states (PeState) stored by column; iterating gives PeState in time order."""
 
     __slots__ = ("starts", "ends", "phases", "states", "wheres", "einsums", "tiles")
 
-    def __init__(self, items: Iterable[PeState] = ()) -> None:
+    def __init__(self) -> None:
         self.starts, self.ends = array("q"), array("q")
         self.phases: list[str] = []
         self.states: list[str] = []
         self.wheres: list[str] = []
         self.einsums: list[str] = []
         self.tiles: list[int | None] = []
-        for it in items:
-            self.starts.append(it[0])
-            self.ends.append(it[1])
-            self.phases.append(it[2])
-            self.states.append(it[3])
-            self.wheres.append(it[4])
-            self.einsums.append(it[5])
-            self.tiles.append(it[6])
 
     def __iter__(self) -> Iterator[PeState]:
         columns = (self.starts, self.ends, self.phases, self.states, self.wheres, self.einsums, self.tiles)  # fmt: skip
@@ -100,10 +89,6 @@ class States:
 
     def __len__(self) -> int:
         return len(self.starts)
-
-    def __getitem__(self, i: int) -> PeState:
-        return PeState(self.starts[i], self.ends[i], self.phases[i], self.states[i],
-                       self.wheres[i], self.einsums[i], self.tiles[i])  # fmt: skip
 
 
 class Segment(NamedTuple):
@@ -611,11 +596,3 @@ def port_rows(act: Activity) -> list[dict]:
             )
         )
     return rows
-
-
-def cycles_by_state(act: Activity) -> dict[tuple[str, str], int]:
-    """Cycles of the window per (phase, state) of the PE array: compute and each cause."""
-    out: dict[tuple[str, str], int] = {}
-    for s in act.pe_states:
-        out[(s.phase, s.state)] = out.get((s.phase, s.state), 0) + s.end - s.start
-    return out
