@@ -109,9 +109,9 @@ def _where_value(where: str) -> str:
 
 @dataclass(slots=True)
 class Waves:
-    """Every signal, its value before the window, and a function giving its changes in time order.
+    """Every signal, its value before the window, and a function giving its changes.
 
-    Several changes of one signal at one time: the last one holds.
+    Each source gives (time, value) with strictly increasing times (ChangeStream relies on it).
     """
 
     start: int
