@@ -291,8 +291,9 @@ def write_perfetto_proto(
 ) -> int:
     """Write the native Perfetto protobuf (TrackEvent, 1 cycle = 1 ns); return the packet count.
 
-    Slices keep their arguments as debug annotations. Packets are serialised one by one and
-    appended (a Trace is a repeated field 1 of TracePacket), so the file streams.
+    Slices keep their arguments as debug annotations; names and string values are interned.
+    Packets are serialised one by one and appended (a Trace is a repeated field 1 of
+    TracePacket), so the file streams.
     Raise TraceError if the `perfetto` package is not installed or the run was not traced.
     """
     try:
@@ -337,20 +338,44 @@ def write_perfetto_proto(
             d.counter.SetInParent()
             counters[name] = d.uuid
             put(p)
+        # names, categories, argument names and string values are interned: each is sent once
+        # (interned_data) and referred to by number, which keeps repeated slices small
+        tables: dict[str, dict[str, int]] = {}
+
+        def iid(p, table: str, text: str) -> int:
+            known = tables.setdefault(table, {})
+            n = known.get(text)
+            if n is None:
+                n = known[text] = len(known) + 1
+                entry = getattr(p.interned_data, table).add()
+                entry.iid = n
+                if (
+                    table == "event_categories"
+                    or table == "event_names"
+                    or table == "debug_annotation_names"
+                ):
+                    entry.name = text
+                else:
+                    entry.str = text.encode()
+            return n
+
+        needs_state = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
         for e in trace_events(act, title):
             if e["ph"] == "X" and e["dur"] > 0:
                 p = pb.TracePacket()
+                p.sequence_flags = needs_state
                 p.timestamp = e["ts"]
                 te = p.track_event
-                te.track_uuid, te.type, te.name = uuids[e["tid"]], pb.TrackEvent.TYPE_SLICE_BEGIN, e["name"]  # fmt: skip
-                te.categories.append(e["cat"])
+                te.track_uuid, te.type = uuids[e["tid"]], pb.TrackEvent.TYPE_SLICE_BEGIN
+                te.name_iid = iid(p, "event_names", e["name"])
+                te.category_iids.append(iid(p, "event_categories", e["cat"]))
                 for k, v in e["args"].items():
                     a = te.debug_annotations.add()
-                    a.name = k
+                    a.name_iid = iid(p, "debug_annotation_names", k)
                     if isinstance(v, int):
                         a.int_value = v
                     else:
-                        a.string_value = str(v)
+                        a.string_value_iid = iid(p, "debug_annotation_string_values", str(v))
                 put(p)
                 p = pb.TracePacket()
                 p.timestamp = e["ts"] + e["dur"]

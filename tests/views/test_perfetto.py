@@ -122,7 +122,8 @@ def test_protobuf_form_has_balanced_slices(traced, tmp_path):
             te = p.track_event
             assert p.timestamp >= last_ts[te.track_uuid]
             last_ts[te.track_uuid] = p.timestamp
-            names |= {a.name for a in te.debug_annotations}
+            names |= {n.name for n in p.interned_data.debug_annotation_names}
+            assert all(a.name_iid for a in te.debug_annotations)  # names sent once, by number
             if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
                 depth[te.track_uuid] += 1
                 assert depth[te.track_uuid] == 1
