@@ -55,9 +55,10 @@ format: $(VENV)/.test
 
 bench: $(VENV)/.base
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_traces.py
 
 traces: $(VENV)/.base
-	$(BIN)/python -m cyclesim.views.regen_traces traces
+	$(BIN)/python -m cyclesim.analysis.regen_traces traces
 
 clean:
 	rm -rf $(VENV) $(AFVENV) out build *.egg-info
