@@ -351,6 +351,7 @@ def build_plan(
         dma,
         tensor_order,
         _allocators(arch),
+        arch.pe_array.systolic,
     )
 
 

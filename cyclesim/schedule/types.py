@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from cyclesim.spec.systolic import Systolic
+
 
 class ReusePolicy(enum.Enum):
     """When a storage node is refilled: on tile change (hardware) or on every loop iteration."""
@@ -157,3 +159,4 @@ class Plan:
     allocators: tuple[
         tuple[str, object], ...
     ] = ()  # (memory, validated L1Config) with `allocator:`
+    systolic: Systolic | None = None  # the PE array's wavefront timing (engine/systolic.py)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cyclesim.errors import SpecError
+from cyclesim.spec.systolic import Dataflow, Systolic
 from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml, validate
 
 
@@ -60,8 +61,14 @@ class _Memory(_Strict):
     allocator: dict[str, Any] | None = None
 
 
+class _Systolic(_Strict):
+    dataflow: Literal["weight_stationary", "output_stationary", "input_stationary"]
+    overlap_folds: bool = Field(False, description="the next fold's preload and skew hide under this one's stream")
+
+
 class _PEArray(_Strict):
     dims: dict[str, int] = Field(min_length=1)
+    systolic: _Systolic | None = Field(None, description="time folds like a systolic array")
     macs_per_pe_per_cycle: int = Field(1, gt=0)
     pipeline_depth_cycles: int = Field(0, ge=0)
     no_multicast: dict[str, list[str]] = Field(
@@ -146,6 +153,7 @@ class PEArray:
     no_multicast: tuple[
         tuple[str, tuple[str, ...]], ...
     ] = ()  # (dim, tensors) — AccelForge's may_reuse
+    systolic: Systolic | None = None  # None: one iteration per cycle, no wavefront
 
     @property
     def dim_sizes(self) -> dict[str, int]:
@@ -316,8 +324,24 @@ def architecture_from_dict(
         raw.pe_array.macs_per_pe_per_cycle,
         raw.pe_array.pipeline_depth_cycles,
         tuple((d, tuple(ts)) for d, ts in raw.pe_array.no_multicast.items()),
+        _systolic(raw.pe_array, err),
     )
     return Architecture(raw.name, pe, tuple(memories), tuple(dmas), raw.clock_mhz, name, lines)
+
+
+def _systolic(pe: _PEArray, err: Any) -> Systolic | None:
+    """The systolic option; its array is the first dimension (rows) by the second (cols)."""
+    if pe.systolic is None:
+        return None
+    if len(pe.dims) != 2:
+        raise err(
+            "a systolic array has exactly two dimensions (rows, then cols)",
+            ("pe_array", "dims"),
+            found=list(pe.dims),
+            expected="two dimensions, e.g. {rows: 32, cols: 32}",
+        )
+    rows, cols = pe.dims.values()
+    return Systolic(Dataflow(pe.systolic.dataflow), rows, cols, pe.systolic.overlap_folds)
 
 
 def _unique(names: list[str], loc: tuple, what: str, err: Any) -> None:
