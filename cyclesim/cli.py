@@ -1,4 +1,4 @@
-"""The `cyclesim` command: run, explain, check zigzag|accelforge, l1."""
+"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim, l1."""
 
 from __future__ import annotations
 
@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     check_sub = check.add_subparsers(dest="peer", required=True)
     _optional(check_sub, "cyclesim.checks.zigzag_cli")
     _optional(check_sub, "cyclesim.checks.accelforge_cli")
+    _optional(check_sub, "cyclesim.checks.scalesim.cli")
     _optional(sub, "cyclesim.l1.cli")
     return parser
 

@@ -63,7 +63,9 @@ class _Memory(_Strict):
 
 class _Systolic(_Strict):
     dataflow: Literal["weight_stationary", "output_stationary", "input_stationary"]
-    overlap_folds: bool = Field(False, description="the next fold's preload and skew hide under this one's stream")
+    overlap_folds: bool = Field(
+        False, description="the next fold's preload and skew hide under this one's stream"
+    )
 
 
 class _PEArray(_Strict):
