@@ -155,26 +155,28 @@ def test_unknown_dataflow_names_the_field():
     assert "dataflow" in str(err.value)
 
 
-def _config(dataflow: Dataflow, rows: int, cols: int) -> ScaleConfig:
-    return ScaleConfig("t.cfg", "t", rows, cols, 64, 64, 64, dataflow, True, 10, 10, 10)
+def _config(dataflow: Dataflow, rows: int, cols: int, calc: bool) -> ScaleConfig:
+    # USER mode with 1 KiB SRAMs: operands are tiled per fold and streams cut into chunks
+    return ScaleConfig("t.cfg", "t", rows, cols, 1, 1, 1, dataflow, calc, 10, 10, 10)
 
 
 @settings(max_examples=25, deadline=None)
 @given(
-    m=st.integers(1, 70),
+    m=st.integers(1, 300),
     n=st.integers(1, 70),
-    k=st.integers(1, 70),
+    k=st.integers(1, 300),
     rows=st.sampled_from([2, 4, 8]),
     cols=st.sampled_from([2, 4, 16]),
     dataflow=st.sampled_from(list(Dataflow)),
+    calc=st.booleans(),
 )
-def test_replay_compute_cycles_equal_the_fold_formula(m, n, k, rows, cols, dataflow):
-    # any GEMM, array and dataflow: steps + wavefront = folds * (fill + T + drain)
+def test_replay_compute_cycles_equal_the_fold_formula(m, n, k, rows, cols, dataflow, calc):
+    # any GEMM, array, dataflow and memory: steps + wavefront = folds * (fill + T + drain)
     from cyclesim.checks.scalesim.check import replay_compute
     from cyclesim.spec import mapping_from_dict, workload_from_dict
 
     layer = Layer("g", 2, m, k, 1, k, 1, n, 1, True)
-    imported = import_layer(layer, _config(dataflow, rows, cols))
+    imported = import_layer(layer, _config(dataflow, rows, cols, calc))
     a = architecture_from_dict(imported.arch)
     w = workload_from_dict(imported.workload)
     res = replay(a, w, mapping_from_dict(imported.mapping, a, w), progress=False)

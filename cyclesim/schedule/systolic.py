@@ -43,12 +43,17 @@ def fold_timing(systolic: Systolic) -> FoldTiming:
 def fold_depth(leaf: LeafPlan) -> int:
     """Segments whose first step advances a loop at this depth or above start a new fold.
 
-    The stationary operands are those whose value does not change inside a segment (change
-    depth <= segment depth); a fold starts where one of them changes. With none (strict
+    The stationary operand is the one held closest to the PEs (most instances: a register
+    per PE) among those whose value does not change inside a segment (change depth <= segment
+    depth); a fold starts where it changes. A segment may be shorter than a fold (a stream
+    cut into chunks by a storage node of another operand). With no such operand (strict
     reuse), every segment is a fold.
     """
-    depths = [o.change_depth for o in leaf.operands if o.change_depth <= leaf.seg_depth]
-    return max(depths) if depths else leaf.seg_depth
+    still = [o for o in leaf.operands if o.change_depth <= leaf.seg_depth]
+    if not still:
+        return leaf.seg_depth
+    most = max(o.instances for o in still)
+    return max(o.change_depth for o in still if o.instances == most)
 
 
 def folds(leaf: LeafPlan) -> int:

@@ -25,6 +25,7 @@ from cyclesim.results.attribution import SYSTOLIC_DRAIN, SYSTOLIC_FILL
 TERMS = (
     "compute_cycles",
     "stall_cycles",
+    "outside_cycles",
     "total_cycles",
     "utilisation_percent",
     "dram_reads_ifmap",
@@ -93,12 +94,14 @@ def _dram(res: SimResult, tensor: str, action: str) -> int | None:
 def _terms(o: LayerOutcome, config: ScaleConfig):
     res, peer, pes = o.replay, o.peer, config.rows * config.cols
     compute = replay_compute(res)
-    stall = res.cycles - compute  # onload, memory stalls and offload
     yield "compute_cycles", "replay", compute
     yield "compute_cycles", "model", o.model_compute_cycles
-    yield "stall_cycles", "replay", stall
+    # stalls between the first and the last step; before and after them: onload and offload
+    yield "stall_cycles", "replay", res.stall_cycles - wavefront_cycles(res)
+    yield "outside_cycles", "replay", res.onload_cycles + res.offload_cycles
     yield "total_cycles", "replay", res.cycles
-    yield "utilisation_percent", "replay", 100 * o.layer.macs / (res.cycles * pes)
+    inside = res.cycles - res.onload_cycles - res.offload_cycles  # like SCALE-Sim's Total Cycles
+    yield "utilisation_percent", "replay", 100 * o.layer.macs / (inside * pes)
     if not config.calc:
         yield "dram_reads_ifmap", "replay", _dram(res, "A", "read")
         yield "dram_reads_filter", "replay", _dram(res, "B", "read")
@@ -109,7 +112,10 @@ def _terms(o: LayerOutcome, config: ScaleConfig):
         return
     yield "compute_cycles", "scalesim", peer.compute_cycles
     yield "stall_cycles", "scalesim", peer.stall_cycles
-    yield "total_cycles", "scalesim", peer.compute_cycles + peer.stall_cycles
+    inside = peer.compute_cycles + peer.stall_cycles
+    total = max(peer.total_cycles_incl_prefetch, inside)  # CALC: only its estimated prefetch
+    yield "outside_cycles", "scalesim", total - inside
+    yield "total_cycles", "scalesim", total
     yield "utilisation_percent", "scalesim", peer.overall_util_percent
     yield "dram_reads_ifmap", "scalesim", peer.dram_reads_ifmap
     yield "dram_reads_filter", "scalesim", peer.dram_reads_filter
@@ -196,6 +202,9 @@ def _notes(check: ScaleSimCheck) -> list[str]:
             "USER mode, DRAM traffic: SCALE-Sim's SRAM holds im2col operand elements, so a conv's "
             "ifmap is fetched im2col-inflated and re-fetched for every pass over the stream; the "
             "replay moves the same im2col operand (A) per tile as its mapping needs it.",
+            "USER mode, padding: the replay pads a rank that does not fill its last fold up to a "
+            "multiple of the array (the engine takes perfect loop factorisations), so its DRAM "
+            "words of a tiled operand include the padding; the cycles do not change.",
             "USER mode, partial sums: SCALE-Sim writes a row fold's partial ofmap to DRAM and never "
             "reads it back (dram_reads_ofmap 0); the replay reads it back before the next fold "
             "accumulates into it, through the ofmap port.",
@@ -208,6 +217,8 @@ def _notes(check: ScaleSimCheck) -> list[str]:
         ]
     if check.peer_note:
         notes.append(check.peer_note)
+    if not config.calc:
+        notes += [_stall_causes(o) for o in check.layers]
     for o in check.layers:
         if o.peer is not None and replay_compute(o.replay) != o.peer.compute_cycles:
             notes.append(
@@ -215,3 +226,22 @@ def _notes(check: ScaleSimCheck) -> list[str]:
                 f"{o.peer.compute_cycles:,}); the fold formula does not match SCALE-Sim here."
             )
     return notes
+
+
+def _stall_causes(o: LayerOutcome) -> str:
+    """The replay's memory stall cycles of a layer by root cause (phase, cause, port, tensor)."""
+    res = o.replay
+    spans = [s for s in res.spans if s.cause not in (SYSTOLIC_FILL, SYSTOLIC_DRAIN)]
+    by: dict[tuple, int] = {}
+    for s in spans:
+        port = f"{s.port_memory}.{s.port}" if s.port_memory else (s.port or s.memory or "-")
+        key = (s.phase, s.cause, port, s.tensor or "-")
+        by[key] = by.get(key, 0) + s.cycles
+    top = sorted(by.items(), key=lambda kv: -kv[1])[:4]
+    parts = [f"{phase} {cause} {port} ({tensor}) {c:,}" for (phase, cause, port, tensor), c in top]
+    peer = f"; SCALE-Sim: {o.peer.stall_cycles:,} stall cycles, no cause" if o.peer else ""
+    return (
+        f"{o.layer.name}: replay's non-compute cycles by root cause: "
+        + (", ".join(parts) or "none")
+        + peer
+    )

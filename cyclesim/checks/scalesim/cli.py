@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 COLUMNS = (  # (term, header) of the per-layer table
     ("compute_cycles", "compute"),
     ("stall_cycles", "stall"),
+    ("outside_cycles", "pre/post"),
     ("total_cycles", "total"),
     ("utilisation_percent", "util %"),
     ("dram_reads_ifmap", "DRAM rd ifmap"),

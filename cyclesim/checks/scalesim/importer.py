@@ -11,8 +11,9 @@ CALC mode (every access hits): the three SRAMs are the backing stores, so the re
 DRAM and no onload beyond the first preload. USER mode: a DRAM with one private port per
 operand (SCALE-Sim's model: ifmap and filter read at their [layout] bandwidths, ofmap written
 at `Bandwidth`; partial sums that leave the SRAM come back through a read port of the ofmap
-bandwidth), one-cycle latency, and double-buffered SRAMs of the configured sizes holding each
-operand's tile; the stream is cut into chunks so that two tiles fit each SRAM.
+bandwidth), one-cycle latency, and SRAMs of the configured sizes: an operand that fits its
+SRAM whole is loaded once; any other is held per fold in two halves (double-buffered, as
+SCALE-Sim's SRAMs are), the stream cut into chunks so that two tiles fit.
 """
 
 from __future__ import annotations
@@ -66,7 +67,12 @@ def import_layer(layer: Layer, config: ScaleConfig) -> ImportedLayer:
         spatial[rank] = (ceil(size / dim), min(size, dim))
     sizes = {rank: f * b for rank, (f, b) in spatial.items()}
     sizes[stream_rank] = st.stream
-    chunks = 1 if config.calc else _stream_chunks(config, spatial, stream_rank, st.stream)
+    words = _sram_words(config)
+    whole = {  # operands kept whole in their SRAM (loaded once); the others per fold
+        t: config.calc or prod(sizes[r] for r in ranks) <= words[t] for t, ranks in RANKS.items()
+    }
+    tiled = [t for t in "ABZ" if not whole[t]]
+    chunks = _stream_chunks(config, tiled, spatial, stream_rank, st.stream) if tiled else 1
     workload = {
         "name": layer.name,
         "tensors": {
@@ -91,35 +97,40 @@ def import_layer(layer: Layer, config: ScaleConfig) -> ImportedLayer:
     tree: list[dict] = []
     if not config.calc:
         tree.append({"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]})
-    else:
-        tree += [{"type": "storage", "memory": SRAM[t], "tensors": [t]} for t in "ABZ"]
+    tree += [{"type": "storage", "memory": SRAM[t], "tensors": [t]} for t in "ABZ" if whole[t]]
     for rank in (col_rank, row_rank):
         tree.append({"type": "temporal", "rank": rank, "bound": spatial[rank][0]})
     if chunks > 1:
         tree.append({"type": "temporal", "rank": stream_rank, "bound": chunks})
-    if not config.calc:
-        tree += [{"type": "storage", "memory": SRAM[t], "tensors": [t]} for t in "ABZ"]
+    tree += [{"type": "storage", "memory": SRAM[t], "tensors": [t]} for t in tiled]
     tree.append({"type": "spatial", "rank": col_rank, "bound": spatial[col_rank][1], "dim": "cols"})
     tree.append({"type": "spatial", "rank": row_rank, "bound": spatial[row_rank][1], "dim": "rows"})
     tree.append({"type": "storage", "memory": "preg", "tensors": [stationary]})
     tree.append({"type": "temporal", "rank": stream_rank, "bound": st.stream // chunks})
     tree.append({"type": "compute", "einsum": layer.name})
     mapping = {"name": f"{flow.value}_{rows}x{cols}", "loop_tree": tree}
-    return ImportedLayer(layer, _arch(config, stationary), workload, mapping, sizes, chunks)
+    return ImportedLayer(layer, _arch(config, stationary, tiled), workload, mapping, sizes, chunks)
 
 
-def _stream_chunks(config: ScaleConfig, spatial: dict, stream_rank: str, stream: int) -> int:
-    """The fewest equal parts of the stream for which two tiles of each operand fit its SRAM."""
-    words = {
+def _sram_words(config: ScaleConfig) -> dict[str, int]:
+    return {
         "A": config.ifmap_sram_kib * 1024,
         "B": config.filter_sram_kib * 1024,
         "Z": config.ofmap_sram_kib * 1024,
     }
+
+
+def _stream_chunks(
+    config: ScaleConfig, tiled: list[str], spatial: dict, stream_rank: str, stream: int
+) -> int:
+    """The fewest equal parts of the stream for which two tiles of each tiled operand fit."""
+    words = _sram_words(config)
     for parts in range(1, stream + 1):
         if stream % parts:
             continue
         fits = True
-        for tensor, ranks in RANKS.items():
+        for tensor in tiled:
+            ranks = RANKS[tensor]
             extent = [stream // parts if r == stream_rank else spatial[r][1] for r in ranks]
             fits = fits and 2 * prod(extent) <= words[tensor]
         if fits:
@@ -138,7 +149,7 @@ def _ports(width: int, latency: int = 0) -> list[dict]:
     ]
 
 
-def _arch(config: ScaleConfig, stationary: str) -> dict:
+def _arch(config: ScaleConfig, stationary: str, tiled: list[str]) -> dict:
     """Systolic array, SRAMs wide enough for a whole array edge per cycle, per-PE registers."""
     rows, cols = config.rows, config.cols
     wide = WORD_BITS * rows * cols  # SCALE-Sim: SRAM to array bandwidth is never a limit
@@ -167,7 +178,7 @@ def _arch(config: ScaleConfig, stationary: str) -> dict:
                 "name": SRAM[tensor],
                 "size_bits": None if config.calc else kib * 1024 * WORD_BITS,
                 "tensors": [tensor],
-                "double_buffered": True,
+                "double_buffered": tensor in tiled,
                 "ports": _ports(wide),
             }
         )
