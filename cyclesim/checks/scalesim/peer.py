@@ -35,6 +35,7 @@ class ScaleSimLayer:
     dram_reads_filter: int
     dram_writes_ofmap: int
     seconds: float
+    cpu_seconds: float
 
     @property
     def compute_cycles(self) -> int:

@@ -37,7 +37,7 @@ def main(config: str, topology: str, gemm: bool, names: list) -> None:
             topo = os.path.join(out, "layer.csv")
             with open(topo, "w") as f:
                 f.write(header + row)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             sim = scalesim(
                 save_disk_space=True,
                 verbose=False,
@@ -48,7 +48,7 @@ def main(config: str, topology: str, gemm: bool, names: list) -> None:
             )
             with contextlib.redirect_stdout(io.StringIO()):  # its progress and report prints
                 sim.run_scale(top_path=out)
-            seconds = time.perf_counter() - t0
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
             lo = sim.runner.single_layer_sim_object_list[0]
             incl, total, stall, util, mapping_eff, compute_util = lo.get_compute_report_items()
             detail = lo.get_detail_report_items()
@@ -65,6 +65,7 @@ def main(config: str, topology: str, gemm: bool, names: list) -> None:
                     "dram_reads_filter": int(detail[14]),
                     "dram_writes_ofmap": int(detail[17]),
                     "seconds": seconds,
+                    "cpu_seconds": cpu,
                 }
             )
     json.dump(
