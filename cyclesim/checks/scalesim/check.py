@@ -205,15 +205,17 @@ def _notes(check: ScaleSimCheck) -> list[str]:
             "USER mode, padding: the replay pads a rank that does not fill its last fold up to a "
             "multiple of the array (the engine takes perfect loop factorisations), so its DRAM "
             "words of a tiled operand include the padding; the cycles do not change.",
-            "USER mode, partial sums: SCALE-Sim writes a row fold's partial ofmap to DRAM and never "
-            "reads it back (dram_reads_ofmap 0); the replay reads it back before the next fold "
-            "accumulates into it, through the ofmap port.",
+            "USER mode, partial sums: SCALE-Sim writes every row fold's partial ofmap to DRAM "
+            "(weight and input stationary) and never reads it back (dram_reads_ofmap 0); the "
+            "replay keeps partial sums in the ofmap SRAM when they fit, else writes them and "
+            "reads them back before the next fold accumulates into them.",
             "USER mode, stalls: SCALE-Sim gives each operand a private DRAM port with one cycle of "
             "latency and stalls the whole array when a demand row misses its prefetch window; the "
             "replay also uses one private port per operand, but fetches whole tiles into "
             "double-buffered SRAMs ahead of use and waits for a tile only when its fill has not "
-            "landed (its onload and the write-back of the last tile are in its stall column; "
-            "SCALE-Sim leaves its prefetch and final drain out of Total Cycles).",
+            "landed. pre/post: the replay's onload (first tiles) and offload (last write-back), "
+            "SCALE-Sim's prefetch before cycle 0 and final ofmap drain, which its Total Cycles "
+            "leaves out.",
         ]
     if check.peer_note:
         notes.append(check.peer_note)
