@@ -2,7 +2,9 @@
 
 Two timeouts per fold at most (none inside a fold), so the cost does not grow with the
 fold's length. The cycles are recorded per (leaf, fill | drain) for stall attribution, the
-way spatial stalls are.
+way spatial stalls are. With overlapping folds a block of consecutive segments of one leaf
+fills once and drains once; a memory stall inside the block does not empty the pipeline
+(no refill is charged after it) — a simplification, named here.
 """
 
 from __future__ import annotations
