@@ -152,3 +152,25 @@ def test_cli_default_path_prints_the_table_and_json():
     assert "scalesim" in done.stdout and "DRAM rd ifmap" in done.stdout
     data = json.loads(cli(*args, "--json").stdout)
     assert data["compute_cycles_equal"] == {"odd": True} and data["mode"] == "CALC"
+
+
+@pytest.mark.peer
+@needs_scalesim
+def test_scalesim_reports_the_hand_derived_4x4_folds_minus_one(tmp_path):
+    # tests/test_systolic.py derives, for GEMM M=8, N=12, K=8 on a 4x4 array, compute cycles
+    # of 108 (ws: 6 folds x 18), 84 (os: 6 x 14) and 88 (is: 4 x 22); SCALE-Sim prints the
+    # 0-based index of its last cycle, one less
+    from cyclesim.checks.scalesim.peer import run_scalesim
+
+    topo = tmp_path / "g.csv"
+    topo.write_text("Layer, M, N, K,\ng, 8, 12, 8,\n")
+    for flow, expected in (("ws", 107), ("os", 83), ("is", 87)):
+        cfg = tmp_path / f"{flow}.cfg"
+        text = (EXAMPLES / f"{flow}_8x16_calc.cfg").read_text()
+        cfg.write_text(
+            text.replace("ArrayHeight:    8", "ArrayHeight:    4").replace(
+                "ArrayWidth:     16", "ArrayWidth:     4"
+            )
+        )
+        (layer,) = run_scalesim(cfg, topo, gemm=True).layers
+        assert (layer.total_cycles, layer.stall_cycles) == (expected, 0), flow
