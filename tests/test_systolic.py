@@ -160,11 +160,11 @@ def _config(dataflow: Dataflow, rows: int, cols: int, calc: bool) -> ScaleConfig
     return ScaleConfig("t.cfg", "t", rows, cols, 1, 1, 1, dataflow, calc, 10, 10, 10)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
-    m=st.integers(1, 300),
+    m=st.integers(1, 100),
     n=st.integers(1, 70),
-    k=st.integers(1, 300),
+    k=st.integers(1, 100),
     rows=st.sampled_from([2, 4, 8]),
     cols=st.sampled_from([2, 4, 16]),
     dataflow=st.sampled_from(list(Dataflow)),
