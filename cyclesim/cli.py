@@ -1,4 +1,4 @@
-"""The `cyclesim` command: run, explain, check zigzag|accelforge, l1, sweep."""
+"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim, l1, dram, sweep."""
 
 from __future__ import annotations
 
@@ -151,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     check_sub = check.add_subparsers(dest="peer", required=True)
     _optional(check_sub, "cyclesim.checks.zigzag_cli")
     _optional(check_sub, "cyclesim.checks.accelforge.cli")
+    _optional(check_sub, "cyclesim.checks.scalesim.cli")
     _optional(sub, "cyclesim.l1.cli")
     _optional(sub, "cyclesim.dram.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")

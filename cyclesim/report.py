@@ -41,9 +41,10 @@ def text_report(res: SimResult, title: str = "") -> str:
             (f" port {r.port_memory}.{r.port}" if r.port_memory else f" {r.port}") if r.port else ""
         )
         comp = f" vs {r.competitor}" if r.competitor else ""
+        where = f"{r.tensor}@{r.memory}" if r.memory else "PE array"  # systolic wavefront
         out.append(
             f"  {r.phase:<8}{r.cause:<12}{r.cycles:>12,} {_pct(r.cycles, res.cycles)}  "
-            f"{r.tensor}@{r.memory}{port}{comp}  [cycles {r.first_cycle}..{r.last_cycle}]"
+            f"{where}{port}{comp}  [cycles {r.first_cycle}..{r.last_cycle}]"
         )
     if len(stalls) > 15:
         out.append(f"  ... {len(stalls) - 15} more rows (use --json)")
