@@ -83,8 +83,15 @@ def tracing_requested(args: argparse.Namespace) -> bool:
 
 
 def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
-    """Write every view asked for on the command line; return the files written."""
+    """Write every view asked for on the command line; return the files written.
+
+    Missing parent folders are made (the CLI checked beforehand that they can be).
+    """
     written: list[Path] = []
+    for option in ("save_run", "vcd", "fst", "perfetto", "events"):
+        value = getattr(args, option, None)
+        if isinstance(value, str) and value not in ("", "-"):
+            Path(value).parent.mkdir(parents=True, exist_ok=True)
     if getattr(args, "save_run", None):
         from cyclesim.views.saved import save_run
 

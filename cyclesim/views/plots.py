@@ -12,10 +12,20 @@ from cyclesim.results import SimResult
 from cyclesim.results.activity import COMPUTE, Activity, busy_runs
 
 CAUSE_COLORS = {
-    "bandwidth": "#d62728", "contention": "#ff7f0e", "buffer_full": "#9467bd", "latency": "#8c564b",
-    "dependency": "#7f7f7f", "spatial": "#e377c2", "l1_alloc": "#bcbd22",
-    "row_miss": "#1f77b4", "bank_conflict": "#17becf", "refresh": "#2ca02c", "turnaround": "#aec7e8",
-}  # fmt: skip
+    "bandwidth": "#d62728",
+    "contention": "#ff7f0e",
+    "buffer_full": "#9467bd",
+    "latency": "#8c564b",
+    "dependency": "#7f7f7f",
+    "spatial": "#e377c2",
+    "l1_alloc": "#bcbd22",
+    "row_miss": "#393b79",
+    "bank_conflict": "#17becf",
+    "refresh": "#637939",
+    "turnaround": "#e7ba52",
+    "systolic_fill": "#6b6ecf",
+    "systolic_drain": "#9c9ede",
+}  # fmt: skip  one colour per cause (tests/views check every cause has its own)
 PHASE_COLORS = {"onload": "#9ecae1", "compute": "#2ca02c", "offload": "#3182bd"}
 _PALETTE = ("#1f77b4", "#2ca02c", "#17becf", "#bcbd22", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 _META = {"Software": None}  # no version/date stamps: same input, same bytes
@@ -94,7 +104,8 @@ def plot_stalls(res: SimResult, path: str | Path, title: str = "") -> None:
         rest = df.iloc[top:]
         df = df.head(top).iloc[::-1]
         labels = [
-            f"{r.phase} {r.cause}: {r.tensor or ''}@{r.memory or ''}"
+            f"{r.phase} {r.cause}: "
+            + (f"{r.tensor or ''}@{r.memory}" if r.memory else "PE array")
             + (f" {r.port_memory}.{r.port}" if r.port_memory else (f" {r.port}" if r.port else ""))
             + (f" vs {r.competitor}" if r.competitor else "")
             for r in df.itertuples()

@@ -45,3 +45,14 @@ def test_the_check_sees_an_engine_import(tmp_path):
         "cyclesim.engine.replay",
         "cyclesim.engine.run",
     ]
+
+
+def test_every_cause_has_its_own_plot_colour():
+    """A new root cause must get a colour of its own, distinct from the phases' and the others'."""
+    from cyclesim.results.attribution import CAUSES
+    from cyclesim.views.plots import CAUSE_COLORS, PHASE_COLORS
+
+    assert set(CAUSES) <= set(CAUSE_COLORS)
+    colours = [CAUSE_COLORS[c] for c in CAUSES]
+    assert len(set(colours)) == len(colours)
+    assert not set(colours) & set(PHASE_COLORS.values())
