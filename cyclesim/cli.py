@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="compare a replay with an analytical model and the real peer"
     )
     check_sub = check.add_subparsers(dest="peer", required=True)
-    _optional(check_sub, "cyclesim.checks.zigzag_cli")
+    _optional(check_sub, "cyclesim.checks.zigzag.cli")
     _optional(check_sub, "cyclesim.checks.accelforge_cli")
     _optional(sub, "cyclesim.l1.cli")
     return parser

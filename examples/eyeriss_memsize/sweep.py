@@ -26,11 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from memsize import SRAM_BITS, zigzag_case  # noqa: E402
 
-from cyclesim.checks import zigzag_cases as zc  # noqa: E402
-from cyclesim.checks.zigzag_check import Terms, replay_case  # noqa: E402
-from cyclesim.checks.zigzag_inputs import TemporalMapping, load_zigzag_inputs  # noqa: E402
-from cyclesim.checks.zigzag_model import evaluate  # noqa: E402
-from cyclesim.checks.zigzag_stalls import stall_groups  # noqa: E402
+from cyclesim.checks.zigzag import cases as zc  # noqa: E402
+from cyclesim.checks.zigzag.check import replay_case  # noqa: E402
+from cyclesim.checks.zigzag.inputs import TemporalMapping  # noqa: E402
+from cyclesim.checks.zigzag.model import evaluate  # noqa: E402
+from cyclesim.checks.zigzag.read import load_zigzag_inputs  # noqa: E402
+from cyclesim.checks.zigzag.stalls import stall_groups  # noqa: E402
+from cyclesim.checks.zigzag.terms import Terms  # noqa: E402
 from cyclesim.errors import CyclesimError, PeerUnavailable  # noqa: E402
 
 
@@ -88,7 +90,7 @@ def choose(
 ) -> tuple[dict, str, Terms | None]:
     """The temporal mapping of one point: ZigZag's search if available, else a reference that fits."""
     if use_peer:
-        from cyclesim.checks.peers import zigzag as peer
+        from cyclesim.checks.zigzag import peer
 
         files = zigzag_case("large", "issue", folder, sram_bits=bits, temporal_mapping=None)
         result = peer.run_zigzag(files.accelerator, files.workload, files.mapping)
@@ -100,7 +102,7 @@ def choose(
             files.accelerator, files.workload, files.mapping, files.temporal_mapping
         )
         try:
-            from cyclesim.checks.zigzag_import import import_zigzag
+            from cyclesim.checks.zigzag.to_spec import import_zigzag
             from cyclesim.schedule import build_plan
 
             spec = import_zigzag(inputs)
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     use_peer, why = not args.no_zigzag, "not asked for (--no-zigzag)"
     if use_peer:
-        from cyclesim.checks.peers import zigzag as peer
+        from cyclesim.checks.zigzag import peer
 
         try:
             peer.zigzag_version()

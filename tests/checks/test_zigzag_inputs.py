@@ -6,8 +6,9 @@ import copy
 
 import pytest
 
-from cyclesim.checks import zigzag_cases as zc
-from cyclesim.checks.zigzag_inputs import DataDirection, MemoryOperand, load_zigzag_inputs
+from cyclesim.checks.zigzag import cases as zc
+from cyclesim.checks.zigzag.inputs import DataDirection, MemoryOperand
+from cyclesim.checks.zigzag.read import load_zigzag_inputs
 from cyclesim.errors import SpecError
 
 TM = zc.MEMSIZE_TEMPORAL_MAPPINGS["large"]
@@ -209,7 +210,7 @@ def test_bad_workload_and_mapping_are_refused(tmp_path):
 
 
 def test_model_without_temporal_mapping_says_what_to_do(tmp_path):
-    from cyclesim.checks.zigzag_model import evaluate
+    from cyclesim.checks.zigzag.model import evaluate
 
     inputs, _ = load(tmp_path, tm=None)
     with pytest.raises(SpecError, match="needs a fixed temporal mapping"):

@@ -144,7 +144,7 @@ def test_zigzag_search_picks_the_committed_mapping(setting, tmp_path):
     pytest.importorskip("zigzag.api", reason="zigzag-dse not importable")
     import sweep
 
-    from cyclesim.checks import zigzag_cases as zc
+    from cyclesim.checks.zigzag import cases as zc
 
     tm, source, theirs = sweep.choose(memsize.SRAM_BITS[setting], tmp_path, use_peer=True)
     assert source == "zigzag-dse search" and tm == zc.MEMSIZE_TEMPORAL_MAPPINGS[setting]
@@ -154,9 +154,9 @@ def test_zigzag_search_picks_the_committed_mapping(setting, tmp_path):
 def test_verdict_names_the_faster_setting_and_both_zigzag_versions():
     from verdict import ZigZagSide, comparison_table, verdict
 
-    from cyclesim.checks.zigzag_check import Terms
-    from cyclesim.checks.zigzag_inputs import load_zigzag_inputs
-    from cyclesim.checks.zigzag_model import evaluate
+    from cyclesim.checks.zigzag.model import evaluate
+    from cyclesim.checks.zigzag.read import load_zigzag_inputs
+    from cyclesim.checks.zigzag.terms import Terms
 
     results = {s: replay(*_scaled(s, 20), progress=False) for s in ("large", "small")}
     sides = []

@@ -7,7 +7,7 @@
   `latency` (unused by ZigZag's model) the port latency, paid once per transfer.
 * `served_dimensions` are the array dims a memory is shared across ([] = one instance per PE).
 * ZigZag infers double buffering from capacity; the replay is given the same flags explicitly
-  (`zigzag_model.double_buffer_flags`), so single buffering is played out where ZigZag assumed it.
+  (`model.double_buffer_flags`), so single buffering is played out where ZigZag assumed it.
 * The per-operand level lists become one loop tree: the flat loop order (identical for every
   operand, checked on input) with a storage node where an operand's memory level ends, and each
   spatial loop placed below every memory shared across its array dimension and above every one
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs
+from cyclesim.checks.zigzag.inputs import DataDirection, ZigZagInputs
 from cyclesim.errors import SpecError
 from cyclesim.spec import (
     Architecture,
@@ -215,8 +215,8 @@ def slot_flags(
     it (§3.4); the replay's second slot holds a whole tile. Where two whole tiles do not fit, the
     largest tiles of that memory fall back to one slot; those pairs are returned second.
     """
-    from cyclesim.checks.zigzag_mapping import mapping_quantities
-    from cyclesim.checks.zigzag_model import double_buffer_flags
+    from cyclesim.checks.zigzag.mapping import mapping_quantities
+    from cyclesim.checks.zigzag.model import double_buffer_flags
 
     if inputs.temporal_mapping is None:
         raise SpecError(

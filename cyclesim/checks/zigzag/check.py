@@ -13,66 +13,20 @@ from dataclasses import dataclass, field
 from math import ceil
 from typing import TYPE_CHECKING
 
-from cyclesim.checks.zigzag_explain import explain
-from cyclesim.checks.zigzag_import import DIRECTION_NAMES, import_zigzag, slot_flags
-from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs, load_zigzag_inputs
-from cyclesim.checks.zigzag_mapping import mapping_quantities
-from cyclesim.checks.zigzag_model import ZigZagLatency, evaluate
-from cyclesim.checks.zigzag_stalls import PHASES, stall_groups
+from cyclesim.checks.zigzag.explain import explain
+from cyclesim.checks.zigzag.inputs import DataDirection, ZigZagInputs
+from cyclesim.checks.zigzag.latency import ZigZagLatency
+from cyclesim.checks.zigzag.mapping import mapping_quantities
+from cyclesim.checks.zigzag.model import evaluate
+from cyclesim.checks.zigzag.read import load_zigzag_inputs
+from cyclesim.checks.zigzag.stalls import PHASES, stall_groups
+from cyclesim.checks.zigzag.terms import PHASE_TERMS, TERM_NAMES, TERMS, AccessRow, Terms
+from cyclesim.checks.zigzag.to_spec import DIRECTION_NAMES, import_zigzag, slot_flags
 from cyclesim.errors import PeerUnavailable
 
 if TYPE_CHECKING:
-    from cyclesim.checks.peers.zigzag import PeerResult
+    from cyclesim.checks.zigzag.peer import PeerResult
     from cyclesim.results import SimResult
-
-TERMS = ("latency_total", "ideal_cycles", "stall", "onloading", "offloading")
-TERM_NAMES = {
-    "latency_total": "total latency",
-    "ideal_cycles": "ideal compute",
-    "stall": "stall",
-    "onloading": "onloading",
-    "offloading": "offloading",
-}
-PHASE_TERMS = {"onload": "onloading", "compute": "stall", "offload": "offloading"}
-
-
-@dataclass(frozen=True, slots=True)
-class Terms:
-    """The five latency terms of one source (replay, analytical or zigzag)."""
-
-    latency_total: float
-    ideal_cycles: float
-    stall: float
-    onloading: float
-    offloading: float
-
-    @classmethod
-    def of_model(cls, latency: ZigZagLatency) -> Terms:
-        """ZigZag's terms: stall = SS_comb (+ spatial stall and systolic drain, zero when the array is full)."""
-        stall = (
-            latency.temporal_stall_cycles
-            + latency.spatial_stall_cycles
-            + latency.systolic_drain_cycles
-        )
-        return cls(
-            latency.latency_total_cycles,
-            latency.ideal_cycles,
-            stall,
-            latency.onloading_cycles,
-            latency.offloading_cycles,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class AccessRow:
-    """Words of one operand, memory and direction from each source (None = not comparable / missing)."""
-
-    operand: str
-    memory: str
-    direction: DataDirection
-    replay: int | None
-    analytical: int
-    zigzag: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +141,7 @@ def run_check(
     `result` is an already-run replay of this very case (e.g. of the committed example YAML
     generated from it); without it the case is imported and replayed here.
     """
-    from cyclesim.checks.peers import zigzag as peer
+    from cyclesim.checks.zigzag import peer
 
     inputs = load_zigzag_inputs(
         accelerator, workload, mapping, temporal_mapping, layer_name=layer_name

@@ -1,6 +1,6 @@
 """One sentence per differing row of a ZigZag comparison, naming the mechanism (reference/zigzag.md §3.11).
 
-The replay's side of each sentence comes from its stall table (`zigzag_stalls.stall_groups`):
+The replay's side of each sentence comes from its stall table (`stalls.stall_groups`):
 which transfer the PE array waited for, through which port, on whom. ZigZag's side comes from
 our reimplementation of its model: the port's combined stall or slack, its worst port, its
 inferred double buffering.
@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from math import ceil
 from typing import TYPE_CHECKING
 
-from cyclesim.checks.zigzag_inputs import DataDirection
-from cyclesim.checks.zigzag_stalls import StallGroup
+from cyclesim.checks.zigzag.inputs import DataDirection
+from cyclesim.checks.zigzag.stalls import StallGroup
 
 if TYPE_CHECKING:
-    from cyclesim.checks.zigzag_check import AccessRow, Terms
-    from cyclesim.checks.zigzag_inputs import ZigZagInputs
-    from cyclesim.checks.zigzag_model import PortStall, ZigZagLatency
+    from cyclesim.checks.zigzag.inputs import ZigZagInputs
+    from cyclesim.checks.zigzag.latency import PortStall, ZigZagLatency
+    from cyclesim.checks.zigzag.terms import AccessRow, Terms
 
 
 @dataclass(frozen=True, slots=True)

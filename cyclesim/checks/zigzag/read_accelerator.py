@@ -1,119 +1,32 @@
-"""Read ZigZag 3.x YAML/JSON files into `zigzag_inputs` dataclasses, refusing what we cannot represent."""
+"""Read a ZigZag 3.x accelerator YAML into `inputs` dataclasses, refusing what we cannot represent."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from math import prod
-from typing import Any, NoReturn
+from typing import Any
 
-from cyclesim.checks.zigzag_inputs import (
+from cyclesim.checks.zigzag.inputs import (
     DataDirection,
     MemoryOperand,
     PortAllocation,
     PortType,
-    TemporalMapping,
     ZigZagAccelerator,
-    ZigZagLayer,
-    ZigZagMapping,
     ZigZagMemory,
     ZigZagPort,
 )
-from cyclesim.errors import SpecError
-from cyclesim.spec.yamlio import format_path, line_of, read_yaml
-
-_PORT_NAME = re.compile(r"^[r]?[w]?_port_\d+$")
-_ALLOCATION = re.compile(r"^\s*(\w+)\s*,\s*(\w+)\s*$")
-_ARRAY_DIM = re.compile(r"^D\d$")
-_EQUATION = re.compile(
-    r"^\s*(\w+)((?:\[\w*\])+)\s*\+?=\s*(\w+)((?:\[\w*\])+)\s*[*+]\s*(\w+)((?:\[\w*\])+)\s*$"
+from cyclesim.checks.zigzag.reader import (
+    ALLOCATION,
+    ARRAY_DIM,
+    ARRAY_FIELDS,
+    MEMORY_FIELDS,
+    PORT_NAME,
+    Reader,
 )
-_RELATION = re.compile(
-    r"^\s*(\w+)\s*=\s*(?:(\d+)\s*\*\s*)?(\w+)\s*\+\s*(?:(\d+)\s*\*\s*)?(\w+)\s*$"
-)
-_UNROLLING = re.compile(r"^\s*([A-Za-z]+\d*)\s*,\s*(\d+)\s*$")
-
-_MEMORY_FIELDS = {
-    "size", "r_cost", "w_cost", "area", "latency", "operands", "ports", "served_dimensions",
-    "mem_type", "auto_cost_extraction", "force_double_buffering",
-}  # fmt: skip
-_ARRAY_FIELDS = {"dimensions", "sizes", "unit_energy", "unit_area", "systolic_dimensions", "is_imc"}
-_LAYER_FIELDS = {
-    "id", "name", "operator_type", "equation", "dimension_relations", "loop_dims", "loop_sizes",
-    "operand_precision", "operand_source", "pr_loop_dims", "pr_loop_sizes", "padding",
-}  # fmt: skip
-_MAPPING_FIELDS = {
-    "name",
-    "spatial_mapping",
-    "temporal_ordering",
-    "memory_operand_links",
-    "spatial_mapping_hint",
-}
-
-
-class _Reader:
-    """One parsed file: its data, its lines, and errors that point into it."""
-
-    def __init__(self, path: str) -> None:
-        self.data, self.lines, self.file = read_yaml(path)
-
-    def fail(
-        self, path: tuple, message: str, found: Any = None, expected: str | None = None
-    ) -> NoReturn:
-        """Raise a SpecError at a field path of this file."""
-        raise SpecError(
-            message,
-            file=self.file,
-            field=format_path(path) or None,
-            line=line_of(self.lines, path),
-            found=found,
-            expected=expected,
-        )
-
-    def mapping(self, value: Any, path: tuple, allowed: set[str], required: set[str]) -> dict:
-        """Check a YAML mapping: no unknown keys (listing the allowed ones), no missing keys."""
-        if not isinstance(value, dict):
-            self.fail(path, "must be a mapping", found=value, expected="a mapping")
-        for key in value:
-            if key not in allowed:
-                self.fail(
-                    path + (key,), f"unknown field '{key}' (allowed: {', '.join(sorted(allowed))})"
-                )
-        for key in sorted(required):
-            if key not in value:
-                self.fail(path, f"missing field '{key}'")
-        return value
-
-    def listing(self, value: Any, path: tuple) -> list:
-        """Check a YAML list."""
-        if not isinstance(value, list):
-            self.fail(path, "must be a list", found=value, expected="a list")
-        return value
-
-    def integer(self, value: Any, path: tuple, minimum: int | None = None) -> int:
-        """Check an integer, optionally at least `minimum`."""
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(path, "must be an integer", found=value, expected="an integer")
-        if minimum is not None and value < minimum:
-            self.fail(path, f"must be at least {minimum}", found=value)
-        return value
-
-    def number(self, value: Any, path: tuple) -> float:
-        """Check a number (energy, area)."""
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            self.fail(path, "must be a number", found=value, expected="a number")
-        return float(value)
-
-    def string(self, value: Any, path: tuple) -> str:
-        """Check a string."""
-        if not isinstance(value, str):
-            self.fail(path, "must be a string", found=value, expected="a string")
-        return value
 
 
 def parse_accelerator(path: str) -> ZigZagAccelerator:
     """Read a ZigZag 3.x accelerator YAML."""
-    r = _Reader(path)
+    r = Reader(path)
     top = r.mapping(
         r.data,
         (),
@@ -121,7 +34,7 @@ def parse_accelerator(path: str) -> ZigZagAccelerator:
         {"name", "memories", "operational_array"},
     )
     array = r.mapping(
-        top["operational_array"], ("operational_array",), _ARRAY_FIELDS, {"dimensions", "sizes"}
+        top["operational_array"], ("operational_array",), ARRAY_FIELDS, {"dimensions", "sizes"}
     )
     if array.get("is_imc"):
         r.fail(
@@ -134,7 +47,7 @@ def parse_accelerator(path: str) -> ZigZagAccelerator:
         for i, d in enumerate(r.listing(array["dimensions"], ("operational_array", "dimensions")))
     )
     for i, d in enumerate(dims):
-        if not _ARRAY_DIM.match(d):
+        if not ARRAY_DIM.match(d):
             r.fail(
                 ("operational_array", "dimensions", i),
                 "bad array dimension name",
@@ -176,11 +89,11 @@ def parse_accelerator(path: str) -> ZigZagAccelerator:
     )
 
 
-def _parse_memory(r: _Reader, name: str, data: Any, dims: tuple[str, ...]) -> ZigZagMemory:
+def _parse_memory(r: Reader, name: str, data: Any, dims: tuple[str, ...]) -> ZigZagMemory:
     """Read one memory: operands, ports with their allocations, served dimensions."""
     base = ("memories", name)
     m = r.mapping(
-        data, base, _MEMORY_FIELDS, {"size", "latency", "operands", "ports", "served_dimensions"}
+        data, base, MEMORY_FIELDS, {"size", "latency", "operands", "ports", "served_dimensions"}
     )
     operands: list[MemoryOperand] = []
     for i, op in enumerate(r.listing(m["operands"], base + ("operands",))):
@@ -209,7 +122,7 @@ def _parse_memory(r: _Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zi
             {"name", "type", "bandwidth_min", "bandwidth_max", "allocation"},
         )
         port_name = r.string(pd["name"], pbase + ("name",))
-        if not _PORT_NAME.match(port_name):
+        if not PORT_NAME.match(port_name):
             r.fail(
                 pbase + ("name",),
                 "bad port name",
@@ -236,7 +149,7 @@ def _parse_memory(r: _Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zi
         allocation: list[PortAllocation] = []
         for a, text in enumerate(r.listing(pd["allocation"], pbase + ("allocation",))):
             abase = pbase + ("allocation", a)
-            match = _ALLOCATION.match(text) if isinstance(text, str) else None
+            match = ALLOCATION.match(text) if isinstance(text, str) else None
             if match is None or match.group(2) not in {"fh", "tl", "fl", "th"}:
                 r.fail(
                     abase,
@@ -285,60 +198,3 @@ def _parse_memory(r: _Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zi
         read_energy=r.number(m.get("r_cost") or 0.0, base + ("r_cost",)),
         write_energy=r.number(m.get("w_cost") or 0.0, base + ("w_cost",)),
     )
-
-
-def parse_workload(path: str, layer_name: str | None = None) -> ZigZagLayer:
-    """Read one layer of a ZigZag 3.x workload YAML (the only one, or the one named)."""
-    from cyclesim.checks.zigzag_parse_workload import parse_layer
-
-    return parse_layer(_Reader(path), layer_name)
-
-
-def parse_mapping(path: str, layer: ZigZagLayer, acc: ZigZagAccelerator) -> ZigZagMapping:
-    """Read the mapping entry of a layer (by name, else operator type, else 'default')."""
-    from cyclesim.checks.zigzag_parse_mapping import parse_mapping_entry
-
-    return parse_mapping_entry(_Reader(path), layer, acc)
-
-
-def parse_temporal_mapping(
-    path: str, acc: ZigZagAccelerator, layer: ZigZagLayer, mapping: ZigZagMapping
-) -> TemporalMapping:
-    """Read a fixed temporal mapping (tm_*_setting JSON or YAML) and check it against the layer."""
-    from cyclesim.checks.zigzag_parse_mapping import parse_temporal_levels
-
-    return parse_temporal_levels(_Reader(path), acc, layer, mapping)
-
-
-def check_allocations(acc: ZigZagAccelerator, layer: ZigZagLayer, mapping: ZigZagMapping) -> None:
-    """Every level of a linked operand needs ports for the transfers ZigZag always times."""
-    for layer_op, mem_op in mapping.memory_operand_links:
-        levels = acc.levels(mem_op)
-        if not levels:
-            raise SpecError(
-                f"no memory holds memory operand {mem_op.value} (linked to {layer_op})",
-                file=acc.file,
-                field="memories",
-            )
-        is_output = layer_op == layer.output_operand
-        for level, memory in enumerate(levels):
-            needed = (
-                [DataDirection.WRITTEN_FROM_BELOW, DataDirection.READ_TO_ABOVE]
-                if is_output
-                else [DataDirection.READ_TO_BELOW, DataDirection.WRITTEN_FROM_ABOVE]
-            )
-            if level == len(levels) - 1:
-                needed = needed[:1]  # nothing moves beyond the top level
-            for direction in needed:
-                if memory.port_for(mem_op, direction) is None:
-                    raise SpecError(
-                        f"no port of memory '{memory.name}' serves '{mem_op.value}, {direction.code}' ({direction.words})",
-                        file=acc.file,
-                        field=f"memories.{memory.name}.ports",
-                        expected=f"an allocation '{mem_op.value}, {direction.code}' on one port",
-                    )
-
-
-def total_unrolling(mapping: ZigZagMapping, dim: str) -> int:
-    """Product of the spatial factors of one loop dim."""
-    return prod(f for _, loops in mapping.spatial for d, f in loops if d == dim)

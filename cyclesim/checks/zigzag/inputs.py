@@ -2,8 +2,8 @@
 
 The dataclasses keep ZigZag's own concepts (memory operands I1/I2/O, the four data directions,
 served array dimensions, per-operand per-level loop lists) so that the latency model in
-`zigzag_model` can follow ZigZag's formulas one to one. Reading and validation live in
-`zigzag_parse`; `load_zigzag_inputs` is the one entry point.
+`model` can follow ZigZag's formulas one to one. Reading and validation live in
+`read` (`load_zigzag_inputs` is the one entry point).
 """
 
 from __future__ import annotations
@@ -269,22 +269,17 @@ class ZigZagInputs:
     temporal_mapping: TemporalMapping | None
 
 
-def load_zigzag_inputs(
-    accelerator: str,
-    workload: str,
-    mapping: str,
-    temporal_mapping: str | None = None,
-    *,
-    layer_name: str | None = None,
-) -> ZigZagInputs:
-    """Read and cross-validate ZigZag input files. Raise SpecError naming file and field on any fault."""
-    from cyclesim.checks import zigzag_parse as parse
-
-    acc = parse.parse_accelerator(accelerator)
-    layer = parse.parse_workload(workload, layer_name)
-    mapping_entry = parse.parse_mapping(mapping, layer, acc)
-    parse.check_allocations(acc, layer, mapping_entry)
-    tm = None
-    if temporal_mapping is not None:
-        tm = parse.parse_temporal_mapping(temporal_mapping, acc, layer, mapping_entry)
-    return ZigZagInputs(acc, layer, mapping_entry, tm)
+def served_transfers(
+    inputs: ZigZagInputs, memory: ZigZagMemory, port: ZigZagPort
+) -> list[tuple[str, int, DataDirection]]:
+    """A port's (layer operand, level, direction) in ZigZag's served_op_lv_dir order (linked operands only)."""
+    result = []
+    for mem_op in memory.operands:
+        layer_op = inputs.mapping.layer_operand(mem_op)
+        if layer_op is None:
+            continue
+        level = inputs.accelerator.level_of(memory, mem_op)
+        result += [
+            (layer_op, level, a.direction) for a in port.allocation if a.memory_operand == mem_op
+        ]
+    return result

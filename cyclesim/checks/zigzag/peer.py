@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cyclesim.checks.zigzag_inputs import DataDirection, TemporalMapping
-from cyclesim.checks.zigzag_model import (
+from cyclesim.checks.zigzag.inputs import DataDirection, TemporalMapping
+from cyclesim.checks.zigzag.latency import (
     DoubleBuffer,
     LinkLoad,
     LinkSharing,

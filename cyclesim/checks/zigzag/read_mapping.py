@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from math import prod
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cyclesim.checks.zigzag_inputs import (
+from cyclesim.checks.zigzag.inputs import (
     Loop,
     MemoryOperand,
     TemporalMapping,
@@ -14,13 +14,10 @@ from cyclesim.checks.zigzag_inputs import (
     ZigZagLayer,
     ZigZagMapping,
 )
-from cyclesim.checks.zigzag_parse import _MAPPING_FIELDS, _UNROLLING
-
-if TYPE_CHECKING:
-    from cyclesim.checks.zigzag_parse import _Reader
+from cyclesim.checks.zigzag.reader import MAPPING_FIELDS, UNROLLING, Reader
 
 
-def parse_mapping_entry(r: _Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) -> ZigZagMapping:
+def parse_mapping_entry(r: Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) -> ZigZagMapping:
     """Choose the entry for the layer (name, operator type, 'default') and check it."""
     entries = r.listing(r.data, ())
     names = [e.get("name") if isinstance(e, dict) else None for e in entries]
@@ -35,7 +32,7 @@ def parse_mapping_entry(r: _Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) 
             found=names,
         )
     base = (index,)
-    d = r.mapping(entries[index], base, _MAPPING_FIELDS, {"name"})
+    d = r.mapping(entries[index], base, MAPPING_FIELDS, {"name"})
     spatial = _parse_spatial(r, base + ("spatial_mapping",), d.get("spatial_mapping"), layer, acc)
     links = _parse_links(
         r, base + ("memory_operand_links",), d.get("memory_operand_links"), layer, acc
@@ -52,7 +49,7 @@ def parse_mapping_entry(r: _Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) 
 
 
 def _parse_spatial(
-    r: _Reader, path: tuple, data: Any, layer: ZigZagLayer, acc: ZigZagAccelerator
+    r: Reader, path: tuple, data: Any, layer: ZigZagLayer, acc: ZigZagAccelerator
 ) -> tuple:
     """Check the spatial mapping: every array dimension named, factors that divide the layer."""
     if not isinstance(data, dict):
@@ -73,7 +70,7 @@ def _parse_spatial(
             )
         unrolled: list[Loop] = []
         for i, text in enumerate(r.listing(loops, path + (array_dim,))):
-            match = _UNROLLING.match(text) if isinstance(text, str) else None
+            match = UNROLLING.match(text) if isinstance(text, str) else None
             if match is None:
                 r.fail(
                     path + (array_dim, i),
@@ -119,7 +116,7 @@ def _parse_spatial(
 
 
 def _parse_links(
-    r: _Reader, path: tuple, data: Any, layer: ZigZagLayer, acc: ZigZagAccelerator
+    r: Reader, path: tuple, data: Any, layer: ZigZagLayer, acc: ZigZagAccelerator
 ) -> tuple:
     """Check memory_operand_links: output -> O, inputs -> distinct I1/I2."""
     if data is None:
@@ -162,7 +159,7 @@ def _parse_links(
 
 
 def _parse_ordering_loop(
-    r: _Reader, path: tuple, loop: Any, layer: ZigZagLayer
+    r: Reader, path: tuple, loop: Any, layer: ZigZagLayer
 ) -> tuple[str, int | None]:
     """One [dim, factor] of temporal_ordering ('*' allowed for either)."""
     if not isinstance(loop, list) or len(loop) != 2:
@@ -181,7 +178,7 @@ def _parse_ordering_loop(
 
 
 def parse_temporal_levels(
-    r: _Reader, acc: ZigZagAccelerator, layer: ZigZagLayer, mapping: ZigZagMapping
+    r: Reader, acc: ZigZagAccelerator, layer: ZigZagLayer, mapping: ZigZagMapping
 ) -> TemporalMapping:
     """Check a tm_*_setting mapping: one list per memory level, factors multiplying to the layer."""
     data = r.data
@@ -252,7 +249,7 @@ def parse_temporal_levels(
 
 
 def _check_factors(
-    r: _Reader, op: str, levels: list, layer: ZigZagLayer, mapping: ZigZagMapping
+    r: Reader, op: str, levels: list, layer: ZigZagLayer, mapping: ZigZagMapping
 ) -> None:
     """Temporal factors x spatial unrolling must equal each loop size."""
     totals: dict[str, int] = defaultdict(lambda: 1)

@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run the check; a CyclesimError is printed to stderr (exit 2), never a traceback."""
-    from cyclesim.checks.zigzag_check import format_report, report_json, run_check
+    from cyclesim.checks.zigzag.check import format_report, report_json, run_check
 
     try:
         check = run_check(

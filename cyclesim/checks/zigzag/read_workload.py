@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cyclesim.checks.zigzag_inputs import DimensionRelation, ZigZagLayer
-from cyclesim.checks.zigzag_parse import _EQUATION, _LAYER_FIELDS, _RELATION
-
-if TYPE_CHECKING:
-    from cyclesim.checks.zigzag_parse import _Reader
+from cyclesim.checks.zigzag.inputs import DimensionRelation, ZigZagLayer
+from cyclesim.checks.zigzag.reader import EQUATION, LAYER_FIELDS, RELATION, Reader
 
 
-def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
+def parse_layer(r: Reader, layer_name: str | None) -> ZigZagLayer:
     """Read one layer of a ZigZag 3.x workload YAML (the only one, or the one named)."""
     layers = r.listing(r.data, ())
     if not layers:
@@ -31,7 +28,7 @@ def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
     d = r.mapping(
         layers[index],
         base,
-        _LAYER_FIELDS,
+        LAYER_FIELDS,
         {"id", "operator_type", "equation", "loop_dims", "loop_sizes", "operand_precision"},
     )
     for key in ("padding", "pr_loop_sizes", "pr_loop_dims"):
@@ -74,7 +71,7 @@ def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
                 found=dim,
             )
     eq_text = r.string(d["equation"], base + ("equation",))
-    match = _EQUATION.match(eq_text)
+    match = EQUATION.match(eq_text)
     if match is None:
         r.fail(
             base + ("equation",),
@@ -128,10 +125,10 @@ def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
 
 
 def _parse_relation(
-    r: _Reader, path: tuple, text: Any, loop_dims: tuple[str, ...]
+    r: Reader, path: tuple, text: Any, loop_dims: tuple[str, ...]
 ) -> DimensionRelation:
     """Read 'ix=2*ox+1*fx'."""
-    match = _RELATION.match(text) if isinstance(text, str) else None
+    match = RELATION.match(text) if isinstance(text, str) else None
     if match is None:
         r.fail(path, "cannot read the dimension relation", found=text, expected="e.g. ix=2*ox+1*fx")
     target, c1, d1, c2, d2 = match.groups()
