@@ -9,7 +9,7 @@ mechanism. The replay's side is read from its SimResult tables only.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import TYPE_CHECKING
 
@@ -156,13 +156,20 @@ def run_check(
             missing = str(exc)
     else:
         missing = "not asked for (--no-peer)"
-    if inputs.temporal_mapping is None:
-        if theirs is None:
-            raise PeerUnavailable(
-                f"no temporal mapping given and zigzag-dse cannot choose one ({missing}); pass --temporal-mapping"
-            )
-        inputs = ZigZagInputs(
-            inputs.accelerator, inputs.layer, inputs.mapping, theirs.temporal_mapping
+    if theirs is None and not inputs.mapping.spatial_complete:
+        raise PeerUnavailable(
+            f"the spatial mapping of '{inputs.layer.name}' leaves array dimensions for ZigZag's "
+            f"search and zigzag-dse cannot run it ({missing})"
+        )
+    if theirs is not None:
+        # replay what ZigZag evaluated: its spatial choice (reduced to the layer, searched where
+        # only hinted) and, unless one was given, its temporal mapping
+        chosen = replace(inputs.mapping, spatial=theirs.spatial, spatial_complete=True)
+        temporal = inputs.temporal_mapping or theirs.temporal_mapping
+        inputs = ZigZagInputs(inputs.accelerator, inputs.layer, chosen, temporal)
+    elif inputs.temporal_mapping is None:
+        raise PeerUnavailable(
+            f"no temporal mapping given and zigzag-dse cannot choose one ({missing}); pass --temporal-mapping"
         )
     return compare(inputs, replay_case(inputs) if result is None else result, theirs, missing)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from math import prod
+from math import ceil, prod
 
 
 class MemoryOperand(enum.Enum):
@@ -180,6 +180,19 @@ class ZigZagLayer:
     ]  # per operand; the output's is its partial-sum width
     final_output_precision_bits: int
     file: str
+    padding: tuple[tuple[str, int, int], ...] = ()  # (relation target, before, after)
+    input_extents: tuple[tuple[str, int], ...] = ()  # pr_loop_sizes: (relation target, size)
+
+    def padding_of(self, target: str) -> int:
+        """Total padding of a relation target (e.g. IX)."""
+        return sum(before + after for dim, before, after in self.padding if dim == target)
+
+    def extent_limit(self, target: str, full: int) -> int:
+        """The input's extent along a relation target, as ZigZag clips tiles to it
+        (LayerNode.pr_layer_dim_sizes): `pr_loop_sizes` when given, else the extent the loops
+        span minus the padding."""
+        given = dict(self.input_extents)
+        return given[target] if target in given else full - self.padding_of(target)
 
     @property
     def output_operand(self) -> str:
@@ -210,6 +223,7 @@ class ZigZagLayer:
 
 
 Loop = tuple[str, int]
+FractionalLoop = tuple[str, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +235,7 @@ class ZigZagMapping:
     memory_operand_links: tuple[tuple[str, MemoryOperand], ...]  # layer operand -> memory operand
     temporal_ordering: tuple[tuple[str, int | None], ...] | None  # innermost first; None = '*'
     file: str
+    spatial_complete: bool = True  # False: hints only, ZigZag's search fills the array dims
 
     def memory_operand(self, layer_operand: str) -> MemoryOperand:
         """The memory operand a layer operand is linked to."""
@@ -236,6 +251,31 @@ class ZigZagMapping:
     def spatial_unrolling(self, dim: str) -> int:
         """The total spatial unrolling of one loop dim over all array dimensions."""
         return prod(f for _, loops in self.spatial for d, f in loops if d == dim)
+
+    def fractional_spatial(
+        self, layer: ZigZagLayer
+    ) -> tuple[tuple[str, tuple[FractionalLoop, ...]], ...]:
+        """The unrolling ZigZag's cost model uses: a factor that does not divide its loop size
+        becomes size / ceil(size / factor) (SpatialMappingConversionStage: K 1000 over 32 PEs is
+        31.25, the array under-used over ceil(1000 / 32) = 32 temporal steps)."""
+        return tuple(
+            (
+                array_dim,
+                tuple(
+                    (dim, layer.loop_size(dim) / ceil(layer.loop_size(dim) / factor))
+                    for dim, factor in loops
+                ),
+            )
+            for array_dim, loops in self.spatial
+        )
+
+    def temporal_size(self, layer: ZigZagLayer, dim: str) -> int:
+        """The product of a dim's temporal loops: ceil(loop size / spatial unrolling)."""
+        return ceil(layer.loop_size(dim) / self.spatial_unrolling(dim))
+
+    def padded_size(self, layer: ZigZagLayer, dim: str) -> int:
+        """A loop size rounded up to whole spatial steps: the iterations the array runs."""
+        return self.temporal_size(layer, dim) * self.spatial_unrolling(dim)
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,9 +108,15 @@ def _top_loops(levels: list[list[Loop]], dims: tuple[str, ...]) -> list[int]:
     return result
 
 
-def spatial_per_level(acc: ZigZagAccelerator, inputs: ZigZagInputs, op: str) -> Levels:
-    """SpatialMappingConversionStage.generate_mapping_per_mem_lvl: unrollings each memory level fans out."""
-    remaining = [(array_dim, loops) for array_dim, loops in inputs.mapping.spatial]
+def spatial_per_level(
+    acc: ZigZagAccelerator, inputs: ZigZagInputs, op: str, integer: bool = False
+) -> Levels:
+    """SpatialMappingConversionStage.generate_mapping_per_mem_lvl: unrollings each memory level fans
+    out; fractional (ZigZag's `mapping`) or as unrolled on the array (`mapping_int`)."""
+    spatial = inputs.mapping.fractional_spatial(inputs.layer)
+    if integer:  # ZigZag's mapping_int truncates: K 1000 over 32 PEs is 31.25 -> 31
+        spatial = tuple((a, tuple((d, int(f)) for d, f in loops)) for a, loops in spatial)
+    remaining = list(spatial)
     levels: Levels = []
     for memory in acc.levels(inputs.mapping.memory_operand(op)):
         level: dict[str, float] = {}
@@ -132,8 +138,14 @@ def _products(levels: Levels, dims: tuple[str, ...]) -> list[float]:
     return [prod(f for d, f in level if d in dims) for level in levels]
 
 
-def mapping_quantities(inputs: ZigZagInputs) -> MappingQuantities:
-    """Mapping(...) of ZigZag: all per-operand, per-level quantities the latency model reads."""
+def mapping_quantities(inputs: ZigZagInputs, *, integer: bool = False) -> MappingQuantities:
+    """Mapping(...) of ZigZag: all per-operand, per-level quantities the latency model reads.
+
+    ZigZag builds two: `mapping` on the fractional spatial unrolling (double buffering, word
+    counts) and `mapping_int` on that unrolling truncated to an integer (transfer windows,
+    loading); they differ only where an unrolling does not divide its loop (`integer` picks
+    the second).
+    """
     layer, acc, tm = inputs.layer, inputs.accelerator, inputs.temporal_mapping
     assert tm is not None
     rel = relevancy_of(layer)
@@ -148,7 +160,7 @@ def mapping_quantities(inputs: ZigZagInputs) -> MappingQuantities:
     unit_count, boost, unique = {}, {}, {}
     one_s_one_t, one_s_two_t = {}, {}
     for op in layer.operands:
-        su = spatial_per_level(acc, inputs, op)
+        su = spatial_per_level(acc, inputs, op, integer)
         arch = len(su)
         su_dec = decouple_pr_loops(su, op, layer, rel)
         total_u = [prod(f for _, f in level) for level in su_dec]

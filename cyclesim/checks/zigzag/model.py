@@ -44,11 +44,14 @@ def evaluate(inputs: ZigZagInputs, *, cycles_per_op: float = 1.0) -> ZigZagLaten
             field="temporal_ordering",
         )
     q = mapping_quantities(inputs)
+    q_int = mapping_quantities(inputs, integer=True) if _fractional(inputs) else q
     double = double_buffer_flags(inputs, q)
-    windows = {key: _allowed_and_real(inputs, q, double, key, cycles_per_op) for key in q.links}
-    ports = port_stalls(inputs, q, windows, cycles_per_op)
+    windows = {
+        key: _allowed_and_real(inputs, q_int, double, key, cycles_per_op) for key in q_int.links
+    }
+    ports = port_stalls(inputs, q_int, windows, cycles_per_op)
     stall = max([0] + [p.stall_cycles for p in ports])
-    loading = loading_latency(inputs, q, windows, stall, cycles_per_op)
+    loading = loading_latency(inputs, q_int, windows, stall, cycles_per_op)
     layer = inputs.layer
     ideal = ceil(ceil(layer.mac_count / inputs.accelerator.pe_count) * cycles_per_op)
     ideal_temporal = q.total_cycles * cycles_per_op
@@ -85,10 +88,16 @@ def evaluate(inputs: ZigZagInputs, *, cycles_per_op: float = 1.0) -> ZigZagLaten
     )
 
 
-def _array_utilization(inputs: ZigZagInputs, array_dim: str) -> int:
-    """Product of the unrollings on one array dimension."""
-    loops = dict(inputs.mapping.spatial)[array_dim]
-    result = 1
+def _fractional(inputs: ZigZagInputs) -> bool:
+    """True if some spatial unrolling does not divide its loop (ZigZag's two mappings differ)."""
+    layer = inputs.layer
+    return any(layer.loop_size(d) % f for _, loops in inputs.mapping.spatial for d, f in loops)
+
+
+def _array_utilization(inputs: ZigZagInputs, array_dim: str) -> float:
+    """Product of the (fractional) unrollings on one array dimension."""
+    loops = dict(inputs.mapping.fractional_spatial(inputs.layer))[array_dim]
+    result = 1.0
     for _, factor in loops:
         result *= factor
     return result

@@ -117,9 +117,14 @@ def _evaluate(
     from zigzag.stages.results.reduce_stages import MinimalLatencyStage
 
     acc = AcceleratorParserStage.parse_accelerator(acc_path)
-    workload = WorkloadParserStage(
-        [CostModelStage], workload=wl_path, mapping=map_path
-    ).parse_workload()
+    if wl_path.lower().endswith(".onnx"):
+        from zigzag.parser.onnx.onnx_model_parser import ONNXModelParser
+
+        workload = ONNXModelParser(wl_path, map_path).run()
+    else:
+        workload = WorkloadParserStage(
+            [CostModelStage], workload=wl_path, mapping=map_path
+        ).parse_workload()
     layers = [n for n in workload.topological_sort() if hasattr(n, "layer_operands")]
     chosen = [n for n in layers if layer_name is None or n.name == layer_name]
     if len(chosen) != 1:

@@ -87,4 +87,5 @@ def relation_extent(layer: ZigZagLayer, target: str, first: float, second: float
         return a * b - max(0, b - rel.first_coefficient // g) * (a - rel.second_coefficient // g)
 
     total = extent(layer.loop_size(rel.first_dim), layer.loop_size(rel.second_dim))
+    total = layer.extent_limit(target, total)
     return min(total, extent(int(first), int(second)))

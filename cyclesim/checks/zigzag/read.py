@@ -14,7 +14,8 @@ from cyclesim.checks.zigzag.inputs import (
 )
 from cyclesim.checks.zigzag.read_accelerator import parse_accelerator
 from cyclesim.checks.zigzag.read_mapping import parse_mapping_entry, parse_temporal_levels
-from cyclesim.checks.zigzag.read_workload import parse_layer
+from cyclesim.checks.zigzag.read_onnx import is_onnx, workload_yaml
+from cyclesim.checks.zigzag.read_workload import layer_names, parse_layer
 from cyclesim.checks.zigzag.reader import Reader
 from cyclesim.errors import SpecError
 
@@ -29,13 +30,23 @@ def load_zigzag_inputs(
 ) -> ZigZagInputs:
     """Read and cross-validate ZigZag input files. Raise SpecError naming file and field on any fault."""
     acc = parse_accelerator(accelerator)
-    layer = parse_workload(workload, layer_name)
+    layer = parse_workload(workload_file(workload, mapping), layer_name)
     mapping_entry = parse_mapping(mapping, layer, acc)
     check_allocations(acc, layer, mapping_entry)
     tm = None
     if temporal_mapping is not None:
         tm = parse_temporal_mapping(temporal_mapping, acc, layer, mapping_entry)
     return ZigZagInputs(acc, layer, mapping_entry, tm)
+
+
+def workload_file(workload: str, mapping: str) -> str:
+    """The workload as a ZigZag YAML: itself, or an ONNX model read by ZigZag's ONNX parser."""
+    return workload_yaml(workload, mapping) if is_onnx(workload) else workload
+
+
+def workload_layers(workload: str, mapping: str) -> list[str]:
+    """The names of every layer of a workload (YAML or ONNX), in ZigZag's order."""
+    return layer_names(Reader(workload_file(workload, mapping)))
 
 
 def parse_workload(path: str, layer_name: str | None = None) -> ZigZagLayer:

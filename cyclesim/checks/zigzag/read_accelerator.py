@@ -33,15 +33,16 @@ def parse_accelerator(path: str) -> ZigZagAccelerator:
         {"name", "memories", "operational_array", "dataflows"},
         {"name", "memories", "operational_array"},
     )
-    array = r.mapping(
-        top["operational_array"], ("operational_array",), ARRAY_FIELDS, {"dimensions", "sizes"}
-    )
-    if array.get("is_imc"):
+    operational = top["operational_array"]
+    if isinstance(operational, dict) and (operational.get("is_imc") or "imc_type" in operational):
         r.fail(
             ("operational_array", "is_imc"),
-            "in-memory-compute arrays cannot be replayed",
-            found=True,
+            "IMC arrays are not modelled: an in-memory-computing array (aimc/dimc) has no "
+            "separate register files to replay",
+            found=operational.get("imc_type", True),
+            expected="a digital MAC array (is_imc absent or false)",
         )
+    array = r.mapping(operational, ("operational_array",), ARRAY_FIELDS, {"dimensions", "sizes"})
     dims = tuple(
         r.string(d, ("operational_array", "dimensions", i))
         for i, d in enumerate(r.listing(array["dimensions"], ("operational_array", "dimensions")))

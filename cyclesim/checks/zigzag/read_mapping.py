@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from math import prod
 from typing import Any
 
@@ -45,17 +45,22 @@ def parse_mapping_entry(r: Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) -
                 r.listing(d["temporal_ordering"], base + ("temporal_ordering",))
             )
         )
-    return ZigZagMapping(names[index], spatial, links, ordering, r.file)
+    complete = {array_dim for array_dim, _ in spatial} == set(acc.array_dimensions)
+    return ZigZagMapping(names[index], spatial, links, ordering, r.file, complete)
 
 
 def _parse_spatial(
     r: Reader, path: tuple, data: Any, layer: ZigZagLayer, acc: ZigZagAccelerator
 ) -> tuple:
-    """Check the spatial mapping: every array dimension named, factors that divide the layer."""
+    """Read the spatial mapping as ZigZag reduces it (check_and_reduce): a dim the layer lacks is
+    dropped, a factor above the loop size is cut to it. Array dimensions left out (a hint-only
+    entry) are for ZigZag's search to fill; `spatial_complete` tells."""
+    if data is None:
+        return ()
     if not isinstance(data, dict):
         r.fail(
             path,
-            "a spatial_mapping naming every array dimension is needed (ZigZag would search one)",
+            "must map array dimensions to unrollings",
             found=data,
             expected=f"entries for {', '.join(acc.array_dimensions)}",
         )
@@ -79,38 +84,26 @@ def _parse_spatial(
                     expected="'<dim>, <factor>' such as 'K, 4'",
                 )
             dim, factor = match.group(1).upper(), int(match.group(2))
-            if dim not in layer.loop_dims:
-                r.fail(
-                    path + (array_dim, i),
-                    f"unknown dim '{dim}'",
-                    found=text,
-                    expected=f"one of {', '.join(layer.loop_dims)}",
-                )
             if factor < 1:
                 r.fail(path + (array_dim, i), "the factor must be at least 1", found=text)
-            unrolled.append((dim, factor))
+            if dim not in layer.loop_dims:
+                continue  # ZigZag removes it (e.g. 'C, 1' of an Add layer)
+            unrolled.append((dim, min(factor, layer.loop_size(dim), acc.array_size(array_dim))))
         size = acc.array_size(array_dim)
         if prod(f for _, f in unrolled) > size:
             r.fail(
                 path + (array_dim,), f"unrolls more than the {size} PEs of {array_dim}", found=loops
             )
         result.append((array_dim, tuple(unrolled)))
-    missing = [dim for dim in acc.array_dimensions if dim not in data]
-    if missing:
-        r.fail(
-            path,
-            f"array dimension {', '.join(missing)} is not mapped (ZigZag would search its unrolling)",
-            expected="every array dimension named",
-        )
-    totals: dict[str, int] = defaultdict(lambda: 1)
-    for _, loops in result:
-        for dim, factor in loops:
-            totals[dim] *= factor
-    for dim, total in totals.items():
-        if layer.loop_size(dim) % total:
+    placed = Counter(dim for _, loops in result for dim, _ in loops)
+    for dim, count in placed.items():
+        total = prod(f for _, loops in result for d, f in loops if d == dim)
+        if count > 1 and layer.loop_size(dim) % total:
             r.fail(
                 path,
-                f"spatial unrolling {total} of '{dim}' does not divide its size {layer.loop_size(dim)} (fractional unrolling cannot be replayed)",
+                f"'{dim}' is unrolled over {count} array dimensions by {total}, which does not "
+                f"divide its size {layer.loop_size(dim)}; ZigZag's fractional unrolling is "
+                "supported on one array dimension per loop dim",
             )
     return tuple(result)
 
@@ -258,10 +251,11 @@ def _check_factors(
             totals[dim] *= factor
     for dim, size in zip(layer.loop_dims, layer.loop_sizes, strict=True):
         spatial = mapping.spatial_unrolling(dim)
-        if totals[dim] * spatial != size:
+        if totals[dim] != mapping.temporal_size(layer, dim):
             r.fail(
                 (op,),
-                f"loop factors of '{dim}' do not multiply to the layer size: temporal {totals[dim]} x spatial {spatial} = {totals[dim] * spatial}",
-                found=totals[dim] * spatial,
-                expected=f"{size} (loop size of {dim})",
+                f"temporal factors of '{dim}' multiply to {totals[dim]}; with spatial unrolling "
+                f"{spatial} the layer size {size} needs ceil({size} / {spatial})",
+                found=totals[dim],
+                expected=str(mapping.temporal_size(layer, dim)),
             )

@@ -25,7 +25,11 @@ MEMORY_FIELDS = {
     "size", "r_cost", "w_cost", "area", "latency", "operands", "ports", "served_dimensions",
     "mem_type", "auto_cost_extraction", "force_double_buffering",
 }  # fmt: skip
-ARRAY_FIELDS = {"dimensions", "sizes", "unit_energy", "unit_area", "systolic_dimensions", "is_imc"}
+# input_precision: ZigZag reads it only for IMC arrays (cell sizes); a digital array ignores it
+ARRAY_FIELDS = {
+    "dimensions", "sizes", "unit_energy", "unit_area", "systolic_dimensions", "is_imc",
+    "input_precision",
+}  # fmt: skip
 LAYER_FIELDS = {
     "id", "name", "operator_type", "equation", "dimension_relations", "loop_dims", "loop_sizes",
     "operand_precision", "operand_source", "pr_loop_dims", "pr_loop_sizes", "padding",

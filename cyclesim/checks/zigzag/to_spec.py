@@ -104,7 +104,12 @@ def to_architecture(
 
 
 def to_workload(inputs: ZigZagInputs) -> Workload:
-    """The ZigZag layer as one Einsum; the output keeps O_final bits and O partial-sum bits."""
+    """The ZigZag layer as one Einsum; the output keeps O_final bits and O partial-sum bits.
+
+    A loop whose spatial unrolling does not divide it (ZigZag's fractional unrolling) is padded to
+    whole spatial steps: the replay runs the same ceil(size / unrolling) temporal iterations as
+    ZigZag, and its padded values are moved and counted like real ones (`padded_dims` names them).
+    """
     layer = inputs.layer
     relations = {rel.target: rel for rel in layer.relations}
 
@@ -124,7 +129,7 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
 
     einsum = Einsum(
         layer.name,
-        tuple(zip(layer.loop_dims, layer.loop_sizes, strict=True)),
+        tuple((dim, inputs.mapping.padded_size(layer, dim)) for dim in layer.loop_dims),
         tuple(access(op) for op in layer.input_operands),
         access(layer.output_operand),
     )
@@ -132,6 +137,16 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
     tensors = [Tensor(op, layer.precision(op), layer.precision(op)) for op in layer.input_operands]
     tensors.append(Tensor(out, layer.final_output_precision_bits, layer.precision(out)))
     return Workload((einsum,), tuple(tensors), layer.name, layer.file)
+
+
+def padded_dims(inputs: ZigZagInputs) -> tuple[tuple[str, int, int], ...]:
+    """(dim, loop size, padded size) of every loop the replay pads to whole spatial steps."""
+    layer, mapping = inputs.layer, inputs.mapping
+    return tuple(
+        (dim, layer.loop_size(dim), mapping.padded_size(layer, dim))
+        for dim in layer.loop_dims
+        if mapping.padded_size(layer, dim) != layer.loop_size(dim)
+    )
 
 
 def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workload) -> Mapping:
@@ -212,8 +227,9 @@ def slot_flags(
     """ZigZag's inferred double buffering as (tensor, memory) -> flag, fitted to whole-tile slots.
 
     ZigZag calls a tile double-buffered when its slice along the top relevant loops fits next to
-    it (§3.4); the replay's second slot holds a whole tile. Where two whole tiles do not fit, the
-    largest tiles of that memory fall back to one slot; those pairs are returned second.
+    it (§3.4); the replay's second slot holds a whole tile, at partial-sum width for an output.
+    Where two whole tiles do not fit, the largest tiles of that memory fall back to one slot;
+    those pairs are returned second.
     """
     from cyclesim.checks.zigzag.mapping import mapping_quantities
     from cyclesim.checks.zigzag.model import double_buffer_flags
@@ -231,7 +247,10 @@ def slot_flags(
         for m, memory in enumerate(levels):
             flags[(op, memory.name)] = zz[op][m + 1]
             if m < len(levels) - 1:  # the outermost level is the backing store: no slots
-                bits.setdefault(memory.name, []).append((q.bits_per_instance[op][m + 1], op))
+                # sized at partial-sum width, as the replay stores a tile (DESIGN: capacity),
+                # where ZigZag counts a completely reduced output tile at its final width
+                tile = q.elements_per_instance[op][m + 1] * inputs.layer.precision(op)
+                bits.setdefault(memory.name, []).append((tile, op))
     single: list[tuple[str, str]] = []
     for memory in inputs.accelerator.memories:
         tiles = sorted(bits.get(memory.name, []), reverse=True)
