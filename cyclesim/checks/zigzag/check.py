@@ -44,6 +44,7 @@ class ZigZagCheck:
     explanations: tuple[str, ...]
     result: SimResult = field(repr=False, compare=False)
     model: ZigZagLatency = field(repr=False, compare=False)
+    inputs: ZigZagInputs = field(repr=False, compare=False)  # as replayed: ZigZag's choices in
 
     def causes(self, phase: str) -> dict[str, int]:
         """The replay's cycles by cause in one phase (onload, compute, offload)."""
@@ -216,6 +217,7 @@ def compare(
         tuple(explanations),
         result,
         ours,
+        inputs,
     )
 
 
