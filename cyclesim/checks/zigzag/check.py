@@ -142,6 +142,29 @@ def run_check(
     `result` is an already-run replay of this very case (e.g. of the committed example YAML
     generated from it); without it the case is imported and replayed here.
     """
+    inputs, theirs, missing = choose_mapping(
+        accelerator,
+        workload,
+        mapping,
+        temporal_mapping,
+        layer_name=layer_name,
+        use_peer=use_peer,
+    )
+    return compare(inputs, replay_case(inputs) if result is None else result, theirs, missing)
+
+
+def choose_mapping(
+    accelerator: str,
+    workload: str,
+    mapping: str,
+    temporal_mapping: str | None = None,
+    *,
+    layer_name: str | None = None,
+    use_peer: bool = True,
+) -> tuple[ZigZagInputs, PeerResult | None, str | None]:
+    """The inputs as ZigZag evaluates them (its spatial and temporal choice when it runs), its
+    result, and why it is missing. Raise SpecError for bad inputs, PeerUnavailable when only
+    zigzag-dse could complete the mapping and it cannot run."""
     from cyclesim.checks.zigzag import peer
 
     inputs = load_zigzag_inputs(
@@ -172,7 +195,7 @@ def run_check(
         raise PeerUnavailable(
             f"no temporal mapping given and zigzag-dse cannot choose one ({missing}); pass --temporal-mapping"
         )
-    return compare(inputs, replay_case(inputs) if result is None else result, theirs, missing)
+    return inputs, theirs, missing
 
 
 def compare(

@@ -103,6 +103,8 @@ def _run_network(args: argparse.Namespace) -> int:
     plot_path = args.plot or f"{stem}.png"
     if Path(plot_path).suffix.lower() != ".png":
         raise CyclesimError(f"--plot {plot_path}: the plot is written as .png")
+    if Path(table_path).suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise CyclesimError(f"--table {table_path}: use a .csv or .parquet file name")
     df = check_network(
         args.accelerator,
         args.workload,

@@ -31,19 +31,17 @@ class LayerTask:
 
 
 def check_layer(task: LayerTask) -> dict:
-    """Check one layer; the row of the network table. Raise CyclesimError if it cannot be checked."""
-    from cyclesim.checks.zigzag.check import run_check
-    from cyclesim.checks.zigzag.to_spec import padded_dims
+    """Check one layer; the row of the network table. Raise CyclesimError if ZigZag's mapping or
+    our model cannot be had; a mapping the replay cannot represent is a row without replay."""
+    from cyclesim.checks.zigzag.check import choose_mapping, compare, replay_case
+    from cyclesim.checks.zigzag.model import evaluate
+    from cyclesim.checks.zigzag.terms import Terms
+    from cyclesim.checks.zigzag.to_spec import padded_dims, replicated_memories
 
-    check = run_check(
-        task.accelerator,
-        task.workload,
-        task.mapping,
-        layer_name=task.layer,
-        use_peer=task.use_peer,
+    inputs, theirs, missing = choose_mapping(
+        task.accelerator, task.workload, task.mapping, layer_name=task.layer, use_peer=task.use_peer
     )
     row: dict = {"index": task.index, "layer": task.layer, "status": "ok", "error": ""}
-    inputs = check.inputs
     row["spatial"] = "; ".join(
         f"{array_dim}: " + " ".join(f"{dim} {factor}" for dim, factor in loops)
         for array_dim, loops in inputs.mapping.spatial
@@ -52,12 +50,24 @@ def check_layer(task: LayerTask) -> dict:
     row["temporal"] = " ".join(
         f"{dim}{factor}" for dim, factor in tm.flat_order(inputs.layer.output_operand)
     )
-    row["padded"] = " ".join(f"{d} {size}->{padded}" for d, size, padded in padded_dims(inputs))
-    for source, terms in (("replay", check.replay), ("model", check.analytical)):
-        _put_terms(row, source, terms)
-    if check.zigzag is not None:
-        _put_terms(row, "zigzag", check.zigzag)
-    row["model_equals_zigzag"] = check.zigzag is not None and check.zigzag == check.analytical
+    model = Terms.of_model(evaluate(inputs))
+    zigzag = Terms.of_model(theirs.latency) if theirs is not None else None
+    _put_terms(row, "model", model)
+    if zigzag is not None:
+        _put_terms(row, "zigzag", zigzag)
+    row["model_equals_zigzag"] = zigzag is not None and zigzag == model
+    try:
+        row["padded"] = " ".join(f"{d} {n}->{p}" for d, n, p in padded_dims(inputs))
+        row["replicated"] = " ".join(
+            f"{memory} over {'x'.join(dims)}"
+            for memory, dims in replicated_memories(inputs).items()
+        )
+        check = compare(inputs, replay_case(inputs), theirs, missing)
+    except SpecError as exc:
+        row["status"] = "not replayed"
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        return row
+    _put_terms(row, "replay", check.replay)
     causes: dict[str, int] = {}
     for _, cause, cycles in check.stall_causes:
         causes[cause] = causes.get(cause, 0) + cycles
@@ -139,7 +149,7 @@ def _as_table(rows: list[dict]) -> pd.DataFrame:
     for source in SOURCES:
         for column in TERM_COLUMNS:
             df[f"{source}_{column}"] = df.get(f"{source}_{column}")
-    lead = ["index", "layer", "status", "spatial", "temporal", "padded"]
+    lead = ["index", "layer", "status", "spatial", "temporal", "padded", "replicated"]
     terms = [f"{s}_{c}" for s in SOURCES for c in TERM_COLUMNS]
     stalls = sorted(c for c in df.columns if c.startswith("stall_"))
     tail = ["model_equals_zigzag", "dram_rows", "dram_equal", "mechanisms", "error"]
@@ -154,22 +164,24 @@ def _as_table(rows: list[dict]) -> pd.DataFrame:
 
 
 def totals(df: pd.DataFrame) -> dict[str, int]:
-    """Whole-network latency per source over the layers every source has, and the layer counts."""
+    """Layer counts, and whole-network latency per source over the layers every source has."""
     ok = df[df["status"] == "ok"]
+    with_zigzag = df.dropna(subset=["zigzag_cycles"])
     both = ok.dropna(subset=["zigzag_cycles"])
     result = {
         "layers": len(df),
-        "checked": len(ok),
+        "replayed": len(ok),
+        "not_replayed": int((df["status"] == "not replayed").sum()),
         "refused": int((df["status"] == "refused").sum()),
         "failed": int((df["status"] == "failed").sum()),
+        "with_zigzag": len(with_zigzag),
+        "model_equals_zigzag": int(with_zigzag["model_equals_zigzag"].astype(bool).sum()),
         "compared": len(both),
-        "model_equals_zigzag": int(both["model_equals_zigzag"].astype(bool).sum()),
     }
+    frame = both if len(both) else ok
     for source in SOURCES:
-        result[f"{source}_cycles"] = int(both[f"{source}_cycles"].sum()) if len(both) else 0
-    if not len(both):
-        result["replay_cycles"] = int(ok["replay_cycles"].sum())
-        result["model_cycles"] = int(ok["model_cycles"].sum())
+        column = frame[f"{source}_cycles"]
+        result[f"{source}_cycles"] = int(column.sum()) if column.notna().any() else 0
     return result
 
 
@@ -180,16 +192,17 @@ def format_network(df: pd.DataFrame) -> str:
     shown["replay/zigzag"] = ratio.round(3)
     stall_columns = [c for c in df.columns if c.startswith("stall_")]
     shown["largest stall"] = [
-        _largest(row, stall_columns) if row["status"] == "ok" else row["error"][:70]
+        _largest(row, stall_columns) if row["status"] == "ok" else str(row["error"])[:70]
         for _, row in df.iterrows()
     ]
-    shown = shown.fillna("-")
+    shown = shown.astype(object).where(shown.notna(), "-")
     text = shown.to_string(index=False)
     t = totals(df)
     lines = [text, ""]
     lines.append(
-        f"{t['checked']} of {t['layers']} layers checked ({t['refused']} refused, {t['failed']} failed); "
-        f"our model equals zigzag-dse on {t['model_equals_zigzag']} of {t['compared']}"
+        f"{t['replayed']} of {t['layers']} layers replayed ({t['not_replayed']} not replayable, "
+        f"{t['refused']} refused, {t['failed']} failed); our model equals zigzag-dse on "
+        f"{t['model_equals_zigzag']} of the {t['with_zigzag']} layers zigzag-dse evaluated"
     )
     if t["compared"]:
         lines.append(

@@ -58,10 +58,14 @@ class ImportedSpec:
 
 
 def to_architecture(
-    inputs: ZigZagInputs, double_buffered: dict[tuple[str, str], bool]
+    inputs: ZigZagInputs,
+    double_buffered: dict[tuple[str, str], bool],
+    replicated: dict[str, tuple[str, ...]] | None = None,
 ) -> Architecture:
-    """ZigZag memories and ports as a cyclesim Architecture (outermost memory first)."""
+    """ZigZag memories and ports as a cyclesim Architecture (outermost memory first);
+    `replicated` memories get one instance per position of those array dims (`Placement`)."""
     acc, links = inputs.accelerator, inputs.mapping
+    replicated = replicated or {}
     memories = []
     for memory in reversed(acc.memories):
         tensors = tuple(
@@ -89,11 +93,12 @@ def to_architecture(
                     )
                 )
         doubled = tuple(t for t in tensors if double_buffered.get((t, memory.name), False))
+        copies = replicated.get(memory.name, ())
         memories.append(
             Memory(
                 memory.name,
                 memory.size_bits,
-                memory.served_dimensions,
+                tuple(d for d in memory.served_dimensions if d not in copies),
                 tensors,
                 doubled,
                 tuple(ports),
@@ -139,6 +144,11 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
     return Workload((einsum,), tuple(tensors), layer.name, layer.file)
 
 
+def replicated_memories(inputs: ZigZagInputs) -> dict[str, tuple[str, ...]]:
+    """Memories the replay copies per position of array dims ZigZag shares them across."""
+    return dict(_placement(inputs).replicated)
+
+
 def padded_dims(inputs: ZigZagInputs) -> tuple[tuple[str, int, int], ...]:
     """(dim, loop size, padded size) of every loop the replay pads to whole spatial steps."""
     layer, mapping = inputs.layer, inputs.mapping
@@ -149,15 +159,26 @@ def padded_dims(inputs: ZigZagInputs) -> tuple[tuple[str, int, int], ...]:
     )
 
 
-def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workload) -> Mapping:
-    """One loop tree from the per-operand level lists and the spatial mapping."""
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where the loop tree puts each operand's memory levels and each array dimension's unrolling.
+
+    `stores`: (loops below it, hierarchy index, memory, operand) per memory level of an operand;
+    `spatial_at`: array dim -> number of temporal loops below its spatial loops; `replicated`:
+    memory -> array dims it is shared across in ZigZag but given one copy per position in the
+    replay, because it holds fewer loops than a per-position memory of another operand and no
+    unrolled dim indexes what it holds (the copies are filled by one multicast read).
+    """
+
+    stores: tuple[tuple[int, int, str, str], ...]
+    spatial_at: dict[str, int]
+    replicated: dict[str, tuple[str, ...]]
+
+
+def _placement(inputs: ZigZagInputs) -> Placement:
+    """The placement of memory levels and unrollings; raise SpecError where none exists."""
     acc, layer, tm = inputs.accelerator, inputs.layer, inputs.temporal_mapping
-    if tm is None:
-        raise SpecError(
-            "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
-        )
-    order = tm.flat_order(layer.operands[0])  # innermost first, identical for every operand
-    # (position = loops below it, hierarchy index, memory, tensor) for every operand's memory levels
+    assert tm is not None
     stores: list[tuple[int, int, str, str]] = []
     for op in layer.operands:
         levels = tm.of(op)
@@ -166,22 +187,51 @@ def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workl
             below += len(levels[m])
             stores.append((below, acc.memories.index(memory), memory.name, op))
     served = {m.name: m.served_dimensions for m in acc.memories}
+    held: dict[str, list[str]] = {}
+    for _, _, name, op in stores:
+        held.setdefault(name, []).append(op)
     spatial_at: dict[str, int] = {}
-    for array_dim, _ in inputs.mapping.spatial:
+    replicated: dict[str, tuple[str, ...]] = {}
+    for array_dim, loops in inputs.mapping.spatial:
         per_pe = [pos for pos, _, name, _ in stores if array_dim not in served[name]]
         shared = [(pos, name) for pos, _, name, _ in stores if array_dim in served[name]]
         place = max(per_pe, default=0)
-        clash = [(pos, name) for pos, name in shared if pos < place]
+        unrolled = {dim for dim, _ in loops}
+        below = [(pos, name) for pos, name in shared if pos < place]
+        clash = [(pos, name) for pos, name in below if _indexed_by(inputs, held[name], unrolled)]
         if clash:
             inner = next(
                 name for pos, _, name, _ in stores if pos == place and array_dim not in served[name]
             )
             raise SpecError(
                 f"the {array_dim} unrolling cannot be placed: memory '{clash[0][1]}' is shared across {array_dim} "
-                f"but holds fewer loops than '{inner}', which has one instance per {array_dim} position",
+                f"and holds data indexed by the unrolled {', '.join(sorted(unrolled))}, but holds fewer "
+                f"loops than '{inner}', which has one instance per {array_dim} position",
                 file=tm.file,
             )
+        for _, name in below:
+            if array_dim not in replicated.get(name, ()):
+                replicated[name] = replicated.get(name, ()) + (array_dim,)
         spatial_at[array_dim] = place
+    return Placement(tuple(stores), spatial_at, replicated)
+
+
+def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workload) -> Mapping:
+    """One loop tree from the per-operand level lists and the spatial mapping."""
+    acc, layer, tm = inputs.accelerator, inputs.layer, inputs.temporal_mapping
+    if tm is None:
+        raise SpecError(
+            "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
+        )
+    order = tm.flat_order(layer.operands[0])  # innermost first, identical for every operand
+    placement = _placement(inputs)
+    stores, spatial_at = placement.stores, placement.spatial_at
+    served = {
+        m.name: tuple(
+            d for d in m.served_dimensions if d not in placement.replicated.get(m.name, ())
+        )
+        for m in acc.memories
+    }
     nodes: list = []
     for position in range(len(order), -1, -1):
         here = sorted((s for s in stores if s[0] == position), key=lambda s: -s[1])
@@ -207,6 +257,19 @@ def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workl
     mapping = Mapping(tree, f"{layer.name} (from ZigZag)", tm.file)
     check_mapping(mapping, architecture, workload)
     return mapping
+
+
+def _indexed_by(inputs: ZigZagInputs, operands: list[str], dims: set[str]) -> bool:
+    """True if some of `dims` indexes one of the operands (directly or through a relation)."""
+    layer = inputs.layer
+    relations = {rel.target: rel for rel in layer.relations}
+    for op in operands:
+        for dim in layer.dims_of(op):
+            rel = relations.get(dim)
+            used = {rel.first_dim, rel.second_dim} if rel else {dim}
+            if used & dims:
+                return True
+    return False
 
 
 def _with_path(node, index: int):
@@ -275,6 +338,10 @@ def import_zigzag(
     """
     if double_buffered is None:
         double_buffered, _ = slot_flags(inputs)
-    architecture = to_architecture(inputs, double_buffered)
+    if inputs.temporal_mapping is None:
+        raise SpecError(
+            "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
+        )
+    architecture = to_architecture(inputs, double_buffered, _placement(inputs).replicated)
     workload = to_workload(inputs)
     return ImportedSpec(architecture, workload, to_mapping(inputs, architecture, workload))
