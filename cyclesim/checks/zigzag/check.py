@@ -210,7 +210,25 @@ def compare(
         zz = theirs.latency.words(a.layer_operand, a.memory, a.direction) if theirs else None
         rep = _replay_words(inputs, q, values, a.layer_operand, a.level, a.direction)
         if a.words or zz or rep:
-            rows.append(AccessRow(a.layer_operand, a.memory, a.direction, rep, a.words, zz))
+            moved = values.get((a.layer_operand, a.memory, DIRECTION_NAMES[a.direction].value))
+            link = q.links[(a.layer_operand, a.level, a.direction)]
+            model_values = (
+                link.elements_per_period
+                * link.period_count
+                * q.unit_count[a.layer_operand][a.level + 1]
+            )
+            rows.append(
+                AccessRow(
+                    a.layer_operand,
+                    a.memory,
+                    a.direction,
+                    rep,
+                    a.words,
+                    zz,
+                    moved[0] if moved else 0,
+                    model_values,
+                )  # fmt: skip
+            )
     replay = replay_terms(result)
     analytical = Terms.of_model(ours)
     zigzag_terms = Terms.of_model(theirs.latency) if theirs else None

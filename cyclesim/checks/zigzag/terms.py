@@ -60,3 +60,5 @@ class AccessRow:
     replay: int | None
     analytical: int
     zigzag: int | None
+    replay_values: int = 0  # values the replay moved (summed over instances)
+    model_values: float = 0.0  # values ZigZag's links move: per period x periods x instances
