@@ -255,19 +255,25 @@ class ZigZagMapping:
     def fractional_spatial(
         self, layer: ZigZagLayer
     ) -> tuple[tuple[str, tuple[FractionalLoop, ...]], ...]:
-        """The unrolling ZigZag's cost model uses: a factor that does not divide its loop size
-        becomes size / ceil(size / factor) (SpatialMappingConversionStage: K 1000 over 32 PEs is
-        31.25, the array under-used over ceil(1000 / 32) = 32 temporal steps)."""
-        return tuple(
-            (
-                array_dim,
-                tuple(
-                    (dim, layer.loop_size(dim) / ceil(layer.loop_size(dim) / factor))
-                    for dim, factor in loops
-                ),
-            )
-            for array_dim, loops in self.spatial
-        )
+        """The unrolling ZigZag's cost model uses (SpatialMappingConversionStage): on the last
+        array dimension that unrolls a loop, a factor f that leaves a remainder becomes
+        size / ceil(size / (f x earlier)) / earlier, `earlier` being its unrolling on the array
+        dimensions before; K 1000 over 32 PEs is 31.25, the array under-used over 32 steps."""
+        last = {dim: array_dim for array_dim, loops in self.spatial for dim, _ in loops}
+        earlier: dict[str, int] = {}
+        result = []
+        for array_dim, loops in self.spatial:
+            converted = []
+            for dim, factor in loops:
+                before = earlier.get(dim, 1)
+                if last[dim] == array_dim:
+                    steps = ceil(layer.loop_size(dim) / (factor * before))
+                    converted.append((dim, layer.loop_size(dim) / steps / before))
+                else:
+                    converted.append((dim, float(factor)))
+                earlier[dim] = before * factor
+            result.append((array_dim, tuple(converted)))
+        return tuple(result)
 
     def temporal_size(self, layer: ZigZagLayer, dim: str) -> int:
         """The product of a dim's temporal loops: ceil(loop size / spatial unrolling)."""

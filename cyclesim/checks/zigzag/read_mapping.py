@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from math import prod
 from typing import Any
 
@@ -95,16 +95,6 @@ def _parse_spatial(
                 path + (array_dim,), f"unrolls more than the {size} PEs of {array_dim}", found=loops
             )
         result.append((array_dim, tuple(unrolled)))
-    placed = Counter(dim for _, loops in result for dim, _ in loops)
-    for dim, count in placed.items():
-        total = prod(f for _, loops in result for d, f in loops if d == dim)
-        if count > 1 and layer.loop_size(dim) % total:
-            r.fail(
-                path,
-                f"'{dim}' is unrolled over {count} array dimensions by {total}, which does not "
-                f"divide its size {layer.loop_size(dim)}; ZigZag's fractional unrolling is "
-                "supported on one array dimension per loop dim",
-            )
     return tuple(result)
 
 

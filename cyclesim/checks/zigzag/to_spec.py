@@ -98,7 +98,7 @@ def to_architecture(
             Memory(
                 memory.name,
                 memory.size_bits,
-                tuple(d for d in memory.served_dimensions if d not in copies),
+                tuple(d for d in _served(acc, memory) if d not in copies),
                 tensors,
                 doubled,
                 tuple(ports),
@@ -186,7 +186,7 @@ def _placement(inputs: ZigZagInputs) -> Placement:
         for m, memory in enumerate(acc.levels(inputs.mapping.memory_operand(op))):
             below += len(levels[m])
             stores.append((below, acc.memories.index(memory), memory.name, op))
-    served = {m.name: m.served_dimensions for m in acc.memories}
+    served = {m.name: _served(acc, m) for m in acc.memories}
     held: dict[str, list[str]] = {}
     for _, _, name, op in stores:
         held.setdefault(name, []).append(op)
@@ -227,9 +227,7 @@ def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workl
     placement = _placement(inputs)
     stores, spatial_at = placement.stores, placement.spatial_at
     served = {
-        m.name: tuple(
-            d for d in m.served_dimensions if d not in placement.replicated.get(m.name, ())
-        )
+        m.name: tuple(d for d in _served(acc, m) if d not in placement.replicated.get(m.name, ()))
         for m in acc.memories
     }
     nodes: list = []
@@ -257,6 +255,14 @@ def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workl
     mapping = Mapping(tree, f"{layer.name} (from ZigZag)", tm.file)
     check_mapping(mapping, architecture, workload)
     return mapping
+
+
+def _served(acc, memory) -> tuple[str, ...]:
+    """The array dims a memory is shared across; the outermost memory (the backing store, which
+    holds every tensor whole) is one instance for the whole array whatever its file says."""
+    if memory is acc.memories[-1]:
+        return tuple(acc.array_dimensions)
+    return memory.served_dimensions
 
 
 def _indexed_by(inputs: ZigZagInputs, operands: list[str], dims: set[str]) -> bool:
