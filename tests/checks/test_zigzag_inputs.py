@@ -95,10 +95,10 @@ BAD_ACCELERATORS = [
         "a read port cannot serve 'written from above' (fh)",
     ),
     (
-        "one transfer on two ports (a port allocation we cannot map)",
-        lambda a: a["memories"]["sram_8KB"]["ports"][1]["allocation"].append("O, th"),
+        "one transfer listed twice on one port",
+        lambda a: a["memories"]["sram_8KB"]["ports"][1]["allocation"].append("O, tl"),
         "memories.sram_8KB.ports[1].allocation[2]",
-        "'O, th' is already allocated to port 'rw_port_1': each operand and direction needs exactly one port",
+        "'O, tl' is listed twice on port 'rw_port_2'",
     ),
     (
         "served dimension the array does not have",
@@ -134,6 +134,21 @@ def test_bad_accelerator_is_refused_with_its_field(tmp_path, edit, field, messag
     assert message in err.detail
     assert err.file.endswith("case_accelerator.yaml")
     assert err.line is not None and f":{err.line}: field '{field}'" in str(err)
+
+
+def test_one_transfer_on_two_ports_is_served_by_the_last_one_as_in_zigzag(tmp_path):
+    # AcceleratorFactory.create_port_allocation keeps one port per (operand, direction): the
+    # last listed; 'O, th' moves from rw_port_1 to rw_port_2 and rw_port_1 keeps only 'O, fh'
+    acc = broken_accelerator(
+        lambda a: a["memories"]["sram_8KB"]["ports"][1]["allocation"].append("O, th")
+    )
+    inputs, _ = load(tmp_path, accelerator=acc)
+    sram = next(m for m in inputs.accelerator.memories if m.name == "sram_8KB")
+    th = DataDirection.READ_TO_ABOVE
+    assert sram.port_for(MemoryOperand.O, th).name == "rw_port_2"
+    assert [(a.memory_operand.value, a.direction.code) for a in sram.ports[0].allocation] == [
+        ("O", "fh")
+    ]
 
 
 def test_missing_port_for_a_needed_transfer_is_refused(tmp_path):
@@ -199,11 +214,6 @@ def test_bad_workload_and_mapping_are_refused(tmp_path):
     bad_eq[0]["equation"] = "O[b][k]+=W[k][x]*I[c][b]"
     with pytest.raises(SpecError, match="unknown dim 'X' of operand W"):
         load(tmp_path, workload=bad_eq, tm=None)
-    # K unrolled 3 on D1 and 2 on D2 = 6 does not divide 100, and ZigZag's fractional
-    # unrolling (size / ceil(size / factor)) is defined for one array dimension only
-    split = zc.spatial_mapping(("K", 3), ("K", 2))
-    with pytest.raises(SpecError, match="'K' is unrolled over 2 array dimensions by 6"):
-        load(tmp_path, mapping=split, tm=None)
     links = zc.spatial_mapping()
     links[0]["memory_operand_links"] = {"O": "O", "W": "I1", "I": "I1"}
     with pytest.raises(SpecError, match="two layer operands are linked to the same memory operand"):
@@ -233,6 +243,18 @@ def test_fractional_unrolling_is_read_as_zigzag_converts_it(tmp_path):
     assert mapping.temporal_size(layer, "K") == 34
     assert mapping.padded_size(layer, "K") == 102
     assert dict(dict(mapping.fractional_spatial(layer))["D1"])["K"] == pytest.approx(100 / 34)
+
+
+def test_fractional_unrolling_over_two_array_dims_gives_the_last_the_remainder(tmp_path):
+    # K 100 unrolled 3 on D1 and 2 on D2: D1 keeps 3, D2 gets 100 / ceil(100 / 6) / 3 = 100 / 51,
+    # over ceil(100 / 6) = 17 temporal steps; the replay pads K to 17 x 6 = 102
+    inputs, _ = load(tmp_path, mapping=zc.spatial_mapping(("K", 3), ("K", 2)), tm=None)
+    layer, mapping = inputs.layer, inputs.mapping
+    fractional = dict(mapping.fractional_spatial(layer))
+    assert dict(fractional["D1"])["K"] == 3
+    assert dict(fractional["D2"])["K"] == pytest.approx(100 / 51)
+    assert mapping.temporal_size(layer, "K") == 17
+    assert mapping.padded_size(layer, "K") == 102
 
 
 def test_padding_and_input_extents_clip_the_input_like_zigzag(tmp_path):

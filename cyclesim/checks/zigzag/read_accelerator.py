@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from cyclesim.checks.zigzag.inputs import (
@@ -176,15 +177,17 @@ def _parse_memory(r: Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zig
                     found=text,
                 )
             entry = PortAllocation(MemoryOperand(op_text), direction)
-            if entry in seen:
-                r.fail(
-                    abase,
-                    f"'{text}' is already allocated to port '{seen[entry]}': each operand and direction needs exactly one port",
-                    found=text,
-                )
-            seen[entry] = port_name
+            if entry in allocation:
+                r.fail(abase, f"'{text}' is listed twice on port '{port_name}'", found=text)
+            seen[entry] = port_name  # ZigZag's PortAllocation keeps the last port listed
             allocation.append(entry)
         ports.append(ZigZagPort(port_name, port_type, bw_min, bw_max, tuple(allocation)))
+    # an (operand, direction) on two ports is served by the last one only, as in ZigZag's
+    # AcceleratorFactory.create_port_allocation (generic_array_cacti's 'O, tl' on r_port_1 and 2)
+    ports = [
+        replace(port, allocation=tuple(a for a in port.allocation if seen[a] == port.name))
+        for port in ports
+    ]
     names = Counter(p.name for p in ports)
     for p, port in enumerate(ports):
         if names[port.name] > 1:
