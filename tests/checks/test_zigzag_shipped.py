@@ -84,9 +84,20 @@ def _check(hardware: str, mapping: str, model: str, layer: str) -> dict:
     return check_layer(task)
 
 
-def _assert_agrees(row: dict) -> None:
-    assert row["status"] == "ok", row["error"]
+# Where a memory shared across an array dimension holds fewer loops than a per-position memory
+# of another operand AND the unrolled loop indexes its data, one loop tree cannot place the
+# unrolling (it would have to sit both above and below that memory): the replay refuses, naming
+# it; our model and zigzag-dse are still compared
+NOT_PLACEABLE = {"tesla_npu_like", "eyeriss_like"}
+
+
+def _assert_agrees(row: dict, hardware: str = "") -> None:
     assert row["model_equals_zigzag"], (row["model_cycles"], row["zigzag_cycles"])
+    if hardware in NOT_PLACEABLE:
+        assert row["status"] == "not replayed"
+        assert "unrolling cannot be placed" in row["error"]
+        return
+    assert row["status"] == "ok", row["error"]
     assert row["dram_rows"] > 0
     # every row that differs has its mechanism named (explain's fallback says 'unexplained')
     assert "unexplained" not in row["mechanisms"], row["mechanisms"]
@@ -96,7 +107,7 @@ def _assert_agrees(row: dict) -> None:
 @pytest.mark.peer
 @pytest.mark.parametrize(("hardware", "mapping"), HARDWARE, ids=[h for h, _ in HARDWARE])
 def test_shipped_hardware_replays_resnet18_fc_and_model_equals_zigzag(hardware, mapping):
-    _assert_agrees(_check(hardware, mapping, *FC))
+    _assert_agrees(_check(hardware, mapping, *FC), hardware)
 
 
 @pytest.mark.peer
@@ -111,7 +122,7 @@ def test_gemm_hardware_replays_a_d0_d1_d2_gemm(hardware, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize(("hardware", "mapping"), MIXED, ids=[m for _, m in MIXED])
 def test_shipped_mixed_mappings_replay_resnet18_fc(hardware, mapping):
-    _assert_agrees(_check(hardware, mapping, *FC))
+    _assert_agrees(_check(hardware, mapping, *FC), hardware)
 
 
 @pytest.mark.peer
@@ -119,7 +130,7 @@ def test_shipped_mixed_mappings_replay_resnet18_fc(hardware, mapping):
 @pytest.mark.parametrize(("model", "layer"), SMALL_LAYERS, ids=[m for m, _ in SMALL_LAYERS])
 @pytest.mark.parametrize(("hardware", "mapping"), HARDWARE[:2], ids=[h for h, _ in HARDWARE[:2]])
 def test_small_layers_of_every_shipped_onnx_model(hardware, mapping, model, layer):
-    _assert_agrees(_check(hardware, mapping, model, layer))
+    _assert_agrees(_check(hardware, mapping, model, layer), hardware)
 
 
 @pytest.mark.parametrize("hardware", ["aimc", "dimc"])
