@@ -229,6 +229,13 @@ def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
         for target in relations
         if layer.padding_of(target) or target in dict(layer.input_extents)
     ]
+    # a stride larger than the window (ix = 2*ox + fx with FX 1) leaves input indices untouched
+    strided = [
+        r
+        for r in layer.relations
+        if r.first_coefficient > r.second_coefficient * layer.loop_size(r.second_dim)
+        or r.second_coefficient > r.first_coefficient * layer.loop_size(r.first_dim)
+    ]
     for row in rows:
         where = f"{row.operand} at {row.memory}, {row.direction.words}"
         if row.zigzag is not None and row.zigzag != row.analytical:
@@ -242,6 +249,17 @@ def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
                 f"{where}: fractional unrolling: the replay pads "
                 + ", ".join(f"{d} from {n} to {p}" for d, n, p in pads)
                 + f" to whole spatial steps (idle PEs compute padded values), so it moves {values}"
+            )
+        elif strided and row.operand != out_op and row.replay_values > row.model_values:
+            out.append(
+                f"{where}: strided window: "
+                + ", ".join(
+                    f"{r.target} = {r.first_coefficient}*{r.first_dim} + {r.second_coefficient}*{r.second_dim} "
+                    f"with {r.second_dim} {layer.loop_size(r.second_dim)} skips indices"
+                    for r in strided
+                )
+                + f"; ZigZag counts only the indices the window touches, the replay's tiles are "
+                f"contiguous ranges that include the skipped ones: {values}"
             )
         elif row.operand != out_op and clipped and row.replay_values > row.model_values:
             out.append(
