@@ -245,14 +245,15 @@ def test_fractional_unrolling_is_read_as_zigzag_converts_it(tmp_path):
     assert dict(dict(mapping.fractional_spatial(layer))["D1"])["K"] == pytest.approx(100 / 34)
 
 
-def test_fractional_unrolling_over_two_array_dims_gives_the_last_the_remainder(tmp_path):
-    # K 100 unrolled 3 on D1 and 2 on D2: D1 keeps 3, D2 gets 100 / ceil(100 / 6) / 3 = 100 / 51,
-    # over ceil(100 / 6) = 17 temporal steps; the replay pads K to 17 x 6 = 102
-    inputs, _ = load(tmp_path, mapping=zc.spatial_mapping(("K", 3), ("K", 2)), tm=None)
+def test_fractional_unrolling_over_two_array_dims_adjusts_the_largest(tmp_path):
+    # K 100 unrolled 2 on D1 and 3 on D2: ZigZag adjusts the first array dim with the largest
+    # unrolling (D2), with D1's 2 before it: 100 / ceil(100 / 6) / 2 = 100 / 34; D1 keeps 2.
+    # ceil(100 / 6) = 17 temporal steps; the replay pads K to 17 x 6 = 102
+    inputs, _ = load(tmp_path, mapping=zc.spatial_mapping(("K", 2), ("K", 3)), tm=None)
     layer, mapping = inputs.layer, inputs.mapping
     fractional = dict(mapping.fractional_spatial(layer))
-    assert dict(fractional["D1"])["K"] == 3
-    assert dict(fractional["D2"])["K"] == pytest.approx(100 / 51)
+    assert dict(fractional["D1"])["K"] == 2
+    assert dict(fractional["D2"])["K"] == pytest.approx(100 / 34)
     assert mapping.temporal_size(layer, "K") == 17
     assert mapping.padded_size(layer, "K") == 102
 

@@ -255,18 +255,22 @@ class ZigZagMapping:
     def fractional_spatial(
         self, layer: ZigZagLayer
     ) -> tuple[tuple[str, tuple[FractionalLoop, ...]], ...]:
-        """The unrolling ZigZag's cost model uses (SpatialMappingConversionStage): on the last
-        array dimension that unrolls a loop, a factor f that leaves a remainder becomes
+        """The unrolling ZigZag's cost model uses (SpatialMappingConversionStage): on the first
+        array dimension with a loop's largest unrolling f, the factor becomes
         size / ceil(size / (f x earlier)) / earlier, `earlier` being its unrolling on the array
         dimensions before; K 1000 over 32 PEs is 31.25, the array under-used over 32 steps."""
-        last = {dim: array_dim for array_dim, loops in self.spatial for dim, _ in loops}
+        adjusted: dict[str, str] = {}
+        for dim in {d for _, loops in self.spatial for d, _ in loops}:
+            factors = [(f, a) for a, loops in self.spatial for d, f in loops if d == dim]
+            largest = max(f for f, _ in factors)
+            adjusted[dim] = next(a for f, a in factors if f == largest)
         earlier: dict[str, int] = {}
         result = []
         for array_dim, loops in self.spatial:
             converted = []
             for dim, factor in loops:
                 before = earlier.get(dim, 1)
-                if last[dim] == array_dim:
+                if adjusted[dim] == array_dim:
                     steps = ceil(layer.loop_size(dim) / (factor * before))
                     converted.append((dim, layer.loop_size(dim) / steps / before))
                 else:
