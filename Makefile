@@ -19,7 +19,7 @@ $(VENV)/.test: $(VENV)/.base pyproject.toml
 	touch $@
 
 # accelforge needs Python >= 3.12 (its hwcomponents dependency); it lives in its own
-# environment and is called as a subprocess by cyclesim.checks.peers.accelforge.
+# environment and is called as a subprocess by cyclesim.checks.accelforge.peer.
 $(AFVENV)/.installed:
 	$(PY312) -m venv $(AFVENV)
 	$(AFVENV)/bin/pip install -q --upgrade pip

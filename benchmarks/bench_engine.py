@@ -1,48 +1,138 @@
-"""Engine speed, measured side by side in one run: our cost per SimPy event vs a bare SimPy loop.
+"""Engine speed, measured side by side in one run (`make bench`): the figures of issue 14.
 
-For each case: wall seconds, SimPy events scheduled, simulated cycles per wall second, and
-(cost per event) / (cost per event of a bare `yield env.timeout(1)` loop with the same event
-count, timed in the same process). Both costs are CPU time (process_time), best of --repeat
-runs, because wall time on a shared machine swings more than the effects measured. Targets from issue 2: GEMM 1024^3 on the
-32x32 tpu_like core under 10 s; cost per event within 3x of bare SimPy.
+Per case: simulated cycles; engine CPU seconds with and without fast-forward and their ratio;
+SimPy events with and without; the whole `cyclesim run` process (CPU seconds and peak RSS);
+the cost per event without fast-forward against a bare SimPy loop of the same event count
+(`yield env.timeout(1)`), timed in the same process. Then `cyclesim --help` as a whole
+process, and the engine time when the outermost loop's bound doubles (steady-state cases).
+
+Times are CPU time (process_time, or the child's rusage), best of --repeat runs, because wall
+time on a shared machine swings more than the effects measured. Targets (issue 14): memsize
+example >= 10x faster with fast-forward; GEMM 2048^3 < 0.1 s of engine time; doubling the
+outermost loop adds <= 10 % engine time; --help < 0.2 s and a worked example < 0.5 s as whole
+processes, < 100 MB; cost per event <= 3x bare SimPy.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import inspect
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import simpy
+import yaml
 
 from cyclesim.engine.run import replay_plan
-from cyclesim.results import build_result
 from cyclesim.schedule import build_plan
 from cyclesim.spec import load_architecture, load_mapping, load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
+INPUTS = ROOT / "benchmarks" / "inputs"
+WORKED = ROOT / "tests" / "cases" / "worked" / "01_compute_bound"
+
+# name -> (arch, workload, mapping, scale): scale doubles ranks and loop bounds (see _scaled)
 CASES = {
-    "tpu_like GEMM 1024^3 (32x32, weight-stationary)": (
-        "hw_models/tpu_like.yaml",
-        "examples/tpu_gemm/workload.yaml",
-        "examples/tpu_gemm/mapping.yaml",
-    ),
-    "eyeriss_like GEMM 100^3, small SRAMs (ZigZag memsize)": (
+    "memsize small (eyeriss_like GEMM 100^3)": (
         "hw_models/eyeriss_like_small.yaml",
         "examples/eyeriss_memsize/workload.yaml",
         "examples/eyeriss_memsize/mapping_small.yaml",
+        None,
     ),
-    "eyeriss_like GEMM 100^3, large SRAMs (ZigZag memsize)": (
+    "memsize large (eyeriss_like GEMM 100^3)": (
         "hw_models/eyeriss_like.yaml",
         "examples/eyeriss_memsize/workload.yaml",
         "examples/eyeriss_memsize/mapping_large.yaml",
+        None,
     ),
-    "simple_3level matmul 64^3 (AccelForge reference)": (
-        "hw_models/simple_3level.yaml",
-        "examples/simple_3level/workload.yaml",
-        "examples/simple_3level/mapping.yaml",
+    "tpu_like GEMM 1024^3": (
+        "hw_models/tpu_like.yaml",
+        "examples/tpu_gemm/workload.yaml",
+        "examples/tpu_gemm/mapping.yaml",
+        None,
+    ),
+    # m, n and k doubled: the n and k tile loops and the streamed m loop
+    "tpu_like GEMM 2048^3": (
+        "hw_models/tpu_like.yaml",
+        "examples/tpu_gemm/workload.yaml",
+        "examples/tpu_gemm/mapping.yaml",
+        {"m": 2, "n": 2, "k": 2},
+    ),
+    "ResNet-50 3x3 56x56x64->64 on tpu_like": (
+        "hw_models/tpu_like.yaml",
+        "benchmarks/inputs/resnet50_conv2_abz.yaml",
+        "benchmarks/inputs/resnet50_conv2_tpu.yaml",
+        None,
+    ),
+    "ResNet-50 3x3 56x56x64->64 on eyeriss_like": (
+        "hw_models/eyeriss_like.yaml",
+        "benchmarks/inputs/resnet50_conv2.yaml",
+        "benchmarks/inputs/resnet50_conv2_eyeriss.yaml",
+        None,
     ),
 }
+# cases whose outermost temporal loop is doubled for the steady-state scaling figure
+DOUBLED = ("memsize small (eyeriss_like GEMM 100^3)", "tpu_like GEMM 1024^3")
+SLOW = ("ResNet-50 3x3 56x56x64->64 on eyeriss_like",)  # skipped by --quick
+
+
+def _scaled(workload: dict, mapping: dict, scale: dict[str, int]) -> tuple[dict, dict]:
+    """Multiply each rank in scale, and the outermost temporal loop over it, by its factor."""
+    workload, mapping = copy.deepcopy(workload), copy.deepcopy(mapping)
+    for einsum in workload["einsums"]:
+        for rank, factor in scale.items():
+            einsum["ranks"][rank] *= factor
+    done = set()
+    for node in mapping["loop_tree"]:
+        rank = node.get("rank")
+        if node["type"] == "temporal" and rank in scale and rank not in done:
+            node["bound"] *= scale[rank]
+            done.add(rank)
+    return workload, mapping
+
+
+def _outermost_doubled(workload: dict, mapping: dict) -> tuple[dict, dict]:
+    """The outermost temporal loop's bound and its rank doubled."""
+    rank = next(n["rank"] for n in mapping["loop_tree"] if n["type"] == "temporal")
+    return _scaled(workload, mapping, {rank: 2})
+
+
+def materialise(name: str, files: tuple, folder: Path, double_outermost: bool = False) -> tuple:
+    """The case's three input files (written to folder when derived)."""
+    arch, workload, mapping, scale = files
+    if scale is None and not double_outermost:
+        return str(ROOT / arch), str(ROOT / workload), str(ROOT / mapping)
+    w = yaml.safe_load((ROOT / workload).read_text())
+    m = yaml.safe_load((ROOT / mapping).read_text())
+    if scale is not None:
+        w, m = _scaled(w, m, scale)
+    if double_outermost:
+        w, m = _outermost_doubled(w, m)
+    stem = "".join(c if c.isalnum() else "_" for c in name) + ("_x2" if double_outermost else "")
+    wp, mp = folder / f"{stem}_workload.yaml", folder / f"{stem}_mapping.yaml"
+    wp.write_text(yaml.safe_dump(w, sort_keys=False))
+    mp.write_text(yaml.safe_dump(m, sort_keys=False))
+    return str(ROOT / arch), str(wp), str(mp)
+
+
+def _has_fast_forward() -> bool:
+    return "fast_forward" in inspect.signature(replay_plan).parameters
+
+
+def engine_time(plan, repeat: int, fast_forward: bool) -> tuple[float, object]:
+    """Best CPU seconds of replay_plan over repeat runs, and the last run."""
+    kwargs = {"fast_forward": fast_forward} if _has_fast_forward() else {}
+    best, raw = float("inf"), None
+    for _ in range(repeat):
+        c0 = time.process_time()
+        raw = replay_plan(plan, progress=False, **kwargs)
+        best = min(best, time.process_time() - c0)
+    return best, raw
 
 
 def bare_simpy(n_events: int, repeat: int) -> float:
@@ -62,52 +152,115 @@ def bare_simpy(n_events: int, repeat: int) -> float:
     return best / max(1, n_events)
 
 
-def measure(arch: str, workload: str, mapping: str, repeat: int) -> dict:
-    """Compile once, replay `repeat` times (best CPU time), build the result of the last run."""
-    a = load_architecture(str(ROOT / arch))
-    w = load_workload(str(ROOT / workload))
-    m = load_mapping(str(ROOT / mapping), a, w)
-    t0 = time.perf_counter()
-    plan = build_plan(a, w, m)
-    t1 = time.perf_counter()
-    engine = float("inf")
+# Runs `python -m cyclesim` and reports the peak resident set of that process alone: rusage's
+# ru_maxrss of a child would include the image of this (large) benchmark process it forked from.
+_CHILD = """
+import atexit, runpy, sys
+def peak():
+    try:
+        with open("/proc/self/status") as f:
+            kb = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+    except OSError:
+        import resource
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    sys.stderr.write(f"\\npeak-rss-kb {kb}\\n")
+atexit.register(peak)
+sys.argv = ["cyclesim", *sys.argv[1:]]
+runpy.run_module("cyclesim", run_name="__main__")
+"""
+
+
+def whole_process(argv: list[str], repeat: int) -> tuple[float, float]:
+    """Best CPU seconds (user + system) and peak RSS (MB) of `python -m cyclesim argv`."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    best_cpu, rss = float("inf"), 0.0
     for _ in range(repeat):
-        c0 = time.process_time()
-        raw = replay_plan(plan, progress=False)
-        engine = min(engine, time.process_time() - c0)
-    t2 = time.perf_counter()
-    res = build_result(raw)
-    t3 = time.perf_counter()
-    wall = (t1 - t0) + (t2 - t1) / repeat + (t3 - t2)
-    return dict(cycles=res.cycles, engine=engine, total=wall, raw=raw)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise SystemExit(f"cyclesim {' '.join(argv)} failed ({proc.returncode}):\n{err}")
+        best_cpu = min(best_cpu, usage.ru_utime + usage.ru_stime)
+        rss = max(rss, int(err.rsplit("peak-rss-kb", 1)[1]) / 1024)
+    return best_cpu, rss
+
+
+def _plan(arch: str, workload: str, mapping: str):
+    a = load_architecture(arch)
+    w = load_workload(workload)
+    return build_plan(a, w, load_mapping(mapping, a, w))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="leave out the slowest case")
     parser.add_argument(
-        "--quick", action="store_true", help="only the tpu_like and simple_3level cases"
-    )
-    parser.add_argument(
-        "--repeat", type=int, default=3, help="runs per case; the best CPU time counts"
+        "--repeat", type=int, default=3, help="runs per figure; the best CPU time counts"
     )
     args = parser.parse_args()
-    print(
-        f"{'case':<56}{'cycles':>12}{'wall s':>9}{'cpu s':>10}{'events':>11}{'Mcyc/s':>9}{'us/event':>10}{'bare us':>9}{'ratio':>7}"
+    ff = _has_fast_forward()
+    print(f"fast-forward in this engine: {'yes' if ff else 'no'}")
+    head = (
+        f"{'case':<44}{'cycles':>11}{'eng ff s':>10}{'eng s':>9}{'speedup':>8}"
+        f"{'events ff':>11}{'events':>11}{'proc s':>8}{'RSS MB':>8}{'us/ev':>7}{'bare':>6}{'ratio':>6}"
     )
-    for name, files in CASES.items():
-        if args.quick and "eyeriss" in name:
-            continue
-        if not all((ROOT / f).exists() for f in files):
-            print(f"{name:<56} skipped: inputs missing")
-            continue
-        r = measure(*files, repeat=args.repeat)
-        events = r["raw"].env_events
-        per_event = r["engine"] / max(1, events)
-        bare = bare_simpy(events, args.repeat)
+    print(head)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for name, files in CASES.items():
+            if args.quick and name in SLOW:
+                continue
+            paths = materialise(name, files, folder)
+            plan = _plan(*paths)
+            off, raw_off = engine_time(plan, args.repeat, False)
+            if ff:
+                on, raw_on = engine_time(plan, args.repeat, True)
+                if raw_on.cycles != raw_off.cycles or raw_on.counts != raw_off.counts:
+                    raise SystemExit(f"{name}: fast-forward changed the result")
+                on_s, speedup, ev_on = f"{on:>10.3f}", f"{off / on:>7.1f}x", raw_on.env_events
+            else:
+                on_s, speedup, ev_on = f"{'-':>10}", f"{'-':>8}", "-"
+            proc, rss = whole_process(["run", *paths], args.repeat)
+            per_event = off / max(1, raw_off.env_events)
+            bare = bare_simpy(raw_off.env_events, args.repeat)
+            print(
+                f"{name:<44}{raw_off.cycles:>11,}{on_s}{off:>9.3f}{speedup}"
+                f"{ev_on:>11}{raw_off.env_events:>11,}{proc:>8.2f}{rss:>8.0f}"
+                f"{per_event * 1e6:>7.2f}{bare * 1e6:>6.2f}{per_event / bare:>6.1f}"
+            )
+        print()
+        help_cpu, help_rss = whole_process(["--help"], args.repeat)
         print(
-            f"{name:<56}{r['cycles']:>12,}{r['total']:>9.2f}{r['engine']:>10.2f}{events:>11,}"
-            f"{r['cycles'] / r['total'] / 1e6:>9.2f}{per_event * 1e6:>10.2f}{bare * 1e6:>9.2f}{per_event / bare:>7.1f}"
+            f"cyclesim --help: {help_cpu:.3f} s CPU, {help_rss:.0f} MB peak (targets 0.2 s, 100 MB)"
         )
+        worked = [str(WORKED / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]
+        run_cpu, run_rss = whole_process(["run", *worked], args.repeat)
+        print(
+            f"cyclesim run (worked example 01): {run_cpu:.3f} s CPU, {run_rss:.0f} MB peak "
+            "(targets 0.5 s, 100 MB)"
+        )
+        print()
+        print(
+            "doubling the outermost temporal loop (engine CPU s; target: at most +10 % with fast-forward)"
+        )
+        for name in DOUBLED:
+            once = _plan(*materialise(name, CASES[name], folder))
+            twice = _plan(*materialise(name, CASES[name], folder, double_outermost=True))
+            modes = (True, False) if ff else (False,)
+            cells = []
+            for mode in modes:
+                t1, _ = engine_time(once, args.repeat, mode)
+                t2, _ = engine_time(twice, args.repeat, mode)
+                label = "with fast-forward" if mode else "without"
+                cells.append(f"{label}: {t1:.3f} -> {t2:.3f} ({100 * (t2 / t1 - 1):+.0f} %)")
+            print(f"  {name:<42}" + "; ".join(cells))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
-"""The `cyclesim` command: run, explain, check zigzag|accelforge, l1."""
+"""The `cyclesim` command: run, explain, check zigzag|accelforge, l1, sweep."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
+from pathlib import Path
 
-from cyclesim.errors import CyclesimError
+from cyclesim import __version__
+from cyclesim.errors import CyclesimError, DeadlockError, FoundFailure, SpecError
+
+log = logging.getLogger("cyclesim")
 
 
 def _load(args: argparse.Namespace):
@@ -61,12 +67,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_filter=trace_filter if tracing else None,
         progress=False if args.no_progress else None,
     )
+    log.info("replayed %s in %.2f s (%d events)", mapping.name, res.wall_seconds, res.events)
     _write_views(args, res)
+    if getattr(args, "csv", None):
+        from cyclesim.views.summary_csv import write_summary_csv
+
+        for path in write_summary_csv(res, arch, args.csv, run=mapping.name):
+            log.info("wrote %s", path)
+    from cyclesim.report import energy_section
+    from cyclesim.results.energy import energy_json, energy_table, has_energies
+
+    energy = energy_table(res, arch) if has_energies(arch) else None
     if args.json:
-        json.dump(res.to_json_dict(), sys.stdout, indent=1)
+        from cyclesim.results.schema import versioned
+
+        out = versioned(res.to_json_dict())
+        if energy is not None:
+            out["energy"] = energy_json(energy)
+        json.dump(out, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(text_report(res, f"{workload.name} on {arch.name}, mapping {mapping.name}"))
+        if energy is not None:
+            print(energy_section(energy))
     return 0
 
 
@@ -87,13 +110,22 @@ def _write_views(args: argparse.Namespace, res) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cyclesim", description="Replay DNN accelerator schedules cycle by cycle."
+        prog="cyclesim",
+        description="Replay DNN accelerator schedules cycle by cycle.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run", help="replay ARCH WORKLOAD MAPPING and report cycles, stalls, accesses"
     )
     add_replay_arguments(run)
+    run.add_argument(
+        "--csv",
+        metavar="DIR",
+        help="write compute_report.csv and memory_report.csv (SCALE-Sim-like summaries) into DIR",
+    )
     try:
         from cyclesim.views import add_view_arguments
 
@@ -107,9 +139,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check_sub = check.add_subparsers(dest="peer", required=True)
     _optional(check_sub, "cyclesim.checks.zigzag.cli")
-    _optional(check_sub, "cyclesim.checks.accelforge_cli")
+    _optional(check_sub, "cyclesim.checks.accelforge.cli")
     _optional(sub, "cyclesim.l1.cli")
+    _optional(sub, "cyclesim.dram.cli")
+    _optional(sub, "cyclesim.analysis.sweep_cli")
+    _add_verbosity(parser, top_level=True)
     return parser
+
+
+def _add_verbosity(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
+    """-q/--quiet and -v/--verbose on the command and every sub-command (either place works)."""
+    default = False if top_level else argparse.SUPPRESS
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-q", "--quiet", action="store_true", default=default, help="errors only, no progress bar"
+    )
+    group.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="also log what is done (info)"
+    )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _add_verbosity(sub)
+
+
+def configure_logging(quiet: bool, verbose: bool) -> None:
+    """Messages through `logging` on stderr: warnings by default, errors with -q, info with -v."""
+    level = logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("cyclesim: %(message)s"))
+    root = logging.getLogger("cyclesim")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
 
 
 def _optional(sub, module: str) -> None:
@@ -125,16 +187,65 @@ def _optional(sub, module: str) -> None:
     mod.register(sub)
 
 
+EXIT_CODES = """exit codes:
+  0  success
+  1  a failure you asked about was found (an L1 clash or out-of-memory, a check beyond tolerance)
+  2  bad input: a wrong file, field or option, or an output path that cannot be written
+  3  the replay cannot progress (a deadlock between its processes)"""
+
+# Output options of every sub-command: checked before anything runs (a file, or a directory for
+# --plot of `run`); "-" is stdout.
+OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out")
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of an error cyclesim raised on purpose (the one table of them)."""
+    if isinstance(exc, DeadlockError):
+        return 3
+    if isinstance(exc, FoundFailure):
+        return 1
+    return 2
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an output path that cannot be written, before the replay spends any time."""
+    for option in OUTPUT_OPTIONS:
+        value = getattr(args, option, None)
+        if not isinstance(value, str) or value in ("", "-"):
+            continue
+        path = Path(value)
+        flag = "--" + option.replace("_", "-")
+        if path.is_dir() and not (option == "plot" and args.command == "run"):
+            raise SpecError(f"{flag} {value} is a directory", expected="a file path")
+        parent = path if path.is_dir() else path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise SpecError(
+                f"{flag} {value} cannot be written: {parent} is not a writable directory",
+                expected="a path in a directory you can write to",
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; print an error as one line on stderr and return its exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure_logging(args.quiet, args.verbose)
+    if args.quiet and hasattr(args, "no_progress"):
+        args.no_progress = True  # quiet: no progress bar in any command
     try:
+        check_outputs(args)
         return int(args.func(args) or 0)
     except CyclesimError as exc:
         print(f"cyclesim: {exc}", file=sys.stderr)
-        return 2
+        return exit_code(exc)
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # an output that could not be written after all (disk full, ...)
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"cyclesim: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

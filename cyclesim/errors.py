@@ -66,6 +66,14 @@ class EngineError(CyclesimError):
     """The replay could not progress or broke an invariant; names cycle, component, tensor."""
 
 
+class DeadlockError(EngineError):
+    """The replay cannot progress: processes wait on each other forever (exit code 3)."""
+
+
+class FoundFailure(CyclesimError):
+    """What the user asked about failed (a check beyond tolerance, an L1 clash): exit code 1."""
+
+
 class CountMismatchError(EngineError):
     """The engine's counted accesses differ from the schedule's closed form."""
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cyclesim.results import SimResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _pct(part: int, whole: int) -> str:
@@ -28,10 +33,10 @@ def text_report(res: SimResult, title: str = "") -> str:
     )
     out.append("")
     out.append("non-compute cycles by root cause (phase, cause, where, competitor):")
-    stalls = res.stalls
-    if stalls.empty:
+    stalls = res.stall_rows
+    if not stalls:
         out.append("  none")
-    for r in stalls.head(15).itertuples():
+    for r in stalls[:15]:
         port = (
             (f" port {r.port_memory}.{r.port}" if r.port_memory else f" {r.port}") if r.port else ""
         )
@@ -44,11 +49,34 @@ def text_report(res: SimResult, title: str = "") -> str:
         out.append(f"  ... {len(stalls) - 15} more rows (use --json)")
     out.append("")
     out.append("accesses (values / bits):")
-    acc = res.accesses
-    for r in acc.itertuples():
+    for r in res.access_rows:
         out.append(
             f"  {r.einsum:<12}{r.tensor:<8}{r.memory:<14}{r.action:<6}{r.values:>14,}{r.bits:>16,}"
         )
     out.append("")
     out.append(f"replayed in {res.wall_seconds:.3f} s, {res.events:,} engine events")
     return "\n".join(out)
+
+
+def energy_section(energy: pd.DataFrame) -> str:
+    """Energy from the replayed counts: total, by Einsum, and by component and action."""
+    total = float(energy.energy.sum())
+    out = ["", f"energy (architecture's per-action energies x replayed counts): {_energy(total)}"]
+    if not total:
+        return "\n".join(out)
+    for column, label in (("einsum", "by Einsum"), ("component", "by component")):
+        out.append(f"  {label}:")
+        for name, value in energy.groupby(column, sort=False)["energy"].sum().items():
+            out.append(
+                f"    {name or '(whole run: leak)':<28}{_energy(value):>16}  {_pct(value, total)}"
+            )
+    out.append("  by component and action:")
+    grouped = energy.groupby(["component", "action"], sort=False)["energy"].sum()
+    for (component, action), value in grouped.items():
+        out.append(f"    {component + ' ' + action:<28}{_energy(value):>16}  {_pct(value, total)}")
+    return "\n".join(out)
+
+
+def _energy(value: float) -> str:
+    """Whole numbers with thousands separators, others to six significant digits."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:.6g}"

@@ -121,15 +121,16 @@ def test_accesses_per_tensor_and_memory(replay_case, case):
 
 
 def test_onload_contention_names_the_competitor(replay_case):
-    # 01: A's two bursts are [0,1) and [2,3); in [1,2) dram_rd moves B's burst: the PE waits for A
-    # (bandwidth 2, contention with B's fill 1), then for B's last burst [3,4) (bandwidth 1).
+    # 01: dram_rd alternates A [0,1), B [1,2), A [2,3), B [3,4). The PE waits for both tiles;
+    # B is ready last (4), so it binds and every onload cycle is B's (DESIGN "Several tiles
+    # awaited at once"): B's own bursts [1,2), [3,4) are bandwidth, [0,1) and [2,3) contention
+    # with A's fill. (Before that rule the wait was split by operand order: A 2 + 1, B 1.)
     res = replay_case("01_compute_bound")
     onload = res.stalls[res.stalls.phase == "onload"]
     rows = {(r.cause, r.tensor, r.competitor): int(r.cycles) for r in onload.itertuples()}
     assert rows == {
-        ("bandwidth", "A", None): 2,
-        ("contention", "A", "fill of B@buf"): 1,
-        ("bandwidth", "B", None): 1,
+        ("bandwidth", "B", None): 2,
+        ("contention", "B", "fill of A@buf"): 2,
     }
 
 

@@ -4,6 +4,10 @@ Every command that replays many independent things (explain's remedies, a whole 
 layers, a sweep's points) goes through `map_tasks`, so worker count, progress bar and error
 capture behave the same everywhere. A failing task is an outcome with its error, never a lost
 batch.
+
+Two backends: `processes` (a local process pool, cheap to start: explain, checks) and `dask`
+(a `distributed` cluster: a LocalCluster of worker processes, or an existing cluster's
+scheduler by address; sweeps, where points may outnumber one machine's cores).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +64,9 @@ def _progress_bar(total: int, desc: str, progress: bool | None):
     return tqdm(total=total, desc=desc, unit="task", file=sys.stderr, leave=False)
 
 
+BACKENDS = ("processes", "dask")
+
+
 def map_tasks(
     fn: Callable[[Any], Any],
     items: Iterable[Any],
@@ -67,18 +74,35 @@ def map_tasks(
     workers: int | None = None,
     progress: bool | None = None,
     desc: str = "",
+    backend: str = "processes",
+    scheduler: str | None = None,
 ) -> list[TaskOutcome]:
     """Run `fn(item)` for every item, in worker processes when workers > 1; outcomes in item order.
 
-    `fn` and the items must be picklable (module-level functions, plain data). With one worker
-    (or one task) everything runs in this process, which keeps tracebacks and debuggers simple.
+    `fn` and the items must be picklable (module-level functions, plain data). With the
+    processes backend and one worker (or one task) everything runs in this process, which
+    keeps tracebacks and debuggers simple. backend='dask' starts a LocalCluster of `workers`
+    single-threaded worker processes, or uses the cluster whose scheduler is at `scheduler`
+    (then `workers` is the cluster's business). Raise CyclesimError for an unknown backend or
+    an unreachable scheduler.
     """
+    from cyclesim.errors import CyclesimError
+
+    if backend not in BACKENDS:
+        raise CyclesimError(f"unknown parallel backend {backend!r}; expected one of {BACKENDS}")
+    if scheduler is not None and backend != "dask":
+        raise CyclesimError("a scheduler address needs the dask backend")
     tasks: Sequence[Any] = list(items)
     n_workers = default_workers(len(tasks)) if workers is None else max(1, workers)
     bar = _progress_bar(len(tasks), desc, progress)
     outcomes: list[TaskOutcome | None] = [None] * len(tasks)
     try:
-        if n_workers == 1 or len(tasks) <= 1:
+        if backend == "dask" and tasks:
+            for outcome in _dask_outcomes(fn, tasks, n_workers, scheduler):
+                outcomes[outcome.index] = outcome
+                if bar is not None:
+                    bar.update(1)
+        elif n_workers == 1 or len(tasks) <= 1:
             for i, item in enumerate(tasks):
                 outcomes[i] = _call(fn, i, item)
                 if bar is not None:
@@ -95,3 +119,47 @@ def map_tasks(
         if bar is not None:
             bar.close()
     return [o for o in outcomes if o is not None]
+
+
+def _dask_outcomes(
+    fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int, scheduler: str | None
+) -> Iterator[TaskOutcome]:
+    """Submit every task to a distributed cluster; yield outcomes as they complete."""
+    import logging
+
+    from distributed import Client, LocalCluster, as_completed
+
+    from cyclesim.errors import CyclesimError
+
+    cluster = None
+    try:
+        if scheduler is None:
+            cluster = LocalCluster(
+                n_workers=min(workers, len(tasks)),
+                threads_per_worker=1,  # the replay is pure Python: one task per process
+                processes=True,
+                dashboard_address=":0",  # no fixed port: other clusters may be running
+                silence_logs=logging.ERROR,
+            )
+            client = Client(cluster)
+        else:
+            client = Client(scheduler, timeout="10s")
+    except OSError as exc:
+        if cluster is not None:
+            cluster.close()
+        raise CyclesimError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+    try:
+        futures = [
+            client.submit(_call, fn, i, item, key=f"cyclesim-task-{i}-{id(tasks)}", pure=False)
+            for i, item in enumerate(tasks)
+        ]
+        index = {fut.key: i for i, fut in enumerate(futures)}
+        for fut in as_completed(futures):
+            try:
+                yield fut.result()
+            except Exception as exc:  # the worker died or the task was lost: still a row
+                yield TaskOutcome(index[fut.key], error=f"{type(exc).__name__}: {exc}")
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,45 +1,72 @@
-"""Driving a replay's SimPy environment: chunks, the progress bar, and the deadlock report."""
+"""Driving a replay's SimPy environment: the run, the progress bar, and the deadlock report.
+
+Three separate concerns. The run processes SimPy's events in order until its queue is empty.
+The progress bar is an observer: the loop steps the environment in batches and, between two
+batches, looks at the wall clock and at how many PE segments are done; it schedules nothing,
+so the events, their order and the result are the same with or without it. Deadlock is
+decided from state alone, after the run: the queue is empty (no pending timeout, nothing left
+to fire) while some process is still alive, waiting on an event nobody will trigger.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 import simpy
+from simpy.core import EmptySchedule
+
+from cyclesim.engine.record import S_PRODUCER
+
+STEPS_PER_LOOK = 4096  # events processed between two looks at the wall clock
+SHOW_AFTER_SECONDS = 1.0  # progress=None: show the bar once a run lasts this long (on a tty)
+REFRESH_SECONDS = 0.1  # at most this often the bar is redrawn
 
 
-def run_chunks(env: simpy.Environment, r, alive, progress: bool | None, wall0: float) -> None:
-    """Run in chunks so a progress bar can appear on stderr for runs longer than a second.
+def run_to_empty_queue(
+    env: simpy.Environment,
+    *,
+    progress: bool | None,
+    total: int,
+    done: Callable[[], int],
+    wall0: float,
+    desc: str = "replay",
+) -> None:
+    """Process every event of env until none is left; show a progress bar of done()/total.
 
-    A chunk in which no timeout fired while processes are still alive means nothing can
-    move any more: the caller reports the deadlock.
+    progress: True shows the bar at once, False never, None after SHOW_AFTER_SECONDS when
+    stderr is a terminal. Whether the bar is shown never changes which events run or when:
+    the loop only looks between events. The caller decides what a non-empty set of live
+    processes at the end means (a deadlock).
     """
-    if progress is False:
+    if progress is False or (progress is None and not sys.stderr.isatty()):
         env.run()
         return
-    total = sum(leaf.segments for leaf in r.plan.leaves)
+    step = env.step
+    clock = time.perf_counter
     bar = None
-    chunk = 1 << 12
+    last_draw = 0.0
     try:
-        while alive():
-            before = r.rec.events
-            t0 = time.perf_counter()
-            env.run(until=env.now + chunk)
-            if r.rec.events == before:
-                break
-            if time.perf_counter() - t0 < 0.05:
-                chunk *= 2
-            if bar is None and (
-                progress or (time.perf_counter() - wall0 > 1.0 and sys.stderr.isatty())
-            ):
+        while True:
+            for _ in range(STEPS_PER_LOOK):
+                step()
+            now = clock()
+            if bar is None:
+                if progress is not True and now - wall0 < SHOW_AFTER_SECONDS:
+                    continue
                 from tqdm import tqdm
 
-                bar = tqdm(total=total, unit="seg", desc="replay", file=sys.stderr, leave=False)
-            if bar is not None:
-                bar.n = r.segments_done
+                bar = tqdm(total=total, unit="seg", desc=desc, file=sys.stderr, leave=False)
+            if now - last_draw >= REFRESH_SECONDS:
+                bar.n = done()
                 bar.refresh()
+                last_draw = now
+    except EmptySchedule:
+        pass
     finally:
         if bar is not None:
+            bar.n = done()
             bar.close()
 
 
@@ -60,8 +87,10 @@ def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:
     elif pe_alive:
         lines.append("  PE array: waiting")
     for name, tl in stuck:
-        state = tl[-1] if tl else (0, "not started", None)
-        lines.append(f"  {name}: since cycle {state[0]} in state '{state[1]}' ({state[2]})")
+        since, state, info = tl[-1] if tl else (0, "not started", None)
+        if state == S_PRODUCER:  # info: (einsum, part key)
+            info = f"Einsum {info[0]} has not produced part {info[1]} of the parent tile"
+        lines.append(f"  {name}: since cycle {since} in state '{state}' ({info})")
     lines.append(
         "check the order of sequential branches (a consumer before its producer), and slots "
         "(double_buffered) of nodes that feed each other"

@@ -14,7 +14,7 @@ FOREVER = 1 << 62  # end of an open trace window
 S_SLOT = "slot"  # waiting for a free slot; info: tile index holding it
 S_PARENT = "parent"  # waiting for the parent tile; info: parent node index
 S_PRODUCER = (
-    "dependency"  # waiting for the producing Einsum to finish the parent tile; info: einsum
+    "dependency"  # waiting for the producer's part of the parent tile; info: (einsum, part key)
 )
 S_PORT = "port"  # waiting for its ports; info: (port keys)
 S_DMA = "dma"  # waiting for a DMA channel; info: engine name
@@ -26,6 +26,7 @@ S_DRAIN = "drain"  # waiting for the previous write-back of the same values; inf
 S_PIPE = "pipeline"  # PE pipeline depth before results can leave
 S_IDLE = "idle"  # nothing left to do
 S_WAIT_FILL = "wait_fill"  # drain process: the tile is not yet entered; info: node index
+S_DRAM = "dram"  # a DRAM delay (engine/dram_port.py); info: (cause, port key, row opener, where)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,9 @@ class Recorder:
     grants: dict[str, list[list]] = field(
         default_factory=dict
     )  # port -> [[start, end, who, tensor]]
-    pe_waits: list[tuple] = field(default_factory=list)  # (start, end, node, kind)
+    # (start, end, node, kind, key): the PE array's wait for a segment, charged to its binding
+    # tile (the one ready last); key is the tile ('resident') or the part key ('produced')
+    pe_waits: list[tuple] = field(default_factory=list)
     pe_segments: list[tuple] | None = None  # (start, end, leaf, g) when tracing
     spatial: dict[tuple, list] = field(
         default_factory=dict
@@ -67,6 +70,9 @@ class Recorder:
     last_finisher: dict[tuple, tuple] = field(
         default_factory=dict
     )  # (node, tile) -> ('pe'|'node', idx)
+    # intermediates only: (node, part key) -> (cycle its producer computed the part, who
+    # completed the part there: ('pe', leaf) or ('node', the node whose write-back landed it))
+    produced: dict[tuple, tuple] = field(default_factory=dict)
     events: int = 0
     first_step: int | None = None
     last_step_end: int = 0

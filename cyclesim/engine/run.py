@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import simpy
 
 from cyclesim.engine.fabric import Fabric
-from cyclesim.engine.loop import deadlock_message, run_chunks
+from cyclesim.engine.loop import deadlock_message, run_to_empty_queue
 from cyclesim.engine.record import (
     FOREVER,
     S_DRAIN,
@@ -28,7 +29,7 @@ from cyclesim.engine.record import (
 )
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import Link, transfer
-from cyclesim.errors import EngineError
+from cyclesim.errors import DeadlockError
 from cyclesim.schedule.counts import (
     READ,
     READ_TO_ABOVE,
@@ -84,6 +85,17 @@ class _Replay:
         self.end = 0
         self.pe_waiting: tuple | None = None  # (node, tile, 'resident' | 'produced', since)
         self.producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
+        # per node: is its tensor an intermediate (another Einsum reads it)? Only those nodes
+        # record when their producer computed each part, for the `dependency` rule
+        consumed = {o.tensor for leaf in plan.leaves for o in leaf.operands if not o.is_output}
+        self.intermediate = tuple(
+            n.tensor in consumed and n.tensor in self.producer_of for n in plan.nodes
+        )
+        self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_port.py)
+        if plan.dram:
+            from cyclesim.engine.dram_port import DramTimer
+
+            self.dram = {name: DramTimer(config, mhz) for name, config, _, mhz in plan.dram}
         self.l1 = None  # L1 placement (engine/l1.py) when a memory has an `allocator:`
         if plan.allocators:
             from cyclesim.engine.l1 import L1Places
@@ -116,11 +128,20 @@ class _Replay:
             cur = self.counts[key] = [0, 0]
         return cur
 
-    def finish_use(self, node: int, k: int, who: tuple, producer_side: bool, part: int = 0) -> None:
+    def finish_use(
+        self,
+        node: int,
+        k: int,
+        who: tuple,
+        producer_side: bool,
+        part: int = 0,
+        computed: int = 0,
+    ) -> None:
         """One user of tile k of a node is done; the last one frees or drains the tile.
 
         A producer's user completes `part` of the tile (NodePlan.dependency_groups parts);
-        consumers wait on that part only, keyed k * parts + part.
+        consumers wait on that part only, keyed k * parts + part. `computed` is the cycle the
+        producer computed the values this user delivers (recorded for intermediates).
         """
         n = self.nodes[node]
         t = self.tiles[node]
@@ -129,6 +150,12 @@ class _Replay:
             parts = n.dependency_groups
             pkey = k * parts + part
             left = prod_left.get(pkey, n.producer_uses_per_tile // parts) - 1
+            if self.intermediate[node]:
+                by_tile, by_part = t.computed_tile, t.computed_part
+                by_tile[k] = max(by_tile.get(k, computed), computed)
+                by_part[pkey] = max(by_part.get(pkey, computed), computed)
+                if left == 0:
+                    self.rec.produced[(node, pkey)] = (by_part.pop(pkey), who)
             if left == 0:
                 prod_left.pop(pkey, None)
                 t.fire(t.produced, pkey)
@@ -160,6 +187,15 @@ class _Replay:
         if self.rec.occupancy is not None:
             self.rec.occupy(self.env.now, n.index, +1)
 
+    def _dram_side(self, link: Link, n: NodePlan, is_write: bool) -> Link:
+        """Give the link its DRAM side when n's parent lives in a DRAM-modelled memory."""
+        addresses = self.plan.dram_nodes[n.index] if self.plan.dram_nodes else None
+        if addresses is not None:
+            from cyclesim.engine.dram_port import DramSide
+
+            link.dram = DramSide(self.dram[addresses.memory], addresses, is_write)
+        return link
+
     def _dma(self, n: NodePlan):
         return self.dma[n.dma] if n.dma is not None else None
 
@@ -182,31 +218,24 @@ class _Replay:
         read_values = par_values * n.parent_instances  # per transfer, all instances
         write_values = chi_values * n.instances
         reads = writes = None  # this node's count cells, made at its first transfer
+        producer = self.producer_of.get(n.tensor)
         for k in range(n.entries):
-            if k >= slots:
-                ks = k - slots
-                if released.get(ks) is not True:
-                    tl.append((env.now, S_SLOT, ks))
-                    yield t.waiter(released, ks)
-                released.pop(ks, None)
+            # needs in DESIGN's order: the parent tile (and its values), a free slot, ports;
+            # a need met in the same cycle as an earlier one is never the state
             kp = k // ratio
+            first = False
             if output_role:
                 first, key = first_and_key(k)
                 prev = last_visit.get(key)
                 last_visit[key] = k
-                if first:
-                    if l1 is not None and k == 0:
-                        l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
-                    self._mark_resident(n, k)
-                    continue
-                if wait_parent and p_resident.get(kp) is not True:
-                    tl.append((env.now, S_PARENT, p.index))
-                    yield pt.waiter(p_resident, kp)
-                if prev is not None and drained.get(prev) is not True:
-                    tl.append((env.now, S_DRAIN, node))
-                    yield t.waiter(drained, prev)
-                drained.pop(prev, None)
-                bits = n.psum_bits
+                if not first:  # a revisit reloads its partial sums from the parent
+                    if wait_parent and p_resident.get(kp) is not True:
+                        tl.append((env.now, S_PARENT, p.index))
+                        yield pt.waiter(p_resident, kp)
+                    if prev is not None and drained.get(prev) is not True:
+                        tl.append((env.now, S_DRAIN, node))
+                        yield t.waiter(drained, prev)
+                    drained.pop(prev, None)
             else:
                 if wait_parent and p_resident.get(kp) is not True:
                     tl.append((env.now, S_PARENT, p.index))
@@ -214,14 +243,28 @@ class _Replay:
                 if wait_producer:
                     pkey = kp * p.dependency_groups + p.user_group(k, n.ratio)
                     if p_produced.get(pkey) is not True:
-                        tl.append((env.now, S_PRODUCER, self.producer_of.get(n.tensor)))
+                        tl.append((env.now, S_PRODUCER, (producer, pkey)))
                         yield pt.waiter(p_produced, pkey)
-                bits = n.bits
+            if k >= slots:
+                ks = k - slots
+                if released.get(ks) is not True:
+                    tl.append((env.now, S_SLOT, ks))
+                    yield t.waiter(released, ks)
+                released.pop(ks, None)
+            if first:  # a first visit reads nothing: the tile is entered
+                if l1 is not None and k == 0:
+                    l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
+                self._mark_resident(n, k)
+                continue
+            bits = n.psum_bits if output_role else n.bits
             if l1 is not None and k == 0:
                 l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
             start = env.now
             if link is None:
                 link = Link(2 * node, n.tensor, n.fill_src, n.fill_dst, self._dma(n))
+                self._dram_side(link, n, False)
+            if link.dram is not None:
+                link.dram.select(k)
             yield from transfer(env, fabric, rec, tl, link, par_values * bits, chi_values * bits)
             if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
                 rec.transfers.append(
@@ -252,12 +295,14 @@ class _Replay:
         env, rec, fabric = self.env, self.rec, self.fabric
         node, tl, t = n.index, rec.drain_tl[n.index], self.tiles[n.index]
         link = Link(2 * node + 1, n.tensor, n.drain_dst, n.drain_src, self._dma(n))
+        self._dram_side(link, n, True)
         p = self.plan.nodes[n.parent]
         pt = self.tiles[p.index]
         pipe = self.plan.pipeline_depth if n.pe_written_by else 0
         ratio, wait_parent = n.ratio, not p.is_backing
         used, p_resident = t.used, pt.resident
         is_final = entry_classifier(n)[1]
+        intermediate = self.intermediate[node]
         who = ("node", node)
         par_values, chi_values = n.union_values, n.tile_values
         read_values = chi_values * n.instances  # per transfer, all instances
@@ -278,6 +323,8 @@ class _Replay:
             final = is_final(k)
             bits = n.bits if final else n.psum_bits
             start = env.now
+            if link.dram is not None:
+                link.dram.select(k)
             yield from transfer(env, fabric, rec, tl, link, par_values * bits, chi_values * bits)
             if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
                 rec.transfers.append((start, env.now, node, "drain", k, par_values * bits))
@@ -298,7 +345,8 @@ class _Replay:
                 rec.occupy(env.now, node, -1)
             if self.l1 is not None:
                 self.l1.release(node, env.now)
-            self.finish_use(p.index, kp, who, True, p.user_group(k, n.ratio))
+            computed = t.computed_tile.pop(k, 0) if intermediate else 0
+            self.finish_use(p.index, kp, who, True, p.user_group(k, n.ratio), computed)
         tl.append((env.now, S_IDLE, None))
         self.end = max(self.end, env.now)
 
@@ -329,7 +377,8 @@ class _Replay:
                 for o in leaf.operands
             )
             for g in range(g0, g1):
-                for node, ratio, t, check_resident, check_produced, _, n in ops:
+                wait = None  # the PE array's wait for this segment, opened at its first wait
+                for i, (node, ratio, t, check_resident, check_produced, _, n) in enumerate(ops):
                     k = g // ratio
                     ev = None
                     if check_resident and t.resident.get(k) is not True:
@@ -343,19 +392,22 @@ class _Replay:
                     else:
                         kind = "resident"
                     while ev is not None:
-                        if held is not None:  # the PE array uses no port while it waits
-                            set_shares(held.give_back)
-                            held = None
-                        t0 = env.now
-                        self.pe_waiting = (node, k, kind, t0)
+                        if wait is None:
+                            if held is not None:  # the PE array uses no port while it waits
+                                set_shares(held.give_back)
+                                held = None
+                            wait = _SegmentWait(env.now, ops, g, i)
+                        self.pe_waiting = (node, k, kind, env.now)
                         yield ev
                         self.pe_waiting = None
                         rec.events += 1
-                        waits.append((t0, env.now, node, kind))
+                        wait.met(i, kind, env.now, k, pkey)
                         ev = None
                         if kind == "resident" and check_produced:
                             ev = t.waiter(t.produced, pkey)
                             kind = "produced"
+                if wait is not None:
+                    wait.record(waits, ops, env.now)
                 if rec.first_step is None:
                     rec.first_step = env.now
                 level, first = classify(g)
@@ -385,7 +437,7 @@ class _Replay:
                 for node, ratio, _, _, _, is_output, n in ops:
                     if is_output:
                         part = n.user_group(g, ratio) if n.dependency_groups > 1 else 0
-                        finish_use(node, g // ratio, who, True, part)
+                        finish_use(node, g // ratio, who, True, part, now)
                     else:
                         finish_use(node, g // ratio, who, False)
                 self.segments_done += 1
@@ -421,6 +473,57 @@ class _Replay:
             yield env.timeout(plan.pipeline_depth)
             rec.events += 1
         self.end = max(self.end, env.now)
+
+
+class _SegmentWait:
+    """The PE array's wait for one segment's operand tiles, charged to the binding tile.
+
+    The PE array waits for its operands one after another; every cycle of the wait goes to
+    the tile ready last (ties to operand order), split at the cycle that tile became
+    resident: before it, its fill ('resident'); after it, its producer ('produced').
+    """
+
+    __slots__ = ("start", "met_at", "resident_at", "keys")
+
+    def __init__(self, start: int, ops: tuple, g: int, first: int) -> None:
+        self.start = start
+        self.met_at: dict[int, int] = {}  # operand index -> cycle its last need was met
+        self.keys: dict[int, tuple[int, int]] = {}  # operand index -> (tile, part key)
+        # operand index -> cycle its tile became resident, for tiles missing at the start
+        self.resident_at: dict[int, int | None] = {}
+        for j in range(first, len(ops)):
+            _, ratio, t, check_resident, check_produced, _, _ = ops[j]
+            k = g // ratio
+            if check_resident and t.resident.get(k) is not True:
+                self.resident_at[j] = None
+                if check_produced:  # it may become resident before the PE array looks at it
+                    t.waiter(t.resident, k).callbacks.append(partial(self._resident, j))
+
+    def _resident(self, j: int, event: simpy.Event) -> None:
+        self.resident_at[j] = event.env.now
+
+    def met(self, i: int, kind: str, now: int, k: int, pkey: int) -> None:
+        """Operand i's need `kind` was met at cycle now."""
+        self.met_at[i] = now
+        self.keys[i] = (k, pkey)
+        if kind == "resident":
+            self.resident_at[i] = now
+
+    def record(self, waits: list, ops: tuple, now: int) -> None:
+        """Append the wait [start, now) of the binding tile: (start, end, node, kind, key)."""
+        start = self.start
+        if now == start:
+            return
+        binding = next(i for i, at in self.met_at.items() if at == now)  # in operand order
+        node = ops[binding][0]
+        k, pkey = self.keys[binding]
+        resident = self.resident_at.get(binding, start)
+        if resident is None:  # resident and produced in the same cycle: one need, one state
+            resident = now
+        if resident > start:
+            waits.append((start, resident, node, "resident", k))
+        if now > resident:
+            waits.append((resident, now, node, "produced", pkey))
 
 
 class _SegmentKind:
@@ -478,7 +581,7 @@ def replay_plan(
     trace_filter: TraceFilter | None = None,
     progress: bool | None = None,
 ) -> RawRun:
-    """Run the plan to completion; raise EngineError if it cannot progress.
+    """Run the plan to completion; raise DeadlockError (an EngineError) if it cannot progress.
 
     Raise L1ReplayError (an EngineError) at the cycle an L1 allocation does not fit, when a
     memory has an `allocator:` (engine/l1.py).
@@ -500,13 +603,17 @@ def replay_plan(
             )
     pe = env.process(r.pe_proc())
 
-    def alive() -> bool:
-        return pe.is_alive or any(p.is_alive for _, _, p in procs)
-
-    run_chunks(env, r, alive, progress, wall0)
+    run_to_empty_queue(
+        env,
+        progress=progress,
+        total=sum(leaf.segments for leaf in plan.leaves),
+        done=lambda: r.segments_done,
+        wall0=wall0,
+    )
+    # the queue is empty: nothing is scheduled, so a process still alive waits forever
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:
-        raise EngineError(deadlock_message(env.now, pe.is_alive, stuck, r))
+        raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
     return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)

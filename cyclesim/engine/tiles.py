@@ -22,6 +22,8 @@ class Tiles:
         "prod_left",
         "last_visit",
         "drained",
+        "computed_tile",
+        "computed_part",
     )
 
     def __init__(self, env: simpy.Environment) -> None:
@@ -34,6 +36,10 @@ class Tiles:
         self.prod_left: dict[int, int] = {}
         self.last_visit: dict[int, int] = {}  # element key -> its latest entry
         self.drained: dict = {}  # entry -> written back (kept only while a later visit may wait)
+        # intermediates only: the cycle the producer computed the values delivered so far, per
+        # tile (its write-back passes it up) and per part key (its completion records it)
+        self.computed_tile: dict[int, int] = {}
+        self.computed_part: dict[int, int] = {}
 
     def waiter(self, table: dict, k: int) -> simpy.Event | None:
         """None if tile k is already done in this table, else the event to wait for."""

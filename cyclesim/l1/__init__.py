@@ -11,10 +11,38 @@ Runtime API (see `cyclesim.l1.model` for a worked sequence):
 Offline: `load_ops(path)` validates op descriptions, `replay(ops, config, policy)` replays them.
 """
 
-from cyclesim.l1.config import AllocKind, FailureKind, L1Config, Policy, Region, load_l1_config
-from cyclesim.l1.model import L1, L1AllocationError, L1Event, L1UsageError, Placement, Snapshot
-from cyclesim.l1.ops import OpsFile, load_ops, load_ops_text
-from cyclesim.l1.replay import ReplayResult, replay
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+# name -> submodule; imported on first use, so `cyclesim --help` (which registers `l1`) does
+# not load the YAML loader and the model
+_WHERE = {
+    **dict.fromkeys(
+        ("AllocKind", "FailureKind", "L1Config", "Policy", "Region", "load_l1_config"), "config"
+    ),
+    **dict.fromkeys(
+        ("L1", "L1AllocationError", "L1Event", "L1UsageError", "Placement", "Snapshot"), "model"
+    ),
+    **dict.fromkeys(("OpsFile", "load_ops", "load_ops_text"), "ops"),
+    **dict.fromkeys(("ReplayResult", "replay"), "replay"),
+}
+
+if TYPE_CHECKING:
+    from cyclesim.l1.config import AllocKind, FailureKind, L1Config, Policy, Region, load_l1_config
+    from cyclesim.l1.model import L1, L1AllocationError, L1Event, L1UsageError, Placement, Snapshot
+    from cyclesim.l1.ops import OpsFile, load_ops, load_ops_text
+    from cyclesim.l1.replay import ReplayResult, replay
+
+
+def __getattr__(name: str):
+    """Import the submodule that holds `name` on first use (PEP 562)."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"cyclesim.l1.{where}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "L1",

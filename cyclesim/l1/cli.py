@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from cyclesim.errors import CyclesimError
-from cyclesim.l1.config import Policy, load_l1_config
-from cyclesim.l1.ops import load_ops
-from cyclesim.l1.replay import replay
 
 DEFAULT_ARCH = Path(__file__).resolve().parents[2] / "hw_models" / "tensix_like.yaml"
 
-EXIT_OK, EXIT_L1_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+# l1.config.Policy's values, spelled out so `--help` need not import the YAML loader
+# (tests/test_lean_start.py checks they agree)
+POLICIES = ("heap", "stack", "pool")
+
+EXIT_OK, EXIT_L1_FAILURE = 0, 1  # bad input: 2, from cyclesim.cli.exit_code
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -39,7 +40,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--policy",
-        choices=[p.value for p in Policy],
+        choices=POLICIES,
         help="where intermediates go (default: the allocator's policy)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -56,14 +57,19 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Execute `cyclesim l1`; print the report; return the exit code."""
+    from cyclesim.cli import exit_code
+
     try:
         return _run(args)
     except CyclesimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        print(f"cyclesim l1: {exc}", file=sys.stderr)
+        return exit_code(exc)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from cyclesim.l1.config import Policy, load_l1_config
+    from cyclesim.l1.ops import load_ops
+    from cyclesim.l1.replay import replay
     from cyclesim.l1.report import render_compare, render_text, to_json
 
     config = load_l1_config(args.arch)

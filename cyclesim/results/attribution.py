@@ -16,6 +16,7 @@ from cyclesim.engine.record import (
     S_BURST,
     S_DMA,
     S_DRAIN,
+    S_DRAM,
     S_IDLE,
     S_LATENCY,
     S_PARENT,
@@ -30,7 +31,9 @@ from cyclesim.engine.run import RawRun
 
 BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer_full", "latency"
 DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
-CAUSES = (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC)
+ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
+DRAM_CAUSES = (ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND)  # docs/dram_causes.md
+CAUSES = (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC) + DRAM_CAUSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,11 @@ class Attributor:
             return "PE array"
         n = self.nodes[who // 2]
         return f"{'write-back' if who % 2 else 'fill'} of {n.label()}"
+
+    def _dram_config(self, port_key: str):
+        """The DramConfig of the DRAM-modelled memory a port key belongs to."""
+        memory = port_key.split(".", 1)[0]
+        return next((c for name, c, _, _ in self.raw.plan.dram if name == memory), None)
 
     def _timeline(self, kind: str, node: int) -> list[tuple]:
         return (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
@@ -161,17 +169,8 @@ class Attributor:
                     here + (f"no free slot in {n.memory}: tile {info} still holds it",),
                 )
             elif state == S_PRODUCER:
-                yield span(
-                    t,
-                    end,
-                    phase,
-                    DEPENDENCY,
-                    n,
-                    None,
-                    None,
-                    info,
-                    here + (f"Einsum {info} has not produced it",),
-                )
+                einsum, pkey = info
+                yield from self.produced(n.parent, pkey, einsum, t, end, phase, here, depth + 1)
             elif state == S_PORT:
                 yield from self._contention(
                     t, end, phase, n, 2 * node + (kind == "drain"), info, here, what
@@ -204,6 +203,18 @@ class Attributor:
                     None,
                     here + (f"moving bursts through {info}",),
                 )
+            elif state == S_DRAM:
+                cause, key, opener, where = info
+                where = _where_text(where, self._dram_config(key))
+                competitor = self._label(opener) if opener is not None else None
+                words = {
+                    ROW_MISS: f"row miss at {where}",
+                    BANK_CONFLICT: f"bank conflict at {where}: row opened by {competitor}",
+                    REFRESH: f"refresh at {where}",
+                    TURNAROUND: f"read/write turnaround at {where}",
+                    CONTENTION: f"DRAM data bus busy with {competitor} at {where}",
+                }[cause]
+                yield span(t, end, phase, cause, n, key, None, competitor, here + (words,))
             elif state == S_LATENCY:
                 yield span(
                     t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",)
@@ -218,6 +229,62 @@ class Attributor:
                 raise AssertionError(f"unknown state {state}")
             t = end
             i += 1
+
+    def produced(
+        self,
+        node: int,
+        pkey: int,
+        einsum: str | None,
+        a: int,
+        b: int,
+        phase: str,
+        chain: tuple[str, ...],
+        depth: int = 0,
+    ):
+        """Yield StallSpans covering [a, b), a wait for part pkey of node's tile to be produced.
+
+        `dependency` while the producing Einsum has not computed the part; from the cycle it
+        has, the wait follows the write-back that lands the part in the node.
+        """
+        n = self.nodes[node]
+        computed, who = self.rec.produced.get((node, pkey), (b, None))
+        split = min(max(computed, a), b)
+        if split > a:
+            yield self._span(
+                a,
+                split,
+                phase,
+                DEPENDENCY,
+                n,
+                None,
+                None,
+                einsum,
+                chain + (f"Einsum {einsum} has not computed it",),
+                action="compute",
+            )
+        if split < b and who is not None and who[0] == "node":
+            yield from self.explain(
+                "drain",
+                who[1],
+                split,
+                b,
+                phase,
+                chain + (f"computed by {einsum} at cycle {computed}, being written back",),
+                depth,
+            )
+        elif split < b:  # no write-back to follow: the producer itself completed it
+            yield self._span(
+                split,
+                b,
+                phase,
+                DEPENDENCY,
+                n,
+                None,
+                None,
+                einsum,
+                chain + (f"Einsum {einsum} has not produced it",),
+                action="compute",
+            )
 
     def _contention(
         self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain, action=None
@@ -285,26 +352,20 @@ def attribute(raw: RawRun) -> list[StallSpan]:
     at = Attributor(raw)
     first = rec.first_step if rec.first_step is not None else raw.cycles
     spans: list[StallSpan] = []
-    for t0, t1, node, kind in rec.pe_waits:
+    producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
+    for t0, t1, node, kind, key in rec.pe_waits:
         phase = "onload" if t1 <= first else "compute"
         n = plan.nodes[node]
         if kind == "produced":
-            prod = next(
-                (lf.einsum for lf in plan.leaves if lf.operands[-1].tensor == n.tensor), None
-            )
-            spans.append(
-                StallSpan(
+            spans.extend(
+                at.produced(
+                    node,
+                    key,
+                    producer_of.get(n.tensor),
                     t0,
                     t1,
                     phase,
-                    DEPENDENCY,
-                    n.memory,
-                    n.tensor,
-                    None,
-                    None,
-                    prod,
-                    f"PE array waits for {n.tensor} at {n.memory} <- Einsum {prod} has not produced it",
-                    t1 - t0,
+                    (f"PE array waits for {n.tensor} at {n.memory}",),
                 )
             )
             continue
@@ -375,3 +436,12 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             (f"run ends with the write-back of {n.tensor} from {n.memory}",),
         )
     )
+
+
+def _where_text(where: tuple[int, int, int], config) -> str:
+    """'channel 0 bank 5 row 17' for a DRAM delay's (channel, bank, row), the bank counted
+    within its channel (config: the memory's DramConfig, or None)."""
+    channel, bank, row = where
+    if config is not None:
+        bank -= channel * config.ranks * config.banks
+    return f"channel {channel} bank {bank} row {row}"

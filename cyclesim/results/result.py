@@ -1,18 +1,28 @@
-"""SimResult: the one place numbers are read from. Long pandas tables, one fact per row."""
+"""SimResult: the one place numbers are read from. Long pandas tables, one fact per row.
+
+The rows are plain tuples, computed in Python; the pandas tables are built from them on first
+access, so a replay that only prints its report never imports pandas (a lean start).
+"""
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass, field
 from functools import cached_property
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from cyclesim.engine.run import RawRun
 from cyclesim.errors import CountMismatchError
 from cyclesim.results.attribution import CAUSES, StallSpan, attribute
 from cyclesim.schedule.counts import closed_form
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 ACCESS_KEYS = ["einsum", "tensor", "memory", "action", "direction"]
+STALL_KEYS = ["phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor"]
+StallRow = namedtuple("StallRow", STALL_KEYS + ["cycles", "first_cycle", "last_cycle"])
+AccessRow = namedtuple("AccessRow", ["einsum", "tensor", "memory", "action", "values", "bits"])
 
 
 @dataclass(frozen=True)
@@ -30,13 +40,58 @@ class SimResult:
     wall_seconds: float
     events: int
     spans: tuple[StallSpan, ...]
-    detailed_accesses: pd.DataFrame = field(repr=False)
+    access_counts: tuple[tuple, ...] = field(repr=False)  # (*ACCESS_KEYS, values, bits)
     raw: RawRun = field(repr=False)
+
+    # ------------------------------------------------------------ rows (plain Python)
+    @cached_property
+    def stall_rows(self) -> tuple[StallRow, ...]:
+        """The rows of `stalls`: cycles per (phase, cause, where, competitor), largest first.
+
+        Groups in order of first appearance; ties keep that order (a stable sort), as pandas'
+        groupby(sort=False) then sort_values(kind="stable") would.
+        """
+        groups: dict[tuple, list[int]] = {}
+        for s in self.spans:
+            key = tuple("" if (v := getattr(s, k)) is None else v for k in STALL_KEYS)
+            g = groups.get(key)
+            if g is None:
+                groups[key] = [s.cycles, s.start, s.end]
+            else:
+                g[0] += s.cycles
+                g[1] = min(g[1], s.start)
+                g[2] = max(g[2], s.end)
+        rows = [
+            StallRow(*(None if v == "" else v for v in key), *agg) for key, agg in groups.items()
+        ]
+        rows.sort(key=lambda r: -r.cycles)
+        return tuple(rows)
+
+    @cached_property
+    def access_rows(self) -> tuple[AccessRow, ...]:
+        """The rows of `accesses`: both directions of an action summed, in first-use order."""
+        sums: dict[tuple, list[int]] = {}
+        for einsum, tensor, memory, action, _direction, values, bits in self.access_counts:
+            cur = sums.setdefault((einsum, tensor, memory, action), [0, 0])
+            cur[0] += values
+            cur[1] += bits
+        return tuple(AccessRow(*key, *v) for key, v in sums.items())
 
     # ------------------------------------------------------------ tables
     @cached_property
+    def detailed_accesses(self) -> pd.DataFrame:
+        """Values and bits per (einsum, tensor, memory, action, direction), as counted."""
+        import pandas as pd
+
+        return pd.DataFrame(self.access_counts, columns=ACCESS_KEYS + ["values", "bits"]).astype(
+            {"values": "int64", "bits": "int64"}
+        )
+
+    @cached_property
     def totals(self) -> pd.DataFrame:
         """One row: cycles split as onload + ideal + stall + offload, with the policy."""
+        import pandas as pd
+
         return pd.DataFrame(
             [
                 dict(
@@ -79,6 +134,8 @@ class SimResult:
             "competitor",
             "chain",
         ]
+        import pandas as pd
+
         rows = [{c: getattr(s, c) for c in cols} for s in self.spans]
         df = pd.DataFrame(rows, columns=cols)
         df["reuse"] = self.reuse
@@ -88,27 +145,26 @@ class SimResult:
     @cached_property
     def stalls(self) -> pd.DataFrame:
         """Non-compute cycles by (phase, cause, memory, tensor, port, competitor), largest first."""
-        df = self.stall_spans
-        keys = ["phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor"]
-        if df.empty:
-            return pd.DataFrame(columns=keys + ["cycles", "first_cycle", "last_cycle"])
-        g = (
-            df.fillna({k: "" for k in keys})
-            .groupby(keys, sort=False)
-            .agg(cycles=("cycles", "sum"), first_cycle=("start", "min"), last_cycle=("end", "max"))
-            .reset_index()
+        import pandas as pd
+
+        columns = STALL_KEYS + ["cycles", "first_cycle", "last_cycle"]
+        if not self.stall_rows:
+            return pd.DataFrame(columns=columns)
+        by_column = list(zip(*self.stall_rows, strict=True))
+        return pd.DataFrame(
+            {  # keys stay objects: a missing port or competitor is None, not NaN
+                c: pd.Series(v, dtype="int64" if c in columns[-3:] else object)
+                for c, v in zip(columns, by_column, strict=True)
+            }
         )
-        g = g.replace({k: {"": None} for k in keys})
-        return g.sort_values("cycles", ascending=False, kind="stable").reset_index(drop=True)
 
     @cached_property
     def accesses(self) -> pd.DataFrame:
         """Values and bits per (einsum, tensor, memory, action), both directions of an action summed."""
-        df = self.detailed_accesses
-        g = (
-            df.groupby(["einsum", "tensor", "memory", "action"], sort=False)[["values", "bits"]]
-            .sum()
-            .reset_index()
+        import pandas as pd
+
+        g = pd.DataFrame(self.access_rows, columns=list(AccessRow._fields)).astype(
+            {"values": "int64", "bits": "int64"}
         )
         g["reuse"] = self.reuse
         g["isolate_einsums"] = self.isolate_einsums
@@ -116,11 +172,10 @@ class SimResult:
 
     def stall_cycles_by_cause(self, phases: tuple[str, ...] = ("compute",)) -> dict[str, int]:
         """Cycles per cause over the given phases (default: the stall between first and last step)."""
-        df = self.stall_spans
-        df = df[df["phase"].isin(phases)]
         out = {c: 0 for c in CAUSES}
-        for cause, cycles in df.groupby("cause")["cycles"].sum().items():
-            out[cause] = int(cycles)
+        for s in self.spans:
+            if s.phase in phases:
+                out[s.cause] = out.get(s.cause, 0) + s.cycles
         return {k: v for k, v in out.items() if v}
 
     @cached_property
@@ -158,7 +213,7 @@ class SimResult:
                 competitor=r.competitor,
                 cycles=int(r.cycles),
             )
-            for r in self.stalls.itertuples()
+            for r in self.stall_rows
         ]
         accesses = [
             dict(
@@ -169,7 +224,7 @@ class SimResult:
                 values=int(r.values),
                 bits=int(r.bits),
             )
-            for r in self.accesses.itertuples()
+            for r in self.access_rows
         ]
         out = dict(
             cycles=self.cycles,
@@ -196,13 +251,7 @@ class SimResult:
 def build_result(raw: RawRun, *, check_counts: bool = True) -> SimResult:
     """Turn an engine run into a SimResult; fail loudly if counts differ from the closed form."""
     plan, rec = raw.plan, raw.rec
-    rows = [
-        dict(zip(ACCESS_KEYS, k, strict=True), values=v[0], bits=v[1])
-        for k, v in raw.counts.items()
-    ]
-    detailed = pd.DataFrame(rows, columns=ACCESS_KEYS + ["values", "bits"]).astype(
-        {"values": "int64", "bits": "int64"}
-    )
+    detailed = tuple((*k, v[0], v[1]) for k, v in raw.counts.items())
     if check_counts:
         _check_counts(raw)
     ideal = sum(leaf.steps for leaf in plan.leaves)

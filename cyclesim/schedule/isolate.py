@@ -13,7 +13,9 @@ def isolate(mapping: Mapping, workload: Workload) -> tuple:
     Einsum to the next and Einsums exchange tensors only through their backing stores.
     Loops above a backing store that sits below a loop (a tensor backed on chip under fused
     loops, as in AccelForge's copy-Einsum workaround) stay shared: Einsums are isolated below
-    them. A backing store below loops on one Einsum's path alone stays where it is.
+    them; a copy above such a loop stays in place when only one Einsum below uses it (it is
+    that Einsum's own copy). A backing store below loops on one Einsum's path alone stays where
+    it is.
     """
     from cyclesim.spec import leaves
 
@@ -45,6 +47,17 @@ def isolate(mapping: Mapping, workload: Workload) -> tuple:
                 backing.update(dict.fromkeys(new, keep))
             if copies:
                 loop = next((n for n in nodes[i:cut] if isinstance(n, (Temporal, Spatial))), None)
+                users = {
+                    e
+                    for e in _einsums_in(nodes[cut:])
+                    if any(workload.einsum(e).access(t) is not None for t in copies)
+                }
+                if loop is not None and len(users) <= 1:
+                    # One Einsum below uses the copy: it is that Einsum's own copy already, at
+                    # the place AccelForge evaluates it (above the fused loop, filled once per
+                    # iteration of the loops above it); no other Einsum can see it.
+                    kept.append(Storage(node.memory, copies, node.path))
+                    continue
                 if loop is not None:
                     raise mapping.error(
                         f"isolate_einsums cannot give each Einsum its own copy of "

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cyclesim.engine.record import TraceFilter
 from cyclesim.errors import CyclesimError
-from cyclesim.results import SimResult
+
+if TYPE_CHECKING:  # `cyclesim --help` must not import the engine, pandas or the writers
+    from cyclesim.engine.record import TraceFilter
+    from cyclesim.results import SimResult
 
 VIEW_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run")
 
@@ -71,6 +74,8 @@ def trace_filter_from_args(args: argparse.Namespace) -> TraceFilter | None:
     only = getattr(args, "only", None)
     if window is None and only is None:
         return None
+    from cyclesim.engine.record import TraceFilter
+
     start, end = window if window is not None else (0, None)
     return TraceFilter(start, end, only)
 

@@ -40,7 +40,9 @@ def run(args: argparse.Namespace) -> int:
     res = _replay(arch, workload, mapping, args, saved)
     ex = explain(res, arch, workload, mapping, top=args.top, verify_remedies=not args.no_verify)
     if args.json:
-        json.dump(ex.to_json_dict(), sys.stdout, indent=1)
+        from cyclesim.results.schema import versioned
+
+        json.dump(versioned(ex.to_json_dict()), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         title = f"why {workload.name} on {arch.name} (mapping {mapping.name}) is not compute-bound"

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cyclesim.checks.accelforge_check import AccelForgeCheck, run_check
+from cyclesim.checks.accelforge.check import AccelForgeCheck, run_check
 
 HERE = Path(__file__).resolve().parent
 SEEDS = ["seed_repro", "seed_ao_above_split", "seed_fused_n1", "seed_copy_workaround"]

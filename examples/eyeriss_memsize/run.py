@@ -38,6 +38,7 @@ from cyclesim.checks.zigzag.terms import Terms  # noqa: E402
 from cyclesim.errors import PeerUnavailable  # noqa: E402
 from cyclesim.report import text_report  # noqa: E402
 from cyclesim.results import SimResult  # noqa: E402
+from cyclesim.results.schema import SCHEMA_VERSION  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     say()
     say(verdict(results, sides))
     summary = {
+        "schema_version": SCHEMA_VERSION,  # names as in `cyclesim run --json` (README)
         "replay": {f"{s}_{layout}": r.summary for (s, layout), r in replays.items()},
         "zigzag": [s.to_json() for s in sides],
         "zigzag_missing": missing,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cyclesim.checks.zigzag.stalls import stall_groups
-from cyclesim.checks.zigzag.terms import TERMS, Terms
+from cyclesim.checks.zigzag.terms import JSON_NAMES, TERMS, Terms
 from cyclesim.results import SimResult
 
 # zigzag-dse 3.6.3, the version of the original report (reference/zigzag.md §6.3, issue layout)
@@ -30,7 +30,7 @@ class ZigZagSide:
         """The summary.json entry."""
 
         def terms(t: Terms | None) -> dict | None:
-            return None if t is None else {name: getattr(t, name) for name in TERMS}
+            return None if t is None else {JSON_NAMES[name]: getattr(t, name) for name in TERMS}
 
         return {
             "setting": self.setting,

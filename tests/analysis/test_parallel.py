@@ -18,3 +18,29 @@ def test_outcomes_in_order_and_a_failure_is_a_row(workers):
     assert [o.value for o in out if o.ok] == [0, 1, 4, 16, 25]
     (failed,) = [o for o in out if not o.ok]
     assert failed.index == 3 and failed.error.startswith("ValueError: three is refused")
+
+
+def test_the_dask_backend_keeps_order_and_records_a_failure():
+    """The same contract on a LocalCluster of two worker processes (what sweeps use)."""
+    pytest.importorskip("distributed")
+    out = map_tasks(_square_but_three, range(6), workers=2, progress=True, backend="dask")
+    assert [o.index for o in out] == list(range(6))
+    assert [o.value for o in out if o.ok] == [0, 1, 4, 16, 25]
+    assert [o.index for o in out if not o.ok] == [3]
+
+
+def test_an_unknown_backend_or_a_scheduler_without_dask_is_refused():
+    from cyclesim.errors import CyclesimError
+
+    with pytest.raises(CyclesimError, match="unknown parallel backend"):
+        map_tasks(_square_but_three, [1], backend="threads")
+    with pytest.raises(CyclesimError, match="needs the dask backend"):
+        map_tasks(_square_but_three, [1], scheduler="tcp://127.0.0.1:1")
+
+
+def test_an_unreachable_scheduler_is_a_clear_error():
+    pytest.importorskip("distributed")
+    from cyclesim.errors import CyclesimError
+
+    with pytest.raises(CyclesimError, match="cannot reach the Dask scheduler"):
+        map_tasks(_square_but_three, [1], backend="dask", scheduler="tcp://127.0.0.1:9")

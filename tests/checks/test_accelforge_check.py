@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from cyclesim import cli
-from cyclesim.checks.accelforge_check import AccelForgeCheck, run_check
-from cyclesim.checks.peers import accelforge as peer
+from cyclesim.checks.accelforge import peer
+from cyclesim.checks.accelforge.check import AccelForgeCheck, run_check
 from cyclesim.errors import PeerUnavailable, SpecError
 
 SEEDS = (
@@ -86,6 +86,41 @@ def test_isolated_strict_replay_equals_the_real_accelforge_on_every_row(accelfor
         if r.action in ("read", "write") and r.bits
     }
     assert _rows(_check(spec, "strict", True), "closed_form_bits") == real
+
+
+@pytest.mark.parametrize("spec", SUITE_PARAMS)
+def test_isolated_strict_replay_energy_equals_our_accelforge_model_on_every_row(spec):
+    # energy = replayed counts x the spec's per-action energies, row by row and in total
+    check = _check(spec, "strict", True)
+    assert check.energy and [e for e in check.energy if not e.equal] == []
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("spec", SUITE_PARAMS)
+def test_isolated_strict_replay_energy_equals_the_real_accelforge_on_every_row(accelforge, spec):
+    check = run_check([spec], reuse="strict", isolate_einsums=True)[0]
+    assert check.accelforge_version is not None
+    assert [e for e in check.energy if not e.equal] == []
+    assert check.energy_total("replay") == pytest.approx(check.energy_total("accelforge"))
+
+
+def test_default_mode_energy_shows_what_residency_saves_in_the_seed():
+    # seed_fused_n1 (energy 1 per bit-action, 1 per MAC): AccelForge 274432. The replay keeps
+    # AO in sram across the split (no 2048-bit DRAM re-read, no 2048-bit sram refill) and reads
+    # it at the MAC only when it changes (32768 - 2048 sram reads saved): 274432 - 34816.
+    check = _check(SEEDS / "seed_fused_n1.yaml")
+    assert check.energy_total("model") == 274432
+    assert check.energy_total("replay") == 274432 - 2048 - 2048 - 30720 == 239616
+    saved = {
+        (e.einsum, e.memory, e.tensor, e.action): e.model - e.replay
+        for e in check.energy
+        if not e.equal
+    }
+    assert saved == {
+        ("consumer", "dram", "AO", "read"): 2048,
+        ("consumer", "sram", "AO", "write"): 2048,
+        ("consumer", "sram", "AO", "read"): 30720,
+    }
 
 
 # AccelForge's DRAM traffic of AO, and the physical replay's (README table), in bits.
@@ -232,7 +267,18 @@ def test_json_has_cycles_bound_accesses_and_explanations(capsys):
     )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["replay_cycles"] >= out["accelforge_latency"] == 8192
+    assert out["schema_version"] == 1  # `cycles` is named as in `cyclesim run --json`
+    assert out["cycles"] >= out["accelforge_latency"] == 8192
+    assert out["cycles"] == (
+        out["onload_cycles"]
+        + out["ideal_compute_cycles"]
+        + out["stall_cycles"]
+        + out["offload_cycles"]
+    )
+    assert (
+        sum(out["non_compute_cycles_by_cause"].values())
+        == out["cycles"] - out["ideal_compute_cycles"]
+    )
     assert (out["reuse"], out["isolate_einsums"]) == ("retain", False)
     row = next(
         a
@@ -245,6 +291,12 @@ def test_json_has_cycles_bound_accesses_and_explanations(capsys):
         "replay_bits": 0, "closed_form_bits": 0, "model_bits": 2048, "accelforge_bits": None,
     }  # fmt: skip
     assert any("cross-Einsum residency" in e for e in out["explanations"])
+    energy = {(e["einsum"], e["memory"], e["tensor"], e["action"]): e for e in out["energy"]}
+    assert energy["consumer", "dram", "AO", "read"] == {
+        "einsum": "consumer", "memory": "dram", "tensor": "AO", "action": "read",
+        "replay": 0.0, "model": 2048.0, "accelforge": None,
+    }  # fmt: skip
+    assert out["energy_totals"] == {"replay": 239616.0, "model": 274432.0, "accelforge": None}
 
 
 def test_isolated_strict_text_report_shows_no_differing_row(capsys):
@@ -276,15 +328,53 @@ def test_bad_spec_exits_2_with_a_message_and_no_traceback(tmp_path, capsys):
     assert "no 'mapping:' section" in err and "Traceback" not in err
 
 
-def test_isolation_refuses_a_private_copy_above_a_fused_loop(tmp_path):
-    # W1 copied into SRAM above the fused n1 loop, under which AO is backed in SRAM: the copy
-    # cannot be given to each Einsum without changing its tile.
+def test_isolation_keeps_a_copy_above_a_fused_loop_that_one_einsum_uses(tmp_path):
+    # W1 copied into SRAM above the fused n1 loop, under which AO is backed in SRAM: only the
+    # consumer reads W1, so the copy is the consumer's own, as AccelForge evaluates it (like the
+    # shipped fused_matvecs_to_simple_tiled_reuse_A): filled once, 16 x 16 values x 8 bits.
     text = (SEEDS / "seed_copy_workaround.yaml").read_text()
     line = "    - !Temporal {rank_variable: n1, tile_shape: 1}\n"
     spec = tmp_path / "copy_above_fused.yaml"
     spec.write_text(
         text.replace(line, "    - !Storage {tensors: [W1], component: sram}\n" + line, 1)
     )
+    check = run_check([spec], reuse="strict", isolate_einsums=True, use_peer=False)[0]
+    assert _rows(check, "replay_bits") == _rows(check, "model_bits")
+    assert _rows(check, "replay_bits")["consumer", "sram", "W1", "write"] == 16 * 16 * 8
+
+
+def test_isolation_refuses_a_copy_above_a_fused_loop_that_two_einsums_use(tmp_path):
+    # B is read by both Einsums and copied into sram above the fused ny loop: each Einsum would
+    # need its own copy there, which one storage node cannot give.
+    arch = (SEEDS / "seed_repro.yaml").read_text().split("workload:")[0]
+    arch = arch.replace("| AO", "").replace(", no_refetch_from_above: AO", "")
+    spec = tmp_path / "shared_copy_above_fused.yaml"
+    spec.write_text(
+        arch
+        + """workload:
+  iteration_space_shape: {na: 0 <= na < 4, ny: 0 <= ny < 4}
+  bits_per_value: {All: 8}
+  einsums:
+  - Y[ny] = A[na]*B[na,ny]
+  - Z[ny] = Y[ny]*B[na,ny]
+mapping:
+  nodes:
+  - !Storage {tensors: [A, B, Z], component: dram}
+  - !Storage {tensors: [B], component: sram}
+  - !Temporal {rank_variable: ny, tile_shape: 1}
+  - !Storage {tensors: [Y], component: sram}
+  - !Sequential
+    nodes:
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: na, tile_shape: 1}
+      - !Compute {einsum: Y, component: MAC}
+    - !Nested
+      nodes:
+      - !Temporal {rank_variable: na, tile_shape: 1}
+      - !Compute {einsum: Z, component: MAC}
+"""
+    )
     assert run_check([spec], use_peer=False)[0].latency.replay_cycles > 0
-    with pytest.raises(SpecError, match="cannot give each Einsum its own copy of W1 in 'sram'"):
+    with pytest.raises(SpecError, match="cannot give each Einsum its own copy of B in 'sram'"):
         run_check([spec], reuse="strict", isolate_einsums=True, use_peer=False)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cyclesim.checks.accelforge_import import export_looptree, import_accelforge
-from cyclesim.checks.accelforge_model import evaluate_model
-from cyclesim.checks.accelforge_read import load_accelforge_spec
+from cyclesim.checks.accelforge.importer import export_looptree, import_accelforge
+from cyclesim.checks.accelforge.model import evaluate_model
+from cyclesim.checks.accelforge.read import load_accelforge_spec
 from cyclesim.errors import SpecError
 
 SEEDS = (

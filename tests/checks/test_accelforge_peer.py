@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cyclesim.checks.accelforge_model import evaluate_model
-from cyclesim.checks.accelforge_read import load_accelforge_spec
-from cyclesim.checks.peers import accelforge as peer
+from cyclesim.checks.accelforge import peer
+from cyclesim.checks.accelforge.model import evaluate_model
+from cyclesim.checks.accelforge.read import load_accelforge_spec
 from cyclesim.errors import PeerUnavailable, SpecError
 
 SEEDS = (

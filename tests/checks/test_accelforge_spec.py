@@ -7,14 +7,16 @@ expected (never a traceback); unsupported AccelForge features are refused by nam
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
 
-from cyclesim.checks.accelforge_looptree import looptree_yaml
-from cyclesim.checks.accelforge_model import evaluate_model
-from cyclesim.checks.accelforge_read import load_accelforge_spec
-from cyclesim.checks.accelforge_spec import AfContainer, LoopKind, SplitKind
+from cyclesim.checks.accelforge.looptree import looptree_yaml
+from cyclesim.checks.accelforge.model import evaluate_model
+from cyclesim.checks.accelforge.read import load_accelforge_spec
+from cyclesim.checks.accelforge.read_yaml import load_yaml_file, parse_jinja_data
+from cyclesim.checks.accelforge.spec import AfContainer, LoopKind, SplitKind
 from cyclesim.errors import SpecError
 
 SPECS = Path(__file__).with_name("accelforge_specs")
@@ -76,6 +78,29 @@ BAD_SPECS = [
             "  - !Compute\n    name: MAC", "  - !Toll\n    name: T\n  - !Compute\n    name: MAC"
         ),
         r"arch node kind !Toll is not supported",
+    ),
+    (
+        "a !Network node, named",
+        _replace(
+            "  - !Compute\n    name: MAC", "  - !Network\n    name: N\n  - !Compute\n    name: MAC"
+        ),
+        r"arch node kind !Network is not supported",
+    ),
+    (
+        "an !Array node, named",
+        _replace(
+            "  - !Compute\n    name: MAC", "  - !Array\n    name: A\n  - !Compute\n    name: MAC"
+        ),
+        r"arch node kind !Array is not supported",
+    ),
+    (
+        "a spatial loop naming a memory that has no spatial: fan-out",
+        _replace(
+            "  - !Storage {tensors: [Z], component: Reg}",
+            "  - !Spatial {rank_variable: n, tile_shape: 2, name: X, component: GLB}\n"
+            "  - !Storage {tensors: [Z], component: Reg}",
+        ),
+        r"component 'GLB' is not a !Container",
     ),
     (
         "unsupported mapping node kind, named",
@@ -241,3 +266,31 @@ def test_looptree_yaml_round_trips_to_the_same_counts(tmp_path, spec_file):
     again = load_accelforge_spec([_write(tmp_path, rewritten)])
     assert again.mapping == spec.mapping
     assert evaluate_model(again).accesses.equals(evaluate_model(spec).accesses)
+
+
+def test_include_text_renders_a_file_next_to_the_template_with_the_same_data(tmp_path):
+    (tmp_path / "sizes.yaml").write_text("size: {{ SIZE * 8 }}\n")
+    (tmp_path / "main.yaml").write_text("{{ include_text('sizes.yaml') }}\nname: x\n")
+    assert load_yaml_file(tmp_path / "main.yaml", {"SIZE": 4}) == {"size": 32, "name": "x"}
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "Jinja template failed"),
+        ("a: 1\n{{ add_to_path('./cells') }}", "t.yaml:2: the Jinja helper add_to_path()"),
+        ("a: 1\nb: {{ M }}", "t.yaml:2: Jinja template uses an undefined variable: 'M'"),
+    ],
+)
+def test_templates_render_sandboxed_and_refuse_by_name_with_the_line(tmp_path, template, message):
+    path = tmp_path / "t.yaml"
+    path.write_text(template)
+    with pytest.raises(SpecError, match=re.escape(message)) as error:
+        load_yaml_file(path, {})
+    assert error.value.file == str(path)
+
+
+def test_jinja_data_items_are_files_or_name_value_pairs_later_winning(tmp_path):
+    data = tmp_path / "d.yaml"
+    data.write_text("M: 64\nKN: 8\n")
+    assert parse_jinja_data([str(data), "M=16", "X=inf"]) == {"M": 16, "KN": 8, "X": "inf"}

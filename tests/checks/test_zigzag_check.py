@@ -152,12 +152,17 @@ def test_json_has_all_three_columns(small_case, capsys):
     assert args.func(args) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) >= {"replay", "analytical", "zigzag", "accesses", "explanations"}
-    assert {"stall_by_cause", "onloading_by_cause", "offloading_by_cause"} <= set(data["replay"])
-    assert sum(data["replay"]["stall_by_cause"].values()) == data["replay"]["stall"]
+    # one naming across commands (README, machine-readable output): as `cyclesim run --json`
+    assert data["schema_version"] == 1
+    assert {
+        "stall_cycles_by_cause",
+        "onload_cycles_by_cause",
+        "offload_cycles_by_cause",
+    } <= set(data["replay"])
+    assert sum(data["replay"]["stall_cycles_by_cause"].values()) == data["replay"]["stall_cycles"]
     assert data["zigzag"] == data["analytical"]
-    assert {"latency_total", "ideal_cycles", "stall", "onloading", "offloading"} <= set(
-        data["replay"]
-    )
+    terms = {"cycles", "ideal_compute_cycles", "stall_cycles", "onload_cycles", "offload_cycles"}
+    assert terms <= set(data["replay"]) and terms == set(data["zigzag"])
     row = next(a for a in data["accesses"] if a["memory"] == "dram" and a["operand"] == "W")
     assert (
         row["direction"] == "read to below"

@@ -106,49 +106,55 @@ def test_scaled_down_example_replays_and_reads_dram_as_the_loop_nest_says(settin
     }
 
 
-def test_sweep_sizes_run_from_the_small_to_the_large_setting():
-    import sweep
+def test_sweep_file_runs_its_sizes_from_the_small_to_the_large_setting():
+    """sweep.yaml (replacing the old hand-written loop): 7 sizes per SRAM, small to large,
+    geometric and rounded to 128 bytes, each with both of ZigZag's mappings."""
+    from cyclesim.analysis.sweep_spec import load_sweep
 
-    points = sweep.sizes(7)
-    assert len(points) == 7 and points[0] == SIZES["small"] and points[-1] == SIZES["large"]
+    spec = load_sweep(EXAMPLE / "sweep.yaml")
+    sizes = [v for v in spec.axes[0].values]
+    assert len(sizes) == 7 and sizes[0] == SIZES["small"] and sizes[-1] == SIZES["large"]
     for i in range(3):
-        assert [p[i] for p in points] == sorted(p[i] for p in points)
+        assert [p[i] for p in sizes] == sorted(p[i] for p in sizes)
+        assert all(p[i] % 1024 == 0 for p in sizes)
+    # the middle point: geometric means rounded to 1024 b (8192 * 8^0.5 = 23170.5 -> 23552)
+    assert sizes[3] == (23552, 93184, 524288)
+    assert len(spec.points()) == 14 and spec.columns_hook[1] == "zigzag_latency"
 
 
-def test_sweep_plot_writes_a_png(tmp_path):
-    import sweep
+@pytest.mark.slow
+def test_sweep_hook_puts_zigzags_latency_beside_the_replay(tmp_path):
+    """The columns hook on the small setting: ZigZag's latency of the same mapping (250,294)."""
+    import cyclesim
+    from cyclesim.analysis.sweep import resolve_point, run_point
+    from cyclesim.analysis.sweep_spec import load_sweep
 
-    points = [
-        sweep.Point(
-            *bits,
-            "test",
-            "-",
-            250000.0 + k,
-            20.0 * k,
-            77.0,
-            340000 + k,
-            300 * k,
-            277000,
-            80 * k,
-            "",
-        )
-        for k, bits in enumerate(sweep.sizes(6))
-    ]
-    sweep.plot(points, tmp_path / "sweep.png", "ZigZag")
-    assert (tmp_path / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+    spec = load_sweep(EXAMPLE / "sweep.yaml")
+    point = spec.points()[0]  # small sizes, small mapping
+    base = dict(
+        architecture=cyclesim.load_architecture(str(spec.architecture)),
+        workload=cyclesim.load_workload(str(spec.workload)),
+    )
+    row = run_point(resolve_point(spec, point, base))
+    assert row["status"] == "ok" and row["cycles"] > row["zigzag_latency"] == 250294
+    assert row["total_sram_kib"] == 7.0  # 1 KB + 2 KB + 4 KB
 
 
 @pytest.mark.peer
 @pytest.mark.parametrize("setting", ["large", "small"])
 def test_zigzag_search_picks_the_committed_mapping(setting, tmp_path):
     pytest.importorskip("zigzag.api", reason="zigzag-dse not importable")
-    import sweep
-
     from cyclesim.checks.zigzag import cases as zc
+    from cyclesim.checks.zigzag import peer
 
-    tm, source, theirs = sweep.choose(memsize.SRAM_BITS[setting], tmp_path, use_peer=True)
-    assert source == "zigzag-dse search" and tm == zc.MEMSIZE_TEMPORAL_MAPPINGS[setting]
-    assert theirs.latency_total == {"large": 250148, "small": 250294}[setting]
+    files = memsize.zigzag_case(setting, "issue", tmp_path, temporal_mapping=None)
+    result = peer.run_zigzag(files.accelerator, files.workload, files.mapping)
+    chosen = {
+        op: [[[dim, factor] for dim, factor in level] for level in levels]
+        for op, levels in result.temporal_mapping.levels
+    }
+    assert chosen == zc.MEMSIZE_TEMPORAL_MAPPINGS[setting]
+    assert result.latency.latency_total_cycles == {"large": 250148, "small": 250294}[setting]
 
 
 def test_verdict_names_the_faster_setting_and_both_zigzag_versions():
@@ -172,3 +178,25 @@ def test_verdict_names_the_faster_setting_and_both_zigzag_versions():
     assert "our reimplementation of ZigZag 3.9.1" in text and "large 250,148, small 250,294" in text
     assert "3.6.3" in text and "small faster by 9,850" in text
     assert "small - large" in comparison_table(results)
+
+
+@pytest.mark.slow
+@pytest.mark.peer
+def test_the_readme_sweep_command_writes_table_and_plots(tmp_path, capsys):
+    """`cyclesim sweep examples/eyeriss_memsize/sweep.yaml --out DIR` as the README shows it."""
+    import pandas as pd
+
+    from cyclesim.cli import main
+
+    assert main(["sweep", str(EXAMPLE / "sweep.yaml"), "--out", str(tmp_path)]) == 0
+    assert "14 points (14 computed, 0 from the cache, 6 failed)" in capsys.readouterr().out
+    table = pd.read_parquet(tmp_path / "sweep.parquet")
+    small = table.query("mapping == 'mapping_small.yaml'")
+    # a fixed mapping's tiles do not change with the sizes: the same replay at every size,
+    # and ZigZag's latency of that mapping is its 250,294 at every size too
+    assert set(small["cycles"]) == {311514} and set(small["zigzag_latency"]) == {250294}
+    large = table.query("mapping == 'mapping_large.yaml'")
+    # the large mapping keeps all of W (320,000 b) in sram_64KB: only the largest size holds it
+    assert large["status"].tolist() == ["error"] * 6 + ["ok"]
+    assert large["cycles"].iloc[-1] == 325172 and large["zigzag_latency"].iloc[-1] == 250148
+    assert len(list(tmp_path.glob("*.png"))) == 2

@@ -20,7 +20,14 @@ from cyclesim.checks.zigzag.mapping import mapping_quantities
 from cyclesim.checks.zigzag.model import evaluate
 from cyclesim.checks.zigzag.read import load_zigzag_inputs
 from cyclesim.checks.zigzag.stalls import PHASES, stall_groups
-from cyclesim.checks.zigzag.terms import PHASE_TERMS, TERM_NAMES, TERMS, AccessRow, Terms
+from cyclesim.checks.zigzag.terms import (
+    JSON_NAMES,
+    PHASE_TERMS,
+    TERM_NAMES,
+    TERMS,
+    AccessRow,
+    Terms,
+)
 from cyclesim.checks.zigzag.to_spec import DIRECTION_NAMES, import_zigzag, slot_flags
 from cyclesim.errors import PeerUnavailable
 
@@ -54,12 +61,12 @@ class ZigZagCheck:
         """The --json object: replay, analytical, zigzag (null if missing), accesses, explanations."""
 
         def terms(t: Terms | None) -> dict | None:
-            return None if t is None else {name: getattr(t, name) for name in TERMS}
+            return None if t is None else {JSON_NAMES[name]: getattr(t, name) for name in TERMS}
 
         return {
             "replay": {
                 **terms(self.replay),
-                **{f"{PHASE_TERMS[p]}_by_cause": self.causes(p) for p in PHASES},
+                **{f"{JSON_NAMES[PHASE_TERMS[p]]}_by_cause": self.causes(p) for p in PHASES},
             },
             "analytical": terms(self.analytical),
             "zigzag": terms(self.zigzag),
@@ -294,4 +301,6 @@ def format_report(check: ZigZagCheck) -> str:
 
 def report_json(check: ZigZagCheck) -> str:
     """The --json text."""
-    return json.dumps(check.to_json(), indent=2)
+    from cyclesim.results.schema import versioned
+
+    return json.dumps(versioned(check.to_json()), indent=2)

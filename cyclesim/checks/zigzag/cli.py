@@ -66,8 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Run the check; a CyclesimError is printed to stderr (exit 2), never a traceback."""
     from cyclesim.checks.zigzag.read import workload_layers
+    from cyclesim.checks.zigzag.read_accelerator import parse_accelerator
 
     try:
+        parse_accelerator(args.accelerator)  # files are checked in the order they are named
         single = args.layer is not None or args.temporal_mapping is not None
         if not single:
             single = len(workload_layers(args.workload, args.mapping)) == 1

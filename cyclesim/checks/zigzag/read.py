@@ -14,10 +14,11 @@ from cyclesim.checks.zigzag.inputs import (
 )
 from cyclesim.checks.zigzag.read_accelerator import parse_accelerator
 from cyclesim.checks.zigzag.read_mapping import parse_mapping_entry, parse_temporal_levels
-from cyclesim.checks.zigzag.read_onnx import is_onnx, workload_yaml
+from cyclesim.checks.zigzag.read_onnx import workload_yaml
 from cyclesim.checks.zigzag.read_workload import layer_names, parse_layer
 from cyclesim.checks.zigzag.reader import Reader
 from cyclesim.errors import SpecError
+from cyclesim.spec.yamlio import is_onnx
 
 
 def load_zigzag_inputs(

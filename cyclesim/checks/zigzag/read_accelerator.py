@@ -67,7 +67,11 @@ def parse_accelerator(path: str) -> ZigZagAccelerator:
             found=len(sizes),
             expected=str(len(dims)),
         )
-    systolic = tuple(array.get("systolic_dimensions") or ())
+    systolic = tuple(
+        r.listing(
+            array.get("systolic_dimensions") or [], ("operational_array", "systolic_dimensions")
+        )
+    )
     for i, d in enumerate(systolic):
         if d not in dims:
             r.fail(
@@ -99,7 +103,7 @@ def _parse_memory(r: Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zig
     )
     operands: list[MemoryOperand] = []
     for i, op in enumerate(r.listing(m["operands"], base + ("operands",))):
-        if op not in {"I1", "I2", "O"}:
+        if op not in ("I1", "I2", "O"):
             r.fail(
                 base + ("operands", i), "unknown memory operand", found=op, expected="I1, I2 or O"
             )
@@ -131,7 +135,7 @@ def _parse_memory(r: Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zig
                 found=port_name,
                 expected="r_port_N, w_port_N or rw_port_N",
             )
-        if pd["type"] not in {"read", "write", "read_write"}:
+        if pd["type"] not in ("read", "write", "read_write"):
             r.fail(
                 pbase + ("type",),
                 "unknown port type",
@@ -192,6 +196,7 @@ def _parse_memory(r: Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zig
     for p, port in enumerate(ports):
         if names[port.name] > 1:
             r.fail(base + ("ports", p, "name"), "duplicate port name", found=port.name)
+    r.number(m.get("area", 0), base + ("area",))  # unused by the replay, still range-checked
     return ZigZagMemory(
         name=name,
         size_bits=r.integer(m["size"], base + ("size",), 1),

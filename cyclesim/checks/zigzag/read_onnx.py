@@ -18,11 +18,6 @@ import yaml
 from cyclesim.errors import PeerUnavailable, SpecError
 
 
-def is_onnx(path: str) -> bool:
-    """True if a workload path names an ONNX model (by its suffix, as ZigZag decides)."""
-    return path.lower().endswith(".onnx")
-
-
 def onnx_layers(onnx_path: str, mapping_path: str) -> list[dict[str, Any]]:
     """The network's layers in ZigZag's workload-YAML form, in ZigZag's order and with its names.
 

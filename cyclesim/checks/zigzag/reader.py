@@ -6,12 +6,15 @@ accelerator, workload and mapping files.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, NoReturn
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.yamlio import format_path, line_of, read_yaml
 
+MAX_INTEGER = 2**60  # sizes in bits, latencies, loop sizes
+MAX_NUMBER = 1e30  # energies and areas
 PORT_NAME = re.compile(r"^[r]?[w]?_port_\d+$")
 ALLOCATION = re.compile(r"^\s*(\w+)\s*,\s*(\w+)\s*$")
 ARRAY_DIM = re.compile(r"^D\d$")
@@ -88,12 +91,16 @@ class Reader:
             self.fail(path, "must be an integer", found=value, expected="an integer")
         if minimum is not None and value < minimum:
             self.fail(path, f"must be at least {minimum}", found=value)
+        if value > MAX_INTEGER:
+            self.fail(path, "out of range", found=value, expected="at most 2**60")
         return value
 
     def number(self, value: Any, path: tuple) -> float:
-        """Check a number (energy, area)."""
+        """Check a number (energy, area): finite and not negative."""
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(path, "must be a number", found=value, expected="a number")
+        if not (math.isfinite(value) and 0 <= value <= MAX_NUMBER):
+            self.fail(path, "out of range", found=value, expected=f"0 to {MAX_NUMBER:g}")
         return float(value)
 
     def string(self, value: Any, path: tuple) -> str:

@@ -21,6 +21,14 @@ TERM_NAMES = {
     "offloading": "offloading",
 }
 PHASE_TERMS = {"onload": "onloading", "compute": "stall", "offload": "offloading"}
+# --json names every source's terms as `cyclesim run --json` names the replay's (README table)
+JSON_NAMES = {
+    "latency_total": "cycles",
+    "ideal_cycles": "ideal_compute_cycles",
+    "stall": "stall_cycles",
+    "onloading": "onload_cycles",
+    "offloading": "offload_cycles",
+}
 
 
 @dataclass(frozen=True, slots=True)

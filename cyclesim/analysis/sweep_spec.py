@@ -1,0 +1,341 @@
+"""A sweep file: base inputs, axes (fields by path, lists or ranges, whole inputs), how axes
+combine (product or zip), plots and an optional extra-columns hook. Read with the project's
+YAML loader, so a wrong file gets the same file/field/line message as the three inputs.
+
+    architecture: ../../hw_models/eyeriss_like.yaml      # paths are relative to this file
+    workload: workload.yaml
+    mapping: mapping_large.yaml
+    reuse: retain                                         # or strict
+    combine: product                                      # or zip
+    axes:
+      - field: architecture.memories.sram_64KB.size_bits  # any architecture / mapping field
+        values: [16384, 65536]
+      - field: mapping                                    # or workload / architecture / reuse
+        values: [mapping_large.yaml, mapping_small.yaml]
+      - name: rf_width                                    # several fields moving together
+        fields: [architecture.memories.rf_16B.ports.r_port_1.width_bits,
+                 architecture.memories.rf_16B.ports.w_port_1.width_bits]
+        range: {start: 8, stop: 32, step: 8}              # or geometric: {start, stop, points}
+    plots:
+      - {x: sram_64KB.size_bits, series: mapping, y: cycles}     # y: [cycles, other] for two
+    columns: extra_columns.py:zigzag_latency             # fn(result, point) -> {column: value}
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cyclesim.errors import SpecError
+from cyclesim.spec.yamlio import format_path, line_of, read_yaml, validate
+
+WHOLE_INPUTS = ("architecture", "workload", "mapping")
+POLICIES = ("reuse", "isolate_einsums")
+Scalar = int | float | str | bool
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Range(_Strict):
+    start: int | float
+    stop: int | float = Field(description="included when a whole number of steps away")
+    step: int | float = Field(gt=0)
+
+
+class _Geometric(_Strict):
+    start: int | float | list[int | float]
+    stop: int | float | list[int | float]
+    points: int = Field(ge=2)
+    multiple_of: int | None = Field(
+        None, gt=0, description="round every value to a multiple of this (at least one multiple)"
+    )
+
+
+class _Axis(_Strict):
+    name: str | None = None
+    field: str | None = None
+    fields: list[str] | None = Field(None, min_length=1)
+    values: list[Any] | None = Field(None, min_length=1)
+    range: _Range | None = None
+    geometric: _Geometric | None = None
+
+
+class _Plot(_Strict):
+    x: str = Field(description="an axis column, or any column of the table (e.g. a hook's)")
+    series: str | None = Field(None, description="an axis column: one line per value")
+    y: str | list[str] = Field("cycles", description="one column or several on the same axes")
+
+
+class _Sweep(_Strict):
+    name: str | None = None
+    architecture: str
+    workload: str
+    mapping: str
+    reuse: Literal["retain", "strict"] = "retain"
+    isolate_einsums: bool = False
+    combine: Literal["product", "zip"] = "product"
+    axes: list[_Axis] = Field(min_length=1)
+    plots: list[_Plot] = []
+    columns: str | None = Field(None, description="FILE.py:FUNCTION, fn(result, point) -> dict")
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """One axis: the fields it sets (by path) and its values (one tuple per step, one per field)."""
+
+    name: str
+    fields: tuple[str, ...]
+    columns: tuple[str, ...]  # table column of each field
+    values: tuple[tuple[Scalar, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One sweep point: the index, each axis column's value, and the settings to apply."""
+
+    index: int
+    values: tuple[tuple[str, Scalar], ...]  # (column, value) in axis order
+    settings: tuple[tuple[str, Scalar], ...]  # (field path, value)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSpec:
+    """A validated sweep file; input paths resolved against the file's folder."""
+
+    name: str
+    source: str
+    folder: Path
+    architecture: Path
+    workload: Path
+    mapping: Path
+    reuse: str
+    isolate_einsums: bool
+    combine: str
+    axes: tuple[Axis, ...]
+    plots: tuple[tuple[str, str | None, tuple[str, ...]], ...]  # (x, series, y columns)
+    columns_hook: tuple[Path, str] | None
+
+    def points(self) -> list[Point]:
+        """Every point: the product of the axes' steps, or their zip."""
+        steps = [range(len(a.values)) for a in self.axes]
+        combos = (
+            itertools.product(*steps) if self.combine == "product" else zip(*steps, strict=True)
+        )
+        out = []
+        for index, combo in enumerate(combos):
+            values: list[tuple[str, Scalar]] = []
+            settings: list[tuple[str, Scalar]] = []
+            for axis, step in zip(self.axes, combo, strict=True):
+                if len(axis.fields) > 1:
+                    values.append((axis.name, step))
+                for field, column, value in zip(
+                    axis.fields, axis.columns, axis.values[step], strict=True
+                ):
+                    values.append((column, value))
+                    settings.append((field, value))
+            out.append(Point(index, tuple(values), tuple(settings)))
+        return out
+
+    @property
+    def axis_columns(self) -> list[str]:
+        """The table columns the axes fill, in order."""
+        cols: list[str] = []
+        for axis in self.axes:
+            if len(axis.fields) > 1:
+                cols.append(axis.name)
+            cols.extend(axis.columns)
+        return cols
+
+    def resolve(self, value: str) -> Path:
+        """A path named in the sweep file, relative to its folder."""
+        return (self.folder / value).resolve() if not Path(value).is_absolute() else Path(value)
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep file; raise SpecError naming file, field and line."""
+    data, lines, name = read_yaml(path)
+    raw: _Sweep = validate(_Sweep, data, lines, name, "sweep")  # type: ignore[assignment]
+    folder = Path(path).resolve().parent
+
+    def err(message: str, loc: tuple, **kw: Any) -> SpecError:
+        return SpecError(message, file=name, field=format_path(loc), line=line_of(lines, loc), **kw)
+
+    axes = tuple(_axis(a, i, err) for i, a in enumerate(raw.axes))
+    columns = [c for a in axes for c in ((a.name,) if len(a.fields) > 1 else ()) + a.columns]
+    for i, col in enumerate(columns):
+        if col in columns[:i]:
+            raise err(
+                "two axes fill the same column; give them distinct names", ("axes",), found=col
+            )
+    if raw.combine == "zip":
+        lengths = {a.name: len(a.values) for a in axes}
+        if len(set(lengths.values())) > 1:
+            raise err(
+                "zipped axes must have the same number of values",
+                ("combine",),
+                found=lengths,
+                expected="equal lengths, or combine: product",
+            )
+    hook = None
+    if raw.columns is not None:
+        file, sep, function = raw.columns.rpartition(":")
+        if not sep or not file.endswith(".py") or not function.isidentifier():
+            raise err("expected FILE.py:FUNCTION", ("columns",), found=raw.columns)
+        hook_path = (folder / file).resolve()
+        if not hook_path.is_file():
+            raise err("the columns hook file does not exist", ("columns",), found=str(hook_path))
+        hook = (hook_path, function)
+    spec = SweepSpec(
+        raw.name or Path(path).stem,
+        name,
+        folder,
+        (folder / raw.architecture).resolve(),
+        (folder / raw.workload).resolve(),
+        (folder / raw.mapping).resolve(),
+        raw.reuse,
+        raw.isolate_einsums,
+        raw.combine,
+        axes,
+        tuple((p.x, p.series, (p.y,) if isinstance(p.y, str) else tuple(p.y)) for p in raw.plots),
+        hook,
+    )
+    _check_plots(spec, raw, err)
+    return spec
+
+
+def _check_plots(spec: SweepSpec, raw: _Sweep, err: Any) -> None:
+    """A plot's series must be an axis column (x and y may be any column, checked when drawn)."""
+    known = spec.axis_columns
+    for i, plot in enumerate(raw.plots):
+        for key in ("series",):
+            value = getattr(plot, key)
+            if value is not None and value not in known:
+                raise err(
+                    "a plot names a column no axis fills",
+                    ("plots", i, key),
+                    found=value,
+                    expected=f"one of {known}",
+                )
+
+
+def _axis(raw: _Axis, index: int, err: Any) -> Axis:
+    loc = ("axes", index)
+    if (raw.field is None) == (raw.fields is None):
+        raise err("an axis needs exactly one of 'field' or 'fields'", loc)
+    fields = tuple(raw.fields or [raw.field])  # type: ignore[list-item]
+    for fi, field in enumerate(fields):
+        _check_field(field, loc + (("fields", fi) if raw.fields else ("field",)), err)
+    given = [k for k in ("values", "range", "geometric") if getattr(raw, k) is not None]
+    if len(given) != 1:
+        raise err(
+            "an axis needs exactly one of 'values', 'range' or 'geometric'",
+            loc,
+            found=given or None,
+        )
+    if raw.fields is not None and raw.name is None:
+        raise err("an axis with several fields needs a 'name'", loc)
+    columns = (
+        tuple(column_name(f) for f in fields) if raw.fields or raw.name is None else (raw.name,)
+    )
+    name = raw.name or columns[0]
+    if raw.values is not None:
+        values = []
+        for vi, value in enumerate(raw.values):
+            row = tuple(value) if len(fields) > 1 and isinstance(value, list) else (value,)
+            if len(row) != len(fields):
+                raise err(
+                    f"each value of this axis must list one entry per field ({len(fields)})",
+                    loc + ("values", vi),
+                    found=value,
+                )
+            for entry in row:
+                if not isinstance(entry, (int, float, str, bool)):
+                    raise err(
+                        "axis values must be numbers, strings or booleans",
+                        loc + ("values", vi),
+                        found=entry,
+                    )
+            values.append(row)
+    elif raw.range is not None:
+        values = [(v,) * len(fields) for v in _arange(raw.range, loc + ("range",), err)]
+    else:
+        values = _geometric(raw.geometric, len(fields), loc + ("geometric",), err)  # type: ignore[arg-type]
+    for field, vi in zip(fields, range(len(fields)), strict=True):
+        if field in POLICIES or field in WHOLE_INPUTS:
+            kinds = {type(v[vi]) for v in values}
+            want = bool if field == "isolate_einsums" else str
+            if kinds != {want}:
+                raise err(
+                    f"'{field}' takes {'booleans' if want is bool else 'strings'}",
+                    loc + ("values",),
+                    found=sorted(k.__name__ for k in kinds),
+                )
+            if field == "reuse" and not {v[vi] for v in values} <= {"retain", "strict"}:
+                raise err("reuse is 'retain' or 'strict'", loc + ("values",))
+    return Axis(name, fields, columns, tuple(values))
+
+
+def _check_field(field: str, loc: tuple, err: Any) -> None:
+    if field in WHOLE_INPUTS or field in POLICIES:
+        return
+    head, _, rest = field.partition(".")
+    if head not in ("architecture", "mapping") or not rest:
+        raise err(
+            "unknown field to sweep",
+            loc,
+            found=field,
+            expected="architecture.PATH, mapping.PATH, architecture, workload, mapping, reuse or isolate_einsums",
+        )
+
+
+def column_name(field: str) -> str:
+    """The table column of a swept field: its path without 'architecture.memories.' and 'ports.'.
+
+    'architecture.memories.sram.ports.r_port_1.width_bits' -> 'sram.r_port_1.width_bits';
+    'mapping.loop_tree[3].bound' -> 'loop_tree[3].bound'; 'workload' -> 'workload'.
+    """
+    head, _, rest = field.partition(".")
+    if not rest:
+        return field
+    parts = rest.split(".")
+    if head == "architecture" and parts[0] == "memories":
+        parts = parts[1:]
+    return ".".join(p for i, p in enumerate(parts) if not (p == "ports" and i > 0))
+
+
+def _arange(r: _Range, loc: tuple, err: Any) -> list[Scalar]:
+    if r.stop < r.start:
+        raise err("range stop is below its start", loc, found=(r.start, r.stop))
+    n = int((r.stop - r.start) / r.step + 1e-9) + 1
+    if n > 100_000:
+        raise err("the range has too many values", loc, found=n, expected="at most 100,000")
+    whole = all(isinstance(v, int) for v in (r.start, r.stop, r.step))
+    return [r.start + k * r.step if whole else round(r.start + k * r.step, 12) for k in range(n)]
+
+
+def _geometric(g: _Geometric, n_fields: int, loc: tuple, err: Any) -> list[tuple[Scalar, ...]]:
+    starts = g.start if isinstance(g.start, list) else [g.start] * n_fields
+    stops = g.stop if isinstance(g.stop, list) else [g.stop] * n_fields
+    if len(starts) != n_fields or len(stops) != n_fields:
+        raise err(f"start and stop need one entry per field ({n_fields})", loc)
+    for s, e in zip(starts, stops, strict=True):
+        if s <= 0 or e <= 0:
+            raise err("a geometric axis needs positive start and stop", loc, found=(s, e))
+    out = []
+    for k in range(g.points):
+        t = k / (g.points - 1)
+        row = []
+        for s, e in zip(starts, stops, strict=True):
+            v = s * (e / s) ** t
+            if g.multiple_of:
+                row.append(max(g.multiple_of, round(v / g.multiple_of) * g.multiple_of))
+            else:
+                row.append(v if not all(isinstance(x, int) for x in (s, e)) else round(v))
+        out.append(tuple(row))
+    return out

@@ -1,0 +1,214 @@
+"""Run the real accelforge (its own Python >= 3.12 environment) on a spec, as a subprocess.
+
+The interpreter is `$CYCLESIM_ACCELFORGE_PYTHON`, else `<repo>/.venv-af/bin/python` (built by
+`make peers`). The runner script evaluates the spec's fixed mapping from a temporary directory
+and prints one JSON object, parsed here into long tables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cyclesim.errors import CyclesimError, PeerUnavailable
+
+ENVIRONMENT_VARIABLE = "CYCLESIM_ACCELFORGE_PYTHON"
+RUNNER = Path(__file__).with_name("peer_runner.py")
+REPO_ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_TIMEOUT_SECONDS = 300.0
+ACCESS_COLUMNS = ["einsum", "memory", "tensor", "action", "bits", "actions", "column"]
+SEPARATOR = "<SEP>"  # AccelForge joins the parts of its result column names with it
+
+
+class AccelForgeRejected(CyclesimError):
+    """The real accelforge ran but refused the spec (e.g. InvalidMappingError); has its message."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CopyBookkeeping:
+    """A copy Einsum: AccelForge books its moves under `booked_under` (its source tensor)."""
+
+    einsum: str
+    booked_under: str
+    destinations: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AccelForgeRun:
+    """What the real accelforge reported for one spec."""
+
+    accesses: pd.DataFrame  # einsum, memory, tensor, action, bits, actions, column (raw name)
+    component_latency: pd.DataFrame  # einsum, component, latency_cycles
+    total_latency_cycles: float
+    energy: pd.DataFrame  # einsum, memory, tensor, action (read/write/compute/leak), energy
+    total_energy: float | None
+    dynamic_energy: float | None
+    copies: tuple[CopyBookkeeping, ...]
+    accelforge_version: str
+    python_version: str
+    seconds: float
+
+    def einsum_latency_cycles(self, einsum: str) -> float:
+        """AccelForge's latency of one Einsum: max over its components."""
+        rows = self.component_latency[self.component_latency.einsum == einsum]
+        return float(rows.latency_cycles.max()) if len(rows) else 0.0
+
+
+_CACHE: dict[tuple, AccelForgeRun] = {}
+
+
+def accelforge_python() -> Path:
+    """The AccelForge interpreter. Raise PeerUnavailable saying how to get one if there is none."""
+    configured = os.environ.get(ENVIRONMENT_VARIABLE)
+    if configured:
+        path = Path(configured)
+        if not path.exists():
+            raise PeerUnavailable(f"{ENVIRONMENT_VARIABLE}={configured} does not exist")
+        return path
+    default = REPO_ROOT / ".venv-af" / "bin" / "python"
+    if default.exists():
+        return default
+    raise PeerUnavailable(
+        f"no AccelForge environment: set {ENVIRONMENT_VARIABLE} or run `make peers` "
+        "(accelforge needs Python >= 3.12 in its own environment, .venv-af)"
+    )
+
+
+def accelforge_examples() -> Path:
+    """The `examples/` folder the accelforge wheel installs into its environment's site-packages.
+
+    Raise PeerUnavailable if there is no AccelForge environment or it has no examples.
+    """
+    environment = accelforge_python().parent.parent
+    for folder in sorted(environment.glob("lib/python3*/site-packages/examples")):
+        if (folder / "arches").is_dir():
+            return folder
+    raise PeerUnavailable(f"accelforge's shipped examples are not installed under {environment}")
+
+
+def run_accelforge(
+    spec_files: Sequence[str | Path],
+    jinja_data: Mapping[str, Any] | None = None,
+    *,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+) -> AccelForgeRun:
+    """Evaluate the spec's fixed mapping with the real accelforge and return its numbers.
+
+    Raise PeerUnavailable if accelforge cannot be run (no environment, import failure,
+    timeout), AccelForgeRejected if it refuses the spec.
+    """
+    files = tuple(str(Path(f).resolve()) for f in spec_files)
+    data = json.dumps(dict(jinja_data or {}), sort_keys=True)
+    python = accelforge_python()
+    key = (str(python), files, tuple(_mtime(f) for f in files), data)
+    if key in _CACHE:
+        return _CACHE[key]
+    command = [str(python), "-I", "-B", str(RUNNER), *files, "--jinja-data", data]
+    with tempfile.TemporaryDirectory(prefix="cyclesim-af-") as workdir:
+        try:
+            completed = subprocess.run(
+                command, cwd=workdir, capture_output=True, text=True, timeout=timeout_seconds
+            )
+        except subprocess.TimeoutExpired:
+            raise PeerUnavailable(
+                f"accelforge did not finish within {timeout_seconds:g} s"
+            ) from None
+        except OSError as error:
+            raise PeerUnavailable(f"cannot start {python}: {error.strerror}") from None
+    try:
+        payload = json.loads(completed.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        raise PeerUnavailable(
+            f"the accelforge runner printed no JSON (exit {completed.returncode}): "
+            + (completed.stderr.strip()[-800:] or completed.stdout.strip()[-800:] or "no output")
+        ) from None
+    if "error" in payload:
+        error = payload["error"]
+        if error.get("type") in ("ModuleNotFoundError", "ImportError"):
+            raise PeerUnavailable(f"accelforge is not importable: {error.get('message')}")
+        raise AccelForgeRejected(
+            f"accelforge rejected {', '.join(files)}: {error.get('type')}: {error.get('message')}"
+        )
+    result = _parse(payload)
+    _CACHE[key] = result
+    return result
+
+
+def _mtime(file: str) -> float:
+    try:
+        return os.stat(file).st_mtime
+    except OSError:
+        return -1.0
+
+
+def _parse(payload: dict[str, Any]) -> AccelForgeRun:
+    accesses = pd.DataFrame(
+        [
+            {
+                "einsum": row["einsum"],
+                "memory": row["component"],
+                "tensor": row["tensor"],
+                "action": row["action"],
+                "bits": row["bits"] if row["bits"] is not None else float("nan"),
+                "actions": row["actions"],
+                "column": row["column"],
+            }
+            for row in payload["accesses"]
+        ],
+        columns=ACCESS_COLUMNS,
+    )
+    latency = pd.DataFrame(
+        [
+            {"einsum": r["einsum"], "component": r["component"], "latency_cycles": r["cycles"]}
+            for r in payload["latency"]
+        ],
+        columns=["einsum", "component", "latency_cycles"],
+    )
+    energy = pd.DataFrame(
+        [_energy_row(row) for row in payload.get("energy", [])],
+        columns=["einsum", "memory", "tensor", "action", "energy"],
+    )
+    totals = payload.get("totals", {})
+    copies = tuple(
+        CopyBookkeeping(
+            einsum=e["name"], booked_under=e["booked_under"], destinations=tuple(e["outputs"])
+        )
+        for e in payload["einsums"]
+        if e["is_copy_operation"]
+    )
+    return AccelForgeRun(
+        accesses=accesses,
+        component_latency=latency,
+        total_latency_cycles=float(totals.get("latency") or 0),
+        energy=energy,
+        total_energy=totals.get("energy"),
+        dynamic_energy=totals.get("dynamic_energy"),
+        copies=copies,
+        accelforge_version=str(payload["accelforge_version"]),
+        python_version=str(payload["python"]),
+        seconds=float(payload.get("seconds", 0.0)),
+    )
+
+
+def _energy_row(row: dict[str, Any]) -> dict[str, Any]:
+    """An energy column `component<SEP>tensor<SEP>action` or `component<SEP>leak` as a row."""
+    parts = row["key"].split(SEPARATOR)
+    if len(parts) == 3:
+        memory, tensor, action = parts
+    else:
+        memory, tensor, action = parts[0], "", SEPARATOR.join(parts[1:])
+    return {
+        "einsum": row["einsum"],
+        "memory": memory,
+        "tensor": "" if tensor == "None" else tensor,
+        "action": action,
+        "energy": float(row["energy"] or 0.0),
+    }

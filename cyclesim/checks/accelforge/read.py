@@ -1,0 +1,480 @@
+"""Read AccelForge spec files (arch + workload + LoopTree mapping) into `spec` objects.
+
+Files are merged as `accelforge.Spec.from_yaml(*files)` merges them (the first file holding a
+top-level key wins) and rendered with Jinja when they are templates. Set expressions (`keep`,
+`may_keep`, `back`, `bits_per_value` keys) are evaluated per Einsum.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping as MappingABC
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cyclesim.checks.accelforge.looptree import read_mapping
+from cyclesim.checks.accelforge.read_fields import (
+    Where,
+    check_fields,
+    refuse_unless_default,
+    require_list,
+    require_mapping,
+)
+from cyclesim.checks.accelforge.read_workload import read_workload, tensor_set_names
+from cyclesim.checks.accelforge.read_yaml import (
+    TaggedNode,
+    evaluate_number,
+    evaluate_tensor_set,
+    load_yaml_file,
+    merge_top_level,
+)
+from cyclesim.checks.accelforge.spec import (
+    SPATIAL_OF_COMPONENT,
+    AfAction,
+    AfArch,
+    AfArchNode,
+    AfCompute,
+    AfContainer,
+    AfFanoutDimension,
+    AfMemory,
+    AfSpec,
+    AfStorageNode,
+    AfTensorPlacement,
+    AfWorkload,
+)
+
+_TOP_LEVEL_KEYS = ("arch", "workload", "mapping", "variables")
+_TOP_LEVEL_IGNORED = ("mapper", "config", "model")  # mapper knobs: no effect on a fixed mapping
+DUMMY_COMPONENT_CLASS = "Dummy"  # hwcomponents' model with no energy, area or latency
+_COMPONENT_IGNORED = ("leak_power", "area", "component_class", "area_scale", "leak_power_scale")
+_ACTION_FIELDS = ("energy", "throughput", "latency", "bits_per_action", "energy_scale")
+_DEFAULT_LATENCY = ("sum(a.n_calls / a.throughput for a in actions)",)
+# The one custom total_latency a memory may have: separate read and write ports (tpu_v4i, nvdla)
+SEPARATE_PORTS_LATENCY = "max(a.n_calls / a.throughput for a in actions)"
+
+
+def load_accelforge_spec(
+    files: Sequence[str | Path], jinja_data: MappingABC[str, Any] | None = None
+) -> AfSpec:
+    """Read, merge and validate AccelForge spec files into an AfSpec.
+
+    Raise SpecError (file, field, line, found, expected) for every fault, including features
+    this reader does not support, which are named.
+    """
+    if not files:
+        raise Where(None, "", None).error("no spec file given", expected="one or more YAML files")
+    documents = [(str(f), load_yaml_file(f, jinja_data or {})) for f in files]
+    merged, key_to_file = merge_top_level(documents)
+    for key in merged:
+        if key not in _TOP_LEVEL_KEYS + _TOP_LEVEL_IGNORED:
+            where = Where(key_to_file[key], key, None)
+            if key == "renames":
+                raise where.error("top-level renames are not supported; use per-Einsum renames")
+            raise where.error(
+                f"unknown top-level key '{key}'",
+                expected="arch, workload, mapping, variables (mapper, config, model are ignored)",
+            )
+    for key in ("arch", "workload", "mapping"):
+        if key not in merged:
+            raise Where(", ".join(str(f) for f in files), key, None).error(
+                f"no '{key}:' section in the spec files", expected="arch:, workload: and mapping:"
+            )
+    variables = dict(merged.get("variables") or {})
+    arch = _read_arch(merged["arch"], Where(key_to_file["arch"], "arch", None), variables)
+    workload = read_workload(
+        merged["workload"], Where(key_to_file["workload"], "workload", None), variables
+    )
+    mapping, paths = read_mapping(
+        merged["mapping"], Where(key_to_file["mapping"], "mapping", None), arch, workload
+    )
+    placements = _evaluate_placements(arch, workload, paths, key_to_file["arch"])
+    return AfSpec(
+        files=tuple(str(f) for f in files),
+        arch=arch,
+        workload=workload,
+        mapping=mapping,
+        einsum_paths=paths,
+        placements=placements,
+    )
+
+
+def _read_arch(section: Any, where: Where, variables: dict[str, Any]) -> AfArch:
+    fields = require_mapping(section, where, "arch")
+    check_fields(
+        fields,
+        where,
+        "arch",
+        required=("nodes",),
+        allowed=("variables",),
+        ignored=("extra_attributes_for_all_component_models",),
+    )
+    variables = {**variables, **dict(fields.get("variables") or {})}
+    nodes: list[AfArchNode] = []
+    for index, raw in enumerate(require_list(fields["nodes"], where.child("nodes"), "arch.nodes")):
+        node_where = where.child("nodes").child(index, raw)
+        if not isinstance(raw, TaggedNode):
+            raise node_where.error(
+                "an arch node needs a tag", found=raw, expected="!Memory, !Container or !Compute"
+            )
+        if raw.tag in ("Memory", "Compute") and isinstance(raw.value, dict):
+            if raw.value.get("spatial"):
+                nodes.append(_spatial_of_component(raw, node_where, variables))
+        if raw.tag == "Memory":
+            nodes.append(_read_memory(raw, node_where, variables))
+        elif raw.tag == "Container":
+            nodes.append(_read_container(raw, node_where, variables))
+        elif raw.tag == "Compute":
+            nodes.append(_read_compute(raw, node_where, variables))
+        else:
+            raise node_where.error(
+                f"arch node kind !{raw.tag} is not supported",
+                found=f"!{raw.tag}",
+                expected="!Memory, !Container or !Compute",
+            )
+    names = [node.name for node in nodes]
+    for name in names:
+        if names.count(name) > 1:
+            raise where.child("nodes").error(f"two arch nodes are named '{name}'")
+    computes = [node for node in nodes if isinstance(node, AfCompute)]
+    if len(computes) != 1 or not isinstance(nodes[-1], AfCompute):
+        raise where.child("nodes").error(
+            "the arch must end with exactly one !Compute node",
+            found=[f"{type(n).__name__[2:]} {n.name}" for n in nodes],
+        )
+    return AfArch(nodes=tuple(nodes))
+
+
+def _node_name(fields: dict[str, Any], where: Where) -> str:
+    name = fields.get("name")
+    if not isinstance(name, str) or not name:
+        raise where.error("an arch node needs a name", found=name)
+    return name
+
+
+def _refuse_common(
+    fields: dict[str, Any], where: Where, latencies: tuple[str, ...] = _DEFAULT_LATENCY
+) -> None:
+    refuse_unless_default(fields, "enabled", (True,), where, "disabling a component")
+    refuse_unless_default(fields, "actions_scale", (1,), where, "actions_scale")
+    refuse_unless_default(fields, "total_latency", latencies, where, "a custom total_latency")
+    refuse_unless_default(
+        fields, "n_parallel_instances", (1,), where, "n_parallel_instances other than 1"
+    )
+
+
+def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfMemory:
+    fields = require_mapping(raw, where, "!Memory")
+    name = _node_name(fields, where)
+    where = Where(where.file, f"{where.field}({name})", where.line)
+    check_fields(
+        fields,
+        where,
+        "!Memory",
+        required=("name", "size"),
+        allowed=(
+            "tensors",
+            "actions",
+            "bits_per_action",
+            "skip_initial_output_write",
+            "enabled",
+            "actions_scale",
+            "total_latency",
+            "n_parallel_instances",
+            "energy_scale",
+            "spatial",
+        ),
+        ignored=_COMPONENT_IGNORED,
+    )
+    _refuse_common(fields, where, _DEFAULT_LATENCY + (SEPARATE_PORTS_LATENCY,))
+    size = evaluate_number(
+        fields["size"], variables, file=where.file, field=f"{where.field}.size", line=where.line
+    )
+    if size <= 0:
+        raise where.child("size").error("a memory size must be positive", found=size)
+    component_bits = fields.get("bits_per_action", 1)
+    actions = _read_actions(
+        fields.get("actions"),
+        where,
+        variables,
+        ("read", "write"),
+        component_bits,
+        fields.get("component_class"),
+    )
+    tensors = require_mapping(fields.get("tensors") or {}, where.child("tensors"), "tensors")
+    check_fields(
+        tensors,
+        where.child("tensors"),
+        "tensors",
+        allowed=("keep", "may_keep", "back", "no_refetch_from_above"),
+        ignored=(
+            "no_resend_to_below",
+            "tile_shape",
+            "tensor_order_options",
+            "force_memory_hierarchy_order",
+        ),
+    )
+    return AfMemory(
+        name=name,
+        size_bits=size,
+        keep_expression=_expression(tensors.get("keep")),
+        may_keep_expression=_expression(tensors.get("may_keep")),
+        back_expression=_expression(tensors.get("back")) or "Nothing",
+        no_refetch_from_above_expression=_expression(tensors.get("no_refetch_from_above")),
+        actions=actions,
+        skip_initial_output_write=bool(fields.get("skip_initial_output_write", True)),
+        line=raw.line,
+        separate_ports=" ".join(str(fields.get("total_latency", "")).split())
+        == SEPARATE_PORTS_LATENCY,
+    )
+
+
+def _expression(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list | tuple):
+        return " | ".join(str(item) for item in value) or "Nothing"
+    return str(value)
+
+
+def _read_actions(
+    raw: Any,
+    where: Where,
+    variables: dict[str, Any],
+    names: tuple[str, ...],
+    component_bits_per_action: Any,
+    component_class: str | None = None,
+) -> tuple[AfAction, ...]:
+    """The component's actions by name. hwcomponents' `Dummy` class (AccelForge's stand-in
+    for "no model") gives what is left out energy 0 and unbounded throughput, as AccelForge
+    evaluates it; any other component class's values are refused by name where they are needed.
+    """
+    dummy = component_class == DUMMY_COMPONENT_CLASS
+    action_list = require_list(raw, where.child("actions"), "actions") if raw is not None else []
+    actions: dict[str, AfAction] = {}
+    for index, entry in enumerate(action_list):
+        action_where = where.child("actions").child(index, entry)
+        fields = require_mapping(entry, action_where, "an action")
+        check_fields(
+            fields,
+            action_where,
+            "an action",
+            required=("name",),
+            allowed=_ACTION_FIELDS + ("throughput_scale",),
+            ignored=("area", "leak_power", "extra_attributes_for_component_model"),
+        )
+        refuse_unless_default(fields, "throughput_scale", (1,), action_where, "throughput_scale")
+        name = str(fields["name"])
+        if name not in names:
+            raise action_where.error(f"unknown action '{name}'", expected=" and ".join(names))
+
+        def number(key: str, default: Any, fields=fields, at=action_where) -> float:
+            return _action_number(fields, key, default, variables, at)
+
+        if "throughput" in fields:
+            throughput = number("throughput", None)
+        elif "latency" in fields:
+            latency = number("latency", None)
+            throughput = math.inf if latency == 0 else 1 / latency
+        elif dummy:
+            throughput = math.inf
+        else:
+            raise action_where.error(
+                f"action '{name}' has no throughput" + _from_class(component_class),
+                expected="throughput: actions per cycle (or inf); hwcomponents models are not called",
+            )
+        energy = (
+            number("energy", None)
+            if fields.get("energy") is not None
+            else (0.0 if dummy else math.nan)
+        )
+        actions[name] = AfAction(
+            name=name,
+            energy_per_action=energy * number("energy_scale", 1),
+            throughput_actions_per_cycle=throughput,
+            bits_per_action=number("bits_per_action", component_bits_per_action),
+        )
+    for name in names:
+        if name not in actions and dummy:
+            bits = evaluate_number(
+                component_bits_per_action,
+                variables,
+                file=where.file,
+                field=f"{where.field}.bits_per_action",
+                line=where.line,
+            )
+            actions[name] = AfAction(name, 0.0, math.inf, bits)
+        elif name not in actions:
+            raise where.child("actions").error(
+                f"no '{name}' action" + _from_class(component_class),
+                expected=f"actions named {' and '.join(names)} with throughput",
+            )
+    return tuple(actions[name] for name in names)
+
+
+def _from_class(component_class: str | None) -> str:
+    if component_class is None:
+        return ""
+    return (
+        f": component class '{component_class}' would supply it through hwcomponents' models, "
+        "which cyclesim's reader does not evaluate"
+    )
+
+
+def _action_number(
+    fields: dict[str, Any], key: str, default: Any, variables: dict[str, Any], where: Where
+) -> float:
+    return evaluate_number(
+        fields.get(key, default),
+        variables,
+        file=where.file,
+        field=f"{where.field}.{key}",
+        line=where.line,
+    )
+
+
+def _read_container(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfContainer:
+    fields = require_mapping(raw, where, "!Container")
+    check_fields(
+        fields,
+        where,
+        "!Container",
+        required=("name",),
+        allowed=("spatial",),
+        ignored=_COMPONENT_IGNORED,
+    )
+    name = _node_name(fields, where)
+    dimensions = _read_dimensions(fields, where, variables)
+    return AfContainer(name=name, dimensions=dimensions, line=raw.line)
+
+
+def _spatial_of_component(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfContainer:
+    """`spatial:` on a !Memory or !Compute: that node (and all below) exists once per position.
+
+    It is AccelForge's shorthand for a !Container just above the node (the shipped
+    fanout_variations arches at_glb / at_glb_with_fanout_node give the same results); mapping
+    !Spatial nodes name the memory or compute node as their component.
+    """
+    fields = require_mapping(raw, where, f"!{raw.tag}")
+    name = _node_name(fields, where)
+    dimensions = _read_dimensions(
+        fields, Where(where.file, f"{where.field}({name})", where.line), variables
+    )
+    return AfContainer(
+        name=name + SPATIAL_OF_COMPONENT, dimensions=dimensions, line=raw.line, for_component=name
+    )
+
+
+def _read_dimensions(
+    fields: dict[str, Any], where: Where, variables: dict[str, Any]
+) -> tuple[AfFanoutDimension, ...]:
+    dimensions = []
+    spatial = require_list(fields.get("spatial") or [], where.child("spatial"), "spatial")
+    for index, entry in enumerate(spatial):
+        dim_where = where.child("spatial").child(index, entry)
+        dim = require_mapping(entry, dim_where, "a spatial dimension")
+        check_fields(
+            dim,
+            dim_where,
+            "a spatial dimension",
+            required=("name", "fanout"),
+            allowed=("may_reuse",),
+            ignored=("loop_bounds", "min_usage", "usage_scale", "power_gateable", "reuse"),
+        )
+        fanout = evaluate_number(
+            dim["fanout"],
+            variables,
+            file=where.file,
+            field=f"{dim_where.field}.fanout",
+            line=dim_where.line,
+        )
+        if not isinstance(fanout, int) or fanout < 1:
+            raise dim_where.child("fanout").error(
+                "a fan-out must be a positive integer", found=fanout
+            )
+        dimensions.append(
+            AfFanoutDimension(
+                name=str(dim["name"]),
+                fanout=fanout,
+                may_reuse_expression=_expression(dim.get("may_reuse")) or "All",
+            )
+        )
+    return tuple(dimensions)
+
+
+def _read_compute(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfCompute:
+    fields = require_mapping(raw, where, "!Compute")
+    check_fields(
+        fields,
+        where,
+        "!Compute",
+        required=("name",),
+        allowed=(
+            "actions",
+            "skip_initial_output_write",
+            "enabled",
+            "actions_scale",
+            "total_latency",
+            "n_parallel_instances",
+            "energy_scale",
+            "spatial",
+        ),
+        ignored=_COMPONENT_IGNORED,
+    )
+    name = _node_name(fields, where)
+    _refuse_common(fields, where)
+    actions = _read_actions(
+        fields.get("actions"), where, variables, ("compute",), 1, fields.get("component_class")
+    )
+    return AfCompute(
+        name=name,
+        actions=actions,
+        skip_initial_output_write=bool(fields.get("skip_initial_output_write", True)),
+        line=raw.line,
+    )
+
+
+def _evaluate_placements(
+    arch: AfArch, workload: AfWorkload, paths: tuple, arch_file: str
+) -> tuple[AfTensorPlacement, ...]:
+    placements = []
+    for path in paths:
+        einsum = workload.einsum(path.einsum)
+        kept_by_component = {
+            memory.name: frozenset(
+                t
+                for node in path.nodes
+                if isinstance(node, AfStorageNode) and node.component == memory.name
+                for t in node.tensors
+            )
+            for memory in arch.memories
+        }
+        names = {**tensor_set_names(workload, einsum), **kept_by_component}
+        universe = frozenset(einsum.tensor_names)
+        for memory in arch.memories:
+            where = Where(arch_file, f"arch.nodes({memory.name}).tensors", memory.line)
+
+            def evaluate(
+                expression: str, key: str, names=names, universe=universe, at=where
+            ) -> frozenset[str]:
+                return evaluate_tensor_set(
+                    expression,
+                    names,
+                    universe,
+                    file=at.file,
+                    field=f"{at.field}.{key}",
+                    line=at.line,
+                )
+
+            back = evaluate(memory.back_expression, "back")
+            keep = evaluate(memory.keep_expression or "Nothing", "keep") | back
+            default_may_keep = "All" if memory.keep_expression is None else "Nothing"
+            may_keep = evaluate(memory.may_keep_expression or default_may_keep, "may_keep")
+            if memory.no_refetch_from_above_expression is not None:
+                evaluate(memory.no_refetch_from_above_expression, "no_refetch_from_above")
+            placements.append(
+                AfTensorPlacement(
+                    einsum=einsum.name, memory=memory.name, keep=keep, may_keep=may_keep, back=back
+                )
+            )
+    return tuple(placements)

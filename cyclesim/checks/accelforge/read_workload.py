@@ -1,0 +1,434 @@
+"""Read an AccelForge `workload:` section: Einsums, projections, rank sizes, bits per value."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from cyclesim.checks.accelforge.read_fields import (
+    Where,
+    check_fields,
+    refuse_unless_default,
+    require_list,
+    require_mapping,
+)
+from cyclesim.checks.accelforge.read_yaml import evaluate_number, evaluate_tensor_set
+from cyclesim.checks.accelforge.spec import (
+    AfEinsum,
+    AfProjectionTerm,
+    AfRankProjection,
+    AfTensorAccess,
+    AfWorkload,
+)
+from cyclesim.spec.limits import MAX_VALUE_BITS
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_BOUND = re.compile(
+    r"^\s*(?:(?P<low>[^<]+?)\s*<=\s*)?(?P<var>[a-z_][A-Za-z0-9_]*)\s*(?P<op><=|<)\s*(?P<high>.+?)\s*$"
+)
+_EINSUM_STRING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\]")
+
+
+def read_workload(section: Any, where: Where, variables: dict[str, Any]) -> AfWorkload:
+    """Build the AfWorkload. Raise SpecError for every fault or unsupported feature."""
+    fields = require_mapping(section, where, "workload")
+    check_fields(
+        fields,
+        where,
+        "workload",
+        required=("einsums",),
+        allowed=(
+            "iteration_space_shape",
+            "rank_sizes",
+            "bits_per_value",
+            "n_instances",
+            "persistent_tensors",
+        ),
+    )
+    refuse_unless_default(fields, "n_instances", (1,), where, "workload n_instances")
+    refuse_unless_default(fields, "persistent_tensors", (None,), where, "persistent tensors")
+    shape = _bounds(
+        fields.get("iteration_space_shape"), where.child("iteration_space_shape"), variables
+    )
+    rank_sizes = _rank_sizes(fields.get("rank_sizes"), where.child("rank_sizes"), variables)
+    raw_einsums = require_list(fields["einsums"], where.child("einsums"), "einsums")
+    partial = [
+        _read_einsum(raw, where.child("einsums").child(i, raw), shape, rank_sizes, variables)
+        for i, raw in enumerate(raw_einsums)
+    ]
+    names = [einsum.name for einsum, _ in partial]
+    for name in names:
+        if names.count(name) > 1:
+            raise where.child("einsums").error(f"two Einsums are named '{name}'")
+    ranks_of: dict[str, tuple[str, ...]] = {}
+    for einsum, _ in partial:
+        for access in einsum.tensor_accesses:
+            ranks = tuple(sorted(r.rank for r in access.ranks))
+            if ranks_of.setdefault(access.tensor, ranks) != ranks:
+                raise where.child("einsums").error(
+                    f"tensor '{access.tensor}' has inconsistent ranks across Einsums",
+                    found=ranks,
+                    expected=str(ranks_of[access.tensor]),
+                )
+    workload = AfWorkload(einsums=tuple(einsum for einsum, _ in partial))
+    bits = fields.get("bits_per_value") or {}
+    bits_where = where.child("bits_per_value")
+    einsums = []
+    for (einsum, einsum_where), _raw in zip(partial, raw_einsums, strict=True):
+        einsums.append(
+            _with_bits_per_value(workload, einsum, bits, bits_where, einsum_where, variables)
+        )
+    return AfWorkload(einsums=tuple(einsums))
+
+
+def tensor_set_names(workload: AfWorkload, einsum: AfEinsum) -> dict[str, frozenset[str]]:
+    """Names usable in a set expression for `einsum`: keywords, tensors, renames."""
+    tensors = frozenset(einsum.tensor_names)
+    names: dict[str, frozenset[str]] = {t: frozenset() for t in workload.tensor_names}
+    names.update({t: frozenset({t}) for t in tensors})
+    names.update(
+        All=tensors,
+        Tensors=tensors,
+        Nothing=frozenset(),
+        Inputs=frozenset(einsum.input_tensor_names),
+        Outputs=frozenset(einsum.output_tensor_names),
+        Intermediates=tensors & workload.intermediates,
+        Shared=tensors & workload.shared,
+        Persistent=frozenset(),
+    )
+    for name, expression in einsum.renames:
+        names[name] = evaluate_tensor_set(
+            expression,
+            names,
+            tensors,
+            file=None,
+            field=f"einsum {einsum.name} renames.{name}",
+            line=None,
+        )
+    return names
+
+
+def _bounds(raw: Any, where: Where, variables: dict[str, Any]) -> dict[str, int]:
+    if raw is None:
+        return {}
+    items = (
+        list(raw.values())
+        if isinstance(raw, dict)
+        else require_list(raw, where, "iteration_space_shape")
+    )
+    bounds: dict[str, int] = {}
+    for item in items:
+        for part in str(item).split(" and "):
+            match = _BOUND.match(part)
+            if match is None:
+                raise where.error(
+                    "unsupported iteration_space_shape entry", found=item, expected="'0 <= m < 64'"
+                )
+            low = match["low"]
+            if (
+                low is not None
+                and evaluate_number(
+                    low, variables, file=where.file, field=where.field, line=where.line
+                )
+                != 0
+            ):
+                raise where.error("only lower bounds of 0 are supported", found=item)
+            high = evaluate_number(
+                match["high"], variables, file=where.file, field=where.field, line=where.line
+            )
+            size = int(high) + (1 if match["op"] == "<=" else 0)
+            name = match["var"]
+            bounds[name] = min(bounds.get(name, size), size)
+    return bounds
+
+
+def _rank_sizes(raw: Any, where: Where, variables: dict[str, Any]) -> dict[str, int]:
+    sizes = require_mapping(raw or {}, where, "rank_sizes")
+    result = {}
+    for rank, value in sizes.items():
+        if not str(rank)[:1].isupper():
+            raise where.child(rank).error(
+                "rank names in rank_sizes start with an upper-case letter", found=rank
+            )
+        size = evaluate_number(
+            value, variables, file=where.file, field=f"{where.field}.{rank}", line=where.line
+        )
+        if not isinstance(size, int) or size < 1:
+            raise where.child(rank).error("a rank size must be a positive integer", found=value)
+        result[str(rank)] = size
+    return result
+
+
+def _read_einsum(
+    raw: Any,
+    where: Where,
+    workload_shape: dict[str, int],
+    workload_rank_sizes: dict[str, int],
+    variables: dict[str, Any],
+) -> tuple[AfEinsum, Where]:
+    if isinstance(raw, str):
+        raw = _parse_einsum_string(raw, where)
+    fields = require_mapping(raw, where, "an Einsum")
+    if isinstance(fields.get("einsum"), str):
+        fields = {
+            **_parse_einsum_string(fields["einsum"], where),
+            **{k: v for k, v in fields.items() if k != "einsum"},
+        }
+    check_fields(
+        fields,
+        where,
+        "an Einsum",
+        required=("name", "tensor_accesses"),
+        allowed=(
+            "iteration_space_shape",
+            "rank_sizes",
+            "is_copy_operation",
+            "renames",
+            "n_instances",
+        ),
+    )
+    name = str(fields["name"])
+    where = Where(where.file, f"{where.field}({name})", where.line)
+    refuse_unless_default(fields, "n_instances", (1,), where, "Einsum n_instances")
+    accesses = [
+        _read_access(entry, where.child("tensor_accesses").child(i, entry))
+        for i, entry in enumerate(
+            require_list(
+                fields["tensor_accesses"], where.child("tensor_accesses"), "tensor_accesses"
+            )
+        )
+    ]
+    tensors = [a["tensor"] for a in accesses]
+    for tensor in tensors:
+        if tensors.count(tensor) > 1:
+            raise where.child("tensor_accesses").error(f"tensor '{tensor}' is accessed twice")
+    shape = {
+        **workload_shape,
+        **_bounds(
+            fields.get("iteration_space_shape"), where.child("iteration_space_shape"), variables
+        ),
+    }
+    rank_sizes = {
+        **workload_rank_sizes,
+        **_rank_sizes(fields.get("rank_sizes"), where.child("rank_sizes"), variables),
+    }
+    rank_variables = list(
+        dict.fromkeys(t.rank_variable for a in accesses for r in a["ranks"] for t in r.terms)
+    )
+    sizes = []
+    for rank_variable in rank_variables:
+        candidates = [shape[rank_variable]] if rank_variable in shape else []
+        for access in accesses:
+            for rank in access["ranks"]:
+                if rank.expression.strip() == rank_variable and rank.rank in rank_sizes:
+                    candidates.append(rank_sizes[rank.rank])
+        if not candidates:
+            raise where.error(
+                f"cannot tell the size of rank variable '{rank_variable}'",
+                expected=f"'{rank_variable}: 0 <= {rank_variable} < N' in iteration_space_shape or a rank_sizes entry for the rank it indexes",
+            )
+        sizes.append((rank_variable, min(candidates)))
+    renames = require_mapping(fields.get("renames") or {}, where.child("renames"), "renames")
+    is_copy = bool(fields.get("is_copy_operation", False))
+    outputs = [a for a in accesses if a["is_output"]]
+    if not outputs:
+        raise where.error(
+            "an Einsum needs an output tensor", expected="one tensor access with output: True"
+        )
+    if is_copy and len(accesses) - len(outputs) != 1:
+        raise where.error("a copy Einsum needs exactly one input tensor", found=tensors)
+    partial = AfEinsum(
+        name=name,
+        tensor_accesses=tuple(
+            AfTensorAccess(
+                tensor=a["tensor"],
+                ranks=a["ranks"],
+                is_output=a["is_output"],
+                bits_per_value=a["bits_per_value"] or 0,
+            )
+            for a in accesses
+        ),
+        rank_variable_sizes=tuple(sizes),
+        is_copy_operation=is_copy,
+        renames=tuple((str(k), str(v)) for k, v in renames.items()),
+    )
+    return partial, where
+
+
+def _parse_einsum_string(text: str, where: Where) -> dict[str, Any]:
+    name_part, _, body = text.partition(":") if ":" in text.split("=")[0] else ("", "", text)
+    lhs, equals, rhs = body.partition("=")
+    outputs, inputs = _EINSUM_STRING.findall(lhs), _EINSUM_STRING.findall(rhs)
+    if not equals or len(outputs) != 1 or not inputs:
+        raise where.error(
+            "cannot read the Einsum string", found=text, expected="'Z[m, n] = A[m, k] * B[k, n]'"
+        )
+    accesses = [
+        {"name": n, "projection": [x.strip() for x in idx.split(",") if x.strip()]}
+        for n, idx in inputs
+    ]
+    out_name, out_idx = outputs[0]
+    accesses.append(
+        {
+            "name": out_name,
+            "projection": [x.strip() for x in out_idx.split(",") if x.strip()],
+            "output": True,
+        }
+    )
+    return {"name": name_part.strip() or out_name, "tensor_accesses": accesses}
+
+
+def _read_access(raw: Any, where: Where) -> dict[str, Any]:
+    fields = require_mapping(raw, where, "a tensor access")
+    check_fields(
+        fields,
+        where,
+        "a tensor access",
+        required=("name", "projection"),
+        allowed=("output", "persistent", "bits_per_value", "backing_storage_size_scale"),
+    )
+    refuse_unless_default(fields, "persistent", (False,), where, "persistent tensors")
+    refuse_unless_default(
+        fields, "backing_storage_size_scale", (1, 1.0), where, "backing_storage_size_scale"
+    )
+    projection = fields["projection"]
+    if isinstance(projection, list):
+        for variable in projection:
+            if (
+                not isinstance(variable, str)
+                or not _IDENTIFIER.match(variable)
+                or variable[0].isupper()
+            ):
+                raise where.child("projection").error(
+                    "a projection list holds lower-case rank variables",
+                    found=variable,
+                    expected="[m, k] (use a mapping {H: p + r} for expressions)",
+                )
+        projection = {variable.upper(): variable for variable in projection}
+    projection = require_mapping(projection, where.child("projection"), "projection")
+    ranks = tuple(
+        _affine(str(rank), str(expr), where.child("projection"))
+        for rank, expr in projection.items()
+    )
+    bits = fields.get("bits_per_value")
+    if not isinstance(fields.get("output", False), bool):
+        raise where.child("output").error("expected true or false", found=fields["output"])
+    if bits is not None:
+        bits = evaluate_number(bits, {}, file=where.file, field="bits_per_value", line=where.line)
+        if not isinstance(bits, int) or not 0 < bits <= MAX_VALUE_BITS:
+            raise where.child("bits_per_value").error(
+                "bits_per_value out of range", found=bits, expected=f"1 to {MAX_VALUE_BITS}"
+            )
+    return {
+        "tensor": str(fields["name"]),
+        "ranks": ranks,
+        "is_output": fields.get("output", False),
+        "bits_per_value": bits,
+    }
+
+
+def _affine(rank: str, expression: str, where: Where) -> AfRankProjection:
+    terms: dict[str, int] = {}
+    constant = 0
+
+    def walk(node: ast.AST, sign: int) -> None:
+        nonlocal constant
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            walk(node.left, sign)
+            walk(node.right, sign)
+        elif isinstance(node, ast.Name):
+            terms[node.id] = terms.get(node.id, 0) + sign
+        elif isinstance(node, ast.Constant) and isinstance(node.value, int):
+            constant += sign * node.value
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            pair = (
+                (node.left, node.right)
+                if isinstance(node.left, ast.Constant)
+                else (node.right, node.left)
+            )
+            if (
+                isinstance(pair[0], ast.Constant)
+                and isinstance(pair[0].value, int)
+                and isinstance(pair[1], ast.Name)
+            ):
+                terms[pair[1].id] = terms.get(pair[1].id, 0) + sign * pair[0].value
+            else:
+                raise ValueError
+        else:
+            raise ValueError
+
+    try:
+        walk(ast.parse(expression, mode="eval").body, 1)
+    except (SyntaxError, ValueError):
+        raise where.error(
+            f"unsupported projection for rank {rank}",
+            found=expression,
+            expected="a sum of rank variables with positive integer coefficients, e.g. 2*p + r",
+        ) from None
+    if not terms or any(c <= 0 for c in terms.values()) or constant < 0:
+        raise where.error(f"unsupported projection for rank {rank}", found=expression)
+    return AfRankProjection(
+        rank=rank,
+        expression=expression,
+        terms=tuple(AfProjectionTerm(v, c) for v, c in terms.items()),
+        constant=constant,
+    )
+
+
+def _with_bits_per_value(
+    workload: AfWorkload,
+    einsum: AfEinsum,
+    bits: Any,
+    bits_where: Where,
+    einsum_where: Where,
+    variables: dict[str, Any],
+) -> AfEinsum:
+    names = tensor_set_names(workload, einsum)
+    universe = frozenset(einsum.tensor_names)
+    resolved: dict[str, int] = {}
+    for key, value in require_mapping(bits, bits_where, "bits_per_value").items():
+        matched = evaluate_tensor_set(
+            str(key),
+            names,
+            universe,
+            file=bits_where.file,
+            field=f"{bits_where.field}.{key}",
+            line=bits_where.line,
+        )
+        number = evaluate_number(
+            value,
+            variables,
+            file=bits_where.file,
+            field=f"{bits_where.field}.{key}",
+            line=bits_where.line,
+        )
+        for tensor in matched:
+            if tensor in resolved:
+                raise bits_where.error(
+                    f"tensor '{tensor}' matches more than one bits_per_value entry"
+                )
+            resolved[tensor] = int(number)
+    accesses = []
+    for access in einsum.tensor_accesses:
+        value = access.bits_per_value or resolved.get(access.tensor)
+        if not value:
+            raise einsum_where.error(
+                f"tensor '{access.tensor}' has no bits per value",
+                expected="an entry in workload.bits_per_value (e.g. {All: 8}) or bits_per_value on the access",
+            )
+        accesses.append(
+            AfTensorAccess(
+                tensor=access.tensor,
+                ranks=access.ranks,
+                is_output=access.is_output,
+                bits_per_value=value,
+            )
+        )
+    return AfEinsum(
+        name=einsum.name,
+        tensor_accesses=tuple(accesses),
+        rank_variable_sizes=einsum.rank_variable_sizes,
+        is_copy_operation=einsum.is_copy_operation,
+        renames=einsum.renames,
+    )

@@ -1,0 +1,247 @@
+"""AccelForge's YAML edge: node tags, merged files and set expressions, over the one loader,
+the sandboxed Jinja renderer and the bounded evaluator of `cyclesim.spec`."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping as MappingABC
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cyclesim.errors import SpecError
+from cyclesim.spec.expressions import MAX_CHARS, evaluate_number
+from cyclesim.spec.templates import render_template
+from cyclesim.spec.yamlio import parse_yaml_text, read_text
+
+__all__ = ["evaluate_number", "evaluate_tensor_set", "load_yaml_file", "merge_top_level"]
+
+# Tags AccelForge registers for its architecture and mapping nodes. Any other tag (AccelForge's
+# own !include, !nomerge, ...) is read too, then refused by name where it is used.
+ARCH_TAGS = ("Memory", "Compute", "Container", "Toll", "Network", "Fork", "Array", "Hierarchical")
+MAPPING_TAGS = ("Storage", "Temporal", "Spatial", "Compute", "Sequential", "Pipeline", "Nested")
+SET_EXPRESSION_KEYWORDS = (
+    "All",
+    "Tensors",
+    "Nothing",
+    "Inputs",
+    "Outputs",
+    "Intermediates",
+    "Shared",
+    "Persistent",
+)
+
+
+class LineDict(dict):
+    """A YAML mapping that remembers the (1-based) line it starts on."""
+
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaggedNode:
+    """A YAML value written with an AccelForge tag such as `!Memory` or `!Temporal`."""
+
+    tag: str
+    value: Any
+    line: int
+
+
+def _tagged(tag: str, value: Any, line: int) -> TaggedNode:
+    return TaggedNode(tag=tag, value=value, line=line)
+
+
+def _line_dict(mapping: dict, line: int) -> LineDict:
+    data = LineDict(mapping)
+    data.line = line
+    return data
+
+
+# AccelForge's own Jinja helpers (accelforge/util/_yaml.py) that this reader does not provide.
+_UNSUPPORTED_JINJA_FUNCTIONS = (
+    "include",
+    "include_all",
+    "add_to_path",
+    "find_path",
+    "find_paths",
+    "path_exists",
+    "setenv",
+    "cwd",
+)
+
+
+def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
+    """Render `text` as a sandboxed Jinja2 template when it uses `{{`, `{%` or `{#`; else return it.
+
+    Rendering goes through the project's bounded sandbox (`cyclesim.spec.templates`): a template
+    can read the data it is given and `include_text('other.yaml')` (a file next to it, rendered
+    with the same data), as AccelForge's templates do, and nothing else. Variables without a
+    value and without a `| default(...)` are errors, as in AccelForge. AccelForge's other
+    helpers are refused by name with the template line.
+    """
+
+    def include_text(path: str, **overrides: Any) -> str:
+        target = Path(file).parent / str(path)
+        try:
+            included = read_text(target)
+        except SpecError as error:
+            raise SpecError(
+                f"include_text('{path}'): {error.detail}", file=file, line=_template_line()
+            ) from None
+        return render_jinja(included, str(target), {**dict(jinja_data), **overrides})
+
+    def refuse(name: str):
+        def helper(*_args: Any, **_kwargs: Any) -> str:
+            raise SpecError(
+                f"the Jinja helper {name}() of AccelForge is not supported",
+                file=file,
+                line=_template_line(),
+                expected="plain values, | default(...) and include_text('file')",
+            )
+
+        return helper
+
+    helpers = {"include_text": include_text}
+    helpers.update((name, refuse(name)) for name in _UNSUPPORTED_JINJA_FUNCTIONS)
+    return render_template(text, file, jinja_data, helpers=helpers)
+
+
+def _template_line() -> int | None:
+    """The template line being rendered now (called from a helper inside the template)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == "<template>":
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def parse_jinja_data(items: list[str] | None) -> dict[str, Any]:
+    """`--jinja-data` values, in order: `FILE` (a YAML mapping) or `KEY=VALUE` (a YAML scalar).
+
+    Later items override earlier ones. Raise SpecError for a missing file, a file that is not a
+    mapping, or an item that is neither.
+    """
+    data: dict[str, Any] = {}
+    for item in items or ():
+        key, equals, value = item.partition("=")
+        if equals and key.strip().isidentifier():
+            data[key.strip()] = (
+                parse_yaml_text(value, f"--jinja-data {key.strip()}")[0] if value else ""
+            )
+            continue
+        if not Path(item).is_file():
+            raise SpecError(
+                "--jinja-data is neither NAME=VALUE nor a file",
+                found=item,
+                expected="NAME=VALUE (e.g. M=64) or a YAML file of NAME: value",
+            )
+        data.update(load_yaml_file(item, {}))
+    return data
+
+
+def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDict:
+    """Read one AccelForge YAML file (rendered with Jinja if it is a template) into a dict.
+
+    Raise SpecError if the file is missing, is not valid YAML, or is not a mapping at the top.
+    """
+    file = str(path)
+    text = render_jinja(read_text(path), file, jinja_data)
+    loaded, _, _ = parse_yaml_text(text, file, tags=_tagged, mappings=_line_dict)
+    if not isinstance(loaded, dict):
+        raise SpecError(
+            "the top level is not a mapping",
+            file=file,
+            found=type(loaded).__name__,
+            expected="keys such as arch:, workload:, mapping:",
+        )
+    return loaded
+
+
+def merge_top_level(
+    documents: list[tuple[str, LineDict]],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Merge the top-level keys of several files as Spec.from_yaml does: the first file wins.
+
+    Return the merged mapping and, for each top-level key, the file it came from.
+    """
+    merged: dict[str, Any] = {}
+    key_to_file: dict[str, str] = {}
+    for file, document in documents:
+        for key, value in document.items():
+            if key not in merged:
+                merged[key] = value
+                key_to_file[key] = file
+    return merged, key_to_file
+
+
+def evaluate_tensor_set(
+    expression: Any,
+    names: MappingABC[str, frozenset[str]],
+    universe: frozenset[str],
+    *,
+    file: str | None,
+    field: str,
+    line: int | None,
+) -> frozenset[str]:
+    """Evaluate an AccelForge set expression (`~Intermediates | AO`) to a set of tensor names.
+
+    Operators and precedence are Python's: `~` (complement within `universe`), `-`, `&`, `|`.
+    Raise SpecError naming the unknown name or the unsupported construct.
+    """
+    if isinstance(expression, list | tuple):
+        expression = " | ".join(str(item) for item in expression) or "Nothing"
+    if not isinstance(expression, str):
+        raise SpecError(
+            "expected a set expression", file=file, field=field, line=line, found=expression
+        )
+
+    def walk(node: ast.AST) -> frozenset[str]:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Name):
+            if node.id in names:
+                return names[node.id]
+            raise SpecError(
+                f"unknown name '{node.id}' in a set expression",
+                file=file,
+                field=field,
+                line=line,
+                found=expression,
+                expected="tensor names, component names, renames or "
+                + ", ".join(SET_EXPRESSION_KEYWORDS),
+            )
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            return universe - walk(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr | ast.BitAnd | ast.Sub):
+            left, right = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.BitOr):
+                return left | right
+            if isinstance(node.op, ast.BitAnd):
+                return left & right
+            return left - right
+        raise SpecError(
+            "unsupported set expression",
+            file=file,
+            field=field,
+            line=line,
+            found=expression,
+            expected="names combined with ~ | & - and parentheses",
+        )
+
+    if len(expression) > MAX_CHARS:
+        raise SpecError(
+            f"set expression longer than {MAX_CHARS} characters", file=file, field=field, line=line
+        )
+    try:
+        return walk(ast.parse(expression.strip(), mode="eval"))
+    except SyntaxError:
+        raise SpecError(
+            "not a valid set expression", file=file, field=field, line=line, found=expression
+        ) from None
+    except (RecursionError, MemoryError):
+        raise SpecError(
+            "set expression nested too deeply", file=file, field=field, line=line
+        ) from None

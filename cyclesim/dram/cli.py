@@ -1,0 +1,58 @@
+"""`cyclesim dram CONFIG TRACE`: time a DRAMsim3-format trace on a DRAM config."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from cyclesim.dram.config import PRESET_NAMES
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "dram",
+        help="time a DRAM access trace (DRAMsim3 format) on a standard's timing",
+        description=(
+            "Replay a trace of '0xADDRESS READ|WRITE CYCLE' lines through an open-page "
+            "controller per channel (FR-FCFS, refresh) and report the cycles to the end of "
+            "the last data burst, the row-hit rate, bandwidth, read latency and command counts."
+        ),
+    )
+    p.add_argument("config", help=f"a preset ({', '.join(PRESET_NAMES)}) or a DRAMsim3 .ini file")
+    p.add_argument("trace", help="trace file: one '0xADDRESS READ|WRITE CYCLE' per line")
+    p.add_argument("--channels", type=int, help="override the number of channels")
+    p.add_argument("--address-mapping", help="override the address mapping, e.g. rochrababgco")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cyclesim.dram.config import load_dram_config
+    from cyclesim.dram.trace import read_trace, simulate_trace
+
+    overrides = {}
+    if args.channels is not None:
+        overrides["channels"] = args.channels
+    if args.address_mapping is not None:
+        overrides["address_mapping"] = args.address_mapping
+    config = load_dram_config(args.config, overrides)
+    result = simulate_trace(config, read_trace(args.trace))
+    if args.json:
+        json.dump(result.to_json_dict(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    lat = result
+    print(f"{result.requests} requests ({result.reads} reads, {result.writes} writes) on "
+          f"{config.name}: {config.protocol}, {config.channels} channel(s) x {config.ranks} "
+          f"rank(s) x {config.banks} banks, tCK {config.tck_ns} ns")  # fmt: skip
+    print(f"  cycles to the last data burst  {result.cycles:,}  "
+          f"({result.cycles * config.tck_ns:,.1f} ns)")  # fmt: skip
+    print(f"  row-hit rate                   {result.row_hit_rate:.3f}")
+    print(f"  bandwidth                      {result.bandwidth_gb_per_s:.2f} GB/s")
+    print(f"  read latency (cycles)          mean {lat.read_latency_mean:.1f}, p50 "
+          f"{lat.read_latency_p50:.0f}, p95 {lat.read_latency_p95:.0f}, max {lat.read_latency_max}")  # fmt: skip
+    print(f"  commands                       {result.read_commands} read, {result.write_commands} "
+          f"write, {result.activates} activate, {result.precharges} precharge, "
+          f"{result.refreshes} refresh")  # fmt: skip
+    return 0

@@ -1,0 +1,619 @@
+"""A DRAM device and its controller: geometry, a standard's timing, address mapping, queues.
+
+Read from a built-in preset (`DDR4_8Gb_x8_2400`, `HBM2_8Gb_x128`, …) or from a DRAMsim3 `.ini`
+file, the format most DRAM studies already have. Derived values (ranks from the channel size,
+the burst's cycles, read and write delays, the address fields' bit positions) follow DRAMsim3's
+own derivation so a config means the same thing in both tools.
+"""
+
+from __future__ import annotations
+
+import configparser
+import math
+import re
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from cyclesim.errors import SpecError
+
+PROTOCOLS = ("DDR3", "DDR4", "GDDR5", "GDDR5X", "GDDR6", "LPDDR", "LPDDR3", "LPDDR4", "HBM", "HBM2")
+ADDRESS_FIELDS = ("ch", "ra", "bg", "ba", "ro", "co")
+REFRESH_POLICIES = ("RANK_LEVEL_STAGGERED", "RANK_LEVEL_SIMULTANEOUS", "BANK_LEVEL_STAGGERED")
+MAX_CYCLES = 1 << 20  # no timing parameter of a real standard comes near a million cycles
+
+
+@dataclass(frozen=True, slots=True)
+class DramConfig:
+    """One memory system: identical channels, each with its own controller.
+
+    Timing fields are in DRAM clock cycles (`tck_ns` long), with the JEDEC names every
+    datasheet uses. `columns` counts device-width columns of a row (as DRAMsim3 regulates it).
+    """
+
+    name: str
+    protocol: str
+    channels: int
+    ranks: int
+    bankgroups: int
+    banks_per_group: int
+    rows: int
+    columns: int
+    device_width: int
+    bus_width: int
+    burst_length: int
+    burst_cycles: int
+    tck_ns: float
+    AL: int
+    CL: int
+    CWL: int
+    tRCD: int
+    tRCDRD: int
+    tRCDWR: int
+    tRP: int
+    tRAS: int
+    tRTP: int
+    tWR: int
+    tWTR_L: int
+    tWTR_S: int
+    tRRD_L: int
+    tRRD_S: int
+    tFAW: int
+    tCCD_L: int
+    tCCD_S: int
+    tRTRS: int
+    tRFC: int
+    tRFCb: int
+    tREFI: int
+    tREFIb: int
+    tPPD: int
+    t32AW: int
+    address_mapping: str = "rochrababgco"
+    queue_per_bank: bool = True
+    close_page: bool = False
+    refresh_policy: str = "RANK_LEVEL_STAGGERED"
+    cmd_queue_size: int = 8
+    trans_queue_size: int = 32
+    unified_queue: bool = False
+    hbm_dual_cmd: bool = True
+
+    # ---- derived, as DRAMsim3 derives them -------------------------------------------
+    @property
+    def banks(self) -> int:
+        return self.bankgroups * self.banks_per_group
+
+    @property
+    def tRC(self) -> int:
+        return self.tRAS + self.tRP
+
+    @property
+    def read_latency(self) -> int:
+        """RL: cycles from a read command to its first data beat."""
+        return self.AL + self.CL
+
+    @property
+    def write_latency(self) -> int:
+        """WL: cycles from a write command to its first data beat."""
+        return self.AL + self.CWL
+
+    @property
+    def read_delay(self) -> int:
+        """Cycles from a read command to the end of its data burst."""
+        return self.read_latency + self.burst_cycles
+
+    @property
+    def write_delay(self) -> int:
+        """Cycles from a write command to the end of its data burst."""
+        return self.write_latency + self.burst_cycles
+
+    @property
+    def is_hbm(self) -> bool:
+        return self.protocol in ("HBM", "HBM2")
+
+    @property
+    def is_gddr(self) -> bool:
+        return self.protocol.startswith("GDDR")
+
+    @property
+    def request_bytes(self) -> int:
+        """Bytes one column command moves: the bus width times the burst length."""
+        return self.bus_width // 8 * self.burst_length
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row across the rank's devices (what one activate opens)."""
+        return self.columns * self.bus_width // 8
+
+    def field_layout(self) -> dict[str, tuple[int, int]]:
+        """(bit position, width) of each address field above the request offset."""
+        widths = {
+            "ch": _log2(self.channels),
+            "ra": _log2(self.ranks),
+            "bg": _log2(self.bankgroups),
+            "ba": _log2(self.banks_per_group),
+            "ro": _log2(self.rows),
+            "co": _log2(self.columns) - _log2(self.burst_length),
+        }
+        tokens = [self.address_mapping[i : i + 2] for i in range(0, 12, 2)]
+        layout, pos = {}, 0
+        for token in reversed(tokens):  # the last field is the least significant
+            layout[token] = (pos, widths[token])
+            pos += widths[token]
+        return layout
+
+    def with_changes(self, **changes) -> DramConfig:
+        """A copy with some fields changed (e.g. another address mapping), validated again."""
+        return validate(replace(self, **changes), source=f"{self.name} (changed)")
+
+
+def _log2(n: int) -> int:
+    return max(0, n.bit_length() - 1)
+
+
+# ---- presets: each standard's published timing and geometry ---------------------------
+# DDR4-2400 (17-17-17), 8 Gb x8 devices on a 64-bit bus, 16 GiB per channel; HBM2 8 Gb
+# x128 pseudo-channels at 1 GHz, 8 channels. Values are the speed bins' datasheet numbers, as
+# DRAMsim3's files of the same names state them (HBM2's one read-to-precharge time is 5: the
+# model has a single tRTP, as DRAMsim3 has, between the standard's tRTP_S 4 and tRTP_L 6).
+_PRESETS: dict[str, dict] = {
+    "DDR4_8Gb_x8_2400": dict(
+        protocol="DDR4",
+        channels=1,
+        channel_size_mb=16384,
+        bankgroups=4,
+        banks_per_group=4,
+        rows=65536,
+        columns=1024,
+        device_width=8,
+        bus_width=64,
+        BL=8,
+        tCK=0.83,
+        AL=0,
+        CL=17,
+        CWL=12,
+        tRCD=17,
+        tRP=17,
+        tRAS=39,
+        tRFC=420,
+        tREFI=9360,
+        tRRD_S=4,
+        tRRD_L=6,
+        tWTR_S=3,
+        tWTR_L=9,
+        tFAW=26,
+        tWR=18,
+        tRTP=9,
+        tCCD_S=4,
+        tCCD_L=6,
+        tRTRS=1,
+        address_mapping="rochrababgco",
+        refresh_policy="RANK_LEVEL_STAGGERED",
+        cmd_queue_size=8,
+        trans_queue_size=32,
+    ),
+    "DDR4_8Gb_x16_3200": dict(
+        protocol="DDR4",
+        channels=1,
+        channel_size_mb=8192,
+        bankgroups=2,
+        banks_per_group=4,
+        rows=65536,
+        columns=1024,
+        device_width=16,
+        bus_width=64,
+        BL=8,
+        tCK=0.63,
+        AL=0,
+        CL=22,
+        CWL=16,
+        tRCD=22,
+        tRP=22,
+        tRAS=52,
+        tRFC=560,
+        tREFI=12480,
+        tRRD_S=9,
+        tRRD_L=11,
+        tWTR_S=4,
+        tWTR_L=12,
+        tFAW=48,
+        tWR=24,
+        tRTP=12,
+        tCCD_S=4,
+        tCCD_L=8,
+        tRTRS=1,
+        address_mapping="rochrababgco",
+        refresh_policy="RANK_LEVEL_STAGGERED",
+        cmd_queue_size=8,
+        trans_queue_size=32,
+    ),
+    "HBM2_8Gb_x128": dict(
+        protocol="HBM",
+        channels=8,
+        channel_size_mb=1024,
+        bankgroups=4,
+        banks_per_group=4,
+        rows=32768,
+        columns=64,
+        device_width=128,
+        bus_width=128,
+        BL=4,
+        tCK=1.0,
+        CL=14,
+        CWL=4,
+        tRCDRD=14,
+        tRCDWR=14,
+        tRP=14,
+        tRAS=34,
+        tRFC=260,
+        tREFI=3900,
+        tREFIb=128,
+        tRRD_S=4,
+        tRRD_L=6,
+        tWTR_S=6,
+        tWTR_L=8,
+        tFAW=30,
+        tWR=16,
+        tCCD_S=1,
+        tCCD_L=2,
+        tRTP=5,
+        address_mapping="rorabgbachco",
+        refresh_policy="RANK_LEVEL_STAGGERED",
+        cmd_queue_size=8,
+        trans_queue_size=32,
+    ),
+}
+
+# DRAMsim3's defaults for keys a file leaves out (configuration.cc).
+_DEFAULTS: dict[str, object] = dict(
+    protocol="DDR3",
+    bankgroups=2,
+    banks_per_group=2,
+    rows=1 << 16,
+    columns=1 << 10,
+    device_width=8,
+    BL=8,
+    channel_size_mb=1024,
+    channels=1,
+    bus_width=64,
+    address_mapping="chrobabgraco",
+    queue_structure="PER_BANK",
+    row_buf_policy="OPEN_PAGE",
+    cmd_queue_size=16,
+    trans_queue_size=32,
+    unified_queue=False,
+    hbm_dual_cmd=True,
+    bankgroup_enable=True,
+    refresh_policy="RANK_LEVEL_STAGGERED",
+    tCK=1.0,
+    AL=0,
+    CL=12,
+    CWL=12,
+    tCCD_L=6,
+    tCCD_S=4,
+    tRTRS=2,
+    tRTP=5,
+    tWTR_L=5,
+    tWTR_S=5,
+    tWR=10,
+    tRP=10,
+    tRRD_L=4,
+    tRRD_S=4,
+    tRAS=24,
+    tRCD=10,
+    tRFC=74,
+    tRFCb=20,
+    tREFI=7800,
+    tREFIb=1950,
+    tFAW=50,
+    tPPD=0,
+    t32AW=330,
+    tRCDRD=24,
+    tRCDWR=20,
+)
+
+PRESET_NAMES = tuple(_PRESETS)
+
+# .ini section/key -> our raw key (DRAMsim3's key names, kept as the file spells them)
+_INI_KEYS = {
+    "dram_structure": (
+        "protocol",
+        "bankgroups",
+        "banks_per_group",
+        "rows",
+        "columns",
+        "device_width",
+        "BL",
+        "bankgroup_enable",
+        "hbm_dual_cmd",
+    ),
+    "timing": (
+        "tCK",
+        "AL",
+        "CL",
+        "CWL",
+        "tRCD",
+        "tRCDRD",
+        "tRCDWR",
+        "tRP",
+        "tRAS",
+        "tRTP",
+        "tWR",
+        "tWTR_L",
+        "tWTR_S",
+        "tRRD_L",
+        "tRRD_S",
+        "tFAW",
+        "tCCD_L",
+        "tCCD_S",
+        "tRTRS",
+        "tRFC",
+        "tRFCb",
+        "tREFI",
+        "tREFIb",
+        "tPPD",
+        "t32AW",
+    ),
+    "system": (
+        "channel_size",
+        "channels",
+        "bus_width",
+        "address_mapping",
+        "queue_structure",
+        "row_buf_policy",
+        "refresh_policy",
+        "cmd_queue_size",
+        "trans_queue_size",
+        "unified_queue",
+    ),
+}
+
+
+def load_dram_config(source: str | Path, overrides: dict | None = None) -> DramConfig:
+    """A preset's name or a DRAMsim3 `.ini` path, with optional overrides (channels, mapping…)."""
+    text = str(source)
+    if text in _PRESETS:
+        raw = dict(_DEFAULTS) | _PRESETS[text]
+        name, origin, lines = text, f"preset {text}", {}
+    else:
+        path = Path(text)
+        if not path.is_file():
+            raise SpecError(
+                "no such DRAM config",
+                file=text,
+                expected=f"a DRAMsim3 .ini file or a preset: {', '.join(PRESET_NAMES)}",
+            )
+        raw, lines = _read_ini(path)
+        raw = dict(_DEFAULTS) | raw
+        name, origin = path.stem, str(path)
+    for key, value in (overrides or {}).items():
+        raw[key] = value
+    return _build(raw, name, origin, lines)
+
+
+def _read_ini(path: Path) -> tuple[dict, dict]:
+    """The keys cyclesim uses from a DRAMsim3 ini, and the line each was found on."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"not UTF-8 text (byte {exc.start})", file=str(path), expected="a DRAMsim3 .ini"
+        ) from None
+    parser = configparser.ConfigParser(
+        inline_comment_prefixes=(";", "#"), strict=True, interpolation=None
+    )
+    parser.optionxform = str  # keys are case-sensitive: tRCD vs trcd
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.Error as exc:
+        line = getattr(exc, "lineno", None)
+        raise SpecError(
+            str(exc).splitlines()[0], file=str(path), line=line, expected="INI sections and keys"
+        ) from None
+    lines = _key_lines(text)
+    raw: dict = {}
+    for section, keys in _INI_KEYS.items():
+        if not parser.has_section(section):
+            continue
+        for key in keys:
+            if parser.has_option(section, key):
+                target = "channel_size_mb" if key == "channel_size" else key
+                raw[target] = parser.get(section, key).strip()
+                lines[target] = lines.get((section, key))
+    return raw, lines
+
+
+def _key_lines(text: str) -> dict:
+    """(section, key) -> 1-based line, for error messages."""
+    out, section = {}, ""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped.strip("[]").strip()
+        elif "=" in stripped and not stripped.startswith((";", "#")):
+            out[(section, stripped.split("=", 1)[0].strip())] = number
+    return out
+
+
+def _build(raw: dict, name: str, origin: str, lines: dict) -> DramConfig:
+    def err(key: str, message: str, found: object, expected: str) -> SpecError:
+        return SpecError(
+            message, file=origin, field=key, line=lines.get(key), found=found, expected=expected
+        )
+
+    def integer(key: str, low: int = 0, high: int = MAX_CYCLES) -> int:
+        value = raw[key]
+        try:
+            number = int(str(value), 0) if not isinstance(value, int) else value
+        except ValueError:
+            raise err(key, "not an integer", value, f"an integer in [{low}, {high}]") from None
+        if isinstance(value, bool) or not low <= number <= high:
+            raise err(key, "out of range", value, f"an integer in [{low}, {high}]")
+        return number
+
+    def power_of_two(key: str, high: int = 1 << 24) -> int:
+        number = integer(key, 1, high)
+        if number & (number - 1):
+            raise err(key, "not a power of two", number, "a power of two")
+        return number
+
+    def boolean(key: str) -> bool:
+        value = raw[key]
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise err(key, "not a boolean", value, "true or false")
+
+    def choice(key: str, options: tuple[str, ...]) -> str:
+        value = str(raw[key]).strip()
+        if value not in options:
+            raise err(key, "unknown value", value, f"one of {', '.join(options)}")
+        return value
+
+    protocol = choice("protocol", PROTOCOLS)
+    if protocol == "HBM2":
+        protocol = "HBM"  # DRAMsim3 times HBM2 configs with its HBM rules
+    try:
+        tck = float(raw["tCK"])
+    except (TypeError, ValueError):
+        raise err("tCK", "not a number", raw["tCK"], "a clock period in ns") from None
+    if not (math.isfinite(tck) and 0.05 <= tck <= 100):
+        raise err("tCK", "out of range", raw["tCK"], "a clock period in ns, 0.05 to 100")
+    bankgroups = power_of_two("bankgroups", 64)
+    banks_per_group = power_of_two("banks_per_group", 64)
+    if not boolean("bankgroup_enable"):
+        banks_per_group, bankgroups = banks_per_group * bankgroups, 1
+    burst_length = power_of_two("BL", 64)
+    columns = power_of_two("columns")
+    burst_cycles = {
+        "GDDR5": burst_length // 4,
+        "GDDR5X": burst_length // 8,
+        "GDDR6": burst_length // 16,
+    }.get(protocol, burst_length // 2)
+    if protocol.startswith("GDDR"):
+        columns *= burst_length
+    elif protocol == "HBM":
+        columns *= 2
+    rows = power_of_two("rows", 1 << 22)
+    device_width = power_of_two("device_width", 1024)
+    bus_width = power_of_two("bus_width", 4096)
+    if bus_width < device_width:
+        raise err(
+            "bus_width",
+            "narrower than one device",
+            bus_width,
+            f"at least device_width ({device_width})",
+        )
+    channel_size_mb = integer("channel_size_mb", 1, 1 << 24)
+    # ranks from the channel's size, as DRAMsim3's Config::CalculateSize
+    devices_per_rank = bus_width // device_width
+    megs_per_bank = columns * device_width // 8 * (rows // 1024) // 1024
+    megs_per_rank = max(1, megs_per_bank * bankgroups * banks_per_group * devices_per_rank)
+    ranks = 1 if megs_per_rank > channel_size_mb else channel_size_mb // megs_per_rank
+    if ranks & (ranks - 1):
+        raise err(
+            "channel_size_mb",
+            "gives a rank count that is not a power of two",
+            channel_size_mb,
+            f"a multiple of {megs_per_rank} MB by a power of two",
+        )
+    mapping = str(raw["address_mapping"]).strip()
+    tokens = [mapping[i : i + 2] for i in range(0, len(mapping), 2)]
+    if len(mapping) != 12 or sorted(tokens) != sorted(ADDRESS_FIELDS):
+        raise err(
+            "address_mapping",
+            "not a permutation of the six fields",
+            mapping,
+            "12 characters: ch ra bg ba ro co, each once, most significant first",
+        )
+    queue = choice("queue_structure", ("PER_BANK", "PER_RANK"))
+    page = choice("row_buf_policy", ("OPEN_PAGE", "CLOSE_PAGE"))
+    config = DramConfig(
+        name=name,
+        protocol=protocol,
+        channels=power_of_two("channels", 256),
+        ranks=ranks,
+        bankgroups=bankgroups,
+        banks_per_group=banks_per_group,
+        rows=rows,
+        columns=columns,
+        device_width=device_width,
+        bus_width=bus_width,
+        burst_length=burst_length,
+        burst_cycles=burst_cycles,
+        tck_ns=tck,
+        **{
+            key: integer(key)
+            for key in (
+                "AL",
+                "CL",
+                "CWL",
+                "tRCD",
+                "tRCDRD",
+                "tRCDWR",
+                "tRP",
+                "tRAS",
+                "tRTP",
+                "tWR",
+                "tWTR_L",
+                "tWTR_S",
+                "tRRD_L",
+                "tRRD_S",
+                "tFAW",
+                "tCCD_L",
+                "tCCD_S",
+                "tRTRS",
+                "tRFC",
+                "tRFCb",
+                "tPPD",
+                "t32AW",
+            )
+        },
+        tREFI=integer("tREFI", 1),
+        tREFIb=integer("tREFIb", 1),
+        address_mapping=mapping,
+        queue_per_bank=queue == "PER_BANK",
+        close_page=page == "CLOSE_PAGE",
+        refresh_policy=choice("refresh_policy", REFRESH_POLICIES),
+        cmd_queue_size=integer("cmd_queue_size", 1, 4096),
+        trans_queue_size=integer("trans_queue_size", 1, 1 << 16),
+        unified_queue=boolean("unified_queue"),
+        hbm_dual_cmd=boolean("hbm_dual_cmd"),
+    )
+    return validate(config, source=origin)
+
+
+def validate(config: DramConfig, source: str) -> DramConfig:
+    """Checks that need several fields at once (a changed copy goes through them again)."""
+    if config.tREFI // config.ranks < 1:
+        raise SpecError(
+            "refresh interval below one cycle per rank",
+            file=source,
+            field="tREFI",
+            found=config.tREFI,
+        )
+    for f in fields(config):
+        if f.name.startswith("t") and f.name != "tck_ns":
+            value = getattr(config, f.name)
+            if not 0 <= value <= MAX_CYCLES:
+                raise SpecError(
+                    "out of range",
+                    file=source,
+                    field=f.name,
+                    found=value,
+                    expected=f"0 to {MAX_CYCLES} cycles",
+                )
+    mapping = config.address_mapping
+    if not re.fullmatch(r"([a-z]{2}){6}", mapping) or sorted(
+        mapping[i : i + 2] for i in range(0, 12, 2)
+    ) != sorted(ADDRESS_FIELDS):
+        raise SpecError(
+            "not a permutation of the six fields",
+            file=source,
+            field="address_mapping",
+            found=mapping,
+            expected="ch ra bg ba ro co, each once, most significant first",
+        )
+    return config

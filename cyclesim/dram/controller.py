@@ -1,0 +1,462 @@
+"""One channel's memory controller: transaction queues, per-bank command queues, FR-FCFS, refresh.
+
+The policy is DRAMsim3's (`controller.cc`, `command_queue.cc`, `channel_state.cc`): reads are
+served before writes until the write buffer fills; command queues are visited round-robin and
+the first ready command of a queue issues (a row hit before an older miss); a precharge waits
+while row hits to the open row are pending, up to four hits; refresh takes the rank once due.
+The controller is advanced cycle by cycle only where something can happen: a cycle in which
+nothing changed is followed directly by the next cycle at which a timing constraint expires, a
+refresh falls due or a request arrives, so a long idle stretch costs one step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cyclesim.dram.config import DramConfig
+from cyclesim.dram.timing import (
+    ACTIVATE,
+    KINDS,
+    PRECHARGE,
+    READ,
+    READ_PRECHARGE,
+    READS,
+    REFRESH,
+    REFRESH_BANK,
+    WRITE,
+    WRITE_PRECHARGE,
+    WRITES,
+    TimingTables,
+    timing_tables,
+)
+
+CLOSED, OPEN = 0, 1
+NEVER = 1 << 62
+
+
+@dataclass(slots=True)
+class Command:
+    """A DRAM command for one bank (or a rank, for refresh); `address` is the request's."""
+
+    kind: int
+    rank: int
+    bankgroup: int
+    bank: int
+    row: int
+    column: int
+    address: int
+    bank_index: int  # flat index of (rank, bankgroup, bank); -1 for a rank command
+
+
+@dataclass(slots=True)
+class Transaction:
+    address: int
+    is_write: bool
+    added: int = 0
+    complete: int = -1
+
+
+@dataclass(slots=True)
+class ChannelStats:
+    """What one channel did: command counts, row hits, completed reads' latencies."""
+
+    commands: list[int] = field(default_factory=lambda: [0] * KINDS)
+    read_row_hits: int = 0
+    write_row_hits: int = 0
+    read_latencies: list[int] = field(default_factory=list)
+    last_data_cycle: int = 0  # end of the last data burst on this channel's bus
+    log: list[tuple[int, int, int, int, int, int, int]] | None = (
+        None  # (cycle, kind, rank, bg, bank, row, col)
+    )
+
+
+class Channel:
+    """The controller and bank state of one channel."""
+
+    def __init__(self, config: DramConfig, index: int, *, keep_log: bool = False) -> None:
+        c = self.config = config
+        self.index = index
+        self.tables: TimingTables = timing_tables(config)
+        self.clk = 0
+        n_banks = c.ranks * c.banks
+        self.n_banks = n_banks
+        self.bank_state = [CLOSED] * n_banks
+        self.open_row = [-1] * n_banks
+        self.row_hits = [0] * n_banks
+        self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
+        self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
+        self.num_queues = n_banks if c.queue_per_bank else c.ranks
+        self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
+        self.queue_index = 0
+        self.refresh_queue: list[Command] = []
+        self.in_refresh = False
+        self.refresh_queues: set[int] = set()
+        if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":
+            self.refresh_interval = c.tREFI
+        elif c.refresh_policy == "BANK_LEVEL_STAGGERED":
+            self.refresh_interval = c.tREFIb
+        else:
+            self.refresh_interval = c.tREFI // c.ranks
+        self.next_refresh = (0, 0, 0)  # (rank, bankgroup, bank) the staggered refresh visits next
+        self.read_queue: list[Transaction] = []
+        self.write_buffer: list[Transaction] = []
+        self.pending_reads: dict[int, list[Transaction]] = {}
+        self.pending_writes: dict[int, Transaction] = {}
+        self.write_draining = 0
+        self.flush_writes = False  # set by the front end once no request will follow
+        self.stats = ChannelStats(log=[] if keep_log else None)
+        layout = c.field_layout()
+        self._shift = (c.request_bytes - 1).bit_length()
+        self._fields = {k: (pos, (1 << width) - 1) for k, (pos, width) in layout.items()}
+        self.changed = False
+
+    # ---- addresses -------------------------------------------------------------------
+    def decode(self, address: int) -> tuple[int, int, int, int, int]:
+        """(rank, bankgroup, bank, row, column) of a byte address, by the address mapping."""
+        a = address >> self._shift
+        f = self._fields
+        return tuple((a >> f[k][0]) & f[k][1] for k in ("ra", "bg", "ba", "ro", "co"))  # type: ignore[return-value]
+
+    def _bank_index(self, rank: int, bankgroup: int, bank: int) -> int:
+        return (rank * self.config.bankgroups + bankgroup) * self.config.banks_per_group + bank
+
+    def _queue_of(self, cmd: Command) -> int:
+        return cmd.bank_index if self.config.queue_per_bank else cmd.rank
+
+    # ---- the front end's side ----------------------------------------------------------
+    def will_accept(self, is_write: bool) -> bool:
+        c = self.config
+        if c.unified_queue:
+            return len(self.read_queue) < c.trans_queue_size
+        queue = self.write_buffer if is_write else self.read_queue
+        return len(queue) < c.trans_queue_size
+
+    def add(self, address: int, is_write: bool) -> Transaction:
+        """Accept a request at the current cycle (the caller checked `will_accept`)."""
+        self.changed = True
+        trans = Transaction(address, is_write, added=self.clk)
+        queue = (
+            self.read_queue if (self.config.unified_queue or not is_write) else self.write_buffer
+        )
+        if is_write:
+            if address not in self.pending_writes:
+                self.pending_writes[address] = trans
+                queue.append(trans)
+            trans.complete = self.clk + 1  # a write is done for the requester once buffered
+            return trans
+        if address in self.pending_writes:  # served from the write buffer
+            trans.complete = self.clk + 1
+            self.stats.read_latencies.append(1)
+            return trans
+        waiting = self.pending_reads.setdefault(address, [])
+        waiting.append(trans)
+        if len(waiting) == 1:
+            queue.append(trans)
+        return trans
+
+    def idle(self) -> bool:
+        """No request is waiting anywhere in this channel."""
+        return not (self.read_queue or self.write_buffer or any(self.queues))
+
+    # ---- one cycle -----------------------------------------------------------------------
+    def tick(self) -> None:
+        """Advance one cycle: refresh bookkeeping, at most one command (two on HBM), one scheduling step."""
+        clk = self.clk
+        if clk > 0 and clk % self.refresh_interval == 0:
+            self._insert_refresh()
+        cmd = self._finish_refresh() if self.refresh_queue else None
+        if cmd is None:
+            cmd = self._command_to_issue()
+        if cmd is not None:
+            self._issue(cmd)
+            if self.config.hbm_dual_cmd and self.config.is_hbm:
+                second = self._command_to_issue()
+                if second is not None and _is_column(second.kind) != _is_column(cmd.kind):
+                    self._issue(second)
+        self._schedule_transaction()
+        self.clk = clk + 1
+
+    def next_change(self) -> int:
+        """The earliest cycle at which a tick can do anything, given that this one changed nothing."""
+        t = self.clk
+        nxt = (
+            (t // self.refresh_interval + 1) * self.refresh_interval
+            if t > 0
+            else self.refresh_interval
+        )
+        if t % self.refresh_interval == 0 and t > 0:
+            nxt = t
+        for times in self.ready_at:
+            for v in times:
+                if t <= v < nxt:
+                    nxt = v
+        for window in self.activation_windows:
+            for v in window:
+                if t <= v < nxt:
+                    nxt = v
+        return max(nxt, t)
+
+    # ---- refresh -------------------------------------------------------------------------
+    def _insert_refresh(self) -> None:
+        c = self.config
+        self.changed = True
+        rank, bankgroup, bank = self.next_refresh
+        if c.refresh_policy == "BANK_LEVEL_STAGGERED":
+            self.refresh_queue.append(
+                Command(REFRESH_BANK, rank, bankgroup, bank, -1, -1, -1,
+                        self._bank_index(rank, bankgroup, bank))
+            )  # fmt: skip
+            bankgroup = (bankgroup + 1) % c.bankgroups
+            if bankgroup == 0:
+                bank = (bank + 1) % c.banks_per_group
+                if bank == 0:
+                    rank = (rank + 1) % c.ranks
+            self.next_refresh = (rank, bankgroup, bank)
+        elif c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":
+            self.refresh_queue.append(Command(REFRESH, 0, -1, -1, -1, -1, -1, -1))
+        else:
+            self.refresh_queue.append(Command(REFRESH, rank, -1, -1, -1, -1, -1, -1))
+            self.next_refresh = ((rank + 1) % c.ranks, 0, 0)
+
+    def _finish_refresh(self) -> Command | None:
+        ref = self.refresh_queue[0]
+        if not self.in_refresh:
+            self.changed = True
+            self.in_refresh = True
+            if ref.kind == REFRESH:
+                self.refresh_queues = (
+                    {i for i in range(self.num_queues) if i // self.config.banks == ref.rank}
+                    if self.config.queue_per_bank
+                    else {ref.rank}
+                )
+            else:
+                self.refresh_queues = {self._queue_of(ref)}
+        cmd = self._ready(ref)
+        if cmd is not None and cmd.kind in (REFRESH, REFRESH_BANK):
+            self.refresh_queues = set()
+            self.in_refresh = False
+        return cmd
+
+    # ---- readiness ---------------------------------------------------------------------
+    def _required(self, cmd: Command, b: int) -> int:
+        """The command the bank needs first to serve `cmd` (activate, precharge or itself)."""
+        if self.bank_state[b] == CLOSED:
+            return ACTIVATE if cmd.kind <= WRITE_PRECHARGE else cmd.kind
+        if cmd.kind <= WRITE_PRECHARGE:
+            return cmd.kind if cmd.row == self.open_row[b] else PRECHARGE
+        return PRECHARGE
+
+    def _ready(self, cmd: Command) -> Command | None:
+        """The command to issue now on the way to `cmd`, or None if timing forbids it."""
+        clk = self.clk
+        if cmd.kind == REFRESH:  # all banks of the rank must be closed and ready
+            c = self.config
+            first = cmd.rank * c.banks
+            for b in range(first, first + c.banks):
+                need = self._required(cmd, b)
+                if clk < self.ready_at[b][need]:
+                    continue
+                if need != REFRESH:
+                    bg, bank = divmod(b - first, c.banks_per_group)
+                    return Command(need, cmd.rank, bg, bank, -1, -1, -1, b)
+            if all(clk >= self.ready_at[b][REFRESH] and self.bank_state[b] == CLOSED
+                   for b in range(first, first + c.banks)):  # fmt: skip
+                return cmd
+            return None
+        b = cmd.bank_index
+        need = self._required(cmd, b)
+        if clk < self.ready_at[b][need]:
+            return None
+        if need == ACTIVATE and not self._activation_window_ok(cmd.rank):
+            return None
+        if need == cmd.kind:
+            return cmd
+        return Command(need, cmd.rank, cmd.bankgroup, cmd.bank, cmd.row, cmd.column,
+                       cmd.address, b)  # fmt: skip
+
+    def _activation_window_ok(self, rank: int) -> bool:
+        window = self.activation_windows[rank]
+        return not (window and self.clk < window[0] and len(window) >= 4)
+
+    def _command_to_issue(self) -> Command | None:
+        n = self.num_queues
+        for _ in range(n):
+            self.queue_index = (self.queue_index + 1) % n
+            if self.in_refresh and self.queue_index in self.refresh_queues:
+                continue
+            queue = self.queues[self.queue_index]
+            cmd = self._first_ready(queue)
+            if cmd is not None:
+                if cmd.kind <= WRITE_PRECHARGE:
+                    for i, queued in enumerate(queue):
+                        if queued.address == cmd.address and queued.kind == cmd.kind:
+                            del queue[i]
+                            break
+                return cmd
+        return None
+
+    def _first_ready(self, queue: list[Command]) -> Command | None:
+        for i, queued in enumerate(queue):
+            cmd = self._ready(queued)
+            if cmd is None:
+                continue
+            if cmd.kind == PRECHARGE:
+                if not self._precharge_allowed(i, queue):
+                    continue
+            elif cmd.kind in WRITES and self._write_after_read(i, queue):
+                continue
+            return cmd
+        return None
+
+    def _precharge_allowed(self, i: int, queue: list[Command]) -> bool:
+        """Close a row only when no older command uses the bank and its hits are served (≤ 4)."""
+        cmd = queue[i]
+        b = cmd.bank_index
+        if any(q.bank_index == b for q in queue[:i]):
+            return False
+        open_row = self.open_row[b]
+        pending_hits = any(q.row == open_row and q.bank_index == b for q in queue[i:])
+        return not pending_hits or self.row_hits[b] >= 4
+
+    @staticmethod
+    def _write_after_read(i: int, queue: list[Command]) -> bool:
+        w = queue[i]
+        return any(
+            q.kind in READS and q.row == w.row and q.column == w.column and q.bank == w.bank
+            and q.bankgroup == w.bankgroup
+            for q in queue[:i]
+        )  # fmt: skip
+
+    # ---- issuing -------------------------------------------------------------------------
+    def _issue(self, cmd: Command) -> None:
+        self.changed = True
+        c, s, clk = self.config, self.stats, self.clk
+        kind = cmd.kind
+        if s.log is not None:
+            s.log.append((clk, kind, cmd.rank, cmd.bankgroup, cmd.bank, cmd.row, cmd.column))
+        if kind in READS:
+            for trans in self.pending_reads.pop(cmd.address):
+                trans.complete = clk + c.read_delay
+                s.read_latencies.append(trans.complete - trans.added)
+            s.last_data_cycle = max(s.last_data_cycle, clk + c.read_delay)
+        elif kind in WRITES:
+            del self.pending_writes[cmd.address]
+            s.last_data_cycle = max(s.last_data_cycle, clk + c.write_delay)
+        s.commands[kind] += 1
+        if kind in READS and self.row_hits[cmd.bank_index]:
+            s.read_row_hits += 1
+        elif kind in WRITES and self.row_hits[cmd.bank_index]:
+            s.write_row_hits += 1
+        self._update_state(cmd)
+        self._update_timing(cmd)
+
+    def _update_state(self, cmd: Command) -> None:
+        kind = cmd.kind
+        if kind == REFRESH:
+            self.refresh_queue = _drop_first(self.refresh_queue, lambda r: r.rank == cmd.rank)
+            return
+        b = cmd.bank_index
+        if kind == REFRESH_BANK:
+            self.refresh_queue = _drop_first(
+                self.refresh_queue, lambda r: r.bank_index == b and r.kind == REFRESH_BANK
+            )
+        elif kind == ACTIVATE:
+            self.bank_state[b] = OPEN
+            self.open_row[b] = cmd.row
+        elif kind in (READ, WRITE):
+            self.row_hits[b] += 1
+        elif kind in (READ_PRECHARGE, WRITE_PRECHARGE, PRECHARGE):
+            self.bank_state[b] = CLOSED
+            self.open_row[b] = -1
+            self.row_hits[b] = 0
+
+    def _update_timing(self, cmd: Command) -> None:
+        c, t, clk = self.config, self.tables, self.clk
+        kind = cmd.kind
+        ready = self.ready_at
+        if kind == REFRESH:
+            first = cmd.rank * c.banks
+            for b in range(first, first + c.banks):
+                _raise(ready[b], t.same_rank[kind], clk)
+            return
+        if kind == ACTIVATE:
+            window = self.activation_windows[cmd.rank]
+            if window and clk >= window[0]:
+                window.pop(0)
+            window.append(clk + c.tFAW)
+        b0 = cmd.bank_index
+        per_group, per_rank = c.banks_per_group, c.banks
+        rank_first = cmd.rank * per_rank
+        group_first = rank_first + cmd.bankgroup * per_group
+        _raise(ready[b0], t.same_bank[kind], clk)
+        for b in range(group_first, group_first + per_group):
+            if b != b0:
+                _raise(ready[b], t.same_bankgroup[kind], clk)
+        for b in range(rank_first, rank_first + per_rank):
+            if not group_first <= b < group_first + per_group:
+                _raise(ready[b], t.other_bankgroups[kind], clk)
+        if c.ranks > 1 and t.other_ranks[kind]:
+            for b in range(self.n_banks):
+                if not rank_first <= b < rank_first + per_rank:
+                    _raise(ready[b], t.other_ranks[kind], clk)
+
+    # ---- moving a transaction into the command queues --------------------------------------
+    def _schedule_transaction(self) -> None:
+        c = self.config
+        if self.write_draining == 0 and not c.unified_queue:
+            n = len(self.write_buffer)
+            queues_empty = not any(self.queues)
+            if (
+                n >= c.trans_queue_size
+                or (n > 8 and queues_empty)
+                or (n and self.flush_writes and queues_empty and not self.read_queue)
+            ):
+                self.write_draining = n
+                self.changed = True
+        if c.unified_queue:
+            queue = self.read_queue
+        else:
+            queue = self.write_buffer if self.write_draining > 0 else self.read_queue
+        for i, trans in enumerate(queue):
+            cmd = self._to_command(trans)
+            q = self.queues[self._queue_of(cmd)]
+            if len(q) < c.cmd_queue_size:
+                if not c.unified_queue and trans.is_write:
+                    if trans.address in self.pending_reads:  # a read of it is older
+                        self.write_draining = 0
+                        self.changed = True
+                        break
+                    self.write_draining -= 1
+                q.append(cmd)
+                del queue[i]
+                self.changed = True
+                break
+
+    def _to_command(self, trans: Transaction) -> Command:
+        rank, bankgroup, bank, row, column = self.decode(trans.address)
+        if self.config.close_page:
+            kind = WRITE_PRECHARGE if trans.is_write else READ_PRECHARGE
+        else:
+            kind = WRITE if trans.is_write else READ
+        return Command(kind, rank, bankgroup, bank, row, column, trans.address,
+                       self._bank_index(rank, bankgroup, bank))  # fmt: skip
+
+
+def _is_column(kind: int) -> bool:
+    return kind <= WRITE_PRECHARGE
+
+
+def _raise(times: list[int], delays, clk: int) -> None:
+    for kind, delay in delays:
+        if times[kind] < clk + delay:
+            times[kind] = clk + delay
+
+
+def _drop_first(items: list, predicate) -> list:
+    for i, item in enumerate(items):
+        if predicate(item):
+            return items[:i] + items[i + 1 :]
+    return items
+
+
+__all__ = ["Channel", "ChannelStats", "Command", "Transaction", "NEVER"]

@@ -1,0 +1,123 @@
+"""Energy of a replay: the replayed access and MAC counts times the architecture's energies.
+
+One row per (einsum, component, tensor, action): `read`, `write`, `update` (a write of an
+output's partial sums from below, Timeloop's update), `mac` on the PE array, and `leak` (per
+instance per cycle over the whole run, booked to no Einsum). Actions are bits divided by the
+memory's `bits_per_action`, kept fractional as AccelForge keeps them. Components without
+energies in the architecture contribute no rows.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from cyclesim.results.result import SimResult
+    from cyclesim.spec.arch import Architecture
+
+PE_ARRAY = "pe_array"
+ENERGY_COLUMNS = ["einsum", "component", "tensor", "action", "bits", "actions", "energy"]
+
+
+def has_energies(arch: Architecture) -> bool:
+    """True when the architecture gives any energy (a memory's or the PE array's)."""
+    return arch.pe_array.energy is not None or any(m.energy is not None for m in arch.memories)
+
+
+def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
+    """Energy per (einsum, component, tensor, action) of one replay; leak rows have einsum ''."""
+    rows: list[dict] = []
+    memories = {m.name: m for m in arch.memories}
+    detailed = res.detailed_accesses
+    for (einsum, memory, tensor, action), bits in _bits_by_action(detailed).items():
+        energy = memories[memory].energy
+        if energy is None or not bits:
+            continue
+        actions = bits / energy.bits_per_action
+        per_action = {"read": energy.read, "write": energy.write, "update": energy.update}[action]
+        rows.append(_row(einsum, memory, tensor, action, bits, actions, actions * per_action))
+    compute = arch.pe_array.energy
+    if compute is not None:
+        for einsum, macs in _macs_by_einsum(res).items():
+            rows.append(_row(einsum, PE_ARRAY, "", "mac", 0, macs, macs * compute.mac))
+    dims = arch.pe_array.dim_sizes
+    for memory in arch.memories:
+        if memory.energy is not None and memory.energy.leak_per_cycle:
+            instances = math.prod(n for d, n in dims.items() if d not in memory.shared_across)
+            cycles = res.cycles * instances
+            rows.append(
+                _row("", memory.name, "", "leak", 0, cycles, cycles * memory.energy.leak_per_cycle)
+            )
+    if compute is not None and compute.leak_per_cycle:
+        cycles = res.cycles * math.prod(dims.values())
+        rows.append(_row("", PE_ARRAY, "", "leak", 0, cycles, cycles * compute.leak_per_cycle))
+    import pandas as pd  # only when energies are given: a plain run stays free of pandas
+
+    return pd.DataFrame(rows, columns=ENERGY_COLUMNS).astype({"bits": "int64"})
+
+
+def energy_json(table: pd.DataFrame) -> dict:
+    """The `energy` object of `run --json`: totals, by Einsum (dynamic: leak belongs to no
+    Einsum), component, tensor (leak under '') and action, and the rows."""
+
+    def by(column: str, rows: pd.DataFrame = table) -> dict[str, float]:
+        return {
+            str(k): float(v) for k, v in rows.groupby(column, sort=False)["energy"].sum().items()
+        }
+
+    leak = float(table.loc[table.action == "leak", "energy"].sum())
+    total = float(table.energy.sum())
+    return dict(
+        total=total,
+        dynamic=total - leak,
+        leak=leak,
+        by_einsum=by("einsum", table[table.action != "leak"]),
+        by_component=by("component"),
+        by_tensor=by("tensor"),
+        by_action=by("action"),
+        rows=[
+            dict(
+                einsum=r.einsum,
+                component=r.component,
+                tensor=r.tensor,
+                action=r.action,
+                bits=int(r.bits),
+                actions=float(r.actions),
+                energy=float(r.energy),
+            )
+            for r in table.itertuples()
+        ],
+    )
+
+
+def _bits_by_action(detailed: pd.DataFrame) -> dict[tuple[str, str, str, str], int]:
+    """Bits per (einsum, memory, tensor, action), a write from below being an `update`."""
+    out: dict[tuple[str, str, str, str], int] = {}
+    for r in detailed.itertuples():
+        action = "update" if r.direction == "write_from_below" else r.action
+        key = (r.einsum, r.memory, r.tensor, action)
+        out[key] = out.get(key, 0) + int(r.bits)
+    return out
+
+
+def _macs_by_einsum(res: SimResult) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for leaf in res.raw.plan.leaves:
+        macs = 0 if leaf.is_copy else leaf.steps * leaf.macs_per_step
+        out[leaf.einsum] = out.get(leaf.einsum, 0) + macs
+    return out
+
+
+def _row(einsum, component, tensor, action, bits, actions, energy) -> dict:
+    return dict(
+        einsum=einsum,
+        component=component,
+        tensor=tensor,
+        action=action,
+        bits=bits,
+        actions=actions,
+        energy=energy,
+    )

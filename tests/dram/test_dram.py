@@ -1,0 +1,163 @@
+"""`cyclesim dram`: hand-derived DDR4 timings, DRAMsim3's recorded numbers, skipping, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from patterns import PATTERNS
+
+from cyclesim.dram.config import PRESET_NAMES, load_dram_config
+from cyclesim.dram.trace import Request, read_trace, simulate_trace
+from cyclesim.errors import SpecError
+
+HERE = Path(__file__).parent
+DDR4 = load_dram_config("DDR4_8Gb_x8_2400")
+REFERENCE = json.loads((HERE / "dramsim3_reference.json").read_text())
+
+
+def run(requests, config=DDR4, **kw):
+    return simulate_trace(config, [Request(a, w, c) for a, w, c in requests], **kw)
+
+
+# DDR4-2400: CL 17, tRCD 17, tRP 17, tRAS 39, tCCD_L 6, BL8 = 4 cycles, tRTP 9.
+# A request of cycle c reaches the controller's queue at c + 1 and its command queue at the
+# tick of c + 1, so its first command can issue at c + 2 (DRAMsim3's front end).
+
+
+def test_one_read_to_a_closed_bank():
+    # ACT at 2, READ at 2 + tRCD = 19, data ends 19 + CL 17 + burst 4 = 40.
+    r = run([(0, False, 0)])
+    assert (r.cycles, r.activates, r.row_hits) == (40, 1, 0)
+
+
+def test_a_second_read_of_the_open_row_is_a_hit():
+    # READ 19, next READ of the same bank group after tCCD_L: 25, ends 25 + 21 = 46.
+    r = run([(0, False, 0), (64, False, 1)])
+    assert (r.cycles, r.activates, r.row_hits, r.row_hit_rate) == (46, 1, 1, 0.5)
+
+
+def test_another_row_of_the_same_bank_pays_precharge_and_activate():
+    # ACT 2, READ 19; PRE at max(19 + tRTP 9, 2 + tRAS 39) = 41; ACT 41 + tRP 17 = 58;
+    # READ 58 + tRCD 17 = 75; ends 75 + 21 = 96. Address 8 MiB up: same bank, next row.
+    r = run([(0, False, 0), (8 << 20, False, 1)])
+    assert (r.cycles, r.activates, r.precharges, r.row_hits) == (96, 2, 1, 0)
+
+
+def test_refresh_takes_the_rank_for_trfc():
+    # Two ranks: a refresh every tREFI / 2 = 4680 cycles, rank 0 first. It issues at 4680
+    # (all banks closed); rank 0 may activate again at 4680 + tRFC 420 = 5100: READ 5117,
+    # data ends 5117 + 21 = 5138.
+    r = run([(0, False, 4700)])
+    assert (r.cycles, r.refreshes) == (5138, 1)
+
+
+@pytest.mark.parametrize("case", sorted(REFERENCE["results"]))
+def test_agrees_with_dramsim3(case, tmp_path):
+    """Within 3% of DRAMsim3's cycles and 0.02 of its row-hit rate; same column and activate counts."""
+    config_name, pattern = case.split("/")
+    ref = REFERENCE["results"][case]
+    requests = [Request(a, op == "WRITE", c) for a, op, c in PATTERNS[pattern]()]
+    ours = simulate_trace(load_dram_config(config_name), requests)
+    assert abs(ours.cycles - ref["cycles"]) <= 0.03 * ref["cycles"]
+    assert abs(ours.row_hit_rate - ref["row_hit_rate"]) <= 0.02
+    assert (ours.read_commands, ours.write_commands, ours.activates) == (
+        ref["num_read_cmds"], ref["num_write_cmds"], ref["num_act_cmds"]
+    )  # fmt: skip
+
+
+requests_strategy = st.lists(
+    st.tuples(
+        st.integers(0, (1 << 28) // 64 - 1).map(lambda line: line * 64),
+        st.booleans(),
+        st.integers(0, 40),
+    ),
+    min_size=1,
+    max_size=40,
+).map(lambda rows: [(a, w, sum(r[2] for r in rows[: i + 1])) for i, (a, w, _) in enumerate(rows)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(requests=requests_strategy, config=st.sampled_from(PRESET_NAMES))
+def test_skipping_idle_cycles_changes_nothing(requests, config):
+    """Jumping over cycles in which nothing can happen gives the same commands at the same cycles."""
+    conf = load_dram_config(config)
+    fast = run(requests, conf, keep_commands=True)
+    slow = run(requests, conf, keep_commands=True, skip_idle=False)
+    assert fast == slow
+    # every request is served: a column command per distinct pending address at least
+    assert fast.read_commands + fast.write_commands >= 1
+    # the last request's column command cannot issue before its cycle: its data ends later
+    assert fast.cycles >= max(c for _, _, c in requests) + min(conf.read_delay, conf.write_delay)
+
+
+def test_an_ini_file_reads_as_the_preset(tmp_path):
+    ini = tmp_path / "ddr4.ini"
+    ini.write_text(
+        "[dram_structure]\nprotocol = DDR4\nbankgroups = 4\nbanks_per_group = 4\nrows = 65536\n"
+        "columns = 1024\ndevice_width = 8\nBL = 8\n\n[timing]\ntCK = 0.83\nAL = 0\nCL = 17\n"
+        "CWL = 12\ntRCD = 17\ntRP = 17\ntRAS = 39\ntRFC = 420\ntREFI = 9360\ntRRD_S = 4\n"
+        "tRRD_L = 6\ntWTR_S = 3\ntWTR_L = 9\ntFAW = 26\ntWR = 18\ntRTP = 9\ntCCD_S = 4\n"
+        "tCCD_L = 6\ntRTRS = 1 ; comment\n\n[system]\nchannel_size = 16384\nchannels = 1\n"
+        "bus_width = 64\naddress_mapping = rochrababgco\nqueue_structure = PER_BANK\n"
+        "refresh_policy = RANK_LEVEL_STAGGERED\nrow_buf_policy = OPEN_PAGE\n"
+        "cmd_queue_size = 8\ntrans_queue_size = 32\n\n[power]\nVDD = 1.2\n"
+    )
+    from dataclasses import replace
+
+    assert replace(load_dram_config(ini), name=DDR4.name) == DDR4
+
+
+@pytest.mark.parametrize(
+    "text, field, line",
+    [
+        ("[dram_structure]\nprotocol = DDR9\n", "protocol", 2),
+        ("[timing]\nCL = seventeen\n", "CL", 2),
+        ("[timing]\n\ntRCD = -1\n", "tRCD", 3),
+        ("[system]\naddress_mapping = rorochbabgco\n", "address_mapping", 2),
+        ("[dram_structure]\nrows = 1000\n", "rows", 2),
+    ],
+)
+def test_a_bad_config_names_file_field_and_line(tmp_path, text, field, line):
+    ini = tmp_path / "bad.ini"
+    ini.write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_dram_config(ini)
+    assert (info.value.file, info.value.field, info.value.line) == (str(ini), field, line)
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("0x40 READ 0\n0x80 FETCHX 1\n", 2),
+        ("0x40 READ 5\n0x80 READ 4\n", 2),
+        ("zz READ 0\n", 1),
+        ("0x40 READ\n", 1),
+    ],
+)
+def test_a_bad_trace_line_is_refused_with_its_line(tmp_path, text, line):
+    trace = tmp_path / "t.trace"
+    trace.write_text(text)
+    with pytest.raises(SpecError) as info:
+        read_trace(trace)
+    assert info.value.line == line
+
+
+def test_cli_reports_and_refuses_like_a_user_sees_it(tmp_path):
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x0 READ 0\n0x40 READ 1\n")
+    cmd = [sys.executable, "-m", "cyclesim", "dram"]
+    ok = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace), "--json"], capture_output=True,
+                        text=True)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["cycles"] == 46
+    text = subprocess.run([*cmd, "HBM2_8Gb_x128", str(trace)], capture_output=True, text=True)
+    assert text.returncode == 0 and "row-hit rate" in text.stdout
+    trace.write_bytes(b"\xff\xfe")
+    bad = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and str(trace) in bad.stderr

@@ -1,0 +1,66 @@
+"""Machine-readable output: schema_version and one naming in JSON, --csv summaries, -q/-v logging."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from cyclesim.cli import main
+
+CASE = Path(__file__).resolve().parent / "cases" / "worked" / "03_single_buffer"
+FILES = [str(CASE / f"{part}.yaml") for part in ("arch", "workload", "mapping")]
+
+
+def test_run_json_starts_with_the_schema_version(capsys):
+    assert main(["run", *FILES, "--json", "--no-progress"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1
+    assert doc["cycles"] == 52 and doc["stall_cycles"] == 24
+
+
+def test_explain_json_has_the_schema_version_and_cycles(capsys):
+    assert main(["explain", *FILES, "--json", "--no-verify", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema_version"] == 1 and doc["cycles"] == 52
+    assert doc["non_compute_cycles"] == 52 - 16
+
+
+def read_csv(path: Path) -> list[dict]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_csv_summaries_hold_the_hand_derived_numbers(tmp_path, capsys):
+    assert main(["run", *FILES, "--csv", str(tmp_path), "-q"]) == 0
+    (run,) = read_csv(tmp_path / "compute_report.csv")
+    # case 03: 8 onload + 16 ideal + 24 stall + 4 offload = 52, every wait is bandwidth;
+    # one PE doing 16 MACs in 52 cycles: 30.769 % of what it could do
+    assert (run["cycles"], run["onload_cycles"], run["stall_cycles"]) == ("52", "8", "24")
+    assert run["cause_bandwidth_cycles"] == "36" and run["cause_contention_cycles"] == "0"
+    assert run["mac_utilisation_pct"] == run["compute_utilisation_pct"] == "30.769"
+    memories = {row["memory"]: row for row in read_csv(tmp_path / "memory_report.csv")}
+    assert list(memories) == ["DRAM", "wbuf", "acc", "abuf"]  # outermost first
+    dram = memories["DRAM"]
+    # DRAM: 16 values of A read (128 b), 4 values of Z written (32 b); (128 + 32) / 52 b/cycle
+    # over ports 4 + 8 = 12 b/cycle wide
+    assert (dram["read_bits"], dram["write_bits"], dram["port_width_bits"]) == ("128", "32", "12")
+    assert float(dram["bandwidth_bits_per_cycle"]) == pytest.approx(160 / 52, abs=1e-6)
+    assert float(dram["bandwidth_used_pct"]) == pytest.approx(100 * 160 / 52 / 12, abs=1e-3)
+
+
+def test_verbose_logs_what_is_done_and_quiet_says_nothing(tmp_path, capsys):
+    assert main(["-v", "run", *FILES, "--csv", str(tmp_path), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "cyclesim: replayed" in err and "compute_report.csv" in err
+    assert main(["run", *FILES, "--csv", str(tmp_path), "-q"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_quiet_and_verbose_together_are_refused(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", *FILES, "-q", "-v"])
+    assert exc.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -1,0 +1,149 @@
+"""Energy from the replayed counts: per-action energies in the architecture, `run` reports them."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from replay_helpers import ROOT, WORKED
+
+from cyclesim.cli import main
+from cyclesim.engine import replay
+from cyclesim.results.energy import energy_table
+from cyclesim.spec import load_mapping, load_workload
+from cyclesim.spec.arch import architecture_from_dict
+
+CASE = WORKED / "03_single_buffer"
+
+# Worked example 03 (matvec Z[m] += A[m,k] * B[k], m = k = 4, 8 bits): the replay moves A 16
+# values DRAM -> abuf and reads them once, B 16 values from wbuf, Z 16 partial-sum writes into
+# acc (12 read-modify-write reads + 4 final reads for the write-back) and 4 values to DRAM.
+ENERGIES = {
+    "DRAM": {"bits_per_action": 8, "read": 10, "write": 20, "leak_per_cycle": 0.25},
+    "abuf": {"bits_per_action": 8, "read": 1, "write": 2},
+    "acc": {"bits_per_action": 4, "read": 1, "write": 2, "update": 3},
+    # wbuf: no energies given -> no rows
+}
+EXPECTED_ROWS = {
+    ("matvec", "DRAM", "A", "read"): 16 * 10,  # 128 bits / 8 = 16 actions
+    ("matvec", "abuf", "A", "write"): 16 * 2,
+    ("matvec", "abuf", "A", "read"): 16 * 1,
+    ("matvec", "acc", "Z", "read"): 32 * 1,  # (96 + 32) bits / 4 bits per action
+    ("matvec", "acc", "Z", "update"): 32 * 3,  # 128 bits written from below (the PE array)
+    ("matvec", "DRAM", "Z", "update"): 4 * 20,  # the write-back from acc; update defaults to write
+    ("matvec", "pe_array", "", "mac"): 16 * 0.5,  # 16 MACs
+}
+
+
+def _arch(energies: dict, mac: float | None = 0.5) -> dict:
+    data = yaml.safe_load((CASE / "arch.yaml").read_text())
+    for memory in data["memories"]:
+        if memory["name"] in energies:
+            memory["energy"] = energies[memory["name"]]
+    if mac is not None:
+        data["pe_array"]["energy"] = {"mac": mac}
+    return data
+
+
+def _run(capsys, arch: dict, tmp_path, *extra) -> tuple[int, str]:
+    path = tmp_path / "arch.yaml"
+    path.write_text(yaml.safe_dump(arch))
+    code = main(["run", str(path), str(CASE / "workload.yaml"), str(CASE / "mapping.yaml"), *extra])
+    return code, capsys.readouterr().out
+
+
+def test_run_json_energy_is_counts_times_per_action_energy(capsys, tmp_path):
+    code, out = _run(capsys, _arch(ENERGIES), tmp_path, "--json")
+    assert code == 0
+    result = json.loads(out)
+    energy = result["energy"]
+    rows = {(r["einsum"], r["component"], r["tensor"], r["action"]): r for r in energy["rows"]}
+    leak = rows.pop(("", "DRAM", "", "leak"))
+    assert {k: r["energy"] for k, r in rows.items()} == EXPECTED_ROWS
+    assert leak["energy"] == 0.25 * result["cycles"]  # one DRAM instance, every cycle of the run
+    dynamic = sum(EXPECTED_ROWS.values())  # 424
+    assert energy["dynamic"] == dynamic == 424
+    assert energy["total"] == dynamic + leak["energy"]
+    assert energy["by_einsum"] == {"matvec": dynamic}  # the leak belongs to no Einsum
+    assert energy["by_component"]["acc"] == 32 + 96
+    assert energy["by_tensor"]["Z"] == 32 + 96 + 80
+    assert energy["by_action"]["update"] == 96 + 80
+
+
+def test_text_report_shows_energy_only_when_given(capsys, tmp_path):
+    code, out = _run(capsys, _arch(ENERGIES), tmp_path)  # the default path, progress bar on
+    assert code == 0
+    assert "energy (architecture's per-action energies x replayed counts)" in out
+    assert "acc update" in out and "(whole run: leak)" in out
+    code, out = _run(capsys, _arch({}, mac=None), tmp_path)
+    assert code == 0 and "energy" not in out
+    code, out = _run(capsys, _arch({}, mac=None), tmp_path, "--json")
+    assert "energy" not in json.loads(out)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("read", -1, "greater than or equal to 0"),
+        ("write", ".inf", "finite number"),
+        ("bits_per_action", 0, "greater than 0"),
+        ("joules", 1, "joules"),
+    ],
+)
+def test_bad_energy_is_refused_by_field_with_exit_2(capsys, tmp_path, field, value, message):
+    path = tmp_path / "arch.yaml"
+    text = yaml.safe_dump(_arch({"DRAM": {"read": 1}}))
+    text = text.replace("energy:\n    read: 1", f"energy:\n    {field}: {value}", 1)
+    path.write_text(text)
+    code = main(["run", str(path), str(CASE / "workload.yaml"), str(CASE / "mapping.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert re.search(r"arch\.yaml:\d+: field 'memories\[0\]\.energy", err)  # file, line, field
+    assert message in err
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.floats(0, 1e3, allow_nan=False),
+    st.floats(0, 1e3, allow_nan=False),
+    st.sampled_from([1, 2, 8, 3]),
+)
+def test_energy_scales_linearly_and_totals_add_up(read, write, bits_per_action):
+    # Each row is actions x energy per action, so the total is linear in the per-action energies
+    # and equals the sum of its rows; bits / bits_per_action are the actions.
+    data = _arch({"DRAM": {"bits_per_action": bits_per_action, "read": read, "write": write}})
+    arch = architecture_from_dict(data)
+    workload = load_workload(str(CASE / "workload.yaml"))
+    mapping = load_mapping(str(CASE / "mapping.yaml"), arch, workload)
+    table = energy_table(replay(arch, workload, mapping, progress=False), arch)
+    dram = table[table.component == "DRAM"]
+    expected = (128 * read + 32 * write) / bits_per_action
+    assert math.isclose(dram.energy.sum(), expected, rel_tol=1e-12, abs_tol=1e-12)
+    assert (dram.actions * bits_per_action == dram.bits).all()
+
+
+@pytest.mark.slow
+def test_strict_replay_of_accelforges_3level_matmul_has_accelforges_energy():
+    # reference/accelforge.md §7.3 (accelforge 1.0.467, the mapper's mapping, energies DRAM 100,
+    # GLB 5, Reg 1 per bit, MAC 1): energy 38,731,776 = DRAM A 6553600 + B 6553600 + Z 3276800,
+    # GLB A 2949120 + B 10813440 + Z 1310720, Reg A 2621440 + Z 4390912, MAC 262144. Under
+    # `strict` the replay's counts are AccelForge's, so its energy is too.
+    from cyclesim.spec import load_architecture
+
+    arch = load_architecture(str(ROOT / "hw_models/simple_3level.yaml"))
+    workload = load_workload(str(ROOT / "examples/simple_3level/workload.yaml"))
+    mapping = load_mapping(str(ROOT / "examples/simple_3level/mapping.yaml"), arch, workload)
+    table = energy_table(replay(arch, workload, mapping, reuse="strict", progress=False), arch)
+    assert table.energy.sum() == 38_731_776
+    by_component = table.groupby("component").energy.sum().to_dict()
+    assert by_component == {
+        "DRAM": 6553600 + 6553600 + 3276800,
+        "GLB": 2949120 + 10813440 + 1310720,
+        "Reg": 2621440 + 4390912,
+        "pe_array": 262144,
+    }
