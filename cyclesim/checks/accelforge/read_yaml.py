@@ -11,7 +11,7 @@ from typing import Any
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.expressions import MAX_CHARS, evaluate_number
-from cyclesim.spec.templates import render_template
+from cyclesim.spec.templates import HelperRefusal, render_template
 from cyclesim.spec.yamlio import parse_yaml_text, read_text
 
 __all__ = ["evaluate_number", "evaluate_tensor_set", "load_yaml_file", "merge_top_level"]
@@ -85,17 +85,13 @@ def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
         try:
             included = read_text(target)
         except SpecError as error:
-            raise SpecError(
-                f"include_text('{path}'): {error.detail}", file=file, line=_template_line()
-            ) from None
+            raise HelperRefusal(f"include_text('{path}'): {error.detail}") from None
         return render_jinja(included, str(target), {**dict(jinja_data), **overrides})
 
     def refuse(name: str):
         def helper(*_args: Any, **_kwargs: Any) -> str:
-            raise SpecError(
+            raise HelperRefusal(
                 f"the Jinja helper {name}() of AccelForge is not supported",
-                file=file,
-                line=_template_line(),
                 expected="plain values, | default(...) and include_text('file')",
             )
 
@@ -104,18 +100,6 @@ def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
     helpers = {"include_text": include_text}
     helpers.update((name, refuse(name)) for name in _UNSUPPORTED_JINJA_FUNCTIONS)
     return render_template(text, file, jinja_data, helpers=helpers)
-
-
-def _template_line() -> int | None:
-    """The template line being rendered now (called from a helper inside the template)."""
-    import sys
-
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_filename == "<template>":
-            return frame.f_lineno
-        frame = frame.f_back
-    return None
 
 
 def parse_jinja_data(items: list[str] | None) -> dict[str, Any]:
