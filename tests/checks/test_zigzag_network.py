@@ -92,6 +92,8 @@ def test_layer_option_picks_an_unnamed_layer_by_zigzags_name(network, capsys):
         (("--table", "t.txt"), "use a .csv or .parquet file name"),
         (("--plot", "p.svg"), "the plot is written as .png"),
         (("--workers", "0"), "--workers must be at least 1"),
+        # checked before any layer runs (cli.check_outputs), not after minutes of replays
+        (("--table", "/proc/no/t.csv"), "cannot be written"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(network, capsys, extra, message):

@@ -103,7 +103,7 @@ def _run_network(args: argparse.Namespace) -> int:
     stem = f"{Path(args.workload).stem}-{Path(args.accelerator).stem}-layers"
     table_path = args.table or f"{stem}.csv"
     plot_path = args.plot or f"{stem}.png"
-    if Path(plot_path).suffix.lower() != ".png":
+    if Path(plot_path).suffix.lower() != ".png" or Path(plot_path).is_dir():
         raise CyclesimError(f"--plot {plot_path}: the plot is written as .png")
     if Path(table_path).suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise CyclesimError(f"--table {table_path}: use a .csv or .parquet file name")
