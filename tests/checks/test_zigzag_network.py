@@ -92,14 +92,21 @@ def test_layer_option_picks_an_unnamed_layer_by_zigzags_name(network, capsys):
         (("--table", "t.txt"), "use a .csv or .parquet file name"),
         (("--plot", "p.svg"), "the plot is written as .png"),
         (("--workers", "0"), "--workers must be at least 1"),
-        # checked before any layer runs (cli.check_outputs), not after minutes of replays
-        (("--table", "/proc/no/t.csv"), "cannot be written"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(network, capsys, extra, message):
     assert main(_args(network, *extra)) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_an_unwritable_table_is_refused_before_any_layer_runs(network, tmp_path, capsys):
+    # cli.check_outputs: the folder of --table is a file, so nothing could be written there
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(_args(network, "--table", str(blocker / "t.csv"))) == 2
+    err = capsys.readouterr().err
+    assert "--table" in err and "cannot be written" in err
 
 
 def test_a_file_that_is_not_onnx_is_refused_naming_it(network, tmp_path, capsys):
