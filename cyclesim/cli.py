@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="compare a replay with an analytical model and the real peer"
     )
     check_sub = check.add_subparsers(dest="peer", required=True)
-    _optional(check_sub, "cyclesim.checks.zigzag_cli")
+    _optional(check_sub, "cyclesim.checks.zigzag.cli")
     _optional(check_sub, "cyclesim.checks.accelforge.cli")
     _optional(check_sub, "cyclesim.checks.scalesim.cli")
     _optional(sub, "cyclesim.l1.cli")
@@ -207,7 +207,7 @@ EXIT_CODES = """exit codes:
 
 # Output options of every sub-command: checked before anything runs; "-" is stdout. Some name
 # a directory (plots of `run`, CSV summaries, a sweep's output folder), the others a file.
-OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out")
+OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out", "table")
 DIRECTORY_OPTIONS = ("plot", "csv", "out")
 
 

@@ -98,9 +98,13 @@ def is_onnx(path: str | Path) -> bool:
     return head[:1] == b"\x08" and (b"onnx" in head or b"pytorch" in head or b"tf2onnx" in head)
 
 
-def read_yaml(path: str | Path) -> tuple[Any, Lines, str]:
-    """Parse a YAML file; return (data, line of every field path, file name shown in errors)."""
-    return parse_yaml_text(read_text(path), str(path))
+def read_yaml(path: str | Path, *, last_duplicate_wins: bool = False) -> tuple[Any, Lines, str]:
+    """Parse a YAML file; return (data, line of every field path, file name shown in errors).
+
+    `last_duplicate_wins` reads a repeated key as PyYAML does (the last one counts) instead of
+    refusing it: for a peer's own files that the peer reads that way (ZigZag's tpu_like.yaml).
+    """
+    return parse_yaml_text(read_text(path), str(path), last_duplicate_wins=last_duplicate_wins)
 
 
 def parse_yaml_text(
@@ -109,6 +113,7 @@ def parse_yaml_text(
     *,
     tags: TagHandler | None = None,
     mappings: MappingHook | None = None,
+    last_duplicate_wins: bool = False,
 ) -> tuple[Any, Lines, str]:
     """Parse YAML text within the bounds; every fault is a SpecError with its line.
 
@@ -140,6 +145,7 @@ def parse_yaml_text(
         return None, lines, name
     _check_expanded_size(node, name)
     builder = _Builder(name, lines, tags, mappings)
+    builder.last_duplicate_wins = last_duplicate_wins
     return builder.build(node, ()), lines, name
 
 
@@ -207,6 +213,7 @@ class _Builder:
     ) -> None:
         self.name, self.lines, self.tags, self.mappings = name, lines, tags, mappings
         self.active: set[int] = set()
+        self.last_duplicate_wins = False
 
     def fail(self, node: yaml.Node, message: str, **kw: Any) -> SpecError:
         return SpecError(message, file=self.name, line=node.start_mark.line + 1, **kw)
@@ -263,7 +270,7 @@ class _Builder:
             key = self._scalar(key_node)
             mark = key_node.start_mark
             where = f"line {mark.line + 1} column {mark.column + 1}"
-            if key in first_line:
+            if key in first_line and not self.last_duplicate_wins:
                 raise self.fail(
                     key_node,
                     f"duplicate key '{key}' (first at {first_line[key]}, again at {where})",

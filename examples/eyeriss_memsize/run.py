@@ -31,9 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memsize import LAYOUTS, SETTINGS, imported_spec, load_example, zigzag_case  # noqa: E402
 from verdict import ZigZagSide, comparison_table, four_way_table, verdict  # noqa: E402
 
-from cyclesim.checks.zigzag_check import Terms, format_report, run_check  # noqa: E402
-from cyclesim.checks.zigzag_inputs import load_zigzag_inputs  # noqa: E402
-from cyclesim.checks.zigzag_model import evaluate  # noqa: E402
+from cyclesim.checks.zigzag.check import format_report, run_check  # noqa: E402
+from cyclesim.checks.zigzag.model import evaluate  # noqa: E402
+from cyclesim.checks.zigzag.read import load_zigzag_inputs  # noqa: E402
+from cyclesim.checks.zigzag.terms import Terms  # noqa: E402
 from cyclesim.errors import PeerUnavailable  # noqa: E402
 from cyclesim.report import text_report  # noqa: E402
 from cyclesim.results import SimResult  # noqa: E402
@@ -87,7 +88,7 @@ def replay_all(keys: list[tuple[str, str]], jobs: int) -> dict[tuple[str, str], 
 
 def zigzag_available() -> str | None:
     """None when zigzag-dse can be used, otherwise the reason it cannot."""
-    from cyclesim.checks.peers import zigzag as peer
+    from cyclesim.checks.zigzag import peer
 
     try:
         peer.zigzag_version()
@@ -98,7 +99,7 @@ def zigzag_available() -> str | None:
 
 def model_only(setting: str, layout: str, folder: Path, use_peer: bool) -> ZigZagSide:
     """Our model and (when asked) zigzag-dse on one setting and layout, without a replay."""
-    from cyclesim.checks.peers import zigzag as peer
+    from cyclesim.checks.zigzag import peer
 
     files = zigzag_case(setting, layout, folder)
     inputs = load_zigzag_inputs(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cyclesim.checks.zigzag_check import JSON_NAMES, TERMS, Terms
-from cyclesim.checks.zigzag_stalls import stall_groups
+from cyclesim.checks.zigzag.stalls import stall_groups
+from cyclesim.checks.zigzag.terms import JSON_NAMES, TERMS, Terms
 from cyclesim.results import SimResult
 
 # zigzag-dse 3.6.3, the version of the original report (reference/zigzag.md §6.3, issue layout)

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from memsize import zigzag_case  # noqa: E402
 
-from cyclesim.checks import zigzag_cases as zc  # noqa: E402
+from cyclesim.checks.zigzag import cases as zc  # noqa: E402
 from cyclesim.errors import PeerUnavailable  # noqa: E402
 
 SRAMS = ("sram_8KB", "sram_64KB", "sram_1M")
@@ -50,7 +50,7 @@ def zigzag_latency(result, point: dict) -> dict:
 
 def _zigzag_search(files) -> float | None:
     """zigzag-dse's best latency over its own temporal-mapping search; None without it."""
-    from cyclesim.checks.peers import zigzag as peer
+    from cyclesim.checks.zigzag import peer
 
     try:
         result = peer.run_zigzag(files.accelerator, files.workload, files.mapping)
@@ -62,15 +62,15 @@ def _zigzag_search(files) -> float | None:
 def _zigzag(files):
     """zigzag-dse's evaluation of the fixed mapping, or our model of it when it is missing."""
     try:
-        from cyclesim.checks.peers import zigzag as peer
+        from cyclesim.checks.zigzag import peer
 
         result = peer.run_zigzag(
             files.accelerator, files.workload, files.mapping, files.temporal_mapping
         )
         return result.latency, f"zigzag-dse {result.version}"
     except PeerUnavailable:
-        from cyclesim.checks.zigzag_inputs import load_zigzag_inputs
-        from cyclesim.checks.zigzag_model import evaluate
+        from cyclesim.checks.zigzag.model import evaluate
+        from cyclesim.checks.zigzag.read import load_zigzag_inputs
 
         inputs = load_zigzag_inputs(
             files.accelerator, files.workload, files.mapping, files.temporal_mapping

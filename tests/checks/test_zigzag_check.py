@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from cyclesim.checks import zigzag_cases as zc
-from cyclesim.checks import zigzag_cli
-from cyclesim.checks.zigzag_check import replay_case, run_check
-from cyclesim.checks.zigzag_explain import ZigZagView, cause_sentence
-from cyclesim.checks.zigzag_import import import_zigzag
-from cyclesim.checks.zigzag_inputs import load_zigzag_inputs
-from cyclesim.checks.zigzag_model import evaluate
-from cyclesim.checks.zigzag_stalls import StallGroup, stall_groups
+from cyclesim.checks.zigzag import cases as zc
+from cyclesim.checks.zigzag import cli as zigzag_cli
+from cyclesim.checks.zigzag.check import replay_case, run_check
+from cyclesim.checks.zigzag.explain import ZigZagView, cause_sentence
+from cyclesim.checks.zigzag.model import evaluate
+from cyclesim.checks.zigzag.read import load_zigzag_inputs
+from cyclesim.checks.zigzag.stalls import StallGroup, stall_groups
+from cyclesim.checks.zigzag.to_spec import import_zigzag
 from cyclesim.spec import Spatial, Storage
 
 # GEMM B=K=C=20 (T = 20*5*5 = 500 on the 4x4 array), the small setting's loop order scaled down
@@ -191,7 +191,7 @@ PARTIAL_DB_TM = {
 
 
 def test_zigzag_double_buffer_that_does_not_fit_two_whole_tiles_gets_one_slot(tmp_path):
-    from cyclesim.checks.zigzag_import import slot_flags
+    from cyclesim.checks.zigzag.to_spec import slot_flags
 
     acc = zc.eyeriss_accelerator(zc.SMALL_SRAM_BITS)  # sram_64KB: 16384 b, W tile 400 x 32 b
     f = zc.write_case(

@@ -6,14 +6,15 @@ import copy
 
 import pytest
 
-from cyclesim.checks import zigzag_cases as zc
-from cyclesim.checks.zigzag_inputs import DataDirection, MemoryOperand, load_zigzag_inputs
+from cyclesim.checks.zigzag import cases as zc
+from cyclesim.checks.zigzag.inputs import DataDirection, MemoryOperand
+from cyclesim.checks.zigzag.read import load_zigzag_inputs
 from cyclesim.errors import SpecError
 
 TM = zc.MEMSIZE_TEMPORAL_MAPPINGS["large"]
 
 
-def load(tmp_path, accelerator=None, workload=None, mapping=None, tm=TM):
+def load(tmp_path, accelerator=None, workload=None, mapping=None, tm=TM, layer_name=None):
     """Write a (possibly broken) case and load it."""
     files = zc.write_case(
         tmp_path,
@@ -24,7 +25,11 @@ def load(tmp_path, accelerator=None, workload=None, mapping=None, tm=TM):
         tm,
     )
     return load_zigzag_inputs(
-        files.accelerator, files.workload, files.mapping, files.temporal_mapping
+        files.accelerator,
+        files.workload,
+        files.mapping,
+        files.temporal_mapping,
+        layer_name=layer_name,
     ), files
 
 
@@ -90,10 +95,10 @@ BAD_ACCELERATORS = [
         "a read port cannot serve 'written from above' (fh)",
     ),
     (
-        "one transfer on two ports (a port allocation we cannot map)",
-        lambda a: a["memories"]["sram_8KB"]["ports"][1]["allocation"].append("O, th"),
+        "one transfer listed twice on one port",
+        lambda a: a["memories"]["sram_8KB"]["ports"][1]["allocation"].append("O, tl"),
         "memories.sram_8KB.ports[1].allocation[2]",
-        "'O, th' is already allocated to port 'rw_port_1': each operand and direction needs exactly one port",
+        "'O, tl' is listed twice on port 'rw_port_2'",
     ),
     (
         "served dimension the array does not have",
@@ -131,6 +136,21 @@ def test_bad_accelerator_is_refused_with_its_field(tmp_path, edit, field, messag
     assert err.line is not None and f":{err.line}: field '{field}'" in str(err)
 
 
+def test_one_transfer_on_two_ports_is_served_by_the_last_one_as_in_zigzag(tmp_path):
+    # AcceleratorFactory.create_port_allocation keeps one port per (operand, direction): the
+    # last listed; 'O, th' moves from rw_port_1 to rw_port_2 and rw_port_1 keeps only 'O, fh'
+    acc = broken_accelerator(
+        lambda a: a["memories"]["sram_8KB"]["ports"][1]["allocation"].append("O, th")
+    )
+    inputs, _ = load(tmp_path, accelerator=acc)
+    sram = next(m for m in inputs.accelerator.memories if m.name == "sram_8KB")
+    th = DataDirection.READ_TO_ABOVE
+    assert sram.port_for(MemoryOperand.O, th).name == "rw_port_2"
+    assert [(a.memory_operand.value, a.direction.code) for a in sram.ports[0].allocation] == [
+        ("O", "fh")
+    ]
+
+
 def test_missing_port_for_a_needed_transfer_is_refused(tmp_path):
     # nothing serves 'I1, fh' at rf_64B_I: the register file could never be filled
     acc = broken_accelerator(lambda a: a["memories"]["rf_64B_I"]["ports"].pop(1))
@@ -151,7 +171,7 @@ BAD_TEMPORAL_MAPPINGS = [
         "loop factors that do not multiply to the layer size",
         lambda t: t["W"][0].__setitem__(0, ["B", 4]),
         "W",
-        "loop factors of 'B' do not multiply to the layer size: temporal 80 x spatial 1 = 80",
+        "temporal factors of 'B' multiply to 80; with spatial unrolling 1 the layer size 100 needs ceil(100 / 1)",
     ),
     ("unknown dim", lambda t: t["I"][0].__setitem__(0, ["X", 5]), "I[0][0]", "unknown dim 'X'"),
     (
@@ -185,31 +205,89 @@ def test_bad_temporal_mapping_is_refused(tmp_path, edit, field, message):
 
 def test_bad_workload_and_mapping_are_refused(tmp_path):
     conv = zc.conv_workload()
+    conv[0]["pr_loop_dims"] = ["IX"]
     conv[0]["padding"] = [[1, 1], [1, 1]]
-    with pytest.raises(SpecError, match="'padding' .* cannot be replayed") as info:
+    with pytest.raises(SpecError, match="one \\[before, after\\] pair per entry") as info:
         load(tmp_path, workload=conv, tm=None)
     assert info.value.field == "[0].padding"
     bad_eq = zc.gemm_workload()
     bad_eq[0]["equation"] = "O[b][k]+=W[k][x]*I[c][b]"
     with pytest.raises(SpecError, match="unknown dim 'X' of operand W"):
         load(tmp_path, workload=bad_eq, tm=None)
-    # 3 does not divide 100: ZigZag would unroll fractionally, which cannot be replayed
-    with pytest.raises(SpecError, match="spatial unrolling 3 of 'K' does not divide its size 100"):
-        load(tmp_path, mapping=zc.spatial_mapping(("K", 3)), tm=None)
-    with pytest.raises(SpecError, match="unrolls more than the 4 PEs of D1"):
-        load(tmp_path, mapping=zc.spatial_mapping(("K", 5)), tm=None)
-    partial = zc.spatial_mapping()
-    del partial[0]["spatial_mapping"]["D2"]
-    with pytest.raises(SpecError, match="array dimension D2 is not mapped"):
-        load(tmp_path, mapping=partial, tm=None)
     links = zc.spatial_mapping()
     links[0]["memory_operand_links"] = {"O": "O", "W": "I1", "I": "I1"}
     with pytest.raises(SpecError, match="two layer operands are linked to the same memory operand"):
         load(tmp_path, mapping=links, tm=None)
 
 
+def test_spatial_mapping_is_reduced_the_way_zigzag_reduces_it(tmp_path):
+    # K 5 on a 4-wide D1 is cut to 4 (check_and_reduce), a unit unroll of a dim the layer
+    # lacks ('G, 1', as the shipped Add entries have) is dropped
+    cut = zc.spatial_mapping(("K", 5))
+    cut[0]["spatial_mapping"]["D2"] = ["C, 4", "G, 1"]
+    inputs, _ = load(tmp_path, mapping=cut, tm=None)
+    assert inputs.mapping.spatial == (("D1", (("K", 4),)), ("D2", (("C", 4),)))
+    assert inputs.mapping.spatial_complete
+    # an array dimension left out is ZigZag's to search: read, marked incomplete
+    partial = zc.spatial_mapping()
+    del partial[0]["spatial_mapping"]["D2"]
+    inputs, _ = load(tmp_path, mapping=partial, tm=None)
+    assert not inputs.mapping.spatial_complete
+
+
+def test_fractional_unrolling_is_read_as_zigzag_converts_it(tmp_path):
+    # K 100 over 3 PEs: ceil(100 / 3) = 34 temporal steps, fractional factor 100 / 34 = 2.94...,
+    # and the replay pads K to 34 x 3 = 102
+    inputs, _ = load(tmp_path, mapping=zc.spatial_mapping(("K", 3)), tm=None)
+    layer, mapping = inputs.layer, inputs.mapping
+    assert mapping.temporal_size(layer, "K") == 34
+    assert mapping.padded_size(layer, "K") == 102
+    assert dict(dict(mapping.fractional_spatial(layer))["D1"])["K"] == pytest.approx(100 / 34)
+
+
+def test_fractional_unrolling_over_two_array_dims_adjusts_the_largest(tmp_path):
+    # K 100 unrolled 2 on D1 and 3 on D2: ZigZag adjusts the first array dim with the largest
+    # unrolling (D2), with D1's 2 before it: 100 / ceil(100 / 6) / 2 = 100 / 34; D1 keeps 2.
+    # ceil(100 / 6) = 17 temporal steps; the replay pads K to 17 x 6 = 102
+    inputs, _ = load(tmp_path, mapping=zc.spatial_mapping(("K", 2), ("K", 3)), tm=None)
+    layer, mapping = inputs.layer, inputs.mapping
+    fractional = dict(mapping.fractional_spatial(layer))
+    assert dict(fractional["D1"])["K"] == 2
+    assert dict(fractional["D2"])["K"] == pytest.approx(100 / 34)
+    assert mapping.temporal_size(layer, "K") == 17
+    assert mapping.padded_size(layer, "K") == 102
+
+
+def test_padding_and_input_extents_clip_the_input_like_zigzag(tmp_path):
+    # ix = 2*ox + fx over OX 8, FX 3 spans 8*3 - (3 - 2)*(8 - 1) = 17 values (LayerNode's
+    # calc_pr_dimension_size); padding [1, 1] leaves 15; pr_loop_sizes, when given, wins
+    conv = zc.conv_workload()
+    conv[0]["pr_loop_dims"] = ["IX", "IY"]
+    conv[0]["padding"] = [[1, 1], [0, 0]]
+    inputs, _ = load(tmp_path, workload=conv, tm=None)
+    layer = inputs.layer
+    assert layer.padding == (("IX", 1, 1), ("IY", 0, 0))
+    assert layer.extent_limit("IX", 17) == 15
+    conv[0]["pr_loop_sizes"] = [11, 17]
+    inputs, _ = load(tmp_path, workload=conv, tm=None)
+    assert inputs.layer.extent_limit("IX", 17) == 11
+
+
+def test_unnamed_layers_get_zigzags_default_name(tmp_path):
+    from cyclesim.checks.zigzag.read import workload_layers
+
+    two = zc.gemm_workload() + zc.gemm_workload()
+    for i, entry in enumerate(two):
+        entry.pop("name", None)
+        entry["id"] = 30 + i
+    inputs, files = load(tmp_path, workload=two, tm=None, layer_name="Layer31")
+    assert inputs.layer.name == "Layer31"
+    assert inputs.layer.layer_id == 31
+    assert workload_layers(files.workload, files.mapping) == ["Layer30", "Layer31"]
+
+
 def test_model_without_temporal_mapping_says_what_to_do(tmp_path):
-    from cyclesim.checks.zigzag_model import evaluate
+    from cyclesim.checks.zigzag.model import evaluate
 
     inputs, _ = load(tmp_path, tm=None)
     with pytest.raises(SpecError, match="needs a fixed temporal mapping"):

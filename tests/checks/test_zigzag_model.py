@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from cyclesim.checks import zigzag_cases as zc
-from cyclesim.checks.zigzag_inputs import DataDirection, load_zigzag_inputs
-from cyclesim.checks.zigzag_loading import ZigZagModelError, reduce_ordered
-from cyclesim.checks.zigzag_model import Transfer, evaluate, window_union
+from cyclesim.checks.zigzag import cases as zc
+from cyclesim.checks.zigzag.inputs import DataDirection
+from cyclesim.checks.zigzag.latency import Transfer
+from cyclesim.checks.zigzag.loading import ZigZagModelError, reduce_ordered
+from cyclesim.checks.zigzag.model import evaluate, window_union
+from cyclesim.checks.zigzag.read import load_zigzag_inputs
 from cyclesim.errors import PeerUnavailable
 
 TH, FH, TL, FL = (
@@ -278,7 +280,7 @@ def test_conv_stride2_has_no_spatial_stall_and_counts_final_outputs_at_8_bits(ca
 
 def _peer():
     """Import the adapter's entry point, skipping with the reason if zigzag-dse is not importable."""
-    from cyclesim.checks.peers import zigzag
+    from cyclesim.checks.zigzag import peer as zigzag
 
     try:
         zigzag.zigzag_version()
@@ -331,7 +333,7 @@ def test_peer_writes_no_files(case_files, tmp_path, monkeypatch):
 
 
 def test_peer_unavailable_says_why(monkeypatch):
-    from cyclesim.checks.peers import zigzag
+    from cyclesim.checks.zigzag import peer as zigzag
 
     monkeypatch.setitem(__import__("sys").modules, "zigzag.api", None)
     with pytest.raises(PeerUnavailable, match="zigzag-dse is not importable"):

@@ -144,8 +144,8 @@ def test_sweep_hook_puts_zigzags_latency_beside_the_replay(tmp_path):
 @pytest.mark.parametrize("setting", ["large", "small"])
 def test_zigzag_search_picks_the_committed_mapping(setting, tmp_path):
     pytest.importorskip("zigzag.api", reason="zigzag-dse not importable")
-    from cyclesim.checks import zigzag_cases as zc
-    from cyclesim.checks.peers import zigzag as peer
+    from cyclesim.checks.zigzag import cases as zc
+    from cyclesim.checks.zigzag import peer
 
     files = memsize.zigzag_case(setting, "issue", tmp_path, temporal_mapping=None)
     result = peer.run_zigzag(files.accelerator, files.workload, files.mapping)
@@ -160,9 +160,9 @@ def test_zigzag_search_picks_the_committed_mapping(setting, tmp_path):
 def test_verdict_names_the_faster_setting_and_both_zigzag_versions():
     from verdict import ZigZagSide, comparison_table, verdict
 
-    from cyclesim.checks.zigzag_check import Terms
-    from cyclesim.checks.zigzag_inputs import load_zigzag_inputs
-    from cyclesim.checks.zigzag_model import evaluate
+    from cyclesim.checks.zigzag.model import evaluate
+    from cyclesim.checks.zigzag.read import load_zigzag_inputs
+    from cyclesim.checks.zigzag.terms import Terms
 
     results = {s: replay(*_scaled(s, 20), progress=False) for s in ("large", "small")}
     sides = []

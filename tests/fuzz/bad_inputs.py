@@ -147,7 +147,7 @@ ONNX_BYTES = b"\x08\x07\x12\x07pytorch\x1a\x032.1:\xff\xfe\x00\x01"  # an ONNX f
 
 def _zigzag(tmp: Path, **replace: str) -> list[str]:
     """`check zigzag` on a small shipped-style case (GEMM 4x4x4 on the 4x4 Eyeriss-like array)."""
-    from cyclesim.checks import zigzag_cases as zc
+    from cyclesim.checks.zigzag import cases as zc
 
     files = zc.write_case(tmp, "z", zc.eyeriss_accelerator(zc.SMALL_SRAM_BITS),
                           zc.gemm_workload(4, 4, 4), zc.spatial_mapping())  # fmt: skip

@@ -33,7 +33,7 @@ from bad_inputs import BILLION_LAUGHS, ONNX_BYTES
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from cyclesim.checks import zigzag_cases as zc
+from cyclesim.checks.zigzag import cases as zc
 from cyclesim.cli import main
 from cyclesim.errors import SpecError
 from cyclesim.spec.yamlio import parse_yaml_text

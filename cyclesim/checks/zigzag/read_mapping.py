@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from math import prod
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cyclesim.checks.zigzag_inputs import (
+from cyclesim.checks.zigzag.inputs import (
     Loop,
     MemoryOperand,
     TemporalMapping,
@@ -14,13 +14,10 @@ from cyclesim.checks.zigzag_inputs import (
     ZigZagLayer,
     ZigZagMapping,
 )
-from cyclesim.checks.zigzag_parse import _MAPPING_FIELDS, _UNROLLING
-
-if TYPE_CHECKING:
-    from cyclesim.checks.zigzag_parse import _Reader
+from cyclesim.checks.zigzag.reader import MAPPING_FIELDS, UNROLLING, Reader
 
 
-def parse_mapping_entry(r: _Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) -> ZigZagMapping:
+def parse_mapping_entry(r: Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) -> ZigZagMapping:
     """Choose the entry for the layer (name, operator type, 'default') and check it."""
     entries = r.listing(r.data, ())
     names = [e.get("name") if isinstance(e, dict) else None for e in entries]
@@ -35,7 +32,7 @@ def parse_mapping_entry(r: _Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) 
             found=names,
         )
     base = (index,)
-    d = r.mapping(entries[index], base, _MAPPING_FIELDS, {"name"})
+    d = r.mapping(entries[index], base, MAPPING_FIELDS, {"name"})
     spatial = _parse_spatial(r, base + ("spatial_mapping",), d.get("spatial_mapping"), layer, acc)
     links = _parse_links(
         r, base + ("memory_operand_links",), d.get("memory_operand_links"), layer, acc
@@ -48,17 +45,22 @@ def parse_mapping_entry(r: _Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) 
                 r.listing(d["temporal_ordering"], base + ("temporal_ordering",))
             )
         )
-    return ZigZagMapping(names[index], spatial, links, ordering, r.file)
+    complete = {array_dim for array_dim, _ in spatial} == set(acc.array_dimensions)
+    return ZigZagMapping(names[index], spatial, links, ordering, r.file, complete)
 
 
 def _parse_spatial(
-    r: _Reader, path: tuple, data: Any, layer: ZigZagLayer, acc: ZigZagAccelerator
+    r: Reader, path: tuple, data: Any, layer: ZigZagLayer, acc: ZigZagAccelerator
 ) -> tuple:
-    """Check the spatial mapping: every array dimension named, factors that divide the layer."""
+    """Read the spatial mapping as ZigZag reduces it (check_and_reduce): a dim the layer lacks is
+    dropped, a factor above the loop size is cut to it. Array dimensions left out (a hint-only
+    entry) are for ZigZag's search to fill; `spatial_complete` tells."""
+    if data is None:
+        return ()
     if not isinstance(data, dict):
         r.fail(
             path,
-            "a spatial_mapping naming every array dimension is needed (ZigZag would search one)",
+            "must map array dimensions to unrollings",
             found=data,
             expected=f"entries for {', '.join(acc.array_dimensions)}",
         )
@@ -73,7 +75,7 @@ def _parse_spatial(
             )
         unrolled: list[Loop] = []
         for i, text in enumerate(r.listing(loops, path + (array_dim,))):
-            match = _UNROLLING.match(text) if isinstance(text, str) else None
+            match = UNROLLING.match(text) if isinstance(text, str) else None
             if match is None:
                 r.fail(
                     path + (array_dim, i),
@@ -82,44 +84,22 @@ def _parse_spatial(
                     expected="'<dim>, <factor>' such as 'K, 4'",
                 )
             dim, factor = match.group(1).upper(), int(match.group(2))
-            if dim not in layer.loop_dims:
-                r.fail(
-                    path + (array_dim, i),
-                    f"unknown dim '{dim}'",
-                    found=text,
-                    expected=f"one of {', '.join(layer.loop_dims)}",
-                )
             if factor < 1:
                 r.fail(path + (array_dim, i), "the factor must be at least 1", found=text)
-            unrolled.append((dim, factor))
+            if dim not in layer.loop_dims:
+                continue  # ZigZag removes it (e.g. 'C, 1' of an Add layer)
+            unrolled.append((dim, min(factor, layer.loop_size(dim), acc.array_size(array_dim))))
         size = acc.array_size(array_dim)
         if prod(f for _, f in unrolled) > size:
             r.fail(
                 path + (array_dim,), f"unrolls more than the {size} PEs of {array_dim}", found=loops
             )
         result.append((array_dim, tuple(unrolled)))
-    missing = [dim for dim in acc.array_dimensions if dim not in data]
-    if missing:
-        r.fail(
-            path,
-            f"array dimension {', '.join(missing)} is not mapped (ZigZag would search its unrolling)",
-            expected="every array dimension named",
-        )
-    totals: dict[str, int] = defaultdict(lambda: 1)
-    for _, loops in result:
-        for dim, factor in loops:
-            totals[dim] *= factor
-    for dim, total in totals.items():
-        if layer.loop_size(dim) % total:
-            r.fail(
-                path,
-                f"spatial unrolling {total} of '{dim}' does not divide its size {layer.loop_size(dim)} (fractional unrolling cannot be replayed)",
-            )
     return tuple(result)
 
 
 def _parse_links(
-    r: _Reader, path: tuple, data: Any, layer: ZigZagLayer, acc: ZigZagAccelerator
+    r: Reader, path: tuple, data: Any, layer: ZigZagLayer, acc: ZigZagAccelerator
 ) -> tuple:
     """Check memory_operand_links: output -> O, inputs -> distinct I1/I2."""
     if data is None:
@@ -162,7 +142,7 @@ def _parse_links(
 
 
 def _parse_ordering_loop(
-    r: _Reader, path: tuple, loop: Any, layer: ZigZagLayer
+    r: Reader, path: tuple, loop: Any, layer: ZigZagLayer
 ) -> tuple[str, int | None]:
     """One [dim, factor] of temporal_ordering ('*' allowed for either)."""
     if not isinstance(loop, list) or len(loop) != 2:
@@ -181,7 +161,7 @@ def _parse_ordering_loop(
 
 
 def parse_temporal_levels(
-    r: _Reader, acc: ZigZagAccelerator, layer: ZigZagLayer, mapping: ZigZagMapping
+    r: Reader, acc: ZigZagAccelerator, layer: ZigZagLayer, mapping: ZigZagMapping
 ) -> TemporalMapping:
     """Check a tm_*_setting mapping: one list per memory level, factors multiplying to the layer."""
     data = r.data
@@ -252,7 +232,7 @@ def parse_temporal_levels(
 
 
 def _check_factors(
-    r: _Reader, op: str, levels: list, layer: ZigZagLayer, mapping: ZigZagMapping
+    r: Reader, op: str, levels: list, layer: ZigZagLayer, mapping: ZigZagMapping
 ) -> None:
     """Temporal factors x spatial unrolling must equal each loop size."""
     totals: dict[str, int] = defaultdict(lambda: 1)
@@ -261,10 +241,11 @@ def _check_factors(
             totals[dim] *= factor
     for dim, size in zip(layer.loop_dims, layer.loop_sizes, strict=True):
         spatial = mapping.spatial_unrolling(dim)
-        if totals[dim] * spatial != size:
+        if totals[dim] != mapping.temporal_size(layer, dim):
             r.fail(
                 (op,),
-                f"loop factors of '{dim}' do not multiply to the layer size: temporal {totals[dim]} x spatial {spatial} = {totals[dim] * spatial}",
-                found=totals[dim] * spatial,
-                expected=f"{size} (loop size of {dim})",
+                f"temporal factors of '{dim}' multiply to {totals[dim]}; with spatial unrolling "
+                f"{spatial} the layer size {size} needs ceil({size} / {spatial})",
+                found=totals[dim],
+                expected=str(mapping.temporal_size(layer, dim)),
             )

@@ -2,15 +2,15 @@
 
 The dataclasses keep ZigZag's own concepts (memory operands I1/I2/O, the four data directions,
 served array dimensions, per-operand per-level loop lists) so that the latency model in
-`zigzag_model` can follow ZigZag's formulas one to one. Reading and validation live in
-`zigzag_parse`; `load_zigzag_inputs` is the one entry point.
+`model` can follow ZigZag's formulas one to one. Reading and validation live in
+`read` (`load_zigzag_inputs` is the one entry point).
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from math import prod
+from math import ceil, prod
 
 
 class MemoryOperand(enum.Enum):
@@ -180,6 +180,19 @@ class ZigZagLayer:
     ]  # per operand; the output's is its partial-sum width
     final_output_precision_bits: int
     file: str
+    padding: tuple[tuple[str, int, int], ...] = ()  # (relation target, before, after)
+    input_extents: tuple[tuple[str, int], ...] = ()  # pr_loop_sizes: (relation target, size)
+
+    def padding_of(self, target: str) -> int:
+        """Total padding of a relation target (e.g. IX)."""
+        return sum(before + after for dim, before, after in self.padding if dim == target)
+
+    def extent_limit(self, target: str, full: int) -> int:
+        """The input's extent along a relation target, as ZigZag clips tiles to it
+        (LayerNode.pr_layer_dim_sizes): `pr_loop_sizes` when given, else the extent the loops
+        span minus the padding."""
+        given = dict(self.input_extents)
+        return given[target] if target in given else full - self.padding_of(target)
 
     @property
     def output_operand(self) -> str:
@@ -210,6 +223,7 @@ class ZigZagLayer:
 
 
 Loop = tuple[str, int]
+FractionalLoop = tuple[str, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +235,7 @@ class ZigZagMapping:
     memory_operand_links: tuple[tuple[str, MemoryOperand], ...]  # layer operand -> memory operand
     temporal_ordering: tuple[tuple[str, int | None], ...] | None  # innermost first; None = '*'
     file: str
+    spatial_complete: bool = True  # False: hints only, ZigZag's search fills the array dims
 
     def memory_operand(self, layer_operand: str) -> MemoryOperand:
         """The memory operand a layer operand is linked to."""
@@ -236,6 +251,41 @@ class ZigZagMapping:
     def spatial_unrolling(self, dim: str) -> int:
         """The total spatial unrolling of one loop dim over all array dimensions."""
         return prod(f for _, loops in self.spatial for d, f in loops if d == dim)
+
+    def fractional_spatial(
+        self, layer: ZigZagLayer
+    ) -> tuple[tuple[str, tuple[FractionalLoop, ...]], ...]:
+        """The unrolling ZigZag's cost model uses (SpatialMappingConversionStage): on the first
+        array dimension with a loop's largest unrolling f, the factor becomes
+        size / ceil(size / (f x earlier)) / earlier, `earlier` being its unrolling on the array
+        dimensions before; K 1000 over 32 PEs is 31.25, the array under-used over 32 steps."""
+        adjusted: dict[str, str] = {}
+        for dim in {d for _, loops in self.spatial for d, _ in loops}:
+            factors = [(f, a) for a, loops in self.spatial for d, f in loops if d == dim]
+            largest = max(f for f, _ in factors)
+            adjusted[dim] = next(a for f, a in factors if f == largest)
+        earlier: dict[str, int] = {}
+        result = []
+        for array_dim, loops in self.spatial:
+            converted = []
+            for dim, factor in loops:
+                before = earlier.get(dim, 1)
+                if adjusted[dim] == array_dim:
+                    steps = ceil(layer.loop_size(dim) / (factor * before))
+                    converted.append((dim, layer.loop_size(dim) / steps / before))
+                else:
+                    converted.append((dim, float(factor)))
+                earlier[dim] = before * factor
+            result.append((array_dim, tuple(converted)))
+        return tuple(result)
+
+    def temporal_size(self, layer: ZigZagLayer, dim: str) -> int:
+        """The product of a dim's temporal loops: ceil(loop size / spatial unrolling)."""
+        return ceil(layer.loop_size(dim) / self.spatial_unrolling(dim))
+
+    def padded_size(self, layer: ZigZagLayer, dim: str) -> int:
+        """A loop size rounded up to whole spatial steps: the iterations the array runs."""
+        return self.temporal_size(layer, dim) * self.spatial_unrolling(dim)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,22 +319,17 @@ class ZigZagInputs:
     temporal_mapping: TemporalMapping | None
 
 
-def load_zigzag_inputs(
-    accelerator: str,
-    workload: str,
-    mapping: str,
-    temporal_mapping: str | None = None,
-    *,
-    layer_name: str | None = None,
-) -> ZigZagInputs:
-    """Read and cross-validate ZigZag input files. Raise SpecError naming file and field on any fault."""
-    from cyclesim.checks import zigzag_parse as parse
-
-    acc = parse.parse_accelerator(accelerator)
-    layer = parse.parse_workload(workload, layer_name)
-    mapping_entry = parse.parse_mapping(mapping, layer, acc)
-    parse.check_allocations(acc, layer, mapping_entry)
-    tm = None
-    if temporal_mapping is not None:
-        tm = parse.parse_temporal_mapping(temporal_mapping, acc, layer, mapping_entry)
-    return ZigZagInputs(acc, layer, mapping_entry, tm)
+def served_transfers(
+    inputs: ZigZagInputs, memory: ZigZagMemory, port: ZigZagPort
+) -> list[tuple[str, int, DataDirection]]:
+    """A port's (layer operand, level, direction) in ZigZag's served_op_lv_dir order (linked operands only)."""
+    result = []
+    for mem_op in memory.operands:
+        layer_op = inputs.mapping.layer_operand(mem_op)
+        if layer_op is None:
+            continue
+        level = inputs.accelerator.level_of(memory, mem_op)
+        result += [
+            (layer_op, level, a.direction) for a in port.allocation if a.memory_operand == mem_op
+        ]
+    return result

@@ -10,13 +10,16 @@ zigzag-dse is imported lazily; `PeerUnavailable` says why it cannot be used.
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cyclesim.checks.zigzag_inputs import DataDirection, TemporalMapping
-from cyclesim.checks.zigzag_model import (
+from cyclesim.checks.zigzag.inputs import DataDirection, TemporalMapping
+from cyclesim.checks.zigzag.latency import (
     DoubleBuffer,
     LinkLoad,
     LinkSharing,
@@ -117,20 +120,17 @@ def _evaluate(
     from zigzag.stages.mapping.spatial_mapping_generation import SpatialMappingGeneratorStage
     from zigzag.stages.mapping.temporal_mapping_generator_stage import TemporalMappingGeneratorStage
     from zigzag.stages.parser.accelerator_parser import AcceleratorParserStage
-    from zigzag.stages.parser.workload_parser import WorkloadParserStage
     from zigzag.stages.results.reduce_stages import MinimalLatencyStage
 
     acc = AcceleratorParserStage.parse_accelerator(acc_path)
-    workload = WorkloadParserStage(
-        [CostModelStage], workload=wl_path, mapping=map_path
-    ).parse_workload()
-    layers = [n for n in workload.topological_sort() if hasattr(n, "layer_operands")]
+    stamps = tuple(os.stat(p).st_mtime_ns if os.path.exists(p) else 0 for p in (wl_path, map_path))
+    layers = _parsed_layers(wl_path, map_path, stamps)
     chosen = [n for n in layers if layer_name is None or n.name == layer_name]
     if len(chosen) != 1:
         raise ZigZagPeerError(
             f"cannot choose one layer (asked {layer_name!r}; layers {[n.name for n in layers]})"
         )
-    layer = chosen[0]
+    layer = copy.deepcopy(chosen[0])  # ZigZag's stages set attributes on the layer
     if tm_path is None:
         stages = [
             SpatialMappingGeneratorStage,
@@ -153,6 +153,25 @@ def _evaluate(
         )
         return answers[0][0]
     return _evaluate_fixed(acc, layer, tm_path)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_layers(wl_path: str, map_path: str, stamps: tuple[int, ...]) -> tuple[Any, ...]:
+    """ZigZag's layer nodes of a workload (ONNX through its ONNX parser), parsed once per process:
+    a whole-network check evaluates every layer of the same file in the same worker (`stamps`,
+    the files' modification times, make an edited file parse again)."""
+    from zigzag.stages.evaluation.cost_model_evaluation import CostModelStage
+    from zigzag.stages.parser.workload_parser import WorkloadParserStage
+
+    if wl_path.lower().endswith(".onnx"):
+        from zigzag.parser.onnx.onnx_model_parser import ONNXModelParser
+
+        workload = ONNXModelParser(wl_path, map_path).run()
+    else:
+        workload = WorkloadParserStage(
+            [CostModelStage], workload=wl_path, mapping=map_path
+        ).parse_workload()
+    return tuple(n for n in workload.topological_sort() if hasattr(n, "layer_operands"))
 
 
 def _evaluate_fixed(acc: Any, layer: Any, tm_path: str) -> Any:

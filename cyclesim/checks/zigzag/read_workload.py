@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cyclesim.checks.zigzag_inputs import DimensionRelation, ZigZagLayer
-from cyclesim.checks.zigzag_parse import _EQUATION, _LAYER_FIELDS, _RELATION
-
-if TYPE_CHECKING:
-    from cyclesim.checks.zigzag_parse import _Reader
+from cyclesim.checks.zigzag.inputs import DimensionRelation, ZigZagLayer
+from cyclesim.checks.zigzag.reader import EQUATION, LAYER_FIELDS, RELATION, Reader
 
 
-def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
+def parse_layer(r: Reader, layer_name: str | None) -> ZigZagLayer:
     """Read one layer of a ZigZag 3.x workload YAML (the only one, or the one named)."""
     layers = r.listing(r.data, ())
     if not layers:
         r.fail((), "the workload has no layers")
-    names = [(entry.get("name") if isinstance(entry, dict) else None) for entry in layers]
+    names = [layer_name_of(entry) for entry in layers]
     if layer_name is None:
         if len(layers) > 1:
             r.fail((), "the workload has several layers; name one (--layer)", found=names)
@@ -31,17 +28,9 @@ def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
     d = r.mapping(
         layers[index],
         base,
-        _LAYER_FIELDS,
+        LAYER_FIELDS,
         {"id", "operator_type", "equation", "loop_dims", "loop_sizes", "operand_precision"},
     )
-    for key in ("padding", "pr_loop_sizes", "pr_loop_dims"):
-        if d.get(key) is not None:
-            r.fail(
-                base + (key,),
-                f"'{key}' (padding of convolution windows) cannot be replayed",
-                found=d[key],
-                expected="no padding",
-            )
     layer_id = r.integer(d["id"], base + ("id",))
     loop_dims = tuple(
         r.string(x, base + ("loop_dims", i)).upper()
@@ -76,7 +65,7 @@ def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
                 found=dim,
             )
     eq_text = r.string(d["equation"], base + ("equation",))
-    match = _EQUATION.match(eq_text)
+    match = EQUATION.match(eq_text)
     if match is None:
         r.fail(
             base + ("equation",),
@@ -111,6 +100,9 @@ def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
     precision = tuple(
         (op, r.integer(prec[op], base + ("operand_precision", op), 1)) for op in operands
     )
+    targets = {rel.target for rel in relations}
+    padding = _parse_padding(r, base, d, targets)
+    extents = _parse_extents(r, base, d, targets)
     return ZigZagLayer(
         name=str(d.get("name") or f"Layer{layer_id}"),
         layer_id=layer_id,
@@ -126,14 +118,91 @@ def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
             prec["O_final"], base + ("operand_precision", "O_final"), 1
         ),
         file=r.file,
+        padding=padding,
+        input_extents=extents,
     )
 
 
+def layer_name_of(entry: Any) -> str | None:
+    """A workload entry's name as ZigZag gives it: its `name`, else `Layer{id}`."""
+    if not isinstance(entry, dict):
+        return None
+    if entry.get("name"):
+        return str(entry["name"])
+    return f"Layer{entry['id']}" if "id" in entry else None
+
+
+def layer_names(r: Reader) -> list[str]:
+    """Every layer's name, in file order (ZigZag's `Layer{id}` for unnamed ones)."""
+    layers = r.listing(r.data, ())
+    return [layer_name_of(entry) or f"#{i}" for i, entry in enumerate(layers)]
+
+
+def _pr_dims(r: Reader, base: tuple, d: dict, targets: set[str]) -> list[str]:
+    """`pr_loop_dims`: relation targets that padding and pr_loop_sizes refer to, in order."""
+    dims = r.listing(d.get("pr_loop_dims"), base + ("pr_loop_dims",))
+    names = []
+    for i, dim in enumerate(dims):
+        name = r.string(dim, base + ("pr_loop_dims", i)).upper()
+        if name not in targets:
+            r.fail(
+                base + ("pr_loop_dims", i),
+                "must be a dimension_relations target",
+                found=dim,
+                expected=", ".join(sorted(targets)) or "a relation target",
+            )
+        names.append(name)
+    return names
+
+
+def _parse_extents(r: Reader, base: tuple, d: dict, targets: set[str]) -> tuple:
+    """`pr_loop_sizes: [224, 224]`: the input's extent per pr_loop_dims entry (ONNX gives it)."""
+    if d.get("pr_loop_sizes") is None:
+        return ()
+    dims = _pr_dims(r, base, d, targets)
+    sizes = r.listing(d["pr_loop_sizes"], base + ("pr_loop_sizes",))
+    if len(sizes) != len(dims):
+        r.fail(
+            base + ("pr_loop_sizes",),
+            "needs one size per entry of pr_loop_dims",
+            found=len(sizes),
+            expected=str(len(dims)),
+        )
+    return tuple(
+        (dim, r.integer(size, base + ("pr_loop_sizes", i), 1))
+        for i, (dim, size) in enumerate(zip(dims, sizes, strict=True))
+    )
+
+
+def _parse_padding(r: Reader, base: tuple, d: dict, targets: set[str]) -> tuple:
+    """`pr_loop_dims: [IX, IY]` with `padding: [[before, after], ...]`, one pair per dim."""
+    if d.get("padding") is None:
+        return ()
+    dims = _pr_dims(r, base, d, targets)
+    pads = r.listing(d["padding"], base + ("padding",))
+    if len(dims) != len(pads):
+        r.fail(
+            base + ("padding",),
+            "needs one [before, after] pair per entry of pr_loop_dims",
+            found=len(pads),
+            expected=str(len(dims)),
+        )
+    result = []
+    for i, (name, pad) in enumerate(zip(dims, pads, strict=True)):
+        pair = r.listing(pad, base + ("padding", i))
+        if len(pair) != 2:
+            r.fail(base + ("padding", i), "must be [before, after]", found=pad)
+        before = r.integer(pair[0], base + ("padding", i, 0), 0)
+        after = r.integer(pair[1], base + ("padding", i, 1), 0)
+        result.append((name, before, after))
+    return tuple(result)
+
+
 def _parse_relation(
-    r: _Reader, path: tuple, text: Any, loop_dims: tuple[str, ...]
+    r: Reader, path: tuple, text: Any, loop_dims: tuple[str, ...]
 ) -> DimensionRelation:
     """Read 'ix=2*ox+1*fx'."""
-    match = _RELATION.match(text) if isinstance(text, str) else None
+    match = RELATION.match(text) if isinstance(text, str) else None
     if match is None:
         r.fail(path, "cannot read the dimension relation", found=text, expected="e.g. ix=2*ox+1*fx")
     target, c1, d1, c2, d2 = match.groups()

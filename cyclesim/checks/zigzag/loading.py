@@ -10,15 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from cyclesim.checks.zigzag_inputs import MemoryOperand, ZigZagInputs
-from cyclesim.checks.zigzag_mapping import FH, FL, TH, TL, MappingQuantities
-from cyclesim.checks.zigzag_model import (
-    LinkLoad,
-    LinkSharing,
-    LoadingEntry,
-    OnloadingParts,
+from cyclesim.checks.zigzag.inputs import (
+    DataDirection,
+    MemoryOperand,
+    ZigZagInputs,
     served_transfers,
 )
+from cyclesim.checks.zigzag.latency import LinkLoad, LinkSharing, LoadingEntry, OnloadingParts
+from cyclesim.checks.zigzag.quantities import MappingQuantities
 from cyclesim.errors import CyclesimError
 
 
@@ -79,7 +78,10 @@ def loading_latency(
             once, periodic = [], []
             for key in served_transfers(inputs, memory, port):
                 op, _, direction = key
-                if mapping.memory_operand(op) == output_mem and direction in (TL, FH):
+                if mapping.memory_operand(op) == output_mem and direction in (
+                    DataDirection.READ_TO_BELOW,
+                    DataDirection.WRITTEN_FROM_ABOVE,
+                ):
                     continue  # partial sums flowing down are not part of on/offloading
                 count = q.links[key].period_count
                 if count == 1:
@@ -106,7 +108,10 @@ def loading_latency(
     out = layer.output_operand
     out_levels = inputs.accelerator.levels(output_mem)
     for m in range(len(out_levels) - 1):
-        cycles = max(entries[(out, m, TH)].cycles, entries[(out, m + 1, FL)].cycles)
+        cycles = max(
+            entries[(out, m, DataDirection.READ_TO_ABOVE)].cycles,
+            entries[(out, m + 1, DataDirection.WRITTEN_FROM_BELOW)].cycles,
+        )
         off_links.append(
             LinkLoad(out, out_levels[m].name, out_levels[m + 1].name, cycles, LinkSharing.SEPARATE)
         )
@@ -142,7 +147,10 @@ def _onloading(
     for op in layer.input_operands:
         levels = inputs.accelerator.levels(inputs.mapping.memory_operand(op))
         for m in range(len(levels) - 1):
-            lower, upper = entries[(op, m, FH)], entries[(op, m + 1, TL)]
+            lower, upper = (
+                entries[(op, m, DataDirection.WRITTEN_FROM_ABOVE)],
+                entries[(op, m + 1, DataDirection.READ_TO_BELOW)],
+            )
             cycles = max(lower.cycles, upper.cycles)
             if not lower.port_shared_by_both_inputs and not upper.port_shared_by_both_inputs:
                 individual[op] += cycles

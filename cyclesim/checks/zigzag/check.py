@@ -9,78 +9,31 @@ mechanism. The replay's side is read from its SimResult tables only.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import TYPE_CHECKING
 
-from cyclesim.checks.zigzag_explain import explain
-from cyclesim.checks.zigzag_import import DIRECTION_NAMES, import_zigzag, slot_flags
-from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs, load_zigzag_inputs
-from cyclesim.checks.zigzag_mapping import mapping_quantities
-from cyclesim.checks.zigzag_model import ZigZagLatency, evaluate
-from cyclesim.checks.zigzag_stalls import PHASES, stall_groups
+from cyclesim.checks.zigzag.explain import explain
+from cyclesim.checks.zigzag.inputs import DataDirection, ZigZagInputs
+from cyclesim.checks.zigzag.latency import ZigZagLatency
+from cyclesim.checks.zigzag.mapping import mapping_quantities
+from cyclesim.checks.zigzag.model import evaluate
+from cyclesim.checks.zigzag.read import load_zigzag_inputs
+from cyclesim.checks.zigzag.stalls import PHASES, stall_groups
+from cyclesim.checks.zigzag.terms import (
+    JSON_NAMES,
+    PHASE_TERMS,
+    TERM_NAMES,
+    TERMS,
+    AccessRow,
+    Terms,
+)
+from cyclesim.checks.zigzag.to_spec import DIRECTION_NAMES, import_zigzag, slot_flags
 from cyclesim.errors import PeerUnavailable
 
 if TYPE_CHECKING:
-    from cyclesim.checks.peers.zigzag import PeerResult
+    from cyclesim.checks.zigzag.peer import PeerResult
     from cyclesim.results import SimResult
-
-TERMS = ("latency_total", "ideal_cycles", "stall", "onloading", "offloading")
-TERM_NAMES = {
-    "latency_total": "total latency",
-    "ideal_cycles": "ideal compute",
-    "stall": "stall",
-    "onloading": "onloading",
-    "offloading": "offloading",
-}
-PHASE_TERMS = {"onload": "onloading", "compute": "stall", "offload": "offloading"}
-# --json names every source's terms as `cyclesim run --json` names the replay's (README table)
-JSON_NAMES = {
-    "latency_total": "cycles",
-    "ideal_cycles": "ideal_compute_cycles",
-    "stall": "stall_cycles",
-    "onloading": "onload_cycles",
-    "offloading": "offload_cycles",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Terms:
-    """The five latency terms of one source (replay, analytical or zigzag)."""
-
-    latency_total: float
-    ideal_cycles: float
-    stall: float
-    onloading: float
-    offloading: float
-
-    @classmethod
-    def of_model(cls, latency: ZigZagLatency) -> Terms:
-        """ZigZag's terms: stall = SS_comb (+ spatial stall and systolic drain, zero when the array is full)."""
-        stall = (
-            latency.temporal_stall_cycles
-            + latency.spatial_stall_cycles
-            + latency.systolic_drain_cycles
-        )
-        return cls(
-            latency.latency_total_cycles,
-            latency.ideal_cycles,
-            stall,
-            latency.onloading_cycles,
-            latency.offloading_cycles,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class AccessRow:
-    """Words of one operand, memory and direction from each source (None = not comparable / missing)."""
-
-    operand: str
-    memory: str
-    direction: DataDirection
-    replay: int | None
-    analytical: int
-    zigzag: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +51,7 @@ class ZigZagCheck:
     explanations: tuple[str, ...]
     result: SimResult = field(repr=False, compare=False)
     model: ZigZagLatency = field(repr=False, compare=False)
+    inputs: ZigZagInputs = field(repr=False, compare=False)  # as replayed: ZigZag's choices in
 
     def causes(self, phase: str) -> dict[str, int]:
         """The replay's cycles by cause in one phase (onload, compute, offload)."""
@@ -195,7 +149,30 @@ def run_check(
     `result` is an already-run replay of this very case (e.g. of the committed example YAML
     generated from it); without it the case is imported and replayed here.
     """
-    from cyclesim.checks.peers import zigzag as peer
+    inputs, theirs, missing = choose_mapping(
+        accelerator,
+        workload,
+        mapping,
+        temporal_mapping,
+        layer_name=layer_name,
+        use_peer=use_peer,
+    )
+    return compare(inputs, replay_case(inputs) if result is None else result, theirs, missing)
+
+
+def choose_mapping(
+    accelerator: str,
+    workload: str,
+    mapping: str,
+    temporal_mapping: str | None = None,
+    *,
+    layer_name: str | None = None,
+    use_peer: bool = True,
+) -> tuple[ZigZagInputs, PeerResult | None, str | None]:
+    """The inputs as ZigZag evaluates them (its spatial and temporal choice when it runs), its
+    result, and why it is missing. Raise SpecError for bad inputs, PeerUnavailable when only
+    zigzag-dse could complete the mapping and it cannot run."""
+    from cyclesim.checks.zigzag import peer
 
     inputs = load_zigzag_inputs(
         accelerator, workload, mapping, temporal_mapping, layer_name=layer_name
@@ -210,15 +187,22 @@ def run_check(
             missing = str(exc)
     else:
         missing = "not asked for (--no-peer)"
-    if inputs.temporal_mapping is None:
-        if theirs is None:
-            raise PeerUnavailable(
-                f"no temporal mapping given and zigzag-dse cannot choose one ({missing}); pass --temporal-mapping"
-            )
-        inputs = ZigZagInputs(
-            inputs.accelerator, inputs.layer, inputs.mapping, theirs.temporal_mapping
+    if theirs is None and not inputs.mapping.spatial_complete:
+        raise PeerUnavailable(
+            f"the spatial mapping of '{inputs.layer.name}' leaves array dimensions for ZigZag's "
+            f"search and zigzag-dse cannot run it ({missing})"
         )
-    return compare(inputs, replay_case(inputs) if result is None else result, theirs, missing)
+    if theirs is not None:
+        # replay what ZigZag evaluated: its spatial choice (reduced to the layer, searched where
+        # only hinted) and, unless one was given, its temporal mapping
+        chosen = replace(inputs.mapping, spatial=theirs.spatial, spatial_complete=True)
+        temporal = inputs.temporal_mapping or theirs.temporal_mapping
+        inputs = ZigZagInputs(inputs.accelerator, inputs.layer, chosen, temporal)
+    elif inputs.temporal_mapping is None:
+        raise PeerUnavailable(
+            f"no temporal mapping given and zigzag-dse cannot choose one ({missing}); pass --temporal-mapping"
+        )
+    return inputs, theirs, missing
 
 
 def compare(
@@ -233,7 +217,25 @@ def compare(
         zz = theirs.latency.words(a.layer_operand, a.memory, a.direction) if theirs else None
         rep = _replay_words(inputs, q, values, a.layer_operand, a.level, a.direction)
         if a.words or zz or rep:
-            rows.append(AccessRow(a.layer_operand, a.memory, a.direction, rep, a.words, zz))
+            moved = values.get((a.layer_operand, a.memory, DIRECTION_NAMES[a.direction].value))
+            link = q.links[(a.layer_operand, a.level, a.direction)]
+            model_values = (
+                link.elements_per_period
+                * link.period_count
+                * q.unit_count[a.layer_operand][a.level + 1]
+            )
+            rows.append(
+                AccessRow(
+                    a.layer_operand,
+                    a.memory,
+                    a.direction,
+                    rep,
+                    a.words,
+                    zz,
+                    moved[0] if moved else 0,
+                    model_values,
+                )  # fmt: skip
+            )
     replay = replay_terms(result)
     analytical = Terms.of_model(ours)
     zigzag_terms = Terms.of_model(theirs.latency) if theirs else None
@@ -263,6 +265,7 @@ def compare(
         tuple(explanations),
         result,
         ours,
+        inputs,
     )
 
 

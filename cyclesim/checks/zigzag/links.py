@@ -6,11 +6,12 @@ from __future__ import annotations
 from math import prod
 from typing import TYPE_CHECKING
 
-from cyclesim.checks.zigzag_mapping import FH, FL, TH, TL, Levels, LinkTraffic
+from cyclesim.checks.zigzag.inputs import DataDirection
+from cyclesim.checks.zigzag.quantities import Levels, LinkTraffic, relation_extent
 
 if TYPE_CHECKING:
-    from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs
-    from cyclesim.checks.zigzag_mapping import MappingQuantities
+    from cyclesim.checks.zigzag.inputs import ZigZagInputs
+    from cyclesim.checks.zigzag.quantities import MappingQuantities
 
 _NONE = LinkTraffic(0, 0, 0, 0, 0, 0)
 
@@ -21,10 +22,8 @@ def _output_size_elements(inputs: ZigZagInputs, q: MappingQuantities) -> int:
     out = layer.output_operand
     size = prod(layer.loop_size(d) for d in q.relevancy.relevant[out])
     if q.relevancy.partially_relevant[out]:
-        from cyclesim.checks.zigzag_mapping import _pr_extent
-
         for rel in layer.relations:
-            size *= _pr_extent(
+            size *= relation_extent(
                 layer, rel.target, layer.loop_size(rel.first_dim), layer.loop_size(rel.second_dim)
             )
     return size
@@ -72,14 +71,29 @@ def link_traffic(
                 entries = _output_entries(inputs, q, one_s_one_t, m, below, above)
             else:
                 prec = layer.precision(op)
-                entries = {TL: (prec, below), FH: (prec, above)}
+                entries = {
+                    DataDirection.READ_TO_BELOW: (prec, below),
+                    DataDirection.WRITTEN_FROM_ABOVE: (prec, above),
+                }
             curr, nxt = int(top_ir[m]), int(top_ir[m + 1])
-            for direction in (TH, FH, TL, FL):
+            for direction in (
+                DataDirection.READ_TO_ABOVE,
+                DataDirection.WRITTEN_FROM_ABOVE,
+                DataDirection.READ_TO_BELOW,
+                DataDirection.WRITTEN_FROM_BELOW,
+            ):
                 prec, values = entries.get(direction, (0, None))
-                if values is None or (m == levels - 1 and direction in (TH, FH)):
+                if values is None or (
+                    m == levels - 1
+                    and direction in (DataDirection.READ_TO_ABOVE, DataDirection.WRITTEN_FROM_ABOVE)
+                ):
                     links[(op, m, direction)] = _NONE  # also: nothing moves beyond the top level
                     continue
-                factor = nxt if direction in (TH, FH) else curr
+                factor = (
+                    nxt
+                    if direction in (DataDirection.READ_TO_ABOVE, DataDirection.WRITTEN_FROM_ABOVE)
+                    else curr
+                )
                 links[(op, m, direction)] = LinkTraffic(
                     precision_bits=prec,
                     elements_per_period=values["amount"],
@@ -114,11 +128,11 @@ def _output_entries(
     partial, final = layer.precision(out), layer.final_output_precision_bits
     flags = q.partial_sum_levels
     entries = {
-        FL: (partial if psum_down else final, below),
-        TH: (partial if psum_up else final, above),
+        DataDirection.WRITTEN_FROM_BELOW: (partial if psum_down else final, below),
+        DataDirection.READ_TO_ABOVE: (partial if psum_up else final, above),
     }
     if flags[m]:
-        entries[TL] = (partial if psum_down else 0, below)
+        entries[DataDirection.READ_TO_BELOW] = (partial if psum_down else 0, below)
     if flags[m + 1]:
-        entries[FH] = (partial if psum_up else 0, above)
+        entries[DataDirection.WRITTEN_FROM_ABOVE] = (partial if psum_up else 0, above)
     return entries

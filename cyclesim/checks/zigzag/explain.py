@@ -1,6 +1,6 @@
 """One sentence per differing row of a ZigZag comparison, naming the mechanism (reference/zigzag.md §3.11).
 
-The replay's side of each sentence comes from its stall table (`zigzag_stalls.stall_groups`):
+The replay's side of each sentence comes from its stall table (`stalls.stall_groups`):
 which transfer the PE array waited for, through which port, on whom. ZigZag's side comes from
 our reimplementation of its model: the port's combined stall or slack, its worst port, its
 inferred double buffering.
@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from math import ceil
 from typing import TYPE_CHECKING
 
-from cyclesim.checks.zigzag_inputs import DataDirection
-from cyclesim.checks.zigzag_stalls import StallGroup
+from cyclesim.checks.zigzag.inputs import DataDirection
+from cyclesim.checks.zigzag.stalls import StallGroup
 
 if TYPE_CHECKING:
-    from cyclesim.checks.zigzag_check import AccessRow, Terms
-    from cyclesim.checks.zigzag_inputs import ZigZagInputs
-    from cyclesim.checks.zigzag_model import PortStall, ZigZagLatency
+    from cyclesim.checks.zigzag.inputs import ZigZagInputs
+    from cyclesim.checks.zigzag.latency import PortStall, ZigZagLatency
+    from cyclesim.checks.zigzag.terms import AccessRow, Terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,41 +186,114 @@ def explain(
             f"{ours_t:,g} cycles: {top}"
         )
     if replay.ideal_cycles != analytical.ideal_cycles:
-        out.append(
-            "ideal compute: the replay's loop nest has a different number of temporal iterations than ZigZag's"
-        )
+        pe_count = inputs.accelerator.pe_count
+        used = inputs.layer.mac_count / max(ours.ideal_temporal_cycles, 1)
+        if replay.ideal_cycles == ours.ideal_temporal_cycles:
+            out.append(
+                f"ideal compute: ZigZag's ideal assumes all {pe_count:,} PEs busy (MACs / PEs = "
+                f"{analytical.ideal_cycles:,g}); its spatial mapping keeps {used:,.4g} busy on "
+                f"average, so {ours.spatial_stall_cycles:,g} of its stall cycles are that under-use "
+                f"(ideal_temporal_cycle - ideal_cycle); the replay's ideal compute is the "
+                f"{replay.ideal_cycles:,g} temporal iterations themselves"
+            )
+        else:
+            out.append(
+                f"ideal compute: the replay runs {replay.ideal_cycles:,g} temporal iterations where "
+                f"ZigZag's temporal mapping has {ours.ideal_temporal_cycles:,g}"
+            )
     out += _access_sentences(inputs, rows)
     return out
 
 
 def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
-    """One sentence per word-access row where the sources differ."""
+    """One sentence per word-access row where the sources differ, naming its mechanism."""
+    from cyclesim.checks.zigzag.to_spec import padded_dims, replicated_memories
+
     out: list[str] = []
     psum_down = (DataDirection.WRITTEN_FROM_ABOVE, DataDirection.READ_TO_BELOW)
-    out_op = inputs.layer.output_operand
+    layer = inputs.layer
+    out_op = layer.output_operand
+    padded = padded_dims(inputs)
+    copies = replicated_memories(inputs)
+    relations = {rel.target: rel for rel in layer.relations}
+
+    def indexed(op: str, dims: set[str]) -> bool:
+        used = set()
+        for dim in layer.dims_of(op):
+            rel = relations.get(dim)
+            used |= {rel.first_dim, rel.second_dim} if rel else {dim}
+        return bool(used & dims)
+
+    clipped = [
+        (target, layer.extent_limit(target, 10**9))
+        for target in relations
+        if layer.padding_of(target) or target in dict(layer.input_extents)
+    ]
+    # a stride larger than the window (ix = 2*ox + fx with FX 1) leaves input indices untouched
+    strided = [
+        r
+        for r in layer.relations
+        if r.first_coefficient > r.second_coefficient * layer.loop_size(r.second_dim)
+        or r.second_coefficient > r.first_coefficient * layer.loop_size(r.first_dim)
+    ]
     for row in rows:
         where = f"{row.operand} at {row.memory}, {row.direction.words}"
         if row.zigzag is not None and row.zigzag != row.analytical:
             out.append(f"{where}: our model differs from zigzag-dse (a bug in cyclesim's model)")
-        if row.replay is None:
+        if row.replay is not None and row.replay == row.analytical:
+            continue
+        values = f"{row.replay_values:,} values where ZigZag's links move {row.model_values:,.0f}"
+        pads = [p for p in padded if indexed(row.operand, {p[0]})]
+        if pads and row.replay_values > row.model_values:
             out.append(
-                f"{where}: the replay's transfers are not whole ZigZag periods here (different tile "
-                f"granularity), so its count cannot be put in ZigZag's per-period word convention"
+                f"{where}: fractional unrolling: the replay pads "
+                + ", ".join(f"{d} from {n} to {p}" for d, n, p in pads)
+                + f" to whole spatial steps (idle PEs compute padded values), so it moves {values}"
             )
-        elif row.replay != row.analytical:
-            if row.operand == out_op and row.direction in psum_down and row.replay < row.analytical:
-                out.append(
-                    f"{where}: ZigZag reloads partial sums on every visit of an output tile, the first one "
-                    f"included; the replay starts each output at zero and reads nothing on the first visit"
+        elif strided and row.operand != out_op and row.replay_values > row.model_values:
+            out.append(
+                f"{where}: strided window: "
+                + ", ".join(
+                    f"{r.target} = {r.first_coefficient}*{r.first_dim} + {r.second_coefficient}*{r.second_dim} "
+                    f"with {r.second_dim} {layer.loop_size(r.second_dim)} skips indices"
+                    for r in strided
                 )
-            elif row.replay > row.analytical:
-                out.append(
-                    f"{where}: the replay moves this data more often than ZigZag's period count (a refill "
-                    f"it cannot avoid with the buffering given, e.g. a single-buffered or evicted tile)"
-                )
-            else:
-                out.append(
-                    f"{where}: ZigZag counts more transfers than the replay makes (its stationarity rule "
-                    f"or its per-period rounding differ from the tile changes the replay sees)"
-                )
+                + f"; ZigZag counts only the indices the window touches, the replay's tiles are "
+                f"contiguous ranges that include the skipped ones: {values}"
+            )
+        elif row.operand != out_op and clipped and row.replay_values > row.model_values:
+            out.append(
+                f"{where}: input padding: ZigZag clips {row.operand}'s extent to "
+                + ", ".join(f"{t} {size}" for t, size in clipped)
+                + f" (the padded border is never stored); the replay moves every index its loops span, {values}"
+            )
+        elif row.memory in copies and row.direction == DataDirection.WRITTEN_FROM_ABOVE:
+            out.append(
+                f"{where}: {row.memory} is shared across {', '.join(copies[row.memory])} in ZigZag; the "
+                f"replay keeps one copy per position (one multicast read fills them all) and counts "
+                f"every copy's write, {values}"
+            )
+        elif row.replay is None and row.replay_values == round(row.model_values):
+            out.append(
+                f"{where}: the same {row.replay_values:,} values move in both; ZigZag rounds each of its "
+                f"periods up to whole port words and the replay's transfers are of another size, so "
+                f"only the values compare"
+            )
+        elif (
+            row.operand == out_op
+            and row.direction in psum_down
+            and (row.replay_values < row.model_values)
+        ):
+            out.append(
+                f"{where}: ZigZag reloads partial sums on every visit of an output tile, the first one "
+                f"included; the replay starts each output at zero and reads nothing on the first "
+                f"visit: {values}"
+            )
+        elif row.replay_values > row.model_values:
+            out.append(
+                f"{where}: the replay refills this tile more often than ZigZag's period count (a "
+                f"single-buffered or evicted tile it must fetch again): {values}"
+            )
+        else:
+            out.append(f"{where}: unexplained difference: {values}")
     return out

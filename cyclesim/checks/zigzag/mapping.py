@@ -1,6 +1,6 @@
 """ZigZag 3.9.1's mapping bookkeeping (mapping/*.py), reimplemented: tiles, periods and transfer links.
 
-Pure functions from `zigzag_inputs` to one frozen `MappingQuantities`. Names follow reference/
+Pure functions from `inputs` to one frozen `MappingQuantities`. Names follow reference/
 zigzag.md §3.2-3.3: `S` is the MAC-level stationary period, `C` the cycles per level, `D` the
 elements held by one instance of an arch level (index 0 = MAC array, a = memory level + 1).
 Float arithmetic is kept where ZigZag uses floats so that rounding matches it bit for bit.
@@ -8,102 +8,23 @@ Float arithmetic is kept where ZigZag uses floats so that rounding matches it bi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from math import gcd, prod
+from math import prod
 
-from cyclesim.checks.zigzag_inputs import (
-    DataDirection,
+from cyclesim.checks.zigzag.inputs import (
     Loop,
     TemporalMapping,
     ZigZagAccelerator,
     ZigZagInputs,
     ZigZagLayer,
 )
-
-TH, FH, TL, FL = (
-    DataDirection.READ_TO_ABOVE,
-    DataDirection.WRITTEN_FROM_ABOVE,
-    DataDirection.READ_TO_BELOW,
-    DataDirection.WRITTEN_FROM_BELOW,
+from cyclesim.checks.zigzag.links import link_traffic
+from cyclesim.checks.zigzag.quantities import (
+    Levels,
+    MappingQuantities,
+    Relevancy,
+    relation_extent,
+    relevancy_of,
 )
-Levels = list[list[tuple[str, float]]]
-
-
-@dataclass(frozen=True, slots=True)
-class Relevancy:
-    """Which loop dims index an operand (r), do not (ir), or enter through a relation (pr)."""
-
-    relevant: dict[str, tuple[str, ...]]
-    irrelevant: dict[str, tuple[str, ...]]
-    partially_relevant: dict[str, bool]
-    relevant_decoupled: dict[str, tuple[str, ...]]  # pr loops split into '<target>_R' parts
-    irrelevant_decoupled: dict[str, tuple[str, ...]]  # ... and '<target>_IR' parts
-
-
-@dataclass(frozen=True, slots=True)
-class LinkTraffic:
-    """One periodic transfer (operand, memory level, direction), per unit memory (ZigZag's umdm)."""
-
-    precision_bits: int
-    elements_per_period: float
-    period_cycles: int
-    period_count: int
-    required_bandwidth_bits_per_cycle: int
-    instant_window_cycles: int
-
-
-@dataclass(frozen=True, slots=True)
-class MappingQuantities:
-    """Everything the latency model reads from the mapping, per operand (lists are arch-indexed)."""
-
-    relevancy: Relevancy
-    stationary: dict[str, list[list[Loop]]]  # temporal loops after the stationary merge-down
-    mac_stationary_cycles: dict[str, int]  # S[op]
-    cycles_per_level: dict[str, list[int]]  # C[op][m]
-    total_cycles: int  # T
-    top_relevant: dict[str, list[int]]  # topR, arch-indexed
-    top_irrelevant: dict[str, list[int]]  # topIR, arch-indexed
-    unit_count: dict[str, list[int]]
-    bandwidth_boost: dict[str, list[int]]
-    elements_per_instance: dict[str, list[int]]  # D
-    bits_per_instance: dict[str, list[int]]  # D x precision
-    effective_bits: dict[str, list[int]]  # D bits // topR
-    partial_sum_levels: list[bool]  # psum_flag, arch-indexed, output only
-    links: dict[tuple[str, int, DataDirection], LinkTraffic]
-
-
-def relevancy_of(layer: ZigZagLayer) -> Relevancy:
-    """LoopRelevancyInfo.extract_relevancy_info and its pr-decoupled version."""
-    targets = {rel.target: rel for rel in layer.relations}
-    pr_dims = set(targets) | {d for rel in layer.relations for d in (rel.first_dim, rel.second_dim)}
-    size = dict(zip(layer.loop_dims, layer.loop_sizes, strict=True))
-    r, ir, pr = {}, {}, {}
-    for op in layer.operands:
-        r_list = layer.dims_of(op)
-        ir_list = [d for d in layer.loop_dims if d not in r_list]
-        if any(d in targets for d in r_list):
-            r[op] = tuple(d for d in r_list if d not in pr_dims)
-            ir[op] = tuple(d for d in ir_list if d not in pr_dims and size[d] != 1)
-            pr[op] = True
-        else:
-            r[op] = tuple(d for d in r_list if size[d] != 1)
-            ir[op] = tuple(d for d in ir_list if size[d] != 1)
-            pr[op] = False
-    r_dec = {op: r[op] + tuple(f"{t}_R" for t in targets) for op in layer.operands}
-    ir_dec = {op: ir[op] + tuple(f"{t}_IR" for t in targets) for op in layer.operands}
-    return Relevancy(r, ir, pr, r_dec, ir_dec)
-
-
-def _pr_extent(layer: ZigZagLayer, target: str, first: float, second: float) -> int:
-    """LayerNode.calc_tensor_dim for a relation target, clipped to the layer's extent."""
-    rel = next(rel for rel in layer.relations if rel.target == target)
-
-    def extent(a: int, b: int) -> int:
-        g = gcd(rel.first_coefficient, rel.second_coefficient)
-        return a * b - max(0, b - rel.first_coefficient // g) * (a - rel.second_coefficient // g)
-
-    total = extent(layer.loop_size(rel.first_dim), layer.loop_size(rel.second_dim))
-    return min(total, extent(int(first), int(second)))
 
 
 def decouple_pr_loops(levels: Levels, op: str, layer: ZigZagLayer, rel: Relevancy) -> Levels:
@@ -123,7 +44,9 @@ def decouple_pr_loops(levels: Levels, op: str, layer: ZigZagLayer, rel: Relevanc
             t = owner[dim]
             cabl[t][dim] *= factor
             rel_dims = next(x for x in layer.relations if x.target == t)
-            to_r = _pr_extent(layer, t, cabl[t][rel_dims.first_dim], cabl[t][rel_dims.second_dim])
+            to_r = relation_extent(
+                layer, t, cabl[t][rel_dims.first_dim], cabl[t][rel_dims.second_dim]
+            )
             to_ir = prod(cabl[t].values()) / to_r
             prev_size, prev_reuse = previous[t]
             per_size[t][lv].append(to_r / prev_size)
@@ -185,9 +108,15 @@ def _top_loops(levels: list[list[Loop]], dims: tuple[str, ...]) -> list[int]:
     return result
 
 
-def spatial_per_level(acc: ZigZagAccelerator, inputs: ZigZagInputs, op: str) -> Levels:
-    """SpatialMappingConversionStage.generate_mapping_per_mem_lvl: unrollings each memory level fans out."""
-    remaining = [(array_dim, loops) for array_dim, loops in inputs.mapping.spatial]
+def spatial_per_level(
+    acc: ZigZagAccelerator, inputs: ZigZagInputs, op: str, integer: bool = False
+) -> Levels:
+    """SpatialMappingConversionStage.generate_mapping_per_mem_lvl: unrollings each memory level fans
+    out; fractional (ZigZag's `mapping`) or as unrolled on the array (`mapping_int`)."""
+    spatial = inputs.mapping.fractional_spatial(inputs.layer)
+    if integer:  # ZigZag's mapping_int truncates: K 1000 over 32 PEs is 31.25 -> 31
+        spatial = tuple((a, tuple((d, int(f)) for d, f in loops)) for a, loops in spatial)
+    remaining = list(spatial)
     levels: Levels = []
     for memory in acc.levels(inputs.mapping.memory_operand(op)):
         level: dict[str, float] = {}
@@ -209,10 +138,14 @@ def _products(levels: Levels, dims: tuple[str, ...]) -> list[float]:
     return [prod(f for d, f in level if d in dims) for level in levels]
 
 
-def mapping_quantities(inputs: ZigZagInputs) -> MappingQuantities:
-    """Mapping(...) of ZigZag: all per-operand, per-level quantities the latency model reads."""
-    from cyclesim.checks.zigzag_links import link_traffic
+def mapping_quantities(inputs: ZigZagInputs, *, integer: bool = False) -> MappingQuantities:
+    """Mapping(...) of ZigZag: all per-operand, per-level quantities the latency model reads.
 
+    ZigZag builds two: `mapping` on the fractional spatial unrolling (double buffering, word
+    counts) and `mapping_int` on that unrolling truncated to an integer (transfer windows,
+    loading); they differ only where an unrolling does not divide its loop (`integer` picks
+    the second).
+    """
     layer, acc, tm = inputs.layer, inputs.accelerator, inputs.temporal_mapping
     assert tm is not None
     rel = relevancy_of(layer)
@@ -227,7 +160,7 @@ def mapping_quantities(inputs: ZigZagInputs) -> MappingQuantities:
     unit_count, boost, unique = {}, {}, {}
     one_s_one_t, one_s_two_t = {}, {}
     for op in layer.operands:
-        su = spatial_per_level(acc, inputs, op)
+        su = spatial_per_level(acc, inputs, op, integer)
         arch = len(su)
         su_dec = decouple_pr_loops(su, op, layer, rel)
         total_u = [prod(f for _, f in level) for level in su_dec]

@@ -7,7 +7,7 @@
   `latency` (unused by ZigZag's model) the port latency, paid once per transfer.
 * `served_dimensions` are the array dims a memory is shared across ([] = one instance per PE).
 * ZigZag infers double buffering from capacity; the replay is given the same flags explicitly
-  (`zigzag_model.double_buffer_flags`), so single buffering is played out where ZigZag assumed it.
+  (`model.double_buffer_flags`), so single buffering is played out where ZigZag assumed it.
 * The per-operand level lists become one loop tree: the flat loop order (identical for every
   operand, checked on input) with a storage node where an operand's memory level ends, and each
   spatial loop placed below every memory shared across its array dimension and above every one
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs
+from cyclesim.checks.zigzag.inputs import DataDirection, ZigZagInputs
 from cyclesim.errors import SpecError
 from cyclesim.spec import (
     Architecture,
@@ -58,10 +58,14 @@ class ImportedSpec:
 
 
 def to_architecture(
-    inputs: ZigZagInputs, double_buffered: dict[tuple[str, str], bool]
+    inputs: ZigZagInputs,
+    double_buffered: dict[tuple[str, str], bool],
+    replicated: dict[str, tuple[str, ...]] | None = None,
 ) -> Architecture:
-    """ZigZag memories and ports as a cyclesim Architecture (outermost memory first)."""
+    """ZigZag memories and ports as a cyclesim Architecture (outermost memory first);
+    `replicated` memories get one instance per position of those array dims (`Placement`)."""
     acc, links = inputs.accelerator, inputs.mapping
+    replicated = replicated or {}
     memories = []
     for memory in reversed(acc.memories):
         tensors = tuple(
@@ -89,11 +93,12 @@ def to_architecture(
                     )
                 )
         doubled = tuple(t for t in tensors if double_buffered.get((t, memory.name), False))
+        copies = replicated.get(memory.name, ())
         memories.append(
             Memory(
                 memory.name,
                 memory.size_bits,
-                memory.served_dimensions,
+                tuple(d for d in _served(acc, memory) if d not in copies),
                 tensors,
                 doubled,
                 tuple(ports),
@@ -104,7 +109,12 @@ def to_architecture(
 
 
 def to_workload(inputs: ZigZagInputs) -> Workload:
-    """The ZigZag layer as one Einsum; the output keeps O_final bits and O partial-sum bits."""
+    """The ZigZag layer as one Einsum; the output keeps O_final bits and O partial-sum bits.
+
+    A loop whose spatial unrolling does not divide it (ZigZag's fractional unrolling) is padded to
+    whole spatial steps: the replay runs the same ceil(size / unrolling) temporal iterations as
+    ZigZag, and its padded values are moved and counted like real ones (`padded_dims` names them).
+    """
     layer = inputs.layer
     relations = {rel.target: rel for rel in layer.relations}
 
@@ -124,7 +134,7 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
 
     einsum = Einsum(
         layer.name,
-        tuple(zip(layer.loop_dims, layer.loop_sizes, strict=True)),
+        tuple((dim, inputs.mapping.padded_size(layer, dim)) for dim in layer.loop_dims),
         tuple(access(op) for op in layer.input_operands),
         access(layer.output_operand),
     )
@@ -132,6 +142,78 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
     tensors = [Tensor(op, layer.precision(op), layer.precision(op)) for op in layer.input_operands]
     tensors.append(Tensor(out, layer.final_output_precision_bits, layer.precision(out)))
     return Workload((einsum,), tuple(tensors), layer.name, layer.file)
+
+
+def replicated_memories(inputs: ZigZagInputs) -> dict[str, tuple[str, ...]]:
+    """Memories the replay copies per position of array dims ZigZag shares them across."""
+    return dict(_placement(inputs).replicated)
+
+
+def padded_dims(inputs: ZigZagInputs) -> tuple[tuple[str, int, int], ...]:
+    """(dim, loop size, padded size) of every loop the replay pads to whole spatial steps."""
+    layer, mapping = inputs.layer, inputs.mapping
+    return tuple(
+        (dim, layer.loop_size(dim), mapping.padded_size(layer, dim))
+        for dim in layer.loop_dims
+        if mapping.padded_size(layer, dim) != layer.loop_size(dim)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where the loop tree puts each operand's memory levels and each array dimension's unrolling.
+
+    `stores`: (loops below it, hierarchy index, memory, operand) per memory level of an operand;
+    `spatial_at`: array dim -> number of temporal loops below its spatial loops; `replicated`:
+    memory -> array dims it is shared across in ZigZag but given one copy per position in the
+    replay, because it holds fewer loops than a per-position memory of another operand and no
+    unrolled dim indexes what it holds (the copies are filled by one multicast read).
+    """
+
+    stores: tuple[tuple[int, int, str, str], ...]
+    spatial_at: dict[str, int]
+    replicated: dict[str, tuple[str, ...]]
+
+
+def _placement(inputs: ZigZagInputs) -> Placement:
+    """The placement of memory levels and unrollings; raise SpecError where none exists."""
+    acc, layer, tm = inputs.accelerator, inputs.layer, inputs.temporal_mapping
+    assert tm is not None
+    stores: list[tuple[int, int, str, str]] = []
+    for op in layer.operands:
+        levels = tm.of(op)
+        below = 0
+        for m, memory in enumerate(acc.levels(inputs.mapping.memory_operand(op))):
+            below += len(levels[m])
+            stores.append((below, acc.memories.index(memory), memory.name, op))
+    served = {m.name: _served(acc, m) for m in acc.memories}
+    held: dict[str, list[str]] = {}
+    for _, _, name, op in stores:
+        held.setdefault(name, []).append(op)
+    spatial_at: dict[str, int] = {}
+    replicated: dict[str, tuple[str, ...]] = {}
+    for array_dim, loops in inputs.mapping.spatial:
+        per_pe = [pos for pos, _, name, _ in stores if array_dim not in served[name]]
+        shared = [(pos, name) for pos, _, name, _ in stores if array_dim in served[name]]
+        place = max(per_pe, default=0)
+        unrolled = {dim for dim, _ in loops}
+        below = [(pos, name) for pos, name in shared if pos < place]
+        clash = [(pos, name) for pos, name in below if _indexed_by(inputs, held[name], unrolled)]
+        if clash:
+            inner = next(
+                name for pos, _, name, _ in stores if pos == place and array_dim not in served[name]
+            )
+            raise SpecError(
+                f"the {array_dim} unrolling cannot be placed: memory '{clash[0][1]}' is shared across {array_dim} "
+                f"and holds data indexed by the unrolled {', '.join(sorted(unrolled))}, but holds fewer "
+                f"loops than '{inner}', which has one instance per {array_dim} position",
+                file=tm.file,
+            )
+        for _, name in below:
+            if array_dim not in replicated.get(name, ()):
+                replicated[name] = replicated.get(name, ()) + (array_dim,)
+        spatial_at[array_dim] = place
+    return Placement(tuple(stores), spatial_at, replicated)
 
 
 def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workload) -> Mapping:
@@ -142,31 +224,12 @@ def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workl
             "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
         )
     order = tm.flat_order(layer.operands[0])  # innermost first, identical for every operand
-    # (position = loops below it, hierarchy index, memory, tensor) for every operand's memory levels
-    stores: list[tuple[int, int, str, str]] = []
-    for op in layer.operands:
-        levels = tm.of(op)
-        below = 0
-        for m, memory in enumerate(acc.levels(inputs.mapping.memory_operand(op))):
-            below += len(levels[m])
-            stores.append((below, acc.memories.index(memory), memory.name, op))
-    served = {m.name: m.served_dimensions for m in acc.memories}
-    spatial_at: dict[str, int] = {}
-    for array_dim, _ in inputs.mapping.spatial:
-        per_pe = [pos for pos, _, name, _ in stores if array_dim not in served[name]]
-        shared = [(pos, name) for pos, _, name, _ in stores if array_dim in served[name]]
-        place = max(per_pe, default=0)
-        clash = [(pos, name) for pos, name in shared if pos < place]
-        if clash:
-            inner = next(
-                name for pos, _, name, _ in stores if pos == place and array_dim not in served[name]
-            )
-            raise SpecError(
-                f"the {array_dim} unrolling cannot be placed: memory '{clash[0][1]}' is shared across {array_dim} "
-                f"but holds fewer loops than '{inner}', which has one instance per {array_dim} position",
-                file=tm.file,
-            )
-        spatial_at[array_dim] = place
+    placement = _placement(inputs)
+    stores, spatial_at = placement.stores, placement.spatial_at
+    served = {
+        m.name: tuple(d for d in _served(acc, m) if d not in placement.replicated.get(m.name, ()))
+        for m in acc.memories
+    }
     nodes: list = []
     for position in range(len(order), -1, -1):
         here = sorted((s for s in stores if s[0] == position), key=lambda s: -s[1])
@@ -194,6 +257,27 @@ def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workl
     return mapping
 
 
+def _served(acc, memory) -> tuple[str, ...]:
+    """The array dims a memory is shared across; the outermost memory (the backing store, which
+    holds every tensor whole) is one instance for the whole array whatever its file says."""
+    if memory is acc.memories[-1]:
+        return tuple(acc.array_dimensions)
+    return memory.served_dimensions
+
+
+def _indexed_by(inputs: ZigZagInputs, operands: list[str], dims: set[str]) -> bool:
+    """True if some of `dims` indexes one of the operands (directly or through a relation)."""
+    layer = inputs.layer
+    relations = {rel.target: rel for rel in layer.relations}
+    for op in operands:
+        for dim in layer.dims_of(op):
+            rel = relations.get(dim)
+            used = {rel.first_dim, rel.second_dim} if rel else {dim}
+            if used & dims:
+                return True
+    return False
+
+
 def _with_path(node, index: int):
     """A copy of a node with its loop_tree[index] path."""
     path = f"loop_tree[{index}]"
@@ -212,11 +296,12 @@ def slot_flags(
     """ZigZag's inferred double buffering as (tensor, memory) -> flag, fitted to whole-tile slots.
 
     ZigZag calls a tile double-buffered when its slice along the top relevant loops fits next to
-    it (§3.4); the replay's second slot holds a whole tile. Where two whole tiles do not fit, the
-    largest tiles of that memory fall back to one slot; those pairs are returned second.
+    it (§3.4); the replay's second slot holds a whole tile, at partial-sum width for an output.
+    Where two whole tiles do not fit, the largest tiles of that memory fall back to one slot;
+    those pairs are returned second.
     """
-    from cyclesim.checks.zigzag_mapping import mapping_quantities
-    from cyclesim.checks.zigzag_model import double_buffer_flags
+    from cyclesim.checks.zigzag.mapping import mapping_quantities
+    from cyclesim.checks.zigzag.model import double_buffer_flags
 
     if inputs.temporal_mapping is None:
         raise SpecError(
@@ -231,7 +316,10 @@ def slot_flags(
         for m, memory in enumerate(levels):
             flags[(op, memory.name)] = zz[op][m + 1]
             if m < len(levels) - 1:  # the outermost level is the backing store: no slots
-                bits.setdefault(memory.name, []).append((q.bits_per_instance[op][m + 1], op))
+                # sized at partial-sum width, as the replay stores a tile (DESIGN: capacity),
+                # where ZigZag counts a completely reduced output tile at its final width
+                tile = q.elements_per_instance[op][m + 1] * inputs.layer.precision(op)
+                bits.setdefault(memory.name, []).append((tile, op))
     single: list[tuple[str, str]] = []
     for memory in inputs.accelerator.memories:
         tiles = sorted(bits.get(memory.name, []), reverse=True)
@@ -256,6 +344,10 @@ def import_zigzag(
     """
     if double_buffered is None:
         double_buffered, _ = slot_flags(inputs)
-    architecture = to_architecture(inputs, double_buffered)
+    if inputs.temporal_mapping is None:
+        raise SpecError(
+            "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
+        )
+    architecture = to_architecture(inputs, double_buffered, _placement(inputs).replicated)
     workload = to_workload(inputs)
     return ImportedSpec(architecture, workload, to_mapping(inputs, architecture, workload))

@@ -16,170 +16,26 @@
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
 from math import ceil
 
 import numpy as np
 
-from cyclesim.checks.zigzag_inputs import DataDirection, ZigZagInputs
-from cyclesim.checks.zigzag_mapping import MappingQuantities, mapping_quantities
+from cyclesim.checks.zigzag.inputs import DataDirection, ZigZagInputs, served_transfers
+from cyclesim.checks.zigzag.latency import (
+    DIRECTIONS,
+    DoubleBuffer,
+    PortStall,
+    Transfer,
+    WordAccess,
+    ZigZagLatency,
+)
+from cyclesim.checks.zigzag.loading import loading_latency
+from cyclesim.checks.zigzag.mapping import MappingQuantities, mapping_quantities
 from cyclesim.errors import SpecError
-
-DIRECTIONS = tuple(DataDirection)
-
-
-@dataclass(frozen=True, slots=True)
-class Transfer:
-    """One periodic transfer and its window on a port (ZigZag's PortActivity)."""
-
-    layer_operand: str
-    memory: str
-    level: int
-    direction: DataDirection
-    real_cycles: int
-    allowed_cycles: int
-    period_cycles: int
-    period_count: int
-
-    @property
-    def stall_cycles(self) -> int:
-        """(real - allowed) x (N - 1); negative = slack. The first period belongs to on/offloading."""
-        return (self.real_cycles - self.allowed_cycles) * (self.period_count - 1)
-
-    @property
-    def updating_window_cycles(self) -> int:
-        """allowed x (N - 1): the memory updating window (MUW) over the layer."""
-        return self.allowed_cycles * (self.period_count - 1)
-
-
-@dataclass(frozen=True, slots=True)
-class PortStall:
-    """Combined stall (+) or slack (-) of one physical port (SScomb), with its transfers."""
-
-    memory: str
-    port: str
-    transfers: tuple[Transfer, ...]
-    window_union_cycles: int
-    stall_cycles: int
-
-
-@dataclass(frozen=True, slots=True)
-class DoubleBuffer:
-    """ZigZag's inferred double buffering of one operand in one memory (there is no user switch)."""
-
-    layer_operand: str
-    memory: str
-    level: int
-    double_buffered: bool
-
-
-class LinkSharing(enum.Enum):
-    """Whether both ends of an onloading link sit on ports shared by the two inputs."""
-
-    SEPARATE = "separate"
-    HALF_SHARED = "half shared"
-    SHARED = "shared"
-
-
-@dataclass(frozen=True, slots=True)
-class LoadingEntry:
-    """The first (onloading) or last (offloading) period of one transfer, after the N == 1 reduction."""
-
-    layer_operand: str
-    memory: str
-    level: int
-    direction: DataDirection
-    port: str
-    cycles: float
-    unreduced_cycles: int
-    port_shared_by_both_inputs: bool
-
-
-@dataclass(frozen=True, slots=True)
-class LinkLoad:
-    """One link between two memory levels of an operand, in on- or offloading: the slower end counts."""
-
-    layer_operand: str
-    lower_memory: str
-    upper_memory: str
-    cycles: float
-    sharing: LinkSharing
-
-
-@dataclass(frozen=True, slots=True)
-class OnloadingParts:
-    """Per input operand: onloading on its own ports, on half-shared and on fully shared links."""
-
-    layer_operand: str
-    individual_cycles: float
-    half_shared_cycles: float
-    shared_cycles: float
-
-
-@dataclass(frozen=True, slots=True)
-class WordAccess:
-    """Port-width words moved in one direction at one memory level, summed over its instances."""
-
-    layer_operand: str
-    memory: str
-    level: int
-    direction: DataDirection
-    words: int
-
-
-@dataclass(frozen=True, slots=True)
-class ZigZagLatency:
-    """ZigZag's latency terms and word accesses for one layer and one fixed mapping."""
-
-    latency_total_cycles: float
-    ideal_cycles: int
-    ideal_temporal_cycles: float
-    temporal_stall_cycles: float
-    onloading_cycles: float
-    offloading_cycles: float
-    systolic_drain_cycles: int
-    borrowed_cycles: float
-    double_buffers: tuple[DoubleBuffer, ...]
-    port_stalls: tuple[PortStall, ...]
-    onloading_entries: tuple[LoadingEntry, ...]
-    offloading_entries: tuple[LoadingEntry, ...]
-    onloading_links: tuple[LinkLoad, ...]
-    offloading_links: tuple[LinkLoad, ...]
-    onloading_parts: tuple[OnloadingParts, ...]
-    word_accesses: tuple[WordAccess, ...]
-
-    @property
-    def spatial_stall_cycles(self) -> float:
-        """Cycles lost because the spatial mapping leaves PEs idle (ideal temporal - ideal)."""
-        return self.ideal_temporal_cycles - self.ideal_cycles
-
-    @property
-    def latency_with_stall_cycles(self) -> float:
-        """ZigZag's latency_total0: computation plus the worst port's stall."""
-        return self.ideal_temporal_cycles + self.temporal_stall_cycles
-
-    @property
-    def latency_with_onloading_cycles(self) -> float:
-        """ZigZag's latency_total1: latency_total0 plus onloading."""
-        return self.latency_with_stall_cycles + self.onloading_cycles
-
-    def words(self, layer_operand: str, memory: str, direction: DataDirection) -> int:
-        """Word accesses of one operand, memory and direction."""
-        for access in self.word_accesses:
-            if (access.layer_operand, access.memory, access.direction) == (
-                layer_operand,
-                memory,
-                direction,
-            ):
-                return access.words
-        raise KeyError((layer_operand, memory, direction))
 
 
 def evaluate(inputs: ZigZagInputs, *, cycles_per_op: float = 1.0) -> ZigZagLatency:
     """ZigZag 3.9.1's CostModelEvaluation for a fixed temporal mapping. Raise SpecError if there is none."""
-    from cyclesim.checks.zigzag_loading import loading_latency
-
     if inputs.temporal_mapping is None:
         raise SpecError(
             "ZigZag's latency model needs a fixed temporal mapping: give one (--temporal-mapping) "
@@ -188,11 +44,14 @@ def evaluate(inputs: ZigZagInputs, *, cycles_per_op: float = 1.0) -> ZigZagLaten
             field="temporal_ordering",
         )
     q = mapping_quantities(inputs)
+    q_int = mapping_quantities(inputs, integer=True) if _fractional(inputs) else q
     double = double_buffer_flags(inputs, q)
-    windows = {key: _allowed_and_real(inputs, q, double, key, cycles_per_op) for key in q.links}
-    ports = port_stalls(inputs, q, windows, cycles_per_op)
+    windows = {
+        key: _allowed_and_real(inputs, q_int, double, key, cycles_per_op) for key in q_int.links
+    }
+    ports = port_stalls(inputs, q_int, windows, cycles_per_op)
     stall = max([0] + [p.stall_cycles for p in ports])
-    loading = loading_latency(inputs, q, windows, stall, cycles_per_op)
+    loading = loading_latency(inputs, q_int, windows, stall, cycles_per_op)
     layer = inputs.layer
     ideal = ceil(ceil(layer.mac_count / inputs.accelerator.pe_count) * cycles_per_op)
     ideal_temporal = q.total_cycles * cycles_per_op
@@ -229,10 +88,16 @@ def evaluate(inputs: ZigZagInputs, *, cycles_per_op: float = 1.0) -> ZigZagLaten
     )
 
 
-def _array_utilization(inputs: ZigZagInputs, array_dim: str) -> int:
-    """Product of the unrollings on one array dimension."""
-    loops = dict(inputs.mapping.spatial)[array_dim]
-    result = 1
+def _fractional(inputs: ZigZagInputs) -> bool:
+    """True if some spatial unrolling does not divide its loop (ZigZag's two mappings differ)."""
+    layer = inputs.layer
+    return any(layer.loop_size(d) % f for _, loops in inputs.mapping.spatial for d, f in loops)
+
+
+def _array_utilization(inputs: ZigZagInputs, array_dim: str) -> float:
+    """Product of the (fractional) unrollings on one array dimension."""
+    loops = dict(inputs.mapping.fractional_spatial(inputs.layer))[array_dim]
+    result = 1.0
     for _, factor in loops:
         result *= factor
     return result
@@ -292,20 +157,6 @@ def _allowed_and_real(
     bandwidth = port.bandwidth_max_bits if port is not None else 0
     real = ceil(link.elements_per_period * link.precision_bits / bandwidth) if bandwidth else 0
     return allowed, real
-
-
-def served_transfers(inputs: ZigZagInputs, memory, port) -> list[tuple[str, int, DataDirection]]:
-    """A port's (layer operand, level, direction) in ZigZag's served_op_lv_dir order (linked operands only)."""
-    result = []
-    for mem_op in memory.operands:
-        layer_op = inputs.mapping.layer_operand(mem_op)
-        if layer_op is None:
-            continue
-        level = inputs.accelerator.level_of(memory, mem_op)
-        result += [
-            (layer_op, level, a.direction) for a in port.allocation if a.memory_operand == mem_op
-        ]
-    return result
 
 
 def port_stalls(

@@ -1,1 +1,0 @@
-"""peers: adapters that run the real peer packages when installed."""

@@ -1,0 +1,234 @@
+"""A whole ZigZag workload (ONNX or YAML), layer by layer: ZigZag's choice, our model, zigzag-dse, replay.
+
+Each layer is one task for `analysis.parallel.map_tasks` (worker processes, progress bar); a
+layer ZigZag or the importer refuses is a row with its reason, never a lost network. The result
+is one long table, one row per layer, plus its totals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from cyclesim.errors import CyclesimError, SpecError
+
+TERM_COLUMNS = ("cycles", "ideal", "stall", "onload", "offload")
+SOURCES = ("replay", "model", "zigzag")
+
+
+@dataclass(frozen=True, slots=True)
+class LayerTask:
+    """One layer of a network check (plain data, so it pickles to a worker)."""
+
+    index: int
+    layer: str
+    accelerator: str
+    workload: str
+    mapping: str
+    use_peer: bool
+
+
+def check_layer(task: LayerTask) -> dict:
+    """Check one layer; the row of the network table. Raise CyclesimError if ZigZag's mapping or
+    our model cannot be had; a mapping the replay cannot represent is a row without replay."""
+    from cyclesim.checks.zigzag.check import choose_mapping, compare, replay_case
+    from cyclesim.checks.zigzag.model import evaluate
+    from cyclesim.checks.zigzag.terms import Terms
+    from cyclesim.checks.zigzag.to_spec import padded_dims, replicated_memories
+
+    inputs, theirs, missing = choose_mapping(
+        task.accelerator, task.workload, task.mapping, layer_name=task.layer, use_peer=task.use_peer
+    )
+    row: dict = {"index": task.index, "layer": task.layer, "status": "ok", "error": ""}
+    row["spatial"] = "; ".join(
+        f"{array_dim}: " + " ".join(f"{dim} {factor}" for dim, factor in loops)
+        for array_dim, loops in inputs.mapping.spatial
+    )
+    tm = inputs.temporal_mapping
+    row["temporal"] = " ".join(
+        f"{dim}{factor}" for dim, factor in tm.flat_order(inputs.layer.output_operand)
+    )
+    model = Terms.of_model(evaluate(inputs))
+    zigzag = Terms.of_model(theirs.latency) if theirs is not None else None
+    _put_terms(row, "model", model)
+    if zigzag is not None:
+        _put_terms(row, "zigzag", zigzag)
+    row["model_equals_zigzag"] = zigzag is not None and zigzag == model
+    try:
+        row["padded"] = " ".join(f"{d} {n}->{p}" for d, n, p in padded_dims(inputs))
+        row["replicated"] = " ".join(
+            f"{memory} over {'x'.join(dims)}"
+            for memory, dims in replicated_memories(inputs).items()
+        )
+        check = compare(inputs, replay_case(inputs), theirs, missing)
+    except SpecError as exc:
+        row["status"] = "not replayed"
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        return row
+    _put_terms(row, "replay", check.replay)
+    causes: dict[str, int] = {}
+    for _, cause, cycles in check.stall_causes:
+        causes[cause] = causes.get(cause, 0) + cycles
+    for cause, cycles in causes.items():
+        row[f"stall_{cause}"] = cycles
+    dram = [a for a in check.accesses if a.memory == inputs.accelerator.memories[-1].name]
+    row["dram_rows"] = len(dram)
+    row["dram_equal"] = sum(a.replay is not None and a.replay == a.zigzag for a in dram)
+    row["mechanisms"] = " | ".join(check.explanations)
+    return row
+
+
+def _put_terms(row: dict, source: str, terms) -> None:
+    values = (
+        terms.latency_total,
+        terms.ideal_cycles,
+        terms.stall,
+        terms.onloading,
+        terms.offloading,
+    )
+    for column, value in zip(TERM_COLUMNS, values, strict=True):
+        row[f"{source}_{column}"] = int(round(value))
+
+
+def check_network(
+    accelerator: str,
+    workload: str,
+    mapping: str,
+    *,
+    layers: list[str] | None = None,
+    use_peer: bool = True,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> pd.DataFrame:
+    """Every layer (or the named ones) of a workload, checked in worker processes; one row each.
+
+    Raise SpecError if the accelerator, mapping or workload cannot be read at all, or a named
+    layer does not exist.
+    """
+    from cyclesim.analysis.parallel import map_tasks
+    from cyclesim.checks.zigzag.read import workload_layers
+    from cyclesim.checks.zigzag.read_accelerator import parse_accelerator
+
+    parse_accelerator(accelerator)  # a broken accelerator file is one error, not one per layer
+    names = workload_layers(workload, mapping)
+    if layers:
+        unknown = [name for name in layers if name not in names]
+        if unknown:
+            raise SpecError(
+                f"no layer named {', '.join(map(repr, unknown))}",
+                file=workload,
+                found=", ".join(names[:8]) + (" ..." if len(names) > 8 else ""),
+            )
+    chosen = [name for name in names if not layers or name in layers]
+    tasks = [
+        LayerTask(names.index(name), name, accelerator, workload, mapping, use_peer)
+        for name in chosen
+    ]
+    outcomes = map_tasks(check_layer, tasks, workers=workers, progress=progress, desc="layers")
+    rows = []
+    for task, outcome in zip(tasks, outcomes, strict=True):
+        if outcome.ok:
+            rows.append(outcome.value)
+        else:
+            status = "refused" if _is_refusal(outcome.error or "") else "failed"
+            rows.append({"index": task.index, "layer": task.layer, "status": status,
+                         "error": outcome.error})  # fmt: skip
+    return _as_table(rows)
+
+
+def _is_refusal(error: str) -> bool:
+    """A refusal names what cannot be represented (SpecError) or that ZigZag found no mapping."""
+    return error.startswith(("SpecError", "ZigZagPeerError", "PeerUnavailable"))
+
+
+def _as_table(rows: list[dict]) -> pd.DataFrame:
+    """The rows as a table with fixed leading columns and int64 cycle counts (missing = <NA>)."""
+    df = pd.DataFrame(rows)
+    for source in SOURCES:
+        for column in TERM_COLUMNS:
+            df[f"{source}_{column}"] = df.get(f"{source}_{column}")
+    lead = ["index", "layer", "status", "spatial", "temporal", "padded", "replicated"]
+    terms = [f"{s}_{c}" for s in SOURCES for c in TERM_COLUMNS]
+    stalls = sorted(c for c in df.columns if c.startswith("stall_"))
+    tail = ["model_equals_zigzag", "dram_rows", "dram_equal", "mechanisms", "error"]
+    for column in lead + tail:
+        if column not in df.columns:
+            df[column] = None
+    df = df[lead + terms + stalls + tail]
+    counts = terms + stalls + ["dram_rows", "dram_equal"]
+    df[counts] = df[counts].astype("Int64")
+    df[stalls] = df[stalls].fillna(0).where(df["status"] == "ok")
+    return df.sort_values("index").reset_index(drop=True)
+
+
+def totals(df: pd.DataFrame) -> dict[str, int]:
+    """Layer counts, and whole-network latency per source over the layers every source has."""
+    ok = df[df["status"] == "ok"]
+    with_zigzag = df.dropna(subset=["zigzag_cycles"])
+    both = ok.dropna(subset=["zigzag_cycles"])
+    result = {
+        "layers": len(df),
+        "replayed": len(ok),
+        "not_replayed": int((df["status"] == "not replayed").sum()),
+        "refused": int((df["status"] == "refused").sum()),
+        "failed": int((df["status"] == "failed").sum()),
+        "with_zigzag": len(with_zigzag),
+        "model_equals_zigzag": int(with_zigzag["model_equals_zigzag"].astype(bool).sum()),
+        "compared": len(both),
+    }
+    frame = both if len(both) else ok
+    for source in SOURCES:
+        column = frame[f"{source}_cycles"]
+        result[f"{source}_cycles"] = int(column.sum()) if column.notna().any() else 0
+    return result
+
+
+def format_network(df: pd.DataFrame) -> str:
+    """The per-layer table and its totals as text (pandas' formatter, one line per layer)."""
+    shown = df[["layer", "status", "replay_cycles", "model_cycles", "zigzag_cycles"]].copy()
+    ratio = df["replay_cycles"].astype("Float64") / df["zigzag_cycles"].astype("Float64")
+    shown["replay/zigzag"] = ratio.round(3)
+    stall_columns = [c for c in df.columns if c.startswith("stall_")]
+    shown["largest stall"] = [
+        _largest(row, stall_columns) if row["status"] == "ok" else str(row["error"])[:70]
+        for _, row in df.iterrows()
+    ]
+    shown = shown.astype(object).where(shown.notna(), "-")
+    text = shown.to_string(index=False)
+    t = totals(df)
+    lines = [text, ""]
+    lines.append(
+        f"{t['replayed']} of {t['layers']} layers replayed ({t['not_replayed']} not replayable, "
+        f"{t['refused']} refused, {t['failed']} failed); our model equals zigzag-dse on "
+        f"{t['model_equals_zigzag']} of the {t['with_zigzag']} layers zigzag-dse evaluated"
+    )
+    if t["compared"]:
+        lines.append(
+            f"total over the {t['compared']} layers with a zigzag-dse result: replay "
+            f"{t['replay_cycles']:,} cycles, model {t['model_cycles']:,}, zigzag-dse {t['zigzag_cycles']:,} "
+            f"(replay / zigzag-dse = {t['replay_cycles'] / max(t['zigzag_cycles'], 1):.3f})"
+        )
+    else:
+        lines.append(f"total: replay {t['replay_cycles']:,} cycles, model {t['model_cycles']:,}")
+    return "\n".join(lines)
+
+
+def _largest(row: pd.Series, columns: list[str]) -> str:
+    values = {c.removeprefix("stall_"): int(row[c]) for c in columns if pd.notna(row[c]) and row[c]}
+    if not values:
+        return "none"
+    cause = max(values, key=lambda c: values[c])
+    return f"{cause} {values[cause]:,}"
+
+
+def write_table(df: pd.DataFrame, path: str | Path) -> None:
+    """The per-layer table as CSV or Parquet, chosen by the suffix. Raise CyclesimError otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv":
+        df.to_csv(path, index=False, lineterminator="\n")
+    elif suffix in (".parquet", ".pq"):
+        df.to_parquet(path, index=False)
+    else:
+        raise CyclesimError(f"layer table {path}: unknown suffix {suffix!r}; use .csv or .parquet")

@@ -1,0 +1,66 @@
+"""The whole-network plot: replay vs ZigZag latency per layer, and where each layer's stall comes from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from cyclesim.results.attribution import CAUSES
+from cyclesim.views.plots import CAUSE_COLORS
+
+
+def plot_network(df: pd.DataFrame, path: str | Path, title: str = "") -> None:
+    """Two panels over the checked layers: latency per source (log scale), and the replay's
+    non-compute cycles stacked by root cause. Refused layers are left out and counted in the title."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    ok = df[df["status"] == "ok"].reset_index(drop=True)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(8.0, 0.45 * len(ok) + 3), 8), sharex=True)
+    x = range(len(ok))
+    labels = [_short(name) for name in ok["layer"]]
+    for source, style, label in (
+        ("zigzag", dict(marker="s", linestyle="--", color="#d62728"), "zigzag-dse"),
+        ("model", dict(marker="x", linestyle="none", color="#7f7f7f"), "cyclesim's ZigZag model"),
+        ("replay", dict(marker="o", linestyle="-", color="#1f77b4"), "replay"),
+    ):
+        values = ok[f"{source}_cycles"].astype("Float64")
+        if values.notna().any():
+            top.plot(x, values.to_numpy(dtype=float, na_value=float("nan")), label=label, **style)
+    top.set_yscale("log")
+    top.set_ylabel("latency (cycles)")
+    top.legend(fontsize=8, frameon=False)
+    top.grid(axis="y", alpha=0.3)
+    bottom_base = [0.0] * len(ok)
+    for cause in CAUSES:
+        column = f"stall_{cause}"
+        if column not in ok.columns or not ok[column].fillna(0).any():
+            continue
+        values = ok[column].fillna(0).astype(float).tolist()
+        bottom.bar(x, values, bottom=bottom_base, color=CAUSE_COLORS.get(cause, "#000"),
+                   label=cause)  # fmt: skip
+        bottom_base = [b + v for b, v in zip(bottom_base, values, strict=True)]
+    bottom.set_ylabel("replay non-compute cycles")
+    if any(bottom_base):
+        bottom.legend(fontsize=8, frameon=False, title="root cause", title_fontsize=8)
+    bottom.set_xticks(list(x), labels, rotation=60, ha="right", fontsize=7)
+    left_out = len(df) - len(ok)
+    suffix = f" ({left_out} layer(s) not checked)" if left_out else ""
+    top.set_title((title or "replay vs ZigZag, per layer") + suffix)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _short(name: str) -> str:
+    """An ONNX node path shortened for an axis label: '/layer1/layer1.0/conv1/Conv' ->
+    'layer1.0/conv1', '/layer2/layer2.0/downsample/downsample.0/Conv' -> 'layer2.0/downsample.0'."""
+    parts = [p for p in str(name).split("/") if p]
+    if len(parts) > 1:
+        parts = parts[:-1]  # the operator type
+    if len(parts) >= 2 and parts[-1].startswith(parts[-2]):
+        parts = parts[:-2] + parts[-1:]
+    return "/".join(parts[-2:]) or str(name)

@@ -1,0 +1,120 @@
+"""`cyclesim check zigzag` on a whole workload: every layer, a table, a plot, ZigZag's layer names."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from cyclesim.checks.zigzag import cases as zc
+from cyclesim.cli import main
+from cyclesim.errors import PeerUnavailable
+
+
+def _peer() -> None:
+    from cyclesim.checks.zigzag import peer
+
+    try:
+        peer.zigzag_version()
+    except PeerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def network(tmp_path_factory):
+    """Three small GEMMs on the 4x4 Eyeriss-like array; the first two without a name, as ZigZag
+    allows (it calls them Layer{id})."""
+    layers = zc.gemm_workload(8, 8, 8) + zc.gemm_workload(16, 8, 4) + zc.gemm_workload(4, 12, 8)
+    for layer_id, entry in zip((30, 31, 32), layers, strict=True):
+        entry["id"] = layer_id
+        entry["operand_source"] = {"I": layer_id, "W": layer_id}
+    del layers[0]["name"], layers[1]["name"]
+    layers[2]["name"] = "classifier"
+    return zc.write_case(
+        tmp_path_factory.mktemp("net"),
+        "net",
+        zc.eyeriss_accelerator(zc.SMALL_SRAM_BITS),
+        layers,
+        zc.spatial_mapping(),
+    )
+
+
+def _args(files, *extra: str) -> list[str]:
+    return ["check", "zigzag", "--accelerator", files.accelerator, "--workload", files.workload,
+            "--mapping", files.mapping, *extra]  # fmt: skip
+
+
+@pytest.mark.peer
+def test_whole_network_prints_every_layer_and_writes_table_and_plot(network, tmp_path, capsys):
+    _peer()
+    table, plot = tmp_path / "layers.csv", tmp_path / "layers.png"
+    # the CLI's default path: worker processes, progress bar only on a terminal
+    assert main(_args(network, "--table", str(table), "--plot", str(plot))) == 0
+    out = capsys.readouterr().out
+    df = pd.read_csv(table)
+    assert list(df["layer"]) == ["Layer30", "Layer31", "classifier"]
+    assert (df["status"] == "ok").all()
+    assert df["model_equals_zigzag"].all()
+    # every latency is at least its ideal compute (8*8*8 / 16 PEs = 32 cycles for Layer30)
+    assert (df["replay_cycles"] >= df["replay_ideal"]).all()
+    assert df.loc[0, "replay_ideal"] == 32
+    assert "3 of 3 layers replayed" in out
+    assert f"replay {df['replay_cycles'].sum():,} cycles" in out
+    assert plot.stat().st_size > 10_000
+
+
+@pytest.mark.peer
+def test_parquet_table_and_progress_bar(network, tmp_path, capsys):
+    _peer()
+    from cyclesim.checks.zigzag.network import check_network, write_table
+
+    df = check_network(
+        network.accelerator, network.workload, network.mapping, workers=1, progress=True
+    )
+    assert "layers" in capsys.readouterr().err  # tqdm's bar, labelled
+    write_table(df, tmp_path / "t.parquet")
+    assert list(pd.read_parquet(tmp_path / "t.parquet")["layer"]) == list(df["layer"])
+
+
+@pytest.mark.peer
+def test_layer_option_picks_an_unnamed_layer_by_zigzags_name(network, capsys):
+    _peer()
+    assert main(_args(network, "--layer", "Layer31")) == 0
+    out = capsys.readouterr().out
+    # one layer: the term-by-term report, 16*8*4 / 16 PEs = 32 ideal cycles
+    assert out.splitlines()[0].split()[:3] == ["term", "replay", "model"]
+    assert "ideal compute" in out and "32" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--layer", "Layer99"), "no layer named 'Layer99'"),
+        (("--table", "t.txt"), "use a .csv or .parquet file name"),
+        (("--plot", "p.svg"), "the plot is written as .png"),
+        (("--workers", "0"), "--workers must be at least 1"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(network, capsys, extra, message):
+    assert main(_args(network, *extra)) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_an_unwritable_table_is_refused_before_any_layer_runs(network, tmp_path, capsys):
+    # cli.check_outputs: the folder of --table is a file, so nothing could be written there
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(_args(network, "--table", str(blocker / "t.csv"))) == 2
+    err = capsys.readouterr().err
+    assert "--table" in err and "cannot be written" in err
+
+
+def test_a_file_that_is_not_onnx_is_refused_naming_it(network, tmp_path, capsys):
+    _peer()
+    fake = tmp_path / "model.onnx"
+    fake.write_text("not a protobuf")
+    args = ["check", "zigzag", "--accelerator", network.accelerator, "--workload", str(fake),
+            "--mapping", network.mapping]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert str(fake) in err and "ONNX parser cannot read it" in err
