@@ -138,6 +138,13 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
                     f"{wide} bits/cycle (the largest tensor moves in one cycle)"
                 )
                 bits = wide
+            if spec.arch.clock_hz is not None and bits != int(bits) and bits > 1:
+                notes.append(
+                    f"{memory.name} {action.name}: {bits:.6g} bits/cycle in AccelForge (its "
+                    f"hwcomponents throughput at a {spec.arch.clock_hz:.6g} Hz clock, the compute's "
+                    f"rate); the replay's port moves {math.floor(bits)} whole bits a cycle"
+                )
+                bits = math.floor(bits)
             if bits != int(bits) or bits < 1:
                 raise _refuse(
                     spec,

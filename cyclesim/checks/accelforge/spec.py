@@ -33,6 +33,17 @@ class AfAction:
     energy_per_action: float
     throughput_actions_per_cycle: float  # math.inf when unbounded
     bits_per_action: float
+    energy_source: str = "the spec"  # or the hwcomponents model AccelForge asked for it
+
+
+@dataclass(frozen=True, slots=True)
+class AfActionCost:
+    """What AccelForge's `calculate_component_costs` gives one action: energy (J) and
+    throughput (actions per second when it comes from a component model; inf when unbounded)."""
+
+    energy: float
+    throughput: float
+    model: str | None  # the hwcomponents model's class name, None for hwcomponents' Dummy
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +126,7 @@ class AfArch:
     """The flattened architecture, outermost node first, the compute node last."""
 
     nodes: tuple[AfArchNode, ...]
+    clock_hz: float | None = None  # set when throughputs are per second (models, total_latency)
 
     def index(self, name: str) -> int:
         """Return the position of node `name`. Raise KeyError if there is none."""
