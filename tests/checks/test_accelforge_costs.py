@@ -1,0 +1,138 @@
+"""Per-action costs an AccelForge spec leaves to its component classes (hwcomponents models).
+
+The reader takes them from a provider (in the check: the real accelforge, asked once per spec);
+here a hand-written provider stands in for it, so the arithmetic can be derived by hand.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from cyclesim.checks.accelforge.read import load_accelforge_spec
+from cyclesim.checks.accelforge.spec import AfActionCost
+from cyclesim.errors import PeerUnavailable, SpecError
+
+BASE = (Path(__file__).with_name("accelforge_specs") / "matmul_3level.yaml").read_text()
+
+# GLB: energy and throughput from its class's model; the shared-port total_latency of eyeriss's
+# GlobalBuffer form on DRAM; MAC from a model as well.
+MODELLED = (
+    BASE.replace(
+        """    actions:
+    - {name: read, energy: 5, throughput: 256}
+    - {name: write, energy: 5, throughput: 256}""",
+        """    component_class: SmartBufferSRAM
+    extra_attributes_for_component_model: {n_banks: 2}""",
+    )
+    .replace(
+        """    - {name: read, energy: 100, throughput: 64}
+    - {name: write, energy: 100, throughput: 64}""",
+        """    - {name: read, energy: 100, bits_per_action: 64}
+    - {name: write, energy: 100, bits_per_action: 64}
+    total_latency: sum(a.n_calls for a in actions) / 2 / 200e6""",
+    )
+    .replace(
+        """    - {name: compute, energy: 1, throughput: 1}""",
+        """    - {name: compute}
+    component_class: IntMAC""",
+    )
+)
+
+COSTS = {
+    "GLB": {
+        "read": AfActionCost(energy=2e-14, throughput=51.2e9, model="SmartBufferSRAM"),
+        "write": AfActionCost(energy=3e-14, throughput=51.2e9, model="SmartBufferSRAM"),
+    },
+    "MAC": {"compute": AfActionCost(energy=1e-12, throughput=200e6, model="AladdinIntMAC")},
+}
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_model_costs_are_used_and_per_second_throughputs_become_per_cycle(tmp_path):
+    asked = []
+
+    def provider():
+        asked.append(1)
+        return COSTS
+
+    spec = load_accelforge_spec([_write(tmp_path, MODELLED)], component_costs=provider)
+    assert asked == [1]  # once per spec, however many actions need it
+    arch = spec.arch
+    # The clock is the compute's rate, 200e6 actions/s, so the MAC does 1 a cycle.
+    assert arch.clock_hz == 200e6
+    assert arch.compute.throughput_computes_per_cycle == 1
+    assert arch.compute.energy_per_compute == 1e-12
+    glb = arch.node("GLB")
+    # 51.2e9 reads/s at 200 MHz = 256 reads a cycle; energies as the model gives them
+    assert glb.action("read").throughput_actions_per_cycle == pytest.approx(256)
+    assert (glb.action("read").energy_per_action, glb.action("write").energy_per_action) == (
+        2e-14,
+        3e-14,
+    )
+    assert "SmartBufferSRAM" in glb.action("read").energy_source
+    # DRAM: sum(n_calls) / 2 / 200e6 s = a port shared by reads and writes at 400e6 actions/s,
+    # 2 a cycle; its energies are the spec's own
+    dram = arch.node("DRAM")
+    assert dram.action("write").throughput_actions_per_cycle == pytest.approx(2)
+    assert dram.action("read").energy_per_action == 100
+    assert dram.action("read").energy_source == "the spec"
+
+
+def test_without_a_provider_the_class_is_named_with_file_and_line(tmp_path):
+    path = _write(tmp_path, MODELLED)
+    with pytest.raises(SpecError, match="component class 'SmartBufferSRAM'") as error:
+        load_accelforge_spec([path])
+    assert error.value.file == str(path) and error.value.line is not None
+
+
+def test_no_accelforge_environment_is_a_spec_error_saying_how_to_get_one(tmp_path):
+    def provider():
+        raise PeerUnavailable("no AccelForge environment: run `make peers`")
+
+    with pytest.raises(SpecError, match="make peers"):
+        load_accelforge_spec([_write(tmp_path, MODELLED)], component_costs=provider)
+
+
+def test_a_spec_that_states_every_cost_never_asks(tmp_path):
+    def provider():
+        raise AssertionError("asked for component costs the spec states itself")
+
+    spec = load_accelforge_spec([_write(tmp_path, BASE)], component_costs=provider)
+    assert spec.arch.clock_hz is None
+    assert spec.arch.node("GLB").action("read").throughput_actions_per_cycle == 256
+
+
+def test_component_energy_scale_multiplies_every_action(tmp_path):
+    text = BASE.replace("    name: GLB\n", "    name: GLB\n    energy_scale: 3\n")
+    spec = load_accelforge_spec([_write(tmp_path, text)])
+    # AccelForge: energy 5 x component energy_scale 3
+    assert spec.arch.node("GLB").action("write").energy_per_action == 15
+
+
+def test_fanout_reuse_is_the_default_of_may_reuse(tmp_path):
+    spatial = BASE.replace(
+        "  - !Memory\n    name: Reg\n",
+        "  - !Container\n    name: PE\n    spatial:\n"
+        "    - {name: X, fanout: 4, reuse: B, min_usage: 1}\n"
+        "    - {name: Y, fanout: 2}\n"
+        "  - !Memory\n    name: Reg\n",
+    )
+    spec = load_accelforge_spec([_write(tmp_path, spatial)])
+    container = spec.arch.node("PE")
+    # AccelForge: may_reuse defaults to `reuse` when given, else All
+    assert container.dimension("X").may_reuse_expression == "B"
+    assert container.dimension("Y").may_reuse_expression == "All"
+
+
+def test_a_model_throughput_with_an_unbounded_compute_has_no_clock(tmp_path):
+    costs = {**COSTS, "MAC": {"compute": AfActionCost(0.0, math.inf, None)}}
+    with pytest.raises(SpecError, match="no finite rate to serve as the clock"):
+        load_accelforge_spec([_write(tmp_path, MODELLED)], component_costs=lambda: costs)
