@@ -136,3 +136,63 @@ def test_a_model_throughput_with_an_unbounded_compute_has_no_clock(tmp_path):
     costs = {**COSTS, "MAC": {"compute": AfActionCost(0.0, math.inf, None)}}
     with pytest.raises(SpecError, match="no finite rate to serve as the clock"):
         load_accelforge_spec([_write(tmp_path, MODELLED)], component_costs=lambda: costs)
+
+
+def test_throughputs_per_second_are_read_per_cycle_of_the_compute(tmp_path):
+    # nvdla's convention: the MAC does 1e9 computes a second, GLB reads 4096e9 bits a second
+    text = BASE.replace("throughput: 1}", "throughput: 1e9}").replace(
+        "energy: 5, throughput: 256}", "energy: 5, throughput: 256e9}"
+    )
+    spec = load_accelforge_spec([_write(tmp_path, text)])
+    assert spec.arch.clock_hz == 1e9
+    assert spec.arch.compute.throughput_computes_per_cycle == 1
+    assert spec.arch.node("GLB").action("read").throughput_actions_per_cycle == 256
+    # DRAM's 64 a "second" would be 64e-9 a cycle: the same unit for every component
+    assert spec.arch.node("DRAM").action("read").throughput_actions_per_cycle == 64e-9
+
+
+TWO_EINSUMS = """
+workload:
+  iteration_space_shape: {m: 0 <= m < 1, k: 0 <= k < 1, n: 0 <= n < 1}  # no loops needed
+  bits_per_value: {All: 8}
+  einsums:
+  - name: first
+    tensor_accesses:
+    - {name: A, projection: [m, k]}
+    - {name: B, projection: [k, n]}
+    - {name: Z, projection: [m, n], output: True}
+    renames: {weight: B}
+  - name: second
+    tensor_accesses:
+    - {name: Z, projection: [m, n]}
+    - {name: C, projection: [m, n], output: True}
+    renames: {weight: Nothing}
+"""
+
+
+def _sized(tmp_path: Path, size: str) -> Path:
+    arch = BASE[: BASE.index("workload:")].replace("    size: 64\n", f"    size: {size}\n")
+    mapping = """
+mapping:
+  nodes:
+  - !Storage {tensors: [A, B, Z, C], component: DRAM}
+  - !Sequential
+    nodes:
+    - !Nested {nodes: [!Compute {einsum: first, component: MAC}]}
+    - !Nested {nodes: [!Compute {einsum: second, component: MAC}]}
+"""
+    return _write(tmp_path, arch + TWO_EINSUMS + mapping)
+
+
+def test_a_register_sized_by_a_tensor_set_gets_its_bits_per_value(tmp_path):
+    # `first` renames weight -> B (8 bits); `second` has an empty weight, so the default 8 applies:
+    # both give 8, the one size of the replay's Reg
+    spec = load_accelforge_spec([_sized(tmp_path, "weight.bits_per_value if weight else 8")])
+    assert spec.arch.node("Reg").size_bits == 8
+
+
+def test_a_tensor_set_size_that_differs_between_einsums_is_refused(tmp_path):
+    path = _sized(tmp_path, "weight.bits_per_value if weight else 1")
+    with pytest.raises(SpecError, match="the size differs between Einsums") as error:
+        load_accelforge_spec([path])
+    assert error.value.line is not None and "Reg" in error.value.field

@@ -65,6 +65,18 @@ CASES = (
         )
     ]
     + [
+        # nvdla: throughputs per second (MAC 1e9), a separate-ports total_latency, a Register
+        # sized `weight.bits_per_value if weight else 1` over the Einsum's renames, Dummy
+        (
+            "nvdla+unfused_matmuls_to_simple",
+            "arches/nvdla.yaml",
+            "workloads/matmuls.yaml",
+            "mappings/unfused_matmuls_to_simple.yaml",
+            MATMULS,
+            False,
+        ),
+    ]
+    + [
         # eyeriss: every action's energy (and the scratchpads' throughput) from hwcomponents
         # models (LPDDR4, SmartBufferSRAM on CACTI, Aladdin's IntMAC) through the real
         # accelforge; `total_latency` as a shared port in seconds; fan-outs with `reuse:`
@@ -219,7 +231,6 @@ def test_bad_jinja_data_exits_2(capsys):
         # AccumulationBuffer stores outputs at 3x their bits (a per-memory bits_per_value)
         ("simba.yaml", "unknown or unsupported field 'bits_per_value' of !Memory"),
         ("tpu_v4i.yaml", "disabling a component is not supported"),
-        ("nvdla.yaml", "unsupported numeric expression"),
     ],
 )
 def test_arches_left_out_are_refused_by_name_with_file_and_line(arch, message):
@@ -248,5 +259,7 @@ def test_check_output_says_where_each_energy_came_from(accelforge_present, capsy
         "GlobalBuffer read, GlobalBuffer write, InputScratchpad read" in out
     )
     assert "hwcomponents model AladdinIntMAC for component class IntMAC" in out
-    assert "at a 2e+08 Hz clock, the compute's rate" in out  # MAC total_latency: n / 200e6 s
+    assert (
+        "throughput per second at a 2e+08 Hz clock, the compute's rate" in out
+    )  # MAC total_latency: n / 200e6 s
     assert "  *" not in out.split("per-action energies from:")[0]  # every row and energy equal

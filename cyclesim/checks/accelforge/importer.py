@@ -141,7 +141,7 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
             if spec.arch.clock_hz is not None and bits != int(bits) and bits > 1:
                 notes.append(
                     f"{memory.name} {action.name}: {bits:.6g} bits/cycle in AccelForge (its "
-                    f"hwcomponents throughput at a {spec.arch.clock_hz:.6g} Hz clock, the compute's "
+                    f"throughput per second at a {spec.arch.clock_hz:.6g} Hz clock, the compute's "
                     f"rate); the replay's port moves {math.floor(bits)} whole bits a cycle"
                 )
                 bits = math.floor(bits)

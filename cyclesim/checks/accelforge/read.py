@@ -29,6 +29,7 @@ from cyclesim.checks.accelforge.read_fields import (
     require_list,
     require_mapping,
 )
+from cyclesim.checks.accelforge.read_sizes import resolve_sizes, tensor_bits_size
 from cyclesim.checks.accelforge.read_workload import read_workload, tensor_set_names
 from cyclesim.checks.accelforge.read_yaml import (
     TaggedNode,
@@ -110,6 +111,7 @@ def load_accelforge_spec(
     workload = read_workload(
         merged["workload"], Where(key_to_file["workload"], "workload", None), variables
     )
+    arch = resolve_sizes(arch, workload, variables, key_to_file["arch"])
     mapping, paths = read_mapping(
         merged["mapping"], Where(key_to_file["mapping"], "mapping", None), arch, workload
     )
@@ -215,8 +217,17 @@ def _read_memory(
         ignored=_COMPONENT_IGNORED,
     )
     _refuse_common(fields, where, _DEFAULT_LATENCY + (SEPARATE_PORTS_LATENCY,))
-    size = evaluate_number(
-        fields["size"], variables, file=where.file, field=f"{where.field}.size", line=where.line
+    size_expression = fields["size"] if tensor_bits_size(fields["size"]) else None
+    size = (
+        math.nan
+        if size_expression
+        else evaluate_number(
+            fields["size"],
+            variables,
+            file=where.file,
+            field=f"{where.field}.size",
+            line=where.line,
+        )
     )
     if size <= 0:
         raise where.child("size").error("a memory size must be positive", found=size)
@@ -248,6 +259,7 @@ def _read_memory(
         line=raw.line,
         separate_ports=" ".join(str(fields.get("total_latency", "")).split())
         == SEPARATE_PORTS_LATENCY,
+        size_expression=size_expression,
     )
 
 
@@ -326,7 +338,7 @@ def _read_actions(
         if fields.get("energy") is not None:
             energy = number("energy", None)
         elif dummy:
-            energy, source = 0.0, "hwcomponents Dummy: 0"
+            energy, source = 0.0, "hwcomponents Dummy (energy 0)"
         else:
             action_cost = cost()
             energy, source = action_cost.energy, source_of(action_cost, str(component_class))

@@ -31,6 +31,7 @@ from cyclesim.errors import PeerUnavailable
 ComponentCosts = Mapping[str, Mapping[str, AfActionCost]]  # component -> action -> cost
 CostProvider = Callable[[], ComponentCosts]
 
+PER_SECOND_COMPUTE_RATE = 1e6  # compute actions per "cycle" that can only be per second
 _SHARED_PORT = re.compile(r"^sum\(\s*a\.n_calls\s+for\s+a\s+in\s+actions\s*\)\s*(/.+)$")
 
 
@@ -97,18 +98,24 @@ def shared_port_rate(
 def source_of(cost: AfActionCost, component_class: str) -> str:
     """Where an action's energy came from, for the check's output."""
     if cost.model is None:
-        return f"hwcomponents Dummy ({component_class}): 0"
+        return f"hwcomponents Dummy for component class {component_class} (energy 0)"
     return f"hwcomponents model {cost.model} for component class {component_class} (via accelforge)"
 
 
 def apply_clock(arch: AfArch, lookup: CostLookup, where: Where) -> AfArch:
-    """When any throughput came from a model (actions per second), express every throughput per
-    cycle of the compute: the clock is the compute's rate, so the compute does 1 action a cycle.
-    AccelForge's latency is then in seconds; times `clock_hz` it is cycles."""
-    if not lookup.used_a_model_throughput:
-        return arch
+    """When the throughputs are per second, express every one per cycle of the compute: the
+    clock is the compute's rate, so the compute does 1 action a cycle, and AccelForge's latency
+    (then in seconds) times `clock_hz` is cycles.
+
+    AccelForge has no unit of time. Throughputs are per second when any comes from a
+    hwcomponents model, or when the compute's is PER_SECOND_COMPUTE_RATE or more (nvdla's MAC:
+    `throughput: 1e9`): no compute unit does a million actions in one cycle.
+    """
     compute = arch.compute
     clock = compute.throughput_computes_per_cycle
+    per_second = clock >= PER_SECOND_COMPUTE_RATE and math.isfinite(clock)
+    if not (lookup.used_a_model_throughput or per_second):
+        return arch
     if not math.isfinite(clock) or clock <= 0:
         raise where.error(
             f"throughputs come from hwcomponents models (per second) but compute "

@@ -60,6 +60,7 @@ class AfMemory:
     skip_initial_output_write: bool
     line: int | None
     separate_ports: bool = False  # total_latency = max over actions (reads and writes overlap)
+    size_expression: str | None = None  # a size over the Einsum's tensors, until it is resolved
 
     def action(self, name: str) -> AfAction:
         """Return the action called `name`. Raise KeyError if there is none."""
