@@ -75,6 +75,14 @@ CASES = (
             MATMULS,
             False,
         ),
+        (
+            "nvdla+nvdla_matmul16",
+            "arches/nvdla.yaml",
+            "workloads/matmuls.yaml",
+            OURS / "nvdla_matmul16.yaml",
+            ONE_MATMUL,
+            False,
+        ),
     ]
     + [
         # eyeriss: every action's energy (and the scratchpads' throughput) from hwcomponents
