@@ -196,3 +196,44 @@ def test_a_tensor_set_size_that_differs_between_einsums_is_refused(tmp_path):
     with pytest.raises(SpecError, match="the size differs between Einsums") as error:
         load_accelforge_spec([path])
     assert error.value.line is not None and "Reg" in error.value.field
+
+
+SCALAR_UNIT = """  - !Compute
+    name: ScalarUnit
+    actions:
+    - {name: compute, energy: 0, throughput: 128}
+    enabled: ENABLED
+  - !Memory
+    name: Reg
+"""
+
+
+def test_a_component_enabled_for_no_einsum_is_left_out(tmp_path):
+    # tpu_v4i's ScalarUnit: enabled for two-tensor Einsums; the matmul has three (A, B, Z)
+    text = BASE.replace("  - !Memory\n    name: Reg\n", SCALAR_UNIT, 1)
+    spec = load_accelforge_spec([_write(tmp_path, text.replace("ENABLED", "len(All) == 2"))])
+    assert [node.name for node in spec.arch.nodes] == ["DRAM", "GLB", "Reg", "MAC"]
+    kept = load_accelforge_spec(
+        [_write(tmp_path, BASE.replace("    name: GLB\n", "    name: GLB\n    enabled: True\n"))]
+    )
+    assert "GLB" in [node.name for node in kept.arch.nodes]
+
+
+def test_enabled_that_differs_between_einsums_is_refused_with_the_line(tmp_path):
+    text = (
+        _sized(tmp_path, "8")
+        .read_text()
+        .replace("    name: GLB\n", "    name: GLB\n    enabled: len(All) == 3 and not False\n")
+    )
+    path = _write(tmp_path, text)
+    with pytest.raises(SpecError, match="enabled: differs between Einsums") as error:
+        load_accelforge_spec([path])
+    # first: A, B, Z (3 tensors); second: Z, C (2)
+    assert "'first': True, 'second': False" in str(error.value)
+    assert error.value.line is not None
+
+
+def test_enabled_with_a_call_other_than_len_is_refused_by_name(tmp_path):
+    text = BASE.replace("    name: GLB\n", "    name: GLB\n    enabled: open('x') == 1\n")
+    with pytest.raises(SpecError, match="enabled: uses a construct this reader does not evaluate"):
+        load_accelforge_spec([_write(tmp_path, text)])

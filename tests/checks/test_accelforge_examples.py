@@ -238,7 +238,8 @@ def test_bad_jinja_data_exits_2(capsys):
         ("compute_in_memory/basic_analog.yaml", "the Jinja helper add_to_path() of AccelForge"),
         # AccumulationBuffer stores outputs at 3x their bits (a per-memory bits_per_value)
         ("simba.yaml", "unknown or unsupported field 'bits_per_value' of !Memory"),
-        ("tpu_v4i.yaml", "disabling a component is not supported"),
+        # GlobalBuffer keeps `~MainMemory.tensors`: a component's tensors in a set expression
+        ("tpu_v4i.yaml", "unsupported set expression (found '~MainMemory.tensors')"),
     ],
 )
 def test_arches_left_out_are_refused_by_name_with_file_and_line(arch, message):

@@ -22,6 +22,7 @@ from cyclesim.checks.accelforge.read_costs import (
     shared_port_rate,
     source_of,
 )
+from cyclesim.checks.accelforge.read_enabled import is_enabled
 from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
@@ -102,14 +103,15 @@ def load_accelforge_spec(
                 f"no '{key}:' section in the spec files", expected="arch:, workload: and mapping:"
             )
     variables = dict(merged.get("variables") or {})
+    workload = read_workload(
+        merged["workload"], Where(key_to_file["workload"], "workload", None), variables
+    )
     arch = _read_arch(
         merged["arch"],
         Where(key_to_file["arch"], "arch", None),
         variables,
         CostLookup(component_costs),
-    )
-    workload = read_workload(
-        merged["workload"], Where(key_to_file["workload"], "workload", None), variables
+        workload,
     )
     arch = resolve_sizes(arch, workload, variables, key_to_file["arch"])
     mapping, paths = read_mapping(
@@ -126,7 +128,13 @@ def load_accelforge_spec(
     )
 
 
-def _read_arch(section: Any, where: Where, variables: dict[str, Any], lookup: CostLookup) -> AfArch:
+def _read_arch(
+    section: Any,
+    where: Where,
+    variables: dict[str, Any],
+    lookup: CostLookup,
+    workload: AfWorkload,
+) -> AfArch:
     fields = require_mapping(section, where, "arch")
     check_fields(
         fields,
@@ -144,6 +152,10 @@ def _read_arch(section: Any, where: Where, variables: dict[str, Any], lookup: Co
             raise node_where.error(
                 "an arch node needs a tag", found=raw, expected="!Memory, !Container or !Compute"
             )
+        if isinstance(raw.value, dict) and "enabled" in raw.value:
+            enabled_where = node_where.child("enabled")
+            if not is_enabled(raw.value["enabled"], workload, enabled_where):
+                continue  # AccelForge leaves a disabled component out of the arch
         if raw.tag in ("Memory", "Compute") and isinstance(raw.value, dict):
             if raw.value.get("spatial"):
                 nodes.append(_spatial_of_component(raw, node_where, variables))
@@ -182,7 +194,6 @@ def _node_name(fields: dict[str, Any], where: Where) -> str:
 def _refuse_common(
     fields: dict[str, Any], where: Where, latencies: tuple[str, ...] = _DEFAULT_LATENCY
 ) -> None:
-    refuse_unless_default(fields, "enabled", (True,), where, "disabling a component")
     refuse_unless_default(fields, "actions_scale", (1,), where, "actions_scale")
     if not is_shared_port(fields.get("total_latency")):
         refuse_unless_default(fields, "total_latency", latencies, where, "a custom total_latency")
