@@ -88,13 +88,16 @@ def load_accelforge_spec(
         raise Where(None, "", None).error("no spec file given", expected="one or more YAML files")
     documents = [(str(f), load_yaml_file(f, jinja_data or {})) for f in files]
     merged, key_to_file = merge_top_level(documents)
+    key_lines = {file: getattr(document, "key_lines", None) or {} for file, document in documents}
     for key in merged:
         if key not in _TOP_LEVEL_KEYS + _TOP_LEVEL_IGNORED:
-            where = Where(key_to_file[key], key, None)
+            where = Where(key_to_file[key], key, key_lines[key_to_file[key]].get(key))
             if key == "renames":
                 raise where.error("top-level renames are not supported; use per-Einsum renames")
             raise where.error(
-                f"unknown top-level key '{key}'",
+                f"unknown top-level key '{key}' (accelforge's Spec.from_yaml refuses it too; "
+                "files with YAML-anchor keys such as AccelForge's compute-in-memory examples are "
+                "loaded by a Python helper, _load_spec.py, which cyclesim does not run)",
                 expected="arch, workload, mapping, variables (mapper, config, model are ignored)",
             )
     for key in ("arch", "workload", "mapping"):
@@ -325,11 +328,11 @@ def _read_actions(
         def number(key: str, default: Any, fields=fields, at=at) -> float:
             return _action_number(fields, key, default, variables, at)
 
-        def cost(name=name, at=at) -> AfActionCost:
+        def cost(what: str, name=name, at=at) -> AfActionCost:
             if component_class is None:
                 raise at.error(
-                    f"no energy and throughput for action '{name}' and no component_class",
-                    expected="energy: and throughput: on the action, or a component_class",
+                    f"action '{name}' has no {what} and its component no component_class",
+                    expected=f"{what}: on the action, or a component_class whose model gives it",
                 )
             return lookup.cost(component, name, str(component_class), at)
 
@@ -343,7 +346,7 @@ def _read_actions(
         elif dummy:
             throughput = math.inf
         else:
-            throughput = cost().throughput
+            throughput = cost("throughput").throughput
             lookup.used_a_model_throughput = True
         source = "the spec"
         if fields.get("energy") is not None:
@@ -351,7 +354,7 @@ def _read_actions(
         elif dummy:
             energy, source = 0.0, "hwcomponents Dummy (energy 0)"
         else:
-            action_cost = cost()
+            action_cost = cost("energy")
             energy, source = action_cost.energy, source_of(action_cost, str(component_class))
         energy *= number("energy_scale", 1)
         if fields_of_component.get("energy_scale") not in (None, 1):

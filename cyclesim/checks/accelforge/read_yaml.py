@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,9 @@ class LineDict(dict):
     """A YAML mapping that remembers the (1-based) line it starts on."""
 
     line: int | None = None
+    # top level only: each key's line in the file as written (before Jinja); a key that an
+    # include_text() brought in gets the line of that call
+    key_lines: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +78,6 @@ _TagLoader.add_multi_constructor("!", _construct_tagged)
 _UNSUPPORTED_JINJA_FUNCTIONS = (
     "include",
     "include_all",
-    "add_to_path",
-    "find_path",
     "find_paths",
     "path_exists",
     "setenv",
@@ -87,11 +89,22 @@ class _Refused(Exception):
     """Raised inside a template by a helper this reader refuses; becomes a SpecError."""
 
 
-def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
+class _HelperFailed(Exception):
+    """Raised inside a template by a helper that cannot do what it is asked; a SpecError."""
+
+
+def render_jinja(
+    text: str,
+    file: str,
+    jinja_data: MappingABC[str, Any],
+    search_folders: list[Path] | None = None,
+) -> str:
     """Render `text` as a Jinja2 template when it uses `{{`, `{%` or `{#`; else return it.
 
     Rendering is sandboxed (ImmutableSandboxedEnvironment): a template can read the data it is
-    given and `include_text('other.yaml')` (a file next to it, rendered with the same data), as
+    given, `include_text('other.yaml')` (a file next to it, rendered with the same data),
+    `add_to_path('folder')` and `find_path('file')` (AccelForge's file search: the template's
+    own folder, then the folders added, in order; they only name files, never run them), as
     AccelForge's templates do, and nothing else. Variables without a value and without a
     `| default(...)` in the template are errors, as in AccelForge. Raise SpecError naming the
     undefined variable, the refused helper or the template line if rendering fails.
@@ -105,6 +118,7 @@ def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True
     )
     data = dict(jinja_data)
+    folders = search_folders if search_folders is not None else []
 
     def include_text(path: str, **overrides: Any) -> str:
         target = Path(file).parent / str(path)
@@ -114,7 +128,21 @@ def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
             raise SpecError(
                 f"include_text('{path}'): cannot read {target}: {error.strerror}", file=file
             ) from None
-        return render_jinja(included, str(target), {**data, **overrides})
+        return render_jinja(included, str(target), {**data, **overrides}, folders)
+
+    def add_to_path(folder: str) -> str:
+        folders.append((Path(file).parent / str(folder)).resolve())
+        return ""
+
+    def find_path(name: str) -> str:
+        candidates = [Path(str(name))] if Path(str(name)).is_absolute() else []
+        candidates += [(folder / str(name)).resolve() for folder in [Path(file).parent, *folders]]
+        for candidate in candidates:
+            if candidate.exists():
+                return str(candidate)
+        raise _HelperFailed(
+            f"find_path('{name}'): no such file in " + ", ".join(str(c.parent) for c in candidates)
+        )
 
     def refuse(name: str):
         def helper(*_args: Any, **_kwargs: Any) -> str:
@@ -123,10 +151,14 @@ def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
         return helper
 
     environment.globals["include_text"] = include_text
+    environment.globals["add_to_path"] = add_to_path
+    environment.globals["find_path"] = find_path
     for name in _UNSUPPORTED_JINJA_FUNCTIONS:
         environment.globals[name] = refuse(name)
     try:
         return environment.from_string(text).render(**data)
+    except _HelperFailed as failed:
+        raise SpecError(str(failed), file=file, line=_template_line()) from None
     except _Refused as refused:
         raise SpecError(
             f"the Jinja helper {refused.args[0]}() of AccelForge is not supported",
@@ -193,6 +225,7 @@ def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDi
         text = Path(path).read_text()
     except OSError as error:
         raise SpecError(f"cannot read the file: {error.strerror}", file=file) from None
+    source = text
     text = render_jinja(text, file, jinja_data)
     try:
         loaded = yaml.load(text, Loader=_TagLoader)  # noqa: S506 - SafeLoader subclass
@@ -210,7 +243,23 @@ def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDi
             found=type(loaded).__name__,
             expected="keys such as arch:, workload:, mapping:",
         )
+    if isinstance(loaded, LineDict):
+        loaded.key_lines = _source_key_lines(source, loaded)
     return loaded
+
+
+def _source_key_lines(source: str, document: dict) -> dict[str, int]:
+    """Each top-level key's line in the unrendered file, else the line of the first
+    include_text() call (where a template brought it in)."""
+    lines = source.splitlines()
+    include = next((i + 1 for i, line in enumerate(lines) if "include_text(" in line), None)
+    out: dict[str, int] = {}
+    for key in document:
+        pattern = re.compile(rf"^{re.escape(str(key))}\s*:")
+        found = next((i + 1 for i, line in enumerate(lines) if pattern.match(line)), include)
+        if found is not None:
+            out[str(key)] = found
+    return out
 
 
 def merge_top_level(
