@@ -237,3 +237,38 @@ def test_enabled_with_a_call_other_than_len_is_refused_by_name(tmp_path):
     text = BASE.replace("    name: GLB\n", "    name: GLB\n    enabled: open('x') == 1\n")
     with pytest.raises(SpecError, match="enabled: uses a construct this reader does not evaluate"):
         load_accelforge_spec([_write(tmp_path, text)])
+
+
+def test_component_costs_are_cached_per_spec_on_disk(tmp_path, monkeypatch):
+    """The models run CACTI (seconds per component): asked once per spec, then read back."""
+    import sys
+
+    from cyclesim.checks.accelforge import peer
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(peer, "accelforge_python", lambda: Path(sys.executable))
+    monkeypatch.setattr(peer, "_COSTS", {})
+    runs = []
+    payload = {
+        "components": [
+            {
+                "name": "GLB",
+                "model": "SmartBufferSRAM",
+                "actions": [{"name": "read", "energy": 2e-14, "throughput": 51.2e9}],
+            }
+        ]
+    }
+
+    def run(python, arguments, files, timeout_seconds):
+        runs.append(arguments)
+        return payload
+
+    monkeypatch.setattr(peer, "_run_runner", run)
+    spec = _write(tmp_path, MODELLED)
+    first = peer.component_costs([spec], {"M": 8})
+    monkeypatch.setattr(peer, "_COSTS", {})  # a new process: only the disk cache is left
+    again = peer.component_costs([spec], {"M": 8})
+    assert len(runs) == 1 and "--component-costs" in runs[0]
+    assert first == again == {"GLB": {"read": AfActionCost(2e-14, 51.2e9, "SmartBufferSRAM")}}
+    peer.component_costs([spec], {"M": 16})  # other Jinja data: another spec
+    assert len(runs) == 2

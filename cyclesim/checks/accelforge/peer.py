@@ -150,7 +150,12 @@ def component_costs(
     data = json.dumps(dict(jinja_data or {}), sort_keys=True)
     python = accelforge_python()
     digest = hashlib.sha256()
-    for part in (str(python), str(_mtime(str(python.resolve()))), data, RUNNER.read_text()):
+    # the environment: its interpreter and its site-packages (pip changes the folder's mtime)
+    environment = [str(python), str(_mtime(str(python.resolve())))]
+    environment += [
+        str(_mtime(str(p))) for p in python.parent.parent.glob("lib/python3*/site-packages")
+    ]
+    for part in (*environment, data, RUNNER.read_text()):
         digest.update(part.encode() + b"\0")
     for file in files:
         digest.update(Path(file).read_bytes() + b"\0")

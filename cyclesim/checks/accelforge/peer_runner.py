@@ -196,7 +196,6 @@ def component_costs(specs: list[str], jinja_data: dict) -> dict:
                         "energy": _number(action.energy),
                         "throughput": _number(action.throughput),
                         "bits_per_action": _number(getattr(action, "bits_per_action", None)),
-                        "from_spec": _given(spec.arch, node.name, action.name),
                     }
                     for action in node.actions
                 ],
@@ -209,21 +208,6 @@ def component_costs(specs: list[str], jinja_data: dict) -> dict:
         "jinja_data": jinja_data,
         "components": components,
     }
-
-
-def _given(arch, component: str, action: str) -> dict:
-    """Which of energy / throughput the spec itself states for the action (before costing)."""
-    for node in _leaves(arch):
-        if str(getattr(node, "name", "")) != component:
-            continue
-        for entry in getattr(node, "actions", []) or []:
-            if str(entry.name) == action:
-                return {
-                    "energy": getattr(entry, "energy", None) is not None,
-                    "throughput": getattr(entry, "throughput", None) is not None
-                    or getattr(entry, "latency", None) is not None,
-                }
-    return {"energy": False, "throughput": False}
 
 
 def _bits_per_action(spec) -> dict[tuple[str, str], float | None]:
