@@ -272,3 +272,33 @@ def test_component_costs_are_cached_per_spec_on_disk(tmp_path, monkeypatch):
     assert first == again == {"GLB": {"read": AfActionCost(2e-14, 51.2e9, "SmartBufferSRAM")}}
     peer.component_costs([spec], {"M": 16})  # other Jinja data: another spec
     assert len(runs) == 2
+
+
+SPATIAL = (Path(__file__).with_name("accelforge_specs") / "matmul_spatial_4x4.yaml").read_text()
+# tpu_v4i's LocalBuffer: a fan-out written as `spatial:` on a memory, above the PE array
+TWO_FANOUTS = SPATIAL.replace(
+    "    name: GLB\n", "    name: GLB\n    spatial: [{name: Z, fanout: 2, may_reuse: Nothing}]\n"
+)
+
+
+def test_a_fanout_no_spatial_loop_uses_is_one_instance_and_the_counts_still_match(tmp_path):
+    from cyclesim.checks.accelforge.importer import import_accelforge
+
+    spec = load_accelforge_spec([_write(tmp_path, TWO_FANOUTS)])
+    imported = import_accelforge(spec)
+    assert {name for name, _ in imported.architecture.pe_array.dims} == {"X", "Y"}  # in use
+    assert any("GLB (spatial): a fan-out no !Spatial loop uses" in n for n in imported.notes)
+
+
+def test_a_mapping_using_two_fanouts_is_refused_naming_the_second_with_its_line(tmp_path):
+    from cyclesim.checks.accelforge.importer import import_accelforge
+
+    text = TWO_FANOUTS.replace(
+        "  - !Storage {tensors: [A], component: GLB}\n",
+        "  - !Spatial {rank_variable: m, tile_shape: 16, name: Z, component: GLB}\n"
+        "  - !Storage {tensors: [A], component: GLB}\n",
+    )
+    spec = load_accelforge_spec([_write(tmp_path, text)])
+    with pytest.raises(SpecError, match="two fan-outs") as error:
+        import_accelforge(spec)
+    assert error.value.line is not None

@@ -85,6 +85,18 @@ CASES = (
         ),
     ]
     + [
+        # tpu_v4i: `enabled: len(All) == 3` picks the MAC array over the ScalarUnit,
+        # `keep: ~MainMemory.tensors`, a fan-out on LocalBuffer no loop of this mapping uses
+        (
+            "tpu_v4i+unfused_matmuls_to_simple",
+            "arches/tpu_v4i.yaml",
+            "workloads/matmuls.yaml",
+            "mappings/unfused_matmuls_to_simple.yaml",
+            MATMULS,
+            False,
+        ),
+    ]
+    + [
         # eyeriss: every action's energy (and the scratchpads' throughput) from hwcomponents
         # models (LPDDR4, SmartBufferSRAM on CACTI, Aladdin's IntMAC) through the real
         # accelforge; `total_latency` as a shared port in seconds; fan-outs with `reuse:`
@@ -242,8 +254,6 @@ def test_bad_jinja_data_exits_2(capsys):
         ("compute_in_memory/albireo_isca_2021.yaml", "unknown top-level key 'input_sliced'"),
         # AccumulationBuffer stores outputs at 3x their bits (a per-memory bits_per_value)
         ("simba.yaml", "unknown or unsupported field 'bits_per_value' of !Memory"),
-        # GlobalBuffer keeps `~MainMemory.tensors`: a component's tensors in a set expression
-        ("tpu_v4i.yaml", "unsupported set expression (found '~MainMemory.tensors')"),
     ],
 )
 def test_arches_left_out_are_refused_by_name_with_file_and_line(arch, message):

@@ -413,6 +413,14 @@ def evaluate_tensor_set(
     def walk(node: ast.AST) -> frozenset[str]:
         if isinstance(node, ast.Expression):
             return walk(node.body)
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "tensors"
+            and isinstance(node.value, ast.Name)
+        ):
+            # `MainMemory.tensors` is `MainMemory`: the tensors that component keeps (AccelForge
+            # binds a component's name to its kept set "so users can do MainMemory.tensors")
+            return walk(node.value)
         if isinstance(node, ast.Name):
             if node.id in names:
                 return names[node.id]
