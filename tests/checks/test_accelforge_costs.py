@@ -302,3 +302,21 @@ def test_a_mapping_using_two_fanouts_is_refused_naming_the_second_with_its_line(
     with pytest.raises(SpecError, match="two fan-outs") as error:
         import_accelforge(spec)
     assert error.value.line is not None
+
+
+def test_a_per_memory_bits_per_value_is_refused_where_the_mapping_keeps_the_tensor(tmp_path):
+    # simba's AccumulationBuffer: outputs at 3x their bits. BASE's mapping keeps Z in GLB.
+    text = BASE.replace(
+        "    name: GLB\n", "    name: GLB\n    bits_per_value: {Z: 3 * Z.bits_per_value}\n"
+    )
+    with pytest.raises(SpecError, match="GLB stores Z at its own bits per value") as error:
+        load_accelforge_spec([_write(tmp_path, text)])
+    assert error.value.line is not None and error.value.field.endswith("bits_per_value")
+
+
+def test_a_per_memory_bits_per_value_for_tensors_the_memory_never_keeps_is_accepted(tmp_path):
+    # BASE's mapping keeps Z and A in Reg, never B
+    text = BASE.replace(
+        "    name: Reg\n", "    name: Reg\n    bits_per_value: {B: 3 * B.bits_per_value}\n"
+    )
+    assert load_accelforge_spec([_write(tmp_path, text)]).arch.node("Reg").bits_per_value_overrides

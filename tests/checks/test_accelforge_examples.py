@@ -97,6 +97,18 @@ CASES = (
         ),
     ]
     + [
+        # simba: costs from hwcomponents; two fan-outs and an AccumulationBuffer with its own
+        # bits_per_value, none of which this mapping uses; a Register sized by weight's bits
+        (
+            "simba+unfused_matmuls_to_simple",
+            "arches/simba.yaml",
+            "workloads/matmuls.yaml",
+            "mappings/unfused_matmuls_to_simple.yaml",
+            MATMULS,
+            False,
+        ),
+    ]
+    + [
         # eyeriss: every action's energy (and the scratchpads' throughput) from hwcomponents
         # models (LPDDR4, SmartBufferSRAM on CACTI, Aladdin's IntMAC) through the real
         # accelforge; `total_latency` as a shared port in seconds; fan-outs with `reuse:`
@@ -137,7 +149,7 @@ CASES = (
     ]
 )
 # Arches whose costs come from hwcomponents models need the real accelforge even to import.
-NEEDS_MODELS = ("eyeriss",)
+NEEDS_MODELS = ("eyeriss", "simba")
 PARAMS = [
     pytest.param(
         *case[1:], id=case[0], marks=pytest.mark.peer if case[0].startswith(NEEDS_MODELS) else ()
@@ -245,25 +257,39 @@ def test_bad_jinja_data_exits_2(capsys):
 
 
 @pytest.mark.parametrize(
-    ("arch", "message"),
+    ("arch", "mapping", "data", "message"),
     [
         # the compute-in-memory arches: accelforge's own Spec.from_yaml refuses them too (YAML
         # anchor keys at the top level; its examples load them through _load_spec.py); the key
         # comes from include_text('_include.yaml') on line 3, or albireo's own on line 21
-        ("compute_in_memory/basic_analog.yaml", "unknown top-level key 'input_sliced'"),
-        ("compute_in_memory/albireo_isca_2021.yaml", "unknown top-level key 'input_sliced'"),
-        # AccumulationBuffer stores outputs at 3x their bits (a per-memory bits_per_value)
-        ("simba.yaml", "unknown or unsupported field 'bits_per_value' of !Memory"),
+        (
+            "compute_in_memory/basic_analog.yaml",
+            EXAMPLES / "mappings/unfused_matmuls_to_simple.yaml" if EXAMPLES else None,
+            MATMULS,
+            "unknown top-level key 'input_sliced'",
+        ),
+        (
+            "compute_in_memory/albireo_isca_2021.yaml",
+            EXAMPLES / "mappings/unfused_matmuls_to_simple.yaml" if EXAMPLES else None,
+            MATMULS,
+            "unknown top-level key 'input_sliced'",
+        ),
+        # simba with the mapping accelforge's mapper picks: outputs kept in the
+        # AccumulationBuffer at 3x their bits (a per-memory bits_per_value; its costs come
+        # from hwcomponents through the real accelforge before the mapping is read)
+        pytest.param(
+            "simba.yaml",
+            OURS / "simba_matmul16.yaml",
+            ONE_MATMUL,
+            "AccumulationBuffer stores T1 at its own bits per value (3 * output.bits_per_value)",
+            marks=pytest.mark.peer,
+        ),
     ],
 )
-def test_arches_left_out_are_refused_by_name_with_file_and_line(arch, message):
-    files = [
-        EXAMPLES / "arches" / arch,
-        EXAMPLES / "workloads/matmuls.yaml",
-        EXAMPLES / "mappings/unfused_matmuls_to_simple.yaml",
-    ]
+def test_arches_left_out_are_refused_by_name_with_file_and_line(arch, mapping, data, message):
+    files = [EXAMPLES / "arches" / arch, EXAMPLES / "workloads/matmuls.yaml", mapping]
     with pytest.raises(SpecError, match=re.escape(message)) as error:
-        run_check(files, use_peer=False, jinja_data=MATMULS)
+        run_check(files, use_peer=False, jinja_data=data)
     assert error.value.file == str(files[0]) and error.value.line is not None
 
 

@@ -227,10 +227,14 @@ def _read_memory(
             "n_parallel_instances",
             "energy_scale",
             "spatial",
+            "bits_per_value",
         ),
         ignored=_COMPONENT_IGNORED,
     )
     _refuse_common(fields, where, _DEFAULT_LATENCY + (SEPARATE_PORTS_LATENCY,))
+    overrides = require_mapping(
+        fields.get("bits_per_value") or {}, where.child("bits_per_value"), "bits_per_value"
+    )
     size_expression = fields["size"] if tensor_bits_size(fields["size"]) else None
     size = (
         math.nan
@@ -274,6 +278,7 @@ def _read_memory(
         separate_ports=" ".join(str(fields.get("total_latency", "")).split())
         == SEPARATE_PORTS_LATENCY,
         size_expression=size_expression,
+        bits_per_value_overrides=tuple((str(k), str(v)) for k, v in overrides.items()),
     )
 
 
@@ -539,6 +544,19 @@ def _evaluate_placements(
             may_keep = evaluate(memory.may_keep_expression or default_may_keep, "may_keep")
             if memory.no_refetch_from_above_expression is not None:
                 evaluate(memory.no_refetch_from_above_expression, "no_refetch_from_above")
+            for tensor_set, bits in memory.bits_per_value_overrides:
+                stored = evaluate(tensor_set, "bits_per_value") & kept_by_component[memory.name]
+                if stored:
+                    raise Where(
+                        arch_file, f"arch.nodes({memory.name}).bits_per_value", memory.line
+                    ).error(
+                        f"{memory.name} stores {', '.join(sorted(stored))} at its own bits per "
+                        f"value ({bits}) in Einsum {einsum.name}; the replay has one width per "
+                        "tensor, so a per-memory bits_per_value is not supported where the "
+                        "mapping keeps those tensors",
+                        found={tensor_set: bits},
+                        expected="a mapping that keeps no tensor of the set in this memory",
+                    )
             placements.append(
                 AfTensorPlacement(
                     einsum=einsum.name, memory=memory.name, keep=keep, may_keep=may_keep, back=back

@@ -61,6 +61,9 @@ class AfMemory:
     line: int | None
     separate_ports: bool = False  # total_latency = max over actions (reads and writes overlap)
     size_expression: str | None = None  # a size over the Einsum's tensors, until it is resolved
+    # `bits_per_value:` on the memory: (tensor set, bits expression); the replay has one width
+    # per tensor, so the mapping may not store those tensors here (checked in the reader)
+    bits_per_value_overrides: tuple[tuple[str, str], ...] = ()
 
     def action(self, name: str) -> AfAction:
         """Return the action called `name`. Raise KeyError if there is none."""
