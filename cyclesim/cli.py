@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
+from pathlib import Path
 
-from cyclesim.errors import CyclesimError, DeadlockError
+from cyclesim import __version__
+from cyclesim.errors import CyclesimError, DeadlockError, FoundFailure, SpecError
 
 log = logging.getLogger("cyclesim")
 
@@ -107,8 +110,12 @@ def _write_views(args: argparse.Namespace, res) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cyclesim", description="Replay DNN accelerator schedules cycle by cycle."
+        prog="cyclesim",
+        description="Replay DNN accelerator schedules cycle by cycle.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run", help="replay ARCH WORKLOAD MAPPING and report cycles, stalls, accesses"
@@ -180,22 +187,65 @@ def _optional(sub, module: str) -> None:
     mod.register(sub)
 
 
+EXIT_CODES = """exit codes:
+  0  success
+  1  a failure you asked about was found (an L1 clash or out-of-memory, a check beyond tolerance)
+  2  bad input: a wrong file, field or option, or an output path that cannot be written
+  3  the replay cannot progress (a deadlock between its processes)"""
+
+# Output options of every sub-command: checked before anything runs (a file, or a directory for
+# --plot of `run`); "-" is stdout.
+OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out")
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of an error cyclesim raised on purpose (the one table of them)."""
+    if isinstance(exc, DeadlockError):
+        return 3
+    if isinstance(exc, FoundFailure):
+        return 1
+    return 2
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an output path that cannot be written, before the replay spends any time."""
+    for option in OUTPUT_OPTIONS:
+        value = getattr(args, option, None)
+        if not isinstance(value, str) or value in ("", "-"):
+            continue
+        path = Path(value)
+        flag = "--" + option.replace("_", "-")
+        if path.is_dir() and not (option == "plot" and args.command == "run"):
+            raise SpecError(f"{flag} {value} is a directory", expected="a file path")
+        parent = path if path.is_dir() else path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise SpecError(
+                f"{flag} {value} cannot be written: {parent} is not a writable directory",
+                expected="a path in a directory you can write to",
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; print an error as one line on stderr and return its exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(args.quiet, args.verbose)
     if args.quiet and hasattr(args, "no_progress"):
         args.no_progress = True  # quiet: no progress bar in any command
     try:
+        check_outputs(args)
         return int(args.func(args) or 0)
-    except DeadlockError as exc:  # exit 3: the replay cannot progress
-        print(f"cyclesim: {exc}", file=sys.stderr)
-        return 3
     except CyclesimError as exc:
         print(f"cyclesim: {exc}", file=sys.stderr)
-        return 2
+        return exit_code(exc)
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # an output that could not be written after all (disk full, ...)
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"cyclesim: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -67,7 +67,11 @@ class EngineError(CyclesimError):
 
 
 class DeadlockError(EngineError):
-    """The replay cannot progress: no event is pending while processes still wait (exit 3)."""
+    """The replay cannot progress: processes wait on each other forever (exit code 3)."""
+
+
+class FoundFailure(CyclesimError):
+    """What the user asked about failed (a check beyond tolerance, an L1 clash): exit code 1."""
 
 
 class CountMismatchError(EngineError):

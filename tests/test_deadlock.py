@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from replay_helpers import memory, port
 
-from cyclesim.errors import EngineError
+from cyclesim.errors import EngineError, SpecError
 
 WORKLOAD = {
     "default_bits_per_value": 8,
@@ -49,9 +49,19 @@ def mapping(order: list[str]) -> dict:
     }
 
 
-def test_consumer_before_producer_is_a_cyclic_wait(replay_dicts):
-    # The consumer's branch runs first in every iteration of m, so the PE array waits for AO
-    # in sram, which only the producer's branch — queued behind it on the same PE array — writes.
+def test_consumer_before_producer_is_refused_before_the_replay(replay_dicts):
+    with pytest.raises(SpecError) as info:
+        replay_dicts(ARCH, WORKLOAD, mapping(["consumer", "producer"]))
+    assert "Einsum 'consumer' reads tensor AO before Einsum 'producer'" in str(info.value)
+    assert info.value.field == "loop_tree[3].branches[0][1]"
+
+
+def test_consumer_before_producer_is_a_cyclic_wait(replay_dicts, monkeypatch):
+    # The loader refuses this tree (above); with that check off, the engine's own detection —
+    # the safety net for waits validation cannot see — names the cycle. The consumer's branch
+    # runs first in every iteration of m, so the PE array waits for AO in sram, which only the
+    # producer's branch — queued behind it on the same PE array — writes.
+    monkeypatch.setattr("cyclesim.spec.mapping._check_order", lambda mapping, workload: None)
     with pytest.raises(EngineError) as info:
         replay_dicts(ARCH, WORKLOAD, mapping(["consumer", "producer"]))
     text = str(info.value)

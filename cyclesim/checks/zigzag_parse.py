@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from math import prod
@@ -22,6 +23,8 @@ from cyclesim.checks.zigzag_inputs import (
 from cyclesim.errors import SpecError
 from cyclesim.spec.yamlio import format_path, line_of, read_yaml
 
+MAX_INTEGER = 2**60  # sizes in bits, latencies, loop sizes
+MAX_NUMBER = 1e30  # energies and areas
 _PORT_NAME = re.compile(r"^[r]?[w]?_port_\d+$")
 _ALLOCATION = re.compile(r"^\s*(\w+)\s*,\s*(\w+)\s*$")
 _ARRAY_DIM = re.compile(r"^D\d$")
@@ -96,12 +99,16 @@ class _Reader:
             self.fail(path, "must be an integer", found=value, expected="an integer")
         if minimum is not None and value < minimum:
             self.fail(path, f"must be at least {minimum}", found=value)
+        if value > MAX_INTEGER:
+            self.fail(path, "out of range", found=value, expected="at most 2**60")
         return value
 
     def number(self, value: Any, path: tuple) -> float:
-        """Check a number (energy, area)."""
+        """Check a number (energy, area): finite and not negative."""
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(path, "must be a number", found=value, expected="a number")
+        if not (math.isfinite(value) and 0 <= value <= MAX_NUMBER):
+            self.fail(path, "out of range", found=value, expected=f"0 to {MAX_NUMBER:g}")
         return float(value)
 
     def string(self, value: Any, path: tuple) -> str:
@@ -152,7 +159,11 @@ def parse_accelerator(path: str) -> ZigZagAccelerator:
             found=len(sizes),
             expected=str(len(dims)),
         )
-    systolic = tuple(array.get("systolic_dimensions") or ())
+    systolic = tuple(
+        r.listing(
+            array.get("systolic_dimensions") or [], ("operational_array", "systolic_dimensions")
+        )
+    )
     for i, d in enumerate(systolic):
         if d not in dims:
             r.fail(
@@ -184,7 +195,7 @@ def _parse_memory(r: _Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zi
     )
     operands: list[MemoryOperand] = []
     for i, op in enumerate(r.listing(m["operands"], base + ("operands",))):
-        if op not in {"I1", "I2", "O"}:
+        if op not in ("I1", "I2", "O"):
             r.fail(
                 base + ("operands", i), "unknown memory operand", found=op, expected="I1, I2 or O"
             )
@@ -216,7 +227,7 @@ def _parse_memory(r: _Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zi
                 found=port_name,
                 expected="r_port_N, w_port_N or rw_port_N",
             )
-        if pd["type"] not in {"read", "write", "read_write"}:
+        if pd["type"] not in ("read", "write", "read_write"):
             r.fail(
                 pbase + ("type",),
                 "unknown port type",
@@ -275,6 +286,7 @@ def _parse_memory(r: _Reader, name: str, data: Any, dims: tuple[str, ...]) -> Zi
     for p, port in enumerate(ports):
         if names[port.name] > 1:
             r.fail(base + ("ports", p, "name"), "duplicate port name", found=port.name)
+    r.number(m.get("area", 0), base + ("area",))  # unused by the replay, still range-checked
     return ZigZagMemory(
         name=name,
         size_bits=r.integer(m["size"], base + ("size",), 1),

@@ -148,7 +148,7 @@ def _parse_links(
                 found=mem_text,
                 expected="O",
             )
-        if layer_op != layer.output_operand and mem_text not in {"I1", "I2"}:
+        if layer_op != layer.output_operand and mem_text not in ("I1", "I2"):
             r.fail(
                 path + (layer_op,),
                 "an input must be linked to memory operand I1 or I2",

@@ -63,7 +63,9 @@ def parse_layer(r: _Reader, layer_name: str | None) -> ZigZagLayer:
             r.fail(base + ("loop_dims",), "duplicate loop dim", found=dim)
     relations = tuple(
         _parse_relation(r, base + ("dimension_relations", i), text, loop_dims)
-        for i, text in enumerate(d.get("dimension_relations") or ())
+        for i, text in enumerate(
+            r.listing(d.get("dimension_relations") or [], base + ("dimension_relations",))
+        )
     )
     used = Counter(dim for rel in relations for dim in (rel.first_dim, rel.second_dim))
     for dim, count in used.items():

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cyclesim.engine.record import Recorder
-from cyclesim.errors import EngineError
+from cyclesim.errors import EngineError, FoundFailure
 from cyclesim.l1.config import AllocKind, L1Config, Policy, round_up
 from cyclesim.l1.model import L1, L1AllocationError
 from cyclesim.schedule.plan import Plan
@@ -69,7 +69,7 @@ class L1Failure:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-class L1ReplayError(EngineError):
+class L1ReplayError(EngineError, FoundFailure):
     """An L1 allocation did not fit during the replay: cycle, component, tensor, tt-metal's facts."""
 
     def __init__(self, message: str, failure: L1Failure | None = None) -> None:

@@ -26,6 +26,7 @@ S_DRAIN = "drain"  # waiting for the previous write-back of the same values; inf
 S_PIPE = "pipeline"  # PE pipeline depth before results can leave
 S_IDLE = "idle"  # nothing left to do
 S_WAIT_FILL = "wait_fill"  # drain process: the tile is not yet entered; info: node index
+S_DRAM = "dram"  # a DRAM delay (engine/dram_port.py); info: (cause, port key, row opener, where)
 
 
 @dataclass(frozen=True, slots=True)

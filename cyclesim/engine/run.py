@@ -91,6 +91,11 @@ class _Replay:
         self.intermediate = tuple(
             n.tensor in consumed and n.tensor in self.producer_of for n in plan.nodes
         )
+        self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_port.py)
+        if plan.dram:
+            from cyclesim.engine.dram_port import DramTimer
+
+            self.dram = {name: DramTimer(config, mhz) for name, config, _, mhz in plan.dram}
         self.l1 = None  # L1 placement (engine/l1.py) when a memory has an `allocator:`
         if plan.allocators:
             from cyclesim.engine.l1 import L1Places
@@ -182,6 +187,15 @@ class _Replay:
         if self.rec.occupancy is not None:
             self.rec.occupy(self.env.now, n.index, +1)
 
+    def _dram_side(self, link: Link, n: NodePlan, is_write: bool) -> Link:
+        """Give the link its DRAM side when n's parent lives in a DRAM-modelled memory."""
+        addresses = self.plan.dram_nodes[n.index] if self.plan.dram_nodes else None
+        if addresses is not None:
+            from cyclesim.engine.dram_port import DramSide
+
+            link.dram = DramSide(self.dram[addresses.memory], addresses, is_write)
+        return link
+
     def _dma(self, n: NodePlan):
         return self.dma[n.dma] if n.dma is not None else None
 
@@ -248,6 +262,9 @@ class _Replay:
             start = env.now
             if link is None:
                 link = Link(2 * node, n.tensor, n.fill_src, n.fill_dst, self._dma(n))
+                self._dram_side(link, n, False)
+            if link.dram is not None:
+                link.dram.select(k)
             yield from transfer(env, fabric, rec, tl, link, par_values * bits, chi_values * bits)
             if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
                 rec.transfers.append(
@@ -278,6 +295,7 @@ class _Replay:
         env, rec, fabric = self.env, self.rec, self.fabric
         node, tl, t = n.index, rec.drain_tl[n.index], self.tiles[n.index]
         link = Link(2 * node + 1, n.tensor, n.drain_dst, n.drain_src, self._dma(n))
+        self._dram_side(link, n, True)
         p = self.plan.nodes[n.parent]
         pt = self.tiles[p.index]
         pipe = self.plan.pipeline_depth if n.pe_written_by else 0
@@ -305,6 +323,8 @@ class _Replay:
             final = is_final(k)
             bits = n.bits if final else n.psum_bits
             start = env.now
+            if link.dram is not None:
+                link.dram.select(k)
             yield from transfer(env, fabric, rec, tl, link, par_values * bits, chi_values * bits)
             if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
                 rec.transfers.append((start, env.now, node, "drain", k, par_values * bits))

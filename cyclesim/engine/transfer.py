@@ -28,6 +28,7 @@ class Link:
         "latency_key",
         "dma",
         "timings",
+        "dram",
     )
 
     def __init__(
@@ -49,6 +50,7 @@ class Link:
         )
         self.dma = dma
         self.timings: dict[tuple, tuple[list, list, list]] = {}  # (bits, widths) -> _timing
+        self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
 
 
 def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
@@ -92,6 +94,11 @@ def transfer(
     burst holds both ports for the cycles of the slower side; latency is paid once, after the last burst,
     without holding the ports. Uncontested bursts run back to back in one timeout.
     """
+    if link.dram is not None:  # the DRAM's timer times the bursts too (engine/dram_port.py)
+        from cyclesim.engine.dram_port import dram_transfer
+
+        yield from dram_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
+        return
     channel = None
     dma = link.dma
     if dma is not None:

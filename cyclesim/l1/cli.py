@@ -16,7 +16,7 @@ DEFAULT_ARCH = Path(__file__).resolve().parents[2] / "hw_models" / "tensix_like.
 # (tests/test_lean_start.py checks they agree)
 POLICIES = ("heap", "stack", "pool")
 
-EXIT_OK, EXIT_L1_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_L1_FAILURE = 0, 1  # bad input: 2, from cyclesim.cli.exit_code
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -57,11 +57,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Execute `cyclesim l1`; print the report; return the exit code."""
+    from cyclesim.cli import exit_code
+
     try:
         return _run(args)
     except CyclesimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        print(f"cyclesim l1: {exc}", file=sys.stderr)
+        return exit_code(exc)
 
 
 def _run(args: argparse.Namespace) -> int:

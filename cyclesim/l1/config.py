@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import enum
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cyclesim.errors import SpecError
-from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml
+from cyclesim.spec.limits import MAX_BYTES, MAX_COUNT
+from cyclesim.spec.yamlio import Lines, format_path, line_of, pydantic_to_spec_error, read_yaml
 
 
 class Policy(enum.StrEnum):
@@ -104,12 +103,22 @@ class _Strict(BaseModel):
 
 class _Config(_Strict):
     kind: Literal["tt_l1"] = "tt_l1"
-    l1_size_bytes: int = Field(gt=0, description="worker_l1_size per Tensix core")
-    unreserved_base_bytes: int = Field(ge=0, description="l1_unreserved_base: firmware below")
-    alignment_bytes: int = Field(32, gt=0, description="DRAM alignment of every L1 address")
-    l1_small_size_bytes: int = Field(0, ge=0, description="L1_SMALL region at the top")
-    num_banks: int = Field(1, gt=0, description="lockstep banks a tensor is interleaved over")
-    worker_grid: list[int] = Field([1, 1], min_length=2, max_length=2)
+    l1_size_bytes: int = Field(gt=0, le=MAX_BYTES, description="worker_l1_size per Tensix core")
+    unreserved_base_bytes: int = Field(
+        ge=0, le=MAX_BYTES, description="l1_unreserved_base: firmware below"
+    )
+    alignment_bytes: int = Field(
+        32, gt=0, le=MAX_COUNT, description="DRAM alignment of every L1 address"
+    )
+    l1_small_size_bytes: int = Field(
+        0, ge=0, le=MAX_BYTES, description="L1_SMALL region at the top"
+    )
+    num_banks: int = Field(
+        1, gt=0, le=MAX_COUNT, description="lockstep banks a tensor is interleaved over"
+    )
+    worker_grid: list[Annotated[int, Field(le=MAX_COUNT)]] = Field(
+        [1, 1], min_length=2, max_length=2
+    )
     policy: Literal["heap", "stack", "pool"] = "heap"
 
 
@@ -182,7 +191,10 @@ def _config_from_dict(data: Any, file: str, lines: Lines, loc: tuple) -> L1Confi
 def load_l1_config(path: str | Path) -> L1Config:
     """Read the L1 config from an architecture file: the memory that has an `allocator:`."""
     data, lines, name = read_yaml(path)
-    if isinstance(data, dict) and "memories" in data and isinstance(data["memories"], list):
+    if isinstance(data, dict) and "memories" in data:
+        from cyclesim.spec.arch import architecture_from_dict
+
+        architecture_from_dict(data, name, lines)  # the whole architecture, as `run` checks it
         found = [
             (i, m)
             for i, m in enumerate(data["memories"])
@@ -224,75 +236,3 @@ def _named(config: L1Config, name: str) -> L1Config:
     from dataclasses import replace
 
     return replace(config, name=name)
-
-
-def pydantic_to_spec_error(
-    exc: ValidationError, model: type[BaseModel], file: str, lines: Lines, prefix: tuple = ()
-) -> SpecError:
-    """The first pydantic fault as a SpecError with field path, line and the allowed fields."""
-    error = exc.errors()[0]
-    loc = prefix + tuple(
-        p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))
-    )
-    found = None if error["type"] in ("missing", "extra_forbidden") else error.get("input")
-    message, expected = error["msg"], None
-    if error["type"] == "extra_forbidden":
-        message = f"unknown field '{loc[-1]}'"
-        allowed = _fields_at(model, tuple(error["loc"][:-1]))
-        expected = "one of: " + ", ".join(allowed) if allowed else None
-    if isinstance(found, dict | list) and len(repr(found)) > 80:
-        found = repr(found)[:77] + "..."
-    return SpecError(
-        message,
-        file=file,
-        field=format_path(loc) or None,
-        line=line_of(lines, loc),
-        found=found,
-        expected=expected,
-    )
-
-
-def _fields_at(model: Any, loc: tuple) -> list[str]:
-    """Field names accepted at a path, walking through dict values and list items."""
-    current: Any = _model_in(model)
-    for part in loc:
-        if _is_model(current) and isinstance(part, str) and part in current.model_fields:
-            current = current.model_fields[part].annotation
-        elif not _is_model(current) and current is not None:
-            current = _container_item(current)
-        else:
-            return []
-        current = _model_in(current) or current
-    current = _model_in(current)
-    return list(current.model_fields) if _is_model(current) else []
-
-
-def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
-
-
-def _model_in(annotation: Any) -> Any:
-    """The model class an annotation is, or is Optional of; None otherwise."""
-    if _is_model(annotation):
-        return annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            if _is_model(arg):
-                return arg
-    return None
-
-
-def _container_item(annotation: Any) -> Any:
-    """The item type of list[X] / dict[str, X] (through Optional)."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin in (typing.Union, types.UnionType):
-        for arg in args:
-            if typing.get_origin(arg) in (list, dict):
-                return _container_item(arg)
-        return None
-    if origin is list:
-        return args[0]
-    if origin is dict:
-        return args[1]
-    return None

@@ -32,6 +32,7 @@ from cyclesim.l1.opspec import (
     StepKind,
     TensorSpec,
 )
+from cyclesim.spec.limits import MAX_BYTES, MAX_COUNT
 from cyclesim.spec.yamlio import Lines, format_path, line_of, parse_yaml_text, read_yaml
 
 
@@ -42,15 +43,19 @@ class _Strict(BaseModel):
 
 class _CB(_Strict):
     name: str
-    page_size_bytes: int = Field(gt=0)
-    num_pages: int = Field(gt=0)
+    page_size_bytes: int = Field(gt=0, le=MAX_BYTES)
+    num_pages: int = Field(gt=0, le=MAX_COUNT)
 
 
 class _Tensor(_Strict):
     name: str
-    size_bytes: int = Field(gt=0, description="whole tensor, all banks")
-    page_size_bytes: int = Field(2048, gt=0, description="default: one bf16 32x32 tile")
-    num_banks: int | None = Field(None, gt=0, description="default: the L1's bank count")
+    size_bytes: int = Field(gt=0, le=MAX_BYTES, description="whole tensor, all banks")
+    page_size_bytes: int = Field(
+        2048, gt=0, le=MAX_BYTES, description="default: one bf16 32x32 tile"
+    )
+    num_banks: int | None = Field(
+        None, gt=0, le=MAX_COUNT, description="default: the L1's bank count"
+    )
 
 
 class _Output(_Tensor):

@@ -57,7 +57,9 @@ def replay(ops: OpsFile, config: L1Config, policy: Policy | str) -> ReplayResult
         failure = exc
     frozen = tuple(OpInstance(*row) for row in instances)
     unbounded = None
-    if failure is not None:  # what each op would need, read where nothing can clash
+    # what each op would need, read where nothing can clash (once: requests beyond even the
+    # unbounded L1 fail there too, and that replay has no unbounded twin of its own)
+    if failure is not None and config != _unbounded(config):
         unbounded = replay(ops, _unbounded(config), policy)
     return ReplayResult(
         policy,

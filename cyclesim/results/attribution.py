@@ -16,6 +16,7 @@ from cyclesim.engine.record import (
     S_BURST,
     S_DMA,
     S_DRAIN,
+    S_DRAM,
     S_IDLE,
     S_LATENCY,
     S_PARENT,
@@ -30,7 +31,9 @@ from cyclesim.engine.run import RawRun
 
 BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer_full", "latency"
 DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
-CAUSES = (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC)
+ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
+DRAM_CAUSES = (ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND)  # docs/dram_causes.md
+CAUSES = (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC) + DRAM_CAUSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,11 @@ class Attributor:
             return "PE array"
         n = self.nodes[who // 2]
         return f"{'write-back' if who % 2 else 'fill'} of {n.label()}"
+
+    def _dram_config(self, port_key: str):
+        """The DramConfig of the DRAM-modelled memory a port key belongs to."""
+        memory = port_key.split(".", 1)[0]
+        return next((c for name, c, _, _ in self.raw.plan.dram if name == memory), None)
 
     def _timeline(self, kind: str, node: int) -> list[tuple]:
         return (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
@@ -195,6 +203,18 @@ class Attributor:
                     None,
                     here + (f"moving bursts through {info}",),
                 )
+            elif state == S_DRAM:
+                cause, key, opener, where = info
+                where = _where_text(where, self._dram_config(key))
+                competitor = self._label(opener) if opener is not None else None
+                words = {
+                    ROW_MISS: f"row miss at {where}",
+                    BANK_CONFLICT: f"bank conflict at {where}: row opened by {competitor}",
+                    REFRESH: f"refresh at {where}",
+                    TURNAROUND: f"read/write turnaround at {where}",
+                    CONTENTION: f"DRAM data bus busy with {competitor} at {where}",
+                }[cause]
+                yield span(t, end, phase, cause, n, key, None, competitor, here + (words,))
             elif state == S_LATENCY:
                 yield span(
                     t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",)
@@ -416,3 +436,12 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             (f"run ends with the write-back of {n.tensor} from {n.memory}",),
         )
     )
+
+
+def _where_text(where: tuple[int, int, int], config) -> str:
+    """'channel 0 bank 5 row 17' for a DRAM delay's (channel, bank, row), the bank counted
+    within its channel (config: the memory's DramConfig, or None)."""
+    channel, bank, row = where
+    if config is not None:
+        bank -= channel * config.ranks * config.banks
+    return f"channel {channel} bank {bank} row {row}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from cyclesim.schedule.addresses import dram_addresses
 from cyclesim.schedule.capacity import check_capacity
 from cyclesim.schedule.isolate import isolate
 from cyclesim.schedule.types import (
@@ -340,6 +341,7 @@ def build_plan(
                 if p is not None and p not in ports:
                     ports.append(p)
     dma = tuple((d.name, d.channels, d.setup_cycles) for d in arch.dma_engines)
+    dram, dram_nodes = dram_addresses(arch, workload, tree, tuple(nodes))
     return Plan(
         tuple(nodes),
         tuple(leaf_plans),
@@ -351,6 +353,8 @@ def build_plan(
         dma,
         tensor_order,
         _allocators(arch),
+        dram,
+        dram_nodes,
     )
 
 

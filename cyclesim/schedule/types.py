@@ -157,3 +157,5 @@ class Plan:
     allocators: tuple[
         tuple[str, object], ...
     ] = ()  # (memory, validated L1Config) with `allocator:`
+    dram: tuple = ()  # (memory, DramConfig, placements, clock MHz) per DRAM-modelled memory
+    dram_nodes: tuple = ()  # per node: TileAddresses in its parent's DRAM, or None (empty: none)

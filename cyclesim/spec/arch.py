@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cyclesim.errors import SpecError
+from cyclesim.spec.limits import (
+    MAX_ARRAY_DIM,
+    MAX_CHANNELS,
+    MAX_CLOCK_MHZ,
+    MAX_LATENCY_CYCLES,
+    MAX_MACS_PER_PE,
+    MAX_SIZE_BITS,
+    MAX_WIDTH_BITS,
+)
 from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml, validate
 
 
@@ -44,9 +53,13 @@ class _Serve(_Strict):
 class _Port(_Strict):
     name: str
     kind: Literal["read", "write", "read_write"]
-    width_bits: int = Field(gt=0, description="bits per cycle")
-    latency_cycles: int = Field(0, ge=0, description="paid once per transfer, after its last burst")
-    burst_bits: int | None = Field(None, gt=0, description="arbitration unit; default width_bits")
+    width_bits: int = Field(gt=0, le=MAX_WIDTH_BITS, description="bits per cycle")
+    latency_cycles: int = Field(
+        0, ge=0, le=MAX_LATENCY_CYCLES, description="paid once per transfer, after its last burst"
+    )
+    burst_bits: int | None = Field(
+        None, gt=0, le=MAX_WIDTH_BITS, description="arbitration unit; default width_bits"
+    )
     serves: list[_Serve] | None = Field(None, description="default: all that its kind allows")
 
 
@@ -70,21 +83,37 @@ class _ComputeEnergy(_Strict):
     leak_per_cycle: float = Field(0, ge=0, allow_inf_nan=False, description="per PE")
 
 
+class _Placement(_Strict):
+    base: int = Field(ge=0, le=1 << 48, description="byte address of the tensor's first value")
+    order: list[str] | None = Field(None, description="tensor dims, outermost first")
+
+
+class _DramBlock(_Strict):
+    config: str = Field(description="a preset name or a DRAMsim3 .ini path")
+    channels: int | None = Field(None, ge=1, le=256)
+    ranks: int | None = Field(None, ge=1, le=16)
+    address_mapping: str | None = None
+    placements: dict[str, _Placement] = {}
+
+
 class _Memory(_Strict):
     name: str
-    size_bits: int | None = Field(None, gt=0, description="per instance; null = unbounded")
+    size_bits: int | None = Field(
+        None, gt=0, le=MAX_SIZE_BITS, description="per instance; null = unbounded"
+    )
     shared_across: list[str] | None = Field(None, description="array dims; default: all")
     tensors: list[str] | None = Field(None, description="tensors it may hold; default: all")
     double_buffered: bool | list[str] = False
     ports: list[_Port] = Field(min_length=1)
     allocator: dict[str, Any] | None = None
     energy: _MemoryEnergy | None = None
+    dram: _DramBlock | None = None
 
 
 class _PEArray(_Strict):
-    dims: dict[str, int] = Field(min_length=1)
-    macs_per_pe_per_cycle: int = Field(1, gt=0)
-    pipeline_depth_cycles: int = Field(0, ge=0)
+    dims: dict[str, Annotated[int, Field(le=MAX_ARRAY_DIM)]] = Field(min_length=1)
+    macs_per_pe_per_cycle: int = Field(1, gt=0, le=MAX_MACS_PER_PE)
+    pipeline_depth_cycles: int = Field(0, ge=0, le=MAX_LATENCY_CYCLES)
     energy: _ComputeEnergy | None = None
     no_multicast: dict[str, list[str]] = Field(
         {},
@@ -100,13 +129,13 @@ class _Link(_Strict):
 class _Dma(_Strict):
     name: str
     links: list[_Link] = Field(min_length=1)
-    channels: int = Field(1, gt=0)
-    setup_cycles: int = Field(0, ge=0)
+    channels: int = Field(1, gt=0, le=MAX_CHANNELS)
+    setup_cycles: int = Field(0, ge=0, le=MAX_LATENCY_CYCLES)
 
 
 class _Arch(_Strict):
     name: str
-    clock_mhz: float | None = Field(None, gt=0)
+    clock_mhz: float | None = Field(None, gt=0, le=MAX_CLOCK_MHZ, allow_inf_nan=False)
     description: str | None = None
     pe_array: _PEArray
     memories: list[_Memory] = Field(min_length=1)
@@ -153,6 +182,15 @@ class ComputeEnergy:
 
 
 @dataclass(frozen=True, slots=True)
+class DramModel:
+    """A memory's DRAM device (cyclesim.dram.config) and where its tensors are placed."""
+
+    config: Any  # DramConfig, loaded and validated
+    placements: tuple[tuple[str, int, tuple[str, ...] | None], ...] = ()  # (tensor, base, order)
+    block: dict | None = field(default=None, compare=False)  # the YAML block, config path resolved
+
+
+@dataclass(frozen=True, slots=True)
 class Memory:
     name: str
     size_bits: int | None
@@ -162,6 +200,7 @@ class Memory:
     ports: tuple[Port, ...]
     allocator: dict | None = None
     energy: MemoryEnergy | None = None  # None: no energies given
+    dram: DramModel | None = None  # banks, rows and timing behind this memory's ports
 
     def holds(self, tensor: str) -> bool:
         return self.tensors is None or tensor in self.tensors
@@ -329,6 +368,10 @@ def architecture_from_dict(
                         found=t,
                     )
             db = tuple(db)
+        if m.allocator is not None:  # the L1 model's own schema, checked here as `l1` does
+            from cyclesim.l1.config import L1Config
+
+            L1Config.from_dict(m.allocator, file=name, lines=lines, loc=loc + ("allocator",))
         mem = Memory(
             m.name,
             m.size_bits,
@@ -338,6 +381,7 @@ def architecture_from_dict(
             tuple(ports),
             m.allocator,
             _memory_energy(m.energy),
+            _dram_model(m, loc, raw.clock_mhz, name, err) if m.dram is not None else None,
         )
         _check_port_ambiguity(mem, loc, err)
         memories.append(mem)
@@ -355,6 +399,14 @@ def architecture_from_dict(
                         found=value,
                         expected=f"one of {names}",
                     )
+            if names.index(link.parent) >= names.index(link.child):
+                raise err(
+                    f"DMA engine '{d.name}' links '{link.parent}' to '{link.child}', which is not "
+                    "a level below it",
+                    ("dma_engines", di, "links", li),
+                    expected="parent: an outer memory, child: a memory listed after it "
+                    f"(outermost first: {names})",
+                )
             links.append((link.parent, link.child))
         dmas.append(DmaEngine(d.name, tuple(links), d.channels, d.setup_cycles))
     for dim in raw.pe_array.no_multicast:
@@ -382,6 +434,72 @@ def _memory_energy(raw: _MemoryEnergy | None) -> MemoryEnergy | None:
         return None
     update = raw.write if raw.update is None else raw.update
     return MemoryEnergy(raw.bits_per_action, raw.read, raw.write, update, raw.leak_per_cycle)
+
+
+def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err: Any) -> DramModel:
+    """Load the memory's DRAM config (preset or .ini, relative to the architecture file)."""
+    from pathlib import Path
+
+    from cyclesim.dram.config import PRESET_NAMES, load_dram_config
+
+    block = m.dram
+    loc = loc + ("dram",)
+    if clock_mhz is None:
+        raise err(
+            f"memory '{m.name}' has a DRAM model but the architecture has no clock",
+            ("clock_mhz",),
+            expected="clock_mhz: the accelerator clock, to convert DRAM cycles exactly",
+        )
+    source = block.config
+    if source not in PRESET_NAMES and not Path(source).is_absolute() and name.endswith(".yaml"):
+        beside = Path(name).parent / source
+        if beside.is_file():
+            source = str(beside)
+    overrides = {}
+    if block.channels is not None:
+        overrides["channels"] = block.channels
+    if block.address_mapping is not None:
+        overrides["address_mapping"] = block.address_mapping
+    try:
+        config = load_dram_config(source, overrides)
+        if block.ranks is not None:
+            if block.ranks & (block.ranks - 1):
+                raise err("ranks must be a power of two", loc + ("ranks",), found=block.ranks)
+            config = config.with_changes(ranks=block.ranks)
+    except SpecError as e:
+        field = {"channels": "channels", "address_mapping": "address_mapping"}.get(e.field or "")
+        if e.line is not None and field is None:  # a fault inside the .ini: name its line
+            raise SpecError(
+                f"{e.detail} (the DRAM config of memory '{m.name}' in {name})",
+                file=e.file,
+                field=e.field,
+                line=e.line,
+                found=e.found,
+                expected=e.expected,
+            ) from None
+        where = loc + ((field,) if field else ("config",))
+        raise err(e.detail, where, found=e.found, expected=e.expected) from None
+    if config.refresh_policy == "BANK_LEVEL_STAGGERED":
+        raise err(
+            "the replay's DRAM timer refreshes whole ranks; per-bank refresh is timed only by "
+            "`cyclesim dram`",
+            loc + ("config",),
+            found=config.refresh_policy,
+            expected="RANK_LEVEL_STAGGERED or RANK_LEVEL_SIMULTANEOUS",
+        )
+    placements = []
+    for tensor, p in block.placements.items():
+        if m.tensors is not None and tensor not in m.tensors:
+            raise err(
+                f"placement of a tensor memory '{m.name}' does not hold",
+                loc + ("placements", tensor),
+                found=tensor,
+                expected=f"one of {list(m.tensors)}",
+            )
+        placements.append((tensor, p.base, tuple(p.order) if p.order is not None else None))
+    written = block.model_dump(exclude_none=True, exclude_defaults=True)
+    written["config"] = source
+    return DramModel(config, tuple(placements), written)
 
 
 def _unique(names: list[str], loc: tuple, what: str, err: Any) -> None:

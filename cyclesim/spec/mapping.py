@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.arch import Architecture
+from cyclesim.spec.limits import MAX_RANK_SIZE
 from cyclesim.spec.workload import Workload
 from cyclesim.spec.yamlio import Lines, line_of, read_yaml, validate
 
@@ -26,13 +27,13 @@ class _StorageN(_Strict):
 class _TemporalN(_Strict):
     type: Literal["temporal"]
     rank: str
-    bound: int = Field(ge=1)
+    bound: int = Field(ge=1, le=MAX_RANK_SIZE)
 
 
 class _SpatialN(_Strict):
     type: Literal["spatial"]
     rank: str
-    bound: int = Field(ge=1)
+    bound: int = Field(ge=1, le=MAX_RANK_SIZE)
     dim: str
 
 
@@ -274,6 +275,9 @@ def check_mapping(mapping: Mapping, arch: Architecture, workload: Workload) -> N
     for e in workload.einsums:
         if e.name not in seen_einsums:
             raise err(f"Einsum '{e.name}' has no compute node", "loop_tree")
+    _check_order(mapping, workload)
+    _check_paths(mapping, arch)
+    _check_no_multicast(arch, workload)
     for above, comp in leaves(mapping.loop_tree):
         einsum = workload.einsum(comp.einsum)
         sizes = einsum.rank_sizes
@@ -310,4 +314,71 @@ def check_mapping(mapping: Mapping, arch: Architecture, workload: Workload) -> N
                 raise err(
                     f"tensor {a.tensor} of Einsum '{einsum.name}' has no storage node above its compute node",
                     comp.path,
+                )
+
+
+def _check_order(mapping: Mapping, workload: Workload) -> None:
+    """Refuse a consumer computed before the producer of one of its inputs (in tree order)."""
+    done: dict[str, str] = {}  # Einsum -> path of its compute node
+    computes = [compute for _, compute in leaves(mapping.loop_tree)]
+    position = {c.einsum: i for i, c in enumerate(computes)}
+    for compute in computes:
+        for access in workload.einsum(compute.einsum).inputs:
+            producer = workload.producer(access.tensor)
+            if producer is None or producer.name in done:
+                continue
+            later = computes[position[producer.name]]
+            raise mapping.error(
+                f"Einsum '{compute.einsum}' reads tensor {access.tensor} before Einsum "
+                f"'{producer.name}' (at {later.path}) produces it",
+                compute.path,
+                expected="the producer's branch before the consumer's",
+            )
+        done[compute.einsum] = compute.path
+
+
+def _check_paths(mapping: Mapping, arch: Architecture) -> None:
+    """On every path, each tensor's memories go strictly inward: none inverted, none twice (except
+    an L1 with an allocator, where a second storage node is a staging buffer of its own)."""
+    order = {m.name: i for i, m in enumerate(arch.memories)}
+
+    def allocated(node: Storage) -> bool:
+        # an L1 with an allocator may stage a tensor again in a buffer of its own (a copy)
+        return arch.memory(node.memory).allocator is not None
+
+    for above, _ in leaves(mapping.loop_tree):
+        kept: dict[str, Storage] = {}
+        for node in above:
+            if not isinstance(node, Storage):
+                continue
+            for tensor in node.tensors:
+                outer = kept.get(tensor)
+                staged = outer is not None and outer.memory == node.memory and allocated(node)
+                if outer is not None and order[outer.memory] >= order[node.memory] and not staged:
+                    what = (
+                        f"memory '{node.memory}' keeps tensor {tensor} twice on one path"
+                        if outer.memory == node.memory
+                        else f"tensor {tensor} is kept in '{node.memory}' below '{outer.memory}' "
+                        "(at {outer.path}), which the architecture lists inside it"
+                    )
+                    raise mapping.error(
+                        what.replace("{outer.path}", outer.path),
+                        node.path,
+                        expected="each tensor's storage nodes in architecture order, "
+                        "outermost first, each memory once",
+                    )
+                kept[tensor] = node
+
+
+def _check_no_multicast(arch: Architecture, workload: Workload) -> None:
+    """Every tensor `no_multicast` names exists in the workload (a typo would silently multicast)."""
+    names = [t.name for t in workload.tensors]
+    for dim, tensors in arch.pe_array.no_multicast:
+        for index, tensor in enumerate(tensors):
+            if tensor not in names:
+                raise arch.error(
+                    "no_multicast names a tensor the workload does not have",
+                    ("pe_array", "no_multicast", dim, index),
+                    found=tensor,
+                    expected=f"one of {names}",
                 )

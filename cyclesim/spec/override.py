@@ -10,6 +10,7 @@ name, any list by its index: `memories.sram.ports.r_port_1.width_bits`, `loop_tr
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from typing import Any
 
@@ -45,6 +46,8 @@ def architecture_to_dict(arch: Architecture) -> dict:
     }
     if pe.no_multicast:
         out["pe_array"]["no_multicast"] = {d: list(ts) for d, ts in pe.no_multicast}
+    if pe.energy is not None:
+        out["pe_array"]["energy"] = dataclasses.asdict(pe.energy)
     out["memories"] = [_memory_dict(m) for m in arch.memories]
     if arch.dma_engines:
         out["dma_engines"] = [
@@ -85,6 +88,10 @@ def _memory_dict(mem: Any) -> dict:
     out["ports"] = ports
     if mem.allocator is not None:
         out["allocator"] = copy.deepcopy(mem.allocator)
+    if mem.energy is not None:
+        out["energy"] = dataclasses.asdict(mem.energy)
+    if mem.dram is not None and mem.dram.block is not None:
+        out["dram"] = copy.deepcopy(mem.dram.block)
     return out
 
 

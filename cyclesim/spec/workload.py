@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cyclesim.errors import SpecError
+from cyclesim.spec.limits import MAX_ITERATIONS, MAX_RANK_SIZE, MAX_VALUE_BITS
 from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml, validate
 
 
@@ -17,8 +19,10 @@ class _Strict(BaseModel):
 
 
 class _TensorDecl(_Strict):
-    bits_per_value: int = Field(gt=0)
-    partial_sum_bits: int | None = Field(None, gt=0, description="outputs: width while reducing")
+    bits_per_value: int = Field(gt=0, le=MAX_VALUE_BITS)
+    partial_sum_bits: int | None = Field(
+        None, gt=0, le=MAX_VALUE_BITS, description="outputs: width while reducing"
+    )
 
 
 class _Access(_Strict):
@@ -28,7 +32,7 @@ class _Access(_Strict):
 
 class _Einsum(_Strict):
     name: str
-    ranks: dict[str, int] = Field(min_length=1)
+    ranks: dict[str, Annotated[int, Field(le=MAX_RANK_SIZE)]] = Field(min_length=1)
     inputs: list[_Access] = Field(min_length=1)
     outputs: list[_Access] = Field(min_length=1, max_length=1)
     is_copy: bool = False
@@ -37,7 +41,7 @@ class _Einsum(_Strict):
 
 class _Workload(_Strict):
     name: str | None = None
-    default_bits_per_value: int | None = Field(None, gt=0)
+    default_bits_per_value: int | None = Field(None, gt=0, le=MAX_VALUE_BITS)
     tensors: dict[str, _TensorDecl] = {}
     einsums: list[_Einsum] = Field(min_length=1)
 
@@ -184,6 +188,13 @@ def workload_from_dict(data: Any, name: str = "<workload>", lines: Lines | None 
         for r, s in e.ranks.items():
             if s <= 0:
                 raise err("rank sizes must be positive", loc + ("ranks", r), found=s)
+        iterations = math.prod(e.ranks.values())
+        if iterations > MAX_ITERATIONS:
+            raise err(
+                f"Einsum '{e.name}' has {iterations:,} iterations (the product of its rank sizes)",
+                loc + ("ranks",),
+                expected=f"at most {MAX_ITERATIONS:,} (2**44), a replay that ends",
+            )
         accesses = []
         for kind, items in (("inputs", e.inputs), ("outputs", e.outputs)):
             for ai, acc in enumerate(items):
@@ -226,6 +237,7 @@ def workload_from_dict(data: Any, name: str = "<workload>", lines: Lines | None 
                 ("einsums", ei, "outputs", 0, "tensor"),
             )
         producers[e.output.tensor] = e.name
+    _check_acyclic(einsums, producers, err)
     for t in raw.tensors:
         if t not in order:
             raise err("tensor declared but used by no Einsum", ("tensors", t), found=t)
@@ -242,3 +254,39 @@ def workload_from_dict(data: Any, name: str = "<workload>", lines: Lines | None 
         psum = (decl.partial_sum_bits if decl else None) or bits
         tensors.append(Tensor(t, bits, psum))
     return Workload(tuple(einsums), tuple(tensors), raw.name or "workload", name, lines)
+
+
+def _check_acyclic(einsums: list[Einsum], producers: dict[str, str], err: Any) -> None:
+    """Refuse Einsums that depend on each other in a cycle (each needs the other's output)."""
+    index = {e.name: i for i, e in enumerate(einsums)}
+    needs = {
+        e.name: [producers[a.tensor] for a in e.inputs if a.tensor in producers] for e in einsums
+    }
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in needs:
+        if start in state:
+            continue
+        stack: list[tuple[str, int]] = [(start, 0)]
+        path: list[str] = []
+        while stack:
+            name, next_child = stack.pop()
+            if next_child == 0:
+                state[name] = 1
+                path.append(name)
+            children = needs[name]
+            if next_child < len(children):
+                stack.append((name, next_child + 1))
+                child = children[next_child]
+                if state.get(child) == 1:
+                    cycle = path[path.index(child) :] + [child]
+                    raise err(
+                        "Einsums depend on each other in a cycle: "
+                        + " <- ".join(f"'{n}'" for n in cycle),
+                        ("einsums", index[child], "inputs"),
+                        expected="each tensor produced before it is read (no cycle)",
+                    )
+                if child not in state:
+                    stack.append((child, 0))
+            else:
+                state[name] = 2
+                path.pop()

@@ -360,6 +360,13 @@ def explain(
                 cache[change] = verify(arch, workload, mapping, res, change, new_arch)
             prev = cache[change]
             c.remedies.append(prev)
+        # DRAM causes: another address mapping, layout or tile order (issue 16; moves with explain)
+        from cyclesim.analysis.dram_remedies import dram_remedies
+
+        for change, new_arch, new_mapping in dram_remedies(c, arch, workload, mapping):
+            if change not in cache:
+                cache[change] = verify(arch, workload, new_mapping, res, change, new_arch)
+            c.remedies.append(cache[change])
         c.remedies.sort(key=lambda r: (r.saved is None, -(r.saved or 0)))
     return ex
 

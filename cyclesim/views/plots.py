@@ -12,6 +12,7 @@ from cyclesim.views.activity import Activity, build_activity
 CAUSE_COLORS = {
     "bandwidth": "#d62728", "contention": "#ff7f0e", "buffer_full": "#9467bd", "latency": "#8c564b",
     "dependency": "#7f7f7f", "spatial": "#e377c2", "l1_alloc": "#bcbd22",
+    "row_miss": "#1f77b4", "bank_conflict": "#17becf", "refresh": "#2ca02c", "turnaround": "#aec7e8",
 }  # fmt: skip
 _PALETTE = ("#1f77b4", "#2ca02c", "#17becf", "#bcbd22", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 _META = {"Software": None}  # no version/date stamps: same input, same bytes

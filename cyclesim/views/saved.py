@@ -7,12 +7,26 @@ three paths) reads it back and replays the same inputs.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any, Literal
 
-from cyclesim.errors import CyclesimError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cyclesim.errors import SpecError
 from cyclesim.results import SimResult
+from cyclesim.spec.yamlio import (
+    MAX_FILE_BYTES,
+    Lines,
+    check_depth,
+    parse_yaml_text,
+    pydantic_to_spec_error,
+    read_json,
+    read_text,
+)
 
 FORMAT = "cyclesim-run/1"
+SCHEMA_VERSION = 1
 
 
 def save_run(
@@ -21,8 +35,9 @@ def save_run(
     """Write the inputs (verbatim) with the run's policy, totals and stalls."""
     doc = dict(
         format=FORMAT,
+        schema_version=SCHEMA_VERSION,
         inputs={
-            k: Path(p).read_text(encoding="utf-8")
+            k: read_text(p)
             for k, p in (
                 ("arch", arch_path),
                 ("workload", workload_path),
@@ -37,6 +52,63 @@ def save_run(
     Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+class _Inputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    arch: str = Field(max_length=MAX_FILE_BYTES)
+    workload: str = Field(max_length=MAX_FILE_BYTES)
+    mapping: str = Field(max_length=MAX_FILE_BYTES)
+
+
+class _SavedRun(BaseModel):
+    """The schema of a saved run; `schema_version` counts incompatible changes (absent: 1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    format: Literal["cyclesim-run/1"]
+    schema_version: Literal[1] = SCHEMA_VERSION
+    inputs: _Inputs
+    reuse: Literal["retain", "strict"]
+    isolate_einsums: bool
+    cycles: int = Field(ge=0, le=2**63 - 1)
+    result: dict[str, Any]
+
+
+def read_saved_run(path: str) -> dict:
+    """Read and validate a saved run; raise SpecError naming the file, field and line."""
+    data, name = read_json(path)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise SpecError(
+            "not a saved run",
+            file=name,
+            found=data.get("format") if isinstance(data, dict) else type(data).__name__,
+            expected=f"format {FORMAT!r}; save one with `cyclesim run --save-run`",
+        )
+    check_depth(data, name)
+    try:
+        _SavedRun.model_validate(data)
+    except ValidationError as exc:
+        raise pydantic_to_spec_error(exc, _SavedRun, name, _json_lines(path)) from None
+    return data
+
+
+def _json_lines(path: str) -> Lines:
+    """Lines of the top-level keys and of `inputs.*` (save_run writes one key per line)."""
+    lines: Lines = {(): 1}
+    try:
+        text = read_text(path)
+    except SpecError:
+        return lines
+    for number, line in enumerate(text.splitlines(), 1):
+        match = re.match(r'^( *)"(\w+)":', line)
+        if match is None:
+            continue
+        indent, key = len(match.group(1)), match.group(2)
+        if indent == 1:
+            lines.setdefault((key,), number)
+        elif indent == 2 and ("inputs",) in lines and key in ("arch", "workload", "mapping"):
+            lines.setdefault(("inputs", key), number)
+    return lines
+
+
 def load_inputs(arch: str, workload: str, mapping: str):
     """(Architecture, Workload, Mapping, saved-run dict or None) from three paths or a saved run.
 
@@ -44,30 +116,19 @@ def load_inputs(arch: str, workload: str, mapping: str):
     """
     from cyclesim.spec import load_architecture, load_mapping, load_workload
 
-    saved = None
     if arch.endswith(".json") and workload == "-" and mapping == "-":
-        try:
-            saved = json.loads(Path(arch).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CyclesimError(f"{arch}: cannot read the saved run ({exc})") from exc
-        if not isinstance(saved, dict) or saved.get("format") != FORMAT:
-            raise CyclesimError(
-                f"{arch}: not a saved run (expected format {FORMAT!r}); save one with `cyclesim run --save-run`"
-            )
+        saved = read_saved_run(arch)
         return (*_from_text(saved, arch), saved)
     a = load_architecture(arch)
     w = load_workload(workload)
-    return a, w, load_mapping(mapping, a, w), saved
+    return a, w, load_mapping(mapping, a, w), None
 
 
 def _from_text(saved: dict, source: str):
     """Validate the saved inputs as if read from files named '<source>:arch' and so on."""
     from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict
 
-    try:
-        texts = [saved["inputs"][k] for k in ("arch", "workload", "mapping")]
-    except (KeyError, TypeError) as exc:
-        raise CyclesimError(f"{source}: the saved run lacks its inputs ({exc})") from exc
+    texts = [saved["inputs"][k] for k in ("arch", "workload", "mapping")]
     a = architecture_from_dict(*_parsed(texts[0], f"{source}:arch"))
     w = workload_from_dict(*_parsed(texts[1], f"{source}:workload"))
     data, name, lines = _parsed(texts[2], f"{source}:mapping")
@@ -75,7 +136,5 @@ def _from_text(saved: dict, source: str):
 
 
 def _parsed(text: str, name: str):
-    from cyclesim.spec.yamlio import parse_yaml_text
-
     data, lines, name = parse_yaml_text(text, name)
     return data, name, lines

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from cyclesim.checks.accelforge.read_yaml import LineDict, TaggedNode
 from cyclesim.errors import SpecError
+
+RANGE_CHECKED_IGNORED = frozenset({"leak_power", "area", "area_scale", "leak_power_scale"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,13 @@ def check_fields(
     for key in required:
         if key not in fields:
             raise where.error(f"{what} has no '{key}' field", expected=f"a '{key}:' entry")
+    for key in set(ignored) & set(fields) & RANGE_CHECKED_IGNORED:  # unused, still in range
+        value = fields[key]
+        if isinstance(value, int | float) and not (math.isfinite(value) and value >= 0):
+            raise where.child(key).error(
+                f"{key} must be a finite number >= 0 (cyclesim ignores it, AccelForge does not)",
+                found=value,
+            )
 
 
 def refuse_unless_default(

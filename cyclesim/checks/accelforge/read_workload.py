@@ -21,6 +21,7 @@ from cyclesim.checks.accelforge.spec import (
     AfTensorAccess,
     AfWorkload,
 )
+from cyclesim.spec.limits import MAX_VALUE_BITS
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _BOUND = re.compile(
@@ -311,11 +312,19 @@ def _read_access(raw: Any, where: Where) -> dict[str, Any]:
         for rank, expr in projection.items()
     )
     bits = fields.get("bits_per_value")
+    if not isinstance(fields.get("output", False), bool):
+        raise where.child("output").error("expected true or false", found=fields["output"])
+    if bits is not None:
+        bits = evaluate_number(bits, {}, file=where.file, field="bits_per_value", line=where.line)
+        if not isinstance(bits, int) or not 0 < bits <= MAX_VALUE_BITS:
+            raise where.child("bits_per_value").error(
+                "bits_per_value out of range", found=bits, expected=f"1 to {MAX_VALUE_BITS}"
+            )
     return {
         "tensor": str(fields["name"]),
         "ranks": ranks,
-        "is_output": bool(fields.get("output", False)),
-        "bits_per_value": int(bits) if bits is not None else None,
+        "is_output": fields.get("output", False),
+        "bits_per_value": bits,
     }
 
 

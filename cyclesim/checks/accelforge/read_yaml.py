@@ -1,18 +1,21 @@
-"""AccelForge's YAML edge: Jinja rendering, node tags, merged files, numeric and set expressions."""
+"""AccelForge's YAML edge: node tags, merged files and set expressions, over the one loader,
+the sandboxed Jinja renderer and the bounded evaluator of `cyclesim.spec`."""
 
 from __future__ import annotations
 
 import ast
-import math
 import re
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from cyclesim.errors import SpecError
+from cyclesim.spec.expressions import MAX_CHARS, evaluate_number
+from cyclesim.spec.templates import render_template
+from cyclesim.spec.yamlio import parse_yaml_text, read_text
+
+__all__ = ["evaluate_number", "evaluate_tensor_set", "load_yaml_file", "merge_top_level"]
 
 # Tags AccelForge registers for its architecture and mapping nodes. Any other tag (AccelForge's
 # own !include, !nomerge, ...) is read too, then refused by name where it is used.
@@ -48,30 +51,14 @@ class TaggedNode:
     line: int
 
 
-class _TagLoader(yaml.SafeLoader):
-    """SafeLoader that accepts every `!Tag` and records the line of every mapping."""
+def _tagged(tag: str, value: Any, line: int) -> TaggedNode:
+    return TaggedNode(tag=tag, value=value, line=line)
 
 
-def _construct_line_dict(loader: _TagLoader, node: yaml.MappingNode):
-    data = LineDict()
-    data.line = node.start_mark.line + 1
-    yield data
-    data.update(loader.construct_mapping(node, deep=True))
-
-
-def _construct_tagged(loader: _TagLoader, tag_suffix: str, node: yaml.Node) -> TaggedNode:
-    if isinstance(node, yaml.MappingNode):
-        value: Any = LineDict(loader.construct_mapping(node, deep=True))
-        value.line = node.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_scalar(node)
-    return TaggedNode(tag=tag_suffix, value=value, line=node.start_mark.line + 1)
-
-
-_TagLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_line_dict)
-_TagLoader.add_multi_constructor("!", _construct_tagged)
+def _line_dict(mapping: dict, line: int) -> LineDict:
+    data = LineDict(mapping)
+    data.line = line
+    return data
 
 
 # AccelForge's own Jinja helpers (accelforge/util/_yaml.py) that this reader does not provide.
@@ -85,50 +72,34 @@ _UNSUPPORTED_JINJA_FUNCTIONS = (
 )
 
 
-class _Refused(Exception):
-    """Raised inside a template by a helper this reader refuses; becomes a SpecError."""
-
-
-class _HelperFailed(Exception):
-    """Raised inside a template by a helper that cannot do what it is asked; a SpecError."""
-
-
 def render_jinja(
     text: str,
     file: str,
     jinja_data: MappingABC[str, Any],
     search_folders: list[Path] | None = None,
 ) -> str:
-    """Render `text` as a Jinja2 template when it uses `{{`, `{%` or `{#`; else return it.
+    """Render `text` as a sandboxed Jinja2 template when it uses `{{`, `{%` or `{#`; else return it.
 
-    Rendering is sandboxed (ImmutableSandboxedEnvironment): a template can read the data it is
-    given, `include_text('other.yaml')` (a file next to it, rendered with the same data),
-    `add_to_path('folder')` and `find_path('file')` (AccelForge's file search: the template's
-    own folder, then the folders added, in order; they only name files, never run them), as
-    AccelForge's templates do, and nothing else. Variables without a value and without a
-    `| default(...)` in the template are errors, as in AccelForge. Raise SpecError naming the
-    undefined variable, the refused helper or the template line if rendering fails.
+    Rendering goes through the project's bounded sandbox (`cyclesim.spec.templates`): a template
+    can read the data it is given, `include_text('other.yaml')` (a file next to it, rendered
+    with the same data), `add_to_path('folder')` and `find_path('file')` (AccelForge's file
+    search: the template's own folder, then the folders added, in order; they only name files,
+    never run them), as AccelForge's templates do, and nothing else. Variables without a
+    value and without a `| default(...)` are errors, as in AccelForge. AccelForge's other
+    helpers are refused by name with the template line.
     """
-    if "{{" not in text and "{%" not in text and "{#" not in text:
-        return text
-    import jinja2
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    environment = ImmutableSandboxedEnvironment(
-        undefined=jinja2.StrictUndefined, keep_trailing_newline=True
-    )
-    data = dict(jinja_data)
     folders = search_folders if search_folders is not None else []
 
     def include_text(path: str, **overrides: Any) -> str:
         target = Path(file).parent / str(path)
         try:
-            included = target.read_text()
-        except OSError as error:
+            included = read_text(target)
+        except SpecError as error:
             raise SpecError(
-                f"include_text('{path}'): cannot read {target}: {error.strerror}", file=file
+                f"include_text('{path}'): {error.detail}", file=file, line=_template_line()
             ) from None
-        return render_jinja(included, str(target), {**data, **overrides}, folders)
+        return render_jinja(included, str(target), {**dict(jinja_data), **overrides}, folders)
 
     def add_to_path(folder: str) -> str:
         folders.append((Path(file).parent / str(folder)).resolve())
@@ -140,57 +111,38 @@ def render_jinja(
         for candidate in candidates:
             if candidate.exists():
                 return str(candidate)
-        raise _HelperFailed(
-            f"find_path('{name}'): no such file in " + ", ".join(str(c.parent) for c in candidates)
+        raise SpecError(
+            f"find_path('{name}'): no such file in " + ", ".join(str(c.parent) for c in candidates),
+            file=file,
+            line=_template_line(),
         )
 
     def refuse(name: str):
         def helper(*_args: Any, **_kwargs: Any) -> str:
-            raise _Refused(name)
+            raise SpecError(
+                f"the Jinja helper {name}() of AccelForge is not supported",
+                file=file,
+                line=_template_line(),
+                expected="plain values, | default(...) and include_text('file')",
+            )
 
         return helper
 
-    environment.globals["include_text"] = include_text
-    environment.globals["add_to_path"] = add_to_path
-    environment.globals["find_path"] = find_path
-    for name in _UNSUPPORTED_JINJA_FUNCTIONS:
-        environment.globals[name] = refuse(name)
-    try:
-        return environment.from_string(text).render(**data)
-    except _HelperFailed as failed:
-        raise SpecError(str(failed), file=file, line=_template_line()) from None
-    except _Refused as refused:
-        raise SpecError(
-            f"the Jinja helper {refused.args[0]}() of AccelForge is not supported",
-            file=file,
-            line=_template_line(),
-            expected="plain values, | default(...) and include_text('file')",
-        ) from None
-    except jinja2.UndefinedError as error:
-        raise SpecError(
-            f"Jinja template uses an undefined variable: {error.message}",
-            file=file,
-            line=_template_line(),
-            expected="a value for it: --jinja-data NAME=VALUE or --jinja-data FILE.yaml",
-        ) from None
-    except jinja2.TemplateSyntaxError as error:
-        raise SpecError(
-            f"Jinja template syntax error: {error.message}", file=file, line=error.lineno
-        ) from None
-    except jinja2.TemplateError as error:
-        raise SpecError(f"Jinja template failed: {error}", file=file) from None
+    helpers = {"include_text": include_text, "add_to_path": add_to_path, "find_path": find_path}
+    helpers.update((name, refuse(name)) for name in _UNSUPPORTED_JINJA_FUNCTIONS)
+    return render_template(text, file, jinja_data, helpers=helpers)
 
 
 def _template_line() -> int | None:
-    """The template line being rendered when an exception was raised (Jinja keeps it)."""
+    """The template line being rendered now (called from a helper inside the template)."""
     import sys
-    import traceback
 
-    line = None
-    for frame, lineno in traceback.walk_tb(sys.exc_info()[2]):
+    frame = sys._getframe(1)
+    while frame is not None:
         if frame.f_code.co_filename == "<template>":
-            line = lineno
-    return line
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
 
 
 def parse_jinja_data(items: list[str] | None) -> dict[str, Any]:
@@ -203,7 +155,9 @@ def parse_jinja_data(items: list[str] | None) -> dict[str, Any]:
     for item in items or ():
         key, equals, value = item.partition("=")
         if equals and key.strip().isidentifier():
-            data[key.strip()] = yaml.load(value, Loader=_TagLoader) if value else ""  # noqa: S506
+            data[key.strip()] = (
+                parse_yaml_text(value, f"--jinja-data {key.strip()}")[0] if value else ""
+            )
             continue
         if not Path(item).is_file():
             raise SpecError(
@@ -221,21 +175,9 @@ def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDi
     Raise SpecError if the file is missing, is not valid YAML, or is not a mapping at the top.
     """
     file = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise SpecError(f"cannot read the file: {error.strerror}", file=file) from None
-    source = text
-    text = render_jinja(text, file, jinja_data)
-    try:
-        loaded = yaml.load(text, Loader=_TagLoader)  # noqa: S506 - SafeLoader subclass
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise SpecError(
-            f"not valid YAML: {getattr(error, 'problem', error)}",
-            file=file,
-            line=mark.line + 1 if mark else None,
-        ) from None
+    source = read_text(path)
+    text = render_jinja(source, file, jinja_data)
+    loaded, _, _ = parse_yaml_text(text, file, tags=_tagged, mappings=_line_dict)
     if not isinstance(loaded, dict):
         raise SpecError(
             "the top level is not a mapping",
@@ -277,116 +219,6 @@ def merge_top_level(
                 merged[key] = value
                 key_to_file[key] = file
     return merged, key_to_file
-
-
-_NUMERIC_FUNCTIONS = {
-    "min": min,
-    "max": max,
-    "ceil": math.ceil,
-    "floor": math.floor,
-    "log2": math.log2,
-    "sqrt": math.sqrt,
-    "abs": abs,
-    "int": int,
-    "float": float,
-}
-_BINARY_OPERATORS = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
-    ast.Pow: lambda a, b: a**b,
-}
-
-
-def evaluate_number(
-    value: Any,
-    variables: MappingABC[str, Any],
-    *,
-    file: str | None,
-    field: str,
-    line: int | None,
-) -> int | float:
-    """Evaluate a number or an arithmetic expression such as `1024*8`, `inf` or `2**14`.
-
-    Whole floats become ints. Raise SpecError naming the field if it is not a number.
-    """
-    if isinstance(value, bool):
-        raise SpecError("expected a number", file=file, field=field, line=line, found=value)
-    if isinstance(value, int | float):
-        return _normalise(value)
-    if not isinstance(value, str):
-        raise SpecError("expected a number", file=file, field=field, line=line, found=value)
-
-    def walk(node: ast.AST) -> Any:
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id in ("inf", "infinity", "Infinity"):
-                return math.inf
-            if node.id in variables:
-                return evaluate_number(
-                    variables[node.id], variables, file=file, field=node.id, line=line
-                )
-            raise SpecError(
-                f"unknown name '{node.id}' in a numeric expression",
-                file=file,
-                field=field,
-                line=line,
-                found=value,
-                expected="numbers, inf, arithmetic, or names defined under variables:",
-            )
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY_OPERATORS:
-            return _BINARY_OPERATORS[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            operand = walk(node.operand)
-            return -operand if isinstance(node.op, ast.USub) else operand
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in _NUMERIC_FUNCTIONS
-            and not node.keywords
-        ):
-            return _NUMERIC_FUNCTIONS[node.func.id](*(walk(arg) for arg in node.args))
-        raise SpecError(
-            "unsupported numeric expression",
-            file=file,
-            field=field,
-            line=line,
-            found=value,
-            expected="numbers, inf, + - * / // % **, min/max/ceil/floor/log2/sqrt",
-        )
-
-    try:
-        result = walk(ast.parse(value.strip(), mode="eval"))
-    except SyntaxError:
-        raise SpecError(
-            "not a number or arithmetic expression", file=file, field=field, line=line, found=value
-        ) from None
-    except (ArithmeticError, ValueError, TypeError) as error:
-        raise SpecError(
-            f"numeric expression failed: {error}", file=file, field=field, line=line, found=value
-        ) from None
-    if isinstance(result, str):
-        try:
-            result = float(result)
-        except ValueError:
-            raise SpecError(
-                "expected a number", file=file, field=field, line=line, found=value
-            ) from None
-    if isinstance(result, bool) or not isinstance(result, int | float):
-        raise SpecError("expected a number", file=file, field=field, line=line, found=value)
-    return _normalise(result)
-
-
-def _normalise(number: int | float) -> int | float:
-    if isinstance(number, float) and math.isfinite(number) and number.is_integer():
-        return int(number)
-    return number
 
 
 def evaluate_tensor_set(
@@ -451,9 +283,17 @@ def evaluate_tensor_set(
             expected="names combined with ~ | & - and parentheses",
         )
 
+    if len(expression) > MAX_CHARS:
+        raise SpecError(
+            f"set expression longer than {MAX_CHARS} characters", file=file, field=field, line=line
+        )
     try:
         return walk(ast.parse(expression.strip(), mode="eval"))
     except SyntaxError:
         raise SpecError(
             "not a valid set expression", file=file, field=field, line=line, found=expression
+        ) from None
+    except (RecursionError, MemoryError):
+        raise SpecError(
+            "set expression nested too deeply", file=file, field=field, line=line
         ) from None

@@ -96,7 +96,11 @@ def run_zigzag(
     except CyclesimError:
         raise
     except Exception as exc:  # ZigZag signals bad input with assert/ValueError/KeyError
-        raise ZigZagPeerError(f"zigzag-dse failed: {type(exc).__name__}: {exc}") from None
+        inputs = ", ".join(f for f in (accelerator, workload, mapping, temporal_mapping) if f)
+        raise ZigZagPeerError(
+            f"zigzag-dse refused the inputs ({inputs}), which cyclesim's own reader accepted: "
+            f"{type(exc).__name__}: {exc}; rerun with --no-peer to compare with cyclesim's model only"
+        ) from None
 
 
 def _evaluate(

@@ -1,0 +1,228 @@
+"""The replay's in-order DRAM timer (cyclesim/engine/dram_port.py), derived by hand.
+
+DDR4-2400 x8 (preset DDR4_8Gb_x8_2400): tRCD = tRP = 17, tRAS = 39, tRC = 56, tRTP = 9,
+burst 4 cycles, tCCD_L = 6 (read to read, same bank group), read to write 10 (RL + burst - WL
++ tRTRS = 17 + 4 - 12 + 1). The clock is set to 1 ns and the accelerator to 1000 MHz so one
+accelerator cycle is one DRAM cycle, except in the conversion test. With the mapping
+rochrababgco a request is 64 B, a row 128 requests (8 KiB); rows of one bank are 256 KiB apart
+(7 column + 2 bank group + 2 bank + 1 rank bits above the 64 B offset).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cyclesim.dram.config import load_dram_config
+from cyclesim.dram.trace import Request, simulate_trace
+from cyclesim.engine.dram_port import DramTimer
+
+SAME_BANK_NEXT_ROW = 256 << 10
+
+
+def timer(**changes) -> DramTimer:
+    config = load_dram_config("DDR4_8Gb_x8_2400").with_changes(tck_ns=1.0, **changes)
+    return DramTimer(config, 1000)
+
+
+def causes(delays):
+    return [(a, z, cause) for a, z, cause, _, _ in delays]
+
+
+def test_a_tile_read_from_a_closed_row():
+    # 4 requests (256 B) in bank 0 row 0, nothing open: activate at 0, first read at tRCD = 17,
+    # the next at 6-cycle spacing (tCCD_L): 17, 23, 29, 35; the bus slot of the last ends at 39.
+    # Cycles 0..17 waited for the row: row_miss. Its data ends at 35 + CL 17 + 4 = 56.
+    t = timer()
+    end, delays = t.issue([(0, 256, 0, 1)], False, "A", 0)
+    assert end == 39
+    assert causes(delays) == [(0, 17, "row_miss")]
+    assert t.data_end == 56
+    assert t.counts == {"requests": 4, "row_hits": 3, "activates": 1, "refreshes": 0}
+
+
+def test_a_row_miss_per_tile_line():
+    # two 64 B lines of a tile 256 KiB apart: same bank, rows 0 and 1. Line 0 reads at 17 (as
+    # above); line 1 arrives at 1, the bus is free from 17 + 6 = 23. Row 0 may close at
+    # max(tRAS 39, 17 + tRTP 9) = 39, row 1 opens at 39 + tRP 17 = 56 (also tRC after 0), reads
+    # at 56 + 17 = 73: cycles 23..73 are a row_miss of the same stream; its slot ends at 77.
+    t = timer()
+    end, delays = t.issue([(0, 64, SAME_BANK_NEXT_ROW, 2)], False, "A", 0)
+    assert end == 77
+    assert causes(delays) == [(0, 17, "row_miss"), (23, 73, "row_miss")]
+
+
+def test_two_tensors_interleaving_on_one_bank():
+    # A reads row 0 at 17. B asks at 21 for row 1 of the same bank: the bus takes B's read
+    # from 17 + 6 = 23 (21..23: contention with A on the data bus); the row opened by A closes
+    # at 39, B's opens at 56 and reads at 73: 23..73 is a bank_conflict with A. A asks again at 74 for row 0: bus free at 79; B's row may close at
+    # max(56 + 39, 73 + 9) = 95, A's opens at 112 (= 56 + tRC too), reads at 129: 79..129 is a
+    # bank_conflict with B (74..79 contention with B's read on the bus).
+    t = timer()
+    t.issue([(0, 64, 0, 1)], False, "A", 0)
+    end, delays = t.issue([(SAME_BANK_NEXT_ROW, 64, 0, 1)], False, "B", 21)
+    assert end == 77
+    assert [(a, z, c, who) for a, z, c, who, _ in delays] == [
+        (21, 23, "contention", "A"),
+        (23, 73, "bank_conflict", "A"),
+    ]
+    end, delays = t.issue([(64, 64, 0, 1)], False, "A", 74)
+    assert end == 133
+    assert [(a, z, c, who) for a, z, c, who, _ in delays] == [
+        (74, 79, "contention", "B"),
+        (79, 129, "bank_conflict", "B"),
+    ]
+
+
+def test_refreshes_falling_inside_a_fill():
+    # one rank, a refresh every 200 cycles lasting tRFC = 50. 64 requests of row 0 from 0:
+    # activate 0, reads from 17 every 6 cycles; those before the refresh due at 200 are
+    # 17..197 (31 of them). The bank may close at 197 + 9 = 206, the refresh runs from
+    # 206 + tRP = 223 to 273; the row reopens at 273, reads at 290 (the bus was free at 203):
+    # 203..290 refresh. 19 more reads 290..398 before the refresh due at 400, which waits for
+    # 398 + 9 = 407, runs 424..474; reopen, read at 491 (bus free at 404): 404..491 refresh.
+    # The last 14 reads 491..569; slot end 573.
+    t = timer(ranks=1, tREFI=200, tRFC=50)
+    end, delays = t.issue([(0, 64 * 64, 0, 1)], False, "A", 0)
+    assert causes(delays) == [(0, 17, "row_miss"), (203, 290, "refresh"), (404, 491, "refresh")]
+    assert end == 573
+    assert t.counts["refreshes"] == 2
+
+
+def test_a_write_after_a_read_waits_for_the_turnaround():
+    # read at 17; a write to the same row asked at 18: the bus would take a write at 17 + 6 =
+    # 23 (18..23 contention with the read), but read to write needs 10 cycles: the write goes
+    # at 27, 23..27 is turnaround
+    t = timer()
+    t.issue([(0, 64, 0, 1)], False, "A", 0)
+    end, delays = t.issue([(64, 64, 0, 1)], True, "Z", 18)
+    assert causes(delays) == [(18, 23, "contention"), (23, 27, "turnaround")]
+    assert end == 31
+
+
+def test_dram_cycles_convert_to_accelerator_cycles_exactly():
+    # tCK 0.83 ns at 700 MHz: 0.581 accelerator cycles per DRAM cycle, as a Fraction. DRAM
+    # cycle 17 is 9.877 -> accelerator cycle 10; the first DRAM cycle at or after accelerator
+    # cycle 10 is 16 (15 is 8.715 -> 9, 16 is 9.296 -> 10)
+    t = DramTimer(load_dram_config("DDR4_8Gb_x8_2400"), 700)
+    assert t.ratio == pytest.approx(0.581) and t.ratio.denominator == 1000
+    assert t.to_accel(17) == 10
+    assert t.to_dram(10) == 16
+    for a in range(200):
+        d = t.to_dram(a)
+        assert t.to_accel(d) >= a and (d == 0 or t.to_accel(d - 1) < a)
+
+
+def test_the_controller_refuses_nothing_a_missing_clock_would_break():
+    # DRAM cycles convert only with the accelerator's clock: the spec refuses a model without
+    from cyclesim.errors import SpecError
+    from cyclesim.spec.arch import architecture_from_dict
+
+    arch = {
+        "name": "no_clock",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            {
+                "name": "DRAM",
+                "dram": {"config": "DDR4_8Gb_x8_2400"},
+                "ports": [{"name": "rw", "kind": "read_write", "width_bits": 64}],
+            }
+        ],
+    }
+    with pytest.raises(SpecError, match="no clock") as e:
+        architecture_from_dict(arch, "a.yaml")
+    assert e.value.field == "clock_mhz"
+    arch["clock_mhz"] = 1000
+    arch["memories"][0]["dram"]["channels"] = 3
+    with pytest.raises(SpecError, match="channels"):
+        architecture_from_dict(arch, "a.yaml")
+    arch["memories"][0]["dram"] = {"config": "DDR9"}
+    with pytest.raises(SpecError, match="no such DRAM config") as e:
+        architecture_from_dict(arch, "a.yaml")
+    assert e.value.field == "memories[0].dram.config"
+
+
+STREAMS = {
+    # name: (byte runs, is_write, ours / FR-FCFS end cycle)
+    # 2048 requests through 16 rows: FR-FCFS overlaps the end of one row's stream with the next
+    # row's (another bank group, tCCD_S = 4 apart) from its deep per-bank queues; the in-order
+    # timer streams each row at tCCD_L = 6: 20% longer
+    "sequential read": ([(0, 2048 * 64, 0, 1)], False, 1.20),
+    "sequential write": ([(0, 2048 * 64, 0, 1)], True, 1.20),
+    # 64 lines of 512 B with an 8 KiB pitch: each line (8 requests) in a row of its own bank
+    # group; FR-FCFS runs four bank groups side by side, in-order one line after the other
+    "2-D tile": ([(0, 512, 8192, 64)], False, 1.42),
+    # a line per 256 KiB: every request a new row of bank 0; nothing to reorder, the same
+    "row-strided": ([(0, 64, SAME_BANK_NEXT_ROW, 256)], False, 1.00),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STREAMS))
+def test_in_order_timer_against_the_trace_controller(name):
+    """On in-order streams (one request per cycle, as a DMA engine issues them) the replay's
+    timer takes the same activates as the trace mode's FR-FCFS controller (which equals
+    DRAMsim3) and ends within the recorded ratio (2%) of it.
+
+    Where they differ: FR-FCFS may issue a queued request of another bank (group) ahead of the
+    current row's next one, overlapping row streams in different bank groups at tCCD_S; the
+    in-order timer issues in arrival order (it only activates ahead), so a row streams at
+    tCCD_L and bank-group parallelism inside a stream is lost. With no reordering to gain (a
+    new row per request, one bank) the two agree.
+    """
+    runs, is_write, ratio = STREAMS[name]
+    config = load_dram_config("DDR4_8Gb_x8_2400")
+    t = DramTimer(config, 1000 / config.tck_ns)  # ratio 1: accelerator cycles are DRAM cycles
+    t.issue(runs, is_write, "A", 0)
+    requests = []
+    for address, size, stride, count in runs:
+        for x in range(count):
+            for offset in range(0, size, 64):
+                requests.append(Request(address + x * stride + offset, is_write, len(requests)))
+    reference = simulate_trace(config, requests)
+    assert t.data_end / reference.cycles == pytest.approx(ratio, abs=0.02)
+    # the same rows are opened (DRAMsim3 also refreshes once in the longest one)
+    assert abs(t.counts["activates"] - reference.activates) <= reference.refreshes
+
+
+def test_bursts_smaller_than_a_request_fetch_it_once():
+    # a 64 b port moves 8 B bursts; a DRAM request is 64 B. The first burst of a transfer
+    # fetches request 0 (read at 17); the next seven bursts of the same transfer are in it and
+    # issue nothing (their run ends when the port says); the ninth fetches request 1, a row hit
+    # at 17 + 6 = 23.
+    t = timer()
+    t.issue([(0, 8, 0, 1)], False, "A", 0)
+    for burst in range(1, 8):
+        end, delays = t.issue([(8 * burst, 8, 0, 1)], False, "A", 21 + burst)
+        assert delays == []
+    end, _ = t.issue([(64, 8, 0, 1)], False, "A", 29)
+    assert t.counts["requests"] == 2 and t.counts["activates"] == 1
+    assert end == 33  # the read at max(29, 17 + 6) = 29, its bus slot to 33
+
+
+def test_a_stream_cut_into_runs_times_as_one():
+    # 64 requests of one row in one call: reads 17, 23, ..., 17 + 63 * 6 = 395, data at 416.
+    # The same bytes as two runs, the second starting where the first ended (cycle 17 + 31 * 6
+    # + 4 = 207) and continuing its stream (32 requests queued from cycle 0): the same reads.
+    one = timer()
+    one.issue([(0, 4096, 0, 1)], False, "A", 0)
+    two = timer()
+    end, _ = two.issue([(0, 2048, 0, 1)], False, "A", 0)
+    assert end == 207 and two.issued == 32
+    two.issue([(2048, 2048, 0, 1)], False, "A", end, stream=(0, 32))
+    assert one.data_end == two.data_end == 395 + 17 + 4
+
+
+def test_close_page_reopens_the_row_for_every_run():
+    # CLOSE_PAGE: after the read at 17 the row is precharged once it may be (tRAS: 39) and is
+    # closed by 39 + tRP = 56; the next request of the same row (asked at 21, bus free at 23)
+    # activates again at 56 and reads at 73
+    t = timer(close_page=True)
+    t.issue([(0, 64, 0, 1)], False, "A", 0)
+    end, delays = t.issue([(64, 64, 0, 1)], False, "A", 21)
+    assert causes(delays) == [(23, 73, "row_miss")]  # the bus was free from 23
+    assert end == 77 and t.counts["activates"] == 2
+
+
+def test_simultaneous_refresh_refreshes_every_rank_at_tREFI():
+    # two ranks, RANK_LEVEL_SIMULTANEOUS: both refresh at 9360 (staggered: 4680 and 9360)
+    assert timer(refresh_policy="RANK_LEVEL_SIMULTANEOUS").next_refresh == [[9360, 9360]]
+    assert timer().next_refresh == [[4680, 9360]]

@@ -1,0 +1,67 @@
+"""The exit codes of `cyclesim`: 0 success, 1 a found failure, 2 bad input, 3 no progress."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from test_deadlock import ARCH, WORKLOAD, mapping
+
+from cyclesim import __version__
+from cyclesim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKED = [str(ROOT / "tests/cases/worked/03_single_buffer" / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]  # fmt: skip
+L1_REPLAY = ROOT / "examples" / "l1_replay"
+
+
+def test_a_run_exits_0(capsys):
+    assert main(["run", *WORKED]) == 0
+    assert "52" in capsys.readouterr().out  # the hand-derived 52 cycles of worked example 03
+
+
+def test_an_l1_clash_exits_1_from_run_and_from_l1(capsys):
+    files = [str(L1_REPLAY / f) for f in ("arch.yaml", "workload.yaml", "mapping_too_big.yaml")]
+    assert main(["run", *files, "--no-progress"]) == 1
+    clash = ROOT / "examples" / "l1_placement" / "clash_fragmentation.yaml"
+    assert main(["l1", str(clash)]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_wrong_file_exits_2_naming_it(tmp_path, capsys):
+    arch = tmp_path / "arch.yaml"
+    arch.write_text(Path(WORKED[0]).read_text().replace("width_bits: 4,", "width_bits: -4,"))
+    assert main(["run", str(arch), *WORKED[1:]]) == 2
+    err = capsys.readouterr().err
+    assert f"{arch}:15: field 'memories[0].ports[0].width_bits'" in err
+
+
+def test_an_unwritable_output_exits_2_before_the_replay(tmp_path, capsys):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert main(["run", *WORKED, "--vcd", str(blocked / "run.vcd")]) == 2
+    err = capsys.readouterr().err
+    assert "--vcd" in err and "cannot be written" in err and err.count("\n") == 1
+
+
+def test_a_deadlock_exits_3(tmp_path, monkeypatch, capsys):
+    # the consumer-first tree of test_deadlock, with the loader's static order check off
+    monkeypatch.setattr("cyclesim.spec.mapping._check_order", lambda mapping, workload: None)
+    files = []
+    for name, data in (("a", ARCH), ("w", WORKLOAD), ("m", mapping(["consumer", "producer"]))):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        files.append(str(path))
+    assert main(["run", *files, "--no-progress"]) == 3
+    assert "cannot progress" in capsys.readouterr().err
+
+
+def test_version_and_help_as_a_user_runs_them():
+    run = [sys.executable, "-m", "cyclesim"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    version = subprocess.run([*run, "--version"], capture_output=True, text=True, env=env)
+    assert version.returncode == 0 and version.stdout.strip() == f"cyclesim {__version__}"
+    helped = subprocess.run([*run, "--help"], capture_output=True, text=True, env=env).stdout
+    assert "exit codes:" in helped and "3  the replay cannot progress" in helped
