@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from cyclesim import __version__
-from cyclesim.errors import CyclesimError, DeadlockError, FoundFailure, SpecError
+from cyclesim.errors import CyclesimError, DeadlockError, FoundFailure, OptionError
 
 log = logging.getLogger("cyclesim")
 
@@ -193,9 +193,10 @@ EXIT_CODES = """exit codes:
   2  bad input: a wrong file, field or option, or an output path that cannot be written
   3  the replay cannot progress (a deadlock between its processes)"""
 
-# Output options of every sub-command: checked before anything runs (a file, or a directory for
-# --plot of `run`); "-" is stdout.
+# Output options of every sub-command: checked before anything runs; "-" is stdout. Some name
+# a directory (plots of `run`, CSV summaries, a sweep's output folder), the others a file.
 OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out")
+DIRECTORY_OPTIONS = ("plot", "csv", "out")
 
 
 def exit_code(exc: BaseException) -> int:
@@ -215,15 +216,14 @@ def check_outputs(args: argparse.Namespace) -> None:
             continue
         path = Path(value)
         flag = "--" + option.replace("_", "-")
-        if path.is_dir() and not (option == "plot" and args.command == "run"):
-            raise SpecError(f"{flag} {value} is a directory", expected="a file path")
+        if path.is_dir() and option not in DIRECTORY_OPTIONS:
+            raise OptionError(f"{flag} {value} is a directory; a file path is expected")
         parent = path if path.is_dir() else path.parent
         while not parent.exists() and parent != parent.parent:
             parent = parent.parent
         if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-            raise SpecError(
-                f"{flag} {value} cannot be written: {parent} is not a writable directory",
-                expected="a path in a directory you can write to",
+            raise OptionError(
+                f"{flag} {value} cannot be written: {parent} is not a writable directory"
             )
 
 

@@ -58,6 +58,10 @@ class SpecError(CyclesimError):
         )
 
 
+class OptionError(CyclesimError):
+    """A command-line option is wrong (an output path that cannot be written): exit code 2."""
+
+
 class ScheduleError(CyclesimError):
     """The inputs are well-formed but cannot be scheduled (e.g. tiles that do not fit)."""
 

@@ -32,6 +32,26 @@ class _Budget(Exception):
     """A bound was reached while rendering (message says which)."""
 
 
+class HelperRefusal(Exception):
+    """Raised by a template helper of ours: becomes a SpecError with the file and template line."""
+
+    def __init__(self, message: str, expected: str | None = None) -> None:
+        super().__init__(message)
+        self.expected = expected
+
+
+def _template_line() -> int | None:
+    """The template line where the exception being handled arose (Jinja maps its frames)."""
+    import sys
+    import traceback
+
+    line = None
+    for frame, lineno in traceback.walk_tb(sys.exc_info()[2]):
+        if frame.f_code.co_filename == "<template>":
+            line = lineno
+    return line
+
+
 def _sandbox() -> Any:
     """A fresh sandboxed environment with its own iteration budget."""
     import jinja2
@@ -126,16 +146,22 @@ def render_template(
                     raise _Budget(f"the rendered text is longer than {MAX_OUTPUT_CHARS:,}")
                 pieces.append(piece)
             return "".join(pieces)
+    except HelperRefusal as error:
+        raise SpecError(
+            str(error), file=file, line=_template_line(), expected=error.expected
+        ) from None
     except SecurityError as error:
         raise SpecError(
             f"the Jinja template tried to reach Python internals: {error}",
             file=file,
+            line=_template_line(),
             expected="templates that only substitute values (spec files cannot run code)",
         ) from None
     except jinja2.UndefinedError as error:
         raise SpecError(
             f"Jinja template uses an undefined variable: {error.message}",
             file=file,
+            line=_template_line(),
             expected="a value for it: --jinja-data NAME=VALUE or --jinja-data FILE.yaml",
         ) from None
     except jinja2.TemplateSyntaxError as error:
@@ -143,11 +169,14 @@ def render_template(
             f"Jinja template syntax error: {error.message}", file=file, line=error.lineno
         ) from None
     except jinja2.TemplateError as error:
-        raise SpecError(f"Jinja template failed: {error}", file=file) from None
+        raise SpecError(
+            f"Jinja template failed: {error}", file=file, line=_template_line()
+        ) from None
     except _Budget as error:
         raise SpecError(
             f"the Jinja template was stopped: {error}",
             file=file,
+            line=_template_line(),
             expected="a template that renders a spec-sized file",
         ) from None
     except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError) as error:

@@ -12,7 +12,7 @@ from typing import Any
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.expressions import MAX_CHARS, evaluate_number
-from cyclesim.spec.templates import render_template
+from cyclesim.spec.templates import HelperRefusal, render_template
 from cyclesim.spec.yamlio import parse_yaml_text, read_text
 
 __all__ = ["evaluate_number", "evaluate_tensor_set", "load_yaml_file", "merge_top_level"]
@@ -96,9 +96,7 @@ def render_jinja(
         try:
             included = read_text(target)
         except SpecError as error:
-            raise SpecError(
-                f"include_text('{path}'): {error.detail}", file=file, line=_template_line()
-            ) from None
+            raise HelperRefusal(f"include_text('{path}'): {error.detail}") from None
         return render_jinja(included, str(target), {**dict(jinja_data), **overrides}, folders)
 
     def add_to_path(folder: str) -> str:
@@ -111,18 +109,14 @@ def render_jinja(
         for candidate in candidates:
             if candidate.exists():
                 return str(candidate)
-        raise SpecError(
-            f"find_path('{name}'): no such file in " + ", ".join(str(c.parent) for c in candidates),
-            file=file,
-            line=_template_line(),
+        raise HelperRefusal(
+            f"find_path('{name}'): no such file in " + ", ".join(str(c.parent) for c in candidates)
         )
 
     def refuse(name: str):
         def helper(*_args: Any, **_kwargs: Any) -> str:
-            raise SpecError(
+            raise HelperRefusal(
                 f"the Jinja helper {name}() of AccelForge is not supported",
-                file=file,
-                line=_template_line(),
                 expected="plain values, | default(...) and include_text('file')",
             )
 
@@ -131,18 +125,6 @@ def render_jinja(
     helpers = {"include_text": include_text, "add_to_path": add_to_path, "find_path": find_path}
     helpers.update((name, refuse(name)) for name in _UNSUPPORTED_JINJA_FUNCTIONS)
     return render_template(text, file, jinja_data, helpers=helpers)
-
-
-def _template_line() -> int | None:
-    """The template line being rendered now (called from a helper inside the template)."""
-    import sys
-
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_filename == "<template>":
-            return frame.f_lineno
-        frame = frame.f_back
-    return None
 
 
 def parse_jinja_data(items: list[str] | None) -> dict[str, Any]:
