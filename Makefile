@@ -3,6 +3,7 @@ PY311   ?= python3.11
 PY312   ?= PYENV_VERSION=3.12.1 python3.12
 VENV    := .venv
 AFVENV  := .venv-af
+SSVENV  := .venv-scalesim
 BIN     := $(VENV)/bin
 AF_VERSION := 1.0.467
 
@@ -35,7 +36,15 @@ $(AFVENV)/.cacti: $(AFVENV)/.installed
 	    { echo "building CACTI in $$dir"; $(MAKE) -s -C $$dir opt >/dev/null; }; }
 	touch $@
 
-peers: $(VENV)/.test $(AFVENV)/.installed $(AFVENV)/.cacti
+# SCALE-Sim 3.0.0 breaks on numpy >= 2.4; it lives in its own environment and is called as a
+# subprocess by cyclesim.checks.scalesim.peer.
+$(SSVENV)/.installed:
+	$(PY311) -m venv $(SSVENV)
+	$(SSVENV)/bin/pip install -q --upgrade pip
+	$(SSVENV)/bin/pip install -q scalesim==3.0.0 "numpy<2.4"
+	touch $@
+
+peers: $(VENV)/.test $(AFVENV)/.installed $(AFVENV)/.cacti $(SSVENV)/.installed
 
 # GTKWave under Xvfb loads our VCDs in a test; Debian packages, installed once per machine.
 # Without root (a developer's laptop) the test says why it skipped.
@@ -49,6 +58,7 @@ demo: $(VENV)/.base
 
 test: peers gtkwave-deps
 	CYCLESIM_ACCELFORGE_PYTHON=$(abspath $(AFVENV))/bin/python \
+	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider
 
 test-fast: $(VENV)/.test
@@ -62,11 +72,13 @@ format: $(VENV)/.test
 	$(BIN)/ruff format cyclesim tests examples benchmarks
 	$(BIN)/ruff check --fix cyclesim tests examples benchmarks
 
-bench: $(VENV)/.base
+bench: $(VENV)/.base $(SSVENV)/.installed
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_traces.py
+	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python $(BIN)/python benchmarks/bench_scalesim.py
 
 traces: $(VENV)/.base
-	$(BIN)/python -m cyclesim.views.regen_traces traces
+	$(BIN)/python -m cyclesim.analysis.regen_traces traces
 
 clean:
-	rm -rf $(VENV) $(AFVENV) out build *.egg-info
+	rm -rf $(VENV) $(AFVENV) $(SSVENV) out build *.egg-info

@@ -1,4 +1,4 @@
-"""The `cyclesim` command: run, explain, check zigzag|accelforge, l1, sweep."""
+"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim, l1, dram, sweep."""
 
 from __future__ import annotations
 
@@ -52,11 +52,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     arch, workload, mapping = _load(args)
     try:
-        from cyclesim.views import trace_filter_from_args, tracing_requested
+        from cyclesim.views import tracing_requested
     except ImportError:  # views not installed: nothing to trace
         tracing, trace_filter = False, None
     else:
-        tracing, trace_filter = tracing_requested(args), trace_filter_from_args(args)
+        tracing, trace_filter = tracing_requested(args), _trace_filter(args)
     res = replay(
         arch,
         workload,
@@ -91,6 +91,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         if energy is not None:
             print(energy_section(energy))
     return 0
+
+
+def _trace_filter(args: argparse.Namespace):
+    """The TraceFilter asked for with --window / --only (None: record everything)."""
+    window, only = getattr(args, "window", None), getattr(args, "only", None)
+    if window is None and only is None:
+        return None
+    from cyclesim.engine import TraceFilter
+
+    start, end = window if window is not None else (0, None)
+    return TraceFilter(start, end, only)
 
 
 def _write_views(args: argparse.Namespace, res) -> None:
@@ -133,13 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:
         pass
     run.set_defaults(func=cmd_run)
-    _optional(sub, "cyclesim.views.explain_cli")
+    _optional(sub, "cyclesim.analysis.explain_cli")
     check = sub.add_parser(
         "check", help="compare a replay with an analytical model and the real peer"
     )
     check_sub = check.add_subparsers(dest="peer", required=True)
     _optional(check_sub, "cyclesim.checks.zigzag_cli")
     _optional(check_sub, "cyclesim.checks.accelforge.cli")
+    _optional(check_sub, "cyclesim.checks.scalesim.cli")
     _optional(sub, "cyclesim.l1.cli")
     _optional(sub, "cyclesim.dram.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")

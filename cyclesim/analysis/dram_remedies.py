@@ -1,6 +1,6 @@
 """What could remove a DRAM cause (row_miss, bank_conflict, refresh, turnaround, or bandwidth
 through a DRAM-modelled memory): another address mapping, another layout of the tensor, another
-tile order. `explain` replays each (cyclesim/views/explain.py calls `dram_remedies`).
+tile order. `explain` replays each (cyclesim/analysis/explain.py calls `dram_remedies`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _with_dram(arch: Architecture, memory: str, **changes) -> Architecture:
 def dram_remedies(
     cause, arch: Architecture, workload: Workload, mapping: Mapping
 ) -> list[tuple[str, Architecture, Mapping]]:
-    """(change in words, architecture, mapping) to replay for one ranked cause (views.explain.Cause)."""
+    """(change in words, architecture, mapping) to replay for one ranked cause (analysis.explain.Cause)."""
     memory = _dram_memory(arch, cause)
     if memory is None or cause.cause not in DRAM_CAUSES + ("bandwidth", "contention"):
         return []

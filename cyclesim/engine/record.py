@@ -65,6 +65,9 @@ class Recorder:
     spatial: dict[tuple, list] = field(
         default_factory=dict
     )  # (leaf, operand) -> [cycles, first, last]
+    systolic: dict[tuple, list] = field(
+        default_factory=dict
+    )  # (leaf, 'fill' | 'drain') -> [cycles, first, last] (engine/systolic.py)
     transfers: list[tuple] | None = None  # (start, end, node, kind, tile, bits) when tracing
     occupancy: list[tuple] | None = None  # (t, node, tiles resident) when tracing
     last_finisher: dict[tuple, tuple] = field(

@@ -27,6 +27,7 @@ from cyclesim.engine.record import (
     Recorder,
     TraceFilter,
 )
+from cyclesim.engine.systolic import DRAIN, FILL, Wavefront
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import Link, transfer
 from cyclesim.errors import DeadlockError
@@ -358,6 +359,7 @@ class _Replay:
         finish_use, set_shares, timeout = self.finish_use, fabric.set_shares, env.timeout
         held = None  # the kind of segment whose port shares the PE array holds (None: none)
         kinds: dict[tuple, _SegmentKind] = {}  # (leaf, level, first visit), in first-run order
+        wave = Wavefront(plan, rec.systolic) if plan.systolic is not None else None
         for li, g0, g1 in program_blocks(plan):
             leaf = plan.leaves[li]
             who = ("pe", li)
@@ -420,10 +422,18 @@ class _Replay:
                         shares = sk.after[held] = sk.shares_after(held)
                     set_shares(shares)
                     held = sk
+                if wave is not None and (fill := wave.fill_cycles(li, g, g0, level)):
+                    yield timeout(fill)  # systolic: preload and skew of a new fold
+                    rec.events += 1
+                    wave.note(li, FILL, env.now - fill, env.now)
                 start = env.now
                 yield timeout(sk.cycles)
                 rec.events += 1
                 now = env.now
+                if wave is not None and (drain := wave.drain_cycles(li, g, g1, classify)):
+                    yield timeout(drain)  # systolic: the fold's wavefront leaves the array
+                    rec.events += 1
+                    wave.note(li, DRAIN, now, env.now)
                 if pe_segments is not None and rec.keep_segment(li, start, now):
                     pe_segments.append((start, now, li, g))
                 for oi, c in sk.spatial:

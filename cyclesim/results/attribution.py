@@ -33,7 +33,12 @@ BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer
 DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
 ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
 DRAM_CAUSES = (ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND)  # docs/dram_causes.md
-CAUSES = (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC) + DRAM_CAUSES
+SYSTOLIC_FILL, SYSTOLIC_DRAIN = "systolic_fill", "systolic_drain"  # a systolic fold's wavefront
+CAUSES = (
+    (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC)
+    + DRAM_CAUSES
+    + (SYSTOLIC_FILL, SYSTOLIC_DRAIN)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,9 +400,40 @@ def attribute(raw: RawRun) -> list[StallSpan]:
                 "compute",
             )
         )
+    spans.extend(_wavefront(raw))
     last = rec.last_step_end
     if raw.cycles > last:
         spans.extend(_offload(at, raw, last))
+    return spans
+
+
+def _wavefront(raw: RawRun) -> list[StallSpan]:
+    """A systolic array's fill and drain cycles, one span per leaf and kind, like spatial stalls.
+
+    They lie between the PE array's first step and its last one, so they are compute-phase
+    stalls: cycles in which the array completes no iteration of the loop nest.
+    """
+    plan, spans = raw.plan, []
+    for (li, kind), (cycles, start, end) in raw.rec.systolic.items():
+        leaf = plan.leaves[li]
+        what = "preload and skew of each fold" if kind == "fill" else "wavefront draining out"
+        cause = SYSTOLIC_FILL if kind == "fill" else SYSTOLIC_DRAIN
+        spans.append(
+            StallSpan(
+                start,
+                end,
+                "compute",
+                cause,
+                None,
+                None,
+                None,
+                None,
+                None,
+                f"PE array of {leaf.einsum}: {what} ({plan.systolic.dataflow.value} systolic array)",
+                cycles,
+                "compute",
+            )
+        )
     return spans
 
 

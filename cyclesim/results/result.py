@@ -136,8 +136,8 @@ class SimResult:
         ]
         import pandas as pd
 
-        rows = [{c: getattr(s, c) for c in cols} for s in self.spans]
-        df = pd.DataFrame(rows, columns=cols)
+        spans = self.spans
+        df = pd.DataFrame({c: [getattr(s, c) for s in spans] for c in cols}, columns=cols)
         df["reuse"] = self.reuse
         df["isolate_einsums"] = self.isolate_einsums
         return df.astype({"start": "int64", "end": "int64", "cycles": "int64"})
@@ -177,6 +177,28 @@ class SimResult:
             if s.phase in phases:
                 out[s.cause] = out.get(s.cause, 0) + s.cycles
         return {k: v for k, v in out.items() if v}
+
+    def activity(self, window: tuple[int, int] | None = None):
+        """The traced run as one Activity over window (ports, DMA, PE array, buffers), built once.
+
+        Every trace view (VCD, FST, Perfetto, plots) draws from it. Raise TraceError if untraced.
+        """
+        from cyclesim.results.activity import build_activity
+
+        cache = self.__dict__.setdefault("_activity", {})
+        if window not in cache:
+            cache.clear()  # one window at a time: an Activity of a long run is large
+            cache[window] = build_activity(self, window)
+        return cache[window]
+
+    def port_table(self, window: tuple[int, int] | None = None) -> pd.DataFrame:
+        """Per port: busy cycles and bits of transfers, of the PE array, and in all (traced runs)."""
+        import pandas as pd
+
+        from cyclesim.results.activity import PORT_COLUMNS, port_rows
+
+        df = pd.DataFrame(port_rows(self.activity(window)), columns=PORT_COLUMNS)
+        return df.astype({c: "int64" for c in PORT_COLUMNS[2:]})
 
     @cached_property
     def events_table(self) -> pd.DataFrame:

@@ -355,6 +355,7 @@ def build_plan(
         _allocators(arch),
         dram,
         dram_nodes,
+        arch.pe_array.systolic,
     )
 
 

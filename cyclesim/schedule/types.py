@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from cyclesim.spec.systolic import Systolic
+
 
 class ReusePolicy(enum.Enum):
     """When a storage node is refilled: on tile change (hardware) or on every loop iteration."""
@@ -159,3 +161,4 @@ class Plan:
     ] = ()  # (memory, validated L1Config) with `allocator:`
     dram: tuple = ()  # (memory, DramConfig, placements, clock MHz) per DRAM-modelled memory
     dram_nodes: tuple = ()  # per node: TileAddresses in its parent's DRAM, or None (empty: none)
+    systolic: Systolic | None = None  # the PE array's wavefront timing (engine/systolic.py)

@@ -18,6 +18,7 @@ from cyclesim.spec.limits import (
     MAX_SIZE_BITS,
     MAX_WIDTH_BITS,
 )
+from cyclesim.spec.systolic import Dataflow, Systolic
 from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml, validate
 
 
@@ -110,10 +111,18 @@ class _Memory(_Strict):
     dram: _DramBlock | None = None
 
 
+class _Systolic(_Strict):
+    dataflow: Literal["weight_stationary", "output_stationary", "input_stationary"]
+    overlap_folds: bool = Field(
+        False, description="the next fold's preload and skew hide under this one's stream"
+    )
+
+
 class _PEArray(_Strict):
     dims: dict[str, Annotated[int, Field(le=MAX_ARRAY_DIM)]] = Field(min_length=1)
     macs_per_pe_per_cycle: int = Field(1, gt=0, le=MAX_MACS_PER_PE)
     pipeline_depth_cycles: int = Field(0, ge=0, le=MAX_LATENCY_CYCLES)
+    systolic: _Systolic | None = Field(None, description="time folds like a systolic array")
     energy: _ComputeEnergy | None = None
     no_multicast: dict[str, list[str]] = Field(
         {},
@@ -228,6 +237,7 @@ class PEArray:
         tuple[str, tuple[str, ...]], ...
     ] = ()  # (dim, tensors) — AccelForge's may_reuse
     energy: ComputeEnergy | None = None  # None: no energies given
+    systolic: Systolic | None = None  # None: one iteration per cycle, no wavefront
 
     @property
     def dim_sizes(self) -> dict[str, int]:
@@ -425,6 +435,7 @@ def architecture_from_dict(
         None
         if raw.pe_array.energy is None
         else ComputeEnergy(raw.pe_array.energy.mac, raw.pe_array.energy.leak_per_cycle),
+        _systolic(raw.pe_array, err),
     )
     return Architecture(raw.name, pe, tuple(memories), tuple(dmas), raw.clock_mhz, name, lines)
 
@@ -500,6 +511,21 @@ def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err:
     written = block.model_dump(exclude_none=True, exclude_defaults=True)
     written["config"] = source
     return DramModel(config, tuple(placements), written)
+
+
+def _systolic(pe: _PEArray, err: Any) -> Systolic | None:
+    """The systolic option; its array is the first dimension (rows) by the second (cols)."""
+    if pe.systolic is None:
+        return None
+    if len(pe.dims) != 2:
+        raise err(
+            "a systolic array has exactly two dimensions (rows, then cols)",
+            ("pe_array", "dims"),
+            found=list(pe.dims),
+            expected="two dimensions, e.g. {rows: 32, cols: 32}",
+        )
+    rows, cols = pe.dims.values()
+    return Systolic(Dataflow(pe.systolic.dataflow), rows, cols, pe.systolic.overlap_folds)
 
 
 def _unique(names: list[str], loc: tuple, what: str, err: Any) -> None:

@@ -48,6 +48,11 @@ def architecture_to_dict(arch: Architecture) -> dict:
         out["pe_array"]["no_multicast"] = {d: list(ts) for d, ts in pe.no_multicast}
     if pe.energy is not None:
         out["pe_array"]["energy"] = dataclasses.asdict(pe.energy)
+    if pe.systolic is not None:
+        out["pe_array"]["systolic"] = {
+            "dataflow": pe.systolic.dataflow.value,
+            "overlap_folds": pe.systolic.overlap_folds,
+        }
     out["memories"] = [_memory_dict(m) for m in arch.memories]
     if arch.dma_engines:
         out["dma_engines"] = [

@@ -1,7 +1,6 @@
-"""views: trace files (VCD + .gtkw, Perfetto JSON/protobuf), event tables, plots, `explain`.
-
-Views read a SimResult (and its raw records) only. `cyclesim run` calls
-add_view_arguments(parser) and write_requested(args, res).
+"""views: trace files (VCD / FST + .gtkw, Perfetto JSON / gzipped JSON / protobuf), event
+tables, plots. Views read a SimResult only (never the engine; what-if replays live in
+cyclesim.analysis). `cyclesim run` calls add_view_arguments(parser) and write_requested(args, res).
 """
 
 from __future__ import annotations
@@ -13,25 +12,35 @@ from typing import TYPE_CHECKING
 from cyclesim.errors import CyclesimError
 
 if TYPE_CHECKING:  # `cyclesim --help` must not import the engine, pandas or the writers
-    from cyclesim.engine.record import TraceFilter
     from cyclesim.results import SimResult
 
-VIEW_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run")
+VIEW_OPTIONS = ("vcd", "fst", "perfetto", "plot", "events", "save_run")
 
 
 def add_view_arguments(p: argparse.ArgumentParser) -> None:
-    """--vcd, --perfetto, --plot, --events, --save-run, and the trace filter (--window, --only)."""
+    """--vcd, --fst, --perfetto, --plot, --events, --save-run, and the trace filter (--window, --only)."""
     g = p.add_argument_group("traces and plots")
     g.add_argument(
         "--vcd", metavar="PATH", help="write a VCD (and PATH.gtkw beside it for GTKWave)"
     )
     g.add_argument(
-        "--perfetto",
+        "--fst",
         metavar="PATH",
-        help="write Chrome/Perfetto trace JSON; also PATH.pftrace when the perfetto package is installed",
+        help="write an FST, the compressed waveform GTKWave and Surfer read (and PATH.gtkw); "
+        "written with the pylibfst package, or converted by GTKWave's vcd2fst when pylibfst is missing",
     )
     g.add_argument(
-        "--plot", metavar="DIR", help="write timeline.png, stalls.png, occupancy.png into DIR"
+        "--perfetto",
+        metavar="PATH",
+        help="write a Perfetto trace in the format PATH names: .json (Chrome Trace Event JSON), "
+        ".json.gz (the same, gzipped: ui.perfetto.dev opens it) or .pftrace (Perfetto's protobuf, "
+        "arguments kept; needs the perfetto package)",
+    )
+    g.add_argument(
+        "--plot",
+        metavar="DIR",
+        help="write breakdown.png, stalls.png, ports.png, timeline.png (a window around the first "
+        "steady stretch, or --window) and occupancy.png into DIR",
     )
     g.add_argument("--events", metavar="PATH", help="write the events table (.csv or .parquet)")
     g.add_argument(
@@ -43,7 +52,7 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
         "--window",
         metavar="START:END",
         type=parse_window,
-        help="trace only cycles [START, END) (either side may be empty)",
+        help="trace (and draw the timeline of) only cycles [START, END); either side may be empty",
     )
     g.add_argument(
         "--only",
@@ -68,26 +77,21 @@ def parse_window(text: str) -> tuple[int, int | None]:
     return start, end
 
 
-def trace_filter_from_args(args: argparse.Namespace) -> TraceFilter | None:
-    """The TraceFilter asked for on the command line (None: record everything)."""
-    window = getattr(args, "window", None)
-    only = getattr(args, "only", None)
-    if window is None and only is None:
-        return None
-    from cyclesim.engine.record import TraceFilter
-
-    start, end = window if window is not None else (0, None)
-    return TraceFilter(start, end, only)
-
-
 def tracing_requested(args: argparse.Namespace) -> bool:
     """Does any requested view need the trace records?"""
-    return any(getattr(args, k, None) for k in ("vcd", "perfetto", "plot", "events"))
+    return any(getattr(args, k, None) for k in ("vcd", "fst", "perfetto", "plot", "events"))
 
 
 def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
-    """Write every view asked for on the command line; return the files written."""
+    """Write every view asked for on the command line; return the files written.
+
+    Missing parent folders are made (the CLI checked beforehand that they can be).
+    """
     written: list[Path] = []
+    for option in ("save_run", "vcd", "fst", "perfetto", "events"):
+        value = getattr(args, option, None)
+        if isinstance(value, str) and value not in ("", "-"):
+            Path(value).parent.mkdir(parents=True, exist_ok=True)
     if getattr(args, "save_run", None):
         from cyclesim.views.saved import save_run
 
@@ -95,16 +99,20 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
         written.append(Path(args.save_run))
     if not tracing_requested(args):
         return written
-    res = _traced(res, trace_filter_from_args(args))
     title = f"cyclesim: {Path(args.workload).stem} / {Path(args.mapping).stem}"
+    progress = False if getattr(args, "no_progress", False) else None
     if args.vcd:
-        written += write_vcd_files(res, args.vcd, clock_mhz=_clock(args.arch))
+        written += write_vcd_files(res, args.vcd, clock_mhz=_clock(args.arch), progress=progress)
+    if getattr(args, "fst", None):
+        written += write_vcd_files(
+            res, args.fst, clock_mhz=_clock(args.arch), progress=progress, fst=True
+        )
     if args.perfetto:
-        written += write_perfetto_files(res, args.perfetto, title=title)
+        written += write_perfetto_files(res, args.perfetto, title=title, progress=progress)
     if args.plot:
         from cyclesim.views.plots import write_plots
 
-        written += write_plots(res, args.plot)
+        written += write_plots(res, args.plot, title=title)
     if getattr(args, "events", None):
         from cyclesim.views.tables import write_events
 
@@ -119,17 +127,20 @@ def write_vcd_files(
     *,
     clock_mhz: float | None = None,
     window: tuple[int, int] | None = None,
+    progress: bool | None = False,
+    fst: bool | None = None,
 ) -> list[Path]:
-    """The VCD and its .gtkw save file beside it."""
+    """The waveform (FST when fst, or by default when path ends in .fst; else VCD) and its .gtkw."""
     from cyclesim.views.gtkw import write_gtkw
-    from cyclesim.views.vcd import write_vcd
 
     path = Path(path)
-    signals = write_vcd(res, path, clock_mhz=clock_mhz, window=window)
+    if fst or (fst is None and path.suffix == ".fst"):
+        from cyclesim.views.fst import write_fst as write
+    else:
+        from cyclesim.views.vcd import write_vcd as write
+    signals = write(res, path, clock_mhz=clock_mhz, window=window, progress=progress)
     gtkw = path.with_suffix(".gtkw")
-    from cyclesim.views.activity import window_of
-
-    write_gtkw(signals, path, gtkw, start=window_of(res, window)[0])
+    write_gtkw(signals, path, gtkw, start=res.activity(window).start)
     return [path, gtkw]
 
 
@@ -139,34 +150,15 @@ def write_perfetto_files(
     *,
     title: str = "cyclesim",
     window: tuple[int, int] | None = None,
+    progress: bool | None = False,
 ) -> list[Path]:
-    """Trace Event JSON at path (or protobuf when path ends in .pftrace); both when possible."""
-    from cyclesim.views.perfetto import perfetto_available, write_chrome_json, write_perfetto_proto
+    """The Perfetto trace in the format path names: .pftrace / .pb protobuf, else JSON (.gz: gzipped)."""
+    from cyclesim.views.perfetto import write_chrome_json, write_perfetto_proto
 
     path = Path(path)
-    if path.suffix in (".pftrace", ".pb"):
-        write_perfetto_proto(res, path, window=window, title=title)
-        return [path]
-    write_chrome_json(res, path, window=window, title=title)
-    out = [path]
-    if perfetto_available():
-        proto = path.with_suffix(".pftrace")
-        write_perfetto_proto(res, proto, window=window, title=title)
-        out.append(proto)
-    return out
-
-
-def _traced(res: SimResult, f: TraceFilter | None) -> SimResult:
-    """res itself when its records are what was asked for; otherwise the plan replayed with them."""
-    rec = res.raw.rec
-    if rec.transfers is not None and rec.trace_filter == f:
-        return res
-    from cyclesim.engine import replay_plan
-    from cyclesim.results import build_result
-
-    return build_result(
-        replay_plan(res.raw.plan, trace=True, trace_filter=f, progress=False), check_counts=False
-    )
+    write = write_perfetto_proto if path.suffix in (".pftrace", ".pb") else write_chrome_json
+    write(res, path, window=window, title=title, progress=progress)
+    return [path]
 
 
 def _clock(arch_path: str) -> float | None:
@@ -181,7 +173,6 @@ def _clock(arch_path: str) -> float | None:
 __all__ = [
     "add_view_arguments",
     "parse_window",
-    "trace_filter_from_args",
     "tracing_requested",
     "write_perfetto_files",
     "write_requested",

@@ -1,21 +1,28 @@
-"""Perfetto / Chrome Trace Event JSON (and, where the `perfetto` package is installed, protobuf).
+"""Perfetto traces: Chrome Trace Event JSON (plain or gzipped) and the native protobuf.
 
-One track (tid) per port, per DMA channel and for the PE array (plus one for its stalls);
-complete events (ph X) never overlap within a track; counters (ph C) for buffer occupancy;
-instant events (ph i) where a stall starts. One cycle is one nanosecond on the UI's ruler:
-`ts` is in microseconds, written as an exact decimal (cycles / 1000), never a float repr.
-No `displayTimeUnit`: Perfetto ignores it today, and older trace processors took it as the
-unit of `ts`, which would have scaled every time by 1000.
+One track (tid) for the PE array, whose slices cover every cycle of the window: `compute` or the
+root cause of the non-compute cycles (args: phase, cause, where, chain); one per port for its
+transfers and, on ports the PE array reads or writes, one for the PE array's use; one per DMA
+channel; counters (ph C) for buffer occupancy. Slices never overlap within a track. One cycle
+is one nanosecond on the UI's ruler: `ts` is in microseconds, written as an exact decimal
+(cycles / 1000), never a float repr. No `displayTimeUnit`: Perfetto ignores it today, and older
+trace processors took it as the unit of `ts`, which would have scaled every time by 1000.
+
+The events are written track by track as they are generated (Perfetto sorts them on load), so
+memory stays bounded by the Activity the run already holds.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from cyclesim.errors import TraceError
 from cyclesim.results import SimResult
-from cyclesim.views.activity import Activity, build_activity
+from cyclesim.results.activity import COMPUTE, Activity, gc_paused
+from cyclesim.views.progress import writing_bar
 
 PID = 1
 
@@ -27,114 +34,22 @@ def _us(cycles: int) -> str:
 
 
 def tracks(act: Activity) -> list[tuple[int, str]]:
-    """(tid, name) of every track, in display order: PE array, its stalls, ports, DMA channels."""
-    out = [(1, "PE array"), (2, "PE array stalls")]
+    """(tid, name) of every track, in display order: PE array, ports (and the PE array's use), DMA."""
+    out = [(1, "PE array")]
     tid = 10
     for memory in act.memories:
         for key in act.ports:
             if act.port_memory[key] == memory:
                 out.append((tid, f"port {key}"))
                 tid += 1
+                if act.pe_ports.get(key):
+                    out.append((tid, f"port {key} (PE array)"))
+                    tid += 1
     for engine, channels in act.dma.items():
         for c in range(len(channels)):
             out.append((tid, f"DMA {engine} ch{c}"))
             tid += 1
     return out
-
-
-def _slice(name: str, cat: str, start: int, end: int, tid: int, args: dict) -> dict:
-    """A complete event (ph X) on one track of the one process."""
-    return dict(name=name, cat=cat, ph="X", ts=start, dur=end - start, pid=PID, tid=tid, args=args)
-
-
-def trace_events(act: Activity, title: str = "cyclesim") -> list[dict]:
-    """The traceEvents list (times as cycles; the writer turns them into microseconds)."""
-    tids = dict((name, tid) for tid, name in tracks(act))
-    ev: list[dict] = [dict(name="process_name", ph="M", pid=PID, tid=0, args=dict(name=title))]
-    for tid, name in tracks(act):
-        ev.append(dict(name="thread_name", ph="M", pid=PID, tid=tid, args=dict(name=name)))
-        ev.append(
-            dict(name="thread_sort_index", ph="M", pid=PID, tid=tid, args=dict(sort_index=tid))
-        )
-    for s in act.segments:
-        ev.append(_slice(s.einsum, "compute", s.start, s.end, 1, dict(tile=s.tile)))
-    for s in act.stalls:
-        args = dict(cause=s.cause, phase=s.phase, where=s.where, chain=s.chain, cycles=s.cycles)
-        ev.append(_slice(f"stall: {s.cause}", "stall", s.start, s.end, 2, args))
-        ev.append(
-            dict(
-                name=f"stall: {s.cause}",
-                cat="stall",
-                ph="i",
-                s="t",
-                ts=s.start,
-                pid=PID,
-                tid=1,
-                args=args,
-            )
-        )
-    for s in act.spatial:
-        ev.append(
-            dict(
-                name="stall: spatial",
-                cat="stall",
-                ph="i",
-                s="t",
-                ts=s.start,
-                pid=PID,
-                tid=1,
-                args=dict(
-                    cause=s.cause, where=s.where, chain=s.chain, cycles=s.cycles, until=s.end
-                ),
-            )
-        )
-    for key, bursts in act.ports.items():
-        tid = tids[f"port {key}"]
-        for b in _merge(bursts):
-            ev.append(_slice(b[2], "port", b[0], b[1], tid, dict(by=b[3], bits=b[4], grants=b[5])))
-    for engine, channels in act.dma.items():
-        for c, transfers in enumerate(channels):
-            tid = tids[f"DMA {engine} ch{c}"]
-            for b in transfers:
-                ev.append(
-                    _slice(
-                        f"{b.tensor} {b.kind}",
-                        "dma",
-                        b.start,
-                        b.end,
-                        tid,
-                        dict(node=b.who, bits=b.bits),
-                    )
-                )
-    for buf in act.buffers:
-        for t, n, _held in buf.changes:
-            ev.append(
-                dict(
-                    name=f"{buf.label} occupancy",
-                    cat="buffer",
-                    ph="C",
-                    ts=t,
-                    pid=PID,
-                    tid=0,
-                    args=dict(tiles=n, bits=n * buf.tile_bits),
-                )
-            )
-    for memory, series in act.l1.items():  # L1 allocator: bytes in use
-        for t, used in series:
-            ev.append(
-                dict(
-                    name=f"{memory} allocator occupancy",
-                    cat="l1",
-                    ph="C",
-                    ts=t,
-                    pid=PID,
-                    tid=0,
-                    args=dict(bytes=used),
-                )
-            )
-    ev = [e for e in ev if e.get("dur", 1) > 0]
-    order = {"M": 0, "C": 1, "X": 2, "i": 3}
-    return sorted(ev, key=lambda e: (e.get("ts", -1), order[e["ph"]], e["tid"]))
 
 
 def _merge(bursts) -> list[tuple]:
@@ -150,14 +65,69 @@ def _merge(bursts) -> list[tuple]:
     return [tuple(x) for x in out]
 
 
-def _dump(e: dict) -> str:
-    """One event as JSON with ts/dur as exact decimal microseconds."""
+def trace_events(act: Activity, title: str = "cyclesim") -> Iterator[dict]:
+    """Every event as a dict (ts and dur in cycles), track by track, each track in time order."""
+    tids = {name: tid for tid, name in tracks(act)}
+    yield dict(name="process_name", ph="M", pid=PID, tid=0, args=dict(name=title))
+    for tid, name in tracks(act):
+        yield dict(name="thread_name", ph="M", pid=PID, tid=tid, args=dict(name=name))
+        yield dict(name="thread_sort_index", ph="M", pid=PID, tid=tid, args=dict(sort_index=tid))
+    for s in act.pe_states:
+        if s.state == COMPUTE:
+            yield _slice(s.einsum, "compute", s.start, s.end, 1, dict(phase=s.phase, tile=s.tile))
+        else:
+            args = dict(phase=s.phase, cause=s.state, where=s.where)
+            if s.tile is not None:
+                args["tile"] = s.tile
+            yield _slice(s.state, "stall", s.start, s.end, 1, args)
+    for key, bursts in act.ports.items():
+        tid = tids[f"port {key}"]
+        for b in _merge(bursts):
+            yield _slice(b[2], "port", b[0], b[1], tid, dict(by=b[3], bits=b[4], grants=b[5]))
+        pe = act.pe_ports.get(key)
+        if pe:
+            tid = tids[f"port {key} (PE array)"]
+            for b in _merge(pe):
+                args = dict(by=b[3], bits=b[4], segments=b[5])
+                yield _slice(f"{b[2]} (PE array)", "pe_port", b[0], b[1], tid, args)
+    for engine, channels in act.dma.items():
+        for c, transfers in enumerate(channels):
+            tid = tids[f"DMA {engine} ch{c}"]
+            for b in transfers:
+                args = dict(node=b.who, bits=b.bits)
+                yield _slice(f"{b.tensor} {b.kind}", "dma", b.start, b.end, tid, args)
+    for buf in act.buffers:
+        name = f"{buf.label} occupancy"
+        for t, n in zip(buf.times, buf.counts, strict=True):
+            yield dict(name=name, cat="buffer", ph="C", ts=t, pid=PID, tid=0,
+                       args=dict(tiles=n, bits=n * buf.tile_bits))  # fmt: skip
+    for memory, series in act.l1.items():  # L1 allocator: bytes in use
+        for t, used in series:
+            yield dict(name=f"{memory} allocator occupancy", cat="l1", ph="C", ts=t, pid=PID,
+                       tid=0, args=dict(bytes=used))  # fmt: skip
+
+
+def _slice(name: str, cat: str, start: int, end: int, tid: int, args: dict) -> dict:
+    """A complete event (ph X) on one track of the one process."""
+    return dict(name=name, cat=cat, ph="X", ts=start, dur=end - start, pid=PID, tid=tid, args=args)
+
+
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
+def _dump(e: dict, names: dict[str, str]) -> str:
+    """One event as JSON with ts/dur as exact decimal microseconds (names: encoded strings)."""
     parts = []
     for k, v in e.items():
         if k in ("ts", "dur"):
             parts.append(f'"{k}":{_us(v)}')
+        elif isinstance(v, str):
+            text = names.get(v)
+            if text is None:
+                text = names[v] = _ENCODE(v)
+            parts.append(f'"{k}":{text}')
         else:
-            parts.append(f"{json.dumps(k)}:{json.dumps(v, sort_keys=True, separators=(',', ':'))}")
+            parts.append(f'"{k}":{_ENCODE(v)}')
     return "{" + ",".join(parts) + "}"
 
 
@@ -167,13 +137,13 @@ def write_chrome_json(
     *,
     window: tuple[int, int] | None = None,
     title: str = "cyclesim",
+    progress: bool | None = False,
 ) -> int:
-    """Write the Trace Event JSON of a traced run; return the number of events.
+    """Write the Trace Event JSON of a traced run, gzipped when path ends in .gz; return the events.
 
     Raise TraceError if the run was not traced or the window is empty.
     """
-    act = build_activity(res, window)
-    events = trace_events(act, title)
+    act = res.activity(window)
     other = dict(
         time_unit="1 cycle = 1 ns on the ruler (ts in microseconds = cycles / 1000)",
         window_cycles=[act.start, act.end],
@@ -181,13 +151,116 @@ def write_chrome_json(
         reuse=res.reuse,
         isolate_einsums=res.isolate_einsums,
     )
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
+    path = Path(path)
+    opener = (
+        (lambda: _gzip_text(path))
+        if path.suffix == ".gz"
+        else (lambda: open(path, "w", encoding="utf-8", newline="\n"))
+    )
+    count = 0
+    with opener() as f, gc_paused(), writing_bar(_total(act), f"Perfetto {path.name}", progress) as bar:  # fmt: skip
         f.write('{"otherData":')
         f.write(json.dumps(other, sort_keys=True, separators=(",", ":")))
         f.write(',"traceEvents":[\n')
-        f.write(",\n".join(_dump(e) for e in events))
+        lines: list[str] = []
+        for line in _json_lines(act, title):
+            lines.append(line)
+            if len(lines) >= 1 << 14:
+                f.write(("," if count else "") + ",\n".join(lines))
+                count += len(lines)
+                if bar is not None:
+                    bar.update(len(lines))
+                lines.clear()
+        if lines:
+            f.write(("," if count else "") + ",\n".join(lines))
+            count += len(lines)
         f.write("\n]}\n")
-    return len(events)
+    return count
+
+
+def _json_lines(act: Activity, title: str) -> Iterator[str]:
+    """trace_events(act, title) as JSON text, one event per string, formatted by hand.
+
+    The same events, keys and order as _dump(trace_events(...)) (a test holds them equal), at a
+    fraction of the cost: the bulk of a trace is a few kinds of event with fixed keys.
+    """
+    names: dict[str, str] = {}
+
+    def enc(text: str) -> str:
+        out = names.get(text)
+        if out is None:
+            out = names[text] = _ENCODE(text)
+        return out
+
+    def x(name: str, cat: str, a: int, b: int, tid: int, args: str) -> str:
+        return (f'{{"name":{enc(name)},"cat":"{cat}","ph":"X","ts":{_us(a)},"dur":{_us(b - a)},'
+                f'"pid":{PID},"tid":{tid},"args":{{{args}}}}}')  # fmt: skip
+
+    events = trace_events(act, title)
+    for e in events:  # the metadata first, through the generic encoder
+        yield _dump(e, names)
+        if e["ph"] != "M":
+            raise AssertionError("metadata events come first")
+        if e["name"] == "thread_sort_index" and e["tid"] == tracks(act)[-1][0]:
+            break
+    tids = {name: tid for tid, name in tracks(act)}
+    for s in act.pe_states:
+        if s.end <= s.start:
+            continue
+        if s.state == COMPUTE:
+            yield x(s.einsum, "compute", s.start, s.end, 1, f'"phase":"{s.phase}","tile":{s.tile}')
+        else:
+            tile = f',"tile":{s.tile}' if s.tile is not None else ""
+            args = f'"cause":"{s.state}","phase":"{s.phase}"{tile},"where":{enc(s.where)}'
+            yield x(s.state, "stall", s.start, s.end, 1, args)
+    for key, bursts in act.ports.items():
+        tid = tids[f"port {key}"]
+        for a, b, tensor, by, bits, grants in _merge(bursts):
+            if b > a:
+                yield x(
+                    tensor, "port", a, b, tid, f'"bits":{bits},"by":{enc(by)},"grants":{grants}'
+                )
+        pe = act.pe_ports.get(key)
+        if pe:
+            tid = tids[f"port {key} (PE array)"]
+            for a, b, tensor, by, bits, n in _merge(pe):
+                if b > a:
+                    args = f'"bits":{bits},"by":{enc(by)},"segments":{n}'
+                    yield x(f"{tensor} (PE array)", "pe_port", a, b, tid, args)
+    for engine, channels in act.dma.items():
+        for c, transfers in enumerate(channels):
+            tid = tids[f"DMA {engine} ch{c}"]
+            for b in transfers:
+                if b.end > b.start:
+                    args = f'"bits":{b.bits},"node":{enc(b.who)}'
+                    yield x(f"{b.tensor} {b.kind}", "dma", b.start, b.end, tid, args)
+    for buf in act.buffers:
+        head = f'{{"name":{enc(f"{buf.label} occupancy")},"cat":"buffer","ph":"C","ts":'
+        for t, n in zip(buf.times, buf.counts, strict=True):
+            yield f'{head}{_us(t)},"pid":{PID},"tid":0,"args":{{"bits":{n * buf.tile_bits},"tiles":{n}}}}}'
+    for memory, series in act.l1.items():
+        head = f'{{"name":{enc(f"{memory} allocator occupancy")},"cat":"l1","ph":"C","ts":'
+        for t, used in series:
+            yield f'{head}{_us(t)},"pid":{PID},"tid":0,"args":{{"bytes":{used}}}}}'
+
+
+def _gzip_text(path: Path):
+    """A text stream into a gzip file with no time stamp in its header (same run, same bytes)."""
+    import io
+
+    raw = gzip.GzipFile(path, "wb", compresslevel=5, mtime=0)
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+
+
+def _total(act: Activity) -> int:
+    """About how many events a trace of act has (for the progress bar)."""
+    return (
+        len(act.pe_states)
+        + sum(len(b) for b in act.ports.values())
+        + sum(len(b) for b in act.pe_ports.values())
+        + sum(len(tr) for ch in act.dma.values() for tr in ch)
+        + sum(len(b.times) for b in act.buffers)
+    )
 
 
 def perfetto_available() -> bool:
@@ -199,15 +272,28 @@ def perfetto_available() -> bool:
     return True
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
 def write_perfetto_proto(
     res: SimResult,
     path: str | Path,
     *,
     window: tuple[int, int] | None = None,
     title: str = "cyclesim",
+    progress: bool | None = False,
 ) -> int:
     """Write the native Perfetto protobuf (TrackEvent, 1 cycle = 1 ns); return the packet count.
 
+    Slices keep their arguments as debug annotations; names and string values are interned.
+    Packets are serialised one by one and appended (a Trace is a repeated field 1 of
+    TracePacket), so the file streams.
     Raise TraceError if the `perfetto` package is not installed or the run was not traced.
     """
     try:
@@ -216,73 +302,91 @@ def write_perfetto_proto(
         raise TraceError(
             "the protobuf trace needs the `perfetto` Python package; the JSON form needs nothing"
         ) from exc
-    act = build_activity(res, window)
-    trace = pb.Trace()
-    seq = 0x5EC1
+    act = res.activity(window)
+    seq, root = 0x5EC1, 1
+    count = 0
+    with open(path, "wb") as f, gc_paused(), writing_bar(_total(act), f"Perfetto {Path(path).name}", progress) as bar:  # fmt: skip
 
-    def packet():
-        p = trace.packet.add()
-        p.trusted_packet_sequence_id = seq
-        return p
+        def put(p) -> None:
+            nonlocal count
+            p.trusted_packet_sequence_id = seq
+            data = p.SerializeToString(deterministic=True)
+            f.write(b"\x0a" + _varint(len(data)) + data)
+            count += 1
+            if bar is not None and count % 4096 == 0:
+                bar.update(4096)
 
-    root = 1
-    first = packet()
-    first.sequence_flags = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
-    d = first.track_descriptor
-    d.uuid, d.name = root, title
-    uuids = {}
-    for tid, name in tracks(act):
-        d = packet().track_descriptor
-        d.uuid, d.parent_uuid, d.name = root + tid, root, name
-        uuids[name] = root + tid
-    counters = {}
-    for i, buf in enumerate(act.buffers):
-        d = packet().track_descriptor
-        d.uuid, d.parent_uuid, d.name = 1000 + i, root, f"{buf.label} tiles"
-        d.counter.SetInParent()
-        counters[buf.label] = d.uuid
-    for j, memory in enumerate(act.l1):
-        d = packet().track_descriptor
-        d.uuid, d.parent_uuid, d.name = 2000 + j, root, f"{memory} allocator bytes in use"
-        d.counter.SetInParent()
-        counters[f"{memory} allocator"] = d.uuid
-    slices: list[tuple[int, int, int, str, dict]] = []  # (ts, order, track, name, fields)
-    by_tid = {tid: uuids[name] for tid, name in tracks(act)}
-    for e in trace_events(act, title):
-        if e["ph"] == "X":
-            track = by_tid[e["tid"]]
-            slices.append((e["ts"], 1, track, e["name"], dict(type=pb.TrackEvent.TYPE_SLICE_BEGIN)))
-            slices.append(
-                (e["ts"] + e["dur"], 0, track, e["name"], dict(type=pb.TrackEvent.TYPE_SLICE_END))
-            )
-        elif e["ph"] == "i":
-            slices.append(
-                (e["ts"], 2, uuids["PE array"], e["name"], dict(type=pb.TrackEvent.TYPE_INSTANT))
-            )
-        elif e["ph"] == "C":
-            label = e["name"].removesuffix(" occupancy")
-            slices.append(
-                (
-                    e["ts"],
-                    0,
-                    counters[label],
-                    "",
-                    dict(
-                        type=pb.TrackEvent.TYPE_COUNTER,
-                        counter_value=e["args"].get("tiles", e["args"].get("bytes")),
-                    ),
-                )
-            )
-    for ts, _o, track, name, fields in sorted(slices, key=lambda s: (s[0], s[1], s[2])):
-        p = packet()
-        p.timestamp = ts
-        te = p.track_event
-        te.track_uuid = track
-        te.type = fields["type"]
-        if fields["type"] in (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_INSTANT):
-            te.name = name
-        if "counter_value" in fields:
-            te.counter_value = fields["counter_value"]
-    with open(path, "wb") as f:
-        f.write(trace.SerializeToString(deterministic=True))
-    return len(trace.packet)
+        first = pb.TracePacket()
+        first.sequence_flags = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+        first.track_descriptor.uuid, first.track_descriptor.name = root, title
+        put(first)
+        uuids = {}
+        for tid, name in tracks(act):
+            p = pb.TracePacket()
+            d = p.track_descriptor
+            d.uuid, d.parent_uuid, d.name = root + tid, root, name
+            uuids[tid] = d.uuid
+            put(p)
+        counters: dict[str, int] = {}
+        for i, name in enumerate(
+            [f"{b.label} occupancy" for b in act.buffers]
+            + [f"{m} allocator occupancy" for m in act.l1]
+        ):
+            p = pb.TracePacket()
+            d = p.track_descriptor
+            d.uuid, d.parent_uuid, d.name = 100000 + i, root, name
+            d.counter.SetInParent()
+            counters[name] = d.uuid
+            put(p)
+        # names, categories, argument names and string values are interned: each is sent once
+        # (interned_data) and referred to by number, which keeps repeated slices small
+        tables: dict[str, dict[str, int]] = {}
+
+        def iid(p, table: str, text: str) -> int:
+            known = tables.setdefault(table, {})
+            n = known.get(text)
+            if n is None:
+                n = known[text] = len(known) + 1
+                entry = getattr(p.interned_data, table).add()
+                entry.iid = n
+                if (
+                    table == "event_categories"
+                    or table == "event_names"
+                    or table == "debug_annotation_names"
+                ):
+                    entry.name = text
+                else:
+                    entry.str = text.encode()
+            return n
+
+        needs_state = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+        for e in trace_events(act, title):
+            if e["ph"] == "X" and e["dur"] > 0:
+                p = pb.TracePacket()
+                p.sequence_flags = needs_state
+                p.timestamp = e["ts"]
+                te = p.track_event
+                te.track_uuid, te.type = uuids[e["tid"]], pb.TrackEvent.TYPE_SLICE_BEGIN
+                te.name_iid = iid(p, "event_names", e["name"])
+                te.category_iids.append(iid(p, "event_categories", e["cat"]))
+                for k, v in e["args"].items():
+                    a = te.debug_annotations.add()
+                    a.name_iid = iid(p, "debug_annotation_names", k)
+                    if isinstance(v, int):
+                        a.int_value = v
+                    else:
+                        a.string_value_iid = iid(p, "debug_annotation_string_values", str(v))
+                put(p)
+                p = pb.TracePacket()
+                p.timestamp = e["ts"] + e["dur"]
+                p.track_event.track_uuid = uuids[e["tid"]]
+                p.track_event.type = pb.TrackEvent.TYPE_SLICE_END
+                put(p)
+            elif e["ph"] == "C":
+                p = pb.TracePacket()
+                p.timestamp = e["ts"]
+                te = p.track_event
+                te.track_uuid, te.type = counters[e["name"]], pb.TrackEvent.TYPE_COUNTER
+                te.counter_value = e["args"].get("tiles", e["args"].get("bytes"))
+                put(p)
+    return count

@@ -1,5 +1,7 @@
-"""Plots (matplotlib, Agg): a Gantt timeline of ports, DMA channels and the PE array; stall
-cycles by cause; buffer occupancy over time. Deterministic PNG/SVG (no dates in metadata).
+"""Plots (matplotlib, Agg) an architect reads first: where the cycles went (one stacked bar),
+stall cycles by cause (every cause visible), per-port utilisation over time (binned), a Gantt
+timeline over a window around the first steady stretch, and buffer occupancy over that window.
+Deterministic PNG/SVG (no dates in metadata); drawn from SimResult tables and its Activity.
 """
 
 from __future__ import annotations
@@ -7,15 +9,29 @@ from __future__ import annotations
 from pathlib import Path
 
 from cyclesim.results import SimResult
-from cyclesim.views.activity import Activity, build_activity
+from cyclesim.results.activity import COMPUTE, Activity, busy_runs
 
 CAUSE_COLORS = {
-    "bandwidth": "#d62728", "contention": "#ff7f0e", "buffer_full": "#9467bd", "latency": "#8c564b",
-    "dependency": "#7f7f7f", "spatial": "#e377c2", "l1_alloc": "#bcbd22",
-    "row_miss": "#1f77b4", "bank_conflict": "#17becf", "refresh": "#2ca02c", "turnaround": "#aec7e8",
-}  # fmt: skip
+    "bandwidth": "#d62728",
+    "contention": "#ff7f0e",
+    "buffer_full": "#9467bd",
+    "latency": "#8c564b",
+    "dependency": "#7f7f7f",
+    "spatial": "#e377c2",
+    "l1_alloc": "#bcbd22",
+    "row_miss": "#393b79",
+    "bank_conflict": "#17becf",
+    "refresh": "#637939",
+    "turnaround": "#e7ba52",
+    "systolic_fill": "#6b6ecf",
+    "systolic_drain": "#9c9ede",
+}  # fmt: skip  one colour per cause (tests/views check every cause has its own)
+PHASE_COLORS = {"onload": "#9ecae1", "compute": "#2ca02c", "offload": "#3182bd"}
 _PALETTE = ("#1f77b4", "#2ca02c", "#17becf", "#bcbd22", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 _META = {"Software": None}  # no version/date stamps: same input, same bytes
+BINS = 200  # time bins of the utilisation plot, whatever the run's length
+STEADY_PERIODS = 10  # PE segment periods the default timeline window shows
+STEADY_RUN = 4  # periods in a row of the common length that make a steady stretch
 
 
 def _plt():
@@ -33,116 +49,276 @@ def _color(name: str, seen: dict[str, str]) -> str:
     return seen[name]
 
 
-def plot_timeline(act: Activity, path: str | Path, title: str = "") -> None:
-    """Gantt chart: one row per busy port, per DMA channel, and the PE array (stalls by cause)."""
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def _save(fig, path) -> None:
+    fig.savefig(path, metadata=_META, dpi=110, bbox_inches="tight")
+    _plt().close(fig)
+
+
+def breakdown_parts(res: SimResult) -> list[tuple[str, int, str]]:
+    """(label, cycles, color) of the run's cycles in order: onload, compute, stall by cause, offload."""
+    parts = [("onload", res.onload_cycles, PHASE_COLORS["onload"])]
+    parts.append(("compute", res.ideal_compute_cycles, PHASE_COLORS["compute"]))
+    by_cause = res.stall_cycles_by_cause(("compute",))
+    for cause, cycles in sorted(by_cause.items(), key=lambda kv: -kv[1]):
+        parts.append((f"stall: {cause}", cycles, CAUSE_COLORS.get(cause, "#000000")))
+    parts.append(("offload", res.offload_cycles, PHASE_COLORS["offload"]))
+    return [p for p in parts if p[1] > 0]
+
+
+def plot_breakdown(res: SimResult, path: str | Path, title: str = "") -> None:
+    """One stacked bar: onload / compute / stall by cause / offload, each with its cycles and share."""
     plt = _plt()
-    rows: list[tuple[str, list[tuple[int, int, str, str]]]] = []
-    colors: dict[str, str] = {}
-    pe = [(s.start, s.end, _color(s.einsum, colors), s.einsum) for s in act.segments]
-    pe += [(s.start, s.end, CAUSE_COLORS.get(s.cause, "#000000"), s.cause) for s in act.stalls]
-    rows.append(("PE array", pe))
-    for key, bursts in act.ports.items():
-        if bursts:
-            rows.append(
-                (key, [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in bursts])
-            )
-    for engine, channels in act.dma.items():
-        for c, transfers in enumerate(channels):
-            rows.append(
-                (
-                    f"DMA {engine} ch{c}",
-                    [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in transfers],
-                )
-            )
-    fig, ax = plt.subplots(figsize=(12, 0.45 * len(rows) + 1.6))
-    for y, (_, bars) in enumerate(reversed(rows)):
-        ax.broken_barh(
-            [(a, b - a) for a, b, _, _ in bars],
-            (y - 0.4, 0.8),
-            facecolors=[c for _, _, c, _ in bars],
-            edgecolor="white",
-            linewidth=0.3,
-        )
-    ax.set_yticks(range(len(rows)), [name for name, _ in reversed(rows)])
-    ax.set_xlim(act.start, act.end)
-    ax.set_xlabel("cycle")
-    ax.set_title(title or f"timeline, cycles {act.start}..{act.end}")
-    used = {label: c for _, bars in rows for _, _, c, label in bars}
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in used.values()]
-    if handles:
-        ax.legend(
-            handles,
-            list(used),
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            fontsize=8,
-            frameon=False,
-        )
+    parts = breakdown_parts(res)
+    fig, ax = plt.subplots(figsize=(11, 2.6))
+    left = 0
+    for label, cycles, color in parts:
+        ax.barh(0, cycles, left=left, color=color, edgecolor="white", linewidth=0.8,
+                label=f"{label}: {cycles:,} ({_pct(cycles, res.cycles)})")  # fmt: skip
+        if cycles >= 0.06 * res.cycles:  # wide enough to carry its own label
+            ax.text(left + cycles / 2, 0, f"{label}\n{_pct(cycles, res.cycles)}", ha="center",
+                    va="center", fontsize=8, color="white", fontweight="bold")  # fmt: skip
+        left += cycles
+    ax.set_xlim(0, max(res.cycles, 1))
+    ax.set_yticks([])
+    ax.set_xlabel("cycles")
+    ax.set_title(title or f"where the {res.cycles:,} cycles went", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, metadata=_META)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def plot_stalls(res: SimResult, path: str | Path, title: str = "") -> None:
-    """Horizontal bars: non-compute cycles per root cause and place (SimResult.stalls), by phase."""
+    """Non-compute cycles per (phase, cause, place), largest first, on a log axis so every one shows."""
     plt = _plt()
     df = res.stalls
-    fig, ax = plt.subplots(figsize=(10, 0.4 * max(len(df), 1) + 1.6))
+    top = 24
+    fig, ax = plt.subplots(figsize=(11, 0.34 * max(min(len(df), top), 1) + 1.8))
     if df.empty:
         ax.text(0.5, 0.5, "no non-compute cycles", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
     else:
-        df = df.head(20).iloc[::-1]
+        rest = df.iloc[top:]
+        df = df.head(top).iloc[::-1]
         labels = [
-            f"{r.phase}: {r.cause} {r.tensor or ''}@{r.memory or ''}"
+            f"{r.phase} {r.cause}: "
+            + (f"{r.tensor or ''}@{r.memory}" if r.memory else "PE array")
+            + (f" {r.port_memory}.{r.port}" if r.port_memory else (f" {r.port}" if r.port else ""))
             + (f" vs {r.competitor}" if r.competitor else "")
             for r in df.itertuples()
         ]
-        ax.barh(
-            range(len(df)), df["cycles"], color=[CAUSE_COLORS.get(c, "#000") for c in df["cause"]]
-        )
-        ax.set_yticks(range(len(df)), labels, fontsize=8)
-        ax.set_xlabel("cycles")
-    ax.set_title(title or f"non-compute cycles by root cause ({res.cycles:,} cycles in all)")
+        colors = [CAUSE_COLORS.get(c, "#000") for c in df["cause"]]
+        ax.barh(range(len(df)), df["cycles"], color=colors)
+        ax.set_xscale("log")
+        ax.set_xlim(0.8, df["cycles"].max() * 8)
+        for y, cycles in enumerate(df["cycles"]):
+            ax.text(cycles * 1.1, y, f"{int(cycles):,} ({_pct(int(cycles), res.cycles)})",
+                    va="center", fontsize=7)  # fmt: skip
+        ax.set_yticks(range(len(df)), labels, fontsize=7)
+        ax.set_xlabel("cycles (log scale)")
+        causes = list(dict.fromkeys(df["cause"][::-1]))
+        ax.legend([plt.Rectangle((0, 0), 1, 1, color=CAUSE_COLORS.get(c, "#000")) for c in causes],
+                  causes, loc="lower right", fontsize=7, frameon=False)  # fmt: skip
+        if len(rest):
+            ax.text(1.0, -0.08 - 1.2 / max(len(df), 1), f"{len(rest)} more rows, {int(rest['cycles'].sum()):,} cycles",
+                    transform=ax.transAxes, ha="right", fontsize=7)  # fmt: skip
+    non_compute = res.onload_cycles + res.stall_cycles + res.offload_cycles
+    ax.set_title(title or f"non-compute cycles by root cause: {non_compute:,} of {res.cycles:,} "
+                 f"({_pct(non_compute, res.cycles)})", fontsize=10)  # fmt: skip
     fig.tight_layout()
-    fig.savefig(path, metadata=_META)
-    plt.close(fig)
+    _save(fig, path)
 
 
-def plot_occupancy(act: Activity, path: str | Path, title: str = "") -> None:
-    """Step plot of the tiles resident in each buffer (storage node) over the window."""
+def utilisation(runs: list[tuple[int, int]], start: int, end: int, bins: int):
+    """Fraction of each of `bins` equal stretches of [start, end) covered by the runs (numpy).
+
+    The runs are sorted and do not overlap; the cycles covered up to each bin edge are the whole
+    runs that end before it plus the part of the one that holds it.
+    """
+    import numpy as np
+
+    edges = np.linspace(start, end, bins + 1)
+    if not runs:
+        return edges, np.zeros(bins)
+    a = np.fromiter((r[0] for r in runs), dtype=np.float64, count=len(runs))
+    b = np.fromiter((r[1] for r in runs), dtype=np.float64, count=len(runs))
+    whole = np.concatenate(([0.0], np.cumsum(b - a)))
+    k = np.searchsorted(b, edges, side="right")  # runs ending at or before each edge
+    inside = k < len(a)
+    part = np.zeros_like(edges)
+    part[inside] = np.clip(edges[inside] - a[k[inside]], 0.0, None)
+    covered = whole[k] + part
+    return edges, np.diff(covered) / np.diff(edges)
+
+
+def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
+    """Per-port busy fraction over time, binned (a heat map row per port), the PE array on top."""
     plt = _plt()
+    import numpy as np
+
+    rows, labels = [], []
+    st = act.pe_states
+    pe_runs = [(a, b) for a, b, state in zip(st.starts, st.ends, st.states, strict=True) if state == COMPUTE]  # fmt: skip
+    bins = min(BINS, max(1, act.end - act.start))
+    edges, frac = utilisation(_merged(pe_runs), act.start, act.end, bins)
+    rows.append(frac)
+    labels.append("PE array computing")
+    for key in act.ports:
+        runs = busy_runs(act, key)
+        if not runs:
+            continue
+        rows.append(utilisation(runs, act.start, act.end, bins)[1])
+        share = " (PE array + transfers)" if act.pe_ports.get(key) and act.ports[key] else (
+            " (PE array)" if act.pe_ports.get(key) else "")  # fmt: skip
+        labels.append(f"{key}{share}")
+    fig, ax = plt.subplots(figsize=(12, 0.32 * len(rows) + 1.9))
+    im = ax.imshow(np.array(rows), aspect="auto", interpolation="nearest", cmap="viridis",
+                   vmin=0, vmax=1, extent=(edges[0], edges[-1], len(rows) - 0.5, -0.5))  # fmt: skip
+    ax.set_yticks(range(len(rows)), labels, fontsize=8)
+    ax.set_xlabel(f"cycle ({bins} bins of {(act.end - act.start) / bins:,.0f} cycles)")
+    fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01, label="busy fraction")
+    ax.set_title(title or "port utilisation over time (busy: a transfer holds it or the PE array uses it)", fontsize=10)  # fmt: skip
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _merged(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for a, b in sorted(runs):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def steady_window(act: Activity) -> tuple[int, int]:
+    """A window around the first steady stretch of the PE array.
+
+    The steady period is the most common time between the starts of consecutive PE segments;
+    the stretch is the first place where STEADY_RUN periods in a row have that length. The window
+    opens one period before it and shows STEADY_PERIODS periods. Without segments (or a period),
+    the first 2,000 cycles from the first step.
+    """
+    from collections import Counter
+
+    starts = [s.start for s in act.segments]
+    periods = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    if periods:
+        common = Counter(periods).most_common(1)[0][0]
+        run = 0
+        for i, p in enumerate(periods):
+            run = run + 1 if p == common else 0
+            if run == STEADY_RUN and common > 0:
+                first = starts[i + 1 - STEADY_RUN]
+                lo = max(act.start, first - common)
+                return lo, min(act.end, lo + (STEADY_PERIODS + 1) * common)
+    first = starts[0] if starts else act.start
+    lo = max(act.start, first - 50)
+    return lo, min(act.end, lo + 2000)
+
+
+def plot_timeline(
+    act: Activity, path: str | Path, window: tuple[int, int], title: str = ""
+) -> None:
+    """Gantt chart over window: the PE array's state, each busy port (its transfers, and the PE
+    array's use in a thinner bar), DMA channels."""
+    plt = _plt()
+    w0, w1 = window
+
+    def within(records):
+        """The records overlapping the window, clipped to it (a long run holds many more)."""
+        return [r._replace(start=max(r.start, w0), end=min(r.end, w1)) for r in records
+                if r.end > w0 and r.start < w1]  # fmt: skip
+
+    rows: list[tuple[str, list, list]] = []  # name, bars, thin bars
+    colors: dict[str, str] = {}
+    pe = [(s.start, s.end, _color(s.einsum, colors) if s.state == COMPUTE else CAUSE_COLORS.get(s.state, "#000"),
+           f"compute {s.einsum}" if s.state == COMPUTE else s.state) for s in within(act.pe_states)]  # fmt: skip
+    rows.append(("PE array", pe, []))
+    for key, bursts in act.ports.items():
+        bars = [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in within(bursts)]
+        thin = [(b.start, b.end, "#444444", "PE array's use of a port") for b in within(act.pe_ports[key])]  # fmt: skip
+        if bars or thin:
+            rows.append((key, bars, thin))
+    for engine, channels in act.dma.items():
+        for c, transfers in enumerate(channels):
+            bars = [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in within(transfers)]
+            if bars:
+                rows.append((f"DMA {engine} ch{c}", bars, []))
+    fig, ax = plt.subplots(figsize=(12, 0.42 * len(rows) + 1.8))
+    for y, (_, bars, thin) in enumerate(reversed(rows)):
+        if bars:
+            ax.broken_barh([(a, b - a) for a, b, _, _ in bars], (y - 0.38, 0.76),
+                           facecolors=[c for _, _, c, _ in bars], edgecolor="white", linewidth=0.4)  # fmt: skip
+        if thin:
+            ax.broken_barh([(a, b - a) for a, b, _, _ in thin], (y - 0.38, 0.18),
+                           facecolors="#444444", edgecolor="none")  # fmt: skip
+    ax.set_yticks(range(len(rows)), [name for name, _, _ in reversed(rows)], fontsize=8)
+    ax.set_xlim(w0, w1)
+    ax.set_xlabel("cycle")
+    ax.set_title(title or f"timeline, cycles {w0:,}..{w1:,} (of {act.cycles:,})", fontsize=10)
+    used = {lab: c for _, bars, thin in rows for _, _, c, lab in bars + thin}
+    ax.legend([plt.Rectangle((0, 0), 1, 1, color=c) for c in used.values()], list(used),
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)  # fmt: skip
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def plot_occupancy(
+    act: Activity, path: str | Path, window: tuple[int, int], title: str = ""
+) -> None:
+    """Step plot of the tiles resident in each buffer (storage node) over window."""
+    plt = _plt()
+    w0, w1 = window
     bufs = act.buffers or []
-    fig, axes = plt.subplots(
-        max(len(bufs), 1),
-        1,
-        figsize=(12, 1.2 * max(len(bufs), 1) + 1.0),
-        sharex=True,
-        squeeze=False,
-    )
+    fig, axes = plt.subplots(max(len(bufs), 1), 1, figsize=(12, 0.9 * max(len(bufs), 1) + 1.0),
+                             sharex=True, squeeze=False)  # fmt: skip
     for ax, buf in zip(axes[:, 0], bufs, strict=False):
-        ts = [t for t, _, _ in buf.changes] + [act.end]
-        ns = [n for _, n, _ in buf.changes]
+        changes = zip(buf.times, buf.counts, strict=True)
+        before = [(t, n) for t, n in changes if t <= w0][-1:]
+        inside = [(t, n) for t, n in zip(buf.times, buf.counts, strict=True) if w0 < t < w1]
+        pts = [(w0, before[0][1] if before else 0)] + inside
+        ts = [t for t, _ in pts] + [w1]
+        ns = [n for _, n in pts]
         ax.step(ts, ns + ns[-1:], where="post")
         ax.set_ylim(-0.2, buf.slots + 0.2)
         ax.set_yticks(range(buf.slots + 1))
-        ax.set_ylabel(buf.label, rotation=0, ha="right", fontsize=8)
-    axes[-1, 0].set_xlim(act.start, act.end)
+        ax.set_ylabel(buf.label, rotation=0, ha="right", va="center", fontsize=8)
+    axes[-1, 0].set_xlim(w0, w1)
     axes[-1, 0].set_xlabel("cycle")
-    axes[0, 0].set_title(title or "tiles resident per buffer")
+    axes[0, 0].set_title(title or f"tiles resident per buffer, cycles {w0:,}..{w1:,}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, metadata=_META)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def write_plots(
-    res: SimResult, out_dir: str | Path, *, window: tuple[int, int] | None = None, fmt: str = "png"
+    res: SimResult,
+    out_dir: str | Path,
+    *,
+    window: tuple[int, int] | None = None,
+    fmt: str = "png",
+    title: str = "",
 ) -> list[Path]:
-    """timeline, stalls and occupancy plots into out_dir; return the files written."""
+    """breakdown, stalls, ports, timeline and occupancy plots into out_dir; return the files.
+
+    The timeline and occupancy show window when given or when the trace was recorded over a
+    window (--window); otherwise a window around the first steady stretch (steady_window).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    act = build_activity(res, window)
-    files = [out / f"timeline.{fmt}", out / f"stalls.{fmt}", out / f"occupancy.{fmt}"]
-    plot_timeline(act, files[0])
+    act = res.activity(window)
+    whole = act.start == 0 and act.end == res.cycles
+    span = steady_window(act) if whole and window is None else (act.start, act.end)
+    names = ("breakdown", "stalls", "ports", "timeline", "occupancy")
+    files = [out / f"{n}.{fmt}" for n in names]
+    suffix = f" — {title}" if title else ""
+    plot_breakdown(res, files[0], f"where the {res.cycles:,} cycles went{suffix}")
     plot_stalls(res, files[1])
-    plot_occupancy(act, files[2])
+    plot_ports(act, files[2])
+    plot_timeline(act, files[3], span)
+    plot_occupancy(act, files[4], span)
     return files

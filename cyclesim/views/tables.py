@@ -1,4 +1,4 @@
-"""The events long table and its writers (CSV, Parquet), plus per-port activity from the grants."""
+"""The events long table and its writers (CSV, Parquet). Per-port activity: SimResult.port_table."""
 
 from __future__ import annotations
 
@@ -32,24 +32,3 @@ def write_events(res: SimResult, path: str | Path) -> pd.DataFrame:
     else:
         raise TraceError(f"events table {path}: unknown suffix {suffix!r}; use .csv or .parquet")
     return df
-
-
-def port_activity(res: SimResult) -> pd.DataFrame:
-    """Per port: busy cycles and grants (from the always-on grant records), memory, width."""
-    plan, rec = res.raw.plan, res.raw.rec
-    rows = []
-    for p in plan.ports:
-        grants = rec.grants.get(p.key, [])
-        busy = sum((g[1] if g[1] is not None else res.cycles) - g[0] for g in grants)
-        rows.append(
-            dict(
-                port=p.key,
-                memory=p.memory,
-                width_bits=p.width_bits,
-                grants=len(grants),
-                busy_cycles=busy,
-            )
-        )
-    return pd.DataFrame(
-        rows, columns=["port", "memory", "width_bits", "grants", "busy_cycles"]
-    ).astype({"width_bits": "int64", "grants": "int64", "busy_cycles": "int64"})

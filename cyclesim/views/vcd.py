@@ -1,36 +1,42 @@
-"""VCD view (pyvcd): one scope per memory level with its ports and buffers, one per DMA engine,
-one for the PE array. One cycle is one time unit.
+"""Waveforms (VCD, FST): one scope for the PE array, one per memory level with its ports and
+buffers, one per DMA engine. One cycle is one time unit.
 
-Per port: busy (1 bit), tensor (string), bits (moved by the current grant: a burst, or a run of
-back-to-back bursts) and bits_total (moved through the port since the window began). Per
-buffer: tiles resident, their bits, and the tile index each slot holds (x when empty). PE
-array: active, einsum, tile (segment index), stall (root cause) and stall_where.
+PE array: `state` (compute, or the root cause of the cycle: spatial, bandwidth, contention,
+buffer_full, latency, dependency, l1_alloc), `phase` (onload, compute, offload), `active` (1 while
+a step completes every cycle), `einsum` and `tile` (the segment being computed, or in a stall the
+last one), and `stall_where`. Per port:
+`busy` (a transfer holds it or the PE array uses it), `tensor` and `bits` of the transfer's grant,
+`pe_share` (bits per cycle the PE array takes, on ports it reads or writes) and `bits_total`
+(bits moved through the port so far, the PE array's included). Per buffer: tiles resident,
+their bits, and the tile index each slot holds (x when empty).
 
-Every variable is registered before the first change, and changes are written in time order;
-anything else raises TraceError. The file carries no date, so the same run gives the same bytes.
+The changes are drawn from SimResult.activity (built once) and streamed to the file in time
+order, a stretch of cycles at a time, so memory stays bounded; the same run gives the same
+bytes (no date).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
-from vcd import VCDWriter
-from vcd.writer import VCDPhaseError
-
-from cyclesim.errors import TraceError
 from cyclesim.results import SimResult
-from cyclesim.views.activity import Activity, Busy, build_activity
+from cyclesim.results.activity import COMPUTE, Activity, Track, gc_paused, iter_busy_runs
+from cyclesim.views.progress import writing_bar
 
 TOP = "cyclesim"
 IDLE = "-"  # the value of a string signal when nothing happens
 _UNITS = ("fs", "ps", "ns", "us", "ms", "s")
+_NONE = object()
 
 
 @dataclass(frozen=True, slots=True)
 class Signal:
-    """A registered VCD variable: its scope path, name, type and how a viewer should show it."""
+    """A registered waveform variable: its scope path, name, type and how a viewer shows it."""
 
     scope: tuple[str, ...]
     name: str
@@ -54,108 +60,280 @@ def timescale_for(clock_mhz: float | None) -> tuple[str, str]:
     exp = round(math.log10(period_fs)) if period_fs > 0 else -1
     if 0 <= exp <= 17 and math.isclose(period_fs, 10.0**exp, rel_tol=1e-12):
         unit, mag = _UNITS[exp // 3], 10 ** (exp % 3)
-        return f"{mag} {unit}", f"1 time unit = 1 cycle = {mag} {unit} at {clock_mhz:g} MHz"
+        return f"{mag} {unit}", f"1 time unit = 1 cycle = {mag} {unit} ({clock_mhz:g} MHz)"
     return (
         "1 ns",
         f"1 time unit = 1 cycle; the clock is {clock_mhz:g} MHz ({1e3 / clock_mhz:g} ns per cycle)",
     )
 
 
+@lru_cache(maxsize=1 << 14)
 def _clean(text: str) -> str:
-    """VCD string values and names carry no whitespace."""
+    """String values and names carry no whitespace."""
     return "_".join(str(text).split()) or IDLE
 
 
-def _spans(changes: dict, spans: list[tuple[int, int, object]], idle: object) -> None:
-    """Value changes of one signal from non-overlapping spans in time order; idle between them."""
-    for start, end, value in spans:
-        changes[start] = value
-        if end > start:
-            changes[end] = idle
+def _spans(
+    items: Iterable[tuple], idle: object, k: int | None = None, const: object = 1, transform=None
+) -> Iterator[tuple[int, object]]:
+    """Value changes of one signal from non-overlapping (start, end, ...) records in time order.
+
+    The value is the record's field k (through transform), or const when k is None; idle between
+    records. Times strictly increase and a value is not repeated across back-to-back records.
+    """
+    gap, last = None, idle  # end of the record before (idle not yet written); last value written
+    for it in items:
+        start, end = it[0], it[1]
+        if end <= start:
+            continue
+        v = const if k is None else it[k]
+        if transform is not None:
+            v = transform(v)
+        if gap == start:
+            if v != last:
+                yield start, v
+                last = v
+        else:
+            if gap is not None:
+                yield gap, idle
+            yield start, v
+            last = v
+        gap = end
+    if gap is not None:
+        yield gap, idle
 
 
-class _Plan:
-    """Signals to register, each with its changes {time: value}."""
+def _where_value(where: str) -> str:
+    return _clean(where) if where else IDLE
 
-    def __init__(self) -> None:
-        self.signals: list[Signal] = []
-        self.inits: list[object] = []
-        self.changes: list[dict[int, object]] = []
 
-    def add(
-        self, scope: tuple[str, ...], name: str, var_type: str, group: str, init: object
-    ) -> dict:
-        self.signals.append(Signal(scope, name, var_type, group))
+@dataclass(slots=True)
+class Waves:
+    """Every signal, its value before the window, and a function giving its changes.
+
+    Each source gives (time, value) with strictly increasing times (ChangeStream relies on it).
+    """
+
+    start: int
+    end: int
+    signals: list[Signal] = field(default_factory=list)
+    inits: list[object] = field(default_factory=list)
+    sources: list[Callable[[], Iterator[tuple[int, object]]]] = field(default_factory=list)
+
+    def add(self, scope, name: str, var_type: str, group: str, init, source) -> None:
+        self.signals.append(Signal(tuple(scope), name, var_type, group))
         self.inits.append(init)
-        ch: dict[int, object] = {}
-        self.changes.append(ch)
-        return ch
+        self.sources.append(source)
 
 
-def _port_signals(p: _Plan, act: Activity, memory: str, key: str, bursts: list[Busy]) -> None:
-    scope = (TOP, memory, key.split(".", 1)[1])
-    group = f"{memory}"
-    busy = p.add(scope, "busy", "wire", group, 0)
-    tensor = p.add(scope, "tensor", "string", group, IDLE)
-    bits = p.add(scope, "bits", "integer", group, 0)
-    total = p.add(scope, "bits_total", "integer", group, 0)
-    _spans(busy, [(b.start, b.end, 1) for b in bursts], 0)
-    _spans(tensor, [(b.start, b.end, _clean(b.tensor)) for b in bursts], IDLE)
-    _spans(bits, [(b.start, b.end, b.bits) for b in bursts], 0)
-    moved = 0
-    for b in bursts:  # bits land when the grant ends
-        moved += b.bits
-        total[b.end] = moved
+def _port_waves(w: Waves, act: Activity, memory: str, key: str) -> None:
+    bursts, pe = act.ports[key], act.pe_ports[key]
+    scope, group = (TOP, memory, key.split(".", 1)[1]), memory
+    w.add(scope, "busy", "wire", group, 0, lambda: _spans(iter_busy_runs(act, key), 0))
+    w.add(scope, "tensor", "string", group, IDLE,
+          lambda: _spans(zip(bursts.starts, bursts.ends, bursts.tensors, strict=True), IDLE, 2, transform=_clean))  # fmt: skip
+    w.add(scope, "bits", "integer", group, 0,
+          lambda: _spans(zip(bursts.starts, bursts.ends, bursts.bits, strict=True), 0, 2))  # fmt: skip
+    if pe:
+        w.add(scope, "pe_share", "integer", group, 0,
+              lambda: _spans(((a, b, -(-x // (b - a))) for a, b, x in zip(pe.starts, pe.ends, pe.bits, strict=True)), 0, 2))  # fmt: skip
+    w.add(scope, "bits_total", "integer", group, 0, lambda: _landed(bursts, pe))
 
 
-def plan_signals(act: Activity) -> _Plan:
-    """Every signal of the VCD and its changes, in a fixed order (PE array, memories, DMA)."""
-    p = _Plan()
-    pe = (TOP, "pe_array")
-    active = p.add(pe, "active", "wire", "PE array", 0)
-    einsum = p.add(pe, "einsum", "string", "PE array", IDLE)
-    tile = p.add(pe, "tile", "integer", "PE array", "x")
-    stall = p.add(pe, "stall", "string", "PE array", IDLE)
-    where = p.add(pe, "stall_where", "string", "PE array", IDLE)
-    _spans(active, [(s.start, s.end, 1) for s in act.segments], 0)
-    _spans(einsum, [(s.start, s.end, _clean(s.einsum)) for s in act.segments], IDLE)
-    _spans(tile, [(s.start, s.end, s.tile) for s in act.segments], "x")
-    _spans(stall, [(s.start, s.end, s.cause) for s in act.stalls], IDLE)
-    _spans(where, [(s.start, s.end, _clean(s.where)) for s in act.stalls], IDLE)
+def _merged(transfers: Iterator, pe_use: Iterator, pe: Track) -> Iterator:
+    """Two time-ordered streams of a port as one; the second is often empty (no PE use)."""
+    return heapq.merge(transfers, pe_use) if pe else transfers
+
+
+def _landed(bursts: Track, pe: Track) -> Iterator[tuple[int, int]]:
+    """Bits moved through a port so far: each grant's and each PE segment's bits land at its end."""
+    moved, at = 0, None
+    # each track's records end in time order (one holder at a time): merged lazily, no copy
+    ends = _merged(
+        zip(bursts.ends, bursts.bits, strict=True), zip(pe.ends, pe.bits, strict=True), pe
+    )
+    for t, bits in ends:
+        if at is not None and t != at:
+            yield at, moved
+        moved += bits
+        at = t
+    if at is not None:
+        yield at, moved
+
+
+def _pe_waves(w: Waves, act: Activity) -> None:
+    pe, group = (TOP, "pe_array"), "PE array"
+    st, segs = act.pe_states, act.segments
+    w.add(pe, "state", "string", group, IDLE,
+          lambda: _spans(zip(st.starts, st.ends, st.states, strict=True), IDLE, 2))  # fmt: skip
+    w.add(pe, "phase", "string", group, IDLE,
+          lambda: _spans(zip(st.starts, st.ends, st.phases, strict=True), IDLE, 2))  # fmt: skip
+    w.add(pe, "active", "wire", group, 0,
+          lambda: _spans((r for r in zip(st.starts, st.ends, st.states, strict=True) if r[2] == COMPUTE), 0))  # fmt: skip
+    w.add(pe, "einsum", "string", group, IDLE, lambda: ((s.start, _clean(s.einsum)) for s in segs))
+    w.add(pe, "tile", "integer", group, "x", lambda: ((s.start, s.tile) for s in segs))
+    w.add(pe, "stall_where", "string", group, IDLE,
+          lambda: _spans(zip(st.starts, st.ends, st.wheres, strict=True), IDLE, 2, transform=_where_value))  # fmt: skip
+
+
+def _buffer_waves(w: Waves, act: Activity, memory: str) -> None:
+    names: dict[str, int] = {}
+    for buf in act.buffers:
+        if buf.memory != memory:
+            continue
+        name = _clean(buf.tensor)
+        names[name] = names.get(name, 0) + 1
+        scope = (TOP, memory, name if names[name] == 1 else f"{name}_{names[name]}")
+        group = f"{memory} buffers"
+        times, counts = buf.times, buf.counts
+        w.add(scope, "tiles", "integer", group, 0,
+              lambda ts=times, ns=counts: zip(ts, ns, strict=True))  # fmt: skip
+        w.add(scope, "bits", "integer", group, 0,
+              lambda ts=times, ns=counts, b=buf.tile_bits: ((t, n * b) for t, n in zip(ts, ns, strict=True)))  # fmt: skip
+        for i, column in enumerate(buf.slot_tiles):
+            w.add(scope, f"slot{i}", "integer", group, "x",
+                  lambda ts=times, c=column: ((t, "x" if k < 0 else k) for t, k in zip(ts, c, strict=True)))  # fmt: skip
+
+
+def plan_waves(act: Activity) -> Waves:
+    """Every signal of the waveform and where its changes come from, in a fixed order."""
+    w = Waves(act.start, act.end)
+    _pe_waves(w, act)
     for memory in act.memories:
-        for key, bursts in act.ports.items():
+        for key in act.ports:
             if act.port_memory[key] == memory:
-                _port_signals(p, act, memory, key, bursts)
-        names: dict[str, int] = {}
-        for buf in act.buffers:
-            if buf.memory != memory:
-                continue
-            name = _clean(buf.tensor)
-            names[name] = names.get(name, 0) + 1
-            scope = (TOP, memory, name if names[name] == 1 else f"{name}_{names[name]}")
-            group = f"{memory} buffers"
-            tiles = p.add(scope, "tiles", "integer", group, 0)
-            bits = p.add(scope, "bits", "integer", group, 0)
-            slots = [p.add(scope, f"slot{i}", "integer", group, "x") for i in range(buf.slots)]
-            for t, n, held in buf.changes:
-                tiles[t] = n
-                bits[t] = n * buf.tile_bits
-                for i, k in enumerate(held):
-                    slots[i][t] = "x" if k is None else k
+                _port_waves(w, act, memory, key)
+        _buffer_waves(w, act, memory)
         if memory in act.l1:  # its L1 allocator: bytes in use
-            used = p.add((TOP, memory, "allocator"), "used_bytes", "integer", f"{memory} L1", 0)
-            used.update(act.l1[memory])
+            series = act.l1[memory]
+            w.add((TOP, memory, "allocator"), "used_bytes", "integer", f"{memory} L1", 0, lambda s=series: iter(s))  # fmt: skip
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
-            scope = (TOP, f"dma_{_clean(engine)}", f"ch{c}")
-            group = f"DMA {engine}"
-            busy = p.add(scope, "busy", "wire", group, 0)
-            tensor = p.add(scope, "tensor", "string", group, IDLE)
-            bits = p.add(scope, "bits", "integer", group, 0)
-            _spans(busy, [(b.start, b.end, 1) for b in transfers], 0)
-            _spans(tensor, [(b.start, b.end, _clean(b.who)) for b in transfers], IDLE)
-            _spans(bits, [(b.start, b.end, b.bits) for b in transfers], 0)
-    return p
+            scope, group = (TOP, f"dma_{_clean(engine)}", f"ch{c}"), f"DMA {engine}"
+            w.add(scope, "busy", "wire", group, 0, lambda tr=transfers: _spans(tr, 0))  # fmt: skip
+            w.add(scope, "tensor", "string", group, IDLE,
+                  lambda tr=transfers: _spans(tr, IDLE, 3, transform=_clean))  # fmt: skip
+            w.add(scope, "bits", "integer", group, 0, lambda tr=transfers: _spans(tr, 0, 4))  # fmt: skip
+    return w
+
+
+class ChangeStream:
+    """The changes of every signal of Waves after the window's start, in time order.
+
+    `initial` holds the values at the window's start. `run` gathers the changes a stretch of
+    cycles at a time from every signal (each source gives strictly increasing times), formats
+    them, sorts them and passes them on, so at most one stretch is held in memory; a value
+    equal to the one before is not repeated.
+    """
+
+    def __init__(self, w: Waves) -> None:
+        self.w = w
+        self.iters = [src() for src in w.sources]
+        self.last = list(w.inits)
+        self.pending: list[object] = [_NONE] * len(self.iters)
+        for i, it in enumerate(self.iters):
+            for t, v in it:
+                if t > w.start:
+                    self.pending[i] = (t, v)
+                    break
+                self.last[i] = v
+        self.initial = list(self.last)
+
+    def run(self, fmt: list, emit_time, emit, bar=None, stretch: int | None = None) -> None:
+        """emit_time(t) once per time with changes, then emit(fmt[i](value)) per change."""
+        w0, w1 = self.w.start, self.w.end
+        iters, pending, last = self.iters, self.pending, self.last
+        n = len(iters)
+        stretch = stretch or max(1 << 12, (w1 - w0) // 64)
+        lo = w0
+        while lo <= w1:
+            hi = min(lo + stretch, w1 + 1)
+            batch: list[tuple[int, object]] = []
+            add = batch.append
+            for i in range(n):
+                p = pending[i]
+                if p is _NONE or p[0] >= hi:
+                    continue
+                t, v = p
+                it, f, prev = iters[i], fmt[i], last[i]
+                while True:
+                    if v != prev and t <= w1:
+                        add((t * n + i, f(v)))
+                        prev = v
+                    nxt = next(it, _NONE)
+                    if nxt is _NONE:
+                        pending[i] = _NONE
+                        break
+                    t, v = nxt
+                    if t >= hi:
+                        pending[i] = nxt
+                        break
+                last[i] = prev
+            batch.sort()
+            cur = -1
+            for key, text in batch:
+                t = key // n
+                if t != cur:
+                    emit_time(t)
+                    cur = t
+                emit(text)
+            if bar is not None:
+                bar.update(min(hi, w1) - lo)
+            lo = hi
+
+
+_CODE_CHARS = [chr(c) for c in range(33, 127)]
+
+
+def _id_code(i: int) -> str:
+    """VCD identifier of the i-th variable: base-94 over the printable characters."""
+    out = ""
+    while True:
+        i, r = divmod(i, 94)
+        out += _CODE_CHARS[r]
+        if not i:
+            return out
+
+
+class _Texts(dict):
+    """value -> VCD text of a change, made once per distinct value (wires and strings repeat)."""
+
+    def __init__(self, make) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, v):
+        text = self[v] = self.make(v)
+        return text
+
+
+def _vcd_value(var_type: str, code: str):
+    """A function value -> the VCD text of a change of this variable."""
+    if var_type == "wire":
+        return _Texts(lambda v: f"{v}{code}").__getitem__
+    if var_type == "integer":
+        return lambda v: f"bx {code}" if v == "x" else f"b{v:b} {code}"
+    return _Texts(lambda v: f"s{v} {code}").__getitem__
+
+
+def _vcd_header(w: Waves, codes: list[str], timescale: str, comment: str) -> list[str]:
+    out = [f"$comment {comment} $end", f"$timescale {timescale} $end", "$version cyclesim $end"]
+    open_scope: tuple[str, ...] = ()
+    for sig, code in zip(w.signals, codes, strict=True):
+        common = 0
+        while (
+            common < min(len(open_scope), len(sig.scope))
+            and open_scope[common] == sig.scope[common]
+        ):
+            common += 1
+        out += ["$upscope $end"] * (len(open_scope) - common)
+        out += [f"$scope module {name} $end" for name in sig.scope[common:]]
+        open_scope = sig.scope
+        size = 1 if sig.var_type != "integer" else 64
+        out.append(f"$var {sig.var_type} {size} {code} {sig.name} $end")
+    out += ["$upscope $end"] * len(open_scope)
+    out.append("$enddefinitions $end")
+    return out
 
 
 def write_vcd(
@@ -164,46 +342,35 @@ def write_vcd(
     *,
     clock_mhz: float | None = None,
     window: tuple[int, int] | None = None,
+    progress: bool | None = False,
 ) -> list[Signal]:
     """Write the VCD of a traced run over window; return the signals (for the .gtkw file).
 
     Raise TraceError if the run was not traced or the window is empty.
     """
-    act = build_activity(res, window)
-    p = plan_signals(act)
+    act = res.activity(window)
+    w = plan_waves(act)
     timescale, comment = timescale_for(clock_mhz)
-    w0 = act.start
-    initial = [ch.pop(w0, init) for init, ch in zip(p.inits, p.changes, strict=True)]
-    merged = sorted(
-        (t, i, v) for i, ch in enumerate(p.changes) for t, v in ch.items() if w0 < t <= act.end
-    )
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        try:
-            with VCDWriter(
-                f,
-                timescale=timescale,
-                date="",
-                comment=comment,
-                version="cyclesim",
-                check_values=False,
-                init_timestamp=w0,
-            ) as w:
-                handles = [
-                    w.register_var(
-                        s.scope,
-                        s.name,
-                        s.var_type,
-                        size=1 if s.var_type == "wire" else None,
-                        init=v,
-                    )
-                    for s, v in zip(p.signals, initial, strict=True)
-                ]
-                last = list(initial)
-                for t, i, v in merged:
-                    if v != last[i]:
-                        w.change(handles[i], t, v)
-                        last[i] = v
-                w.close(act.end)
-        except (VCDPhaseError, ValueError, KeyError) as exc:
-            raise TraceError(f"VCD {path}: {exc}") from exc
-    return p.signals
+    codes = [_id_code(i) for i in range(len(w.signals))]
+    fmt = [_vcd_value(s.var_type, c) for s, c in zip(w.signals, codes, strict=True)]
+    with open(path, "w", encoding="utf-8", newline="\n") as f, gc_paused():
+        stream = ChangeStream(w)
+        lines = _vcd_header(w, codes, timescale, comment)
+        lines += [f"#{act.start}", "$dumpvars"]
+        lines += [fmt[i](v) for i, v in enumerate(stream.initial)] + ["$end"]
+        out = lines.append
+        last_time = [act.start]
+
+        def emit_time(t: int) -> None:
+            if len(lines) > 1 << 16:
+                f.write("\n".join(lines) + "\n")
+                lines.clear()
+            out(f"#{t}")
+            last_time[0] = t
+
+        with writing_bar(act.end - act.start, f"VCD {Path(path).name}", progress) as bar:
+            stream.run(fmt, emit_time, out, bar)
+        if last_time[0] != act.end:
+            lines.append(f"#{act.end}")
+        f.write("\n".join(lines) + "\n")
+    return w.signals

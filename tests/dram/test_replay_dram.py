@@ -153,7 +153,7 @@ def test_explain_replays_dram_remedies():
     # the bank conflict of B with A (above): moving B a row further puts it in bank 1, where
     # nothing is open: B's read goes at 16 + 14 = 30 as in the closed-row case, 32 cycles
     # earlier (62 -> 30); every remedy is replayed
-    from cyclesim.views.explain import explain
+    from cyclesim.analysis.explain import explain
 
     a, w, m = gemv(HBM, {"B": {"base": 32 << 10}, "Z": {"base": 4096}})
     res = replay(a, w, m, progress=False)

@@ -33,7 +33,9 @@ def test_reaching_python_internals_is_refused(template, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SpecError) as info:
         render_template(template, "s.yaml", {})
-    assert str(info.value).startswith("s.yaml: the Jinja template tried to reach Python internals")
+    assert str(info.value).startswith(
+        "s.yaml:1: the Jinja template tried to reach Python internals"
+    )
     assert not (tmp_path / "PWNED").exists()
 
 

@@ -31,6 +31,8 @@ def test_run_writes_every_requested_view(tmp_path, capsys):
         "t.gtkw",
         "t.json",
         "e.csv",
+        "plots/breakdown.png",
+        "plots/ports.png",
         "plots/timeline.png",
         "plots/stalls.png",
         "plots/occupancy.png",
@@ -110,3 +112,40 @@ def test_events_need_a_traced_run():
 
     with pytest.raises(TraceError):
         events(replay(*load_case("01_compute_bound"), progress=False))
+
+
+def test_run_default_path_writes_fst_and_gzipped_perfetto(tmp_path, capsys):
+    """As a user runs it: no --no-progress (the bar decides by itself), every compressed format."""
+    import gzip
+    import json
+
+    from cyclesim.views.fst import fst_writer
+
+    args = ["run", *files("03_single_buffer"), "--vcd", str(tmp_path / "t.vcd"),
+            "--perfetto", str(tmp_path / "t.json.gz")]  # fmt: skip
+    if fst_writer() is not None:
+        args += ["--fst", str(tmp_path / "t.fst")]
+    assert main(args) == 0
+    doc = json.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
+    assert any(e.get("cat") == "stall" for e in doc["traceEvents"])
+    if fst_writer() is not None:
+        assert (tmp_path / "t.fst").read_bytes()[:1] == b"\x00"  # FST header block
+        assert (tmp_path / "t.gtkw").exists()
+
+
+def test_the_writers_show_a_progress_bar(traced, tmp_path, capsys):
+    from cyclesim.views.perfetto import write_chrome_json
+    from cyclesim.views.vcd import write_vcd
+
+    res = traced("03_single_buffer")
+    write_vcd(res, tmp_path / "t.vcd", progress=True)
+    write_chrome_json(res, tmp_path / "t.json", progress=True)
+    err = capsys.readouterr().err
+    assert "VCD t.vcd" in err and "cycle" in err
+
+
+def test_a_bad_perfetto_suffix_still_writes_json(tmp_path):
+    """Any suffix but .pftrace/.pb is JSON (gzipped for .gz): --perfetto never does nothing."""
+    assert main(["run", *files("01_compute_bound"), "--perfetto", str(tmp_path / "t.trace"),
+                 "--no-progress"]) == 0  # fmt: skip
+    assert (tmp_path / "t.trace").read_text().startswith('{"otherData"')

@@ -69,9 +69,10 @@ def test_times_are_cycles_on_a_nanosecond_ruler(traced, tmp_path):
     res = traced("03_single_buffer")
     write_chrome_json(res, tmp_path / "t.json")
     evs = load(tmp_path / "t.json")["traceEvents"]
-    pe = [(e["ts"] * 1000, e["dur"] * 1000) for e in evs if e["ph"] == "X" and e["tid"] == 1]
-    assert pe == [(8, 4), (20, 4), (32, 4), (44, 4)]
-    assert sum(e["dur"] * 1000 for e in evs if e["ph"] == "X" and e["tid"] == 2) == 36
+    pe = [e for e in evs if e["ph"] == "X" and e["tid"] == 1]
+    compute = [(e["ts"] * 1000, e["dur"] * 1000) for e in pe if e["cat"] == "compute"]
+    assert compute == [(8, 4), (20, 4), (32, 4), (44, 4)]
+    assert sum(e["dur"] * 1000 for e in pe if e["cat"] == "stall") == 36
     assert '"ts":0.012' in (tmp_path / "t.json").read_text()
 
 
@@ -86,7 +87,7 @@ def test_dma_channel_track_and_occupancy_counters(traced, tmp_path):
     assert len(dma) == 8 and {e["name"] for e in dma} == {"A fill", "B fill"}
     counters = {e["name"] for e in evs if e["ph"] == "C"}
     assert counters == {"A@sram_a occupancy", "B@sram_b occupancy", "Z@acc occupancy"}
-    assert any(e["ph"] == "i" and e["name"].startswith("stall") for e in evs)
+    assert any(e["ph"] == "X" and e["tid"] == 1 and e["cat"] == "stall" for e in evs)
 
 
 def test_window_keeps_only_its_cycles(traced, tmp_path):
@@ -114,15 +115,19 @@ def test_protobuf_form_has_balanced_slices(traced, tmp_path):
     trace = pb.Trace()
     trace.ParseFromString((tmp_path / "t.pftrace").read_bytes())
     depth: dict[int, int] = defaultdict(int)
-    last_ts = 0
+    last_ts: dict[int, int] = defaultdict(int)  # written track by track; Perfetto sorts on load
+    names = set()
     for p in trace.packet:
         if p.HasField("track_event"):
-            assert p.timestamp >= last_ts
-            last_ts = p.timestamp
             te = p.track_event
+            assert p.timestamp >= last_ts[te.track_uuid]
+            last_ts[te.track_uuid] = p.timestamp
+            names |= {n.name for n in p.interned_data.debug_annotation_names}
+            assert all(a.name_iid for a in te.debug_annotations)  # names sent once, by number
             if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
                 depth[te.track_uuid] += 1
                 assert depth[te.track_uuid] == 1
             elif te.type == pb.TrackEvent.TYPE_SLICE_END:
                 depth[te.track_uuid] -= 1
     assert all(d == 0 for d in depth.values())
+    assert {"cause", "phase", "where", "bits"} <= names  # the events keep their arguments

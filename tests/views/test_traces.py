@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from view_cases import ROOT
 
-from cyclesim.views.regen_traces import CASES, write_case
+from cyclesim.analysis.regen_traces import CASES, write_case
 
 TRACES = ROOT / "traces"
 REGEN = "run `make traces` and review the diff if the change is intended"

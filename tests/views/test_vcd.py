@@ -8,7 +8,6 @@ from view_cases import CASES, load_case
 
 from cyclesim.engine import TraceFilter
 from cyclesim.errors import TraceError
-from cyclesim.views.tables import port_activity
 from cyclesim.views.vcd import timescale_for, write_vcd
 
 
@@ -53,7 +52,7 @@ def test_each_port_busy_cycles_and_bits_equal_the_results(case, traced, tmp_path
     path = tmp_path / "t.vcd"
     write_vcd(res, path)
     v = vcdvcd.VCDVCD(str(path))
-    ports = port_activity(res).set_index("port")
+    ports = res.port_table().set_index("port")
     want_bits = expected_port_bits(res)
     for key in ports.index:
         mem, port = key.split(".", 1)
@@ -61,7 +60,9 @@ def test_each_port_busy_cycles_and_bits_equal_the_results(case, traced, tmp_path
         assert (
             busy_cycles(_signal(v, f"{base}.busy"), res.cycles) == ports.loc[key, "busy_cycles"]
         ), key
-        assert last_int(_signal(v, f"{base}.bits_total")) == want_bits[key], key
+        # transfers' bits from the events table, the PE array's from its segments' profiles
+        assert ports.loc[key, "transfer_bits"] == want_bits[key], key
+        assert last_int(_signal(v, f"{base}.bits_total")) == ports.loc[key, "bits"], key
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -77,13 +78,17 @@ def test_dram_port_bits_equal_the_dram_accesses(case, traced, tmp_path):
     for p in res.raw.plan.ports:
         if p.memory == "DRAM":
             kind = "read" if "rd" in p.name else "write"
-            got[kind] += last_int(_signal(v, f"cyclesim.DRAM.{p.name}.bits_total"))
+            got[kind] += last_int(_signal(v, f"cyclesim.DRAM.{p.name}.bits_total"))  # no PE use
     assert got["read"] == dram.get("read", 0)
     assert got["write"] == dram.get("write", 0)
 
 
 def test_single_buffer_case_by_hand(traced, tmp_path):
-    """03: four 32-bit fills of A at 4 b/cycle = 4 x 8 cycles on dram_rd; Z's 32 bits leave at 8 b/cycle."""
+    """03: four 32-bit fills of A at 4 b/cycle = 4 x 8 cycles on dram_rd; Z's 32 bits leave at 8 b/cycle.
+
+    The PE array reads 8 bits of A per step from abuf_rd (4 steps per segment, 4 segments):
+    the port is busy 16 cycles, at 8 bits per cycle, 128 bits in all, all of them the PE array's.
+    """
     res = traced("03_single_buffer")
     write_vcd(res, tmp_path / "t.vcd")
     v = vcdvcd.VCDVCD(str(tmp_path / "t.vcd"))
@@ -92,9 +97,12 @@ def test_single_buffer_case_by_hand(traced, tmp_path):
     assert busy_cycles(_signal(v, "cyclesim.DRAM.dram_wr.busy"), 52) == 4
     assert busy_cycles(_signal(v, "cyclesim.pe_array.active"), 52) == res.ideal_compute_cycles
     assert [t for t, val in _signal(v, "cyclesim.abuf.A.tiles") if val == "1"] == [8, 20, 32, 44]
+    assert busy_cycles(_signal(v, "cyclesim.abuf.abuf_rd.busy"), 52) == 16
+    assert last_int(_signal(v, "cyclesim.abuf.abuf_rd.bits_total")) == 128
+    assert {int(val, 2) for _, val in _signal(v, "cyclesim.abuf.abuf_rd.pe_share")} == {0, 8}
 
 
-def test_pe_stall_strings_cover_every_non_compute_cycle(traced, tmp_path):
+def test_pe_state_strings_cover_every_non_compute_cycle(traced, tmp_path):
     from vcd.reader import TokenKind, tokenize
 
     res = traced("03_single_buffer")
@@ -109,16 +117,16 @@ def test_pe_stall_strings_cover_every_non_compute_cycle(traced, tmp_path):
                 t = tok.time_change
             elif (
                 tok.kind is TokenKind.CHANGE_STRING
-                and ids.get(tok.string_change.id_code) == "stall"
+                and ids.get(tok.string_change.id_code) == "state"
             ):
                 changes.append((t, tok.string_change.value))
     stalled = sum(
         b - a
         for (a, val), (b, _) in zip(changes, changes[1:] + [(52, "-")], strict=True)
-        if val != "-"
+        if val not in ("-", "compute")
     )
     assert stalled == res.onload_cycles + res.stall_cycles + res.offload_cycles
-    assert {val for _, val in changes} == {"bandwidth", "-"}
+    assert {val for _, val in changes} == {"bandwidth", "compute", "-"}
 
 
 @pytest.mark.parametrize(

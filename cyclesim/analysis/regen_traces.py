@@ -1,6 +1,6 @@
 """Regenerate traces/: VCD + .gtkw + Perfetto JSON of the example cases over small windows.
 
-`make traces` runs `python -m cyclesim.views.regen_traces traces`; tests compare fresh dumps
+`make traces` runs `python -m cyclesim.analysis.regen_traces traces`; tests compare fresh dumps
 with these files byte for byte.
 """
 
@@ -25,6 +25,7 @@ class TraceCase:
     directory: str  # relative to the repository root
     start: int = 0
     end: int | None = None
+    files: tuple[str, str, str] = ("arch.yaml", "workload.yaml", "mapping.yaml")  # in directory
 
 
 CASES = (
@@ -33,15 +34,20 @@ CASES = (
     TraceCase("03_single_buffer_window", "tests/cases/worked/03_single_buffer", 10, 34),
     TraceCase("05_narrow_innermost_port", "tests/cases/worked/05_narrow_innermost_port"),
     TraceCase("dma_two_tensors", "tests/views/cases/dma_two_tensors", 0, 60),
-)
+    # ZigZag's memory-size case, small SRAMs: the steady stretch, spatial and latency stalls
+    TraceCase("eyeriss_memsize_small_window", ".", 419, 474,
+              ("hw_models/eyeriss_like_small.yaml", "examples/eyeriss_memsize/workload.yaml",
+               "examples/eyeriss_memsize/mapping_small.yaml")),
+)  # fmt: skip
 
 
 def run_case(case: TraceCase, root: Path = ROOT) -> tuple[SimResult, float | None]:
     """Replay a case with its trace window; return the result and the architecture's clock."""
     d = root / case.directory
-    arch = load_architecture(str(d / "arch.yaml"))
-    workload = load_workload(str(d / "workload.yaml"))
-    mapping = load_mapping(str(d / "mapping.yaml"), arch, workload)
+    arch_file, workload_file, mapping_file = (str(d / f) for f in case.files)
+    arch = load_architecture(arch_file)
+    workload = load_workload(workload_file)
+    mapping = load_mapping(mapping_file, arch, workload)
     f = TraceFilter(case.start, case.end)
     return replay(arch, workload, mapping, trace_filter=f, progress=False), arch.clock_mhz
 

@@ -1,5 +1,7 @@
 """`cyclesim explain`: the root causes of the non-compute cycles, ranked, where they occur, and
-what would remove them — each remedy verified by replaying the changed architecture.
+what would remove them — each remedy verified by replaying the changed architecture, the
+replays in parallel worker processes (analysis.parallel.map_tasks). A remedy's replay is
+attributed again, so a remedy that saves little names what binds after it.
 
 Cycles per cause come from SimResult.stall_spans (they add up to the phase totals); this module
 only groups them, locates them in the loop nest, and runs the counterfactual replays.
@@ -25,6 +27,7 @@ class Remedy:
     cycles_before: int
     cycles_after: int | None  # None: the changed architecture could not be replayed
     note: str = ""
+    binds_after: str = ""  # the largest cause of the changed run, in words
 
     @property
     def saved(self) -> int | None:
@@ -80,7 +83,8 @@ class Explanation:
                      by_phase=c.by_phase, cycle_ranges=[list(r) for r in c.ranges], iterations=c.iterations,
                      chain=c.chain,
                      remedies=[dict(change=r.change, cycles_before=r.cycles_before, cycles_after=r.cycles_after,
-                                    cycles_saved=r.saved, note=r.note) for r in c.remedies])
+                                    cycles_saved=r.saved, note=r.note, binds_after=r.binds_after)
+                               for r in c.remedies])
                 for c in self.causes
             ],
         )  # fmt: skip
@@ -304,22 +308,44 @@ def verify(
     change: str,
     new_arch: Architecture,
 ) -> Remedy:
-    """Replay with the changed architecture; the cycles saved, or why it could not run."""
+    """Replay with the changed architecture: the cycles saved and what binds then, or why it could not run."""
+    return _replay_remedy(
+        (change, new_arch, workload, mapping, res.reuse, res.isolate_einsums, res.cycles)
+    )
+
+
+def _replay_remedy(task: tuple) -> Remedy:
+    """One remedy's replay (a worker process's task: plain, picklable data in and out)."""
     from cyclesim.engine import replay
 
+    change, new_arch, workload, mapping, reuse, isolate, before = task
     try:
-        new = replay(
-            new_arch,
-            workload,
-            mapping,
-            reuse=res.reuse,
-            isolate_einsums=res.isolate_einsums,
-            progress=False,
-            check_counts=False,
-        )
+        new = replay(new_arch, workload, mapping, reuse=reuse, isolate_einsums=isolate,
+                     progress=False, check_counts=False)  # fmt: skip
     except CyclesimError as exc:
-        return Remedy(change, res.cycles, None, str(exc).splitlines()[0])
-    return Remedy(change, res.cycles, new.cycles)
+        return Remedy(change, before, None, str(exc).splitlines()[0])
+    return Remedy(change, before, new.cycles, binds_after=_largest_cause(new))
+
+
+def _largest_cause(res: SimResult) -> str:
+    """What binds in a run, in words: the cause with the most cycles (summed over its places) and
+    its largest place, e.g. 'spatial (186,800 cycles, 60.0% of the run; most at O@rf_16B, ...)'."""
+    ranked = rank_causes(res).causes
+    if not ranked:
+        return "nothing (the run is compute-bound)"
+    totals: dict[str, int] = {}
+    for c in ranked:
+        totals[c.cause] = totals.get(c.cause, 0) + c.cycles
+    cause = max(totals, key=lambda k: (totals[k], k))
+    place = next(c for c in ranked if c.cause == cause)
+    most = (
+        f"most at {place.where()}: {place.cycles:,}"
+        if place.cycles < totals[cause]
+        else f"at {place.where()}"
+    )
+    return (
+        f"{cause} ({totals[cause]:,} cycles, {_pct(totals[cause], res.cycles)} of the run; {most})"
+    )
 
 
 def _demand(res: SimResult, c: Cause) -> int:
@@ -342,37 +368,61 @@ def explain(
     *,
     top: int = 5,
     verify_remedies: bool = True,
+    workers: int | None = None,
+    progress: bool | None = None,
 ) -> Explanation:
-    """Ranked causes; for the top ones, remedies replayed on the changed architecture."""
-    ex = rank_causes(res, mapping)
-    cache: dict[str, Remedy] = {}
-    for c in ex.causes[:top]:
-        if not verify_remedies:
-            continue
-        prev: Remedy | None = None
-        for change, new_arch in candidates(c, arch, workload, _demand(res, c)):
-            if change.startswith(GROW):
-                if prev is None or prev.cycles_after is not None:
-                    continue
-                change = change.removeprefix(GROW)
-                c.remedies.remove(prev)
-            if change not in cache:
-                cache[change] = verify(arch, workload, mapping, res, change, new_arch)
-            prev = cache[change]
-            c.remedies.append(prev)
-        # DRAM causes: another address mapping, layout or tile order (issue 16; moves with explain)
-        from cyclesim.analysis.dram_remedies import dram_remedies
+    """Ranked causes; for the top ones, remedies replayed on the changed architecture.
 
-        for change, new_arch, new_mapping in dram_remedies(c, arch, workload, mapping):
-            if change not in cache:
-                cache[change] = verify(arch, workload, new_mapping, res, change, new_arch)
-            c.remedies.append(cache[change])
+    The replays run in parallel (map_tasks, one task per distinct change, with its progress
+    bar); a fallback (GROW) is replayed in a second round only where its plain change failed.
+    """
+    from cyclesim.analysis.parallel import map_tasks
+
+    ex = rank_causes(res, mapping)
+    if not verify_remedies:
+        return ex
+    from cyclesim.analysis.dram_remedies import dram_remedies
+
+    proposed = [(c, candidates(c, arch, workload, _demand(res, c))) for c in ex.causes[:top]]
+    # DRAM causes: another address mapping, layout or tile order, each with its own mapping
+    dram = [(c, dram_remedies(c, arch, workload, mapping)) for c in ex.causes[:top]]
+    done: dict[str, Remedy] = {}
+
+    def run(tasks: dict[str, tuple[Architecture, Mapping]]) -> None:
+        todo = [(change, a, m) for change, (a, m) in tasks.items() if change not in done]
+        items = [(change, a, workload, m, res.reuse, res.isolate_einsums, res.cycles) for change, a, m in todo]  # fmt: skip
+        for (change, _, _), outcome in zip(todo, map_tasks(_replay_remedy, items, workers=workers,
+                                                            progress=progress, desc="remedies"), strict=True):  # fmt: skip
+            done[change] = (
+                outcome.value
+                if outcome.ok
+                else Remedy(change, res.cycles, None, outcome.error or "")
+            )
+
+    first = {
+        ch: (a, mapping) for _, cands in proposed for ch, a in cands if not ch.startswith(GROW)
+    }
+    first.update({ch: (a, m) for _, rs in dram for ch, a, m in rs})
+    run(first)
+    run({ch.removeprefix(GROW): (a, mapping) for _, cands in proposed for i, (ch, a) in enumerate(cands)
+         if ch.startswith(GROW) and i and done[cands[i - 1][0]].cycles_after is None})  # fmt: skip
+    for (c, cands), (_, rs) in zip(proposed, dram, strict=True):
+        for i, (change, _) in enumerate(cands):
+            if not change.startswith(GROW):
+                c.remedies.append(done[change])
+            elif i and done[cands[i - 1][0]].cycles_after is None:
+                c.remedies.remove(done[cands[i - 1][0]])
+                c.remedies.append(done[change.removeprefix(GROW)])
+        c.remedies.extend(done[change] for change, _, _ in rs)
         c.remedies.sort(key=lambda r: (r.saved is None, -(r.saved or 0)))
     return ex
 
 
-def _list(items: list, limit: int, fmt) -> str:
-    shown = ", ".join(fmt(x) for x in items[:limit])
+SAVES_LITTLE = 0.5  # a remedy saving less than this share of its cause's cycles says what binds
+
+
+def _list(items: list, limit: int, fmt, sep: str = ", ") -> str:
+    shown = sep.join(fmt(x) for x in items[:limit])
     return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
 
 
@@ -389,22 +439,23 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
         phases = ", ".join(f"{k} {v:,}" for k, v in c.by_phase.items())
         out.append("")
         out.append(
-            f"{i}. {c.cause:<12} {c.cycles:>10,} cycles  {_pct(c.cycles, ex.cycles)} of the run, "
-            f"{_pct(c.cycles, ex.non_compute_cycles)} of the non-compute  [{phases}]"
+            f"{i}. {c.cause} at {c.where()}: {c.cycles:,} cycles "
+            f"({_pct(c.cycles, ex.cycles)} of the run; {phases})"
         )
-        out.append(f"   where: {c.where()}")
-        out.append(f"   chain: {c.chain}")
+        out.append(f"   chain:  {c.chain}")
         out.append(f"   cycles: {_list(c.ranges, 6, lambda r: f'{r[0]}..{r[1]}')}")
         if c.iterations:
-            out.append(f"   delays: {_list(c.iterations, 6, str)}")
+            out.append(f"   delays: {_list(c.iterations, 4, str, '; ')}")
         for r in c.remedies:
             if r.cycles_after is None:
                 out.append(f"   - {r.change}: cannot be replayed ({r.note})")
-            else:
-                out.append(
-                    f"   - {r.change}: {r.cycles_before:,} -> {r.cycles_after:,} cycles, "
-                    f"saves {r.saved:,} ({_pct(r.saved, r.cycles_before)})"
-                )
+                continue
+            out.append(
+                f"   - {r.change}: saves {r.saved:,} cycles "
+                f"({r.cycles_before:,} -> {r.cycles_after:,}, {_pct(r.saved, r.cycles_before)})"
+            )
+            if r.saved < SAVES_LITTLE * c.cycles and r.binds_after:
+                out.append(f"     saves little: then {r.binds_after} binds")
         if not c.remedies and c.cause not in (SPATIAL,):
             out.append(
                 "   - no architectural change proposed for this cause (a mapping change may help)"

@@ -25,20 +25,29 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_replay_arguments(p)
     p.add_argument("--top", type=int, default=5, help="causes to detail and verify (default 5)")
     p.add_argument("--no-verify", action="store_true", help="rank only; do not replay the remedies")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes replaying the remedies (default: one per core)",
+    )
     p.set_defaults(func=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     """Load (or read the saved run), replay, explain; print text or --json."""
-    from cyclesim.views.explain import explain, format_explanation
+    from cyclesim.analysis.explain import explain, format_explanation
     from cyclesim.views.saved import load_inputs
 
     if args.top < 1:
         raise CyclesimError("--top must be at least 1")
+    if args.workers is not None and args.workers < 1:
+        raise CyclesimError("--workers must be at least 1")
     arch, workload, mapping, saved = load_inputs(args.arch, args.workload, args.mapping)
     res = _replay(arch, workload, mapping, args, saved)
-    ex = explain(res, arch, workload, mapping, top=args.top, verify_remedies=not args.no_verify)
+    ex = explain(res, arch, workload, mapping, top=args.top, verify_remedies=not args.no_verify,
+                 workers=args.workers, progress=False if args.no_progress else None)  # fmt: skip
     if args.json:
         from cyclesim.results.schema import versioned
 

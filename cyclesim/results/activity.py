@@ -1,0 +1,598 @@
+"""What each port, DMA channel, buffer and the PE array did, read from a traced run.
+
+One model, built once per run and window (SimResult.activity), that the VCD, FST, Perfetto and
+plot views draw from. It rearranges the raw records (port grants, transfers, PE segments,
+occupancy) and the stall spans; the PE array's use of its operand ports and its spatial stalls
+per segment come from the same closed-form segment profile the engine times segments with.
+Everything is clipped to a cycle window.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import NamedTuple
+
+from cyclesim.engine.fabric import PE
+from cyclesim.engine.record import FOREVER, S_DMA
+from cyclesim.errors import TraceError
+from cyclesim.results.attribution import SPATIAL, StallSpan
+from cyclesim.schedule.steps import segment_classifier, segment_profile
+
+COMPUTE = "compute"  # the PE array's state while it completes a step every cycle
+
+
+class Busy(NamedTuple):
+    """A resource busy over cycles [start, end) moving `bits` of `tensor` for `who`."""
+
+    start: int
+    end: int
+    tensor: str
+    who: str
+    bits: int
+    kind: str = ""  # fill, reload, drain (transfers); empty for single bursts
+
+
+class Track:
+    """Busy records of one port stored by column (about 30 bytes each instead of a hundred);
+    iterating gives Busy records in time order. A long run holds hundreds of thousands."""
+
+    __slots__ = ("starts", "ends", "tensors", "whos", "bits", "kinds")
+
+    def __init__(self) -> None:
+        self.starts, self.ends, self.bits = array("q"), array("q"), array("q")
+        self.tensors: list[str] = []
+        self.whos: list[str] = []
+        self.kinds: list[str] = []
+
+    def add(self, start: int, end: int, tensor: str, who: str, bits: int, kind: str) -> None:
+        self.starts.append(start)
+        self.ends.append(end)
+        self.tensors.append(tensor)
+        self.whos.append(who)
+        self.bits.append(bits)
+        self.kinds.append(kind)
+
+    def __iter__(self) -> Iterator[Busy]:
+        columns = (self.starts, self.ends, self.tensors, self.whos, self.bits, self.kinds)
+        return map(Busy._make, zip(*columns, strict=True))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __bool__(self) -> bool:
+        return len(self.starts) > 0
+
+
+class States:
+    """The PE array's states (PeState) stored by column; iterating gives PeState in time order."""
+
+    __slots__ = ("starts", "ends", "phases", "states", "wheres", "einsums", "tiles")
+
+    def __init__(self) -> None:
+        self.starts, self.ends = array("q"), array("q")
+        self.phases: list[str] = []
+        self.states: list[str] = []
+        self.wheres: list[str] = []
+        self.einsums: list[str] = []
+        self.tiles: list[int | None] = []
+
+    def __iter__(self) -> Iterator[PeState]:
+        columns = (self.starts, self.ends, self.phases, self.states, self.wheres, self.einsums, self.tiles)  # fmt: skip
+        return map(PeState._make, zip(*columns, strict=True))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+class Segment(NamedTuple):
+    """The PE array computing tile `tile` of `einsum` over [start, end)."""
+
+    start: int
+    end: int
+    einsum: str
+    tile: int
+
+
+class PeState(NamedTuple):
+    """The PE array over [start, end): `compute` or the root cause of its non-compute cycles.
+
+    Within a segment that a narrow port slows down, the segment's steps come first and its
+    spatial stall cycles after them (cycle by cycle they interleave; the counts are exact).
+    """
+
+    start: int
+    end: int
+    phase: str  # onload, compute, offload
+    state: str  # compute or a cause (attribution.CAUSES)
+    where: str  # tensor@memory, port, competitor in words ('' for compute)
+    einsum: str  # the Einsum computing or stalled ('' outside segments)
+    tile: int | None  # segment index while in a segment
+
+
+@dataclass(slots=True)
+class Buffer:
+    """One storage node's slots over time, by column: at times[i], counts[i] tiles are resident
+    and slot j holds tile slot_tiles[j][i] (-1: empty). `changes` gives them as tuples."""
+
+    memory: str
+    tensor: str
+    label: str
+    slots: int
+    tile_bits: int
+    times: array = field(default_factory=lambda: array("q"))
+    counts: array = field(default_factory=lambda: array("q"))
+    slot_tiles: list[array] = field(default_factory=list)
+
+    def record(self, t: int, count: int, held: list[int | None]) -> None:
+        """The state from cycle t on; a second state at the same cycle replaces the first."""
+        if not self.slot_tiles:
+            self.slot_tiles = [array("q") for _ in range(self.slots)]
+        if self.times and self.times[-1] == t:
+            self.counts[-1] = count
+            for column, k in zip(self.slot_tiles, held, strict=True):
+                column[-1] = -1 if k is None else k
+            return
+        self.times.append(t)
+        self.counts.append(count)
+        for column, k in zip(self.slot_tiles, held, strict=True):
+            column.append(-1 if k is None else k)
+
+    @property
+    def changes(self) -> Iterator[tuple[int, int, tuple[int | None, ...]]]:
+        """(t, tiles resident, tile index per slot or None), in time order."""
+        for i, (t, n) in enumerate(zip(self.times, self.counts, strict=True)):
+            yield t, n, tuple(None if c[i] < 0 else c[i] for c in self.slot_tiles)
+
+
+@dataclass(slots=True)
+class Activity:
+    """The whole picture over [start, end): ports, DMA channels, PE array, buffers."""
+
+    start: int
+    end: int
+    cycles: int
+    ports: dict[str, Track]  # port key -> bursts, in time order
+    pe_ports: dict[str, Track]  # port key -> the PE array's segments on it, in time order
+    port_memory: dict[str, str]
+    port_width: dict[str, int]
+    dma: dict[str, list[list[Busy]]]  # engine -> per channel transfers
+    segments: list[Segment]
+    pe_states: States  # cover [start, end) without overlap, in time order
+    buffers: list[Buffer]
+    memories: list[str]  # outermost first, as in the plan's ports
+    # memory with an L1 allocator -> (t, bytes in use), the value at start first
+    l1: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+def _require_trace(res) -> None:
+    rec = res.raw.rec
+    if rec.transfers is None or rec.pe_segments is None or rec.occupancy is None:
+        raise TraceError("this view needs a traced run: replay with trace=True (or a trace_filter)")
+
+
+def window_of(res, window: tuple[int, int] | None = None) -> tuple[int, int]:
+    """The recorded window intersected with the one asked for; raise TraceError if empty."""
+    rec = res.raw.rec
+    w0, w1 = rec.trace_window
+    w1 = min(w1, res.cycles) if w1 != FOREVER else res.cycles
+    if window is not None:
+        w0, w1 = max(w0, window[0]), min(w1, window[1])
+    if w1 <= w0 and not (w0 == w1 == res.cycles == 0):
+        raise TraceError(f"the window [{w0}, {w1}) is empty: the run has {res.cycles} cycles")
+    return w0, w1
+
+
+def _bursts(big: int, small: int, burst: int) -> list[tuple[int, int]]:
+    """(parent-side bits, child-side bits) of each burst, as the engine cuts a transfer."""
+    out, sent_big, sent_small = [], 0, 0
+    while sent_big < big:
+        b = min(burst, big - sent_big)
+        sent_big += b
+        s = small * sent_big // big - sent_small
+        sent_small += s
+        out.append((b, s))
+    return out or [(0, 0)]
+
+
+def requester(node: int, kind: str) -> int:
+    """The requester id a transfer holds ports under: 2*node for fills, 2*node + 1 for write-backs."""
+    return 2 * node + (kind == "drain")
+
+
+def who_label(res, who: int) -> str:
+    """A grant's holder in words: 'PE array', 'fill of A@abuf' or 'write-back of Z@acc'."""
+    if who == PE:
+        return "PE array"
+    n = res.raw.plan.nodes[who // 2]
+    return f"{'write-back' if who % 2 else 'fill'} of {n.label()}"
+
+
+def _dur(grant: list, end: int) -> int:
+    return (grant[1] if grant[1] is not None else end) - grant[0]
+
+
+def _spread(bursts: list[int], durations: list[int]) -> list[int]:
+    """Bits per grant: bursts laid onto a transfer's grants (a grant may hold a run of them).
+
+    One burst per grant when the counts match; otherwise bursts in proportion to each grant's
+    cycles, at least one each. The total is always the transfer's bits.
+    """
+    n, m = len(bursts), len(durations)
+    if m == 0:
+        return []
+    if m == n:
+        return list(bursts)
+    whole = sum(durations)
+    total = whole or m
+    out, done, acc = [], 0, 0
+    for i, d in enumerate(durations):
+        acc += d if whole else 1
+        upto = n if i == m - 1 else max(done + 1, min(n - (m - 1 - i), round(n * acc / total)))
+        out.append(sum(bursts[done:upto]))
+        done = upto
+    return out
+
+
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while building many small acyclic records.
+
+    With millions of live objects each automatic collection walks them all; the records made
+    here hold no cycles, so pausing it changes nothing but the time (a third of it).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def build_activity(res, window: tuple[int, int] | None = None) -> Activity:
+    """Gather the traced records of res (a SimResult) into an Activity clipped to window.
+
+    Raise TraceError if the run was not traced or the window is empty. Views call
+    SimResult.activity(window), which builds it once per window.
+    """
+    with gc_paused():
+        return _build_activity(res, window)
+
+
+def _build_activity(res, window: tuple[int, int] | None) -> Activity:
+    _require_trace(res)
+    plan, rec = res.raw.plan, res.raw.rec
+    w0, w1 = window_of(res, window)
+    nodes = plan.nodes
+    keys = [p.key for p in plan.ports]
+    port_memory = {p.key: p.memory for p in plan.ports}
+    # bits of each grant: the transfers' bursts laid onto that node's grants in time order
+    grant_bits = {key: [0] * len(rec.grants.get(key, ())) for key in keys}
+    grant_kind = {key: [""] * len(rec.grants.get(key, ())) for key in keys}
+    by_who: dict[tuple[str, int], list[int]] = {}
+    for key in keys:
+        for i, g in enumerate(rec.grants.get(key, ())):
+            by_who.setdefault((key, g[2]), []).append(i)
+    starts = {kw: [rec.grants[kw[0]][i][0] for i in idx] for kw, idx in by_who.items()}
+    used: dict[tuple[str, int], int] = {}
+    for start, end, node, kind, _tile, big in sorted(rec.transfers, key=lambda t: (t[0], t[2])):
+        n = nodes[node]
+        src, dst = (n.fill_src, n.fill_dst) if kind != "drain" else (n.drain_dst, n.drain_src)
+        small = big // n.union_values * n.tile_values if n.union_values else big
+        sides = ((src.key, 0), (dst.key, 1)) if src.key != dst.key else ((src.key, 0),)
+        burst = min(src.burst_bits, dst.burst_bits)
+        n_bursts = max(1, -(-big // burst))
+        bursts = None
+        who = requester(node, kind)
+        for key, side in sides:
+            kw = (key, who)
+            idx = by_who.get(kw, ())
+            grants = rec.grants[key]
+            pos = max(used.get(kw, 0), bisect_left(starts.get(kw, ()), start))
+            first = pos
+            while pos < len(idx) and grants[idx[pos]][0] < end and pos - first < n_bursts:
+                pos += 1
+            used[kw] = pos
+            mine = idx[first:pos]
+            bits_of, kind_of = grant_bits[key], grant_kind[key]
+            if len(mine) == 1:  # one run of all the bursts: the common case
+                bits_of[mine[0]] = small if side else big
+                kind_of[mine[0]] = kind
+                continue
+            if bursts is None:
+                bursts = _bursts(big, small, burst)
+            sizes = [s if side else b for b, s in bursts]
+            for gi, bits in zip(
+                mine, _spread(sizes, [_dur(grants[i], end) for i in mine]), strict=True
+            ):
+                bits_of[gi] = bits
+                kind_of[gi] = kind
+    labels: dict[int, str] = {}
+    ports: dict[str, Track] = {}
+    for key in keys:
+        out = Track()
+        add = out.add
+        bits_of, kind_of = grant_bits[key], grant_kind[key]
+        for i, (gs, ge, who, tensor) in enumerate(rec.grants.get(key, ())):
+            ge = ge if ge is not None else res.cycles
+            if ge <= w0 or gs >= w1:
+                continue
+            label = labels.get(who)
+            if label is None:
+                label = labels[who] = who_label(res, who)
+            add(max(gs, w0), min(ge, w1), tensor, label, bits_of[i], kind_of[i])
+        ports[key] = out
+    segments = _segments(res, w0, w1)
+    pe_ports, pieces = _pe_use(res, w0, w1)
+    return Activity(
+        w0,
+        w1,
+        res.cycles,
+        ports,
+        pe_ports,
+        port_memory,
+        {p.key: p.width_bits for p in plan.ports},
+        _dma_channels(res, w0, w1),
+        segments,
+        _pe_states(res, w0, w1, pieces),
+        _buffers(res, w0, w1),
+        _memories(res),
+        _l1_occupancy(res, w0, w1),
+    )
+
+
+def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:
+    """The PE array's port use and compute / spatial pieces of each recorded segment.
+
+    A segment takes ceil(bits / cycles) of each port it reads or writes for all its cycles (the
+    engine's reservation) and moves the profile's bits through it, landing when it ends. Its
+    spatial stall cycles are checked against the engine's totals per (leaf, operand).
+    """
+    plan, rec = res.raw.plan, res.raw.rec
+    pe_ports: dict[str, Track] = {p.key: Track() for p in plan.ports}
+    pieces: list[PeState] = []
+    classify = [segment_classifier(leaf) for leaf in plan.leaves]
+    port_tensors: list[dict[str, str]] = []
+    where_of: list[dict[int, str]] = []
+    for leaf in plan.leaves:
+        on: dict[str, list[str]] = {}
+        wheres: dict[int, str] = {}
+        for oi, o in enumerate(leaf.operands):
+            for port in (o.read_port, o.write_port):
+                if port is not None and o.tensor not in on.setdefault(port.key, []):
+                    on[port.key].append(o.tensor)
+            port = o.read_port if not o.is_output else (o.read_port or o.write_port)
+            where = f"{o.tensor}@{plan.nodes[o.node].memory}"
+            wheres[oi] = where + (f" port {port.memory}.{port.name}" if port else "")
+        port_tensors.append({k: "+".join(v) for k, v in on.items()})
+        where_of.append(wheres)
+    spatial_sum: dict[tuple[int, int], int] = {}
+    complete = rec.trace_leaves is None and rec.trace_window == (0, FOREVER)
+    profiles: dict[tuple, object] = {}  # (leaf, level, first visit) -> its profile
+    for s, e, li, g in sorted(rec.pe_segments):
+        leaf = plan.leaves[li]
+        kind = (li, *classify[li](g))
+        prof = profiles.get(kind)
+        if prof is None:
+            prof = profiles[kind] = segment_profile(leaf, kind[1], kind[2])
+        if e > w0 and s < w1:
+            a, b = max(s, w0), min(e, w1)
+            for key, bits in prof.port_bits:
+                if bits:
+                    pe_ports[key].add(a, b, port_tensors[li][key], "PE array", bits, COMPUTE)
+        t = s + prof.steps
+        pieces.append(PeState(s, t, COMPUTE, COMPUTE, "", leaf.einsum, g))
+        for oi, cycles in prof.spatial:
+            pieces.append(
+                PeState(t, t + cycles, COMPUTE, SPATIAL, where_of[li][oi], leaf.einsum, g)
+            )
+            t += cycles
+            if complete:
+                spatial_sum[(li, oi)] = spatial_sum.get((li, oi), 0) + cycles
+        if t != e:
+            raise TraceError(
+                f"PE segment [{s}, {e}) of {leaf.einsum}: its profile says {t - s} cycles"
+            )
+    if complete and spatial_sum != {k: v[0] for k, v in rec.spatial.items()}:
+        raise TraceError("the spatial stalls per segment do not add up to the engine's totals")
+    return pe_ports, pieces
+
+
+def _pe_states(res, w0: int, w1: int, pieces: list[PeState]) -> States:
+    """Compute and spatial pieces of the segments merged with the other stall spans, in [w0, w1)."""
+    out = States()
+    spans: list[StallSpan] = sorted(
+        (s for s in res.spans if s.cause != SPATIAL and s.end > s.start), key=lambda s: s.start
+    )
+    states = [PeState(s.start, s.end, s.phase, s.cause, _where(s), "", None) for s in spans]
+    for st in sorted(states + pieces, key=lambda p: p.start):
+        if st.end <= w0 or st.start >= w1 or st.end <= st.start:
+            continue
+        if st.start < w0 or st.end > w1:
+            st = PeState(max(st.start, w0), min(st.end, w1), st.phase, st.state, st.where,
+                         st.einsum, st.tile)  # fmt: skip
+        out.starts.append(st.start)
+        out.ends.append(st.end)
+        out.phases.append(st.phase)
+        out.states.append(st.state)
+        out.wheres.append(st.where)
+        out.einsums.append(st.einsum)
+        out.tiles.append(st.tile)
+    return out
+
+
+def _where(s: StallSpan) -> str:
+    """A stall span's place in words: tensor@memory, port, competitor."""
+    return _where_text(s.tensor, s.memory, s.port, s.port_memory, s.competitor)
+
+
+@lru_cache(maxsize=4096)
+def _where_text(tensor, memory, port, port_memory, competitor) -> str:
+    s = StallSpan(0, 0, "", "", memory, tensor, port, port_memory, competitor, "", 0)
+    where = f"{s.tensor}@{s.memory}" if s.tensor else ""
+    if s.port:
+        where += f" port {s.port_memory}.{s.port}" if s.port_memory else f" {s.port}"
+    if s.competitor:
+        where += f" vs {s.competitor}"
+    return where.strip()
+
+
+def _memories(res) -> list[str]:
+    """Memory levels outermost first: in loop-tree order of their storage nodes, then by port."""
+    plan = res.raw.plan
+    return list(dict.fromkeys([n.memory for n in plan.nodes] + [p.memory for p in plan.ports]))
+
+
+def _dma_channels(res, w0: int, w1: int) -> dict[str, list[list[Busy]]]:
+    """Transfers through each DMA engine laid onto channels (lowest free channel first)."""
+    plan, rec = res.raw.plan, res.raw.rec
+    out: dict[str, list[list[Busy]]] = {}
+    free_at: dict[str, list[int]] = {}
+    for name, channels, _setup in plan.dma:
+        out[name] = [[] for _ in range(channels)]
+        free_at[name] = [0] * channels
+    for start, end, node, kind, _tile, bits in sorted(rec.transfers, key=lambda t: (t[0], t[2])):
+        n = plan.nodes[node]
+        if n.dma is None:
+            continue
+        tl = rec.drain_tl[node] if kind == "drain" else rec.fill_tl[node]
+        acquire = _acquired(tl, start, end)
+        lanes = free_at[n.dma]
+        ch = next((c for c, t in enumerate(lanes) if t <= acquire), None)
+        if ch is None:
+            raise TraceError(f"DMA engine {n.dma}: more transfers at cycle {acquire} than channels")
+        lanes[ch] = end
+        if end > w0 and acquire < w1:
+            out[n.dma][ch].append(
+                Busy(max(acquire, w0), min(end, w1), n.tensor, n.label(), bits, kind)
+            )
+    return out
+
+
+def _acquired(tl: list[tuple], start: int, end: int) -> int:
+    """When a transfer got its DMA channel: after its wait for one (recorded at its start), else its start."""
+    i = bisect_left(tl, (start,), key=lambda s: (s[0],))
+    while i < len(tl) and tl[i][0] == start:
+        if tl[i][1] == S_DMA:
+            return min(tl[i + 1][0], end) if i + 1 < len(tl) else end
+        i += 1
+    return start
+
+
+def _segments(res, w0: int, w1: int) -> list[Segment]:
+    leaves = res.raw.plan.leaves
+    segs = sorted(res.raw.rec.pe_segments)
+    return [
+        Segment(max(s, w0), min(e, w1), leaves[li].einsum, g)
+        for s, e, li, g in segs
+        if e > w0 and s < w1
+    ]
+
+
+def _l1_occupancy(res, w0: int, w1: int) -> dict[str, list[tuple[int, int]]]:
+    """Per memory with an L1 allocator: bytes in use, the value at w0 first; empty without one."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for t, memory, used in res.raw.rec.l1_occupancy or ():
+        series = out.setdefault(memory, [(w0, 0)])
+        if t <= w0 or series[-1][0] == t:
+            series[-1] = (series[-1][0], used)
+        elif t <= w1:  # a free at the last cycle shows the L1 empty when the run ends
+            series.append((t, used))
+    return out
+
+
+def _buffers(res, w0: int, w1: int) -> list[Buffer]:
+    """Per storage node with recorded occupancy: tiles resident and the tile held by each slot."""
+    plan, rec = res.raw.plan, res.raw.rec
+    events: dict[int, list[tuple[int, int]]] = {}
+    for t, node, d in rec.occupancy:
+        events.setdefault(node, []).append((t, d))
+    out = []
+    for n in plan.nodes:
+        if n.parent is None or (n.index not in events and n.index not in rec.occupancy_before):
+            continue
+        entered, released = rec.occupancy_before.get(n.index, [0, 0])
+        slots: list[int | None] = [None] * n.slots
+        for k in range(released, entered):
+            slots[k % n.slots] = k
+        bits = n.tile_values * (n.psum_bits if n.output_role else n.bits)
+        buf = Buffer(n.memory, n.tensor, n.label(), n.slots, bits)
+        buf.record(w0, entered - released, slots)
+        for t, d in events.get(n.index, ()):
+            if d > 0:
+                slots[entered % n.slots] = entered
+                entered += 1
+            else:
+                slots[released % n.slots] = None
+                released += 1
+            buf.record(max(t, w0), entered - released, slots)
+        out.append(buf)
+    return out
+
+
+def iter_busy_runs(act: Activity, key: str) -> Iterator[tuple[int, int]]:
+    """[start, end) runs a port is busy (a transfer holds it or the PE array uses it), merged,
+    in time order; lazily, so a writer streaming every port holds no copy of them."""
+    transfers, pe = act.ports[key], act.pe_ports[key]
+    spans = zip(transfers.starts, transfers.ends, strict=True)
+    if pe and transfers:  # both by start: merged lazily
+        spans = heapq.merge(spans, zip(pe.starts, pe.ends, strict=True))
+    elif pe:
+        spans = zip(pe.starts, pe.ends, strict=True)
+    a = b = None
+    for start, end in spans:
+        if end <= start:
+            continue
+        if b is not None and start <= b:
+            if end > b:
+                b = end
+            continue
+        if b is not None:
+            yield a, b
+        a, b = start, end
+    if b is not None:
+        yield a, b
+
+
+def busy_runs(act: Activity, key: str) -> list[tuple[int, int]]:
+    """iter_busy_runs as a list."""
+    return list(iter_busy_runs(act, key))
+
+
+PORT_COLUMNS = [
+    "port", "memory", "width_bits", "grants", "transfer_busy_cycles", "pe_busy_cycles",
+    "busy_cycles", "transfer_bits", "pe_bits", "bits",
+]  # fmt: skip
+
+
+def port_rows(act: Activity) -> list[dict]:
+    """Per port over the window: busy cycles and bits, the transfers' and the PE array's share.
+
+    busy_cycles counts a cycle once when both use the port (the PE array takes part of its
+    width, transfers the rest).
+    """
+    rows = []
+    for key, bursts in act.ports.items():
+        pe = act.pe_ports[key]
+        rows.append(
+            dict(
+                port=key,
+                memory=act.port_memory[key],
+                width_bits=act.port_width[key],
+                grants=len(bursts),
+                transfer_busy_cycles=sum(bursts.ends) - sum(bursts.starts),
+                pe_busy_cycles=sum(pe.ends) - sum(pe.starts),
+                busy_cycles=sum(b - a for a, b in iter_busy_runs(act, key)),
+                transfer_bits=sum(bursts.bits),
+                pe_bits=sum(pe.bits),
+                bits=sum(bursts.bits) + sum(pe.bits),
+            )
+        )
+    return rows

@@ -1,0 +1,125 @@
+"""FST waveforms (compressed; GTKWave and Surfer read them): the VCD's signals and changes.
+
+Written directly with pylibfst (GTKWave's libfst behind a Python binding, from PyPI) when it is
+installed; otherwise the VCD is written to a temporary file and converted with GTKWave's
+`vcd2fst` (Debian package gtkwave, `make gtkwave-deps`). Neither: a TraceError saying so.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from cyclesim.errors import TraceError
+from cyclesim.results import SimResult
+from cyclesim.results.activity import gc_paused
+from cyclesim.views.progress import writing_bar
+from cyclesim.views.vcd import ChangeStream, Signal, plan_waves, timescale_for, write_vcd
+
+
+def fst_writer() -> str | None:
+    """Which FST writer this machine has: 'pylibfst', 'vcd2fst', or None."""
+    try:
+        import pylibfst  # noqa: F401
+    except ImportError:
+        return "vcd2fst" if shutil.which("vcd2fst") else None
+    return "pylibfst"
+
+
+def write_fst(
+    res: SimResult,
+    path: str | Path,
+    *,
+    clock_mhz: float | None = None,
+    window: tuple[int, int] | None = None,
+    progress: bool | None = False,
+) -> list[Signal]:
+    """Write the FST of a traced run over window; return the signals (for the .gtkw file)."""
+    writer = fst_writer()
+    if writer == "pylibfst":
+        return _write_with_pylibfst(res, Path(path), clock_mhz, window, progress)
+    if writer == "vcd2fst":
+        with tempfile.TemporaryDirectory() as tmp:
+            vcd = Path(tmp) / "trace.vcd"
+            signals = write_vcd(res, vcd, clock_mhz=clock_mhz, window=window, progress=progress)
+            out = subprocess.run(["vcd2fst", str(vcd), str(path)], capture_output=True, text=True)
+            if out.returncode != 0:
+                raise TraceError(f"vcd2fst could not convert the VCD: {out.stderr.strip()}")
+        return signals
+    raise TraceError(
+        f"FST {path}: needs the pylibfst package (pip install pylibfst) or GTKWave's vcd2fst "
+        "(make gtkwave-deps); --vcd needs neither"
+    )
+
+
+def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[Signal]:
+    from pylibfst import ffi, lib
+
+    act = res.activity(window)
+    w = plan_waves(act)
+    timescale, comment = timescale_for(clock_mhz)
+    ctx = lib.fstWriterCreate(str(path).encode(), 1)
+    if ctx == ffi.NULL:
+        raise TraceError(f"FST {path}: cannot create the file")
+    try:
+        lib.fstWriterSetTimescaleFromString(ctx, timescale.replace(" ", "").encode())
+        lib.fstWriterSetVersion(ctx, b"cyclesim")
+        lib.fstWriterSetComment(ctx, comment.encode())
+        lib.fstWriterSetDate(ctx, b"")
+        handles = _register(lib, ffi, ctx, w.signals)
+        fmt = [_fst_value(s.var_type, h) for s, h in zip(w.signals, handles, strict=True)]
+        emit_time = lambda t: lib.fstWriterEmitTimeChange(ctx, t)  # noqa: E731
+        fixed, variable = lib.fstWriterEmitValueChange, lib.fstWriterEmitVariableLengthValueChange
+
+        def emit(change) -> None:
+            h, data, is_string = change
+            if is_string:
+                variable(ctx, h, data, len(data))
+            else:
+                fixed(ctx, h, data)
+
+        with gc_paused(), writing_bar(act.end - act.start, f"FST {path.name}", progress) as bar:
+            stream = ChangeStream(w)
+            emit_time(act.start)
+            for f, v in zip(fmt, stream.initial, strict=True):
+                emit(f(v))
+            stream.run(fmt, emit_time, emit, bar)
+            emit_time(act.end)
+    finally:
+        lib.fstWriterClose(ctx)
+    return w.signals
+
+
+def _register(lib, ffi, ctx, signals: list[Signal]) -> list[int]:
+    """Scopes and variables in the VCD's order; the handle of each variable."""
+    handles, open_scope = [], ()
+    kinds = {
+        "wire": (lib.FST_VT_VCD_WIRE, 1),
+        "integer": (lib.FST_VT_VCD_INTEGER, 64),
+        "string": (lib.FST_VT_GEN_STRING, 0),
+    }
+    for sig in signals:
+        common = 0
+        while common < min(len(open_scope), len(sig.scope)) and open_scope[common] == sig.scope[common]:  # fmt: skip
+            common += 1
+        for _ in range(len(open_scope) - common):
+            lib.fstWriterSetUpscope(ctx)
+        for name in sig.scope[common:]:
+            lib.fstWriterSetScope(ctx, lib.FST_ST_VCD_MODULE, name.encode(), ffi.NULL)
+        open_scope = sig.scope
+        vt, size = kinds[sig.var_type]
+        handles.append(lib.fstWriterCreateVar(ctx, vt, lib.FST_VD_IMPLICIT, size, sig.name.encode(), 0))  # fmt: skip
+    for _ in open_scope:
+        lib.fstWriterSetUpscope(ctx)
+    return handles
+
+
+def _fst_value(var_type: str, handle: int):
+    """A function value -> (handle, bytes, is a string) for one change of this variable."""
+    if var_type == "wire":
+        return lambda v: (handle, b"1" if v else b"0", False)
+    if var_type == "integer":
+        return lambda v: (handle, b"x" * 64 if v == "x" else f"{v:064b}".encode(), False)
+    return lambda v: (handle, str(v).encode(), True)
