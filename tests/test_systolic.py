@@ -181,3 +181,19 @@ def test_replay_compute_cycles_equal_the_fold_formula(m, n, k, rows, cols, dataf
     w = workload_from_dict(imported.workload)
     res = replay(a, w, mapping_from_dict(imported.mapping, a, w), progress=False)
     assert replay_compute(res) == compute_cycles(layer, a.pe_array.systolic)
+
+
+def test_explain_proposes_overlapping_folds_and_replays_it():
+    # The weight-stationary case above (109 cycles: fill 42, drain 18) against its overlapped
+    # twin (59 cycles): explain's remedy for the fill is exactly that change, saving 50.
+    from cyclesim.analysis.explain import explain
+
+    a, w, m = inputs_from_dicts(
+        arch("weight_stationary", "B"), WORKLOAD, mapping([("n", 3), ("k", 2)], "n", "k", "B", "m")
+    )
+    res = replay(a, w, m, progress=False)
+    ex = explain(res, a, w, m, top=2, workers=1, progress=False)
+    fill = next(c for c in ex.causes if c.cause == "systolic_fill")
+    assert fill.where() == "PE array"
+    (remedy,) = [r for r in fill.remedies if r.change.startswith("overlap systolic folds")]
+    assert (remedy.cycles_before, remedy.cycles_after, remedy.saved) == (109, 59, 50)

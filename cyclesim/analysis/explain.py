@@ -13,7 +13,15 @@ from dataclasses import dataclass, field, replace
 
 from cyclesim.errors import CyclesimError
 from cyclesim.results import SimResult
-from cyclesim.results.attribution import BANDWIDTH, BUFFER_FULL, CONTENTION, LATENCY, SPATIAL
+from cyclesim.results.attribution import (
+    BANDWIDTH,
+    BUFFER_FULL,
+    CONTENTION,
+    LATENCY,
+    SPATIAL,
+    SYSTOLIC_DRAIN,
+    SYSTOLIC_FILL,
+)
 from cyclesim.spec import Architecture, Direction, Mapping, Memory, Port, Temporal, Workload, leaves
 
 KEYS = ("cause", "memory", "tensor", "port_memory", "port", "competitor")
@@ -52,7 +60,7 @@ class Cause:
     remedies: list[Remedy] = field(default_factory=list)
 
     def where(self) -> str:
-        text = f"{self.tensor}@{self.memory}" if self.tensor else (self.memory or "")
+        text = f"{self.tensor}@{self.memory}" if self.tensor else (self.memory or "PE array")
         if self.port:
             text += (
                 f", port {self.port_memory}.{self.port}"
@@ -242,6 +250,18 @@ def candidates(
                         _with_memory(db, c.memory, size_bits=2 * mem.size_bits),
                     )
                 )
+    systolic = arch.pe_array.systolic
+    if c.cause in (SYSTOLIC_FILL, SYSTOLIC_DRAIN) and systolic and not systolic.overlap_folds:
+        out.append(
+            (
+                "overlap systolic folds (double-buffered stationary registers: the next fold's "
+                "preload and skew hide under this one's stream)",
+                replace(
+                    arch,
+                    pe_array=replace(arch.pe_array, systolic=replace(systolic, overlap_folds=True)),
+                ),
+            )
+        )
     if p is not None and c.cause == SPATIAL and demand:
         out.append(
             (

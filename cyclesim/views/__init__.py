@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cyclesim.errors import CyclesimError
+from cyclesim.errors import CyclesimError, OptionError
 
 if TYPE_CHECKING:  # `cyclesim --help` must not import the engine, pandas or the writers
     from cyclesim.results import SimResult
@@ -91,7 +91,11 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
     for option in ("save_run", "vcd", "fst", "perfetto", "events"):
         value = getattr(args, option, None)
         if isinstance(value, str) and value not in ("", "-"):
-            Path(value).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(value).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                flag = "--" + option.replace("_", "-")
+                raise OptionError(f"{flag} {value} cannot be written: {exc.strerror}") from None
     if getattr(args, "save_run", None):
         from cyclesim.views.saved import save_run
 

@@ -192,7 +192,7 @@ def test_the_resnet50_example_shows_the_dram_causes():
         res = replay(a, w, load_mapping(str(folder / "mapping.yaml"), a, w), progress=False)
         cycles[arch_file] = res.cycles
         causes = set(res.stall_spans.cause)
-    assert cycles["tpu_like.yaml"] == 58_916
+    assert cycles["tpu_like.yaml"] == 59_912  # folds timed as a systolic array (tpu_like.yaml)
     assert cycles["tpu_like_ddr4.yaml"] > 3 * cycles["tpu_like.yaml"]
     assert {"refresh", "row_miss"} <= causes
 
