@@ -27,6 +27,15 @@ $(AFVENV)/.installed:
 	$(AFVENV)/bin/pip install -q accelforge==$(AF_VERSION) pyyaml
 	touch $@
 
+# hwcomponents-cacti's wheel ships a CACTI binary linked against glibc >= 2.38; where it does not
+# run (Debian 12), build it from the sources the wheel ships with it. AccelForge needs it for the
+# per-action energies of SRAM component classes (eyeriss).
+$(AFVENV)/.cacti: $(AFVENV)/.installed
+	@dir=$$($(AFVENV)/bin/python -c "import hwcomponents_cacti, os; print(os.path.join(os.path.dirname(hwcomponents_cacti.__file__), 'cacti'))") && \
+	  { (cd $$dir && ./cacti 2>&1 | grep -q "Invalid arguments") || \
+	    { echo "building CACTI in $$dir"; $(MAKE) -s -C $$dir opt >/dev/null; }; }
+	touch $@
+
 # SCALE-Sim 3.0.0 breaks on numpy >= 2.4; it lives in its own environment and is called as a
 # subprocess by cyclesim.checks.scalesim.peer.
 $(SSVENV)/.installed:
@@ -35,7 +44,7 @@ $(SSVENV)/.installed:
 	$(SSVENV)/bin/pip install -q scalesim==3.0.0 "numpy<2.4"
 	touch $@
 
-peers: $(VENV)/.test $(AFVENV)/.installed $(SSVENV)/.installed
+peers: $(VENV)/.test $(AFVENV)/.installed $(AFVENV)/.cacti $(SSVENV)/.installed
 
 # GTKWave under Xvfb loads our VCDs in a test; Debian packages, installed once per machine.
 # Without root (a developer's laptop) the test says why it skipped.

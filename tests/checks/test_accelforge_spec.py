@@ -274,11 +274,23 @@ def test_include_text_renders_a_file_next_to_the_template_with_the_same_data(tmp
     assert load_yaml_file(tmp_path / "main.yaml", {"SIZE": 4}) == {"size": 32, "name": "x"}
 
 
+def test_add_to_path_then_find_path_names_a_file_in_the_added_folder(tmp_path):
+    # AccelForge's documented search: the template's folder first, then folders added in order
+    (tmp_path / "cells").mkdir()
+    (tmp_path / "cells" / "rram.yaml").write_text("x: 1\n")
+    (tmp_path / "main.yaml").write_text(
+        "{{ add_to_path('./cells') }}\ncell: \"{{ find_path('rram.yaml') }}\"\n"
+    )
+    loaded = load_yaml_file(tmp_path / "main.yaml", {})
+    assert loaded == {"cell": str((tmp_path / "cells" / "rram.yaml").resolve())}
+
+
 @pytest.mark.parametrize(
     ("template", "message"),
     [
         ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "tried to reach Python internals"),
-        ("a: 1\n{{ add_to_path('./cells') }}", "t.yaml:2: the Jinja helper add_to_path()"),
+        ("a: 1\n{{ include_all('./cells') }}", "t.yaml:2: the Jinja helper include_all()"),
+        ("a: 1\nb: '{{ find_path('none.yaml') }}'", "t.yaml:2: find_path('none.yaml'): no such"),
         ("a: 1\nb: {{ M }}", "t.yaml:2: Jinja template uses an undefined variable: 'M'"),
     ],
 )

@@ -10,7 +10,6 @@ difference carries one sentence naming its mechanism (`explain`).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from cyclesim.checks.accelforge.rows import (
     Key,
     Latency,
     convention_bits,
+    energies_equal,
 )
 from cyclesim.checks.accelforge.spec import AfSpec
 from cyclesim.errors import PeerUnavailable, SpecError
@@ -60,10 +60,12 @@ def run_check(
     from cyclesim.engine import replay
 
     files = tuple(str(f) for f in spec_files)
-    spec = load_accelforge_spec(files, jinja_data)
+    spec = load_accelforge_spec(files, jinja_data, _component_costs(files, jinja_data))
     imported = import_accelforge(spec)
     model = evaluate_model(spec)
     theirs, missing = _run_peer(files, use_peer, jinja_data)
+    if theirs is not None and spec.arch.clock_hz is not None:
+        theirs = theirs.in_cycles(spec.arch.clock_hz)
     res = replay(
         imported.architecture,
         imported.workload,
@@ -102,6 +104,7 @@ def run_check(
         accelforge_version=theirs.accelforge_version if theirs is not None else None,
         accelforge_missing=missing,
         energy=_energy_rows(spec, imported, res, model, theirs),
+        energy_sources=_energy_sources(spec),
     )
     sentences = explain(spec, imported, model, check)
     return replace(check, explanations=tuple(sentences)), res
@@ -161,6 +164,29 @@ def _order(spec: AfSpec, key: Key) -> tuple:
         tensors.index(tensor) if tensor in tensors else len(tensors),
         (ACTIONS + (COMPUTE_ACTION,)).index(action),
     )
+
+
+def _component_costs(files: tuple[str, ...], jinja_data: Mapping[str, Any] | None):
+    """The reader's provider of hwcomponents' per-action costs: the real accelforge, asked only
+    when a component class must supply an energy or throughput (cached per spec)."""
+
+    def ask():
+        from cyclesim.checks.accelforge import peer
+
+        try:
+            return peer.component_costs(files, jinja_data)
+        except peer.AccelForgeRejected as error:
+            raise SpecError(
+                f"{error} (while costing the components with hwcomponents)", file=files[0]
+            ) from None
+
+    return ask
+
+
+def _energy_sources(spec: AfSpec) -> tuple[tuple[str, str, str], ...]:
+    """Where each per-action energy came from: the spec, or the hwcomponents model named."""
+    nodes = [*spec.arch.memories, spec.arch.compute]
+    return tuple((n.name, a.name, a.energy_source) for n in nodes for a in n.actions)
 
 
 def _run_peer(files: tuple[str, ...], use_peer: bool, jinja_data: Mapping[str, Any] | None):
@@ -234,6 +260,7 @@ def format_report(check: AccelForgeCheck) -> str:
     if check.accelforge_missing:
         lines.append(f"real accelforge column missing: {check.accelforge_missing}")
     lines += _energy_lines(check, af)
+    lines += _source_lines(check)
     if check.explanations:
         lines.append("")
         lines += [f"* {text}" for text in check.explanations]
@@ -264,7 +291,7 @@ def _energy_lines(check: AccelForgeCheck, af: str) -> list[str]:
     totals = [check.energy_total(s) for s in ("replay", "model", "accelforge")]
     for (einsum, memory), (replay, model, theirs) in [*sums.items(), (("total", ""), totals)]:
         reference = model if theirs is None else theirs
-        mark = "" if math.isclose(replay, reference, rel_tol=1e-9, abs_tol=1e-9) else "  *"
+        mark = "" if energies_equal(replay, reference, float32=theirs is not None) else "  *"
         lines.append(
             f"{(einsum + ' ' + memory).strip():<{width}}{_cell(replay):>16}{_cell(model):>16}"
             f"{_cell(theirs):>{max(len(af), 14) + 2}}{mark}"
@@ -275,6 +302,19 @@ def _energy_lines(check: AccelForgeCheck, af: str) -> list[str]:
             f"(* = the replay's energy differs: {len(different)} of {len(check.energy)} rows; "
             "it follows the replayed counts above)"
         )
+    return lines
+
+
+def _source_lines(check: AccelForgeCheck) -> list[str]:
+    """Where the per-action energies came from, one line per source."""
+    if not check.energy:
+        return []
+    by_source: dict[str, list[str]] = {}
+    for component, action, source in check.energy_sources:
+        by_source.setdefault(source, []).append(f"{component} {action}")
+    lines = ["per-action energies from:"]
+    for source, actions in by_source.items():
+        lines.append(f"  {source}: {', '.join(actions)}")
     return lines
 
 

@@ -45,7 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "left out, as in AccelForge",
     )
     parser.add_argument(
-        "--no-peer", action="store_true", help="do not run the real accelforge even if installed"
+        "--no-peer",
+        action="store_true",
+        help="leave out the real accelforge column (per-action energies a spec leaves to "
+        "hwcomponents component classes are still asked of it, once per spec, and cached)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of the table"

@@ -121,9 +121,7 @@ def _widest_tensor_bits(spec: AfSpec) -> int:
 
 
 def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
-    containers = [node for node in spec.arch.nodes if isinstance(node, AfContainer)]
-    if len(containers) > 1:
-        raise _refuse(spec, f"{len(containers)} !Container nodes; cyclesim has one PE array")
+    containers = _pe_array(spec, notes)
     dims = {d.name: d.fanout for d in containers[0].dimensions} if containers else {"pe": 1}
     container_index = spec.arch.index(containers[0].name) if containers else len(spec.arch.nodes)
     wide = _widest_tensor_bits(spec)
@@ -138,6 +136,13 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
                     f"{wide} bits/cycle (the largest tensor moves in one cycle)"
                 )
                 bits = wide
+            if spec.arch.clock_hz is not None and bits != int(bits) and bits > 1:
+                notes.append(
+                    f"{memory.name} {action.name}: {bits:.6g} bits/cycle in AccelForge (its "
+                    f"throughput per second at a {spec.arch.clock_hz:.6g} Hz clock, the compute's "
+                    f"rate); the replay's port moves {math.floor(bits)} whole bits a cycle"
+                )
+                bits = math.floor(bits)
             if bits != int(bits) or bits < 1:
                 raise _refuse(
                     spec,
@@ -202,6 +207,39 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
         "pe_array": pe_array,
         "memories": memories,
     }
+
+
+def _pe_array(spec: AfSpec, notes: list[str]) -> list[AfContainer]:
+    """The one fan-out the replay models as its PE array: the one the mapping's !Spatial loops
+    use (else the innermost). A fan-out no loop uses has one instance at work, as AccelForge
+    counts it, so it is left out; two fan-outs in use are refused, naming the second."""
+    containers = [node for node in spec.arch.nodes if isinstance(node, AfContainer)]
+    if len(containers) <= 1:
+        return containers
+    used: list[AfContainer] = []
+    for path in spec.einsum_paths:
+        for node in path.nodes:
+            if isinstance(node, AfLoopNode) and node.kind is LoopKind.SPATIAL:
+                container = spec.arch.spatial_container(str(node.component))
+                if container is not None and container not in used:
+                    used.append(container)
+    if len(used) > 1:
+        second = used[1]
+        raise SpecError(
+            f"the mapping spreads work over two fan-outs ({used[0].name} and {second.name}); "
+            "cyclesim has one PE array (cannot be converted to cyclesim's inputs)",
+            file=spec.files[0],
+            field=f"arch.nodes({second.name}).spatial",
+            line=second.line,
+        )
+    chosen = used[0] if used else containers[-1]
+    for container in containers:
+        if container is not chosen:
+            notes.append(
+                f"{container.name}: a fan-out no !Spatial loop uses; one instance at work, as "
+                "AccelForge counts it"
+            )
+    return [chosen]
 
 
 def _memory_energy(memory: AfMemory, notes: list[str]) -> dict | None:

@@ -7,17 +7,20 @@ and prints one JSON object, parsed here into long tables.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from cyclesim.checks.accelforge.spec import AfActionCost
 from cyclesim.errors import CyclesimError, PeerUnavailable
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_ACCELFORGE_PYTHON"
@@ -56,6 +59,18 @@ class AccelForgeRun:
     python_version: str
     seconds: float
 
+    def in_cycles(self, clock_hz: float) -> AccelForgeRun:
+        """This run with its latencies (seconds, when throughputs come from hwcomponents
+        models) expressed in cycles of a `clock_hz` clock."""
+        latency = self.component_latency.assign(
+            latency_cycles=self.component_latency.latency_cycles * clock_hz
+        )
+        return replace(
+            self,
+            component_latency=latency,
+            total_latency_cycles=self.total_latency_cycles * clock_hz,
+        )
+
     def einsum_latency_cycles(self, einsum: str) -> float:
         """AccelForge's latency of one Einsum: max over its components."""
         rows = self.component_latency[self.component_latency.einsum == einsum]
@@ -63,6 +78,7 @@ class AccelForgeRun:
 
 
 _CACHE: dict[tuple, AccelForgeRun] = {}
+_COSTS: dict[str, dict[str, AfActionCost]] = {}
 
 
 def accelforge_python() -> Path:
@@ -111,7 +127,80 @@ def run_accelforge(
     key = (str(python), files, tuple(_mtime(f) for f in files), data)
     if key in _CACHE:
         return _CACHE[key]
-    command = [str(python), "-I", "-B", str(RUNNER), *files, "--jinja-data", data]
+    result = _parse(_run_runner(python, [*files, "--jinja-data", data], files, timeout_seconds))
+    _CACHE[key] = result
+    return result
+
+
+def component_costs(
+    spec_files: Sequence[str | Path],
+    jinja_data: Mapping[str, Any] | None = None,
+    *,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+) -> dict[str, dict[str, AfActionCost]]:
+    """Per component and action, the energy and throughput AccelForge's
+    `calculate_component_costs` gives (from the spec, else hwcomponents' models).
+
+    Cached per spec: in this process, and on disk under the user's cache folder keyed by the
+    interpreter, accelforge's environment and the spec files' bytes and Jinja data (the
+    models run CACTI, seconds per component). Raise PeerUnavailable / AccelForgeRejected as
+    run_accelforge does.
+    """
+    files = tuple(str(Path(f).resolve()) for f in spec_files)
+    data = json.dumps(dict(jinja_data or {}), sort_keys=True)
+    python = accelforge_python()
+    digest = hashlib.sha256()
+    # the environment: its interpreter and its site-packages (pip changes the folder's mtime)
+    environment = [str(python), str(_mtime(str(python.resolve())))]
+    environment += [
+        str(_mtime(str(p))) for p in python.parent.parent.glob("lib/python3*/site-packages")
+    ]
+    for part in (*environment, data, RUNNER.read_text()):
+        digest.update(part.encode() + b"\0")
+    for file in files:
+        digest.update(Path(file).read_bytes() + b"\0")
+    key = digest.hexdigest()
+    if key in _COSTS:
+        return _COSTS[key]
+    cached = _cache_folder() / f"{key}.json"
+    try:
+        payload = json.loads(cached.read_text())
+    except (OSError, ValueError):
+        payload = _run_runner(
+            python, [*files, "--jinja-data", data, "--component-costs"], files, timeout_seconds
+        )
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            cached.write_text(json.dumps(payload))
+        except OSError:
+            pass  # a read-only home: no disk cache, the answer is still right
+    costs = {
+        component["name"]: {
+            action["name"]: AfActionCost(
+                energy=float(action["energy"] if action["energy"] is not None else math.nan),
+                throughput=float(
+                    action["throughput"] if action["throughput"] is not None else math.inf
+                ),
+                model=component["model"],
+            )
+            for action in component["actions"]
+        }
+        for component in payload["components"]
+    }
+    _COSTS[key] = costs
+    return costs
+
+
+def _cache_folder() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cyclesim" / "accelforge-component-costs"
+
+
+def _run_runner(
+    python: Path, arguments: list[str], files: tuple[str, ...], timeout_seconds: float
+) -> dict[str, Any]:
+    """Run peer_runner.py with `arguments` in a scratch folder; its JSON, or raise."""
+    command = [str(python), "-I", "-B", str(RUNNER), *arguments]
     with tempfile.TemporaryDirectory(prefix="cyclesim-af-") as workdir:
         try:
             completed = subprocess.run(
@@ -137,9 +226,7 @@ def run_accelforge(
         raise AccelForgeRejected(
             f"accelforge rejected {', '.join(files)}: {error.get('type')}: {error.get('message')}"
         )
-    result = _parse(payload)
-    _CACHE[key] = result
-    return result
+    return payload
 
 
 def _mtime(file: str) -> float:

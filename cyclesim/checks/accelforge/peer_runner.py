@@ -2,7 +2,11 @@
 
 Run with the AccelForge interpreter (Python >= 3.12), never imported by cyclesim:
 
-    <af-python> -I -B peer_runner.py SPEC.yaml [more.yaml] [--jinja-data JSON]
+    <af-python> -I -B peer_runner.py SPEC.yaml [more.yaml] [--jinja-data JSON] [--component-costs]
+
+With --component-costs it evaluates no mapping: it prints, per arch component, the per-action
+energy and throughput (and leak power, area) that AccelForge's `Spec.calculate_component_costs`
+gets from the spec or, where the spec leaves them out, from hwcomponents' component models.
 
 Standard library + accelforge + yaml only. It changes into a fresh temporary directory before
 importing accelforge, so nothing is written next to the spec files or into the repository.
@@ -34,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("specs", nargs="+", help="AccelForge spec YAML files, merged in order")
     parser.add_argument("--jinja-data", default="{}", help="JSON object of Jinja variables")
+    parser.add_argument(
+        "--component-costs",
+        action="store_true",
+        help="print each component's per-action energy and throughput instead of a mapping's",
+    )
     args = parser.parse_args(argv)
     try:
         jinja_data = json.loads(args.jinja_data)
@@ -47,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         with contextlib.redirect_stdout(captured):
-            payload = evaluate(specs, jinja_data)
+            payload = (component_costs if args.component_costs else evaluate)(specs, jinja_data)
     except Exception as error:  # noqa: BLE001 - every AccelForge failure is reported as JSON
         payload = {
             "error": {
@@ -157,6 +166,47 @@ def evaluate(specs: list[str], jinja_data: dict) -> dict:
         "latency": latency,
         "energy": energy,
         "totals": totals,
+    }
+
+
+def component_costs(specs: list[str], jinja_data: dict) -> dict:
+    """Each component's actions as AccelForge costs them (spec values, else hwcomponents)."""
+    import accelforge as af
+    from accelforge._version import version
+    from accelforge.frontend.arch import Component
+
+    spec = af.Spec.from_yaml(*specs, jinja_parse_data=jinja_data)
+    costed = spec.calculate_component_costs()
+    components = []
+    for node in costed.arch.get_nodes_of_type(Component):
+        model = getattr(node, "component_model", None)
+        components.append(
+            {
+                "name": str(node.name),
+                "component_class": None
+                if node.component_class is None
+                else str(node.component_class),
+                "model": None if model is None else type(model).__name__,
+                "model_module": None if model is None else type(model).__module__,
+                "leak_power": _number(node.leak_power),
+                "area": _number(node.area),
+                "actions": [
+                    {
+                        "name": str(action.name),
+                        "energy": _number(action.energy),
+                        "throughput": _number(action.throughput),
+                        "bits_per_action": _number(getattr(action, "bits_per_action", None)),
+                    }
+                    for action in node.actions
+                ],
+            }
+        )
+    return {
+        "accelforge_version": version,
+        "python": sys.version.split()[0],
+        "specs": specs,
+        "jinja_data": jinja_data,
+        "components": components,
     }
 
 

@@ -14,6 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from cyclesim.checks.accelforge.looptree import read_mapping
+from cyclesim.checks.accelforge.read_costs import (
+    CostLookup,
+    CostProvider,
+    apply_clock,
+    is_shared_port,
+    shared_port_rate,
+    source_of,
+)
+from cyclesim.checks.accelforge.read_enabled import is_enabled
 from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
@@ -21,6 +30,7 @@ from cyclesim.checks.accelforge.read_fields import (
     require_list,
     require_mapping,
 )
+from cyclesim.checks.accelforge.read_sizes import resolve_sizes, tensor_bits_size
 from cyclesim.checks.accelforge.read_workload import read_workload, tensor_set_names
 from cyclesim.checks.accelforge.read_yaml import (
     TaggedNode,
@@ -32,6 +42,7 @@ from cyclesim.checks.accelforge.read_yaml import (
 from cyclesim.checks.accelforge.spec import (
     SPATIAL_OF_COMPONENT,
     AfAction,
+    AfActionCost,
     AfArch,
     AfArchNode,
     AfCompute,
@@ -47,7 +58,14 @@ from cyclesim.checks.accelforge.spec import (
 _TOP_LEVEL_KEYS = ("arch", "workload", "mapping", "variables")
 _TOP_LEVEL_IGNORED = ("mapper", "config", "model")  # mapper knobs: no effect on a fixed mapping
 DUMMY_COMPONENT_CLASS = "Dummy"  # hwcomponents' model with no energy, area or latency
-_COMPONENT_IGNORED = ("leak_power", "area", "component_class", "area_scale", "leak_power_scale")
+_COMPONENT_IGNORED = (  # area and leak power: no effect on counts, latency or dynamic energy
+    "leak_power",
+    "area",
+    "component_class",  # used through the action costs (read_costs)
+    "area_scale",
+    "leak_power_scale",
+    "extra_attributes_for_component_model",  # inputs of the hwcomponents model
+)
 _ACTION_FIELDS = ("energy", "throughput", "latency", "bits_per_action", "energy_scale")
 _DEFAULT_LATENCY = ("sum(a.n_calls / a.throughput for a in actions)",)
 # The one custom total_latency a memory may have: separate read and write ports (tpu_v4i, nvdla)
@@ -55,24 +73,31 @@ SEPARATE_PORTS_LATENCY = "max(a.n_calls / a.throughput for a in actions)"
 
 
 def load_accelforge_spec(
-    files: Sequence[str | Path], jinja_data: MappingABC[str, Any] | None = None
+    files: Sequence[str | Path],
+    jinja_data: MappingABC[str, Any] | None = None,
+    component_costs: CostProvider | None = None,
 ) -> AfSpec:
     """Read, merge and validate AccelForge spec files into an AfSpec.
 
-    Raise SpecError (file, field, line, found, expected) for every fault, including features
-    this reader does not support, which are named.
+    `component_costs` is called (once, only if needed) for the per-action energies and
+    throughputs the spec leaves to its components' hwcomponents models. Raise SpecError (file,
+    field, line, found, expected) for every fault, including features this reader does not
+    support, which are named.
     """
     if not files:
         raise Where(None, "", None).error("no spec file given", expected="one or more YAML files")
     documents = [(str(f), load_yaml_file(f, jinja_data or {})) for f in files]
     merged, key_to_file = merge_top_level(documents)
+    key_lines = {file: getattr(document, "key_lines", None) or {} for file, document in documents}
     for key in merged:
         if key not in _TOP_LEVEL_KEYS + _TOP_LEVEL_IGNORED:
-            where = Where(key_to_file[key], key, None)
+            where = Where(key_to_file[key], key, key_lines[key_to_file[key]].get(key))
             if key == "renames":
                 raise where.error("top-level renames are not supported; use per-Einsum renames")
             raise where.error(
-                f"unknown top-level key '{key}'",
+                f"unknown top-level key '{key}' (accelforge's Spec.from_yaml refuses it too; "
+                "files with YAML-anchor keys such as AccelForge's compute-in-memory examples are "
+                "loaded by a Python helper, _load_spec.py, which cyclesim does not run)",
                 expected="arch, workload, mapping, variables (mapper, config, model are ignored)",
             )
     for key in ("arch", "workload", "mapping"):
@@ -81,10 +106,17 @@ def load_accelforge_spec(
                 f"no '{key}:' section in the spec files", expected="arch:, workload: and mapping:"
             )
     variables = dict(merged.get("variables") or {})
-    arch = _read_arch(merged["arch"], Where(key_to_file["arch"], "arch", None), variables)
     workload = read_workload(
         merged["workload"], Where(key_to_file["workload"], "workload", None), variables
     )
+    arch = _read_arch(
+        merged["arch"],
+        Where(key_to_file["arch"], "arch", None),
+        variables,
+        CostLookup(component_costs),
+        workload,
+    )
+    arch = resolve_sizes(arch, workload, variables, key_to_file["arch"])
     mapping, paths = read_mapping(
         merged["mapping"], Where(key_to_file["mapping"], "mapping", None), arch, workload
     )
@@ -99,7 +131,13 @@ def load_accelforge_spec(
     )
 
 
-def _read_arch(section: Any, where: Where, variables: dict[str, Any]) -> AfArch:
+def _read_arch(
+    section: Any,
+    where: Where,
+    variables: dict[str, Any],
+    lookup: CostLookup,
+    workload: AfWorkload,
+) -> AfArch:
     fields = require_mapping(section, where, "arch")
     check_fields(
         fields,
@@ -117,15 +155,19 @@ def _read_arch(section: Any, where: Where, variables: dict[str, Any]) -> AfArch:
             raise node_where.error(
                 "an arch node needs a tag", found=raw, expected="!Memory, !Container or !Compute"
             )
+        if isinstance(raw.value, dict) and "enabled" in raw.value:
+            enabled_where = node_where.child("enabled")
+            if not is_enabled(raw.value["enabled"], workload, enabled_where):
+                continue  # AccelForge leaves a disabled component out of the arch
         if raw.tag in ("Memory", "Compute") and isinstance(raw.value, dict):
             if raw.value.get("spatial"):
                 nodes.append(_spatial_of_component(raw, node_where, variables))
         if raw.tag == "Memory":
-            nodes.append(_read_memory(raw, node_where, variables))
+            nodes.append(_read_memory(raw, node_where, variables, lookup))
         elif raw.tag == "Container":
             nodes.append(_read_container(raw, node_where, variables))
         elif raw.tag == "Compute":
-            nodes.append(_read_compute(raw, node_where, variables))
+            nodes.append(_read_compute(raw, node_where, variables, lookup))
         else:
             raise node_where.error(
                 f"arch node kind !{raw.tag} is not supported",
@@ -142,7 +184,7 @@ def _read_arch(section: Any, where: Where, variables: dict[str, Any]) -> AfArch:
             "the arch must end with exactly one !Compute node",
             found=[f"{type(n).__name__[2:]} {n.name}" for n in nodes],
         )
-    return AfArch(nodes=tuple(nodes))
+    return apply_clock(AfArch(nodes=tuple(nodes)), lookup, where)
 
 
 def _node_name(fields: dict[str, Any], where: Where) -> str:
@@ -155,15 +197,17 @@ def _node_name(fields: dict[str, Any], where: Where) -> str:
 def _refuse_common(
     fields: dict[str, Any], where: Where, latencies: tuple[str, ...] = _DEFAULT_LATENCY
 ) -> None:
-    refuse_unless_default(fields, "enabled", (True,), where, "disabling a component")
     refuse_unless_default(fields, "actions_scale", (1,), where, "actions_scale")
-    refuse_unless_default(fields, "total_latency", latencies, where, "a custom total_latency")
+    if not is_shared_port(fields.get("total_latency")):
+        refuse_unless_default(fields, "total_latency", latencies, where, "a custom total_latency")
     refuse_unless_default(
         fields, "n_parallel_instances", (1,), where, "n_parallel_instances other than 1"
     )
 
 
-def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfMemory:
+def _read_memory(
+    raw: TaggedNode, where: Where, variables: dict[str, Any], lookup: CostLookup
+) -> AfMemory:
     fields = require_mapping(raw, where, "!Memory")
     name = _node_name(fields, where)
     where = Where(where.file, f"{where.field}({name})", where.line)
@@ -183,23 +227,30 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
             "n_parallel_instances",
             "energy_scale",
             "spatial",
+            "bits_per_value",
         ),
         ignored=_COMPONENT_IGNORED,
     )
     _refuse_common(fields, where, _DEFAULT_LATENCY + (SEPARATE_PORTS_LATENCY,))
-    size = evaluate_number(
-        fields["size"], variables, file=where.file, field=f"{where.field}.size", line=where.line
+    overrides = require_mapping(
+        fields.get("bits_per_value") or {}, where.child("bits_per_value"), "bits_per_value"
+    )
+    size_expression = fields["size"] if tensor_bits_size(fields["size"]) else None
+    size = (
+        math.nan
+        if size_expression
+        else evaluate_number(
+            fields["size"],
+            variables,
+            file=where.file,
+            field=f"{where.field}.size",
+            line=where.line,
+        )
     )
     if size <= 0:
         raise where.child("size").error("a memory size must be positive", found=size)
-    component_bits = fields.get("bits_per_action", 1)
     actions = _read_actions(
-        fields.get("actions"),
-        where,
-        variables,
-        ("read", "write"),
-        component_bits,
-        fields.get("component_class"),
+        fields.get("actions"), where, variables, ("read", "write"), fields, lookup
     )
     tensors = require_mapping(fields.get("tensors") or {}, where.child("tensors"), "tensors")
     check_fields(
@@ -226,6 +277,8 @@ def _read_memory(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> Af
         line=raw.line,
         separate_ports=" ".join(str(fields.get("total_latency", "")).split())
         == SEPARATE_PORTS_LATENCY,
+        size_expression=size_expression,
+        bits_per_value_overrides=tuple((str(k), str(v)) for k, v in overrides.items()),
     )
 
 
@@ -242,16 +295,21 @@ def _read_actions(
     where: Where,
     variables: dict[str, Any],
     names: tuple[str, ...],
-    component_bits_per_action: Any,
-    component_class: str | None = None,
+    fields_of_component: dict[str, Any],
+    lookup: CostLookup,
 ) -> tuple[AfAction, ...]:
-    """The component's actions by name. hwcomponents' `Dummy` class (AccelForge's stand-in
-    for "no model") gives what is left out energy 0 and unbounded throughput, as AccelForge
-    evaluates it; any other component class's values are refused by name where they are needed.
+    """The component's actions by name, costed as AccelForge costs them: the spec's own energy
+    and throughput (or latency, or a shared-port `total_latency`) first, then hwcomponents'
+    `Dummy` class (energy 0, unbounded), then the component class's hwcomponents model (asked of
+    the real accelforge through `lookup`).
     """
+    component = str(fields_of_component.get("name"))
+    component_class = fields_of_component.get("component_class")
     dummy = component_class == DUMMY_COMPONENT_CLASS
+    component_bits = fields_of_component.get("bits_per_action", 1)
+    port_rate = shared_port_rate(fields_of_component.get("total_latency"), variables, where)
     action_list = require_list(raw, where.child("actions"), "actions") if raw is not None else []
-    actions: dict[str, AfAction] = {}
+    listed: dict[str, tuple[dict[str, Any], Where]] = {}
     for index, entry in enumerate(action_list):
         action_where = where.child("actions").child(index, entry)
         fields = require_mapping(entry, action_where, "an action")
@@ -267,58 +325,61 @@ def _read_actions(
         name = str(fields["name"])
         if name not in names:
             raise action_where.error(f"unknown action '{name}'", expected=" and ".join(names))
+        listed[name] = (fields, action_where)
+    actions = []
+    for name in names:
+        fields, at = listed.get(name, ({}, where))
 
-        def number(key: str, default: Any, fields=fields, at=action_where) -> float:
+        def number(key: str, default: Any, fields=fields, at=at) -> float:
             return _action_number(fields, key, default, variables, at)
+
+        def cost(what: str, name=name, at=at) -> AfActionCost:
+            if component_class is None:
+                raise at.error(
+                    f"action '{name}' has no {what} and its component no component_class",
+                    expected=f"{what}: on the action, or a component_class whose model gives it",
+                )
+            return lookup.cost(component, name, str(component_class), at)
 
         if "throughput" in fields:
             throughput = number("throughput", None)
         elif "latency" in fields:
             latency = number("latency", None)
             throughput = math.inf if latency == 0 else 1 / latency
+        elif port_rate is not None:
+            throughput = port_rate
         elif dummy:
             throughput = math.inf
         else:
-            raise action_where.error(
-                f"action '{name}' has no throughput" + _from_class(component_class),
-                expected="throughput: actions per cycle (or inf); hwcomponents models are not called",
-            )
-        energy = (
-            number("energy", None)
-            if fields.get("energy") is not None
-            else (0.0 if dummy else math.nan)
-        )
-        actions[name] = AfAction(
-            name=name,
-            energy_per_action=energy * number("energy_scale", 1),
-            throughput_actions_per_cycle=throughput,
-            bits_per_action=number("bits_per_action", component_bits_per_action),
-        )
-    for name in names:
-        if name not in actions and dummy:
-            bits = evaluate_number(
-                component_bits_per_action,
+            throughput = cost("throughput").throughput
+            lookup.used_a_model_throughput = True
+        source = "the spec"
+        if fields.get("energy") is not None:
+            energy = number("energy", None)
+        elif dummy:
+            energy, source = 0.0, "hwcomponents Dummy (energy 0)"
+        else:
+            action_cost = cost("energy")
+            energy, source = action_cost.energy, source_of(action_cost, str(component_class))
+        energy *= number("energy_scale", 1)
+        if fields_of_component.get("energy_scale") not in (None, 1):
+            energy *= evaluate_number(
+                fields_of_component["energy_scale"],
                 variables,
                 file=where.file,
-                field=f"{where.field}.bits_per_action",
+                field=f"{where.field}.energy_scale",
                 line=where.line,
             )
-            actions[name] = AfAction(name, 0.0, math.inf, bits)
-        elif name not in actions:
-            raise where.child("actions").error(
-                f"no '{name}' action" + _from_class(component_class),
-                expected=f"actions named {' and '.join(names)} with throughput",
+        actions.append(
+            AfAction(
+                name=name,
+                energy_per_action=energy,
+                throughput_actions_per_cycle=throughput,
+                bits_per_action=number("bits_per_action", component_bits),
+                energy_source=source,
             )
-    return tuple(actions[name] for name in names)
-
-
-def _from_class(component_class: str | None) -> str:
-    if component_class is None:
-        return ""
-    return (
-        f": component class '{component_class}' would supply it through hwcomponents' models, "
-        "which cyclesim's reader does not evaluate"
-    )
+        )
+    return tuple(actions)
 
 
 def _action_number(
@@ -378,8 +439,9 @@ def _read_dimensions(
             dim_where,
             "a spatial dimension",
             required=("name", "fanout"),
-            allowed=("may_reuse",),
-            ignored=("loop_bounds", "min_usage", "usage_scale", "power_gateable", "reuse"),
+            allowed=("may_reuse", "reuse"),
+            # `reuse` also limits which loops the mapper may place here: a mapper constraint
+            ignored=("loop_bounds", "min_usage", "usage_scale", "power_gateable"),
         )
         fanout = evaluate_number(
             dim["fanout"],
@@ -396,13 +458,18 @@ def _read_dimensions(
             AfFanoutDimension(
                 name=str(dim["name"]),
                 fanout=fanout,
-                may_reuse_expression=_expression(dim.get("may_reuse")) or "All",
+                # AccelForge: may_reuse defaults to `reuse` when that is given, else All
+                may_reuse_expression=_expression(dim.get("may_reuse"))
+                or _expression(dim.get("reuse"))
+                or "All",
             )
         )
     return tuple(dimensions)
 
 
-def _read_compute(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfCompute:
+def _read_compute(
+    raw: TaggedNode, where: Where, variables: dict[str, Any], lookup: CostLookup
+) -> AfCompute:
     fields = require_mapping(raw, where, "!Compute")
     check_fields(
         fields,
@@ -424,7 +491,12 @@ def _read_compute(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> A
     name = _node_name(fields, where)
     _refuse_common(fields, where)
     actions = _read_actions(
-        fields.get("actions"), where, variables, ("compute",), 1, fields.get("component_class")
+        fields.get("actions"),
+        where,
+        variables,
+        ("compute",),
+        {**fields, "bits_per_action": 1},
+        lookup,
     )
     return AfCompute(
         name=name,
@@ -472,6 +544,19 @@ def _evaluate_placements(
             may_keep = evaluate(memory.may_keep_expression or default_may_keep, "may_keep")
             if memory.no_refetch_from_above_expression is not None:
                 evaluate(memory.no_refetch_from_above_expression, "no_refetch_from_above")
+            for tensor_set, bits in memory.bits_per_value_overrides:
+                stored = evaluate(tensor_set, "bits_per_value") & kept_by_component[memory.name]
+                if stored:
+                    raise Where(
+                        arch_file, f"arch.nodes({memory.name}).bits_per_value", memory.line
+                    ).error(
+                        f"{memory.name} stores {', '.join(sorted(stored))} at its own bits per "
+                        f"value ({bits}) in Einsum {einsum.name}; the replay has one width per "
+                        "tensor, so a per-memory bits_per_value is not supported where the "
+                        "mapping keeps those tensors",
+                        found={tensor_set: bits},
+                        expected="a mapping that keeps no tensor of the set in this memory",
+                    )
             placements.append(
                 AfTensorPlacement(
                     einsum=einsum.name, memory=memory.name, keep=keep, may_keep=may_keep, back=back

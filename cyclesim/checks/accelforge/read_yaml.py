@@ -4,6 +4,7 @@ the sandboxed Jinja renderer and the bounded evaluator of `cyclesim.spec`."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,9 @@ class LineDict(dict):
     """A YAML mapping that remembers the (1-based) line it starts on."""
 
     line: int | None = None
+    # top level only: each key's line in the file as written (before Jinja); a key that an
+    # include_text() brought in gets the line of that call
+    key_lines: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +65,6 @@ def _line_dict(mapping: dict, line: int) -> LineDict:
 _UNSUPPORTED_JINJA_FUNCTIONS = (
     "include",
     "include_all",
-    "add_to_path",
-    "find_path",
     "find_paths",
     "path_exists",
     "setenv",
@@ -70,15 +72,24 @@ _UNSUPPORTED_JINJA_FUNCTIONS = (
 )
 
 
-def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
+def render_jinja(
+    text: str,
+    file: str,
+    jinja_data: MappingABC[str, Any],
+    search_folders: list[Path] | None = None,
+) -> str:
     """Render `text` as a sandboxed Jinja2 template when it uses `{{`, `{%` or `{#`; else return it.
 
     Rendering goes through the project's bounded sandbox (`cyclesim.spec.templates`): a template
-    can read the data it is given and `include_text('other.yaml')` (a file next to it, rendered
-    with the same data), as AccelForge's templates do, and nothing else. Variables without a
+    can read the data it is given, `include_text('other.yaml')` (a file next to it, rendered
+    with the same data), `add_to_path('folder')` and `find_path('file')` (AccelForge's file
+    search: the template's own folder, then the folders added, in order; they only name files,
+    never run them), as AccelForge's templates do, and nothing else. Variables without a
     value and without a `| default(...)` are errors, as in AccelForge. AccelForge's other
     helpers are refused by name with the template line.
     """
+
+    folders = search_folders if search_folders is not None else []
 
     def include_text(path: str, **overrides: Any) -> str:
         target = Path(file).parent / str(path)
@@ -86,7 +97,21 @@ def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
             included = read_text(target)
         except SpecError as error:
             raise HelperRefusal(f"include_text('{path}'): {error.detail}") from None
-        return render_jinja(included, str(target), {**dict(jinja_data), **overrides})
+        return render_jinja(included, str(target), {**dict(jinja_data), **overrides}, folders)
+
+    def add_to_path(folder: str) -> str:
+        folders.append((Path(file).parent / str(folder)).resolve())
+        return ""
+
+    def find_path(name: str) -> str:
+        candidates = [Path(str(name))] if Path(str(name)).is_absolute() else []
+        candidates += [(folder / str(name)).resolve() for folder in [Path(file).parent, *folders]]
+        for candidate in candidates:
+            if candidate.exists():
+                return str(candidate)
+        raise HelperRefusal(
+            f"find_path('{name}'): no such file in " + ", ".join(str(c.parent) for c in candidates)
+        )
 
     def refuse(name: str):
         def helper(*_args: Any, **_kwargs: Any) -> str:
@@ -97,7 +122,7 @@ def render_jinja(text: str, file: str, jinja_data: MappingABC[str, Any]) -> str:
 
         return helper
 
-    helpers = {"include_text": include_text}
+    helpers = {"include_text": include_text, "add_to_path": add_to_path, "find_path": find_path}
     helpers.update((name, refuse(name)) for name in _UNSUPPORTED_JINJA_FUNCTIONS)
     return render_template(text, file, jinja_data, helpers=helpers)
 
@@ -132,7 +157,8 @@ def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDi
     Raise SpecError if the file is missing, is not valid YAML, or is not a mapping at the top.
     """
     file = str(path)
-    text = render_jinja(read_text(path), file, jinja_data)
+    source = read_text(path)
+    text = render_jinja(source, file, jinja_data)
     loaded, _, _ = parse_yaml_text(text, file, tags=_tagged, mappings=_line_dict)
     if not isinstance(loaded, dict):
         raise SpecError(
@@ -141,7 +167,23 @@ def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDi
             found=type(loaded).__name__,
             expected="keys such as arch:, workload:, mapping:",
         )
+    if isinstance(loaded, LineDict):
+        loaded.key_lines = _source_key_lines(source, loaded)
     return loaded
+
+
+def _source_key_lines(source: str, document: dict) -> dict[str, int]:
+    """Each top-level key's line in the unrendered file, else the line of the first
+    include_text() call (where a template brought it in)."""
+    lines = source.splitlines()
+    include = next((i + 1 for i, line in enumerate(lines) if "include_text(" in line), None)
+    out: dict[str, int] = {}
+    for key in document:
+        pattern = re.compile(rf"^{re.escape(str(key))}\s*:")
+        found = next((i + 1 for i, line in enumerate(lines) if pattern.match(line)), include)
+        if found is not None:
+            out[str(key)] = found
+    return out
 
 
 def merge_top_level(
@@ -185,6 +227,14 @@ def evaluate_tensor_set(
     def walk(node: ast.AST) -> frozenset[str]:
         if isinstance(node, ast.Expression):
             return walk(node.body)
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "tensors"
+            and isinstance(node.value, ast.Name)
+        ):
+            # `MainMemory.tensors` is `MainMemory`: the tensors that component keeps (AccelForge
+            # binds a component's name to its kept set "so users can do MainMemory.tensors")
+            return walk(node.value)
         if isinstance(node, ast.Name):
             if node.id in names:
                 return names[node.id]

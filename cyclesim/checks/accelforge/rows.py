@@ -62,8 +62,26 @@ class EnergyRow:
 
     @property
     def equal(self) -> bool:
-        """The replay's energy equals AccelForge's (up to floating-point summation order)."""
-        return math.isclose(self.replay, self.reference, rel_tol=1e-9, abs_tol=1e-9)
+        """The replay's energy equals AccelForge's (up to floating-point summation order).
+
+        Relative: per-action energies from hwcomponents are around 1e-14 J, so an absolute
+        tolerance must sit far below them (ENERGY_ABS_TOLERANCE). Against the real accelforge,
+        to its precision: it reports results in float32 (FLOAT32_TOLERANCE)."""
+        return energies_equal(self.replay, self.reference, float32=self.accelforge is not None)
+
+
+ENERGY_ABS_TOLERANCE = 1e-21  # J: a zeptojoule, far below any per-action energy
+# accelforge 1.0.467 keeps its results in float32 (accelforge.util.NUMPY_FLOAT_TYPE): an
+# energy it reports is actions x float32(energy per action), rounded again to float32, so it
+# is within two float32 roundings (2 x 2**-24) of the exact product; allow 4 ulps.
+FLOAT32_TOLERANCE = 2.0**-22
+
+
+def energies_equal(first: float, second: float, *, float32: bool = False) -> bool:
+    """Equal up to floating-point summation order (relative 1e-9), or to float32 precision
+    when `second` was reported by the real accelforge (`float32`)."""
+    tolerance = FLOAT32_TOLERANCE if float32 else 1e-9
+    return math.isclose(first, second, rel_tol=tolerance, abs_tol=ENERGY_ABS_TOLERANCE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +118,7 @@ class AccelForgeCheck:
     accelforge_version: str | None
     accelforge_missing: str | None
     energy: tuple[EnergyRow, ...] = ()  # empty when the spec gives no energies
+    energy_sources: tuple[tuple[str, str, str], ...] = ()  # (component, action, where from)
 
     def energy_total(self, source: str) -> float | None:
         """Total dynamic energy of `source` (replay, model, accelforge); None if it is missing."""
@@ -152,6 +171,10 @@ class AccelForgeCheck:
             "energy_totals": {
                 source: self.energy_total(source) for source in ("replay", "model", "accelforge")
             },
+            "energy_sources": [
+                {"component": c, "action": a, "source": source}
+                for c, a, source in self.energy_sources
+            ],
             "explanations": list(self.explanations),
             "notes": list(self.notes),
             "accelforge_version": self.accelforge_version,

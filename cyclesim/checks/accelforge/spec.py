@@ -33,6 +33,17 @@ class AfAction:
     energy_per_action: float
     throughput_actions_per_cycle: float  # math.inf when unbounded
     bits_per_action: float
+    energy_source: str = "the spec"  # or the hwcomponents model AccelForge asked for it
+
+
+@dataclass(frozen=True, slots=True)
+class AfActionCost:
+    """What AccelForge's `calculate_component_costs` gives one action: energy (J) and
+    throughput (actions per second when it comes from a component model; inf when unbounded)."""
+
+    energy: float
+    throughput: float
+    model: str | None  # the hwcomponents model's class name, None for hwcomponents' Dummy
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +60,10 @@ class AfMemory:
     skip_initial_output_write: bool
     line: int | None
     separate_ports: bool = False  # total_latency = max over actions (reads and writes overlap)
+    size_expression: str | None = None  # a size over the Einsum's tensors, until it is resolved
+    # `bits_per_value:` on the memory: (tensor set, bits expression); the replay has one width
+    # per tensor, so the mapping may not store those tensors here (checked in the reader)
+    bits_per_value_overrides: tuple[tuple[str, str], ...] = ()
 
     def action(self, name: str) -> AfAction:
         """Return the action called `name`. Raise KeyError if there is none."""
@@ -115,6 +130,7 @@ class AfArch:
     """The flattened architecture, outermost node first, the compute node last."""
 
     nodes: tuple[AfArchNode, ...]
+    clock_hz: float | None = None  # set when throughputs are per second (models, total_latency)
 
     def index(self, name: str) -> int:
         """Return the position of node `name`. Raise KeyError if there is none."""
