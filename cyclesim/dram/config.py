@@ -20,6 +20,12 @@ PROTOCOLS = ("DDR3", "DDR4", "GDDR5", "GDDR5X", "GDDR6", "LPDDR", "LPDDR3", "LPD
 ADDRESS_FIELDS = ("ch", "ra", "bg", "ba", "ro", "co")
 REFRESH_POLICIES = ("RANK_LEVEL_STAGGERED", "RANK_LEVEL_SIMULTANEOUS", "BANK_LEVEL_STAGGERED")
 MAX_CYCLES = 1 << 20  # no timing parameter of a real standard comes near a million cycles
+# timing parameters counted in clock cycles (tREFI and tREFIb, intervals, are checked apart)
+TIMING_CYCLES = (
+    "AL", "CL", "CWL", "tRCD", "tRCDRD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tWTR_L",
+    "tWTR_S", "tRRD_L", "tRRD_S", "tFAW", "tCCD_L", "tCCD_S", "tRTRS", "tRFC", "tRFCb", "tPPD",
+    "t32AW",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,33 +331,7 @@ _INI_KEYS = {
         "bankgroup_enable",
         "hbm_dual_cmd",
     ),
-    "timing": (
-        "tCK",
-        "AL",
-        "CL",
-        "CWL",
-        "tRCD",
-        "tRCDRD",
-        "tRCDWR",
-        "tRP",
-        "tRAS",
-        "tRTP",
-        "tWR",
-        "tWTR_L",
-        "tWTR_S",
-        "tRRD_L",
-        "tRRD_S",
-        "tFAW",
-        "tCCD_L",
-        "tCCD_S",
-        "tRTRS",
-        "tRFC",
-        "tRFCb",
-        "tREFI",
-        "tREFIb",
-        "tPPD",
-        "t32AW",
-    ),
+    "timing": ("tCK", *TIMING_CYCLES, "tREFI", "tREFIb"),
     "system": (
         "channel_size",
         "channels",
@@ -544,33 +524,7 @@ def _build(raw: dict, name: str, origin: str, lines: dict) -> DramConfig:
         burst_length=burst_length,
         burst_cycles=burst_cycles,
         tck_ns=tck,
-        **{
-            key: integer(key)
-            for key in (
-                "AL",
-                "CL",
-                "CWL",
-                "tRCD",
-                "tRCDRD",
-                "tRCDWR",
-                "tRP",
-                "tRAS",
-                "tRTP",
-                "tWR",
-                "tWTR_L",
-                "tWTR_S",
-                "tRRD_L",
-                "tRRD_S",
-                "tFAW",
-                "tCCD_L",
-                "tCCD_S",
-                "tRTRS",
-                "tRFC",
-                "tRFCb",
-                "tPPD",
-                "t32AW",
-            )
-        },
+        **{key: integer(key) for key in TIMING_CYCLES},
         tREFI=integer("tREFI", 1),
         tREFIb=integer("tREFIb", 1),
         address_mapping=mapping,
