@@ -85,6 +85,8 @@ def plot_breakdown(res: SimResult, path: str | Path, title: str = "") -> None:
     ax.set_xlim(0, max(res.cycles, 1))
     ax.set_yticks([])
     ax.set_xlabel("cycles")
+    # whole cycles with thousands separators, not matplotlib's '0.2 ... 1.0' with a '1e6' aside
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: f"{x:,.0f}"))
     ax.set_title(title or f"where the {res.cycles:,} cycles went", fontsize=10)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
