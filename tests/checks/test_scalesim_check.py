@@ -151,6 +151,7 @@ def test_cli_default_path_prints_the_table_and_json():
     assert "compute cycles equal to SCALE-Sim's on 1 of 1 layers" in done.stdout
     assert "scalesim" in done.stdout and "DRAM rd ifmap" in done.stdout
     data = json.loads(cli(*args, "--json").stdout)
+    assert next(iter(data)) == "schema_version"  # like every JSON document cyclesim prints
     assert data["compute_cycles_equal"] == {"odd": True} and data["mode"] == "CALC"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -83,6 +85,16 @@ def test_layer_option_picks_an_unnamed_layer_by_zigzags_name(network, capsys):
     # one layer: the term-by-term report, 16*8*4 / 16 PEs = 32 ideal cycles
     assert out.splitlines()[0].split()[:3] == ["term", "replay", "model"]
     assert "ideal compute" in out and "32" in out
+
+
+@pytest.mark.peer
+def test_whole_network_json_starts_with_the_schema_version(network, tmp_path, capsys):
+    _peer()
+    extra = ["--json", "--table", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png")]
+    assert main(_args(network, *extra, "--no-progress")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1
+    assert [row["layer"] for row in doc["layers"]] == ["Layer30", "Layer31", "classifier"]
 
 
 @pytest.mark.parametrize(
