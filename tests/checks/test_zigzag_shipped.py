@@ -158,3 +158,21 @@ def test_a_mistyped_layer_of_an_onnx_model_names_the_model_not_its_yaml(capsys):
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"{onnx}: --layer: no layer named '/conv1/Cnv'" in err and "/conv1/Conv" in err
     assert "cyclesim-zigzag-" not in err
+
+
+@pytest.mark.peer
+def test_buffer_full_note_agrees_with_the_one_slot_the_replay_gave(capsys):
+    """resnet18's conv1 on tpu_like: ZigZag infers O double-buffered in rf_2B, two whole tiles do
+    not fit, so the replay gives it one slot; the buffer_full note said 'two slots' before."""
+    from cyclesim.cli import main
+
+    inputs = _inputs()
+    args = ["check", "zigzag", "--accelerator", str(inputs / "hardware" / "tpu_like.yaml"),
+            "--workload", str(inputs / "workload" / "resnet18.onnx"),
+            "--mapping", str(inputs / "mapping" / "tpu_like.yaml"), "--layer", "/conv1/Conv"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ZigZag counts O in rf_2B as double-buffered" in out  # the 'buffers:' note
+    note = next(line for line in out.splitlines() if line.startswith("* stall, buffer_full"))
+    assert "O tile at rf_2B had one slot (ZigZag infers double buffering" in note
+    assert "two slots" not in note and "earlier tiles of an earlier" not in note
