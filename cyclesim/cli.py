@@ -68,6 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None,
     )
     log.info("replayed %s in %.2f s (%d events)", mapping.name, res.wall_seconds, res.events)
+    args.title = f"{workload.name} on {arch.name}, mapping {mapping.name}"  # plots, Perfetto
     _write_views(args, res)
     if getattr(args, "csv", None):
         from cyclesim.views.summary_csv import write_summary_csv
@@ -87,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         json.dump(out, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print(text_report(res, f"{workload.name} on {arch.name}, mapping {mapping.name}"))
+        print(text_report(res, args.title))
         if energy is not None:
             print(energy_section(energy))
     return 0

@@ -64,3 +64,16 @@ def test_quiet_and_verbose_together_are_refused(capsys):
         main(["run", *FILES, "-q", "-v"])
     assert exc.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_dram_and_l1_json_start_with_the_schema_version(tmp_path, capsys):
+    """Every JSON document the CLI prints carries the version, not only run/check/explain/sweep."""
+    trace = tmp_path / "dma.trace"
+    trace.write_text("0x0 READ 0\n0x40 READ 1\n0x100000 WRITE 2\n")
+    assert main(["dram", "DDR4_8Gb_x8_2400", str(trace), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert next(iter(doc)) == "schema_version" and doc["requests"] == 3
+    ops = Path(__file__).parents[1] / "examples" / "l1_placement" / "deep_composite.yaml"
+    assert main(["l1", str(ops), "--compare", "--json", "--no-timeline"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1

@@ -470,9 +470,18 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
             if r.cycles_after is None:
                 out.append(f"   - {r.change}: cannot be replayed ({r.note})")
                 continue
+            span = f"({r.cycles_before:,} -> {r.cycles_after:,}"
+            if r.saved < 0:  # a remedy that makes the run longer says so, not "saves -N"
+                out.append(
+                    f"   - {r.change}: costs {-r.saved:,} more cycles "
+                    f"{span}, +{_pct(-r.saved, r.cycles_before)})"
+                )
+                if r.binds_after:
+                    out.append(f"     makes it worse: then {r.binds_after} binds")
+                continue
             out.append(
                 f"   - {r.change}: saves {r.saved:,} cycles "
-                f"({r.cycles_before:,} -> {r.cycles_after:,}, {_pct(r.saved, r.cycles_before)})"
+                f"{span}, {_pct(r.saved, r.cycles_before)})"
             )
             if r.saved < SAVES_LITTLE * c.cycles and r.binds_after:
                 out.append(f"     saves little: then {r.binds_after} binds")

@@ -206,7 +206,35 @@ def load_sweep(path: str | Path) -> SweepSpec:
         hook,
     )
     _check_plots(spec, raw, err)
+    _check_paths(spec, raw, err)
     return spec
+
+
+def _check_paths(spec: SweepSpec, raw: _Sweep, err: Any) -> None:
+    """Every swept architecture./mapping. path must exist in its base file (unless an axis swaps
+    that whole file): a misspelt memory is one error at its line, not a failed row per point."""
+    from cyclesim.spec.override import set_field
+
+    swapped = {f for a in spec.axes for f in a.fields if f in WHOLE_INPUTS}
+    base = {"architecture": spec.architecture, "mapping": spec.mapping}
+    data: dict[str, Any] = {}
+    for index, (axis, raw_axis) in enumerate(zip(spec.axes, raw.axes, strict=True)):
+        for position, field in enumerate(axis.fields):
+            head, _, rest = field.partition(".")
+            if head not in base or not rest or head in swapped:
+                continue
+            if head not in data:
+                data[head] = read_yaml(base[head])[0]
+            try:
+                set_field(data[head], rest, axis.values[0][position], source=str(base[head]))
+            except SpecError as exc:
+                where = ("fields", position) if raw_axis.fields else ("field",)
+                raise err(
+                    f"no such field in {base[head].name}: {exc.detail}",
+                    ("axes", index, *where),
+                    found=field,
+                    expected=exc.expected and f"at {exc.field}, {exc.expected}",
+                ) from None
 
 
 def _check_plots(spec: SweepSpec, raw: _Sweep, err: Any) -> None:

@@ -39,7 +39,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_dram_config(args.config, overrides)
     result = simulate_trace(config, read_trace(args.trace))
     if args.json:
-        json.dump(result.to_json_dict(), sys.stdout, indent=1)
+        from cyclesim.results.schema import versioned
+
+        json.dump(versioned(result.to_json_dict()), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
     lat = result

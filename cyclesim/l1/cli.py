@@ -80,7 +80,10 @@ def _run(args: argparse.Namespace) -> int:
         policies = [Policy(args.policy) if args.policy else config.policy]
     results = [replay(ops, config, p) for p in policies]
     if args.json:
-        print(json.dumps(to_json(results, timeline=not args.no_timeline), indent=1))
+        from cyclesim.results.schema import versioned
+
+        doc = versioned(to_json(results, timeline=not args.no_timeline))
+        print(json.dumps(doc, indent=1))
     elif args.compare:
         print(render_compare(results), end="")
     else:

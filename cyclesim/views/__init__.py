@@ -103,7 +103,10 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
         written.append(Path(args.save_run))
     if not tracing_requested(args):
         return written
-    title = f"cyclesim: {Path(args.workload).stem} / {Path(args.mapping).stem}"
+    # the specs' names (`cyclesim run` sets them) say more than file names like workload.yaml
+    title = "cyclesim: " + (
+        getattr(args, "title", None) or f"{Path(args.workload).stem} / {Path(args.mapping).stem}"
+    )
     progress = False if getattr(args, "no_progress", False) else None
     if args.vcd:
         written += write_vcd_files(res, args.vcd, clock_mhz=_clock(args.arch), progress=progress)

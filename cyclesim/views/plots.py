@@ -85,6 +85,8 @@ def plot_breakdown(res: SimResult, path: str | Path, title: str = "") -> None:
     ax.set_xlim(0, max(res.cycles, 1))
     ax.set_yticks([])
     ax.set_xlabel("cycles")
+    # whole cycles with thousands separators, not matplotlib's '0.2 ... 1.0' with a '1e6' aside
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: f"{x:,.0f}"))
     ax.set_title(title or f"where the {res.cycles:,} cycles went", fontsize=10)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
@@ -250,10 +252,17 @@ def plot_timeline(
             if bars:
                 rows.append((f"DMA {engine} ch{c}", bars, []))
     fig, ax = plt.subplots(figsize=(12, 0.42 * len(rows) + 1.8))
+    # white separators between bars only where bars are a few pixels wide; narrower ones
+    # (short bursts in a long window) get an edge of their own colour instead, so white does
+    # not wash them out and a transfer shorter than a pixel still shows
+    pixels_per_cycle = 0.8 * fig.get_figwidth() * fig.dpi / max(w1 - w0, 1)
     for y, (_, bars, thin) in enumerate(reversed(rows)):
         if bars:
+            faces = [c for _, _, c, _ in bars]
+            wide = min(b - a for a, b, _, _ in bars) * pixels_per_cycle >= 4
             ax.broken_barh([(a, b - a) for a, b, _, _ in bars], (y - 0.38, 0.76),
-                           facecolors=[c for _, _, c, _ in bars], edgecolor="white", linewidth=0.4)  # fmt: skip
+                           facecolors=faces, edgecolors="white" if wide else faces,
+                           linewidth=0.4 if wide else 0.6)  # fmt: skip
         if thin:
             ax.broken_barh([(a, b - a) for a, b, _, _ in thin], (y - 0.38, 0.18),
                            facecolors="#444444", edgecolor="none")  # fmt: skip

@@ -194,6 +194,30 @@ axes:
     ]
 
 
+def test_a_misspelt_field_is_one_error_at_its_line_before_any_point_runs(tmp_path, capsys):
+    """A memory named wrong (abuff) is bad input (exit 2, the sweep file's line), not a table of
+    failed rows with exit 0; the axis on line 6 lists the architecture's memories."""
+    path = tmp_path / "typo.yaml"
+    path.write_text(
+        f"""architecture: {WORKED}/arch.yaml
+workload: {WORKED}/workload.yaml
+mapping: {WORKED}/mapping.yaml
+axes:
+  - field: architecture.memories.DRAM.ports.dram_rd.width_bits
+    values: [2, 4]
+  - field: architecture.memories.abuff.size_bits
+    values: [32, 64]
+"""
+    )
+    with pytest.raises(SpecError) as err:
+        load_sweep(path)
+    assert (err.value.line, err.value.field) == (7, "axes[1].field")
+    assert "abuf" in err.value.expected and "no item of this name" in err.value.detail
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert f"{path}:7:" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_cli_uses_an_existing_cluster_given_its_scheduler(tmp_path, dask_cluster, capsys):
     address = dask_cluster.scheduler_address
     assert main(["sweep", str(SWEEP), "--out", str(tmp_path), "--scheduler", address]) == 0

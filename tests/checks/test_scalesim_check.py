@@ -65,6 +65,21 @@ def test_a_missing_config_key_names_file_section_and_key(tmp_path):
     assert err.value.file == str(bad) and err.value.field == "[architecture_presets] ArrayWidth"
 
 
+def test_a_misspelt_config_key_names_its_line_and_spelling(tmp_path):
+    # line 6 of ws_32x32_calc.cfg holds ArrayWidth; a user typed ArrayWidht
+    text = (EXAMPLES / "ws_32x32_calc.cfg").read_text().replace("ArrayWidth:", "ArrayWidht:")
+    bad = tmp_path / "bad.cfg"
+    bad.write_text(text)
+    with pytest.raises(SpecError) as err:
+        read_config(bad)
+    assert (err.value.line, err.value.found) == (6, "arraywidht")
+    assert str(err.value).startswith(f"{bad}:6: field '[architecture_presets] ArrayWidth'")
+    bad.write_text(text.replace("ArrayWidht:     32", "ArrayWidth: -3"))
+    with pytest.raises(SpecError) as err:
+        read_config(bad)
+    assert (err.value.line, err.value.found) == (6, "-3")
+
+
 def test_a_bad_topology_row_names_its_line_and_the_cli_exits_2(tmp_path):
     topo = tmp_path / "t.csv"
     topo.write_text("Layer, M, N, K,\ng, 8, 8, 8,\nh, 8, x, 8,\n")
@@ -151,6 +166,7 @@ def test_cli_default_path_prints_the_table_and_json():
     assert "compute cycles equal to SCALE-Sim's on 1 of 1 layers" in done.stdout
     assert "scalesim" in done.stdout and "DRAM rd ifmap" in done.stdout
     data = json.loads(cli(*args, "--json").stdout)
+    assert next(iter(data)) == "schema_version"  # like every JSON document cyclesim prints
     assert data["compute_cycles_equal"] == {"odd": True} and data["mode"] == "CALC"
 
 

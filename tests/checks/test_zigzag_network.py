@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -85,6 +87,16 @@ def test_layer_option_picks_an_unnamed_layer_by_zigzags_name(network, capsys):
     assert "ideal compute" in out and "32" in out
 
 
+@pytest.mark.peer
+def test_whole_network_json_starts_with_the_schema_version(network, tmp_path, capsys):
+    _peer()
+    extra = ["--json", "--table", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png")]
+    assert main(_args(network, *extra, "--no-progress")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1
+    assert [row["layer"] for row in doc["layers"]] == ["Layer30", "Layer31", "classifier"]
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -118,3 +130,25 @@ def test_a_file_that_is_not_onnx_is_refused_naming_it(network, tmp_path, capsys)
     assert main(args) == 2
     err = capsys.readouterr().err
     assert str(fake) in err and "ONNX parser cannot read it" in err
+
+
+def test_a_layer_not_replayed_says_why_in_full_below_the_table():
+    """The reason used to be cut to 70 characters inside the 'largest stall' column."""
+    from cyclesim.checks.zigzag.network import format_network
+
+    reason = "SpecError: <chosen by zigzag-dse>: the D1 unrolling cannot be placed: " + "x" * 80
+    df = pd.DataFrame(
+        {
+            "layer": ["Op12", "Op16"],
+            "status": ["ok", "not replayed"],
+            "replay_cycles": [204098, None],
+            "model_cycles": [69122, 4719298],
+            "zigzag_cycles": [69122, 4719298],
+            "model_equals_zigzag": [True, True],
+            "stall_bandwidth": [76224, None],
+            "error": [None, reason],
+        }
+    )
+    text = format_network(df)
+    assert "bandwidth 76,224" in text and "(why: below)" in text
+    assert f"\nOp16: {reason}\n" in text

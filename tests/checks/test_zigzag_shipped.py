@@ -140,3 +140,39 @@ def test_imc_arrays_are_refused_by_name(hardware):
     with pytest.raises(SpecError, match="IMC arrays are not modelled") as info:
         parse_accelerator(str(_inputs() / "hardware" / f"{hardware}.yaml"))
     assert info.value.field == "operational_array.is_imc"
+
+
+@pytest.mark.peer
+def test_a_mistyped_layer_of_an_onnx_model_names_the_model_not_its_yaml(capsys):
+    """The ONNX model is read into a temporary ZigZag YAML; a user typed the ONNX file's name,
+    so a `--layer` that is not in it names the model (not the temporary file) and exits 2."""
+    from cyclesim.cli import main
+
+    inputs = _inputs()
+    onnx = str(inputs / "workload" / "resnet18.onnx")
+    args = ["check", "zigzag", "--accelerator", str(inputs / "hardware" / "tpu_like.yaml"),
+            "--workload", onnx, "--mapping", str(inputs / "mapping" / "tpu_like.yaml"),
+            "--layer", "/conv1/Cnv"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{onnx}: --layer: no layer named '/conv1/Cnv'" in err and "/conv1/Conv" in err
+    assert "cyclesim-zigzag-" not in err
+
+
+@pytest.mark.peer
+def test_buffer_full_note_agrees_with_the_one_slot_the_replay_gave(capsys):
+    """resnet18's conv1 on tpu_like: ZigZag infers O double-buffered in rf_2B, two whole tiles do
+    not fit, so the replay gives it one slot; the buffer_full note said 'two slots' before."""
+    from cyclesim.cli import main
+
+    inputs = _inputs()
+    args = ["check", "zigzag", "--accelerator", str(inputs / "hardware" / "tpu_like.yaml"),
+            "--workload", str(inputs / "workload" / "resnet18.onnx"),
+            "--mapping", str(inputs / "mapping" / "tpu_like.yaml"), "--layer", "/conv1/Conv"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ZigZag counts O in rf_2B as double-buffered" in out  # the 'buffers:' note
+    note = next(line for line in out.splitlines() if line.startswith("* stall, buffer_full"))
+    assert "O tile at rf_2B had one slot (ZigZag infers double buffering" in note
+    assert "two slots" not in note and "earlier tiles of an earlier" not in note

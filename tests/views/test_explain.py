@@ -135,6 +135,20 @@ def test_a_remedy_that_saves_little_names_what_binds_after(traced):
     assert "saves 12 cycles (52 -> 40, 23.1%)\n     saves little: then bandwidth (24 cycles" in text
 
 
+def test_a_remedy_that_lengthens_the_run_says_what_it_costs(traced):
+    """A replayed change can make the run longer (explain on resnet50_dram printed 'saves
+    -298,742 cycles' for a loop swap): it reads 'costs N more cycles', 52 -> 60 being +8 (15.4%)."""
+    from cyclesim.analysis.explain import Remedy
+
+    arch, workload, mapping = load_case("03_single_buffer")
+    ex = explain(traced("03_single_buffer"), arch, workload, mapping, top=1, verify_remedies=False)
+    ex.causes[0].remedies = [Remedy("swap two loops", 52, 60, binds_after="bandwidth (40 cycles)")]
+    text = format_explanation(ex, "t", 1)
+    assert "   - swap two loops: costs 8 more cycles (52 -> 60, +15.4%)\n" in text
+    assert "     makes it worse: then bandwidth (40 cycles) binds" in text
+    assert "saves -" not in text and "saves little" not in text
+
+
 def test_remedies_replayed_in_workers_equal_the_serial_ones(traced):
     arch, workload, mapping = load_case("dma_two_tensors")
     res = traced("dma_two_tensors")

@@ -72,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     parity = check.parity()
     if args.json:
-        print(json.dumps(report_json(check), indent=1))
+        from cyclesim.results.schema import versioned
+
+        print(json.dumps(versioned(report_json(check)), indent=1))
     else:
         print(format_report(check))
     return 1 if any(v is False for v in parity.values()) else 0

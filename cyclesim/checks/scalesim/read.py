@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import configparser
+import difflib
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,12 +79,40 @@ def read_config(path: str | Path) -> ScaleConfig:
     except (OSError, configparser.Error) as exc:
         raise SpecError(f"cannot read the SCALE-Sim config: {exc}", file=path) from None
 
+    with open(path) as f:
+        lines = f.read().splitlines()
+
+    def line_of(section: str, key: str | None = None) -> int | None:
+        """The line of `[section]`, or of `key = ...` inside it (keys compare like configparser's)."""
+        inside = False
+        for number_, text in enumerate(lines, 1):
+            stripped = text.strip()
+            if stripped.startswith("["):
+                if inside:
+                    return None
+                inside = stripped.strip("[]").strip() == section
+                if inside and key is None:
+                    return number_
+            elif inside and re.split(r"[=:]", stripped)[0].strip().lower() == key.lower():
+                return number_
+        return None
+
     def get(section: str, key: str) -> str:
         try:
             return parser.get(section, key).split(";")[0].strip()
-        except (configparser.NoSectionError, configparser.NoOptionError):
+        except configparser.NoSectionError:
             raise SpecError(
-                "a key SCALE-Sim requires is missing", file=path, field=f"[{section}] {key}"
+                "a section SCALE-Sim requires is missing", file=path, field=f"[{section}]"
+            ) from None
+        except configparser.NoOptionError:
+            # a misspelt key (ArrayHieght) is the usual cause: name it and its line
+            near = difflib.get_close_matches(key.lower(), parser.options(section), n=1)
+            raise SpecError(
+                "a key SCALE-Sim requires is missing",
+                file=path,
+                field=f"[{section}] {key}",
+                line=line_of(section, near[0]) if near else line_of(section),
+                found=near[0] if near else None,
             ) from None
 
     def number(section: str, key: str) -> int:
@@ -96,6 +126,7 @@ def read_config(path: str | Path) -> ScaleConfig:
                 "expected a positive whole number",
                 file=path,
                 field=f"[{section}] {key}",
+                line=line_of(section, key),
                 found=value,
             )
         return n
@@ -106,6 +137,7 @@ def read_config(path: str | Path) -> ScaleConfig:
             "unknown dataflow",
             file=path,
             field="[architecture_presets] Dataflow",
+            line=line_of("architecture_presets", "Dataflow"),
             found=flow,
             expected="ws, os or is",
         )
@@ -115,6 +147,7 @@ def read_config(path: str | Path) -> ScaleConfig:
             "unknown interface bandwidth mode",
             file=path,
             field="[run_presets] InterfaceBandwidth",
+            line=line_of("run_presets", "InterfaceBandwidth"),
             found=mode,
             expected="CALC or USER",
         )

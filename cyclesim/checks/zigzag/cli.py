@@ -119,7 +119,9 @@ def _run_network(args: argparse.Namespace) -> int:
     plot_network(df, plot_path, f"{Path(args.workload).name} on {Path(args.accelerator).stem}")
     if args.json:
         rows = json.loads(df.to_json(orient="records"))
-        print(json.dumps({"totals": totals(df), "layers": rows}, indent=2))
+        from cyclesim.results.schema import versioned
+
+        print(json.dumps(versioned({"totals": totals(df), "layers": rows}), indent=2))
     else:
         print(format_network(df))
         print(f"\nwrote {table_path} and {plot_path}")

@@ -105,15 +105,24 @@ def cause_sentence(cause: str, cycles: int, groups: list[StallGroup], view: ZigZ
             f"overlap of their windows (MUW union): {view.on_port(g.port)}"
         )
     elif cause == "buffer_full":
+        from cyclesim.checks.zigzag.to_spec import slot_flags
+
         db = view.double_buffered(g.tensor, g.memory)
         slots = "two slots" if db else "one slot"
         inferred = {
             True: " (ZigZag's own inference: double-buffered)",
             False: " (ZigZag's own inference: single-buffered, tile over half the memory)",
         }.get(db, "")
+        if db and (g.tensor, g.memory) in slot_flags(view.inputs)[1]:
+            # the replay fell back to one slot (the 'buffers:' note says why): say so here too
+            slots = "one slot"
+            inferred = " (ZigZag infers double buffering, but two whole tiles do not fit)"
+        competitor = g.competitor or "an earlier tile"
+        if not competitor.startswith("an earlier tile"):
+            competitor = f"earlier tiles of {competitor}"
         body = (
             f"ZigZag lets compute hide the {g.what}; the replay's {g.tensor} tile at {g.memory} had "
-            f"{slots}{inferred}, still taken by earlier tiles of {g.competitor}, so the MACs waited "
+            f"{slots}{inferred}, still held by {competitor}, so the MACs waited "
             f"{g.cycles:,} cycles"
         )
     elif cause == "latency":

@@ -192,13 +192,20 @@ def format_network(df: pd.DataFrame) -> str:
     shown["replay/zigzag"] = ratio.round(3)
     stall_columns = [c for c in df.columns if c.startswith("stall_")]
     shown["largest stall"] = [
-        _largest(row, stall_columns) if row["status"] == "ok" else str(row["error"])[:70]
+        _largest(row, stall_columns) if row["status"] == "ok" else "(why: below)"
         for _, row in df.iterrows()
     ]
     shown = shown.astype(object).where(shown.notna(), "-")
     text = shown.to_string(index=False)
     t = totals(df)
     lines = [text, ""]
+    # each layer not replayed says why in full, below the table (cut to fit a column it
+    # lost its reason and widened every row)
+    lines += [
+        f"{row['layer']}: {row['error']}" for _, row in df.iterrows() if row["status"] != "ok"
+    ]
+    if len(lines) > 2:
+        lines.append("")
     lines.append(
         f"{t['replayed']} of {t['layers']} layers replayed ({t['not_replayed']} not replayable, "
         f"{t['refused']} refused, {t['failed']} failed); our model equals zigzag-dse on "

@@ -11,23 +11,27 @@ from cyclesim.views.plots import CAUSE_COLORS
 
 
 def plot_network(df: pd.DataFrame, path: str | Path, title: str = "") -> None:
-    """Two panels over the checked layers: latency per source (log scale), and the replay's
-    non-compute cycles stacked by root cause. Refused layers are left out and counted in the title."""
+    """Two panels over every layer: latency per source (log scale), and the replay's non-compute
+    cycles stacked by root cause. A layer not replayed keeps its place (and ZigZag's point), its
+    label says why, and the title counts it."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    ok = df[df["status"] == "ok"].reset_index(drop=True)
+    ok = df.reset_index(drop=True)  # every layer: one not replayed still shows ZigZag's latency
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(8.0, 0.45 * len(ok) + 3), 8), sharex=True)
     x = range(len(ok))
-    labels = [_short(name) for name in ok["layer"]]
+    labels = [
+        _short(name) + ("" if status == "ok" else f" ({status})")
+        for name, status in zip(ok["layer"], ok["status"], strict=True)
+    ]
     for source, style, label in (
         ("zigzag", dict(marker="s", linestyle="--", color="#d62728"), "zigzag-dse"),
         ("model", dict(marker="x", linestyle="none", color="#7f7f7f"), "cyclesim's ZigZag model"),
         ("replay", dict(marker="o", linestyle="-", color="#1f77b4"), "replay"),
     ):
-        values = ok[f"{source}_cycles"].astype("Float64")
+        values = pd.to_numeric(ok[f"{source}_cycles"], errors="coerce").astype("Float64")
         if values.notna().any():
             top.plot(x, values.to_numpy(dtype=float, na_value=float("nan")), label=label, **style)
     top.set_yscale("log")
@@ -39,15 +43,16 @@ def plot_network(df: pd.DataFrame, path: str | Path, title: str = "") -> None:
         column = f"stall_{cause}"
         if column not in ok.columns or not ok[column].fillna(0).any():
             continue
-        values = ok[column].fillna(0).astype(float).tolist()
+        values = pd.to_numeric(ok[column], errors="coerce").fillna(0).astype(float).tolist()
         bottom.bar(x, values, bottom=bottom_base, color=CAUSE_COLORS.get(cause, "#000"),
                    label=cause)  # fmt: skip
         bottom_base = [b + v for b, v in zip(bottom_base, values, strict=True)]
     bottom.set_ylabel("replay non-compute cycles")
+    bottom.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))  # not '1e6'
     if any(bottom_base):
         bottom.legend(fontsize=8, frameon=False, title="root cause", title_fontsize=8)
     bottom.set_xticks(list(x), labels, rotation=60, ha="right", fontsize=7)
-    left_out = len(df) - len(ok)
+    left_out = int((df["status"] != "ok").sum())
     suffix = f" ({left_out} layer(s) not checked)" if left_out else ""
     top.set_title((title or "replay vs ZigZag, per layer") + suffix)
     fig.tight_layout()

@@ -31,7 +31,16 @@ def load_zigzag_inputs(
 ) -> ZigZagInputs:
     """Read and cross-validate ZigZag input files. Raise SpecError naming file and field on any fault."""
     acc = parse_accelerator(accelerator)
-    layer = parse_workload(workload_file(workload, mapping), layer_name)
+    yaml_path = workload_file(workload, mapping)
+    if yaml_path != workload and layer_name is not None:
+        names = layer_names(Reader(yaml_path))
+        if layer_name not in names:  # name the ONNX model, not the YAML written from it
+            raise SpecError(
+                f"--layer: no layer named {layer_name!r}",
+                file=workload,
+                found=", ".join(names[:8]) + (" ..." if len(names) > 8 else ""),
+            )
+    layer = parse_workload(yaml_path, layer_name)
     mapping_entry = parse_mapping(mapping, layer, acc)
     check_allocations(acc, layer, mapping_entry)
     tm = None
