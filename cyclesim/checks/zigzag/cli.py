@@ -44,12 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     network.add_argument(
         "--table",
         metavar="PATH",
-        help="per-layer table, .csv or .parquet (default: <workload>-<accelerator>-layers.csv)",
+        help="per-layer table, .csv or .parquet (default: out/zigzag/<workload>-<accelerator>-layers.csv)",
     )
     network.add_argument(
         "--plot",
         metavar="PATH",
-        help="per-layer plot, .png (default: <workload>-<accelerator>-layers.png)",
+        help="per-layer plot, .png (default: out/zigzag/<workload>-<accelerator>-layers.png)",
     )
     network.add_argument(
         "--workers",
@@ -101,8 +101,9 @@ def _run_network(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise CyclesimError(f"--workers must be at least 1 (got {args.workers})")
     stem = f"{Path(args.workload).stem}-{Path(args.accelerator).stem}-layers"
-    table_path = args.table or f"{stem}.csv"
-    plot_path = args.plot or f"{stem}.png"
+    # by default under out/ (as `make demo` writes), so a check never litters the folder it runs in
+    table_path = args.table or f"out/zigzag/{stem}.csv"
+    plot_path = args.plot or f"out/zigzag/{stem}.png"
     if Path(plot_path).suffix.lower() != ".png" or Path(plot_path).is_dir():
         raise CyclesimError(f"--plot {plot_path}: the plot is written as .png")
     if Path(table_path).suffix.lower() not in (".csv", ".parquet", ".pq"):
@@ -115,6 +116,8 @@ def _run_network(args: argparse.Namespace) -> int:
         workers=args.workers,
         progress=False if args.no_progress else None,
     )
+    for path in (table_path, plot_path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_table(df, table_path)
     plot_network(df, plot_path, f"{Path(args.workload).name} on {Path(args.accelerator).stem}")
     if args.json:
