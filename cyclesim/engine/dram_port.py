@@ -29,7 +29,7 @@ import simpy
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import ACTIVATE, PRECHARGE, READ, WRITE, timing_tables
-from cyclesim.engine.record import S_BURST, S_DMA, S_DRAM, S_LATENCY, S_PORT, S_SETUP
+from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
 
 ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
 CONTENTION = "contention"
@@ -497,22 +497,12 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     back and the cut run issued again). After the last burst the DRAM's data latency, then the
     port latency, are paid without holding the ports.
     """
-    from cyclesim.engine.transfer import _burst_bits, _timing
+    from cyclesim.engine.transfer import _burst_bits, _timing, acquire_dma
 
     side: DramSide = link.dram
     timer = side.timer
-    channel = None
     dma = link.dma
-    if dma is not None:
-        resource, setup, name = dma
-        channel = resource.request()
-        if not channel.triggered:
-            tl.append((env.now, S_DMA, name))
-        yield channel
-        if setup:
-            tl.append((env.now, S_SETUP, name))
-            yield env.timeout(setup)
-            rec.events += 1
+    channel = yield from acquire_dma(env, rec, tl, dma)
     burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
     dram_key = pk  # the parent end is the DRAM (fills read it, write-backs write it)
     width, reserved = fabric.width, fabric.reserved

@@ -78,6 +78,23 @@ def _timing(big: int, small: int, burst: int, wp: int, wc: int) -> tuple[list, l
     return cycles, parent_slower, prefix
 
 
+def acquire_dma(env: simpy.Environment, rec: Recorder, tl: list, dma) -> object:
+    """Take a channel of the link's DMA engine (waiting if all are busy) and pay its setup;
+    return the channel request to release when the transfer ends (None without a DMA engine)."""
+    if dma is None:
+        return None
+    resource, setup, name = dma
+    channel = resource.request()
+    if not channel.triggered:
+        tl.append((env.now, S_DMA, name))
+    yield channel
+    if setup:
+        tl.append((env.now, S_SETUP, name))
+        yield env.timeout(setup)
+        rec.events += 1
+    return channel
+
+
 def transfer(
     env: simpy.Environment,
     fabric: Fabric,
@@ -99,18 +116,8 @@ def transfer(
 
         yield from dram_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
         return
-    channel = None
+    channel = yield from acquire_dma(env, rec, tl, link.dma)
     dma = link.dma
-    if dma is not None:
-        resource, setup, name = dma
-        channel = resource.request()
-        if not channel.triggered:
-            tl.append((env.now, S_DMA, name))
-        yield channel
-        if setup:
-            tl.append((env.now, S_SETUP, name))
-            yield env.timeout(setup)
-            rec.events += 1
     burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
     width, reserved, timings = fabric.width, fabric.reserved, link.timings
     big, small = parent_bits, child_bits
