@@ -322,7 +322,7 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
         bits_of, kind_of = grant_bits[key], grant_kind[key]
         for i, (gs, ge, who, tensor) in enumerate(rec.grants.get(key, ())):
             ge = ge if ge is not None else res.cycles
-            if ge <= w0 or gs >= w1:
+            if ge <= w0 or gs >= w1 or not _traced(rec, who):
                 continue
             label = labels.get(who)
             if label is None:
@@ -331,14 +331,15 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
         ports[key] = out
     segments = _segments(res, w0, w1)
     pe_ports, pieces = _pe_use(res, w0, w1)
+    shown = _shown_ports(rec.trace_filter, keys, port_memory, ports, pe_ports)
     return Activity(
         w0,
         w1,
         res.cycles,
-        ports,
-        pe_ports,
-        port_memory,
-        {p.key: p.width_bits for p in plan.ports},
+        {k: ports[k] for k in shown},
+        {k: pe_ports[k] for k in shown},
+        {k: port_memory[k] for k in shown},
+        {p.key: p.width_bits for p in plan.ports if p.key in shown},
         _dma_channels(res, w0, w1),
         segments,
         _pe_states(res, w0, w1, pieces),
@@ -346,6 +347,31 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
         _memories(res),
         _l1_occupancy(res, w0, w1),
     )
+
+
+def _traced(rec, who: int) -> bool:
+    """Is a grant's holder among the traced resources (--only)? The PE array's, when its
+    segments are kept; a transfer's, when its storage node is."""
+    if who == PE:
+        return rec.trace_leaves is None or any(rec.trace_leaves)
+    return rec.trace_nodes is None or rec.trace_nodes[who // 2]
+
+
+def _shown_ports(trace_filter, keys, port_memory, ports, pe_ports) -> list[str]:
+    """The ports a trace shows: all, or with a resource filter (--only) those it names (by key
+    or memory) and those a recorded transfer or PE segment used."""
+    wanted = None if trace_filter is None else trace_filter.resources
+    if wanted is None:
+        return keys
+    wanted = set(wanted)
+    return [
+        k
+        for k in keys
+        if k in wanted
+        or port_memory[k] in wanted
+        or len(ports[k].starts)
+        or len(pe_ports[k].starts)
+    ]
 
 
 def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:

@@ -100,6 +100,17 @@ def test_trace_filter_keeps_the_window_and_counts_what_came_before(traced):
     assert res.cycles == 52 and res.stall_cycles == 24  # filtering never changes the run
 
 
+def test_only_the_ports_a_filter_names_or_uses_are_drawn(traced):
+    # --only abuf on 03_single_buffer: A's fills move DRAM.dram_rd -> abuf.abuf_wr; abuf's
+    # read port is named by its memory. wbuf, acc and DRAM's write port are neither named nor
+    # used by a recorded transfer (the PE segments are filtered out), so no view draws them.
+    res = traced("03_single_buffer", TraceFilter(10, 34, ("abuf",)))
+    act = res.activity()
+    assert sorted(act.ports) == ["DRAM.dram_rd", "abuf.abuf_rd", "abuf.abuf_wr"]
+    assert set(act.pe_ports) == set(act.ports) == set(act.port_memory) == set(act.port_width)
+    assert sorted(res.port_table()["port"]) == sorted(act.ports)
+
+
 def test_trace_filter_refuses_an_empty_window():
     with pytest.raises(ValueError, match="empty or negative"):
         TraceFilter(5, 5)
