@@ -58,6 +58,17 @@ from cyclesim.checks.accelforge.spec import (
 _TOP_LEVEL_KEYS = ("arch", "workload", "mapping", "variables")
 _TOP_LEVEL_IGNORED = ("mapper", "config", "model")  # mapper knobs: no effect on a fixed mapping
 DUMMY_COMPONENT_CLASS = "Dummy"  # hwcomponents' model with no energy, area or latency
+# fields a !Memory and a !Compute node both accept (a memory adds tensors and widths)
+_COMPONENT_FIELDS = (
+    "actions",
+    "skip_initial_output_write",
+    "enabled",
+    "actions_scale",
+    "total_latency",
+    "n_parallel_instances",
+    "energy_scale",
+    "spatial",
+)
 _COMPONENT_IGNORED = (  # area and leak power: no effect on counts, latency or dynamic energy
     "leak_power",
     "area",
@@ -216,19 +227,7 @@ def _read_memory(
         where,
         "!Memory",
         required=("name", "size"),
-        allowed=(
-            "tensors",
-            "actions",
-            "bits_per_action",
-            "skip_initial_output_write",
-            "enabled",
-            "actions_scale",
-            "total_latency",
-            "n_parallel_instances",
-            "energy_scale",
-            "spatial",
-            "bits_per_value",
-        ),
+        allowed=("tensors", "bits_per_action", "bits_per_value", *_COMPONENT_FIELDS),
         ignored=_COMPONENT_IGNORED,
     )
     _refuse_common(fields, where, _DEFAULT_LATENCY + (SEPARATE_PORTS_LATENCY,))
@@ -476,16 +475,7 @@ def _read_compute(
         where,
         "!Compute",
         required=("name",),
-        allowed=(
-            "actions",
-            "skip_initial_output_write",
-            "enabled",
-            "actions_scale",
-            "total_latency",
-            "n_parallel_instances",
-            "energy_scale",
-            "spatial",
-        ),
+        allowed=_COMPONENT_FIELDS,
         ignored=_COMPONENT_IGNORED,
     )
     name = _node_name(fields, where)
