@@ -40,6 +40,25 @@ def test_small_aliases_and_merge_keys_still_work():
     assert data["list"] == [{"x": 1, "y": 2}] * 2
 
 
+def test_the_mapping_hook_is_given_each_keys_line():
+    # `base` spans lines 1-2 (x on 1, y on 2); `use` (key on line 3, its mapping from line 4)
+    # has its own y on line 4, which wins over the anchor's y for its value and its line, and
+    # merges x, which keeps its line in the anchor (1)
+    text = "base: &b {x: 1,\n  y: 2}\nuse:\n  y: 3\n  <<: *b\n"
+    seen = []
+
+    def remember(mapping: dict, line: int, key_lines: dict) -> dict:
+        seen.append((dict(mapping), line, dict(key_lines)))
+        return mapping
+
+    data, lines, _ = parse_yaml_text(text, mappings=remember)
+    assert data["use"] == {"y": 3, "x": 1}
+    use = next(entry for entry in seen if entry[0] == {"y": 3, "x": 1})
+    assert use[1] == 4 and use[2] == {"y": 4, "x": 1}
+    assert seen[-1][2] == {"base": 1, "use": 3}
+    assert lines[("use", "y")] == 4 and lines[("use", "x")] == 1
+
+
 def test_a_recursive_alias_is_refused():
     with pytest.raises(SpecError, match="recursive"):
         parse_yaml_text("a: &x [1, *x]\n")

@@ -1,0 +1,130 @@
+"""Field paths, their lines, and pydantic's validation errors as one SpecError each (file, field
+path, line, what was found, the allowed fields)."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from cyclesim.errors import SpecError
+from cyclesim.spec.yaml_values import Lines
+
+
+def format_path(loc: tuple) -> str:
+    """('memories', 2, 'ports', 0, 'width_bits') -> 'memories[2].ports[0].width_bits'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def line_of(lines: Lines, loc: tuple) -> int | None:
+    """The line of the deepest known prefix of a field path."""
+    loc = tuple(loc)
+    while loc:
+        if loc in lines:
+            return lines[loc]
+        loc = loc[:-1]
+    return lines.get(())
+
+
+def validate(model: type[BaseModel], data: Any, lines: Lines, name: str, what: str) -> BaseModel:
+    """Validate data against a pydantic model; the first fault becomes one SpecError."""
+    if not isinstance(data, dict):
+        raise SpecError(
+            f"the {what} file must be a YAML mapping at the top level",
+            file=name,
+            found=type(data).__name__,
+            expected="a mapping",
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise pydantic_to_spec_error(exc, model, name, lines, what=what) from None
+
+
+def pydantic_to_spec_error(
+    exc: ValidationError,
+    model: type[BaseModel],
+    file: str,
+    lines: Lines,
+    prefix: tuple = (),
+    *,
+    what: str | None = None,
+) -> SpecError:
+    """The first pydantic fault as a SpecError with field path, line and the allowed fields."""
+    error = exc.errors()[0]
+    loc = prefix + tuple(
+        p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))
+    )
+    found = None if error["type"] in ("missing", "extra_forbidden") else error.get("input")
+    message, expected = error["msg"], None
+    if error["type"] == "extra_forbidden":
+        message = f"unknown field '{loc[-1]}'"
+        allowed = _fields_at(model, tuple(error["loc"][:-1]))
+        expected = "one of: " + ", ".join(allowed) if allowed else None
+    if what and error["type"] == "extra_forbidden":
+        message = f"{message} (allowed: {', '.join(allowed)})"
+        expected = None
+    if isinstance(found, dict | list | str) and len(repr(found)) > 80:
+        found = repr(found)[:77] + "..."
+    return SpecError(
+        f"{what}: {message}" if what else message,
+        file=file,
+        field=format_path(loc) or None,
+        line=line_of(lines, loc),
+        found=found,
+        expected=expected,
+    )
+
+
+def _fields_at(model: Any, loc: tuple) -> list[str]:
+    """Field names accepted at a path, walking through dict values and list items."""
+    current: Any = _model_in(model)
+    for part in loc:
+        if _is_model(current) and isinstance(part, str) and part in current.model_fields:
+            current = current.model_fields[part].annotation
+        elif not _is_model(current) and current is not None:
+            current = _container_item(current)
+        else:
+            return []
+        current = _model_in(current) or current
+    current = _model_in(current)
+    return list(current.model_fields) if _is_model(current) else []
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _model_in(annotation: Any) -> Any:
+    """The model class an annotation is, or is Optional of; None otherwise."""
+    if _is_model(annotation):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            if _is_model(arg):
+                return arg
+    return None
+
+
+def _container_item(annotation: Any) -> Any:
+    """The item type of list[X] / dict[str, X] (through Optional)."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            if typing.get_origin(arg) in (list, dict):
+                return _container_item(arg)
+        return None
+    if origin is list:
+        return args[0]
+    if origin is dict:
+        return args[1]
+    return None
