@@ -8,10 +8,11 @@ from typing import Any
 from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
+    field_number,
     require_list,
     require_mapping,
 )
-from cyclesim.checks.accelforge.read_yaml import TaggedNode, evaluate_number
+from cyclesim.checks.accelforge.read_yaml import TaggedNode
 from cyclesim.checks.accelforge.spec import (
     SPATIAL_OF_COMPONENT,
     AfArch,
@@ -189,13 +190,7 @@ def _read_loop(raw: TaggedNode, where: Where, arch: AfArch) -> AfLoopNode:
         raise where.child("rank_variable").error(
             "a loop runs over one rank variable", found=rank_variable
         )
-    tile_shape = evaluate_number(
-        fields["tile_shape"],
-        {},
-        file=where.file,
-        field=f"{where.field}.tile_shape",
-        line=where.line,
-    )
+    tile_shape = field_number(fields, "tile_shape", {}, where)
     if not isinstance(tile_shape, int) or tile_shape < 1:
         raise where.child("tile_shape").error(
             "a tile shape must be a positive integer", found=fields["tile_shape"]

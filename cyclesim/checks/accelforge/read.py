@@ -26,6 +26,8 @@ from cyclesim.checks.accelforge.read_enabled import is_enabled
 from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
+    field_number,
+    key_lines_of,
     refuse_unless_default,
     require_list,
     require_mapping,
@@ -34,7 +36,6 @@ from cyclesim.checks.accelforge.read_sizes import resolve_sizes, tensor_bits_siz
 from cyclesim.checks.accelforge.read_workload import read_workload, tensor_set_names
 from cyclesim.checks.accelforge.read_yaml import (
     TaggedNode,
-    evaluate_number,
     evaluate_tensor_set,
     load_yaml_file,
     merge_top_level,
@@ -99,10 +100,16 @@ def load_accelforge_spec(
         raise Where(None, "", None).error("no spec file given", expected="one or more YAML files")
     documents = [(str(f), load_yaml_file(f, jinja_data or {})) for f in files]
     merged, key_to_file = merge_top_level(documents)
-    key_lines = {file: getattr(document, "key_lines", None) or {} for file, document in documents}
+    key_lines = {file: document.key_lines or {} for file, document in documents}
+
+    def section(key: str) -> Where:
+        """The place of a top-level section: its file, its key's line, its fields' lines."""
+        file = key_to_file[key]
+        return Where(file, key, key_lines[file].get(key), key_lines_of(merged[key]))
+
     for key in merged:
         if key not in _TOP_LEVEL_KEYS + _TOP_LEVEL_IGNORED:
-            where = Where(key_to_file[key], key, key_lines[key_to_file[key]].get(key))
+            where = section(key)
             if key == "renames":
                 raise where.error("top-level renames are not supported; use per-Einsum renames")
             raise where.error(
@@ -117,20 +124,12 @@ def load_accelforge_spec(
                 f"no '{key}:' section in the spec files", expected="arch:, workload: and mapping:"
             )
     variables = dict(merged.get("variables") or {})
-    workload = read_workload(
-        merged["workload"], Where(key_to_file["workload"], "workload", None), variables
-    )
+    workload = read_workload(merged["workload"], section("workload"), variables)
     arch = _read_arch(
-        merged["arch"],
-        Where(key_to_file["arch"], "arch", None),
-        variables,
-        CostLookup(component_costs),
-        workload,
+        merged["arch"], section("arch"), variables, CostLookup(component_costs), workload
     )
     arch = resolve_sizes(arch, workload, variables, key_to_file["arch"])
-    mapping, paths = read_mapping(
-        merged["mapping"], Where(key_to_file["mapping"], "mapping", None), arch, workload
-    )
+    mapping, paths = read_mapping(merged["mapping"], section("mapping"), arch, workload)
     placements = _evaluate_placements(arch, workload, paths, key_to_file["arch"])
     return AfSpec(
         files=tuple(str(f) for f in files),
@@ -221,7 +220,7 @@ def _read_memory(
 ) -> AfMemory:
     fields = require_mapping(raw, where, "!Memory")
     name = _node_name(fields, where)
-    where = Where(where.file, f"{where.field}({name})", where.line)
+    where = where.named(name)
     check_fields(
         fields,
         where,
@@ -231,30 +230,23 @@ def _read_memory(
         ignored=_COMPONENT_IGNORED,
     )
     _refuse_common(fields, where, _DEFAULT_LATENCY + (SEPARATE_PORTS_LATENCY,))
+    overrides = fields.get("bits_per_value") or {}
     overrides = require_mapping(
-        fields.get("bits_per_value") or {}, where.child("bits_per_value"), "bits_per_value"
+        overrides, where.child("bits_per_value", overrides), "bits_per_value"
     )
     size_expression = fields["size"] if tensor_bits_size(fields["size"]) else None
-    size = (
-        math.nan
-        if size_expression
-        else evaluate_number(
-            fields["size"],
-            variables,
-            file=where.file,
-            field=f"{where.field}.size",
-            line=where.line,
-        )
-    )
+    size = math.nan if size_expression else field_number(fields, "size", variables, where)
     if size <= 0:
         raise where.child("size").error("a memory size must be positive", found=size)
     actions = _read_actions(
         fields.get("actions"), where, variables, ("read", "write"), fields, lookup
     )
-    tensors = require_mapping(fields.get("tensors") or {}, where.child("tensors"), "tensors")
+    tensors = fields.get("tensors") or {}
+    tensors_where = where.child("tensors", tensors)
+    tensors = require_mapping(tensors, tensors_where, "tensors")
     check_fields(
         tensors,
-        where.child("tensors"),
+        tensors_where,
         "tensors",
         allowed=("keep", "may_keep", "back", "no_refetch_from_above"),
         ignored=(
@@ -278,6 +270,18 @@ def _read_memory(
         == SEPARATE_PORTS_LATENCY,
         size_expression=size_expression,
         bits_per_value_overrides=tuple((str(k), str(v)) for k, v in overrides.items()),
+        field_lines=_field_lines(where, tensors_where),
+    )
+
+
+def _field_lines(*places: Where) -> tuple[tuple[str, int], ...]:
+    """The line of each field of these places' mappings, by the field's path below the node
+    (`size`, `tensors.keep`): for the faults found after reading (sizes, set expressions)."""
+    node = places[0].field
+    return tuple(
+        (f"{place.field}.{key}"[len(node) + 1 :], line)
+        for place in places
+        for key, line in (place.key_lines or {}).items()
     )
 
 
@@ -330,7 +334,7 @@ def _read_actions(
         fields, at = listed.get(name, ({}, where))
 
         def number(key: str, default: Any, fields=fields, at=at) -> float:
-            return _action_number(fields, key, default, variables, at)
+            return field_number(fields, key, variables, at, default)
 
         def cost(what: str, name=name, at=at) -> AfActionCost:
             if component_class is None:
@@ -362,13 +366,7 @@ def _read_actions(
             energy, source = action_cost.energy, source_of(action_cost, str(component_class))
         energy *= number("energy_scale", 1)
         if fields_of_component.get("energy_scale") not in (None, 1):
-            energy *= evaluate_number(
-                fields_of_component["energy_scale"],
-                variables,
-                file=where.file,
-                field=f"{where.field}.energy_scale",
-                line=where.line,
-            )
+            energy *= field_number(fields_of_component, "energy_scale", variables, where)
         actions.append(
             AfAction(
                 name=name,
@@ -379,18 +377,6 @@ def _read_actions(
             )
         )
     return tuple(actions)
-
-
-def _action_number(
-    fields: dict[str, Any], key: str, default: Any, variables: dict[str, Any], where: Where
-) -> float:
-    return evaluate_number(
-        fields.get(key, default),
-        variables,
-        file=where.file,
-        field=f"{where.field}.{key}",
-        line=where.line,
-    )
 
 
 def _read_container(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfContainer:
@@ -417,9 +403,7 @@ def _spatial_of_component(raw: TaggedNode, where: Where, variables: dict[str, An
     """
     fields = require_mapping(raw, where, f"!{raw.tag}")
     name = _node_name(fields, where)
-    dimensions = _read_dimensions(
-        fields, Where(where.file, f"{where.field}({name})", where.line), variables
-    )
+    dimensions = _read_dimensions(fields, where.named(name), variables)
     return AfContainer(
         name=name + SPATIAL_OF_COMPONENT, dimensions=dimensions, line=raw.line, for_component=name
     )
@@ -442,13 +426,7 @@ def _read_dimensions(
             # `reuse` also limits which loops the mapper may place here: a mapper constraint
             ignored=("loop_bounds", "min_usage", "usage_scale", "power_gateable"),
         )
-        fanout = evaluate_number(
-            dim["fanout"],
-            variables,
-            file=where.file,
-            field=f"{dim_where.field}.fanout",
-            line=dim_where.line,
-        )
+        fanout = field_number(dim, "fanout", variables, dim_where)
         if not isinstance(fanout, int) or fanout < 1:
             raise dim_where.child("fanout").error(
                 "a fan-out must be a positive integer", found=fanout
@@ -514,31 +492,32 @@ def _evaluate_placements(
         names = {**tensor_set_names(workload, einsum), **kept_by_component}
         universe = frozenset(einsum.tensor_names)
         for memory in arch.memories:
-            where = Where(arch_file, f"arch.nodes({memory.name}).tensors", memory.line)
 
             def evaluate(
-                expression: str, key: str, names=names, universe=universe, at=where
+                expression: str, key: str, names=names, universe=universe, memory=memory
             ) -> frozenset[str]:
                 return evaluate_tensor_set(
                     expression,
                     names,
                     universe,
-                    file=at.file,
-                    field=f"{at.field}.{key}",
-                    line=at.line,
+                    file=arch_file,
+                    field=f"arch.nodes({memory.name}).{key}",
+                    line=memory.line_of(key),
                 )
 
-            back = evaluate(memory.back_expression, "back")
-            keep = evaluate(memory.keep_expression or "Nothing", "keep") | back
+            back = evaluate(memory.back_expression, "tensors.back")
+            keep = evaluate(memory.keep_expression or "Nothing", "tensors.keep") | back
             default_may_keep = "All" if memory.keep_expression is None else "Nothing"
-            may_keep = evaluate(memory.may_keep_expression or default_may_keep, "may_keep")
+            may_keep = evaluate(memory.may_keep_expression or default_may_keep, "tensors.may_keep")
             if memory.no_refetch_from_above_expression is not None:
-                evaluate(memory.no_refetch_from_above_expression, "no_refetch_from_above")
+                evaluate(memory.no_refetch_from_above_expression, "tensors.no_refetch_from_above")
             for tensor_set, bits in memory.bits_per_value_overrides:
                 stored = evaluate(tensor_set, "bits_per_value") & kept_by_component[memory.name]
                 if stored:
                     raise Where(
-                        arch_file, f"arch.nodes({memory.name}).bits_per_value", memory.line
+                        arch_file,
+                        f"arch.nodes({memory.name}).bits_per_value",
+                        memory.line_of("bits_per_value"),
                     ).error(
                         f"{memory.name} stores {', '.join(sorted(stored))} at its own bits per "
                         f"value ({bits}) in Einsum {einsum.name}; the replay has one width per "

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cyclesim.checks.accelforge.read_yaml import LineDict, TaggedNode
+from cyclesim.checks.accelforge.read_yaml import LineDict, TaggedNode, evaluate_number
 from cyclesim.errors import SpecError
 
 RANGE_CHECKED_IGNORED = frozenset({"leak_power", "area", "area_scale", "leak_power_scale"})
@@ -15,16 +16,28 @@ RANGE_CHECKED_IGNORED = frozenset({"leak_power", "area", "area_scale", "leak_pow
 
 @dataclass(frozen=True, slots=True)
 class Where:
-    """A place in an input file: file, dotted field path, line."""
+    """A place in an input file: file, dotted field path, line; when the place holds a mapping,
+    the lines of its keys, so that a sub-field's error names the sub-field's own line."""
 
     file: str | None
     field: str
     line: int | None
+    key_lines: Mapping[Any, int] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def child(self, name: str | int, value: Any = None) -> Where:
-        """The place of a sub-field (its own line when the value is a mapping with one)."""
-        field = f"{self.field}[{name}]" if isinstance(name, int) else f"{self.field}.{name}"
-        return Where(self.file, field, line_of(value) or self.line)
+        """The place of a sub-field: its key's line, else the line its value (a mapping or a
+        tagged node) starts on, else this place's line. Pass the value to reach its fields."""
+        path = f"{self.field}[{name}]" if isinstance(name, int) else f"{self.field}.{name}"
+        key_line = self.key_lines.get(name) if self.key_lines and isinstance(name, str) else None
+        return Where(self.file, path, key_line or line_of(value) or self.line, key_lines_of(value))
+
+    def named(self, name: str) -> Where:
+        """The same place, its field shown with the node's name: `arch.nodes[2](GLB)`."""
+        return Where(self.file, f"{self.field}({name})", self.line, self.key_lines)
+
+    def number(self, value: Any, variables: Mapping[str, Any]) -> int | float:
+        """`value` (a number or an expression such as `1024*8`) evaluated at this place."""
+        return evaluate_number(value, variables, file=self.file, field=self.field, line=self.line)
 
     def error(self, message: str, *, found: Any = None, expected: str | None = None) -> SpecError:
         """A SpecError at this place."""
@@ -45,6 +58,24 @@ def line_of(value: Any) -> int | None:
     if isinstance(value, LineDict):
         return value.line
     return None
+
+
+def key_lines_of(value: Any) -> Mapping[Any, int] | None:
+    """Each key's line of a YAML mapping (or of a tagged node's mapping), if known."""
+    if isinstance(value, TaggedNode):
+        value = value.value
+    return value.key_lines if isinstance(value, LineDict) else None
+
+
+def field_number(
+    fields: Mapping[str, Any],
+    key: str,
+    variables: Mapping[str, Any],
+    where: Where,
+    default: Any = None,
+) -> int | float:
+    """`fields[key]` (else `default`) evaluated as a number, errors naming that field's line."""
+    return where.child(key).number(fields.get(key, default), variables)
 
 
 def require_mapping(value: Any, where: Where, what: str) -> dict[str, Any]:

@@ -44,7 +44,7 @@ def resolve_sizes(
 
 
 def _size(memory: AfMemory, workload: AfWorkload, variables: dict[str, Any], file: str) -> float:
-    where = Where(file, f"arch.nodes({memory.name}).size", memory.line)
+    where = Where(file, f"arch.nodes({memory.name}).size", memory.line_of("size"))
     match = _TENSOR_BITS.match(str(memory.size_expression))
     assert match is not None  # tensor_bits_size admitted it
     set_name, default = match.group(1), match.group(3)

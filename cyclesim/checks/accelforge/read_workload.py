@@ -9,11 +9,12 @@ from typing import Any
 from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
+    field_number,
     refuse_unless_default,
     require_list,
     require_mapping,
 )
-from cyclesim.checks.accelforge.read_yaml import evaluate_number, evaluate_tensor_set
+from cyclesim.checks.accelforge.read_yaml import evaluate_tensor_set
 from cyclesim.checks.accelforge.spec import (
     AfEinsum,
     AfProjectionTerm,
@@ -48,10 +49,8 @@ def read_workload(section: Any, where: Where, variables: dict[str, Any]) -> AfWo
     )
     refuse_unless_default(fields, "n_instances", (1,), where, "workload n_instances")
     refuse_unless_default(fields, "persistent_tensors", (None,), where, "persistent tensors")
-    shape = _bounds(
-        fields.get("iteration_space_shape"), where.child("iteration_space_shape"), variables
-    )
-    rank_sizes = _rank_sizes(fields.get("rank_sizes"), where.child("rank_sizes"), variables)
+    shape = _bounds(fields, where, variables)
+    rank_sizes = _rank_sizes(fields, where, variables)
     raw_einsums = require_list(fields["einsums"], where.child("einsums"), "einsums")
     partial = [
         _read_einsum(raw, where.child("einsums").child(i, raw), shape, rank_sizes, variables)
@@ -73,7 +72,7 @@ def read_workload(section: Any, where: Where, variables: dict[str, Any]) -> AfWo
                 )
     workload = AfWorkload(einsums=tuple(einsum for einsum, _ in partial))
     bits = fields.get("bits_per_value") or {}
-    bits_where = where.child("bits_per_value")
+    bits_where = where.child("bits_per_value", bits)
     einsums = []
     for (einsum, einsum_where), _raw in zip(partial, raw_einsums, strict=True):
         einsums.append(
@@ -109,53 +108,51 @@ def tensor_set_names(workload: AfWorkload, einsum: AfEinsum) -> dict[str, frozen
     return names
 
 
-def _bounds(raw: Any, where: Where, variables: dict[str, Any]) -> dict[str, int]:
+def _bounds(fields: dict[str, Any], where: Where, variables: dict[str, Any]) -> dict[str, int]:
+    """`iteration_space_shape` of a workload or an Einsum: each rank variable's size."""
+    raw = fields.get("iteration_space_shape")
     if raw is None:
         return {}
+    shape_where = where.child("iteration_space_shape", raw)
     items = (
-        list(raw.values())
+        [(shape_where.child(key), item) for key, item in raw.items()]
         if isinstance(raw, dict)
-        else require_list(raw, where, "iteration_space_shape")
+        else [
+            (shape_where, item) for item in require_list(raw, shape_where, "iteration_space_shape")
+        ]
     )
     bounds: dict[str, int] = {}
-    for item in items:
+    for at, item in items:
         for part in str(item).split(" and "):
             match = _BOUND.match(part)
             if match is None:
-                raise where.error(
+                raise at.error(
                     "unsupported iteration_space_shape entry", found=item, expected="'0 <= m < 64'"
                 )
             low = match["low"]
-            if (
-                low is not None
-                and evaluate_number(
-                    low, variables, file=where.file, field=where.field, line=where.line
-                )
-                != 0
-            ):
-                raise where.error("only lower bounds of 0 are supported", found=item)
-            high = evaluate_number(
-                match["high"], variables, file=where.file, field=where.field, line=where.line
-            )
+            if low is not None and at.number(low, variables) != 0:
+                raise at.error("only lower bounds of 0 are supported", found=item)
+            high = at.number(match["high"], variables)
             size = int(high) + (1 if match["op"] == "<=" else 0)
             name = match["var"]
             bounds[name] = min(bounds.get(name, size), size)
     return bounds
 
 
-def _rank_sizes(raw: Any, where: Where, variables: dict[str, Any]) -> dict[str, int]:
-    sizes = require_mapping(raw or {}, where, "rank_sizes")
+def _rank_sizes(fields: dict[str, Any], where: Where, variables: dict[str, Any]) -> dict[str, int]:
+    """`rank_sizes` of a workload or an Einsum: each rank's size."""
+    raw = fields.get("rank_sizes") or {}
+    where = where.child("rank_sizes", raw)
     result = {}
-    for rank, value in sizes.items():
+    for rank, value in require_mapping(raw, where, "rank_sizes").items():
+        rank_where = where.child(rank)
         if not str(rank)[:1].isupper():
-            raise where.child(rank).error(
+            raise rank_where.error(
                 "rank names in rank_sizes start with an upper-case letter", found=rank
             )
-        size = evaluate_number(
-            value, variables, file=where.file, field=f"{where.field}.{rank}", line=where.line
-        )
+        size = rank_where.number(value, variables)
         if not isinstance(size, int) or size < 1:
-            raise where.child(rank).error("a rank size must be a positive integer", found=value)
+            raise rank_where.error("a rank size must be a positive integer", found=value)
         result[str(rank)] = size
     return result
 
@@ -189,7 +186,7 @@ def _read_einsum(
         ),
     )
     name = str(fields["name"])
-    where = Where(where.file, f"{where.field}({name})", where.line)
+    where = where.named(name)
     refuse_unless_default(fields, "n_instances", (1,), where, "Einsum n_instances")
     accesses = [
         _read_access(entry, where.child("tensor_accesses").child(i, entry))
@@ -203,16 +200,8 @@ def _read_einsum(
     for tensor in tensors:
         if tensors.count(tensor) > 1:
             raise where.child("tensor_accesses").error(f"tensor '{tensor}' is accessed twice")
-    shape = {
-        **workload_shape,
-        **_bounds(
-            fields.get("iteration_space_shape"), where.child("iteration_space_shape"), variables
-        ),
-    }
-    rank_sizes = {
-        **workload_rank_sizes,
-        **_rank_sizes(fields.get("rank_sizes"), where.child("rank_sizes"), variables),
-    }
+    shape = {**workload_shape, **_bounds(fields, where, variables)}
+    rank_sizes = {**workload_rank_sizes, **_rank_sizes(fields, where, variables)}
     rank_variables = list(
         dict.fromkeys(t.rank_variable for a in accesses for r in a["ranks"] for t in r.terms)
     )
@@ -229,7 +218,8 @@ def _read_einsum(
                 expected=f"'{rank_variable}: 0 <= {rank_variable} < N' in iteration_space_shape or a rank_sizes entry for the rank it indexes",
             )
         sizes.append((rank_variable, min(candidates)))
-    renames = require_mapping(fields.get("renames") or {}, where.child("renames"), "renames")
+    renames = fields.get("renames") or {}
+    renames = require_mapping(renames, where.child("renames", renames), "renames")
     is_copy = bool(fields.get("is_copy_operation", False))
     outputs = [a for a in accesses if a["is_output"]]
     if not outputs:
@@ -306,16 +296,17 @@ def _read_access(raw: Any, where: Where) -> dict[str, Any]:
                     expected="[m, k] (use a mapping {H: p + r} for expressions)",
                 )
         projection = {variable.upper(): variable for variable in projection}
-    projection = require_mapping(projection, where.child("projection"), "projection")
+    projection_where = where.child("projection", projection)
+    projection = require_mapping(projection, projection_where, "projection")
     ranks = tuple(
-        _affine(str(rank), str(expr), where.child("projection"))
+        _affine(str(rank), str(expr), projection_where.child(str(rank)))
         for rank, expr in projection.items()
     )
     bits = fields.get("bits_per_value")
     if not isinstance(fields.get("output", False), bool):
         raise where.child("output").error("expected true or false", found=fields["output"])
     if bits is not None:
-        bits = evaluate_number(bits, {}, file=where.file, field="bits_per_value", line=where.line)
+        bits = field_number(fields, "bits_per_value", {}, where)
         if not isinstance(bits, int) or not 0 < bits <= MAX_VALUE_BITS:
             raise where.child("bits_per_value").error(
                 "bits_per_value out of range", found=bits, expected=f"1 to {MAX_VALUE_BITS}"
@@ -388,21 +379,11 @@ def _with_bits_per_value(
     universe = frozenset(einsum.tensor_names)
     resolved: dict[str, int] = {}
     for key, value in require_mapping(bits, bits_where, "bits_per_value").items():
+        at = bits_where.child(str(key))
         matched = evaluate_tensor_set(
-            str(key),
-            names,
-            universe,
-            file=bits_where.file,
-            field=f"{bits_where.field}.{key}",
-            line=bits_where.line,
+            str(key), names, universe, file=at.file, field=at.field, line=at.line
         )
-        number = evaluate_number(
-            value,
-            variables,
-            file=bits_where.file,
-            field=f"{bits_where.field}.{key}",
-            line=bits_where.line,
-        )
+        number = at.number(value, variables)
         for tensor in matched:
             if tensor in resolved:
                 raise bits_where.error(

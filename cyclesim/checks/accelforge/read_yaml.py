@@ -34,12 +34,13 @@ SET_EXPRESSION_KEYWORDS = (
 
 
 class LineDict(dict):
-    """A YAML mapping that remembers the (1-based) line it starts on."""
+    """A YAML mapping that remembers the (1-based) line it starts on and each key's line, so an
+    error in a field names the field's own line."""
 
     line: int | None = None
-    # top level only: each key's line in the file as written (before Jinja); a key that an
-    # include_text() brought in gets the line of that call
-    key_lines: dict[str, int] | None = None
+    # each key's line in the rendered text; at the top level, in the file as written (before
+    # Jinja), a key that an include_text() brought in getting the line of that call
+    key_lines: dict[Any, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +56,10 @@ def _tagged(tag: str, value: Any, line: int) -> TaggedNode:
     return TaggedNode(tag=tag, value=value, line=line)
 
 
-def _line_dict(mapping: dict, line: int) -> LineDict:
+def _line_dict(mapping: dict, line: int, key_lines: dict[Any, int]) -> LineDict:
     data = LineDict(mapping)
     data.line = line
+    data.key_lines = key_lines
     return data
 
 
@@ -167,7 +169,7 @@ def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDi
             found=type(loaded).__name__,
             expected="keys such as arch:, workload:, mapping:",
         )
-    if isinstance(loaded, LineDict):
+    if isinstance(loaded, LineDict) and text != source:  # a template: name the lines as written
         loaded.key_lines = _source_key_lines(source, loaded)
     return loaded
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class LoopKind(enum.Enum):
@@ -64,6 +64,12 @@ class AfMemory:
     # `bits_per_value:` on the memory: (tensor set, bits expression); the replay has one width
     # per tensor, so the mapping may not store those tensors here (checked in the reader)
     bits_per_value_overrides: tuple[tuple[str, str], ...] = ()
+    # (field below the node, its line): `size`, `tensors.keep`, ... for faults found later
+    field_lines: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+
+    def line_of(self, field_path: str) -> int | None:
+        """The line of a field of this node (`size`, `tensors.keep`), else the node's line."""
+        return dict(self.field_lines).get(field_path, self.line)
 
     def action(self, name: str) -> AfAction:
         """Return the action called `name`. Raise KeyError if there is none."""
