@@ -7,10 +7,9 @@ from typing import Any
 
 from cyclesim.checks.accelforge.read_fields import (
     Where,
-    check_fields,
+    checked_mapping,
     field_number,
     require_list,
-    require_mapping,
 )
 from cyclesim.checks.accelforge.read_yaml import TaggedNode
 from cyclesim.checks.accelforge.spec import (
@@ -40,8 +39,7 @@ def read_mapping(
     Raise SpecError for unknown components or tensors, rank variables an Einsum does not have,
     tile shapes that do not divide, unsupported node kinds (named), and missing nodes.
     """
-    fields = require_mapping(section, where, "mapping")
-    check_fields(fields, where, "mapping", required=("nodes",))
+    fields = checked_mapping(section, where, "mapping", required=("nodes",))
     nodes = _read_nodes(fields["nodes"], where.child("nodes"), arch, workload)
     paths = []
     seen: set[str] = set()
@@ -83,8 +81,7 @@ def _read_nodes(
 def _read_node(raw: TaggedNode, where: Where, arch: AfArch, workload: AfWorkload) -> AfMappingNode:
     tag = raw.tag
     if tag in _SPLIT_KINDS:
-        fields = require_mapping(raw, where, f"!{tag}")
-        check_fields(fields, where, f"!{tag}", required=("nodes",))
+        fields = checked_mapping(raw, where, f"!{tag}", required=("nodes",))
         branches = []
         for index, branch in enumerate(
             require_list(fields["nodes"], where.child("nodes"), f"!{tag} nodes")
@@ -94,8 +91,7 @@ def _read_node(raw: TaggedNode, where: Where, arch: AfArch, workload: AfWorkload
                 raise branch_where.error(
                     f"each branch of !{tag} must be a !Nested node", found=branch
                 )
-            nested = require_mapping(branch, branch_where, "!Nested")
-            check_fields(nested, branch_where, "!Nested", required=("nodes",))
+            nested = checked_mapping(branch, branch_where, "!Nested", required=("nodes",))
             branches.append(
                 _read_nodes(nested["nodes"], branch_where.child("nodes"), arch, workload)
             )
@@ -105,8 +101,7 @@ def _read_node(raw: TaggedNode, where: Where, arch: AfArch, workload: AfWorkload
     if tag in ("Temporal", "Spatial"):
         return _read_loop(raw, where, arch)
     if tag == "Compute":
-        fields = require_mapping(raw, where, "!Compute")
-        check_fields(fields, where, "!Compute", required=("einsum", "component"))
+        fields = checked_mapping(raw, where, "!Compute", required=("einsum", "component"))
         einsum, component = str(fields["einsum"]), str(fields["component"])
         try:
             workload.einsum(einsum)
@@ -144,9 +139,8 @@ def _component(name: str, arch: AfArch, where: Where, kind: type, what: str):
 def _read_storage(
     raw: TaggedNode, where: Where, arch: AfArch, workload: AfWorkload
 ) -> AfStorageNode:
-    fields = require_mapping(raw, where, "!Storage")
-    check_fields(
-        fields, where, "!Storage", required=("tensors", "component"), allowed=("persistent",)
+    fields = checked_mapping(
+        raw, where, "!Storage", required=("tensors", "component"), allowed=("persistent",)
     )
     if fields.get("persistent", False):
         raise where.child("persistent").error("persistent storage nodes are not supported")
@@ -173,9 +167,8 @@ def _read_storage(
 
 def _read_loop(raw: TaggedNode, where: Where, arch: AfArch) -> AfLoopNode:
     spatial = raw.tag == "Spatial"
-    fields = require_mapping(raw, where, f"!{raw.tag}")
-    check_fields(
-        fields,
+    fields = checked_mapping(
+        raw,
         where,
         f"!{raw.tag}",
         required=("rank_variable", "tile_shape") + (("name", "component") if spatial else ()),

@@ -26,6 +26,8 @@ from cyclesim.checks.accelforge.read_enabled import is_enabled
 from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
+    checked_entries,
+    checked_mapping,
     field_number,
     key_lines_of,
     refuse_unless_default,
@@ -148,9 +150,8 @@ def _read_arch(
     lookup: CostLookup,
     workload: AfWorkload,
 ) -> AfArch:
-    fields = require_mapping(section, where, "arch")
-    check_fields(
-        fields,
+    fields = checked_mapping(
+        section,
         where,
         "arch",
         required=("nodes",),
@@ -243,8 +244,7 @@ def _read_memory(
     )
     tensors = fields.get("tensors") or {}
     tensors_where = where.child("tensors", tensors)
-    tensors = require_mapping(tensors, tensors_where, "tensors")
-    check_fields(
+    tensors = checked_mapping(
         tensors,
         tensors_where,
         "tensors",
@@ -311,19 +311,15 @@ def _read_actions(
     dummy = component_class == DUMMY_COMPONENT_CLASS
     component_bits = fields_of_component.get("bits_per_action", 1)
     port_rate = shared_port_rate(fields_of_component.get("total_latency"), variables, where)
-    action_list = require_list(raw, where.child("actions"), "actions") if raw is not None else []
     listed: dict[str, tuple[dict[str, Any], Where]] = {}
-    for index, entry in enumerate(action_list):
-        action_where = where.child("actions").child(index, entry)
-        fields = require_mapping(entry, action_where, "an action")
-        check_fields(
-            fields,
-            action_where,
-            "an action",
-            required=("name",),
-            allowed=_ACTION_FIELDS + ("throughput_scale",),
-            ignored=("area", "leak_power", "extra_attributes_for_component_model"),
-        )
+    for fields, action_where in checked_entries(
+        [] if raw is None else raw,
+        where.child("actions"),
+        "an action",
+        required=("name",),
+        allowed=_ACTION_FIELDS + ("throughput_scale",),
+        ignored=("area", "leak_power", "extra_attributes_for_component_model"),
+    ):
         refuse_unless_default(fields, "throughput_scale", (1,), action_where, "throughput_scale")
         name = str(fields["name"])
         if name not in names:
@@ -380,9 +376,8 @@ def _read_actions(
 
 
 def _read_container(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfContainer:
-    fields = require_mapping(raw, where, "!Container")
-    check_fields(
-        fields,
+    fields = checked_mapping(
+        raw,
         where,
         "!Container",
         required=("name",),
@@ -413,19 +408,15 @@ def _read_dimensions(
     fields: dict[str, Any], where: Where, variables: dict[str, Any]
 ) -> tuple[AfFanoutDimension, ...]:
     dimensions = []
-    spatial = require_list(fields.get("spatial") or [], where.child("spatial"), "spatial")
-    for index, entry in enumerate(spatial):
-        dim_where = where.child("spatial").child(index, entry)
-        dim = require_mapping(entry, dim_where, "a spatial dimension")
-        check_fields(
-            dim,
-            dim_where,
-            "a spatial dimension",
-            required=("name", "fanout"),
-            allowed=("may_reuse", "reuse"),
-            # `reuse` also limits which loops the mapper may place here: a mapper constraint
-            ignored=("loop_bounds", "min_usage", "usage_scale", "power_gateable"),
-        )
+    for dim, dim_where in checked_entries(
+        fields.get("spatial") or [],
+        where.child("spatial"),
+        "a spatial dimension",
+        required=("name", "fanout"),
+        allowed=("may_reuse", "reuse"),
+        # `reuse` also limits which loops the mapper may place here: a mapper constraint
+        ignored=("loop_bounds", "min_usage", "usage_scale", "power_gateable"),
+    ):
         fanout = field_number(dim, "fanout", variables, dim_where)
         if not isinstance(fanout, int) or fanout < 1:
             raise dim_where.child("fanout").error(
@@ -447,9 +438,8 @@ def _read_dimensions(
 def _read_compute(
     raw: TaggedNode, where: Where, variables: dict[str, Any], lookup: CostLookup
 ) -> AfCompute:
-    fields = require_mapping(raw, where, "!Compute")
-    check_fields(
-        fields,
+    fields = checked_mapping(
+        raw,
         where,
         "!Compute",
         required=("name",),

@@ -128,6 +128,32 @@ def check_fields(
             )
 
 
+def checked_mapping(
+    value: Any,
+    where: Where,
+    what: str,
+    *,
+    required: Iterable[str] = (),
+    allowed: Iterable[str] = (),
+    ignored: Iterable[str] = (),
+) -> dict[str, Any]:
+    """`value` as a mapping whose fields `check_fields` accepts. Raise SpecError otherwise."""
+    fields = require_mapping(value, where, what)
+    check_fields(fields, where, what, required=required, allowed=allowed, ignored=ignored)
+    return fields
+
+
+def checked_entries(
+    value: Any, where: Where, what: str, **rules: Iterable[str]
+) -> list[tuple[dict[str, Any], Where]]:
+    """Each entry of the list `value` (at `where`) as a `checked_mapping`, with its place."""
+    checked = []
+    for index, entry in enumerate(require_list(value, where, where.field.rsplit(".", 1)[-1])):
+        at = where.child(index, entry)
+        checked.append((checked_mapping(entry, at, what, **rules), at))
+    return checked
+
+
 def refuse_unless_default(
     fields: dict[str, Any], key: str, defaults: tuple[Any, ...], where: Where, feature: str
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from cyclesim.checks.accelforge.read_fields import (
     Where,
     check_fields,
+    checked_mapping,
     field_number,
     refuse_unless_default,
     require_list,
@@ -33,9 +34,8 @@ _EINSUM_STRING = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\]")
 
 def read_workload(section: Any, where: Where, variables: dict[str, Any]) -> AfWorkload:
     """Build the AfWorkload. Raise SpecError for every fault or unsupported feature."""
-    fields = require_mapping(section, where, "workload")
-    check_fields(
-        fields,
+    fields = checked_mapping(
+        section,
         where,
         "workload",
         required=("einsums",),
@@ -270,9 +270,8 @@ def _parse_einsum_string(text: str, where: Where) -> dict[str, Any]:
 
 
 def _read_access(raw: Any, where: Where) -> dict[str, Any]:
-    fields = require_mapping(raw, where, "a tensor access")
-    check_fields(
-        fields,
+    fields = checked_mapping(
+        raw,
         where,
         "a tensor access",
         required=("name", "projection"),
