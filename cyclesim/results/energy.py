@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from cyclesim.results.schema import as_is, json_rows
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -20,6 +22,9 @@ if TYPE_CHECKING:
 
 PE_ARRAY = "pe_array"
 ENERGY_COLUMNS = ["einsum", "component", "tensor", "action", "bits", "actions", "energy"]
+_JSON_ROW = dict(
+    einsum=as_is, component=as_is, tensor=as_is, action=as_is, bits=int, actions=float, energy=float
+)
 
 
 def has_energies(arch: Architecture) -> bool:
@@ -29,7 +34,7 @@ def has_energies(arch: Architecture) -> bool:
 
 def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
     """Energy per (einsum, component, tensor, action) of one replay; leak rows have einsum ''."""
-    rows: list[dict] = []
+    rows: list[tuple] = []  # in ENERGY_COLUMNS order
     memories = {m.name: m for m in arch.memories}
     detailed = res.detailed_accesses
     for (einsum, memory, tensor, action), bits in _bits_by_action(detailed).items():
@@ -38,22 +43,22 @@ def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
             continue
         actions = bits / energy.bits_per_action
         per_action = {"read": energy.read, "write": energy.write, "update": energy.update}[action]
-        rows.append(_row(einsum, memory, tensor, action, bits, actions, actions * per_action))
+        rows.append((einsum, memory, tensor, action, bits, actions, actions * per_action))
     compute = arch.pe_array.energy
     if compute is not None:
         for einsum, macs in _macs_by_einsum(res).items():
-            rows.append(_row(einsum, PE_ARRAY, "", "mac", 0, macs, macs * compute.mac))
+            rows.append((einsum, PE_ARRAY, "", "mac", 0, macs, macs * compute.mac))
     dims = arch.pe_array.dim_sizes
     for memory in arch.memories:
         if memory.energy is not None and memory.energy.leak_per_cycle:
             instances = math.prod(n for d, n in dims.items() if d not in memory.shared_across)
             cycles = res.cycles * instances
             rows.append(
-                _row("", memory.name, "", "leak", 0, cycles, cycles * memory.energy.leak_per_cycle)
+                ("", memory.name, "", "leak", 0, cycles, cycles * memory.energy.leak_per_cycle)
             )
     if compute is not None and compute.leak_per_cycle:
         cycles = res.cycles * math.prod(dims.values())
-        rows.append(_row("", PE_ARRAY, "", "leak", 0, cycles, cycles * compute.leak_per_cycle))
+        rows.append(("", PE_ARRAY, "", "leak", 0, cycles, cycles * compute.leak_per_cycle))
     import pandas as pd  # only when energies are given: a plain run stays free of pandas
 
     return pd.DataFrame(rows, columns=ENERGY_COLUMNS).astype({"bits": "int64"})
@@ -78,18 +83,7 @@ def energy_json(table: pd.DataFrame) -> dict:
         by_component=by("component"),
         by_tensor=by("tensor"),
         by_action=by("action"),
-        rows=[
-            dict(
-                einsum=r.einsum,
-                component=r.component,
-                tensor=r.tensor,
-                action=r.action,
-                bits=int(r.bits),
-                actions=float(r.actions),
-                energy=float(r.energy),
-            )
-            for r in table.itertuples()
-        ],
+        rows=json_rows(table.itertuples(), _JSON_ROW),
     )
 
 
@@ -109,15 +103,3 @@ def _macs_by_einsum(res: SimResult) -> dict[str, int]:
         macs = 0 if leaf.is_copy else leaf.steps * leaf.macs_per_step
         out[leaf.einsum] = out.get(leaf.einsum, 0) + macs
     return out
-
-
-def _row(einsum, component, tensor, action, bits, actions, energy) -> dict:
-    return dict(
-        einsum=einsum,
-        component=component,
-        tensor=tensor,
-        action=action,
-        bits=bits,
-        actions=actions,
-        energy=energy,
-    )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from cyclesim.engine.run import RawRun
 from cyclesim.errors import CountMismatchError
 from cyclesim.results.attribution import CAUSES, StallSpan, attribute
+from cyclesim.results.schema import as_is, json_rows
 from cyclesim.schedule.counts import closed_form
 
 if TYPE_CHECKING:
@@ -23,6 +24,18 @@ ACCESS_KEYS = ["einsum", "tensor", "memory", "action", "direction"]
 STALL_KEYS = ["phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor"]
 StallRow = namedtuple("StallRow", STALL_KEYS + ["cycles", "first_cycle", "last_cycle"])
 AccessRow = namedtuple("AccessRow", ["einsum", "tensor", "memory", "action", "values", "bits"])
+# the JSON objects of `run --json`'s stalls and accesses: fields in order, with their types
+_STALL_JSON = {
+    **dict.fromkeys(
+        ["cause", "phase", "action", "memory", "tensor", "port", "port_memory", "competitor"], as_is
+    ),
+    "cycles": int,
+}
+_ACCESS_JSON = {
+    **dict.fromkeys(["einsum", "tensor", "memory", "action"], as_is),
+    "values": int,
+    "bits": int,
+}
 
 
 @dataclass(frozen=True)
@@ -223,31 +236,8 @@ class SimResult:
 
     def to_json_dict(self) -> dict:
         """The `cyclesim run --json` object."""
-        stalls = [
-            dict(
-                cause=r.cause,
-                phase=r.phase,
-                action=r.action,
-                memory=r.memory,
-                tensor=r.tensor,
-                port=r.port,
-                port_memory=r.port_memory,
-                competitor=r.competitor,
-                cycles=int(r.cycles),
-            )
-            for r in self.stall_rows
-        ]
-        accesses = [
-            dict(
-                einsum=r.einsum,
-                tensor=r.tensor,
-                memory=r.memory,
-                action=r.action,
-                values=int(r.values),
-                bits=int(r.bits),
-            )
-            for r in self.access_rows
-        ]
+        stalls = json_rows(self.stall_rows, _STALL_JSON)
+        accesses = json_rows(self.access_rows, _ACCESS_JSON)
         out = dict(
             cycles=self.cycles,
             ideal_compute_cycles=self.ideal_compute_cycles,

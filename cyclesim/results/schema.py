@@ -6,7 +6,21 @@ The README's "Machine-readable output" table lists the names.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 SCHEMA_VERSION = 1
+
+
+def as_is(value: Any) -> Any:
+    """A JSON field written as the row holds it (a name, or None)."""
+    return value
+
+
+def json_rows(rows: Iterable[Any], fields: dict[str, Callable[[Any], Any]]) -> list[dict]:
+    """Rows (named tuples) as JSON objects: each named field, in order, through its converter
+    (`int`, `float`, `as_is`), so numpy numbers become plain JSON numbers."""
+    return [{name: convert(getattr(row, name)) for name, convert in fields.items()} for row in rows]
 
 
 def versioned(document: dict) -> dict:
