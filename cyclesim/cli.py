@@ -250,8 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_outputs(args)
         return int(args.func(args) or 0)
-    except CyclesimError as exc:
-        print(f"cyclesim: {exc}", file=sys.stderr)
+    except CyclesimError as exc:  # prefixed with the sub-command where it declares one
+        print(f"{getattr(args, 'error_prefix', 'cyclesim')}: {exc}", file=sys.stderr)
         return exit_code(exc)
     except BrokenPipeError:
         return 0

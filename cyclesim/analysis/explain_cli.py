@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from cyclesim.errors import CyclesimError
 
@@ -49,10 +47,9 @@ def run(args: argparse.Namespace) -> int:
     ex = explain(res, arch, workload, mapping, top=args.top, verify_remedies=not args.no_verify,
                  workers=args.workers, progress=False if args.no_progress else None)  # fmt: skip
     if args.json:
-        from cyclesim.results.schema import versioned
+        from cyclesim.results.schema import print_json
 
-        json.dump(versioned(ex.to_json_dict()), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        print_json(ex.to_json_dict())
     else:
         title = f"why {workload.name} on {arch.name} (mapping {mapping.name}) is not compute-bound"
         print(format_explanation(ex, title, args.top))

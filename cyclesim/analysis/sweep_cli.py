@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -63,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
         plots=not args.no_plots,
     )
     if args.json:
-        json.dump(result.to_json_dict(), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        from cyclesim.results.schema import print_json
+
+        print_json(result.to_json_dict())
         return 0
     from cyclesim.analysis.sweep import summary_text
 

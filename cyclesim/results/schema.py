@@ -6,6 +6,7 @@ The README's "Machine-readable output" table lists the names.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,3 +27,8 @@ def json_rows(rows: Iterable[Any], fields: dict[str, Callable[[Any], Any]]) -> l
 def versioned(document: dict) -> dict:
     """The document with `schema_version` as its first key."""
     return {"schema_version": SCHEMA_VERSION, **document}
+
+
+def print_json(document: dict) -> None:
+    """Print a `--json` document on stdout: `schema_version` first, indented one space."""
+    print(json.dumps(versioned(document), indent=1))

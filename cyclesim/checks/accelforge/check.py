@@ -9,7 +9,6 @@ difference carries one sentence naming its mechanism (`explain`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -329,10 +328,3 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
     left = "".join(f"{c:<{w}}" for c, w in zip(cells[:4], widths[:4], strict=True))
     right = "".join(f"{c:>{w}}" for c, w in zip(cells[4:], widths[4:], strict=True))
     return (left + right).rstrip()
-
-
-def report_json(check: AccelForgeCheck) -> str:
-    """The --json text."""
-    from cyclesim.results.schema import versioned
-
-    return json.dumps(versioned(check.to_json()), indent=2)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
-
-from cyclesim.errors import CyclesimError
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -53,25 +50,26 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of the table"
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, error_prefix="cyclesim check accelforge")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the check; a CyclesimError is printed to stderr (exit 2), never a traceback."""
-    from cyclesim.checks.accelforge.check import format_report, report_json, run_check
+    """Run the check and print its table (or --json); a bad spec raises SpecError, which
+    `cyclesim.cli.main` prints as one line (exit 2)."""
+    from cyclesim.checks.accelforge.check import format_report, run_check
     from cyclesim.checks.accelforge.read_yaml import parse_jinja_data
+    from cyclesim.results.schema import print_json
 
-    try:
-        check, _ = run_check(
-            args.spec,
-            reuse=args.reuse,
-            isolate_einsums=args.isolate_einsums,
-            use_peer=not args.no_peer,
-            jinja_data=parse_jinja_data(args.jinja_data),
-        )
-    except CyclesimError as exc:
-        print(f"cyclesim check accelforge: {exc}", file=sys.stderr)
-        return 2
-    print(report_json(check) if args.json else format_report(check))
+    check, _ = run_check(
+        args.spec,
+        reuse=args.reuse,
+        isolate_einsums=args.isolate_einsums,
+        use_peer=not args.no_peer,
+        jinja_data=parse_jinja_data(args.jinja_data),
+    )
+    if args.json:
+        print_json(check.to_json())
+    else:
+        print(format_report(check))
     return 0

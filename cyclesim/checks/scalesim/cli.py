@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import TYPE_CHECKING
-
-from cyclesim.errors import CyclesimError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     fmt.add_argument("--conv", action="store_true", help="rows are conv layers (default: guess)")
     parser.add_argument("--no-peer", action="store_true", help="do not run SCALE-Sim")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of tables")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, error_prefix="cyclesim check scalesim")
     return parser
 
 
@@ -58,23 +54,19 @@ def run(args: argparse.Namespace) -> int:
     from cyclesim.checks.scalesim.check import run_check
 
     gemm = True if args.gemm else False if args.conv else None
-    try:
-        check = run_check(
-            args.config,
-            args.topology,
-            layer=args.layer,
-            gemm=gemm,
-            use_peer=not args.no_peer,
-            progress=None if not args.json else False,
-        )
-    except CyclesimError as exc:
-        print(f"cyclesim: {exc}", file=sys.stderr)
-        return 2
+    check = run_check(
+        args.config,
+        args.topology,
+        layer=args.layer,
+        gemm=gemm,
+        use_peer=not args.no_peer,
+        progress=None if not args.json else False,
+    )
     parity = check.parity()
     if args.json:
-        from cyclesim.results.schema import versioned
+        from cyclesim.results.schema import print_json
 
-        print(json.dumps(versioned(report_json(check)), indent=1))
+        print_json(report_json(check))
     else:
         print(format_report(check))
     return 1 if any(v is False for v in parity.values()) else 0
