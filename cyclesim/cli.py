@@ -84,13 +84,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         out = versioned(res.to_json_dict())
         if energy is not None:
-            out["energy"] = energy_json(energy)
+            out["energy"] = energy_json(energy, arch.energy_unit)
         json.dump(out, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(text_report(res, args.title))
         if energy is not None:
-            print(energy_section(energy))
+            print(energy_section(energy, arch.energy_unit))
     return 0
 
 

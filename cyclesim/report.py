@@ -60,19 +60,23 @@ def text_report(res: SimResult, title: str = "") -> str:
     return "\n".join(out)
 
 
-def energy_section(energy: pd.DataFrame) -> str:
-    """Energy from the replayed counts: total, by Einsum, and by component and action."""
+def energy_section(energy: pd.DataFrame, unit: str) -> str:
+    """Energy from the replayed counts, in the architecture's `unit`: total, by Einsum, and by
+    component and action."""
     total = float(energy.energy.sum())
-    out = ["", f"energy (architecture's per-action energies x replayed counts): {_energy(total)}"]
+    out = [
+        "",
+        f"energy (architecture's per-action energies x replayed counts): {_energy(total)} {unit}",
+    ]
     if not total:
         return "\n".join(out)
     for column, label in (("einsum", "by Einsum"), ("component", "by component")):
-        out.append(f"  {label}:")
+        out.append(f"  {label} ({unit}):")
         for name, value in energy.groupby(column, sort=False)["energy"].sum().items():
             out.append(
                 f"    {name or '(whole run: leak)':<28}{_energy(value):>16}  {_pct(value, total)}"
             )
-    out.append("  by component and action:")
+    out.append(f"  by component and action ({unit}):")
     grouped = energy.groupby(["component", "action"], sort=False)["energy"].sum()
     for (component, action), value in grouped.items():
         out.append(f"    {component + ' ' + action:<28}{_energy(value):>16}  {_pct(value, total)}")

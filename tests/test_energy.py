@@ -147,3 +147,59 @@ def test_strict_replay_of_accelforges_3level_matmul_has_accelforges_energy():
         "Reg": 2621440 + 4390912,
         "pe_array": 262144,
     }
+
+
+def test_every_energy_shown_names_the_architectures_unit(capsys, tmp_path):
+    # no energy_unit: picojoules (Accelergy's, Timeloop's and ZigZag's unit); the total is
+    # 424 dynamic + 0.25 per cycle of DRAM leak, whatever the unit
+    code, out = _run(capsys, _arch(ENERGIES), tmp_path)
+    assert code == 0
+    total_line = next(line for line in out.splitlines() if line.startswith("energy ("))
+    assert total_line.endswith(" pJ")
+    assert "  by Einsum (pJ):" in out and "  by component and action (pJ):" in out
+    code, out = _run(capsys, _arch(ENERGIES), tmp_path, "--json")
+    assert json.loads(out)["energy"]["unit"] == "pJ"
+    # declared: the same numbers, now said to be nanojoules
+    arch = {**_arch(ENERGIES), "energy_unit": "nJ"}
+    code, out = _run(capsys, arch, tmp_path, "--json")
+    energy = json.loads(out)["energy"]
+    assert code == 0 and energy["unit"] == "nJ" and energy["dynamic"] == 424
+    code, out = _run(capsys, arch, tmp_path)
+    assert "  by component (nJ):" in out
+
+
+def test_an_unknown_energy_unit_is_refused_with_its_line(capsys, tmp_path):
+    path = tmp_path / "arch.yaml"
+    path.write_text(yaml.safe_dump({**_arch(ENERGIES), "energy_unit": "kWh"}))
+    line = path.read_text().splitlines().index("energy_unit: kWh") + 1
+    code = main(["run", str(path), str(CASE / "workload.yaml"), str(CASE / "mapping.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"arch.yaml:{line}: field 'energy_unit'" in err and "'pJ'" in err
+
+
+def test_the_python_api_reports_energy_as_run_does(tmp_path):
+    import cyclesim
+
+    path = tmp_path / "arch.yaml"
+    path.write_text(yaml.safe_dump({**_arch(ENERGIES), "energy_unit": "fJ"}))
+    result = cyclesim.simulate(path, CASE / "workload.yaml", CASE / "mapping.yaml")
+    assert result.to_dict()["energy"]["unit"] == "fJ"
+    assert result.to_dict()["energy"]["dynamic"] == 424
+    assert "  by Einsum (fJ):" in result.report()
+
+
+@pytest.mark.parametrize(
+    ("unit", "picojoules"),
+    [("J", 2.5e12), ("mJ", 2.5e9), ("uJ", 2.5e6), ("nJ", 2500), ("pJ", 2.5), ("fJ", 2.5e-3)],
+)
+def test_the_sweeps_energy_column_is_picojoules_whatever_the_unit(unit, picojoules):
+    # 2.5 of `unit` is 2.5 x (picojoules per unit): 1 J = 10**12 pJ, 1 fJ = 10**-3 pJ
+    import pandas as pd
+
+    from cyclesim.analysis.sweep import energy_total_pj
+
+    table = pd.DataFrame({"energy": [1.0, 1.5]})
+    assert math.isclose(energy_total_pj(table, unit), picojoules, rel_tol=1e-12)
+    assert math.isclose(energy_total_pj(2.5, unit), picojoules, rel_tol=1e-12)
+    assert energy_total_pj(None, unit) is None

@@ -171,7 +171,7 @@ class Result:
     @property
     def energy(self) -> Any:
         """Energy of the replayed counts by Einsum, component, tensor and action (the `energy`
-        column, in the unit of the architecture's per-action energies); None without them."""
+        column, in `architecture.energy_unit`, default pJ); None without per-action energies."""
         from cyclesim.results.energy import energy_table, has_energies
 
         if not has_energies(self.architecture):
@@ -180,14 +180,24 @@ class Result:
 
     def report(self) -> str:
         """The text report of `cyclesim run`."""
-        from cyclesim.report import text_report
+        from cyclesim.report import energy_section, text_report
 
         title = f"{self.workload.name} on {self.architecture.name}, mapping {self.mapping.name}"
-        return text_report(self.sim, title)
+        text = text_report(self.sim, title)
+        energy = self.energy
+        if energy is not None:  # as `run` prints it
+            text += "\n" + energy_section(energy, self.architecture.energy_unit)
+        return text
 
     def to_dict(self) -> dict:
-        """The `cyclesim run --json` object (with schema_version)."""
-        return versioned(self.sim.to_json_dict())
+        """The `cyclesim run --json` object (with schema_version, and `energy` as `run` has it)."""
+        from cyclesim.results.energy import energy_json
+
+        out = versioned(self.sim.to_json_dict())
+        energy = self.energy
+        if energy is not None:
+            out["energy"] = energy_json(energy, self.architecture.energy_unit)
+        return out
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The `cyclesim run --json` text; also written to path when given."""

@@ -24,6 +24,7 @@ from cyclesim.analysis.parallel import map_tasks
 from cyclesim.analysis.sweep_spec import Point, SweepSpec, load_sweep
 from cyclesim.errors import CyclesimError
 from cyclesim.results.schema import versioned
+from cyclesim.spec.energy_units import DEFAULT_ENERGY_UNIT, to_picojoules
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ def metrics_row(result: Any) -> dict:
         dram_read_bits=int(dram_acc[dram_acc["action"] == "read"]["bits"].sum()),
         dram_write_bits=int(dram_acc[dram_acc["action"] == "write"]["bits"].sum()),
     )
-    energy = energy_total_pj(result.energy)
+    energy = energy_total_pj(result.energy, result.architecture.energy_unit)
     if energy is not None:
         row["energy_pj"] = energy
     return row
@@ -151,14 +152,15 @@ def result_columns() -> list[str]:
     ]
 
 
-def energy_total_pj(energy: Any) -> float | None:
-    """A run's total energy: a number, or the sum of an energy table's `energy` column; else None."""
+def energy_total_pj(energy: Any, unit: str = DEFAULT_ENERGY_UNIT) -> float | None:
+    """A run's total energy in picojoules, from a number or the sum of an energy table's
+    `energy` column in `unit` (the architecture's energy_unit); else None."""
     if energy is None:
         return None
     if isinstance(energy, (int, float)):
-        return float(energy)
+        return to_picojoules(float(energy), unit)
     column = getattr(energy, "get", lambda _k: None)("energy")
-    return float(column.sum()) if column is not None else None
+    return to_picojoules(float(column.sum()), unit) if column is not None else None
 
 
 def _call_hook(hook: tuple[str, str], result: Any, point: dict) -> dict:

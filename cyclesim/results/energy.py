@@ -4,7 +4,8 @@ One row per (einsum, component, tensor, action): `read`, `write`, `update` (a wr
 output's partial sums from below, Timeloop's update), `mac` on the PE array, and `leak` (per
 instance per cycle over the whole run, booked to no Einsum). Actions are bits divided by the
 memory's `bits_per_action`, kept fractional as AccelForge keeps them. Components without
-energies in the architecture contribute no rows.
+energies in the architecture contribute no rows. Energies are in the architecture's
+`energy_unit` (default pJ), which every view of them prints.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def has_energies(arch: Architecture) -> bool:
 
 
 def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
-    """Energy per (einsum, component, tensor, action) of one replay; leak rows have einsum ''."""
+    """Energy per (einsum, component, tensor, action) of one replay, in `arch.energy_unit`;
+    leak rows have einsum ''."""
     rows: list[tuple] = []  # in ENERGY_COLUMNS order
     memories = {m.name: m for m in arch.memories}
     detailed = res.detailed_accesses
@@ -64,9 +66,10 @@ def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=ENERGY_COLUMNS).astype({"bits": "int64"})
 
 
-def energy_json(table: pd.DataFrame) -> dict:
-    """The `energy` object of `run --json`: totals, by Einsum (dynamic: leak belongs to no
-    Einsum), component, tensor (leak under '') and action, and the rows."""
+def energy_json(table: pd.DataFrame, unit: str) -> dict:
+    """The `energy` object of `run --json`: the unit of its energies, totals, by Einsum
+    (dynamic: leak belongs to no Einsum), component, tensor (leak under '') and action, and
+    the rows."""
 
     def by(column: str, rows: pd.DataFrame = table) -> dict[str, float]:
         return {
@@ -76,6 +79,7 @@ def energy_json(table: pd.DataFrame) -> dict:
     leak = float(table.loc[table.action == "leak", "energy"].sum())
     total = float(table.energy.sum())
     return dict(
+        unit=unit,
         total=total,
         dynamic=total - leak,
         leak=leak,

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cyclesim.errors import SpecError
+from cyclesim.spec.energy_units import DEFAULT_ENERGY_UNIT, EnergyUnit
 from cyclesim.spec.limits import (
     MAX_ARRAY_DIM,
     MAX_CHANNELS,
@@ -149,6 +150,9 @@ class _Arch(_Strict):
     pe_array: _PEArray
     memories: list[_Memory] = Field(min_length=1)
     dma_engines: list[_Dma] = []
+    energy_unit: EnergyUnit = Field(
+        DEFAULT_ENERGY_UNIT, description="the unit of every energy in memories and pe_array"
+    )
 
 
 # ---------------------------------------------------------------- the spec the rest of cyclesim uses
@@ -265,6 +269,7 @@ class Architecture:
     clock_mhz: float | None = None
     source: str = "<architecture>"
     lines: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    energy_unit: str = DEFAULT_ENERGY_UNIT  # of every energy in memories and pe_array
 
     def memory(self, name: str) -> Memory:
         for mem in self.memories:
@@ -437,7 +442,16 @@ def architecture_from_dict(
         else ComputeEnergy(raw.pe_array.energy.mac, raw.pe_array.energy.leak_per_cycle),
         _systolic(raw.pe_array, err),
     )
-    return Architecture(raw.name, pe, tuple(memories), tuple(dmas), raw.clock_mhz, name, lines)
+    return Architecture(
+        raw.name,
+        pe,
+        tuple(memories),
+        tuple(dmas),
+        raw.clock_mhz,
+        name,
+        lines,
+        energy_unit=raw.energy_unit,
+    )
 
 
 def _memory_energy(raw: _MemoryEnergy | None) -> MemoryEnergy | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.arch import Architecture, architecture_from_dict
+from cyclesim.spec.energy_units import DEFAULT_ENERGY_UNIT
 from cyclesim.spec.mapping import (
     Compute,
     Mapping,
@@ -39,6 +40,8 @@ def architecture_to_dict(arch: Architecture) -> dict:
     out: dict[str, Any] = {"name": arch.name}
     if arch.clock_mhz is not None:
         out["clock_mhz"] = arch.clock_mhz
+    if arch.energy_unit != DEFAULT_ENERGY_UNIT:
+        out["energy_unit"] = arch.energy_unit
     out["pe_array"] = {
         "dims": dict(pe.dims),
         "macs_per_pe_per_cycle": pe.macs_per_pe_per_cycle,

@@ -378,3 +378,13 @@ mapping:
     assert run_check([spec], use_peer=False)[0].latency.replay_cycles > 0
     with pytest.raises(SpecError, match="cannot give each Einsum its own copy of B in 'sram'"):
         run_check([spec], reuse="strict", isolate_einsums=True, use_peer=False)
+
+
+def test_the_energy_table_and_json_name_the_unit(capsys):
+    from cyclesim.cli import main
+
+    spec = str(SEEDS / "seed_fused_n1.yaml")
+    assert main(["check", "accelforge", spec, "--no-peer"]) == 0
+    assert "dynamic energy in J (" in capsys.readouterr().out
+    assert main(["check", "accelforge", spec, "--no-peer", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["energy_unit"] == "J"

@@ -66,3 +66,10 @@ def test_pipeline_split_is_refused_by_name(tmp_path):
     path.write_text(text)
     with pytest.raises(SpecError, match="!Pipeline splits are not supported by the replay"):
         import_accelforge(load_accelforge_spec([path]))
+
+
+def test_the_imported_architecture_declares_accelforges_joules():
+    # AccelForge's energies (a spec's own and hwcomponents' models') are joules: the replay's
+    # energies are printed in J, and the sweep's energy_pj is 10**12 times them
+    imported = import_accelforge(load_accelforge_spec([SPECS / "matmul_3level.yaml"]))
+    assert imported.architecture.energy_unit == "J"

@@ -28,7 +28,7 @@ from cyclesim.checks.accelforge.rows import (
     convention_bits,
     energies_equal,
 )
-from cyclesim.checks.accelforge.spec import AfSpec
+from cyclesim.checks.accelforge.spec import ENERGY_UNIT, AfSpec
 from cyclesim.errors import PeerUnavailable, SpecError
 from cyclesim.results.energy import energy_table, has_energies
 
@@ -283,7 +283,10 @@ def _energy_lines(check: AccelForgeCheck, af: str) -> list[str]:
         if e.accelforge is not None:
             cell[2] += e.accelforge
     width = max(len(f"{einsum} {memory}") for einsum, memory in sums) + 2
-    lines = ["", "dynamic energy (the replayed counts x the spec's per-action energies)"]
+    lines = [
+        "",
+        f"dynamic energy in {ENERGY_UNIT} (the replayed counts x the spec's per-action energies)",
+    ]
     lines.append(
         f"{'einsum component':<{width}}{'replay':>16}{'AF model':>16}{af:>{max(len(af), 14) + 2}}"
     )

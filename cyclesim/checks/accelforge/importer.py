@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cyclesim.checks.accelforge.spec import (
+    ENERGY_UNIT,
     AfContainer,
     AfLoopNode,
     AfMappingNode,
@@ -204,6 +205,7 @@ def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
         pe_array["no_multicast"] = no_multicast
     return {
         "name": f"accelforge:{Path(spec.files[0]).stem}",
+        "energy_unit": ENERGY_UNIT,
         "pe_array": pe_array,
         "memories": memories,
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cyclesim.checks.accelforge.spec import AfSpec
+from cyclesim.checks.accelforge.spec import ENERGY_UNIT, AfSpec
 
 ACTIONS = ("read", "write")
 Key = tuple[str, str, str, str]  # einsum, memory, tensor, action
@@ -168,6 +168,7 @@ class AccelForgeCheck:
                 }
                 for e in self.energy
             ],
+            "energy_unit": ENERGY_UNIT,
             "energy_totals": {
                 source: self.energy_total(source) for source in ("replay", "model", "accelforge")
             },

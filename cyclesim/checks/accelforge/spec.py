@@ -88,6 +88,7 @@ class AfFanoutDimension:
     may_reuse_expression: str
 
 
+ENERGY_UNIT = "J"  # of every AccelForge energy: its specs' and hwcomponents' models' are joules
 SPATIAL_OF_COMPONENT = " (spatial)"  # suffix of the container a node's own `spatial:` declares
 
 
