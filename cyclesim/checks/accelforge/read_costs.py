@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cyclesim.checks.accelforge.read_fields import Where
-from cyclesim.checks.accelforge.read_yaml import evaluate_number
 from cyclesim.checks.accelforge.spec import (
     AfAction,
     AfActionCost,
@@ -85,13 +84,7 @@ def shared_port_rate(
     match = _SHARED_PORT.match(text)
     if match is None:
         return None
-    seconds_per_action = evaluate_number(
-        "1 " + match.group(1),
-        variables,
-        file=where.file,
-        field=f"{where.field}.total_latency",
-        line=where.line,
-    )
+    seconds_per_action = where.child("total_latency").number("1 " + match.group(1), variables)
     return math.inf if seconds_per_action == 0 else 1 / seconds_per_action
 
 

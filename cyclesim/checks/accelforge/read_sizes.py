@@ -15,7 +15,7 @@ from typing import Any
 
 from cyclesim.checks.accelforge.read_fields import Where
 from cyclesim.checks.accelforge.read_workload import tensor_set_names
-from cyclesim.checks.accelforge.read_yaml import evaluate_number, evaluate_tensor_set
+from cyclesim.checks.accelforge.read_yaml import evaluate_tensor_set
 from cyclesim.checks.accelforge.spec import AfArch, AfMemory, AfWorkload
 
 _TENSOR_BITS = re.compile(r"^\s*(\w+)\.bits_per_value\s+if\s+(\w+)\s+else\s+(.+?)\s*$")
@@ -72,13 +72,7 @@ def _size(memory: AfMemory, workload: AfWorkload, variables: dict[str, Any], fil
                 "bits per value, so AccelForge's `.bits_per_value` is undefined",
                 found=sorted(bits),
             )
-        sizes[einsum.name] = (
-            bits.pop()
-            if bits
-            else evaluate_number(
-                default, variables, file=where.file, field=where.field, line=where.line
-            )
-        )
+        sizes[einsum.name] = bits.pop() if bits else where.number(default, variables)
     if len(set(sizes.values())) > 1:
         raise where.error(
             "the size differs between Einsums, and the replay has one size per memory",
