@@ -203,3 +203,15 @@ def test_the_sweeps_energy_column_is_picojoules_whatever_the_unit(unit, picojoul
     assert math.isclose(energy_total_pj(table, unit), picojoules, rel_tol=1e-12)
     assert math.isclose(energy_total_pj(2.5, unit), picojoules, rel_tol=1e-12)
     assert energy_total_pj(None, unit) is None
+
+
+def test_the_energy_unit_survives_overrides_and_saved_dicts():
+    # with_field and the sweep's overrides go through architecture_to_dict and back
+    from cyclesim.spec import load_architecture
+    from cyclesim.spec.override import architecture_to_dict
+
+    arch = load_architecture(ROOT / "hw_models" / "simple_3level.yaml")  # AccelForge's joules
+    assert arch.energy_unit == "J"
+    assert architecture_from_dict(architecture_to_dict(arch)).energy_unit == "J"
+    assert arch.with_field("energy_unit", "nJ").energy_unit == "nJ"
+    assert arch.with_field("clock_mhz", 1000).energy_unit == "J"
