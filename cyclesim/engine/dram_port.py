@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from fractions import Fraction
+from operator import itemgetter
 
 import simpy
 
@@ -34,6 +35,7 @@ from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
 ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
 CONTENTION = "contention"
 NO_ROW = -1
+_START = itemgetter(0)
 
 
 class DramTimer:
@@ -83,9 +85,12 @@ class DramTimer:
         layout = c.field_layout()
         self.shift = (c.request_bytes - 1).bit_length()
         self.request_bytes = c.request_bytes
-        self.fields = {k: (pos, (1 << w) - 1) for k, (pos, w) in layout.items()}
+        fields = {k: (pos, (1 << w) - 1) for k, (pos, w) in layout.items()}
+        # (position, mask) of channel, rank, bank group, bank and row: a request's bank and row
+        self.decode = sum((fields[k] for k in ("ch", "ra", "bg", "ba", "ro")), ())
         self.columns_low = layout["co"][0] == 0  # consecutive requests stay in a row
         self.columns = 1 << layout["co"][1]
+        self.row_shift = self.shift + (layout["co"][1] if self.columns_low else 0)
         banks = c.ranks * c.banks
         self.banks_per_channel = banks
         n = c.channels * banks
@@ -99,8 +104,11 @@ class DramTimer:
         self.pre_ready = [0] * n
         # per channel: last column command (cycle, is write, rank, bank group) or None
         self.last_col: list[tuple | None] = [None] * c.channels
-        # per channel and rank: recent activates [(cycle, bank group)], next refresh cycle
-        self.acts = [[[] for _ in range(c.ranks)] for _ in range(c.channels)]
+        # per channel and rank (channel * ranks + rank): the last four activates, oldest first,
+        # as a tuple ((cycle, bank group), ...) replaced on change (a snapshot copies one list)
+        self.ranks = c.ranks
+        self.acts: list[tuple] = [()] * (c.channels * c.ranks)
+        # per channel, per rank: the next refresh cycle
         if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":  # every rank at once, every tREFI
             self.refresh_every = c.tREFI
             first = [c.tREFI] * c.ranks
@@ -136,7 +144,7 @@ class DramTimer:
             self.col_ready[:],
             self.pre_ready[:],
             self.last_col[:],
-            [[a[:] for a in ch] for ch in self.acts],
+            self.acts[:],
             [r[:] for r in self.next_refresh],
             self.data_end,
             dict(self.counts),
@@ -168,70 +176,45 @@ class DramTimer:
         who: object,
         start: int,
         stream: tuple[int, int] | None = None,
-    ) -> tuple[int, list[tuple[int, int, str, object, str]]]:
+    ) -> tuple[int, list[tuple[int, int, str, object, tuple[int, int, int]]]]:
         """Issue the requests covering strided byte runs [(address, bytes, stride, count)] in
         order from accelerator cycle `start`; return (accelerator cycle the last request's data
         bus slot ends, delays [(start, end, cause, row opener, where)] in accelerator cycles).
 
-        Requests to one row in a row are one step: a contiguous run up to the row's end, and the
-        runs of a stride that fall in the same row (e.g. the lines of a tile). `stream` (DRAM
-        cycle of its first request, requests so far) continues a stream of requests the same
-        transfer issued without a break: they entered the queue one per cycle from its start.
-        `self.issued` tells how many requests this call issued."""
+        Requests to one row in a row are one row visit, timed in one step: a contiguous run up
+        to the row's end, and the runs of a stride that fall in the same row (e.g. the lines of
+        a tile). `stream` (DRAM cycle of its first request, requests so far) continues a stream
+        of requests the same transfer issued without a break: they entered the queue one per
+        cycle from its start. `self.issued` tells how many requests this call issued."""
         s0 = self.to_dram(start)
         index = 0
         if stream is not None:  # queued before the run, but at most `queue` requests ahead of it
             first, index = stream
             s0 = max(first, s0 - self.queue - index)
-        self.data_end = 0
+        visits = self._visits(runs, who)
         delays: list = []
-        chunks: list[tuple[int, int, int]] = []  # (first request index, first column, spacing)
-        index0 = index
-        end = s0
-        shift, fields, rb = self.shift, self.fields, self.request_bytes
-        ch_pos, ch_mask = fields["ch"]
-        ra_pos, ra_mask = fields["ra"]
-        bg_pos, bg_mask = fields["bg"]
-        ba_pos, ba_mask = fields["ba"]
-        ro_pos, ro_mask = fields["ro"]
-        co_pos, co_mask = fields["co"]
-        columns_low, columns, queue = self.columns_low, self.columns, self.queue
-        row_shift = shift + (co_mask.bit_length() if columns_low else 0)
-        c = self.config
-        banks_per_group, bankgroups, per_channel = (
-            c.banks_per_group,
-            c.bankgroups,
-            self.banks_per_channel,
-        )
+        end, issued = self._time_visits(visits, is_write, who, s0, index, delays)
+        self.counts["requests"] += issued
+        self.issued = issued
+        out = []
+        if delays:
+            delays.sort(key=_START)
+            num, den = self._num, self._den
+            for a, z, cause, opener, where in delays:
+                a, z = -(-a * num // den), -(-z * num // den)
+                if z > a:
+                    out.append((a, z, cause, opener, where))
+        return self.to_accel(end), out
+
+    def _visits(self, runs: list[tuple[int, int, int, int]], who: object) -> list[tuple[int, int]]:
+        """The row visits [(first request, requests)] of strided byte runs, in order: requests
+        to one row in a row are one visit. A request the same transfer's last call issued (a
+        burst smaller than a request) is not issued again."""
+        shift, rb, row_shift = self.shift, self.request_bytes, self.row_shift
+        columns_low, columns, co_mask = self.columns_low, self.columns, self.columns - 1
         skip = self.last_request.get(who)  # a request the same transfer's last burst issued
         last_q = None
-        behind = 0  # the chunk holding request index - queue (it only moves forward)
-        row_run_timed = self._row_run
-
-        def row_run(q: int, n: int) -> None:
-            nonlocal index, end, behind
-            ch = (q >> ch_pos) & ch_mask
-            rank = (q >> ra_pos) & ra_mask
-            bg = (q >> bg_pos) & bg_mask
-            b = ch * per_channel + (rank * bankgroups + bg) * banks_per_group
-            b += (q >> ba_pos) & ba_mask
-            arrive = s0 + index
-            if index - index0 >= queue:  # the queue holds `queue` requests at most
-                target = index - queue
-                while behind + 1 < len(chunks) and chunks[behind + 1][0] <= target:
-                    behind += 1
-                first_index, first_col, spacing = chunks[behind]
-                column = first_col + (target - first_index) * spacing
-                if column > arrive:
-                    arrive = column
-            first, spacing, last = row_run_timed(
-                ch, rank, bg, b, (q >> ro_pos) & ro_mask, n, is_write, who, arrive, delays
-            )
-            chunks.append((index, first, spacing))
-            if last + self.burst > end:
-                end = last + self.burst
-            index += n
-
+        visits = []
         for address, size, stride, count in runs:
             x = 0
             while x < count:
@@ -254,7 +237,7 @@ class DramTimer:
                     else:
                         n = k * (q_end - q)
                     x += k
-                    row_run(q, n)
+                    visits.append((q, n))
                     last_q = (a + (k - 1) * stride + size - 1) >> shift
                     skip = None
                     continue
@@ -274,134 +257,166 @@ class DramTimer:
                         n = min(q_end - q, columns - (q & co_mask))
                     else:
                         n = 1
-                    row_run(q, n)
+                    visits.append((q, n))
                     last_q = q + n - 1
                     step = ((q + n) << shift) - a
                     a += step
                     left -= step
         if last_q is not None:
             self.last_request[who] = last_q
-        self.counts["requests"] += index - index0
-        self.issued = index - index0
-        out = []
-        delays.sort(key=lambda d: d[0])
-        for a, z, cause, opener, where in delays:
-            a, z = self.to_accel(a), self.to_accel(z)
-            if z > a:
-                out.append((a, z, cause, opener, where))
-        return self.to_accel(end), out
+        return visits
 
-    def _row_run(self, ch, rank, bg, b, row, n, write, who, arrive, delays):
-        """n requests to one row of bank b: (first column cycle, spacing, last column cycle).
+    def _time_visits(self, visits, write, who, s0, index, delays) -> tuple[int, int]:
+        """Time row visits [(first request, requests)] in order, the first request arriving at
+        DRAM cycle s0 + index; append the delays; return (DRAM cycle the last request's data bus
+        slot ends, requests issued).
 
-        The first column command waits for the data bus (`base`: the previous column command
-        plus its delay), the row (an activate, after a precharge if another row is open) and
-        the read/write turnaround; the cycles past `base` go to the row's cause, then to
-        `turnaround`. A refresh due before the command is done first. (The hot path of a DRAM
-        replay: locals and conditional expressions rather than attribute lookups and max().)
-        """
-        first = None
+        A visit is a row run in closed form: its first column command waits for the data bus
+        (`base`: the previous column command plus its delay), the row (an activate, after a
+        precharge if another row is open) and the read/write turnaround; the cycles past `base`
+        go to the row's cause, then to `turnaround`; the others follow every `spacing` cycles.
+        A refresh due before a command is done first. The hot path of a DRAM replay: every
+        table and constant is a local, one Python loop iteration per row visit."""
+        ranks = self.ranks
+        (ch_pos, ch_mask, ra_pos, ra_mask, bg_pos, bg_mask, ba_pos, ba_mask, ro_pos, ro_mask) = (
+            self.decode
+        )
+        c = self.config
+        bankgroups, banks_per_group = c.bankgroups, c.banks_per_group
+        per_channel, queue, burst = self.banks_per_channel, self.queue, self.burst
         same_direction = self.col_table[write][write]
         other_direction = self.col_table[not write][write]
         spacing = same_direction[0]
-        next_refresh = self.next_refresh[ch]
-        open_row, pre_ready = self.open_row, self.pre_ready
-        where = (ch, b, row)
-        while True:
-            while next_refresh[rank] <= arrive:  # refreshes that fell before the request
-                self._refresh(ch, rank)
-            last_col = self.last_col[ch]
-            if last_col is None:
-                bus = turn = arrive
-            else:
-                t, was_write, r, g, previous = last_col
-                scope = 2 if r != rank else (0 if g == bg else 1)
-                bus = t + same_direction[scope]
-                turn = t + other_direction[scope] if was_write != write else bus
-                if bus > arrive and previous != who and first is None:
-                    # the data bus is still busy with another transfer's requests (another port)
-                    delays.append((arrive, bus, CONTENTION, previous, where))
-                    arrive = bus
-            base = bus if bus > arrive else arrive
-            open_now = open_row[b]
-            hit = open_now == row
-            if hit:
-                row_ready, cause = self.col_ready[b], self.open_cause[b]
-            else:
-                if open_now != NO_ROW:
-                    cause = BANK_CONFLICT if self.opener[b] != who else ROW_MISS
-                    act = (pre_ready[b] if pre_ready[b] > arrive else arrive) + self.tRP
+        open_row, opener, open_cause = self.open_row, self.opener, self.open_cause
+        closed_by_refresh, act_ready = self.closed_by_refresh, self.act_ready
+        col_ready, pre_ready = self.col_ready, self.pre_ready
+        last_cols, all_acts, next_refreshes = self.last_col, self.acts, self.next_refresh
+        tRC, tRAS, tRP, tFAW = self.tRC, self.tRAS, self.tRP, self.tFAW
+        rrd_same, rrd_other = self.rrd
+        act_to_col, col_to_pre = self.act_to_col[write], self.col_to_pre[write]
+        data_tail = self.data_latency[write] + burst
+        close_page, refresh = self.close_page, self._refresh
+        data_end = activates = hits = 0
+        chunks: list[tuple[int, int, int]] = []  # (first request index, first column, spacing)
+        index0 = index
+        end = s0
+        behind = 0  # the chunk holding request index - queue (it only moves forward)
+        for q, n in visits:
+            ch = (q >> ch_pos) & ch_mask
+            rank = (q >> ra_pos) & ra_mask
+            bg = (q >> bg_pos) & bg_mask
+            b = ch * per_channel + (rank * bankgroups + bg) * banks_per_group
+            b += (q >> ba_pos) & ba_mask
+            row = (q >> ro_pos) & ro_mask
+            arrive = s0 + index
+            if index - index0 >= queue:  # the queue holds `queue` requests at most
+                target = index - queue
+                while behind + 1 < len(chunks) and chunks[behind + 1][0] <= target:
+                    behind += 1
+                first_index, first_col, first_spacing = chunks[behind]
+                column = first_col + (target - first_index) * first_spacing
+                if column > arrive:
+                    arrive = column
+            next_refresh = next_refreshes[ch]
+            where = (ch, b, row)
+            first = None
+            left = n
+            while True:
+                while next_refresh[rank] <= arrive:  # refreshes that fell before the request
+                    refresh(ch, rank)
+                last_col = last_cols[ch]
+                if last_col is None:
+                    bus = turn = arrive
                 else:
-                    cause = REFRESH if self.closed_by_refresh[b] else ROW_MISS
-                    act = arrive
-                ready = self.act_ready[b]
-                if ready > act:
-                    act = ready
-                acts = self.acts[ch][rank]
-                if acts:
-                    t, g = acts[-1]
-                    t += self.rrd[0 if g == bg else 1]
-                    if t > act:
-                        act = t
-                    if len(acts) >= 4:
-                        t = acts[-4][0] + self.tFAW
+                    t, was_write, r, g, previous = last_col
+                    scope = 2 if r != rank else (0 if g == bg else 1)
+                    bus = t + same_direction[scope]
+                    turn = t + other_direction[scope] if was_write != write else bus
+                    if bus > arrive and previous != who and first is None:
+                        # the data bus is still busy with another transfer's requests
+                        delays.append((arrive, bus, CONTENTION, previous, where))
+                        arrive = bus
+                base = bus if bus > arrive else arrive
+                open_now = open_row[b]
+                hit = open_now == row
+                if hit:
+                    row_ready, cause = col_ready[b], open_cause[b]
+                else:
+                    if open_now != NO_ROW:
+                        cause = BANK_CONFLICT if opener[b] != who else ROW_MISS
+                        act = (pre_ready[b] if pre_ready[b] > arrive else arrive) + tRP
+                    else:
+                        cause = REFRESH if closed_by_refresh[b] else ROW_MISS
+                        act = arrive
+                    ready = act_ready[b]
+                    if ready > act:
+                        act = ready
+                    acts = all_acts[ch * ranks + rank]
+                    if acts:
+                        t, g = acts[-1]
+                        t += rrd_same if g == bg else rrd_other
                         if t > act:
                             act = t
-                row_ready = act + self.act_to_col[write]
-            col = base if base > row_ready else row_ready
-            if turn > col:
-                col = turn
-            due = next_refresh[rank]
-            if due <= col:  # a refresh falls before this column command: it goes first
-                self._refresh(ch, rank)
-                continue
-            counts = self.counts
-            if not hit:
-                opener = self.opener[b] if cause == BANK_CONFLICT else None
-                open_row[b], self.opener[b], self.open_cause[b] = row, who, cause
-                self.closed_by_refresh[b] = False
-                self.act_ready[b] = act + self.tRC
-                self.col_ready[b] = row_ready
-                pre_ready[b] = act + self.tRAS
-                acts.append((act, bg))
-                if len(acts) > 4:
-                    del acts[0]
-                counts["activates"] += 1
-            else:
-                opener = None
-                counts["row_hits"] += 1
-            if row_ready > base:
-                delays.append((base, row_ready, cause, opener, where))
-                base = row_ready
-            if turn > base:
-                delays.append((base, turn, TURNAROUND, None, where))
-            m = n if col + (n - 1) * spacing < due else (due - col - 1) // spacing + 1
-            last = col + (m - 1) * spacing
-            if first is None:
-                first = col
-            self.last_col[ch] = (last, write, rank, bg, who)
-            t = last + self.col_to_pre[write]
-            if t > pre_ready[b]:
-                pre_ready[b] = t
-            t = last + self.data_latency[write] + self.burst
-            if t > self.data_end:
-                self.data_end = t
-            counts["row_hits"] += m - 1
-            n -= m
-            if self.close_page:  # CLOSE_PAGE: the row is precharged after these requests
-                open_row[b] = NO_ROW
-                self.closed_by_refresh[b] = False
-                t = pre_ready[b] + self.tRP
-                if t > self.act_ready[b]:
-                    self.act_ready[b] = t
-            if not n:
-                return first, spacing, last
-            arrive = last + 1
-
-    def _refresh_due(self, ch: int, rank: int, now: int) -> None:
-        """Apply the refreshes of this rank that fell before `now`."""
-        while self.next_refresh[ch][rank] <= now:
-            self._refresh(ch, rank)
+                        if len(acts) >= 4:
+                            t = acts[-4][0] + tFAW
+                            if t > act:
+                                act = t
+                    row_ready = act + act_to_col
+                col = base if base > row_ready else row_ready
+                if turn > col:
+                    col = turn
+                due = next_refresh[rank]
+                if due <= col:  # a refresh falls before this column command: it goes first
+                    refresh(ch, rank)
+                    continue
+                if not hit:
+                    row_opener = opener[b] if cause == BANK_CONFLICT else None
+                    open_row[b], opener[b], open_cause[b] = row, who, cause
+                    closed_by_refresh[b] = False
+                    act_ready[b] = act + tRC
+                    col_ready[b] = row_ready
+                    pre_ready[b] = act + tRAS
+                    all_acts[ch * ranks + rank] = acts[-3:] + ((act, bg),)
+                    activates += 1
+                else:
+                    row_opener = None
+                    hits += 1
+                if row_ready > base:
+                    delays.append((base, row_ready, cause, row_opener, where))
+                    base = row_ready
+                if turn > base:
+                    delays.append((base, turn, TURNAROUND, None, where))
+                m = left if col + (left - 1) * spacing < due else (due - col - 1) // spacing + 1
+                last = col + (m - 1) * spacing
+                if first is None:
+                    first = col
+                last_cols[ch] = (last, write, rank, bg, who)
+                t = last + col_to_pre
+                if t > pre_ready[b]:
+                    pre_ready[b] = t
+                t = last + data_tail
+                if t > data_end:
+                    data_end = t
+                hits += m - 1
+                left -= m
+                if close_page:  # CLOSE_PAGE: the row is precharged after these requests
+                    open_row[b] = NO_ROW
+                    closed_by_refresh[b] = False
+                    t = pre_ready[b] + tRP
+                    if t > act_ready[b]:
+                        act_ready[b] = t
+                if not left:
+                    break
+                arrive = last + 1
+            chunks.append((index, first, spacing))
+            if last + burst > end:
+                end = last + burst
+            index += n
+        counts = self.counts
+        counts["activates"] += activates
+        counts["row_hits"] += hits
+        self.data_end = data_end
+        return end, index - index0
 
     def _refresh(self, ch: int, rank: int) -> None:
         """The rank's due refresh: precharge its open banks, then tRFC with every bank closed."""
