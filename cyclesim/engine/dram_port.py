@@ -297,7 +297,9 @@ class DramTimer:
         data_tail = self.data_latency[write] + burst
         close_page, refresh = self.close_page, self._refresh
         data_end = activates = hits = 0
-        chunks: list[tuple[int, int, int]] = []  # (first request index, first column, spacing)
+        # per piece of a visit: (first request index, first column, spacing, channel)
+        chunks: list[tuple[int, int, int, int]] = []
+        channels = c.channels
         index0 = index
         end = s0
         behind = 0  # the chunk holding request index - queue (it only moves forward)
@@ -308,67 +310,69 @@ class DramTimer:
             b = ch * per_channel + (rank * bankgroups + bg) * banks_per_group
             b += (q >> ba_pos) & ba_mask
             row = (q >> ro_pos) & ro_mask
-            arrive = s0 + index
-            if index - index0 >= queue:  # the queue holds `queue` requests at most
-                target = index - queue
-                while behind + 1 < len(chunks) and chunks[behind + 1][0] <= target:
-                    behind += 1
-                first_index, first_col, first_spacing = chunks[behind]
-                column = first_col + (target - first_index) * first_spacing
-                if column > arrive:
-                    arrive = column
             next_refresh = next_refreshes[ch]
             where = (ch, b, row)
             first = None
+            piece = index  # the request a piece of the visit starts with
             left = n
-            while True:
-                while next_refresh[rank] <= arrive:  # refreshes that fell before the request
-                    refresh(ch, rank)
-                last_col = last_cols[ch]
-                if last_col is None:
-                    bus = turn = arrive
-                else:
-                    t, was_write, r, g, previous = last_col
-                    scope = 2 if r != rank else (0 if g == bg else 1)
-                    bus = t + same_direction[scope]
-                    turn = t + other_direction[scope] if was_write != write else bus
-                    if bus > arrive and previous != who and first is None:
-                        # the data bus is still busy with another transfer's requests
-                        delays.append((arrive, bus, CONTENTION, previous, where))
-                        arrive = bus
-                base = bus if bus > arrive else arrive
-                open_now = open_row[b]
-                hit = open_now == row
-                if hit:
-                    row_ready, cause = col_ready[b], open_cause[b]
-                else:
-                    if open_now != NO_ROW:
-                        cause = BANK_CONFLICT if opener[b] != who else ROW_MISS
-                        act = (pre_ready[b] if pre_ready[b] > arrive else arrive) + tRP
+            while True:  # a piece: requests up to a refresh, or one that enters the queue late
+                arrive = s0 + piece
+                if piece - index0 >= queue:  # the queue holds `queue` requests at most
+                    target = piece - queue
+                    while behind + 1 < len(chunks) and chunks[behind + 1][0] <= target:
+                        behind += 1
+                    first_index, first_col, first_spacing, _ = chunks[behind]
+                    column = first_col + (target - first_index) * first_spacing
+                    if column > arrive:
+                        arrive = column
+                while True:
+                    while next_refresh[rank] <= arrive:  # refreshes that fell before the request
+                        refresh(ch, rank)
+                    last_col = last_cols[ch]
+                    if last_col is None:
+                        bus = turn = arrive
                     else:
-                        cause = REFRESH if closed_by_refresh[b] else ROW_MISS
-                        act = arrive
-                    ready = act_ready[b]
-                    if ready > act:
-                        act = ready
-                    acts = all_acts[ch * ranks + rank]
-                    if acts:
-                        t, g = acts[-1]
-                        t += rrd_same if g == bg else rrd_other
-                        if t > act:
-                            act = t
-                        if len(acts) >= 4:
-                            t = acts[-4][0] + tFAW
+                        t, was_write, r, g, previous = last_col
+                        scope = 2 if r != rank else (0 if g == bg else 1)
+                        bus = t + same_direction[scope]
+                        turn = t + other_direction[scope] if was_write != write else bus
+                        if bus > arrive and previous != who and first is None:
+                            # the data bus is still busy with another transfer's requests
+                            delays.append((arrive, bus, CONTENTION, previous, where))
+                            arrive = bus
+                    base = bus if bus > arrive else arrive
+                    open_now = open_row[b]
+                    hit = open_now == row
+                    if hit:
+                        row_ready, cause = col_ready[b], open_cause[b]
+                    else:
+                        if open_now != NO_ROW:
+                            cause = BANK_CONFLICT if opener[b] != who else ROW_MISS
+                            act = (pre_ready[b] if pre_ready[b] > arrive else arrive) + tRP
+                        else:
+                            cause = REFRESH if closed_by_refresh[b] else ROW_MISS
+                            act = arrive
+                        ready = act_ready[b]
+                        if ready > act:
+                            act = ready
+                        acts = all_acts[ch * ranks + rank]
+                        if acts:
+                            t, g = acts[-1]
+                            t += rrd_same if g == bg else rrd_other
                             if t > act:
                                 act = t
-                    row_ready = act + act_to_col
-                col = base if base > row_ready else row_ready
-                if turn > col:
-                    col = turn
-                due = next_refresh[rank]
-                if due <= col:  # a refresh falls before this column command: it goes first
-                    refresh(ch, rank)
-                    continue
+                            if len(acts) >= 4:
+                                t = acts[-4][0] + tFAW
+                                if t > act:
+                                    act = t
+                        row_ready = act + act_to_col
+                    col = base if base > row_ready else row_ready
+                    if turn > col:
+                        col = turn
+                    due = next_refresh[rank]
+                    if due > col:
+                        break
+                    refresh(ch, rank)  # a refresh falls before this column command: it goes first
                 if not hit:
                     row_opener = opener[b] if cause == BANK_CONFLICT else None
                     open_row[b], opener[b], open_cause[b] = row, who, cause
@@ -387,6 +391,8 @@ class DramTimer:
                 if turn > base:
                     delays.append((base, turn, TURNAROUND, None, where))
                 m = left if col + (left - 1) * spacing < due else (due - col - 1) // spacing + 1
+                if channels > 1 and m > 1 and piece + m - 1 - queue >= index0:
+                    m = _queue_cut(chunks, behind, piece, m, col, spacing, ch, queue, index0)
                 last = col + (m - 1) * spacing
                 if first is None:
                     first = col
@@ -398,6 +404,8 @@ class DramTimer:
                 if t > data_end:
                     data_end = t
                 hits += m - 1
+                chunks.append((piece, col, spacing, ch))
+                piece += m
                 left -= m
                 if close_page:  # CLOSE_PAGE: the row is precharged after these requests
                     open_row[b] = NO_ROW
@@ -407,8 +415,6 @@ class DramTimer:
                         act_ready[b] = t
                 if not left:
                     break
-                arrive = last + 1
-            chunks.append((index, first, spacing))
             if last + burst > end:
                 end = last + burst
             index += n
@@ -438,6 +444,34 @@ class DramTimer:
             self.act_ready[b] = max(self.act_ready[b], done)
         self.next_refresh[ch][rank] = due + self.refresh_every
         self.counts["refreshes"] += 1
+
+
+def _queue_cut(chunks, behind, piece, m, col, spacing, ch, queue, index0) -> int:
+    """How many of a piece's m requests (request `piece` on, columns col + k * spacing) go
+    before one that enters the queue late: request i enters once request i - queue has its
+    column command, which on another channel may come later than this row's pace (on its own
+    channel it came earlier). Chunks hold the column commands of the requests before."""
+    t_lo, t_hi = max(piece + 1, index0 + queue) - queue, piece + m - 1 - queue
+    c, count = behind, len(chunks)
+    while c < count:
+        first_index, first_col, chunk_spacing, chunk_channel = chunks[c]
+        if first_index > t_hi:
+            break
+        upto = chunks[c + 1][0] - 1 if c + 1 < count else piece - 1
+        lo, hi = max(first_index, t_lo), min(upto, t_hi)
+        c += 1
+        if lo > hi or chunk_channel == ch:
+            continue
+        # request t - queue's column minus the piece's column of request t, linear in t
+        late = first_col + (lo - first_index) * chunk_spacing - col - (lo + queue - piece) * spacing
+        if late > 0:
+            return lo + queue - piece
+        slope = chunk_spacing - spacing
+        if slope > 0:
+            t = lo + (-late) // slope + 1
+            if t <= hi:
+                return t + queue - piece
+    return m
 
 
 class DramSide:
