@@ -215,7 +215,12 @@ class DramTimer:
         skip = self.last_request.get(who)  # a request the same transfer's last burst issued
         last_q = None
         visits = []
+        row_bytes = 1 << row_shift
+        row_requests = row_bytes >> shift
         for address, size, stride, count in runs:
+            lines_per_row = (
+                row_bytes // stride if columns_low and stride and not row_bytes % stride else 0
+            )
             x = 0
             while x < count:
                 a = address + x * stride
@@ -240,6 +245,22 @@ class DramTimer:
                     visits.append((q, n))
                     last_q = (a + (k - 1) * stride + size - 1) >> shift
                     skip = None
+                    if count - x > lines_per_row > 0 and address % stride + size <= stride:
+                        # the lines of a stride dividing the row: every full row holds the
+                        # same lines and requests, its first line a row further each time
+                        a = address + x * stride
+                        q, rows = a >> shift, (count - x) // lines_per_row
+                        if a % rb or stride % rb:
+                            n = sum(
+                                ((a + y * stride + size + rb - 1) >> shift)
+                                - ((a + y * stride) >> shift)
+                                for y in range(lines_per_row)
+                            )
+                        else:
+                            n = lines_per_row * ((size + rb - 1) >> shift)
+                        visits.extend([(q + r * row_requests, n) for r in range(rows)])
+                        x += rows * lines_per_row
+                        last_q = (address + (x - 1) * stride + size - 1) >> shift
                     continue
                 x += 1
                 left = size  # one run, a row (or, with other mappings, a request) at a time
