@@ -34,6 +34,8 @@ from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
 
 ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
 CONTENTION = "contention"
+# the bank commands a traced run records (Recorder.dram_banks)
+BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH = "activate", "precharge", "refresh"
 NO_ROW = -1
 _START = itemgetter(0)
 
@@ -121,6 +123,21 @@ class DramTimer:
         self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
         self.last_request: dict[object, int] = {}  # per requester: its last request issued
         self.issued = 0  # requests issued by the last issue() call
+        self.log: list[tuple] | None = None  # bank commands, when tracing (trace_into)
+        self.name = ""
+
+    def trace_into(self, log: list[tuple], name: str) -> None:
+        """Record every row visit's bank commands into log, as memory `name`: (accelerator
+        cycle, name, bank, BANK_ACTIVATE, row), (t, name, bank, BANK_PRECHARGE, cycle the bank
+        is closed), and per rank (t, name, its first bank, BANK_REFRESH, cycle it ends)."""
+        self.log, self.name = log, name
+
+    def bank_position(self, b: int) -> tuple[int, int, int, int]:
+        """(channel, rank, bank group, bank) of bank index b."""
+        c = self.config
+        ch, rest = divmod(b, self.banks_per_channel)
+        rank, rest = divmod(rest, c.banks)
+        return ch, rank, rest // c.banks_per_group, rest % c.banks_per_group
 
     # ------------------------------------------------------------- clock conversion
     def to_accel(self, d: int) -> int:
@@ -149,6 +166,7 @@ class DramTimer:
             self.data_end,
             dict(self.counts),
             dict(self.last_request),
+            len(self.log) if self.log is not None else 0,
         )
 
     def restore(self, s: tuple) -> None:
@@ -166,7 +184,10 @@ class DramTimer:
             self.data_end,
             self.counts,
             self.last_request,
+            logged,
         ) = s
+        if self.log is not None:  # the commands of what is rolled back were never given
+            del self.log[logged:]
 
     # ------------------------------------------------------------- timing
     def issue(
@@ -317,6 +338,7 @@ class DramTimer:
         act_to_col, col_to_pre = self.act_to_col[write], self.col_to_pre[write]
         data_tail = self.data_latency[write] + burst
         close_page, refresh = self.close_page, self._refresh
+        log, name, to_accel = self.log, self.name, self.to_accel
         data_end = activates = hits = 0
         # per piece of a visit: (first request index, first column, spacing, channel)
         chunks: list[tuple[int, int, int, int]] = []
@@ -369,7 +391,8 @@ class DramTimer:
                     else:
                         if open_now != NO_ROW:
                             cause = BANK_CONFLICT if opener[b] != who else ROW_MISS
-                            act = (pre_ready[b] if pre_ready[b] > arrive else arrive) + tRP
+                            precharge = pre_ready[b] if pre_ready[b] > arrive else arrive
+                            act = precharge + tRP
                         else:
                             cause = REFRESH if closed_by_refresh[b] else ROW_MISS
                             act = arrive
@@ -395,6 +418,11 @@ class DramTimer:
                         break
                     refresh(ch, rank)  # a refresh falls before this column command: it goes first
                 if not hit:
+                    if log is not None:
+                        if open_now != NO_ROW:
+                            log.append((to_accel(precharge), name, b, BANK_PRECHARGE,
+                                        to_accel(precharge + tRP)))  # fmt: skip
+                        log.append((to_accel(act), name, b, BANK_ACTIVATE, row))
                     row_opener = opener[b] if cause == BANK_CONFLICT else None
                     open_row[b], opener[b], open_cause[b] = row, who, cause
                     closed_by_refresh[b] = False
@@ -432,6 +460,8 @@ class DramTimer:
                     open_row[b] = NO_ROW
                     closed_by_refresh[b] = False
                     t = pre_ready[b] + tRP
+                    if log is not None:
+                        log.append((to_accel(pre_ready[b]), name, b, BANK_PRECHARGE, to_accel(t)))
                     if t > act_ready[b]:
                         act_ready[b] = t
                 if not left:
@@ -459,6 +489,14 @@ class DramTimer:
         if any_open:
             start += self.tRP
         done = start + self.tRFC
+        if self.log is not None:  # the open banks are precharged, then the rank refreshes
+            log, name, to_accel = self.log, self.name, self.to_accel
+            for b in range(lo, lo + c.banks):
+                if self.open_row[b] != NO_ROW:
+                    log.append(
+                        (to_accel(start - self.tRP), name, b, BANK_PRECHARGE, to_accel(start))
+                    )
+            log.append((to_accel(start), name, lo, BANK_REFRESH, to_accel(done)))
         for b in range(lo, lo + c.banks):
             self.open_row[b], self.opener[b] = NO_ROW, None
             self.closed_by_refresh[b] = True
@@ -713,8 +751,9 @@ def _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, port_key):
 def _copy(saved: tuple) -> tuple:
     """A snapshot that restoring may consume (restore adopts the lists it is given)."""
     timer_like = DramTimer.__new__(DramTimer)
+    timer_like.log = None
     timer_like.restore(saved)
-    return DramTimer.snapshot(timer_like)
+    return DramTimer.snapshot(timer_like)[:-1] + saved[-1:]
 
 
 def _ends(timer: DramTimer, side: DramSide, who, start: int, lo: int, hi: int):

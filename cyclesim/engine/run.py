@@ -97,6 +97,10 @@ class _Replay:
             from cyclesim.engine.dram_port import DramTimer
 
             self.dram = {name: DramTimer(config, mhz) for name, config, _, mhz in plan.dram}
+            if trace:  # each row visit's bank commands, for the per-bank trace signals
+                self.rec.dram_banks = []
+                for name, timer in self.dram.items():
+                    timer.trace_into(self.rec.dram_banks, name)
         self.l1 = None  # L1 placement (engine/l1.py) when a memory has an `allocator:`
         if plan.allocators:
             from cyclesim.engine.l1 import L1Places
@@ -624,6 +628,8 @@ def replay_plan(
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:
         raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
+    for name, timer in r.dram.items():  # the DRAM timers' own counts and open rows
+        r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
     return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)
