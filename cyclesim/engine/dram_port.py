@@ -343,6 +343,7 @@ class DramTimer:
         # per piece of a visit: (first request index, first column, spacing, channel)
         chunks: list[tuple[int, int, int, int]] = []
         channels = c.channels
+        run_channel, run_start = -1, index
         index0 = index
         end = s0
         behind = 0  # the chunk holding request index - queue (it only moves forward)
@@ -440,7 +441,12 @@ class DramTimer:
                 if turn > base:
                     delays.append((base, turn, TURNAROUND, None, where))
                 m = left if col + (left - 1) * spacing < due else (due - col - 1) // spacing + 1
-                if channels > 1 and m > 1 and piece + m - 1 - queue >= index0:
+                if (
+                    channels > 1
+                    and m > 1
+                    and piece + m - 1 - queue >= index0
+                    and (ch != run_channel or run_start > max(piece + 1, index0 + queue) - queue)
+                ):  # requests `queue` ahead of some of this piece's were on another channel
                     m = _queue_cut(chunks, behind, piece, m, col, spacing, ch, queue, index0)
                 last = col + (m - 1) * spacing
                 if first is None:
@@ -454,6 +460,8 @@ class DramTimer:
                     data_end = t
                 hits += m - 1
                 chunks.append((piece, col, spacing, ch))
+                if ch != run_channel:  # the chunks from run_start on are all on run_channel
+                    run_channel, run_start = ch, piece
                 piece += m
                 left -= m
                 if close_page:  # CLOSE_PAGE: the row is precharged after these requests
@@ -473,7 +481,25 @@ class DramTimer:
         counts["activates"] += activates
         counts["row_hits"] += hits
         self.data_end = data_end
+        self.pieces = (chunks, index0, index, s0)  # the column commands, for prefix_end
         return end, index - index0
+
+    def prefix_end(self, pieces: tuple, requests: int) -> int:
+        """DRAM cycle the bus slot of the first `requests` requests of an issue ends, from that
+        issue's column commands (`pieces`, as self.pieces left them): the timer is causal, a
+        request's timing does not depend on the ones after it, so issuing only them gives the
+        same end."""
+        chunks, first, upto, end = pieces
+        upto = min(upto, first + requests)
+        burst = self.burst
+        for k, (piece, col, spacing, _) in enumerate(chunks):
+            if piece >= upto:
+                break
+            after = chunks[k + 1][0] if k + 1 < len(chunks) else upto
+            last = col + (min(after, upto) - piece - 1) * spacing + burst
+            if last > end:
+                end = last
+        return end
 
     def _refresh(self, ch: int, rank: int) -> None:
         """The rank's due refresh: precharge its open banks, then tRFC with every bank closed."""
@@ -546,6 +572,7 @@ class DramSide:
         "data_end",
         "stream",
         "last_dram_end",
+        "pieces",
     )
 
     def __init__(self, timer: DramTimer, addresses, is_write: bool) -> None:
@@ -560,6 +587,7 @@ class DramSide:
         # requests issued in it): runs that follow each other without a break are one stream
         self.stream: tuple[int, int, int] | None = None
         self.last_dram_end: int | None = None  # accelerator cycle the last run's DRAM side ends
+        self.pieces: tuple = ()  # the column commands of the last run (DramTimer.pieces)
 
     def select(self, k: int) -> None:
         """The next transfer moves tile k: its strided byte runs."""
@@ -664,11 +692,16 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             x = i  # the burst in progress at `now`: the first whose run [i, x] ends later
             if saved is not None:
                 low, high = i, j - 1
+                pieces, before = side.pieces, saved[12].get(who)
                 while low < high:
                     mid = (low + high) // 2
-                    timer.restore(_copy(saved))
-                    side.stream = saved_stream
-                    e, _ = _ends(timer, side, who, start, byte_at(i), byte_at(mid + 1))
+                    # the run's first bursts up to mid: their requests, timed as in the run
+                    if before is None:
+                        timer.last_request.pop(who, None)
+                    else:
+                        timer.last_request[who] = before
+                    visits = timer._visits(side.slice(byte_at(i), byte_at(mid + 1)), who)
+                    e = timer.to_accel(timer.prefix_end(pieces, sum(n for _, n in visits)))
                     e = max(e, start + prefix[mid + 1] - prefix[i])
                     if e > now:
                         high = mid
@@ -748,20 +781,13 @@ def _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, port_key):
             rest = (max(0, rest[0] - moved * wp), max(0, rest[1] - moved * wc))
 
 
-def _copy(saved: tuple) -> tuple:
-    """A snapshot that restoring may consume (restore adopts the lists it is given)."""
-    timer_like = DramTimer.__new__(DramTimer)
-    timer_like.log = None
-    timer_like.restore(saved)
-    return DramTimer.snapshot(timer_like)[:-1] + saved[-1:]
-
-
 def _ends(timer: DramTimer, side: DramSide, who, start: int, lo: int, hi: int):
     """Issue transfer bytes [lo, hi) from `start`, continuing the side's stream when the last
     run ended at `start` (so the granularity of runs does not change the DRAM's timing)."""
     stream = side.stream
     go_on = (stream[1], stream[2]) if stream is not None and stream[0] == start else None
     out = timer.issue(side.slice(lo, hi), side.is_write, who, start, go_on)
+    side.pieces = timer.pieces
     first = go_on[0] if go_on is not None else timer.to_dram(start)
     side.stream = (out[0], first, (go_on[1] if go_on is not None else 0) + timer.issued)
     return out
