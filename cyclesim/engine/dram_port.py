@@ -30,12 +30,18 @@ import simpy
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import ACTIVATE, PRECHARGE, READ, WRITE, timing_tables
-from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
+from cyclesim.engine.record import (
+    BANK_ACTIVATE,
+    BANK_PRECHARGE,
+    BANK_REFRESH,
+    S_BURST,
+    S_DRAM,
+    S_LATENCY,
+    S_PORT,
+)
 
 ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
 CONTENTION = "contention"
-# the bank commands a traced run records (Recorder.dram_banks)
-BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH = "activate", "precharge", "refresh"
 NO_ROW = -1
 _START = itemgetter(0)
 

@@ -27,6 +27,8 @@ S_PIPE = "pipeline"  # PE pipeline depth before results can leave
 S_IDLE = "idle"  # nothing left to do
 S_WAIT_FILL = "wait_fill"  # drain process: the tile is not yet entered; info: node index
 S_DRAM = "dram"  # a DRAM delay (engine/dram_port.py); info: (cause, port key, row opener, where)
+# the bank commands of a traced DRAM replay (Recorder.dram_banks, engine/dram_port.py)
+BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH = "activate", "precharge", "refresh"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
-from cyclesim.engine.dram_port import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH
 from cyclesim.engine.fabric import PE
-from cyclesim.engine.record import FOREVER, S_DMA
+from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH, FOREVER, S_DMA
 from cyclesim.errors import TraceError
 from cyclesim.results.attribution import SPATIAL, StallSpan
 from cyclesim.schedule.steps import segment_classifier, segment_profile
