@@ -361,7 +361,6 @@ class DramTimer:
             b += (q >> ba_pos) & ba_mask
             row = (q >> ro_pos) & ro_mask
             next_refresh = next_refreshes[ch]
-            where = (ch, b, row)
             first = None
             piece = index  # the request a piece of the visit starts with
             left = n
@@ -388,7 +387,7 @@ class DramTimer:
                         turn = t + other_direction[scope] if was_write != write else bus
                         if bus > arrive and previous != who and first is None:
                             # the data bus is still busy with another transfer's requests
-                            delays.append((arrive, bus, CONTENTION, previous, where))
+                            delays.append((arrive, bus, CONTENTION, previous, (ch, b, row)))
                             arrive = bus
                     base = bus if bus > arrive else arrive
                     open_now = open_row[b]
@@ -442,10 +441,10 @@ class DramTimer:
                     row_opener = None
                     hits += 1
                 if row_ready > base:
-                    delays.append((base, row_ready, cause, row_opener, where))
+                    delays.append((base, row_ready, cause, row_opener, (ch, b, row)))
                     base = row_ready
                 if turn > base:
-                    delays.append((base, turn, TURNAROUND, None, where))
+                    delays.append((base, turn, TURNAROUND, None, (ch, b, row)))
                 m = left if col + (left - 1) * spacing < due else (due - col - 1) // spacing + 1
                 if (
                     channels > 1
