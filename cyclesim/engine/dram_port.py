@@ -138,13 +138,6 @@ class DramTimer:
         is closed), and per rank (t, name, its first bank, BANK_REFRESH, cycle it ends)."""
         self.log, self.name = log, name
 
-    def bank_position(self, b: int) -> tuple[int, int, int, int]:
-        """(channel, rank, bank group, bank) of bank index b."""
-        c = self.config
-        ch, rest = divmod(b, self.banks_per_channel)
-        rank, rest = divmod(rest, c.banks)
-        return ch, rank, rest // c.banks_per_group, rest % c.banks_per_group
-
     # ------------------------------------------------------------- clock conversion
     def to_accel(self, d: int) -> int:
         """Accelerator cycle of DRAM cycle d (ceil)."""
