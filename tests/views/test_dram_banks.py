@@ -4,7 +4,6 @@ and its open rows at the end of the run."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -12,11 +11,19 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from replay_helpers import memory, port  # noqa: E402
+from test_perfetto import assert_no_overlap, check_trace_event_format, load  # noqa: E402
 
 from cyclesim.engine import TraceFilter, replay  # noqa: E402
 from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict  # noqa: E402
 from cyclesim.views.fst import fst_writer, write_fst  # noqa: E402
-from cyclesim.views.perfetto import _dump, _json_lines, trace_events, write_chrome_json  # noqa: E402
+from cyclesim.views.perfetto import (  # noqa: E402
+    _dump,
+    _json_lines,
+    perfetto_available,
+    trace_events,
+    write_chrome_json,
+    write_perfetto_proto,
+)
 from cyclesim.views.vcd import write_vcd  # noqa: E402
 
 pywellen = pytest.importorskip("pywellen")
@@ -146,7 +153,9 @@ def test_bank_signals_read_back_equal_the_timers_counts(tmp_path):
 def test_perfetto_has_a_track_per_bank_with_a_slice_per_row_opened(tmp_path):
     res = replay(*gemm(tmp_path), trace=True, progress=False)
     write_chrome_json(res, tmp_path / "run.json")
-    events = json.loads((tmp_path / "run.json").read_text())["traceEvents"]
+    events = load(tmp_path / "run.json")["traceEvents"]  # ts and dur as exact decimals
+    check_trace_event_format({"traceEvents": events})
+    assert_no_overlap([e for e in events if e.get("cat") == "dram"])
     tracks = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
     bank_tids = {tid for tid, name in tracks.items() if name.startswith("DRAM DRAM ch0.rank")}
     slices = [e for e in events if e.get("cat") == "dram"]
@@ -155,7 +164,7 @@ def test_perfetto_has_a_track_per_bank_with_a_slice_per_row_opened(tmp_path):
     assert len(opened) == res.raw.rec.dram_counts["DRAM"]["activates"]
     assert all(e["name"] == f"row {e['args']['row']}" for e in opened)
     refreshes = [e for e in slices if e["name"] == "refresh"]
-    assert refreshes and all(e["dur"] == 0.12 for e in refreshes)  # tRFC = 120 cycles
+    assert refreshes and all(e["dur"] * 1000 == 120 for e in refreshes)  # tRFC = 120 cycles
     # the hand-formatted JSON equals the generic encoding of the same events
     act, names = res.activity(), {}
     generic = [_dump(e, names) for e in trace_events(act) if e.get("dur", 1) > 0]
@@ -176,3 +185,28 @@ def test_a_window_starts_with_the_rows_open_at_its_first_cycle(tmp_path):
             at_start = [v for t, v in before[scope][name] if t <= start][-1]
             assert changes[0] == (start, at_start), (scope, name)
             assert changes[1:] == [(t, v) for t, v in before[scope][name] if t > start]
+
+
+def test_the_protobuf_trace_carries_the_bank_tracks(tmp_path):
+    if not perfetto_available():
+        pytest.skip("the `perfetto` Python package is not installed")
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    res = replay(*gemm(tmp_path), trace=True, progress=False)
+    write_perfetto_proto(res, tmp_path / "run.pftrace")
+    trace = pb.Trace()
+    trace.ParseFromString((tmp_path / "run.pftrace").read_bytes())
+    banks = {
+        p.track_descriptor.uuid
+        for p in trace.packet
+        if p.HasField("track_descriptor") and p.track_descriptor.name.startswith("DRAM ")
+    }
+    begins = [
+        p
+        for p in trace.packet
+        if p.HasField("track_event")
+        and p.track_event.track_uuid in banks
+        and p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN
+    ]
+    slices = [e for e in trace_events(res.activity()) if e.get("cat") == "dram"]
+    assert banks and len(begins) == len(slices)
