@@ -97,6 +97,8 @@ class Recorder:
     # REFRESH (a rank's refresh: bank is its first bank); and after the run, per memory, the
     # timer's counts (requests, row_hits, activates, refreshes) and each bank's open row (-1)
     dram_banks: list[tuple] | None = None
+    # a systolic PE array's wavefront, per fold when tracing: (start, end, leaf, 'fill' | 'drain')
+    systolic_spans: list[tuple] | None = None
     dram_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     dram_open_rows: dict[str, list[int]] = field(default_factory=dict)
 

@@ -69,6 +69,7 @@ class _Replay:
             self.rec.pe_segments = []
             self.rec.transfers = []
             self.rec.occupancy = []
+            self.rec.systolic_spans = []
             if trace_filter is not None:
                 _compile_filter(self.rec, plan, trace_filter)
         self.trace = trace
@@ -363,7 +364,9 @@ class _Replay:
         finish_use, set_shares, timeout = self.finish_use, fabric.set_shares, env.timeout
         held = None  # the kind of segment whose port shares the PE array holds (None: none)
         kinds: dict[tuple, _SegmentKind] = {}  # (leaf, level, first visit), in first-run order
-        wave = Wavefront(plan, rec.systolic) if plan.systolic is not None else None
+        wave = None
+        if plan.systolic is not None:
+            wave = Wavefront(plan, rec.systolic, rec.systolic_spans)
         for li, g0, g1 in program_blocks(plan):
             leaf = plan.leaves[li]
             who = ("pe", li)

@@ -22,7 +22,7 @@ from typing import NamedTuple
 from cyclesim.engine.fabric import PE
 from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH, FOREVER, S_DMA
 from cyclesim.errors import TraceError
-from cyclesim.results.attribution import SPATIAL, StallSpan
+from cyclesim.results.attribution import SPATIAL, SYSTOLIC_DRAIN, SYSTOLIC_FILL, StallSpan
 from cyclesim.schedule.steps import segment_classifier, segment_profile
 
 COMPUTE = "compute"  # the PE array's state while it completes a step every cycle
@@ -470,12 +470,22 @@ def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:
 
 
 def _pe_states(res, w0: int, w1: int, pieces: list[PeState]) -> States:
-    """Compute and spatial pieces of the segments merged with the other stall spans, in [w0, w1)."""
+    """Compute and spatial pieces of the segments merged with the other stall spans, in [w0, w1).
+
+    A systolic array's fill and drain are one stall span per leaf and kind for the tables (from
+    its first to its last fold); the trace draws each fold's own, which the engine records."""
     out = States()
+    folds = res.raw.rec.systolic_spans or ()
+    per_fold = (SPATIAL, SYSTOLIC_FILL, SYSTOLIC_DRAIN) if folds else (SPATIAL,)
     spans: list[StallSpan] = sorted(
-        (s for s in res.spans if s.cause != SPATIAL and s.end > s.start), key=lambda s: s.start
+        (s for s in res.spans if s.cause not in per_fold and s.end > s.start),
+        key=lambda s: s.start,
     )
     states = [PeState(s.start, s.end, s.phase, s.cause, _where(s), "", None) for s in spans]
+    leaves = res.raw.plan.leaves
+    for start, end, li, kind in folds:
+        cause = SYSTOLIC_FILL if kind == "fill" else SYSTOLIC_DRAIN
+        states.append(PeState(start, end, COMPUTE, cause, "", leaves[li].einsum, None))
     for st in sorted(states + pieces, key=lambda p: p.start):
         if st.end <= w0 or st.start >= w1 or st.end <= st.start:
             continue
