@@ -93,9 +93,9 @@ class _Replay:
         self.intermediate = tuple(
             n.tensor in consumed and n.tensor in self.producer_of for n in plan.nodes
         )
-        self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_port.py)
+        self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_timer.py)
         if plan.dram:
-            from cyclesim.engine.dram_port import DramTimer
+            from cyclesim.engine.dram_timer import DramTimer
 
             self.dram = {name: DramTimer(config, mhz) for name, config, _, mhz in plan.dram}
             if trace:  # each row visit's bank commands, for the per-bank trace signals

@@ -1,6 +1,6 @@
 """The DRAM timer's closed form against request-by-request timing (hypothesis).
 
-The replay's timer (cyclesim/engine/dram_port.py) times a row visit — consecutive requests to
+The replay's timer (cyclesim/engine/dram_timer.py) times a row visit — consecutive requests to
 one row of one bank, or the lines of a strided run that fall in one row — in one step: the
 first column command from the bank, bus and turnaround state, the others evenly spaced. The
 straightforward computation times every request on its own (a visit of one request). The two
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cyclesim.dram.config import load_dram_config
-from cyclesim.engine.dram_port import DramTimer
+from cyclesim.engine.dram_timer import DramTimer
 
 CONFIGS = st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128"])
 MAPPINGS = st.sampled_from(["rochrababgco", "rorabgbachco", "chrorababgco", "robgbarachco"])
