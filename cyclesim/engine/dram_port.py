@@ -135,6 +135,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
         j = i + 1 if single else min(n_bursts, i + per_row)
         saved = None if single else timer.snapshot()
+        before = timer.last_request.get(who)  # the request its last burst issued, if any
         saved_stream = side.stream
         mark = len(tl)
         end = _run(
@@ -151,7 +152,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             x = i  # the burst in progress at `now`: the first whose run [i, x] ends later
             if saved is not None:
                 low, high = i, j - 1
-                pieces, before = side.pieces, saved[12].get(who)
+                pieces = side.pieces
                 while low < high:
                     mid = (low + high) // 2
                     # the run's first bursts up to mid: their requests, timed as in the run
