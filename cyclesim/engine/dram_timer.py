@@ -121,12 +121,32 @@ class DramTimer:
         self.issued = 0  # requests issued by the last issue() call
         self.log: list[tuple] | None = None  # bank commands, when tracing (trace_into)
         self.name = ""
+        self._build_frame()
+
+    def _build_frame(self) -> None:
+        """What _time_visits binds to locals, per direction, in one tuple: the constants and the
+        state lists (which keep their identity: restore copies into them)."""
+        c = self.config
+        self._frame = {
+            write: (
+                self.ranks, *self.decode, c.bankgroups, c.banks_per_group,
+                self.banks_per_channel, self.queue, self.burst, self.col_table[write][write],
+                self.col_table[not write][write], self.open_row, self.opener, self.open_cause,
+                self.closed_by_refresh, self.act_ready, self.col_ready, self.pre_ready,
+                self.last_col, self.acts, self.next_refresh, self.tRC, self.tRAS, self.tRP,
+                self.tFAW, *self.rrd, self.act_to_col[write], self.col_to_pre[write],
+                self.data_latency[write] + self.burst, self.close_page, self._refresh, self.log,
+                self.name, self.to_accel, c.channels,
+            )
+            for write in (False, True)
+        }  # fmt: skip
 
     def trace_into(self, log: list[tuple], name: str) -> None:
         """Record every row visit's bank commands into log, as memory `name`: (accelerator
         cycle, name, bank, BANK_ACTIVATE, row), (t, name, bank, BANK_PRECHARGE, cycle the bank
         is closed), and per rank (t, name, its first bank, BANK_REFRESH, cycle it ends)."""
         self.log, self.name = log, name
+        self._build_frame()
 
     # ------------------------------------------------------------- clock conversion
     def to_accel(self, d: int) -> int:
@@ -159,22 +179,26 @@ class DramTimer:
         )
 
     def restore(self, s: tuple) -> None:
+        """Go back to a snapshot (copied into the state lists: the snapshot stays usable)."""
         (
-            self.open_row,
-            self.opener,
-            self.open_cause,
-            self.closed_by_refresh,
-            self.act_ready,
-            self.col_ready,
-            self.pre_ready,
-            self.last_col,
-            self.acts,
-            self.next_refresh,
+            self.open_row[:],
+            self.opener[:],
+            self.open_cause[:],
+            self.closed_by_refresh[:],
+            self.act_ready[:],
+            self.col_ready[:],
+            self.pre_ready[:],
+            self.last_col[:],
+            self.acts[:],
+            next_refresh,
             self.data_end,
-            self.counts,
-            self.last_request,
+            counts,
+            last_request,
             logged,
         ) = s
+        for mine, saved in zip(self.next_refresh, next_refresh, strict=True):
+            mine[:] = saved
+        self.counts, self.last_request = dict(counts), dict(last_request)
         if self.log is not None:  # the commands of what is rolled back were never given
             del self.log[logged:]
 
@@ -308,30 +332,18 @@ class DramTimer:
         go to the row's cause, then to `turnaround`; the others follow every `spacing` cycles.
         A refresh due before a command is done first. The hot path of a DRAM replay: every
         table and constant is a local, one Python loop iteration per row visit."""
-        ranks = self.ranks
-        (ch_pos, ch_mask, ra_pos, ra_mask, bg_pos, bg_mask, ba_pos, ba_mask, ro_pos, ro_mask) = (
-            self.decode
-        )
-        c = self.config
-        bankgroups, banks_per_group = c.bankgroups, c.banks_per_group
-        per_channel, queue, burst = self.banks_per_channel, self.queue, self.burst
-        same_direction = self.col_table[write][write]
-        other_direction = self.col_table[not write][write]
+        (
+            ranks, ch_pos, ch_mask, ra_pos, ra_mask, bg_pos, bg_mask, ba_pos, ba_mask, ro_pos,
+            ro_mask, bankgroups, banks_per_group, per_channel, queue, burst, same_direction,
+            other_direction, open_row, opener, open_cause, closed_by_refresh, act_ready,
+            col_ready, pre_ready, last_cols, all_acts, next_refreshes, tRC, tRAS, tRP, tFAW,
+            rrd_same, rrd_other, act_to_col, col_to_pre, data_tail, close_page, refresh, log,
+            name, to_accel, channels,
+        ) = self._frame[write]  # fmt: skip
         spacing = same_direction[0]
-        open_row, opener, open_cause = self.open_row, self.opener, self.open_cause
-        closed_by_refresh, act_ready = self.closed_by_refresh, self.act_ready
-        col_ready, pre_ready = self.col_ready, self.pre_ready
-        last_cols, all_acts, next_refreshes = self.last_col, self.acts, self.next_refresh
-        tRC, tRAS, tRP, tFAW = self.tRC, self.tRAS, self.tRP, self.tFAW
-        rrd_same, rrd_other = self.rrd
-        act_to_col, col_to_pre = self.act_to_col[write], self.col_to_pre[write]
-        data_tail = self.data_latency[write] + burst
-        close_page, refresh = self.close_page, self._refresh
-        log, name, to_accel = self.log, self.name, self.to_accel
         data_end = activates = hits = 0
         # per piece of a visit: (first request index, first column, spacing, channel)
         chunks: list[tuple[int, int, int, int]] = []
-        channels = c.channels
         run_channel, run_start = -1, index
         index0 = index
         end = s0
