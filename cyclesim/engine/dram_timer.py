@@ -504,29 +504,24 @@ class DramTimer:
     def _refresh(self, ch: int, rank: int) -> None:
         """The rank's due refresh: precharge its open banks, then tRFC with every bank closed."""
         due = self.next_refresh[ch][rank]
-        c = self.config
-        lo = ch * self.banks_per_channel + rank * c.banks
+        banks = self.config.banks
+        lo = ch * self.banks_per_channel + rank * banks
+        hi = lo + banks
+        open_row, pre_ready, act_ready = self.open_row, self.pre_ready, self.act_ready
+        opened = [b for b in range(lo, hi) if open_row[b] != NO_ROW]
         start = due
-        any_open = False
-        for b in range(lo, lo + c.banks):
-            if self.open_row[b] != NO_ROW:
-                any_open = True
-                start = max(start, self.pre_ready[b])
-        if any_open:
-            start += self.tRP
+        if opened:  # they close once they may (tRAS, tRTP, write recovery), then tRP
+            start = max(due, max(pre_ready[b] for b in opened)) + self.tRP
         done = start + self.tRFC
         if self.log is not None:  # the open banks are precharged, then the rank refreshes
             log, name, to_accel = self.log, self.name, self.to_accel
-            for b in range(lo, lo + c.banks):
-                if self.open_row[b] != NO_ROW:
-                    log.append(
-                        (to_accel(start - self.tRP), name, b, BANK_PRECHARGE, to_accel(start))
-                    )
+            for b in opened:
+                log.append((to_accel(start - self.tRP), name, b, BANK_PRECHARGE, to_accel(start)))
             log.append((to_accel(start), name, lo, BANK_REFRESH, to_accel(done)))
-        for b in range(lo, lo + c.banks):
-            self.open_row[b], self.opener[b] = NO_ROW, None
-            self.closed_by_refresh[b] = True
-            self.act_ready[b] = max(self.act_ready[b], done)
+        open_row[lo:hi] = [NO_ROW] * banks
+        self.opener[lo:hi] = [None] * banks
+        self.closed_by_refresh[lo:hi] = [True] * banks
+        act_ready[lo:hi] = [a if a > done else done for a in act_ready[lo:hi]]
         self.next_refresh[ch][rank] = due + self.refresh_every
         self.counts["refreshes"] += 1
 
