@@ -76,6 +76,7 @@ bench: $(VENV)/.base $(SSVENV)/.installed
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_traces.py
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python $(BIN)/python benchmarks/bench_scalesim.py
+	$(BIN)/python benchmarks/bench_dram.py
 
 traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces

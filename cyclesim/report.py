@@ -55,6 +55,13 @@ def text_report(res: SimResult, title: str = "") -> str:
         out.append(
             f"  {r.einsum:<12}{r.tensor:<8}{r.memory:<14}{r.action:<6}{r.values:>14,}{r.bits:>16,}"
         )
+    for d in res.dram_summary:  # what the DRAM model's banks did
+        out.append("")
+        out.append(
+            f"{d['memory']} as {d['config']}: {d['requests']:,} requests, row hits {d['row_hits']:,} "
+            f"({100 * d['row_hit_rate']:.1f}%), {d['activates']:,} activates, "
+            f"{d['refreshes']:,} refreshes"
+        )
     out.append("")
     out.append(f"replayed in {res.wall_seconds:.3f} s, {res.events:,} engine events")
     return "\n".join(out)

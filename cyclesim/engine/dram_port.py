@@ -1,428 +1,21 @@
-"""DRAM behind a memory's ports: an in-order open-page timer driven by the replay's bursts.
+"""DRAM behind a memory's ports: the replay's transfers through a DRAM-modelled memory.
 
-The timer keeps, per channel, each bank's open row and the earliest cycle of its next
-activate, column and precharge command (the JEDEC delays of cyclesim/dram/timing.py), the
-last column command (bank group, read or write) and each rank's refresh schedule. A transfer's
-bursts reach it in the order the port arbitration grants them; it times them a row run at a
-time in closed form (the column commands of a run of same-row requests are evenly spaced), so
-a streaming fill costs one step per row run, not per burst. Delays beyond what the data bus
-alone would need are charged to a cause (docs/dram_causes.md): `row_miss`, `bank_conflict`,
-`refresh`, `turnaround`.
-
-Unlike the trace mode's FR-FCFS controller (cyclesim/dram/controller.py), requests issue in
-arrival order (no reordering of row hits ahead of misses), activates of a later row run may
-issue as soon as the request is queued (at most `trans_queue_size` requests ahead of the
-column command stream), and column-to-column delays are taken from the last column command
-of the channel only.
-
-DRAM cycles convert to accelerator cycles exactly: `ratio = tck_ns * clock_mhz / 1000`
-accelerator cycles per DRAM cycle, as a Fraction; DRAM cycle d is accelerator cycle
-ceil(d * ratio), and accelerator cycle a is the first DRAM cycle d with ceil(d * ratio) >= a.
+A transfer's bursts are granted as for any link (engine/transfer.py, engine/fabric.py); each
+run of bursts issues the DRAM requests of its bytes, in layout order, to the memory's timer
+(engine/dram_timer.py), and ends when both the ports and the DRAM are done with it. A run
+covers about one DRAM row of the transfer's bytes when nobody competes, so a streaming fill
+costs one event per row run, not per burst; a competitor or a change of the PE array's share
+cuts it after the burst in progress (docs/dram_causes.md).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from fractions import Fraction
 
 import simpy
 
-from cyclesim.dram.config import DramConfig
-from cyclesim.dram.timing import ACTIVATE, PRECHARGE, READ, WRITE, timing_tables
+from cyclesim.engine.dram_timer import DramTimer
 from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
-
-ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
-CONTENTION = "contention"
-NO_ROW = -1
-
-
-class DramTimer:
-    """Timing state of one DRAM memory (all its channels), shared by every transfer through it."""
-
-    def __init__(self, config: DramConfig, clock_mhz: float) -> None:
-        c = self.config = config
-        self.ratio = Fraction(str(c.tck_ns)) * Fraction(str(clock_mhz)) / 1000
-        self._num, self._den = self.ratio.numerator, self.ratio.denominator
-        t = timing_tables(c)
-        one_group = c.bankgroups == 1
-
-        def delay(table, prev: int, nxt: int) -> int:
-            return dict(table[prev]).get(nxt, 0)
-
-        # column -> column delays by scope: 0 same bank group, 1 other bank group, 2 other rank
-        self.col_delay = {
-            (pw, nw, scope): delay(table, WRITE if pw else READ, WRITE if nw else READ)
-            for pw in (False, True)
-            for nw in (False, True)
-            for scope, table in enumerate((t.same_bankgroup, t.other_bankgroups, t.other_ranks))
-        }
-        if one_group:
-            for pw in (False, True):
-                for nw in (False, True):
-                    self.col_delay[(pw, nw, 0)] = self.col_delay[(pw, nw, 1)]
-        # the same as nested lists, indexed [previous is write][next is write][scope]
-        self.col_table = [
-            [[self.col_delay[(pw, nw, scope)] for scope in range(3)] for nw in (False, True)]
-            for pw in (False, True)
-        ]
-        self.act_to_col = {
-            False: delay(t.same_bank, ACTIVATE, READ),
-            True: delay(t.same_bank, ACTIVATE, WRITE),
-        }
-        self.col_to_pre = {
-            False: delay(t.same_bank, READ, PRECHARGE),
-            True: delay(t.same_bank, WRITE, PRECHARGE),
-        }
-        self.tRC, self.tRAS, self.tRP = c.tRC, c.tRAS, c.tRP
-        self.rrd = (c.tRRD_S if one_group else c.tRRD_L, c.tRRD_S)  # same / other bank group
-        self.tFAW, self.tRFC = c.tFAW, c.tRFC
-        self.refresh_every = c.tREFI // c.ranks * c.ranks  # per rank, staggered by tREFI/ranks
-        self.burst = c.burst_cycles
-        self.data_latency = {False: c.read_latency, True: c.write_latency}
-        self.queue = c.trans_queue_size
-        layout = c.field_layout()
-        self.shift = (c.request_bytes - 1).bit_length()
-        self.request_bytes = c.request_bytes
-        self.fields = {k: (pos, (1 << w) - 1) for k, (pos, w) in layout.items()}
-        self.columns_low = layout["co"][0] == 0  # consecutive requests stay in a row
-        self.columns = 1 << layout["co"][1]
-        banks = c.ranks * c.banks
-        self.banks_per_channel = banks
-        n = c.channels * banks
-        # per bank (channel * banks + rank/bankgroup/bank index)
-        self.open_row = [NO_ROW] * n
-        self.opener: list[object] = [None] * n  # who activated the open row
-        self.open_cause: list[str] = [ROW_MISS] * n  # the cause its activation was charged to
-        self.closed_by_refresh = [False] * n
-        self.act_ready = [0] * n
-        self.col_ready = [0] * n
-        self.pre_ready = [0] * n
-        # per channel: last column command (cycle, is write, rank, bank group) or None
-        self.last_col: list[tuple | None] = [None] * c.channels
-        # per channel and rank: recent activates [(cycle, bank group)], next refresh cycle
-        self.acts = [[[] for _ in range(c.ranks)] for _ in range(c.channels)]
-        if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":  # every rank at once, every tREFI
-            self.refresh_every = c.tREFI
-            first = [c.tREFI] * c.ranks
-        else:  # RANK_LEVEL_STAGGERED (the spec refuses bank-level refresh)
-            step = c.tREFI // c.ranks
-            first = [(r + 1) * step for r in range(c.ranks)]
-        self.next_refresh = [first[:] for _ in range(c.channels)]
-        self.close_page = c.close_page  # precharge a row after its run of requests
-        self.data_end = 0  # data end of the requests of the last issue() call (DRAM cycles)
-        self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
-        self.last_request: dict[object, int] = {}  # per requester: its last request issued
-        self.issued = 0  # requests issued by the last issue() call
-
-    # ------------------------------------------------------------- clock conversion
-    def to_accel(self, d: int) -> int:
-        """Accelerator cycle of DRAM cycle d (ceil)."""
-        return -(-d * self._num // self._den)
-
-    def to_dram(self, a: int) -> int:
-        """The first DRAM cycle d with to_accel(d) >= a."""
-        if a <= 0:
-            return 0
-        return (a - 1) * self._den // self._num + 1
-
-    # ------------------------------------------------------------- state for rollback
-    def snapshot(self) -> tuple:
-        return (
-            self.open_row[:],
-            self.opener[:],
-            self.open_cause[:],
-            self.closed_by_refresh[:],
-            self.act_ready[:],
-            self.col_ready[:],
-            self.pre_ready[:],
-            self.last_col[:],
-            [[a[:] for a in ch] for ch in self.acts],
-            [r[:] for r in self.next_refresh],
-            self.data_end,
-            dict(self.counts),
-            dict(self.last_request),
-        )
-
-    def restore(self, s: tuple) -> None:
-        (
-            self.open_row,
-            self.opener,
-            self.open_cause,
-            self.closed_by_refresh,
-            self.act_ready,
-            self.col_ready,
-            self.pre_ready,
-            self.last_col,
-            self.acts,
-            self.next_refresh,
-            self.data_end,
-            self.counts,
-            self.last_request,
-        ) = s
-
-    # ------------------------------------------------------------- timing
-    def issue(
-        self,
-        runs: list[tuple[int, int, int, int]],
-        is_write: bool,
-        who: object,
-        start: int,
-        stream: tuple[int, int] | None = None,
-    ) -> tuple[int, list[tuple[int, int, str, object, str]]]:
-        """Issue the requests covering strided byte runs [(address, bytes, stride, count)] in
-        order from accelerator cycle `start`; return (accelerator cycle the last request's data
-        bus slot ends, delays [(start, end, cause, row opener, where)] in accelerator cycles).
-
-        Requests to one row in a row are one step: a contiguous run up to the row's end, and the
-        runs of a stride that fall in the same row (e.g. the lines of a tile). `stream` (DRAM
-        cycle of its first request, requests so far) continues a stream of requests the same
-        transfer issued without a break: they entered the queue one per cycle from its start.
-        `self.issued` tells how many requests this call issued."""
-        s0 = self.to_dram(start)
-        index = 0
-        if stream is not None:  # queued before the run, but at most `queue` requests ahead of it
-            first, index = stream
-            s0 = max(first, s0 - self.queue - index)
-        self.data_end = 0
-        delays: list = []
-        chunks: list[tuple[int, int, int]] = []  # (first request index, first column, spacing)
-        index0 = index
-        end = s0
-        shift, fields, rb = self.shift, self.fields, self.request_bytes
-        ch_pos, ch_mask = fields["ch"]
-        ra_pos, ra_mask = fields["ra"]
-        bg_pos, bg_mask = fields["bg"]
-        ba_pos, ba_mask = fields["ba"]
-        ro_pos, ro_mask = fields["ro"]
-        co_pos, co_mask = fields["co"]
-        columns_low, columns, queue = self.columns_low, self.columns, self.queue
-        row_shift = shift + (co_mask.bit_length() if columns_low else 0)
-        c = self.config
-        banks_per_group, bankgroups, per_channel = (
-            c.banks_per_group,
-            c.bankgroups,
-            self.banks_per_channel,
-        )
-        skip = self.last_request.get(who)  # a request the same transfer's last burst issued
-        last_q = None
-        behind = 0  # the chunk holding request index - queue (it only moves forward)
-        row_run_timed = self._row_run
-
-        def row_run(q: int, n: int) -> None:
-            nonlocal index, end, behind
-            ch = (q >> ch_pos) & ch_mask
-            rank = (q >> ra_pos) & ra_mask
-            bg = (q >> bg_pos) & bg_mask
-            b = ch * per_channel + (rank * bankgroups + bg) * banks_per_group
-            b += (q >> ba_pos) & ba_mask
-            arrive = s0 + index
-            if index - index0 >= queue:  # the queue holds `queue` requests at most
-                target = index - queue
-                while behind + 1 < len(chunks) and chunks[behind + 1][0] <= target:
-                    behind += 1
-                first_index, first_col, spacing = chunks[behind]
-                column = first_col + (target - first_index) * spacing
-                if column > arrive:
-                    arrive = column
-            first, spacing, last = row_run_timed(
-                ch, rank, bg, b, (q >> ro_pos) & ro_mask, n, is_write, who, arrive, delays
-            )
-            chunks.append((index, first, spacing))
-            if last + self.burst > end:
-                end = last + self.burst
-            index += n
-
-        for address, size, stride, count in runs:
-            x = 0
-            while x < count:
-                a = address + x * stride
-                q = a >> shift
-                if (
-                    columns_low and q != skip and ((a + size - 1) >> row_shift) == (a >> row_shift)
-                ):  # this run and the following ones of the stride that end in the same row
-                    k = 1
-                    if count - x > 1 and stride:
-                        row_end = ((a >> row_shift) + 1) << row_shift
-                        k = min(count - x, (row_end - size - address) // stride - x + 1)
-                    q_end = (a + size + rb - 1) >> shift
-                    if k > 1 and (a % rb or stride % rb):  # runs not aligned to requests
-                        n = sum(
-                            ((a + y * stride + size + rb - 1) >> shift)
-                            - ((a + y * stride) >> shift)
-                            for y in range(k)
-                        )
-                    else:
-                        n = k * (q_end - q)
-                    x += k
-                    row_run(q, n)
-                    last_q = (a + (k - 1) * stride + size - 1) >> shift
-                    skip = None
-                    continue
-                x += 1
-                left = size  # one run, a row (or, with other mappings, a request) at a time
-                while left > 0:
-                    q = a >> shift
-                    nxt = (q + 1) << shift
-                    if q == skip:  # its data came with that request: go on from the next one
-                        skip = None
-                        left -= nxt - a
-                        a = nxt
-                        continue
-                    skip = None
-                    if columns_low:
-                        q_end = (a + left + rb - 1) >> shift
-                        n = min(q_end - q, columns - (q & co_mask))
-                    else:
-                        n = 1
-                    row_run(q, n)
-                    last_q = q + n - 1
-                    step = ((q + n) << shift) - a
-                    a += step
-                    left -= step
-        if last_q is not None:
-            self.last_request[who] = last_q
-        self.counts["requests"] += index - index0
-        self.issued = index - index0
-        out = []
-        delays.sort(key=lambda d: d[0])
-        for a, z, cause, opener, where in delays:
-            a, z = self.to_accel(a), self.to_accel(z)
-            if z > a:
-                out.append((a, z, cause, opener, where))
-        return self.to_accel(end), out
-
-    def _row_run(self, ch, rank, bg, b, row, n, write, who, arrive, delays):
-        """n requests to one row of bank b: (first column cycle, spacing, last column cycle).
-
-        The first column command waits for the data bus (`base`: the previous column command
-        plus its delay), the row (an activate, after a precharge if another row is open) and
-        the read/write turnaround; the cycles past `base` go to the row's cause, then to
-        `turnaround`. A refresh due before the command is done first. (The hot path of a DRAM
-        replay: locals and conditional expressions rather than attribute lookups and max().)
-        """
-        first = None
-        same_direction = self.col_table[write][write]
-        other_direction = self.col_table[not write][write]
-        spacing = same_direction[0]
-        next_refresh = self.next_refresh[ch]
-        open_row, pre_ready = self.open_row, self.pre_ready
-        where = (ch, b, row)
-        while True:
-            while next_refresh[rank] <= arrive:  # refreshes that fell before the request
-                self._refresh(ch, rank)
-            last_col = self.last_col[ch]
-            if last_col is None:
-                bus = turn = arrive
-            else:
-                t, was_write, r, g, previous = last_col
-                scope = 2 if r != rank else (0 if g == bg else 1)
-                bus = t + same_direction[scope]
-                turn = t + other_direction[scope] if was_write != write else bus
-                if bus > arrive and previous != who and first is None:
-                    # the data bus is still busy with another transfer's requests (another port)
-                    delays.append((arrive, bus, CONTENTION, previous, where))
-                    arrive = bus
-            base = bus if bus > arrive else arrive
-            open_now = open_row[b]
-            hit = open_now == row
-            if hit:
-                row_ready, cause = self.col_ready[b], self.open_cause[b]
-            else:
-                if open_now != NO_ROW:
-                    cause = BANK_CONFLICT if self.opener[b] != who else ROW_MISS
-                    act = (pre_ready[b] if pre_ready[b] > arrive else arrive) + self.tRP
-                else:
-                    cause = REFRESH if self.closed_by_refresh[b] else ROW_MISS
-                    act = arrive
-                ready = self.act_ready[b]
-                if ready > act:
-                    act = ready
-                acts = self.acts[ch][rank]
-                if acts:
-                    t, g = acts[-1]
-                    t += self.rrd[0 if g == bg else 1]
-                    if t > act:
-                        act = t
-                    if len(acts) >= 4:
-                        t = acts[-4][0] + self.tFAW
-                        if t > act:
-                            act = t
-                row_ready = act + self.act_to_col[write]
-            col = base if base > row_ready else row_ready
-            if turn > col:
-                col = turn
-            due = next_refresh[rank]
-            if due <= col:  # a refresh falls before this column command: it goes first
-                self._refresh(ch, rank)
-                continue
-            counts = self.counts
-            if not hit:
-                opener = self.opener[b] if cause == BANK_CONFLICT else None
-                open_row[b], self.opener[b], self.open_cause[b] = row, who, cause
-                self.closed_by_refresh[b] = False
-                self.act_ready[b] = act + self.tRC
-                self.col_ready[b] = row_ready
-                pre_ready[b] = act + self.tRAS
-                acts.append((act, bg))
-                if len(acts) > 4:
-                    del acts[0]
-                counts["activates"] += 1
-            else:
-                opener = None
-                counts["row_hits"] += 1
-            if row_ready > base:
-                delays.append((base, row_ready, cause, opener, where))
-                base = row_ready
-            if turn > base:
-                delays.append((base, turn, TURNAROUND, None, where))
-            m = n if col + (n - 1) * spacing < due else (due - col - 1) // spacing + 1
-            last = col + (m - 1) * spacing
-            if first is None:
-                first = col
-            self.last_col[ch] = (last, write, rank, bg, who)
-            t = last + self.col_to_pre[write]
-            if t > pre_ready[b]:
-                pre_ready[b] = t
-            t = last + self.data_latency[write] + self.burst
-            if t > self.data_end:
-                self.data_end = t
-            counts["row_hits"] += m - 1
-            n -= m
-            if self.close_page:  # CLOSE_PAGE: the row is precharged after these requests
-                open_row[b] = NO_ROW
-                self.closed_by_refresh[b] = False
-                t = pre_ready[b] + self.tRP
-                if t > self.act_ready[b]:
-                    self.act_ready[b] = t
-            if not n:
-                return first, spacing, last
-            arrive = last + 1
-
-    def _refresh_due(self, ch: int, rank: int, now: int) -> None:
-        """Apply the refreshes of this rank that fell before `now`."""
-        while self.next_refresh[ch][rank] <= now:
-            self._refresh(ch, rank)
-
-    def _refresh(self, ch: int, rank: int) -> None:
-        """The rank's due refresh: precharge its open banks, then tRFC with every bank closed."""
-        due = self.next_refresh[ch][rank]
-        c = self.config
-        lo = ch * self.banks_per_channel + rank * c.banks
-        start = due
-        any_open = False
-        for b in range(lo, lo + c.banks):
-            if self.open_row[b] != NO_ROW:
-                any_open = True
-                start = max(start, self.pre_ready[b])
-        if any_open:
-            start += self.tRP
-        done = start + self.tRFC
-        for b in range(lo, lo + c.banks):
-            self.open_row[b], self.opener[b] = NO_ROW, None
-            self.closed_by_refresh[b] = True
-            self.act_ready[b] = max(self.act_ready[b], done)
-        self.next_refresh[ch][rank] = due + self.refresh_every
-        self.counts["refreshes"] += 1
 
 
 class DramSide:
@@ -438,6 +31,7 @@ class DramSide:
         "data_end",
         "stream",
         "last_dram_end",
+        "pieces",
     )
 
     def __init__(self, timer: DramTimer, addresses, is_write: bool) -> None:
@@ -452,6 +46,7 @@ class DramSide:
         # requests issued in it): runs that follow each other without a break are one stream
         self.stream: tuple[int, int, int] | None = None
         self.last_dram_end: int | None = None  # accelerator cycle the last run's DRAM side ends
+        self.pieces: tuple = ()  # the column commands of the last run (DramTimer.pieces)
 
     def select(self, k: int) -> None:
         """The next transfer moves tile k: its strided byte runs."""
@@ -540,6 +135,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
         j = i + 1 if single else min(n_bursts, i + per_row)
         saved = None if single else timer.snapshot()
+        before = timer.last_request.get(who)  # the request its last burst issued, if any
         saved_stream = side.stream
         mark = len(tl)
         end = _run(
@@ -556,11 +152,16 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             x = i  # the burst in progress at `now`: the first whose run [i, x] ends later
             if saved is not None:
                 low, high = i, j - 1
+                pieces = side.pieces
                 while low < high:
                     mid = (low + high) // 2
-                    timer.restore(_copy(saved))
-                    side.stream = saved_stream
-                    e, _ = _ends(timer, side, who, start, byte_at(i), byte_at(mid + 1))
+                    # the run's first bursts up to mid: their requests, timed as in the run
+                    if before is None:
+                        timer.last_request.pop(who, None)
+                    else:
+                        timer.last_request[who] = before
+                    visits = timer._visits(side.slice(byte_at(i), byte_at(mid + 1)), who)
+                    e = timer.to_accel(timer.prefix_end(pieces, sum(n for _, n in visits)))
                     e = max(e, start + prefix[mid + 1] - prefix[i])
                     if e > now:
                         high = mid
@@ -640,19 +241,13 @@ def _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, port_key):
             rest = (max(0, rest[0] - moved * wp), max(0, rest[1] - moved * wc))
 
 
-def _copy(saved: tuple) -> tuple:
-    """A snapshot that restoring may consume (restore adopts the lists it is given)."""
-    timer_like = DramTimer.__new__(DramTimer)
-    timer_like.restore(saved)
-    return DramTimer.snapshot(timer_like)
-
-
 def _ends(timer: DramTimer, side: DramSide, who, start: int, lo: int, hi: int):
     """Issue transfer bytes [lo, hi) from `start`, continuing the side's stream when the last
     run ended at `start` (so the granularity of runs does not change the DRAM's timing)."""
     stream = side.stream
     go_on = (stream[1], stream[2]) if stream is not None and stream[0] == start else None
     out = timer.issue(side.slice(lo, hi), side.is_write, who, start, go_on)
+    side.pieces = timer.pieces
     first = go_on[0] if go_on is not None else timer.to_dram(start)
     side.stream = (out[0], first, (go_on[1] if go_on is not None else 0) + timer.issued)
     return out

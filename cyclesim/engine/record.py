@@ -27,6 +27,8 @@ S_PIPE = "pipeline"  # PE pipeline depth before results can leave
 S_IDLE = "idle"  # nothing left to do
 S_WAIT_FILL = "wait_fill"  # drain process: the tile is not yet entered; info: node index
 S_DRAM = "dram"  # a DRAM delay (engine/dram_port.py); info: (cause, port key, row opener, where)
+# the bank commands of a traced DRAM replay (Recorder.dram_banks, engine/dram_timer.py)
+BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH = "activate", "precharge", "refresh"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,15 @@ class Recorder:
     # L1 allocators (engine/l1.py), only when a memory has an `allocator:`
     l1_log: list[tuple] | None = None  # every allocator event: rows of engine.l1.LOG_COLUMNS
     l1_occupancy: list[tuple] | None = None  # (t, memory, bytes in use) when tracing
+    # DRAM-modelled memories (engine/dram_timer.py): the bank commands of each row visit when
+    # tracing, (t, memory, bank, kind, row or end cycle) with kind ACTIVATE / PRECHARGE /
+    # REFRESH (a rank's refresh: bank is its first bank); and after the run, per memory, the
+    # timer's counts (requests, row_hits, activates, refreshes) and each bank's open row (-1)
+    dram_banks: list[tuple] | None = None
+    # a systolic PE array's wavefront, per fold when tracing: (start, end, leaf, 'fill' | 'drain')
+    systolic_spans: list[tuple] | None = None
+    dram_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    dram_open_rows: dict[str, list[int]] = field(default_factory=dict)
 
     def keep_transfer(self, node: int, start: int, end: int) -> bool:
         """A traced span of a node passes the filter (overlaps the window, resource wanted)."""

@@ -69,6 +69,7 @@ class _Replay:
             self.rec.pe_segments = []
             self.rec.transfers = []
             self.rec.occupancy = []
+            self.rec.systolic_spans = []
             if trace_filter is not None:
                 _compile_filter(self.rec, plan, trace_filter)
         self.trace = trace
@@ -92,11 +93,15 @@ class _Replay:
         self.intermediate = tuple(
             n.tensor in consumed and n.tensor in self.producer_of for n in plan.nodes
         )
-        self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_port.py)
+        self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_timer.py)
         if plan.dram:
-            from cyclesim.engine.dram_port import DramTimer
+            from cyclesim.engine.dram_timer import DramTimer
 
             self.dram = {name: DramTimer(config, mhz) for name, config, _, mhz in plan.dram}
+            if trace:  # each row visit's bank commands, for the per-bank trace signals
+                self.rec.dram_banks = []
+                for name, timer in self.dram.items():
+                    timer.trace_into(self.rec.dram_banks, name)
         self.l1 = None  # L1 placement (engine/l1.py) when a memory has an `allocator:`
         if plan.allocators:
             from cyclesim.engine.l1 import L1Places
@@ -359,7 +364,9 @@ class _Replay:
         finish_use, set_shares, timeout = self.finish_use, fabric.set_shares, env.timeout
         held = None  # the kind of segment whose port shares the PE array holds (None: none)
         kinds: dict[tuple, _SegmentKind] = {}  # (leaf, level, first visit), in first-run order
-        wave = Wavefront(plan, rec.systolic) if plan.systolic is not None else None
+        wave = None
+        if plan.systolic is not None:
+            wave = Wavefront(plan, rec.systolic, rec.systolic_spans)
         for li, g0, g1 in program_blocks(plan):
             leaf = plan.leaves[li]
             who = ("pe", li)
@@ -624,6 +631,8 @@ def replay_plan(
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:
         raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
+    for name, timer in r.dram.items():  # the DRAM timers' own counts and open rows
+        r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
     return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)

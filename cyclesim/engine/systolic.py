@@ -18,14 +18,15 @@ FILL, DRAIN = "fill", "drain"
 class Wavefront:
     """Answers, per PE segment, how many fill and drain cycles surround its stream."""
 
-    __slots__ = ("fill", "drain", "depths", "overlap", "record")
+    __slots__ = ("fill", "drain", "depths", "overlap", "record", "spans")
 
-    def __init__(self, plan: Plan, record: dict) -> None:
+    def __init__(self, plan: Plan, record: dict, spans: list | None = None) -> None:
         timing = fold_timing(plan.systolic)
         self.fill, self.drain = timing.fill, timing.drain
         self.depths = tuple(fold_depth(leaf) for leaf in plan.leaves)
         self.overlap = plan.systolic.overlap_folds
         self.record = record  # (leaf, FILL | DRAIN) -> [cycles, first start, last end]
+        self.spans = spans  # when tracing: every fill and drain, (start, end, leaf, kind)
 
     def fill_cycles(self, li: int, g: int, g0: int, level: int) -> int:
         """Fill before segment g of a block starting at g0 (level: its first step's level)."""
@@ -43,6 +44,8 @@ class Wavefront:
 
     def note(self, li: int, kind: str, start: int, end: int) -> None:
         """Book cycles [start, end) of the wavefront to a leaf."""
+        if self.spans is not None:
+            self.spans.append((start, end, li, kind))
         cur = self.record.get((li, kind))
         if cur is None:
             self.record[(li, kind)] = [end - start, start, end]

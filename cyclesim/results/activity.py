@@ -20,9 +20,9 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from cyclesim.engine.fabric import PE
-from cyclesim.engine.record import FOREVER, S_DMA
+from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH, FOREVER, S_DMA
 from cyclesim.errors import TraceError
-from cyclesim.results.attribution import SPATIAL, StallSpan
+from cyclesim.results.attribution import SPATIAL, SYSTOLIC_DRAIN, SYSTOLIC_FILL, StallSpan
 from cyclesim.schedule.steps import segment_classifier, segment_profile
 
 COMPUTE = "compute"  # the PE array's state while it completes a step every cycle
@@ -151,6 +151,39 @@ class Buffer:
             yield t, n, tuple(None if c[i] < 0 else c[i] for c in self.slot_tiles)
 
 
+BANK_IDLE, BANK_ACTIVE = "idle", "active"
+BANK_STATES = (BANK_IDLE, BANK_ACTIVE, BANK_PRECHARGE, BANK_REFRESH)  # a DRAM bank's states
+NO_ROW = -1
+
+
+@dataclass(slots=True)
+class DramBank:
+    """One bank of a DRAM-modelled memory, by column: from times[i] on it is in states[i] (idle,
+    active, precharge, refresh) with row rows[i] open (-1: none). The value at the window's
+    start comes first; `activates` counts the activates inside the window."""
+
+    memory: str
+    channel: int
+    rank: int
+    bank_group: int
+    bank: int
+    times: array = field(default_factory=lambda: array("q"))
+    states: list[str] = field(default_factory=list)
+    rows: array = field(default_factory=lambda: array("q"))
+    activates: int = 0
+
+    @property
+    def changes(self) -> Iterator[tuple[int, str, int]]:
+        """(t, state, open row or -1), in time order."""
+        return zip(self.times, self.states, self.rows, strict=True)
+
+    def name(self, ranks: int) -> str:
+        """'ch0.bank1_2' (bank group 1, bank 2), with '.rank1' after the channel when the
+        device has more than one rank."""
+        rank = f".rank{self.rank}" if ranks > 1 else ""
+        return f"ch{self.channel}{rank}.bank{self.bank_group}_{self.bank}"
+
+
 @dataclass(slots=True)
 class Activity:
     """The whole picture over [start, end): ports, DMA channels, PE array, buffers."""
@@ -169,6 +202,9 @@ class Activity:
     memories: list[str]  # outermost first, as in the plan's ports
     # memory with an L1 allocator -> (t, bytes in use), the value at start first
     l1: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    # DRAM-modelled memory -> its banks that a row visit used, by channel, rank, group, bank
+    dram_banks: dict[str, list[DramBank]] = field(default_factory=dict)
+    dram_ranks: dict[str, int] = field(default_factory=dict)  # DRAM memory -> ranks
 
 
 def _require_trace(res) -> None:
@@ -346,6 +382,8 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
         _buffers(res, w0, w1),
         _memories(res),
         _l1_occupancy(res, w0, w1),
+        _dram_banks(res, w0, w1, {port_memory[k] for k in shown}),
+        {name: config.ranks for name, config, _, _ in plan.dram},
     )
 
 
@@ -432,12 +470,22 @@ def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:
 
 
 def _pe_states(res, w0: int, w1: int, pieces: list[PeState]) -> States:
-    """Compute and spatial pieces of the segments merged with the other stall spans, in [w0, w1)."""
+    """Compute and spatial pieces of the segments merged with the other stall spans, in [w0, w1).
+
+    A systolic array's fill and drain are one stall span per leaf and kind for the tables (from
+    its first to its last fold); the trace draws each fold's own, which the engine records."""
     out = States()
+    folds = res.raw.rec.systolic_spans or ()
+    per_fold = (SPATIAL, SYSTOLIC_FILL, SYSTOLIC_DRAIN) if folds else (SPATIAL,)
     spans: list[StallSpan] = sorted(
-        (s for s in res.spans if s.cause != SPATIAL and s.end > s.start), key=lambda s: s.start
+        (s for s in res.spans if s.cause not in per_fold and s.end > s.start),
+        key=lambda s: s.start,
     )
     states = [PeState(s.start, s.end, s.phase, s.cause, _where(s), "", None) for s in spans]
+    leaves = res.raw.plan.leaves
+    for start, end, li, kind in folds:
+        cause = SYSTOLIC_FILL if kind == "fill" else SYSTOLIC_DRAIN
+        states.append(PeState(start, end, COMPUTE, cause, "", leaves[li].einsum, None))
     for st in sorted(states + pieces, key=lambda p: p.start):
         if st.end <= w0 or st.start >= w1 or st.end <= st.start:
             continue
@@ -532,6 +580,61 @@ def _l1_occupancy(res, w0: int, w1: int) -> dict[str, list[tuple[int, int]]]:
         elif t <= w1:  # a free at the last cycle shows the L1 empty when the run ends
             series.append((t, used))
     return out
+
+
+def _dram_banks(res, w0: int, w1: int, shown: set[str]) -> dict[str, list[DramBank]]:
+    """Per DRAM-modelled memory whose ports the trace shows: each used bank's state and open row
+    over [w0, w1), from the bank commands the engine recorded per row visit (an activate opens
+    a row; a precharge closes it, the bank idle once it is done; a refresh holds every bank of
+    its rank). At one cycle an activate follows the end of a precharge or refresh."""
+    records = res.raw.rec.dram_banks or ()
+    configs = {name: config for name, config, _, _ in res.raw.plan.dram if name in shown}
+    # (memory, bank) -> [(t, order, state, row)]; order puts the end of a precharge first
+    changes: dict[tuple[str, int], list[tuple[int, int, str, int]]] = {}
+    for seq, (t, memory, b, kind, value) in enumerate(records):
+        config = configs.get(memory)
+        if config is None:
+            continue
+        if kind == BANK_ACTIVATE:
+            changes.setdefault((memory, b), []).append((t, 1, seq, BANK_ACTIVE, value))
+            continue
+        banks = range(b, b + config.banks) if kind == BANK_REFRESH else (b,)
+        for bank in banks:
+            out = changes.setdefault((memory, bank), [])
+            out.append((t, 1, seq, kind, NO_ROW))
+            out.append((value, 0, seq, BANK_IDLE, NO_ROW))
+    result: dict[str, list[DramBank]] = {name: [] for name in configs}
+    for (memory, b), items in sorted(changes.items()):
+        c = configs[memory]
+        channel, rest = divmod(b, c.ranks * c.banks)
+        rank, rest = divmod(rest, c.banks)
+        bank = DramBank(memory, channel, rank, rest // c.banks_per_group, rest % c.banks_per_group)
+        state, row = BANK_IDLE, NO_ROW
+        items.sort()
+        for t, _, _, kind, value in items:
+            if t <= w0:
+                state, row = kind, value
+                continue
+            if t >= w1:
+                break
+            if not bank.times:
+                bank.times.append(w0)
+                bank.states.append(state)
+                bank.rows.append(row)
+            if bank.times[-1] == t:  # a later change at the same cycle replaces it
+                bank.states[-1], bank.rows[-1] = kind, value
+            elif kind != bank.states[-1] or value != bank.rows[-1]:
+                bank.times.append(t)
+                bank.states.append(kind)
+                bank.rows.append(value)
+            bank.activates += kind == BANK_ACTIVE
+        if not bank.times:
+            bank.times.append(w0)
+            bank.states.append(state)
+            bank.rows.append(row)
+        bank.activates += sum(1 for t, _, _, kind, _ in items if kind == BANK_ACTIVE and t == w0)
+        result[memory].append(bank)
+    return result
 
 
 def _buffers(res, w0: int, w1: int) -> list[Buffer]:

@@ -234,6 +234,18 @@ class SimResult:
 
         return l1_peak_table(self.raw, self.l1_log)
 
+    @property
+    def dram_summary(self) -> list[dict]:
+        """Per DRAM-modelled memory, from its timer: requests, row hits and their rate,
+        activates and refreshes (empty without a DRAM model)."""
+        configs = {name: config.name for name, config, _, _ in self.raw.plan.dram}
+        out = []
+        for memory, counts in self.raw.rec.dram_counts.items():
+            requests = counts["requests"]
+            rate = round(counts["row_hits"] / requests, 6) if requests else 0.0
+            out.append(dict(memory=memory, config=configs[memory], **counts, row_hit_rate=rate))
+        return out
+
     def to_json_dict(self) -> dict:
         """The `cyclesim run --json` object."""
         stalls = json_rows(self.stall_rows, _STALL_JSON)
@@ -252,6 +264,8 @@ class SimResult:
             events=self.events,
             wall_seconds=round(self.wall_seconds, 6),
         )
+        if self.raw.rec.dram_counts:  # a DRAM model timed the DRAM-modelled memories
+            out["dram"] = self.dram_summary
         if self.raw.plan.allocators:  # L1 placement was modelled
             from cyclesim.engine.l1 import LOG_COLUMNS
 

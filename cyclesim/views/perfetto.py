@@ -3,7 +3,8 @@
 One track (tid) for the PE array, whose slices cover every cycle of the window: `compute` or the
 root cause of the non-compute cycles (args: phase, cause, where, chain); one per port for its
 transfers and, on ports the PE array reads or writes, one for the PE array's use; one per DMA
-channel; counters (ph C) for buffer occupancy. Slices never overlap within a track. One cycle
+channel; one per bank of a DRAM-modelled memory (`row N` while row N is open, `precharge`,
+`refresh`; nothing while idle); counters (ph C) for buffer occupancy. Slices never overlap within a track. One cycle
 is one nanosecond on the UI's ruler: `ts` is in microseconds, written as an exact decimal
 (cycles / 1000), never a float repr. No `displayTimeUnit`: Perfetto ignores it today, and older
 trace processors took it as the unit of `ts`, which would have scaled every time by 1000.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from cyclesim.errors import TraceError
 from cyclesim.results import SimResult
-from cyclesim.results.activity import COMPUTE, Activity, gc_paused
+from cyclesim.results.activity import BANK_ACTIVE, BANK_IDLE, COMPUTE, Activity, gc_paused
 from cyclesim.views.progress import writing_bar
 
 PID = 1
@@ -49,7 +50,27 @@ def tracks(act: Activity) -> list[tuple[int, str]]:
         for c in range(len(channels)):
             out.append((tid, f"DMA {engine} ch{c}"))
             tid += 1
+    for memory, banks in act.dram_banks.items():
+        for bank in banks:
+            out.append((tid, f"DRAM {memory} {bank.name(act.dram_ranks[memory])}"))
+            tid += 1
     return out
+
+
+def bank_slices(act: Activity) -> Iterator[tuple[int, str, int, int, str, int]]:
+    """(tid, name, start, end, state, row) of every DRAM bank's non-idle stretch: `row N` while
+    row N is open, `precharge`, `refresh`; bank by bank, each in time order."""
+    tids = {name: tid for tid, name in tracks(act)}
+    for memory, banks in act.dram_banks.items():
+        ranks = act.dram_ranks[memory]
+        for bank in banks:
+            tid = tids[f"DRAM {memory} {bank.name(ranks)}"]
+            changes = list(bank.changes)
+            ends = [t for t, _, _ in changes[1:]] + [act.end]
+            for (t, state, row), end in zip(changes, ends, strict=True):
+                if state != BANK_IDLE and end > t:
+                    name = f"row {row}" if state == BANK_ACTIVE else state
+                    yield tid, name, t, end, state, row
 
 
 def _merge(bursts) -> list[tuple]:
@@ -96,6 +117,9 @@ def trace_events(act: Activity, title: str = "cyclesim") -> Iterator[dict]:
             for b in transfers:
                 args = dict(node=b.who, bits=b.bits)
                 yield _slice(f"{b.tensor} {b.kind}", "dma", b.start, b.end, tid, args)
+    for tid, name, start, end, state, row in bank_slices(act):
+        args = dict(state=state, row=row) if state == BANK_ACTIVE else dict(state=state)
+        yield _slice(name, "dram", start, end, tid, args)
     for buf in act.buffers:
         name = f"{buf.label} occupancy"
         for t, n in zip(buf.times, buf.counts, strict=True):
@@ -234,6 +258,9 @@ def _json_lines(act: Activity, title: str) -> Iterator[str]:
                 if b.end > b.start:
                     args = f'"bits":{b.bits},"node":{enc(b.who)}'
                     yield x(f"{b.tensor} {b.kind}", "dma", b.start, b.end, tid, args)
+    for tid, name, start, end, state, row in bank_slices(act):
+        args = f'"row":{row},"state":"{state}"' if state == BANK_ACTIVE else f'"state":"{state}"'
+        yield x(name, "dram", start, end, tid, args)
     for buf in act.buffers:
         head = f'{{"name":{enc(f"{buf.label} occupancy")},"cat":"buffer","ph":"C","ts":'
         for t, n in zip(buf.times, buf.counts, strict=True):
@@ -260,6 +287,7 @@ def _total(act: Activity) -> int:
         + sum(len(b) for b in act.pe_ports.values())
         + sum(len(tr) for ch in act.dma.values() for tr in ch)
         + sum(len(b.times) for b in act.buffers)
+        + sum(len(b.times) for banks in act.dram_banks.values() for b in banks)
     )
 
 

@@ -8,7 +8,10 @@ last one), and `stall_where`. Per port:
 `busy` (a transfer holds it or the PE array uses it), `tensor` and `bits` of the transfer's grant,
 `pe_share` (bits per cycle the PE array takes, on ports it reads or writes) and `bits_total`
 (bits moved through the port so far, the PE array's included). Per buffer: tiles resident,
-their bits, and the tile index each slot holds (x when empty).
+their bits, and the tile index each slot holds (x when empty). Per bank of a DRAM-modelled
+memory (`dram.<memory>.ch<c>.bank<g>_<b>`, with `.rank<r>` after the channel when the device
+has several ranks): `state` (idle, active, precharge, refresh) and `open_row` (x when none),
+from the bank commands of each row visit.
 
 The changes are drawn from SimResult.activity (built once) and streamed to the file in time
 order, a stretch of cycles at a time, so memory stays bounded; the same run gives the same
@@ -25,7 +28,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from cyclesim.results import SimResult
-from cyclesim.results.activity import COMPUTE, Activity, Track, gc_paused, iter_busy_runs
+from cyclesim.results.activity import (
+    COMPUTE,
+    Activity,
+    DramBank,
+    Track,
+    gc_paused,
+    iter_busy_runs,
+)
 from cyclesim.views.progress import writing_bar
 
 TOP = "cyclesim"
@@ -195,6 +205,19 @@ def _buffer_waves(w: Waves, act: Activity, memory: str) -> None:
                   lambda ts=times, c=column: ((t, "x" if k < 0 else k) for t, k in zip(ts, c, strict=True)))  # fmt: skip
 
 
+def _dram_waves(w: Waves, act: Activity, memory: str, banks: list[DramBank]) -> None:
+    """Per bank of a DRAM-modelled memory: `state` (idle, active, precharge, refresh) and
+    `open_row` (x while no row is open), under dram.<memory>.ch<c>[.rank<r>].bank<g>_<b>."""
+    ranks, group = act.dram_ranks[memory], f"{memory} DRAM banks"
+    for bank in banks:
+        scope = (TOP, "dram", _clean(memory), *bank.name(ranks).split("."))
+        times, states, rows = bank.times, bank.states, bank.rows
+        w.add(scope, "state", "string", group, states[0],
+              lambda ts=times, ss=states: zip(ts, ss, strict=True))  # fmt: skip
+        w.add(scope, "open_row", "integer", group, "x" if rows[0] < 0 else rows[0],
+              lambda ts=times, rs=rows: ((t, "x" if r < 0 else r) for t, r in zip(ts, rs, strict=True)))  # fmt: skip
+
+
 def plan_waves(act: Activity) -> Waves:
     """Every signal of the waveform and where its changes come from, in a fixed order."""
     w = Waves(act.start, act.end)
@@ -207,6 +230,8 @@ def plan_waves(act: Activity) -> Waves:
         if memory in act.l1:  # its L1 allocator: bytes in use
             series = act.l1[memory]
             w.add((TOP, memory, "allocator"), "used_bytes", "integer", f"{memory} L1", 0, lambda s=series: iter(s))  # fmt: skip
+    for memory, banks in act.dram_banks.items():
+        _dram_waves(w, act, memory, banks)
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
             scope, group = (TOP, f"dma_{_clean(engine)}", f"ch{c}"), f"DMA {engine}"

@@ -96,6 +96,24 @@ def test_a_gemv_with_its_operands_in_closed_rows():
     assert res.cycles == 130
 
 
+def test_the_report_gives_the_dram_timers_counts():
+    # the gemv above: A, B and Z one request each, each in a closed row of its own bank (three
+    # activates, no row hit); 130 cycles are far from the first refresh (tREFI 3900)
+    from cyclesim.report import text_report
+
+    res = replay(*gemv(HBM), progress=False)
+    assert res.dram_summary == [
+        dict(memory="DRAM", config="HBM2_8Gb_x128", requests=3, row_hits=0, activates=3,
+             refreshes=0, row_hit_rate=0.0)
+    ]  # fmt: skip
+    assert res.to_json_dict()["dram"] == res.dram_summary
+    assert (
+        "DRAM as HBM2_8Gb_x128: 3 requests, row hits 0 (0.0%), 3 activates, 0 refreshes"
+        in text_report(res)
+    )
+    assert "dram" not in replay(*gemv(None), progress=False).to_json_dict()
+
+
 def test_two_operands_on_one_bank_conflict():
     # B placed one bank-row further than A in the same bank (16 banks x 2 KiB = 32 KiB): A as
     # above (read at 14, bank 0 row 0 open). B at 16: row 1 of bank 0; row 0 closes at

@@ -1,0 +1,554 @@
+"""The in-order open-page DRAM timer of the replay (one per DRAM-modelled memory).
+
+The timer keeps, per channel, each bank's open row and the earliest cycle of its next
+activate, column and precharge command (the JEDEC delays of cyclesim/dram/timing.py), the
+last column command (bank group, read or write) and each rank's refresh schedule. Requests
+reach it in the order the port arbitration grants the bursts (engine/dram_port.py); it times
+them a row visit at a time in closed form (the column commands of a run of same-row requests
+are evenly spaced, exactly as if each were timed alone: tests/dram/test_timer_fast_path.py),
+so a streaming fill costs one step per row, not per burst. Delays beyond what the data bus
+alone would need are charged to a cause (docs/dram_causes.md): `row_miss`, `bank_conflict`,
+`refresh`, `turnaround`.
+
+Unlike the trace mode's FR-FCFS controller (cyclesim/dram/controller.py), requests issue in
+arrival order (no reordering of row hits ahead of misses), activates of a later row run may
+issue as soon as the request is queued (at most `trans_queue_size` requests ahead of the
+column command stream), and column-to-column delays are taken from the last column command
+of the channel only.
+
+DRAM cycles convert to accelerator cycles exactly: `ratio = tck_ns * clock_mhz / 1000`
+accelerator cycles per DRAM cycle, as a Fraction; DRAM cycle d is accelerator cycle
+ceil(d * ratio), and accelerator cycle a is the first DRAM cycle d with ceil(d * ratio) >= a.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from operator import itemgetter
+
+from cyclesim.dram.config import DramConfig
+from cyclesim.dram.timing import ACTIVATE, PRECHARGE, READ, WRITE, timing_tables
+from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH
+
+ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
+CONTENTION = "contention"
+NO_ROW = -1
+_START = itemgetter(0)
+
+
+class DramTimer:
+    """Timing state of one DRAM memory (all its channels), shared by every transfer through it."""
+
+    def __init__(self, config: DramConfig, clock_mhz: float) -> None:
+        c = self.config = config
+        self.ratio = Fraction(str(c.tck_ns)) * Fraction(str(clock_mhz)) / 1000
+        self._num, self._den = self.ratio.numerator, self.ratio.denominator
+        t = timing_tables(c)
+        one_group = c.bankgroups == 1
+
+        def delay(table, prev: int, nxt: int) -> int:
+            return dict(table[prev]).get(nxt, 0)
+
+        # column -> column delays by scope: 0 same bank group, 1 other bank group, 2 other rank
+        self.col_delay = {
+            (pw, nw, scope): delay(table, WRITE if pw else READ, WRITE if nw else READ)
+            for pw in (False, True)
+            for nw in (False, True)
+            for scope, table in enumerate((t.same_bankgroup, t.other_bankgroups, t.other_ranks))
+        }
+        if one_group:
+            for pw in (False, True):
+                for nw in (False, True):
+                    self.col_delay[(pw, nw, 0)] = self.col_delay[(pw, nw, 1)]
+        # the same as nested lists, indexed [previous is write][next is write][scope]
+        self.col_table = [
+            [[self.col_delay[(pw, nw, scope)] for scope in range(3)] for nw in (False, True)]
+            for pw in (False, True)
+        ]
+        self.act_to_col = {
+            False: delay(t.same_bank, ACTIVATE, READ),
+            True: delay(t.same_bank, ACTIVATE, WRITE),
+        }
+        self.col_to_pre = {
+            False: delay(t.same_bank, READ, PRECHARGE),
+            True: delay(t.same_bank, WRITE, PRECHARGE),
+        }
+        self.tRC, self.tRAS, self.tRP = c.tRC, c.tRAS, c.tRP
+        self.rrd = (c.tRRD_S if one_group else c.tRRD_L, c.tRRD_S)  # same / other bank group
+        self.tFAW, self.tRFC = c.tFAW, c.tRFC
+        self.refresh_every = c.tREFI // c.ranks * c.ranks  # per rank, staggered by tREFI/ranks
+        self.burst = c.burst_cycles
+        self.data_latency = {False: c.read_latency, True: c.write_latency}
+        self.queue = c.trans_queue_size
+        layout = c.field_layout()
+        self.shift = (c.request_bytes - 1).bit_length()
+        self.request_bytes = c.request_bytes
+        fields = {k: (pos, (1 << w) - 1) for k, (pos, w) in layout.items()}
+        # (position, mask) of channel, rank, bank group, bank and row: a request's bank and row
+        self.decode = sum((fields[k] for k in ("ch", "ra", "bg", "ba", "ro")), ())
+        self.columns_low = layout["co"][0] == 0  # consecutive requests stay in a row
+        self.columns = 1 << layout["co"][1]
+        self.row_shift = self.shift + (layout["co"][1] if self.columns_low else 0)
+        banks = c.ranks * c.banks
+        self.banks_per_channel = banks
+        n = c.channels * banks
+        # per bank (channel * banks + rank/bankgroup/bank index)
+        self.open_row = [NO_ROW] * n
+        self.opener: list[object] = [None] * n  # who activated the open row
+        self.open_cause: list[str] = [ROW_MISS] * n  # the cause its activation was charged to
+        self.closed_by_refresh = [False] * n
+        self.act_ready = [0] * n
+        self.col_ready = [0] * n
+        self.pre_ready = [0] * n
+        # per channel: last column command (cycle, is write, rank, bank group) or None
+        self.last_col: list[tuple | None] = [None] * c.channels
+        # per channel and rank (channel * ranks + rank): the last four activates, oldest first,
+        # as a tuple ((cycle, bank group), ...) replaced on change (a snapshot copies one list)
+        self.ranks = c.ranks
+        self.acts: list[tuple] = [()] * (c.channels * c.ranks)
+        # per channel, per rank: the next refresh cycle
+        if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":  # every rank at once, every tREFI
+            self.refresh_every = c.tREFI
+            first = [c.tREFI] * c.ranks
+        else:  # RANK_LEVEL_STAGGERED (the spec refuses bank-level refresh)
+            step = c.tREFI // c.ranks
+            first = [(r + 1) * step for r in range(c.ranks)]
+        self.next_refresh = [first[:] for _ in range(c.channels)]
+        self.close_page = c.close_page  # precharge a row after its run of requests
+        self.data_end = 0  # data end of the requests of the last issue() call (DRAM cycles)
+        self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
+        self.last_request: dict[object, int] = {}  # per requester: its last request issued
+        self.issued = 0  # requests issued by the last issue() call
+        self.log: list[tuple] | None = None  # bank commands, when tracing (trace_into)
+        self.name = ""
+        self._build_frame()
+
+    def _build_frame(self) -> None:
+        """What _time_visits binds to locals, per direction, in one tuple: the constants and the
+        state lists (which keep their identity: restore copies into them)."""
+        c = self.config
+        self._frame = {
+            write: (
+                self.ranks, *self.decode, c.bankgroups, c.banks_per_group,
+                self.banks_per_channel, self.queue, self.burst, self.col_table[write][write],
+                self.col_table[not write][write], self.open_row, self.opener, self.open_cause,
+                self.closed_by_refresh, self.act_ready, self.col_ready, self.pre_ready,
+                self.last_col, self.acts, self.next_refresh, self.tRC, self.tRAS, self.tRP,
+                self.tFAW, *self.rrd, self.act_to_col[write], self.col_to_pre[write],
+                self.data_latency[write] + self.burst, self.close_page, self._refresh, self.log,
+                self.name, self.to_accel, c.channels,
+            )
+            for write in (False, True)
+        }  # fmt: skip
+
+    def trace_into(self, log: list[tuple], name: str) -> None:
+        """Record every row visit's bank commands into log, as memory `name`: (accelerator
+        cycle, name, bank, BANK_ACTIVATE, row), (t, name, bank, BANK_PRECHARGE, cycle the bank
+        is closed), and per rank (t, name, its first bank, BANK_REFRESH, cycle it ends)."""
+        self.log, self.name = log, name
+        self._build_frame()
+
+    # ------------------------------------------------------------- clock conversion
+    def to_accel(self, d: int) -> int:
+        """Accelerator cycle of DRAM cycle d (ceil)."""
+        return -(-d * self._num // self._den)
+
+    def to_dram(self, a: int) -> int:
+        """The first DRAM cycle d with to_accel(d) >= a."""
+        if a <= 0:
+            return 0
+        return (a - 1) * self._den // self._num + 1
+
+    # ------------------------------------------------------------- state for rollback
+    def snapshot(self) -> tuple:
+        return (
+            self.open_row[:],
+            self.opener[:],
+            self.open_cause[:],
+            self.closed_by_refresh[:],
+            self.act_ready[:],
+            self.col_ready[:],
+            self.pre_ready[:],
+            self.last_col[:],
+            self.acts[:],
+            [r[:] for r in self.next_refresh],
+            self.data_end,
+            dict(self.counts),
+            dict(self.last_request),
+            len(self.log) if self.log is not None else 0,
+        )
+
+    def restore(self, s: tuple) -> None:
+        """Go back to a snapshot (copied into the state lists: the snapshot stays usable)."""
+        (
+            self.open_row[:],
+            self.opener[:],
+            self.open_cause[:],
+            self.closed_by_refresh[:],
+            self.act_ready[:],
+            self.col_ready[:],
+            self.pre_ready[:],
+            self.last_col[:],
+            self.acts[:],
+            next_refresh,
+            self.data_end,
+            counts,
+            last_request,
+            logged,
+        ) = s
+        for mine, saved in zip(self.next_refresh, next_refresh, strict=True):
+            mine[:] = saved
+        self.counts, self.last_request = dict(counts), dict(last_request)
+        if self.log is not None:  # the commands of what is rolled back were never given
+            del self.log[logged:]
+
+    # ------------------------------------------------------------- timing
+    def issue(
+        self,
+        runs: list[tuple[int, int, int, int]],
+        is_write: bool,
+        who: object,
+        start: int,
+        stream: tuple[int, int] | None = None,
+    ) -> tuple[int, list[tuple[int, int, str, object, tuple[int, int, int]]]]:
+        """Issue the requests covering strided byte runs [(address, bytes, stride, count)] in
+        order from accelerator cycle `start`; return (accelerator cycle the last request's data
+        bus slot ends, delays [(start, end, cause, row opener, where)] in accelerator cycles).
+
+        Requests to one row in a row are one row visit, timed in one step: a contiguous run up
+        to the row's end, and the runs of a stride that fall in the same row (e.g. the lines of
+        a tile). `stream` (DRAM cycle of its first request, requests so far) continues a stream
+        of requests the same transfer issued without a break: they entered the queue one per
+        cycle from its start. `self.issued` tells how many requests this call issued."""
+        s0 = self.to_dram(start)
+        index = 0
+        if stream is not None:  # queued before the run, but at most `queue` requests ahead of it
+            first, index = stream
+            s0 = max(first, s0 - self.queue - index)
+        visits = self._visits(runs, who)
+        delays: list = []
+        end, issued = self._time_visits(visits, is_write, who, s0, index, delays)
+        self.counts["requests"] += issued
+        self.issued = issued
+        out = []
+        if delays:
+            delays.sort(key=_START)
+            num, den = self._num, self._den
+            for a, z, cause, opener, where in delays:
+                a, z = -(-a * num // den), -(-z * num // den)
+                if z > a:
+                    out.append((a, z, cause, opener, where))
+        return self.to_accel(end), out
+
+    def _visits(self, runs: list[tuple[int, int, int, int]], who: object) -> list[tuple[int, int]]:
+        """The row visits [(first request, requests)] of strided byte runs, in order: requests
+        to one row in a row are one visit. A request the same transfer's last call issued (a
+        burst smaller than a request) is not issued again."""
+        shift, rb, row_shift = self.shift, self.request_bytes, self.row_shift
+        columns_low, columns, co_mask = self.columns_low, self.columns, self.columns - 1
+        skip = self.last_request.get(who)  # a request the same transfer's last burst issued
+        last_q = None
+        visits = []
+        row_bytes = 1 << row_shift
+        row_requests = row_bytes >> shift
+        for address, size, stride, count in runs:
+            lines_per_row = (
+                row_bytes // stride if columns_low and stride and not row_bytes % stride else 0
+            )
+            x = 0
+            while x < count:
+                a = address + x * stride
+                q = a >> shift
+                if (
+                    columns_low and q != skip and ((a + size - 1) >> row_shift) == (a >> row_shift)
+                ):  # this run and the following ones of the stride that end in the same row
+                    k = 1
+                    if count - x > 1 and stride:
+                        row_end = ((a >> row_shift) + 1) << row_shift
+                        k = min(count - x, (row_end - size - address) // stride - x + 1)
+                    q_end = (a + size + rb - 1) >> shift
+                    if k > 1 and (a % rb or stride % rb):  # runs not aligned to requests
+                        n = sum(
+                            ((a + y * stride + size + rb - 1) >> shift)
+                            - ((a + y * stride) >> shift)
+                            for y in range(k)
+                        )
+                    else:
+                        n = k * (q_end - q)
+                    x += k
+                    visits.append((q, n))
+                    last_q = (a + (k - 1) * stride + size - 1) >> shift
+                    skip = None
+                    if count - x > lines_per_row > 0 and address % stride + size <= stride:
+                        # the lines of a stride dividing the row: every full row holds the
+                        # same lines and requests, its first line a row further each time
+                        a = address + x * stride
+                        q, rows = a >> shift, (count - x) // lines_per_row
+                        if a % rb or stride % rb:
+                            n = sum(
+                                ((a + y * stride + size + rb - 1) >> shift)
+                                - ((a + y * stride) >> shift)
+                                for y in range(lines_per_row)
+                            )
+                        else:
+                            n = lines_per_row * ((size + rb - 1) >> shift)
+                        visits.extend([(q + r * row_requests, n) for r in range(rows)])
+                        x += rows * lines_per_row
+                        last_q = (address + (x - 1) * stride + size - 1) >> shift
+                    continue
+                x += 1
+                left = size  # one run, a row (or, with other mappings, a request) at a time
+                while left > 0:
+                    q = a >> shift
+                    nxt = (q + 1) << shift
+                    if q == skip:  # its data came with that request: go on from the next one
+                        skip = None
+                        left -= nxt - a
+                        a = nxt
+                        continue
+                    skip = None
+                    if columns_low:
+                        q_end = (a + left + rb - 1) >> shift
+                        n = min(q_end - q, columns - (q & co_mask))
+                    else:
+                        n = 1
+                    visits.append((q, n))
+                    last_q = q + n - 1
+                    step = ((q + n) << shift) - a
+                    a += step
+                    left -= step
+        if last_q is not None:
+            self.last_request[who] = last_q
+        return visits
+
+    def _time_visits(self, visits, write, who, s0, index, delays) -> tuple[int, int]:
+        """Time row visits [(first request, requests)] in order, the first request arriving at
+        DRAM cycle s0 + index; append the delays; return (DRAM cycle the last request's data bus
+        slot ends, requests issued).
+
+        A visit is a row run in closed form: its first column command waits for the data bus
+        (`base`: the previous column command plus its delay), the row (an activate, after a
+        precharge if another row is open) and the read/write turnaround; the cycles past `base`
+        go to the row's cause, then to `turnaround`; the others follow every `spacing` cycles.
+        A refresh due before a command is done first. The hot path of a DRAM replay: every
+        table and constant is a local, one Python loop iteration per row visit."""
+        (
+            ranks, ch_pos, ch_mask, ra_pos, ra_mask, bg_pos, bg_mask, ba_pos, ba_mask, ro_pos,
+            ro_mask, bankgroups, banks_per_group, per_channel, queue, burst, same_direction,
+            other_direction, open_row, opener, open_cause, closed_by_refresh, act_ready,
+            col_ready, pre_ready, last_cols, all_acts, next_refreshes, tRC, tRAS, tRP, tFAW,
+            rrd_same, rrd_other, act_to_col, col_to_pre, data_tail, close_page, refresh, log,
+            name, to_accel, channels,
+        ) = self._frame[write]  # fmt: skip
+        spacing = same_direction[0]
+        data_end = activates = hits = 0
+        # per piece of a visit: (first request index, first column, spacing, channel)
+        chunks: list[tuple[int, int, int, int]] = []
+        run_channel, run_start = -1, index
+        index0 = index
+        end = s0
+        behind = 0  # the chunk holding request index - queue (it only moves forward)
+        for q, n in visits:
+            ch = (q >> ch_pos) & ch_mask
+            rank = (q >> ra_pos) & ra_mask
+            bg = (q >> bg_pos) & bg_mask
+            b = ch * per_channel + (rank * bankgroups + bg) * banks_per_group
+            b += (q >> ba_pos) & ba_mask
+            row = (q >> ro_pos) & ro_mask
+            next_refresh = next_refreshes[ch]
+            first = None
+            piece = index  # the request a piece of the visit starts with
+            left = n
+            while True:  # a piece: requests up to a refresh, or one that enters the queue late
+                arrive = s0 + piece
+                if piece - index0 >= queue:  # the queue holds `queue` requests at most
+                    target = piece - queue
+                    while behind + 1 < len(chunks) and chunks[behind + 1][0] <= target:
+                        behind += 1
+                    first_index, first_col, first_spacing, _ = chunks[behind]
+                    column = first_col + (target - first_index) * first_spacing
+                    if column > arrive:
+                        arrive = column
+                while True:
+                    while next_refresh[rank] <= arrive:  # refreshes that fell before the request
+                        refresh(ch, rank)
+                    last_col = last_cols[ch]
+                    if last_col is None:
+                        bus = turn = arrive
+                    else:
+                        t, was_write, r, g, previous = last_col
+                        scope = 2 if r != rank else (0 if g == bg else 1)
+                        bus = t + same_direction[scope]
+                        turn = t + other_direction[scope] if was_write != write else bus
+                        if bus > arrive and previous != who and first is None:
+                            # the data bus is still busy with another transfer's requests
+                            delays.append((arrive, bus, CONTENTION, previous, (ch, b, row)))
+                            arrive = bus
+                    base = bus if bus > arrive else arrive
+                    open_now = open_row[b]
+                    hit = open_now == row
+                    if hit:
+                        row_ready, cause = col_ready[b], open_cause[b]
+                    else:
+                        if open_now != NO_ROW:
+                            cause = BANK_CONFLICT if opener[b] != who else ROW_MISS
+                            precharge = pre_ready[b] if pre_ready[b] > arrive else arrive
+                            act = precharge + tRP
+                        else:
+                            cause = REFRESH if closed_by_refresh[b] else ROW_MISS
+                            act = arrive
+                        ready = act_ready[b]
+                        if ready > act:
+                            act = ready
+                        acts = all_acts[ch * ranks + rank]
+                        if acts:
+                            t, g = acts[-1]
+                            t += rrd_same if g == bg else rrd_other
+                            if t > act:
+                                act = t
+                            if len(acts) >= 4:
+                                t = acts[-4][0] + tFAW
+                                if t > act:
+                                    act = t
+                        row_ready = act + act_to_col
+                    col = base if base > row_ready else row_ready
+                    if turn > col:
+                        col = turn
+                    due = next_refresh[rank]
+                    if due > col:
+                        break
+                    refresh(ch, rank)  # a refresh falls before this column command: it goes first
+                if not hit:
+                    if log is not None:
+                        if open_now != NO_ROW:
+                            log.append((to_accel(precharge), name, b, BANK_PRECHARGE,
+                                        to_accel(precharge + tRP)))  # fmt: skip
+                        log.append((to_accel(act), name, b, BANK_ACTIVATE, row))
+                    row_opener = opener[b] if cause == BANK_CONFLICT else None
+                    open_row[b], opener[b], open_cause[b] = row, who, cause
+                    closed_by_refresh[b] = False
+                    act_ready[b] = act + tRC
+                    col_ready[b] = row_ready
+                    pre_ready[b] = act + tRAS
+                    all_acts[ch * ranks + rank] = acts[-3:] + ((act, bg),)
+                    activates += 1
+                else:
+                    row_opener = None
+                    hits += 1
+                if row_ready > base:
+                    delays.append((base, row_ready, cause, row_opener, (ch, b, row)))
+                    base = row_ready
+                if turn > base:
+                    delays.append((base, turn, TURNAROUND, None, (ch, b, row)))
+                m = left if col + (left - 1) * spacing < due else (due - col - 1) // spacing + 1
+                if (
+                    channels > 1
+                    and m > 1
+                    and piece + m - 1 - queue >= index0
+                    and (ch != run_channel or run_start > max(piece + 1, index0 + queue) - queue)
+                ):  # requests `queue` ahead of some of this piece's were on another channel
+                    m = _queue_cut(chunks, behind, piece, m, col, spacing, ch, queue, index0)
+                last = col + (m - 1) * spacing
+                if first is None:
+                    first = col
+                last_cols[ch] = (last, write, rank, bg, who)
+                t = last + col_to_pre
+                if t > pre_ready[b]:
+                    pre_ready[b] = t
+                t = last + data_tail
+                if t > data_end:
+                    data_end = t
+                hits += m - 1
+                chunks.append((piece, col, spacing, ch))
+                if ch != run_channel:  # the chunks from run_start on are all on run_channel
+                    run_channel, run_start = ch, piece
+                piece += m
+                left -= m
+                if close_page:  # CLOSE_PAGE: the row is precharged after these requests
+                    open_row[b] = NO_ROW
+                    closed_by_refresh[b] = False
+                    t = pre_ready[b] + tRP
+                    if log is not None:
+                        log.append((to_accel(pre_ready[b]), name, b, BANK_PRECHARGE, to_accel(t)))
+                    if t > act_ready[b]:
+                        act_ready[b] = t
+                if not left:
+                    break
+            if last + burst > end:
+                end = last + burst
+            index += n
+        counts = self.counts
+        counts["activates"] += activates
+        counts["row_hits"] += hits
+        self.data_end = data_end
+        self.pieces = (chunks, index0, index, s0)  # the column commands, for prefix_end
+        return end, index - index0
+
+    def prefix_end(self, pieces: tuple, requests: int) -> int:
+        """DRAM cycle the bus slot of the first `requests` requests of an issue ends, from that
+        issue's column commands (`pieces`, as self.pieces left them): the timer is causal, a
+        request's timing does not depend on the ones after it, so issuing only them gives the
+        same end."""
+        chunks, first, upto, end = pieces
+        upto = min(upto, first + requests)
+        burst = self.burst
+        for k, (piece, col, spacing, _) in enumerate(chunks):
+            if piece >= upto:
+                break
+            after = chunks[k + 1][0] if k + 1 < len(chunks) else upto
+            last = col + (min(after, upto) - piece - 1) * spacing + burst
+            if last > end:
+                end = last
+        return end
+
+    def _refresh(self, ch: int, rank: int) -> None:
+        """The rank's due refresh: precharge its open banks, then tRFC with every bank closed."""
+        due = self.next_refresh[ch][rank]
+        banks = self.config.banks
+        lo = ch * self.banks_per_channel + rank * banks
+        hi = lo + banks
+        open_row, pre_ready, act_ready = self.open_row, self.pre_ready, self.act_ready
+        opened = [b for b in range(lo, hi) if open_row[b] != NO_ROW]
+        start = due
+        if opened:  # they close once they may (tRAS, tRTP, write recovery), then tRP
+            start = max(due, max(pre_ready[b] for b in opened)) + self.tRP
+        done = start + self.tRFC
+        if self.log is not None:  # the open banks are precharged, then the rank refreshes
+            log, name, to_accel = self.log, self.name, self.to_accel
+            for b in opened:
+                log.append((to_accel(start - self.tRP), name, b, BANK_PRECHARGE, to_accel(start)))
+            log.append((to_accel(start), name, lo, BANK_REFRESH, to_accel(done)))
+        open_row[lo:hi] = [NO_ROW] * banks
+        self.opener[lo:hi] = [None] * banks
+        self.closed_by_refresh[lo:hi] = [True] * banks
+        act_ready[lo:hi] = [a if a > done else done for a in act_ready[lo:hi]]
+        self.next_refresh[ch][rank] = due + self.refresh_every
+        self.counts["refreshes"] += 1
+
+
+def _queue_cut(chunks, behind, piece, m, col, spacing, ch, queue, index0) -> int:
+    """How many of a piece's m requests (request `piece` on, columns col + k * spacing) go
+    before one that enters the queue late: request i enters once request i - queue has its
+    column command, which on another channel may come later than this row's pace (on its own
+    channel it came earlier). Chunks hold the column commands of the requests before."""
+    t_lo, t_hi = max(piece + 1, index0 + queue) - queue, piece + m - 1 - queue
+    c, count = behind, len(chunks)
+    while c < count:
+        first_index, first_col, chunk_spacing, chunk_channel = chunks[c]
+        if first_index > t_hi:
+            break
+        upto = chunks[c + 1][0] - 1 if c + 1 < count else piece - 1
+        lo, hi = max(first_index, t_lo), min(upto, t_hi)
+        c += 1
+        if lo > hi or chunk_channel == ch:
+            continue
+        # request t - queue's column minus the piece's column of request t, linear in t
+        late = first_col + (lo - first_index) * chunk_spacing - col - (lo + queue - piece) * spacing
+        if late > 0:
+            return lo + queue - piece
+        slope = chunk_spacing - spacing
+        if slope > 0:
+            t = lo + (-late) // slope + 1
+            if t <= hi:
+                return t + queue - piece
+    return m

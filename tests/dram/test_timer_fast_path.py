@@ -1,0 +1,104 @@
+"""The DRAM timer's closed form against request-by-request timing (hypothesis).
+
+The replay's timer (cyclesim/engine/dram_timer.py) times a row visit — consecutive requests to
+one row of one bank, or the lines of a strided run that fall in one row — in one step: the
+first column command from the bank, bus and turnaround state, the others evenly spaced. The
+straightforward computation times every request on its own (a visit of one request). The two
+must agree on every cycle, delay and count, on random address streams of several transfers
+interleaving on one DRAM (one, two channels), reads and writes, with refreshes falling inside
+visits, with open pages (CLOSE_PAGE precharges after each visit: there the visit is the unit
+by definition).
+
+This property found that a visit's later requests ignored the queue bound (a request enters the
+queue once the one `trans_queue_size` ahead of it has its column command): with two channels a
+fast row on one may outrun the queue behind a slow row on the other. The timer now cuts the
+visit there.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cyclesim.dram.config import load_dram_config
+from cyclesim.engine.dram_timer import DramTimer
+
+CONFIGS = st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128"])
+MAPPINGS = st.sampled_from(["rochrababgco", "rorabgbachco", "chrorababgco", "robgbarachco"])
+
+
+@st.composite
+def strided_runs(draw):
+    """A transfer's byte runs: (address, bytes, stride, count), e.g. the lines of a tile."""
+    runs = []
+    for _ in range(draw(st.integers(1, 3))):
+        size = draw(st.sampled_from([8, 64, 96, 128, 512, 2048, 8192, 20000]))
+        count = draw(st.sampled_from([1, 2, 5, 16, 40]))
+        stride = draw(st.sampled_from([0, 64, 1000, 1024, 8192, 1 << 18])) if count > 1 else 0
+        stride = max(stride, size) if count > 1 else 0
+        address = draw(st.integers(0, 1 << 22)) // 8 * 8
+        runs.append((address, size, stride, count))
+    return runs
+
+
+@st.composite
+def streams(draw):
+    """Calls (runs, is write, requester, accelerator cycle) in time order, several requesters."""
+    calls, t = [], 0
+    for _ in range(draw(st.integers(1, 8))):
+        t += draw(st.sampled_from([0, 1, 7, 60, 900]))
+        calls.append((draw(strided_runs()), draw(st.booleans()), draw(st.sampled_from("ABZ")), t))
+    return calls
+
+
+def requests(runs, request_bytes: int, skip: int | None) -> list[int]:
+    """Every request of the byte runs in order, line by line (a DMA engine issues each line's
+    requests: a request two unaligned lines share is asked for twice); the first one is left
+    out when it is `skip`, the request the same transfer's previous call ended with."""
+    out = []
+    for address, size, stride, count in runs:
+        for x in range(count):
+            a = address + x * stride
+            out.extend(range(a // request_bytes, (a + size - 1) // request_bytes + 1))
+    return out[1:] if out and out[0] == skip else out
+
+
+def one_request_per_visit(timer: DramTimer) -> DramTimer:
+    """Make `timer` time each request on its own, enumerated independently of its visits."""
+
+    def single(runs, who):
+        qs = requests(runs, timer.request_bytes, timer.last_request.get(who))
+        if qs:
+            timer.last_request[who] = qs[-1]
+        return [(q, 1) for q in qs]
+
+    timer._visits = single
+    return timer
+
+
+def outcomes(timer: DramTimer, calls) -> list:
+    out = []
+    for runs, is_write, who, start in calls:
+        end, delays = timer.issue(runs, is_write, who, start)
+        out.append((end, delays, timer.data_end, timer.issued, dict(timer.counts)))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    CONFIGS,
+    MAPPINGS,
+    st.sampled_from([1, 2]),
+    st.sampled_from([100, 700, 1000, 2000]),
+    st.sampled_from([None, 3000, 600]),
+    streams(),
+)
+def test_a_row_visit_in_closed_form_equals_request_by_request(
+    config, mapping, channels, clock_mhz, refresh_every, calls
+):
+    c = load_dram_config(config).with_changes(channels=channels, address_mapping=mapping)
+    if refresh_every is not None:  # refreshes often, inside visits too
+        c = c.with_changes(tREFI=refresh_every, tRFC=60)
+    fast = outcomes(DramTimer(c, clock_mhz), calls)
+    slow = outcomes(one_request_per_visit(DramTimer(c, clock_mhz)), calls)
+    assert fast == slow
