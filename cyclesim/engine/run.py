@@ -14,6 +14,7 @@ from functools import partial
 import simpy
 
 from cyclesim.engine.fabric import Fabric
+from cyclesim.engine.fastforward import FastForward, FastForwardStats
 from cyclesim.engine.loop import deadlock_message, run_to_empty_queue
 from cyclesim.engine.record import (
     FOREVER,
@@ -74,6 +75,7 @@ class RawRun:
     wall_seconds: float
     trace: bool
     env_events: int = 0  # SimPy events scheduled (SimPy's own event counter)
+    fast_forward: FastForwardStats = FastForwardStats()  # what fast-forward skipped
 
 
 class _Replay:
@@ -128,6 +130,7 @@ class _Replay:
         self.pe_state = PeState()
         # segments the PE array started since the driver last looked (None: nobody looks)
         self.boundaries: list[int] | None = None
+        self.boundary_every = 1  # ... of the segments that are a multiple of this
 
     # ------------------------------------------------------------------ bookkeeping
     def count(
@@ -430,7 +433,7 @@ class _Replay:
         finish_use, set_shares, timeout = self.finish_use, fabric.set_shares, env.timeout
         kinds = st.kinds  # (leaf, level, first visit) -> _SegmentKind, in first-run order
         wave = Wavefront(plan, rec.systolic) if plan.systolic is not None else None
-        boundaries = self.boundaries
+        boundaries, every = self.boundaries, self.boundary_every
         for li, g0, g1 in program_blocks(plan):
             leaf = plan.leaves[li]
             who = ("pe", li)
@@ -497,7 +500,7 @@ class _Replay:
                         shares = sk.after[held] = sk.shares_after(held)
                     set_shares(shares)
                     st.held = sk
-                if boundaries is not None:
+                if boundaries is not None and g % every == 0:
                     boundaries.append(g)  # fast-forward may snapshot after this step
                 if wave is not None and (fill := wave.fill_cycles(li, g, g0, level)):
                     st.stage = FILL_STAGE
@@ -674,8 +677,12 @@ def replay_plan(
     trace: bool = False,
     trace_filter: TraceFilter | None = None,
     progress: bool | None = None,
+    fast_forward: bool = True,
 ) -> RawRun:
     """Run the plan to completion; raise DeadlockError (an EngineError) if it cannot progress.
+
+    fast_forward: skip iterations that repeat an exactly equal state (engine/fastforward.py);
+    the result is identical either way, only SimPy's event counts differ.
 
     Raise L1ReplayError (an EngineError) at the cycle an L1 allocation does not fit, when a
     memory has an `allocator:` (engine/l1.py).
@@ -696,6 +703,7 @@ def replay_plan(
             drain = env.process(r.drain_proc(n, r.drain_state[n.index]))
             procs.append((f"write-back {n.label()}", r.rec.drain_tl[n.index], drain))
     pe = env.process(r.pe_proc(r.pe_state))
+    ff = FastForward(r, [p for _, _, p in procs] + [pe]) if fast_forward else None
 
     run_to_empty_queue(
         env,
@@ -703,6 +711,8 @@ def replay_plan(
         total=sum(leaf.segments for leaf in plan.leaves),
         done=lambda: r.segments_done,
         wall0=wall0,
+        boundaries=r.boundaries,
+        at_boundary=ff.at_boundary if ff is not None else None,
     )
     # the queue is empty: nothing is scheduled, so a process still alive waits forever
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
@@ -710,7 +720,16 @@ def replay_plan(
         raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
-    return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)
+    return RawRun(
+        plan,
+        r.rec,
+        r.counts,
+        int(r.end),
+        time.perf_counter() - wall0,
+        trace,
+        env_events,
+        ff.stats if ff is not None else FastForwardStats(),
+    )
 
 
 def _forget_parts(produced: dict, k: int, parts: int) -> None:
