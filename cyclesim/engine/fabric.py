@@ -131,7 +131,10 @@ class Fabric:
         """An event that fires when the PE array's reservation on one of these ports changes."""
         ev = self.env.event()
         for k in keys:
-            self.width_waiters.setdefault(k, []).append(ev)
+            waiters = self.width_waiters.setdefault(k, [])
+            if waiters and waiters[0].triggered:  # woken through its other port: drop them
+                waiters[:] = [w for w in waiters if not w.triggered]
+            waiters.append(ev)
         return ev
 
     def effective_width(self, key: str) -> int:

@@ -76,6 +76,7 @@ class RawRun:
     trace: bool
     env_events: int = 0  # SimPy events scheduled (SimPy's own event counter)
     fast_forward: FastForwardStats = FastForwardStats()  # what fast-forward skipped
+    fast_forward_on: bool = True  # was it allowed (replay_plan(fast_forward=...))
 
 
 class _Replay:
@@ -729,6 +730,7 @@ def replay_plan(
         trace,
         env_events,
         ff.stats if ff is not None else FastForwardStats(),
+        fast_forward,
     )
 
 
