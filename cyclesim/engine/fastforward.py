@@ -38,7 +38,7 @@ MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did 
 # a snapshot costs about as much as this many events: a level whose iterations take fewer
 # timeouts is not worth looking at
 MIN_EVENTS = 64
-HISTORY = 3  # a state may repeat every 1, 2 or 3 iterations of L
+HISTORY = 4  # a state may repeat every 1, 2, 3 or 4 iterations of L
 TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # `produced` is only read by the consumers of an intermediate (never with one leaf): shifted
 # with its node's tiles, not compared (a frozen node's parts fill it during the skip)
@@ -309,7 +309,9 @@ class FastForward:
         for n, st, is_fill in self.active:
             base = g // self.tiles_per[n.index] if lv.below[n.index] else 0
             if is_fill and st.stage == DRAINED:  # the only waiter `drained` ever holds
-                event(r.tiles[n.index].drained[st.prev], ("tile", n.index, "drained"))
+                waiter = r.tiles[n.index].drained.get(st.prev)
+                if waiter is not None and waiter is not True:  # (True: it woke, in the queue)
+                    event(waiter, ("tile", n.index, "drained"))
             out.append(_node_state(st, base, now, recent, locs))
         pe = r.pe_state
         if pe.wait is not None or r.pe_waiting is not None or pe.g != g:
@@ -418,7 +420,8 @@ class FastForward:
         waiters = []  # the fill's, if it waits for `drained` (nobody else does)
         if True in moved and moved[True][0].stage == DRAINED:
             key = moved[True][0].prev - shift
-            waiters.append((key, drained.pop(key)))
+            if drained.get(key, True) is not True:
+                waiters.append((key, drained.pop(key)))
         if False in moved:
             st, old = moved[False]
             final = self.classifiers[n.index][1]
