@@ -484,15 +484,7 @@ class FastForward:
             drop = a.countdowns[(node, name, k)] - v
             if drop:
                 getattr(r.tiles[node], name)[k] = v - K * drop
-        # the fabric's round-robin order: recent grants move with the clock, old ones stay
-        recent = b.recent
-        last_grant = fabric.last_grant
-        for who, v in last_grant.items():
-            if v >= recent:
-                last_grant[who] = v + dt
-        for w in fabric.waiting:
-            if w[0] >= recent:
-                w[0] += dt
+        _shift_round_robin(fabric, b.recent, dt)
         # accumulators: K more periods
         ma, mb = a.marks, b.marks
         for key, cell in r.counts.items():
@@ -511,8 +503,19 @@ class FastForward:
             sk.runs += K * (mb["runs"][key] - ma["runs"].get(key, 0))
         segments = mb["segments"] - ma["segments"]
         r.segments_done += K * segments
-        # records: the period's, K times, shifted (column-wise: the tuples are made by zip)
-        tile_shift = below
+        self._replicate(a, b, K, below, m * lv.period)
+        s = self.stats
+        self.stats = FastForwardStats(
+            s.jumps + 1, s.periods + K, s.cycles_skipped + dt, s.segments_skipped + K * segments
+        )
+
+    def _replicate(self, a: _Snapshot, b: _Snapshot, K: int, tile_shift: tuple, step: int):
+        """Append the records of the period from a to b K more times, shifted by whole periods:
+        times by P, each node's tiles by tile_shift, PE segments by step."""
+        rec, fabric = self.r.rec, self.r.fabric
+        ma, mb = a.marks, b.marks
+        P = b.time - a.time
+        dt = K * P
         for tls, name in ((rec.fill_tl, "fill_tl"), (rec.drain_tl, "drain_tl")):
             for node, tl in enumerate(tls):
                 part = tl[ma[name][node] : mb[name][node]]
@@ -539,7 +542,7 @@ class FastForward:
         if rec.pe_segments is not None:
             part = rec.pe_segments[lists[0]["pe_segments"] : lists[1]["pe_segments"]]
             if part:
-                rec.pe_segments += _copies(part, K, {0: P, 1: P, 3: m * lv.period})
+                rec.pe_segments += _copies(part, K, {0: P, 1: P, 3: step})
         if rec.transfers is not None:
             part = rec.transfers[lists[0]["transfers"] : lists[1]["transfers"]]
             if part:
@@ -571,10 +574,17 @@ class FastForward:
             if d and (node, k) in lf:
                 copies[(node, k + K * d)] = lf[(node, k)]
         lf.update(copies)
-        s = self.stats
-        self.stats = FastForwardStats(
-            s.jumps + 1, s.periods + K, s.cycles_skipped + dt, s.segments_skipped + K * segments
-        )
+
+
+def _shift_round_robin(fabric, recent: int, dt: int) -> None:
+    """The fabric's round-robin order: recent grants move with the clock, old ones stay."""
+    last_grant = fabric.last_grant
+    for who, v in last_grant.items():
+        if v >= recent:
+            last_grant[who] = v + dt
+    for w in fabric.waiting:
+        if w[0] >= recent:
+            w[0] += dt
 
 
 def _node_state(st, base: int, now: int, recent: int, locs: dict) -> tuple:
