@@ -38,6 +38,7 @@ MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did 
 # a snapshot costs about as much as this many events: a level whose iterations take fewer
 # timeouts is not worth looking at
 MIN_EVENTS = 64
+GRANT_SPACING = 16  # between grants: a snapshot at every 16th grant to one requester
 HISTORY = 4  # a state may repeat every 1, 2, 3 or 4 iterations of L
 TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # `produced` is only read by the consumers of an intermediate (never with one leaf): shifted
@@ -76,6 +77,8 @@ class _Level:
     history: list = field(default_factory=list)  # snapshots at the last boundaries, oldest first
     wait: int = 0  # boundaries to let pass before the next try
     backoff: int = 0  # ... after the next pair that does not match
+    seen: int = 0  # grants seen (grant levels)
+    grants: bool = False  # boundaries are grants to one requester, not iterations of L
 
 
 @dataclass(slots=True)
@@ -128,9 +131,14 @@ class FastForward:
                     break
             else:
                 self.levels.append(_Level(pos, bound, period, tuple(below)))
+        r.boundaries = []
+        r.boundary_every = FOREVER  # no level: the PE array never reports a segment
         if self.levels:
             r.boundary_every = functools.reduce(gcd, (lv.period for lv in self.levels))
-            r.boundaries = []
+        # inside long transfers that take turns on a port, the state repeats between grants
+        self.frozen = tuple(0 for _ in plan.nodes)
+        self.grant_levels: dict[int, _Level] = {}
+        r.fabric.grant_log = r.boundaries
 
     # ------------------------------------------------------------------ the driver's hook
     def at_boundary(self, g: int) -> None:
@@ -139,6 +147,9 @@ class FastForward:
         The state may repeat every iteration of L or every few (two transfers that alternate
         in phase): the snapshot is compared with the last HISTORY ones of the same level.
         """
+        if g < 0:
+            self._at_grant(~g)
+            return
         now = self.r.env.now
         for lv in self.levels:  # outer loops first
             if g % lv.period:
@@ -179,6 +190,93 @@ class FastForward:
             lv.last_events = self.r.rec.events
             return
 
+    def _at_grant(self, who: int) -> None:
+        """A port was granted to requester who: every GRANT_SPACING-th time, look, maybe jump."""
+        lv = self.grant_levels.get(who)
+        if lv is None:
+            lv = self.grant_levels[who] = _Level(-1, 0, 0, self.frozen, grants=True)
+        lv.seen += 1
+        if lv.seen % GRANT_SPACING:
+            return
+        r = self.r
+        now = r.env.now
+        last, lv.last_time = lv.last_time, now
+        history = lv.history
+        if lv.wait or last is None:
+            lv.wait = max(0, lv.wait - 1)
+            history.clear()
+            return
+        snap = self._snapshot(lv, r.pe_state.g, now, now - last)
+        if snap is None:
+            history.clear()
+            return
+        prev = next((h for h in reversed(history) if h.key == snap.key), None)
+        history.append(snap)
+        if prev is None:
+            if len(history) > HISTORY:
+                self._miss("state between grants", None)
+                history.clear()
+                lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
+            return
+        lv.backoff = 0
+        periods = self._grant_periods(prev, snap)
+        if periods < 1:
+            return
+        self._grant_jump(prev, snap, periods)
+        for other in (*self.levels, *self.grant_levels.values()):
+            other.history.clear()
+            other.last_time = None
+
+    def _grant_periods(self, a: _Snapshot, b: _Snapshot) -> int:
+        """How many periods between grants can be skipped: nothing but bursts happened (no
+        record but timelines and grants, no count), each transfer moved a whole number of
+        equal bursts, and every transfer keeps its last burst to be simulated."""
+        ma, mb = a.marks, b.marks
+        for name in ("lists", "counts", "spatial", "systolic", "runs", "segments", "finishers"):
+            if ma[name] != mb[name]:
+                return self._miss("work between grants", 0)
+        if a.countdowns != b.countdowns:
+            return self._miss("work between grants", 0)
+        most = None
+        for xa, xb in zip(ma["xfers"], mb["xfers"], strict=True):
+            if xa is None and xb is None:
+                continue
+            if xa is None or xb is None or xa[0] is not xb[0]:
+                return self._miss("another transfer", 0)
+            x, delta = xb[0], xb[1] - xa[1]
+            if delta < 0:
+                return self._miss("another transfer", 0)
+            if not delta:
+                continue
+            if x.big * x.burst * delta % x.small:
+                return self._miss("uneven bursts", 0)  # the parent's share of a burst varies
+            n_bursts = -(-x.small // x.burst)
+            ahead = max(1, x.j - x.i) if x.stage == RUN else 1
+            k = (n_bursts - 1 - ahead - x.i) // delta
+            most = k if most is None else min(most, k)
+        if not most or most < 1:
+            return self._miss("end of transfer", 0)
+        return most
+
+    def _grant_jump(self, a: _Snapshot, b: _Snapshot, K: int) -> None:
+        """Skip K periods inside transfers: time, burst indices, grants and timelines."""
+        r = self.r
+        env = r.env
+        P = b.time - a.time
+        dt = K * P
+        env._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in env._queue]
+        env._now += dt
+        for xa, xb in zip(a.marks["xfers"], b.marks["xfers"], strict=True):
+            if xb is not None:
+                x, moved = xb[0], K * (xb[1] - xa[1])
+                x.shift(dt)
+                x.i += moved
+                x.j += moved
+        _shift_round_robin(r.fabric, b.recent, dt)
+        self._replicate(a, b, K, self.frozen, 0)
+        s = self.stats
+        self.stats = FastForwardStats(s.jumps + 1, s.periods + K, s.cycles_skipped + dt, 0)
+
     # ------------------------------------------------------------------ snapshots
     def _snapshot(self, lv: _Level, g: int, now: int, period_cycles: int) -> _Snapshot | None:
         try:
@@ -218,10 +316,14 @@ class FastForward:
             return (type(ev).__name__, ev._value is PENDING, getattr(ev, "_ok", None), cause, cbs)
 
         out = []
+        # queued events in heap order; one nobody waits for (an interrupted run's timeout) does
+        # nothing when it fires, whenever that is: left out (the jump moves it all the same)
         queue = sorted(env._queue)
         out.append(
             tuple(
-                (t - now, prio, event(ev, ("queue", i))) for i, (t, prio, _, ev) in enumerate(queue)
+                (t - now, prio, event(ev, ("queue", i)))
+                for i, (t, prio, _, ev) in enumerate(queue)
+                if ev.callbacks
             )
         )
         # tile tables, relative to each node's tile at segment g (frozen nodes: absolute)
@@ -312,12 +414,23 @@ class FastForward:
                 waiter = r.tiles[n.index].drained.get(st.prev)
                 if waiter is not None and waiter is not True:  # (True: it woke, in the queue)
                     event(waiter, ("tile", n.index, "drained"))
-            out.append(_node_state(st, base, now, recent, locs))
+            out.append(_node_state(st, base, now, recent, locs, lv.grants))
         pe = r.pe_state
-        if pe.wait is not None or r.pe_waiting is not None or pe.g != g:
-            raise _Unknown("pe")
-        held = pe.held
-        out.append((pe.stage, pe.start - now, None if held is None else id(held)))
+        held = None if pe.held is None else id(pe.held)
+        if not lv.grants:
+            if pe.wait is not None or r.pe_waiting is not None or pe.g != g:
+                raise _Unknown("pe")
+            out.append((pe.stage, pe.start - now, held))
+        else:  # between grants: the PE array stays where it is, waiting or not (times absolute)
+            wait = pe.wait
+            if wait is not None:
+                wait = (
+                    wait.start,
+                    tuple(wait.met_at.items()),
+                    tuple(wait.keys.items()),
+                    tuple(wait.resident_at.items()),
+                )
+            out.append((pe.stage, pe.g, pe.start, held, wait, r.pe_waiting))
         targets = []
         for p in self.procs:
             if p.is_alive:
@@ -340,7 +453,7 @@ class FastForward:
             if v is not None:
                 lists[name] = len(v)
         return {
-            "lists": lists,
+            "lists": lists,  # (compared whole between grants: nothing may be added)
             "fill_tl": [len(tl) for tl in rec.fill_tl],
             "drain_tl": [len(tl) for tl in rec.drain_tl],
             "grants": {k: len(v) for k, v in rec.grants.items()},
@@ -351,6 +464,9 @@ class FastForward:
             "segments": r.segments_done,
             "finishers": len(rec.last_finisher),
             "in_use": [set(t.remaining) for t in r.tiles],
+            "xfers": [
+                None if st.xfer is None else (st.xfer, st.xfer.i) for _, st, _ in self.active
+            ],
         }
 
     # ------------------------------------------------------------------ how far
@@ -587,19 +703,25 @@ def _shift_round_robin(fabric, recent: int, dt: int) -> None:
             w[0] += dt
 
 
-def _node_state(st, base: int, now: int, recent: int, locs: dict) -> tuple:
-    """A fill's or write-back's state, relative; fields it overwrites before reading are left out."""
+def _node_state(st, base: int, now: int, recent: int, locs: dict, grants: bool) -> tuple:
+    """A fill's or write-back's state, relative; fields it overwrites before reading are left out.
+
+    grants (snapshots between grants, inside transfers): the burst index is left out (it is
+    compared as a count that grows by a constant per period) and the transfer's start is kept
+    absolute (the same transfer goes on)."""
     x = st.xfer
     xfer = None
     if x is not None:
         channel = None if x.channel is None else locs.get(id(x.channel), "unseen")
-        xfer = (x.stage, x.big, x.small, x.i, x.rest, x.stopping, channel)
+        xfer = (x.stage, x.big, x.small, None if grants else x.i, x.rest, x.stopping, channel)
         if x.stage == RUN:  # the run in progress: read back when it ends or is interrupted
             if x.last < recent:
                 raise _Unknown("old run")  # its last burst start may become an old grant order
-            xfer += (x.start - now, x.first, x.j, x.last - now, x.wp, x.wc)
+            xfer += (x.start - now, x.first, x.j - x.i, x.last - now, x.wp, x.wc)
     prev = st.prev - st.k if st.stage in (PARENT, DRAINED) and st.prev is not None else None
-    start = st.start - now if st.stage == TRANSFER else None
+    start = None
+    if st.stage == TRANSFER:
+        start = st.start if grants else st.start - now
     return (st.stage, st.k - base, prev, start, xfer)
 
 

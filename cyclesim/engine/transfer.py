@@ -136,6 +136,7 @@ def transfer(
         yield from dram_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
         return
     x = TransferState(parent_bits, child_bits)
+    x.burst = link.burst
     if owner is not None:
         owner.xfer = x
     dma = link.dma
