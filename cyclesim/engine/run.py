@@ -15,7 +15,7 @@ import simpy
 
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.fastforward import FastForward, FastForwardStats
-from cyclesim.engine.loop import deadlock_message, run_to_empty_queue
+from cyclesim.engine.loop import deadlock_message, gc_paused, run_to_empty_queue
 from cyclesim.engine.record import (
     FOREVER,
     S_DRAIN,
@@ -706,15 +706,16 @@ def replay_plan(
     pe = env.process(r.pe_proc(r.pe_state))
     ff = FastForward(r, [p for _, _, p in procs] + [pe]) if fast_forward else None
 
-    run_to_empty_queue(
-        env,
-        progress=progress,
-        total=sum(leaf.segments for leaf in plan.leaves),
-        done=lambda: r.segments_done,
-        wall0=wall0,
-        boundaries=r.boundaries,
-        at_boundary=ff.at_boundary if ff is not None else None,
-    )
+    with gc_paused():
+        run_to_empty_queue(
+            env,
+            progress=progress,
+            total=sum(leaf.segments for leaf in plan.leaves),
+            done=lambda: r.segments_done,
+            wall0=wall0,
+            boundaries=r.boundaries,
+            at_boundary=ff.at_boundary if ff is not None else None,
+        )
     # the queue is empty: nothing is scheduled, so a process still alive waits forever
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:

@@ -74,6 +74,17 @@ def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
 def _timing(big: int, small: int, burst: int, wp: int, wc: int) -> tuple[list, list, list]:
     """Per burst at widths (wp, wc): cycles, whether the parent side is the slower one, and the
     running sum of cycles (prefix[j] = cycles of bursts 0..j-1). Burst j as in _burst_bits."""
+    full = (small - 1) // burst  # bursts before the last one, all of `burst` child bits
+    if full > 1 and big * burst % small == 0:  # they all move the same parent bits too
+        share = big * burst // small
+        cp, cc = -(-share // wp), -(-burst // wc)
+        c = max(cp, cc, 1)
+        lo = full * burst  # the last burst: as in the loop below
+        cp_last, cc_last = -(-(big - big * lo // small) // wp), -(-(small - lo) // wc)
+        c_last = max(cp_last, cc_last, 1)
+        prefix = list(range(0, full * c + 1, c))
+        prefix.append(prefix[-1] + c_last)
+        return [c] * full + [c_last], [cp >= cc] * full + [cp_last >= cc_last], prefix
     cycles, parent_slower, prefix = [], [], [0]
     t = 0
     below = 0  # parent bits of the bursts before j: big * lo // small
