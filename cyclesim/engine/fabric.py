@@ -39,6 +39,8 @@ class Fabric:
         "runs",
         "width_waiters",
         "grant_log",
+        "grant_every",
+        "grants_seen",
     )
 
     def __init__(
@@ -54,7 +56,10 @@ class Fabric:
         self.runs: dict[str, list] = {}  # port -> [process timing a burst on it, told to stop]
         self.width_waiters: dict[str, list[simpy.Event]] = {}  # port -> holders waiting for width
         self.grants = grants
-        self.grant_log: list | None = None  # fast-forward: ~who of each grant, when it looks
+        # fast-forward, when it looks: ~who of every grant_every-th grant goes to grant_log
+        self.grant_log: list | None = None
+        self.grant_every = 1
+        self.grants_seen = 0
         for k in widths:
             grants.setdefault(k, [])
 
@@ -72,7 +77,9 @@ class Fabric:
                 grants[k].append([now, None, who, tensor])
             self.last_grant[who] = now
             if self.grant_log is not None:
-                self.grant_log.append(~who)
+                self.grants_seen += 1
+                if not self.grants_seen % self.grant_every:
+                    self.grant_log.append(~who)
             return None
         ev = self.env.event()
         self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor])
@@ -198,6 +205,8 @@ class Fabric:
                 granted = True
                 w[3].succeed()
                 if self.grant_log is not None:
-                    self.grant_log.append(~who)
+                    self.grants_seen += 1
+                    if not self.grants_seen % self.grant_every:
+                        self.grant_log.append(~who)
         if granted:
             self.waiting = keep

@@ -38,7 +38,7 @@ MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did 
 # a snapshot costs about as much as this many events: a level whose iterations take fewer
 # timeouts is not worth looking at
 MIN_EVENTS = 64
-GRANT_SPACING = 16  # between grants: a snapshot at every 16th grant to one requester
+GRANT_SPACING = 16  # between grants: a snapshot at every 16th grant
 HISTORY = 4  # a state may repeat every 1, 2, 3 or 4 iterations of L
 TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # `produced` is only read by the consumers of an intermediate (never with one leaf): shifted
@@ -77,7 +77,6 @@ class _Level:
     history: list = field(default_factory=list)  # snapshots at the last boundaries, oldest first
     wait: int = 0  # boundaries to let pass before the next try
     backoff: int = 0  # ... after the next pair that does not match
-    seen: int = 0  # grants seen (grant levels)
     grants: bool = False  # boundaries are grants to one requester, not iterations of L
 
 
@@ -137,8 +136,8 @@ class FastForward:
             r.boundary_every = functools.reduce(gcd, (lv.period for lv in self.levels))
         # inside long transfers that take turns on a port, the state repeats between grants
         self.frozen = tuple(0 for _ in plan.nodes)
-        self.grant_levels: dict[int, _Level] = {}
-        r.fabric.grant_log = r.boundaries
+        self.grant_level = _Level(-1, 0, 0, self.frozen, grants=True)
+        r.fabric.grant_log, r.fabric.grant_every = r.boundaries, GRANT_SPACING
 
     # ------------------------------------------------------------------ the driver's hook
     def at_boundary(self, g: int) -> None:
@@ -148,7 +147,7 @@ class FastForward:
         in phase): the snapshot is compared with the last HISTORY ones of the same level.
         """
         if g < 0:
-            self._at_grant(~g)
+            self._at_grant()
             return
         now = self.r.env.now
         for lv in self.levels:  # outer loops first
@@ -190,14 +189,9 @@ class FastForward:
             lv.last_events = self.r.rec.events
             return
 
-    def _at_grant(self, who: int) -> None:
-        """A port was granted to requester who: every GRANT_SPACING-th time, look, maybe jump."""
-        lv = self.grant_levels.get(who)
-        if lv is None:
-            lv = self.grant_levels[who] = _Level(-1, 0, 0, self.frozen, grants=True)
-        lv.seen += 1
-        if lv.seen % GRANT_SPACING:
-            return
+    def _at_grant(self) -> None:
+        """The fabric made its GRANT_SPACING-th grant since the last look: look, maybe jump."""
+        lv = self.grant_level
         r = self.r
         now = r.env.now
         last, lv.last_time = lv.last_time, now
@@ -223,7 +217,7 @@ class FastForward:
         if periods < 1:
             return
         self._grant_jump(prev, snap, periods)
-        for other in (*self.levels, *self.grant_levels.values()):
+        for other in (*self.levels, self.grant_level):
             other.history.clear()
             other.last_time = None
 

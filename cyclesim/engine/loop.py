@@ -47,25 +47,29 @@ def run_to_empty_queue(
     processes at the end means (a deadlock).
     """
     step = env.step
-    if boundaries is not None:  # fast-forward looks after each step that started a segment
-        inner = step
-
-        def step() -> None:
-            inner()
-            if boundaries:
-                g = max(boundaries)  # a segment (>= 0) before a grant (< 0)
-                boundaries.clear()
-                at_boundary(g)
-
     if progress is False or (progress is None and not sys.stderr.isatty()):
         if boundaries is None:
             env.run()
             return
         try:
-            while True:
+            while True:  # fast-forward looks after each step that started a segment
                 step()
+                if boundaries:
+                    g = max(boundaries)  # a segment (>= 0) before a grant (< 0)
+                    boundaries.clear()
+                    at_boundary(g)
         except EmptySchedule:
             return
+    if boundaries is not None:
+        inner = step
+
+        def step() -> None:
+            inner()
+            if boundaries:
+                g = max(boundaries)
+                boundaries.clear()
+                at_boundary(g)
+
     clock = time.perf_counter
     bar = None
     last_draw = 0.0
