@@ -4,18 +4,27 @@ At the start of an iteration of a temporal loop L of the leaf (every D segments)
 takes a snapshot of the replay's whole state relative to the current cycle T and to each
 node's current tile: the event queue (time - T, priority, what each event resumes, in heap
 order), every process's state object (engine/state.py), the tile tables, the fabric (holders,
-reservations, waiting requests, runs, round-robin order), the DMA channels. When two
-consecutive snapshots of L are equal, the system is in a steady state of period P cycles:
-each further iteration repeats the last one shifted by P cycles, d_n tiles of every node n
-below L and D segments, as long as the schedule says the iterations are of the same class.
+reservations, waiting requests, runs, round-robin order), the DMA channels. When a snapshot
+equals one of the last HISTORY of L (two fills that take turns on a port may repeat only
+every second iteration), the system is in a steady state of period P cycles: each further
+period repeats the last one shifted by P cycles, d_n tiles of every node n below L and D
+segments per iteration, as long as the schedule says the iterations are of the same class.
 The jump then advances everything by K periods at once: queued event times and the clock,
 state objects and tile tables, the accumulators (counts, spatial and systolic stalls, kinds of
 segment), and it replicates the period's records (timelines, grants, PE waits, trace) K times.
 
 Nodes whose tile changes above L ("frozen") keep their tile during the skip; their countdowns
-of uses left fall by a constant per period, which the jump never lets reach zero. It is exact
-or it does not fire: any state it cannot capture (DRAM timing, L1 allocators, several leaves,
-a trace window) turns it off, and any difference between two snapshots means simulate on.
+of uses left fall by a constant per period, which the jump never lets reach zero.
+
+Inside long transfers that take turns on a port (the load of a whole matrix, before any PE
+segment) the same is done between grants: a snapshot every GRANT_SPACING-th grant, with the
+burst indices left out (each transfer's grows by a constant per period); the jump moves them
+on, keeping every transfer's last bursts to be simulated.
+
+It is exact or it does not fire: any state it cannot capture (DRAM timing, L1 allocators,
+several leaves, a trace window) turns it off, and any difference between two snapshots means
+simulate on. The replay's results, records and traces are the same with it or without it;
+only SimPy's event count differs.
 """
 
 from __future__ import annotations
@@ -77,7 +86,7 @@ class _Level:
     history: list = field(default_factory=list)  # snapshots at the last boundaries, oldest first
     wait: int = 0  # boundaries to let pass before the next try
     backoff: int = 0  # ... after the next pair that does not match
-    grants: bool = False  # boundaries are grants to one requester, not iterations of L
+    grants: bool = False  # boundaries are every GRANT_SPACING-th grant, not iterations of L
 
 
 @dataclass(slots=True)
@@ -165,12 +174,10 @@ class FastForward:
             if snap is None:
                 history.clear()
                 continue
-            prev = next((h for h in reversed(history) if h.key == snap.key), None)
-            history.append(snap)
+            prev = _match(history, snap)
             if prev is None:
-                if len(history) > HISTORY:
+                if not history:  # HISTORY snapshots, none the same: look less often for a while
                     self._miss("state", None)
-                    history.clear()
                     lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
                 continue
             lv.backoff = 0
@@ -204,12 +211,10 @@ class FastForward:
         if snap is None:
             history.clear()
             return
-        prev = next((h for h in reversed(history) if h.key == snap.key), None)
-        history.append(snap)
+        prev = _match(history, snap)
         if prev is None:
-            if len(history) > HISTORY:
+            if not history:  # HISTORY snapshots, none the same: look less often for a while
                 self._miss("state between grants", None)
-                history.clear()
                 lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return
         lv.backoff = 0
@@ -685,6 +690,18 @@ class FastForward:
             if d and (node, k) in lf:
                 copies[(node, k + K * d)] = lf[(node, k)]
         lf.update(copies)
+
+
+def _match(history: list, snap: _Snapshot) -> _Snapshot | None:
+    """The latest earlier snapshot equal to snap, or None; snap joins the history, which keeps
+    the last HISTORY and is emptied when that many passed without a match."""
+    prev = next((h for h in reversed(history) if h.key == snap.key), None)
+    history.append(snap)
+    if len(history) > HISTORY:
+        del history[0]
+        if prev is None:
+            history.clear()
+    return prev
 
 
 def _shift_round_robin(fabric, recent: int, dt: int) -> None:
