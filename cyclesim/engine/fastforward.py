@@ -93,7 +93,7 @@ class _Level:
 class _Snapshot:
     g: int
     time: int
-    recent: int  # last-grant cycles from this one on are compared exactly, older ones by rank
+    recent: int  # last-grant cycles from this one on are compared exactly, older ones by order
     key: tuple
     countdowns: dict  # (node, table, tile) of frozen nodes -> uses left
     marks: dict  # record lengths and accumulator values at the snapshot
@@ -170,7 +170,7 @@ class FastForward:
                 lv.wait = max(0, lv.wait - 1)
                 history.clear()
                 continue
-            snap = self._snapshot(lv, g, now, now - last)
+            snap = self._snapshot(lv, g, now)
             if snap is None:
                 history.clear()
                 continue
@@ -207,7 +207,7 @@ class FastForward:
             lv.wait = max(0, lv.wait - 1)
             history.clear()
             return
-        snap = self._snapshot(lv, r.pe_state.g, now, now - last)
+        snap = self._snapshot(lv, r.pe_state.g, now)
         if snap is None:
             history.clear()
             return
@@ -277,17 +277,25 @@ class FastForward:
         self.stats = FastForwardStats(s.jumps + 1, s.periods + K, s.cycles_skipped + dt, 0)
 
     # ------------------------------------------------------------------ snapshots
-    def _snapshot(self, lv: _Level, g: int, now: int, period_cycles: int) -> _Snapshot | None:
+    def _snapshot(self, lv: _Level, g: int, now: int) -> _Snapshot | None:
         try:
-            key, countdowns = self._describe(lv, g, now, now - period_cycles)
+            key, countdowns, recent = self._describe(lv, g, now)
         except _Unknown as e:
             return self._miss(str(e.args[0]) if e.args else "unknown", None)
-        return _Snapshot(g, now, now - period_cycles, key, countdowns, self._marks())
+        return _Snapshot(g, now, recent, key, countdowns, self._marks())
 
-    def _describe(self, lv: _Level, g: int, now: int, recent: int) -> tuple[tuple, dict]:
-        """The state relative to cycle now and to each node's tile at segment g."""
+    def _describe(self, lv: _Level, g: int, now: int) -> tuple[tuple, dict, int]:
+        """The state relative to cycle now and to each node's tile at segment g; the cycle from
+        which last-grant cycles are compared exactly (before it, by their order only)."""
         r = self.r
         env, fabric, nodes = r.env, r.fabric, r.plan.nodes
+        # Round robin only compares last-grant cycles. Every one set from now on is a grant's
+        # cycle (>= now) or the start of a holding's last burst (>= its grant's cycle), so it
+        # is >= `recent`; older ones matter by their order only.
+        grants = fabric.grants
+        recent = min(
+            [now] + [grants[key][-1][0] for key, who in fabric.holder.items() if who is not None]
+        )
         locs: dict[int, tuple] = {}  # id(event) -> where it is held
         proc_ids = self.proc_ids
 
@@ -356,12 +364,11 @@ class FastForward:
                 raise _Unknown("intermediate")
             out.append(tuple(rows))
         # the fabric: holders with their open grants, reservations, runs, waiting requests
-        grants = fabric.grants
         open_grants = []
         for key, who in fabric.holder.items():
             if who is not None:
                 start, end, gwho, tensor = grants[key][-1]
-                if end is not None or start < recent:
+                if end is not None:
                     raise _Unknown("grant")
                 open_grants.append((key, who, start - now, gwho, tensor))
         out.append(tuple(open_grants))
@@ -413,7 +420,7 @@ class FastForward:
                 waiter = r.tiles[n.index].drained.get(st.prev)
                 if waiter is not None and waiter is not True:  # (True: it woke, in the queue)
                     event(waiter, ("tile", n.index, "drained"))
-            out.append(_node_state(st, base, now, recent, locs, lv.grants))
+            out.append(_node_state(st, base, now, locs, lv.grants))
         pe = r.pe_state
         held = None if pe.held is None else id(pe.held)
         if not lv.grants:
@@ -440,7 +447,7 @@ class FastForward:
             else:
                 targets.append(None)
         out.append(tuple(targets))
-        return tuple(out), countdowns
+        return tuple(out), countdowns, recent
 
     def _marks(self) -> dict:
         """Record lengths and accumulator values, to find what one period added."""
@@ -715,7 +722,7 @@ def _shift_round_robin(fabric, recent: int, dt: int) -> None:
             w[0] += dt
 
 
-def _node_state(st, base: int, now: int, recent: int, locs: dict, grants: bool) -> tuple:
+def _node_state(st, base: int, now: int, locs: dict, grants: bool) -> tuple:
     """A fill's or write-back's state, relative; fields it overwrites before reading are left out.
 
     grants (snapshots between grants, inside transfers): the burst index is left out (it is
@@ -727,8 +734,6 @@ def _node_state(st, base: int, now: int, recent: int, locs: dict, grants: bool) 
         channel = None if x.channel is None else locs.get(id(x.channel), "unseen")
         xfer = (x.stage, x.big, x.small, None if grants else x.i, x.rest, x.stopping, channel)
         if x.stage == RUN:  # the run in progress: read back when it ends or is interrupted
-            if x.last < recent:
-                raise _Unknown("old run")  # its last burst start may become an old grant order
             xfer += (x.start - now, x.first, x.j - x.i, x.last - now, x.wp, x.wc)
     prev = st.prev - st.k if st.stage in (PARENT, DRAINED) and st.prev is not None else None
     start = None
