@@ -225,6 +225,65 @@ def test_off_with_a_trace_window_and_on_with_a_resource_filter():
         assert_identical(full, fast)
 
 
+def fused_chain() -> tuple[dict, dict, dict]:
+    """Two Einsums, the consumer reading the producer's AO through sram, 16 times over m."""
+    rw = [port("rd", "read", 16), port("wr", "write", 16)]
+    arch = {
+        "name": "chain",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [memory("DRAM", None, None, rw), memory("sram", None, None, rw, True)],
+    }
+
+    def gemm(name: str, a: str, b: str, out: str, ranks: dict) -> dict:
+        (r0, r1, r2) = ranks
+        return {
+            "name": name,
+            "ranks": ranks,
+            "inputs": [
+                {"tensor": a, "projection": [r0, r2]},
+                {"tensor": b, "projection": [r2, r1]},
+            ],
+            "outputs": [{"tensor": out, "projection": [r0, r1]}],
+        }
+
+    workload = {
+        "default_bits_per_value": 8,
+        "einsums": [
+            gemm("producer", "I", "W0", "AO", {"m": 16, "n": 4, "k": 4}),
+            gemm("consumer", "AO", "W1", "O", {"m": 16, "p": 4, "n": 4}),
+        ],
+    }
+
+    def branch(einsum: str, ranks: dict) -> list:
+        loops = [{"type": "temporal", "rank": r, "bound": b} for r, b in ranks.items()]
+        return [*loops, {"type": "compute", "einsum": einsum}]
+
+    tree = [
+        {"type": "storage", "memory": "DRAM", "tensors": ["I", "W0", "W1", "AO", "O"]},
+        {"type": "temporal", "rank": "m", "bound": 16},
+        {"type": "storage", "memory": "sram", "tensors": ["AO"]},
+        {
+            "type": "sequential",
+            "branches": [
+                branch("producer", {"n": 4, "k": 4}),
+                branch("consumer", {"p": 4, "n": 4}),
+            ],
+        },
+    ]
+    return arch, workload, {"loop_tree": tree}
+
+
+def test_off_for_fused_einsums():
+    # the producer's parts and the consumer's waits for them are not captured: never fires,
+    # even though every iteration of m repeats
+    plan, _ = _plan(fused_chain())
+    assert len(plan.leaves) == 2
+    full = replay_plan(plan, trace=True, progress=False, fast_forward=False)
+    fast = replay_plan(plan, trace=True, progress=False)
+    assert fast.fast_forward.jumps == 0
+    assert_identical(full, fast)
+
+
 def test_the_progress_bar_does_not_change_the_jumps():
     plan, _ = _plan(reduction())
     quiet = replay_plan(plan, trace=True, progress=False)

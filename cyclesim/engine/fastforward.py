@@ -64,9 +64,11 @@ class FastForwardStats:
     """What fast-forward skipped in one replay (all zero when it never fired or was off)."""
 
     jumps: int = 0  # times it fired
-    periods: int = 0  # loop iterations skipped, over all jumps
+    # periods skipped over all jumps: a period is one or a few (up to HISTORY) iterations of a
+    # loop, or GRANT_SPACING grants inside transfers that take turns on a port
+    periods: int = 0
     cycles_skipped: int = 0
-    segments_skipped: int = 0
+    segments_skipped: int = 0  # PE segments not simulated
 
 
 class _Unknown(Exception):
