@@ -204,6 +204,26 @@ def test_partial_sums_keep_their_first_and_final_visits(tmp_path):
     assert_same_result(full, fast, inputs, tmp_path)
 
 
+@pytest.mark.parametrize("channels, setup", [(1, 2), (2, 0)])
+def test_dma_channels_are_part_of_the_state(channels, setup):
+    # the same stream through a DMA engine: which fill holds a channel, which one waits for
+    # it, and the setup timeouts are compared and moved like everything else
+    arch, workload, mapping = streaming()
+    arch["dma_engines"] = [
+        {
+            "name": "dma",
+            "links": [{"parent": "DRAM", "child": "buf"}],
+            "channels": channels,
+            "setup_cycles": setup,
+        }
+    ]
+    plan, _ = _plan((arch, workload, mapping))
+    full = replay_plan(plan, trace=True, progress=False, fast_forward=False)
+    fast = replay_plan(plan, trace=True, progress=False)
+    assert fast.fast_forward.jumps >= 1
+    assert_identical(full, fast)
+
+
 @pytest.mark.parametrize("outer", [3, 16])
 def test_it_never_touches_the_first_or_last_iteration_of_a_short_loop(outer):
     # with 3 iterations there is no middle iteration to compare with another: it cannot fire

@@ -300,6 +300,7 @@ class FastForward:
         )
         locs: dict[int, tuple] = {}  # id(event) -> where it is held
         proc_ids = self.proc_ids
+        resources = {id(resource): name for name, (resource, _, _) in r.dma.items()}
 
         def callback(cb) -> tuple:
             owner = getattr(cb, "__self__", None)
@@ -309,6 +310,9 @@ class FastForward:
                     return ("resume", pid)
             if isinstance(owner, Interruption):
                 return ("interrupt", proc_ids.get(id(owner.process)))
+            name = resources.get(id(owner))
+            if name is not None:  # a DMA engine serving its queue when a channel is freed
+                return ("dma", name, cb.__func__.__name__)
             if isinstance(cb, functools.partial) and getattr(cb.func, "__name__", "") == (
                 "_resident"
             ):
