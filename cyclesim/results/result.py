@@ -7,7 +7,7 @@ access, so a replay that only prints its report never imports pandas (a lean sta
 from __future__ import annotations
 
 from collections import namedtuple
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -263,6 +263,7 @@ class SimResult:
             accesses=accesses,
             events=self.events,
             wall_seconds=round(self.wall_seconds, 6),
+            fast_forward=asdict(self.raw.fast_forward),
         )
         if self.raw.rec.dram_counts:  # a DRAM model timed the DRAM-modelled memories
             out["dram"] = self.dram_summary
