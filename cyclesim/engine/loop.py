@@ -32,18 +32,37 @@ def run_to_empty_queue(
     done: Callable[[], int],
     wall0: float,
     desc: str = "replay",
+    boundaries: list | None = None,
+    at_boundary: Callable[[int], None] | None = None,
 ) -> None:
     """Process every event of env until none is left; show a progress bar of done()/total.
 
     progress: True shows the bar at once, False never, None after SHOW_AFTER_SECONDS when
     stderr is a terminal. Whether the bar is shown never changes which events run or when:
-    the loop only looks between events. The caller decides what a non-empty set of live
+    the loop only looks between events. With `boundaries` (fast-forward on), after each step
+    that appended a segment to it the loop calls at_boundary(segment), between two events. The caller decides what a non-empty set of live
     processes at the end means (a deadlock).
     """
-    if progress is False or (progress is None and not sys.stderr.isatty()):
-        env.run()
-        return
     step = env.step
+    if boundaries is not None:  # fast-forward looks after each step that started a segment
+        inner = step
+
+        def step() -> None:
+            inner()
+            if boundaries:
+                g = boundaries[-1]
+                boundaries.clear()
+                at_boundary(g)
+
+    if progress is False or (progress is None and not sys.stderr.isatty()):
+        if boundaries is None:
+            env.run()
+            return
+        try:
+            while True:
+                step()
+        except EmptySchedule:
+            return
     clock = time.perf_counter
     bar = None
     last_draw = 0.0

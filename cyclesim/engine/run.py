@@ -14,6 +14,7 @@ from functools import partial
 import simpy
 
 from cyclesim.engine.fabric import Fabric
+from cyclesim.engine.fastforward import FastForward, FastForwardStats
 from cyclesim.engine.loop import deadlock_message, run_to_empty_queue
 from cyclesim.engine.record import (
     FOREVER,
@@ -26,6 +27,26 @@ from cyclesim.engine.record import (
     S_USES,
     Recorder,
     TraceFilter,
+)
+from cyclesim.engine.state import (
+    COMPUTE,
+    DONE,
+    DRAINED,
+    OPERAND,
+    PARENT,
+    PIPE,
+    PRODUCER,
+    SLOT,
+    TRANSFER,
+    USES,
+    NodeState,
+    PeState,
+)
+from cyclesim.engine.state import (
+    DRAIN as DRAIN_STAGE,
+)
+from cyclesim.engine.state import (
+    FILL as FILL_STAGE,
 )
 from cyclesim.engine.systolic import DRAIN, FILL, Wavefront
 from cyclesim.engine.tiles import Tiles, entry_classifier
@@ -54,6 +75,7 @@ class RawRun:
     wall_seconds: float
     trace: bool
     env_events: int = 0  # SimPy events scheduled (SimPy's own event counter)
+    fast_forward: FastForwardStats = FastForwardStats()  # what fast-forward skipped
 
 
 class _Replay:
@@ -102,6 +124,13 @@ class _Replay:
             from cyclesim.engine.l1 import L1Places
 
             self.l1 = L1Places(plan, self.rec, trace)
+        # per node: its fill's and its write-back's state (engine/state.py), and the PE array's
+        self.fill_state = [NodeState() for _ in plan.nodes]
+        self.drain_state = [NodeState() for _ in plan.nodes]
+        self.pe_state = PeState()
+        # segments the PE array started since the driver last looked (None: nobody looks)
+        self.boundaries: list[int] | None = None
+        self.boundary_every = 1  # ... of the segments that are a multiple of this
 
     # ------------------------------------------------------------------ bookkeeping
     def count(
@@ -201,8 +230,12 @@ class _Replay:
         return self.dma[n.dma] if n.dma is not None else None
 
     # ------------------------------------------------------------------ processes
-    def fill_proc(self, n: NodePlan):
-        """Fill (inputs) or enter (outputs: partial-sum reload on a revisit) tiles in order."""
+    def fill_proc(self, n: NodePlan, st: NodeState):
+        """Fill (inputs) or enter (outputs: partial-sum reload on a revisit) tiles in order.
+
+        The entry it is at and what it carries across a yield live in st (engine/state.py);
+        after every yield the entry is read back from st (fast-forward may have moved it).
+        """
         env, rec, fabric = self.env, self.rec, self.fabric
         node, tl, t = n.index, rec.fill_tl[n.index], self.tiles[n.index]
         p = self.plan.nodes[n.parent]
@@ -218,55 +251,74 @@ class _Replay:
         par_values, chi_values = n.union_values, n.tile_values
         read_values = par_values * n.parent_instances  # per transfer, all instances
         write_values = chi_values * n.instances
-        reads = writes = None  # this node's count cells, made at its first transfer
         producer = self.producer_of.get(n.tensor)
-        for k in range(n.entries):
+        reads = writes = None  # this node's count cells, made at its first transfer
+        entries = n.entries
+        while st.k < entries:
             # needs in DESIGN's order: the parent tile (and its values), a free slot, ports;
             # a need met in the same cycle as an earlier one is never the state
-            kp = k // ratio
+            k = st.k
             first = False
             if output_role:
                 first, key = first_and_key(k)
-                prev = last_visit.get(key)
+                st.prev = last_visit.get(key)
                 last_visit[key] = k
                 if not first:  # a revisit reloads its partial sums from the parent
+                    kp = k // ratio
                     if wait_parent and p_resident.get(kp) is not True:
                         tl.append((env.now, S_PARENT, p.index))
+                        st.stage = PARENT
                         yield pt.waiter(p_resident, kp)
+                    prev = st.prev
                     if prev is not None and drained.get(prev) is not True:
                         tl.append((env.now, S_DRAIN, node))
+                        st.stage = DRAINED
                         yield t.waiter(drained, prev)
+                        prev = st.prev
                     drained.pop(prev, None)
             else:
+                kp = k // ratio
                 if wait_parent and p_resident.get(kp) is not True:
                     tl.append((env.now, S_PARENT, p.index))
+                    st.stage = PARENT
                     yield pt.waiter(p_resident, kp)
+                    kp = st.k // ratio
                 if wait_producer:
-                    pkey = kp * p.dependency_groups + p.user_group(k, n.ratio)
+                    pkey = kp * p.dependency_groups + p.user_group(st.k, n.ratio)
                     if p_produced.get(pkey) is not True:
                         tl.append((env.now, S_PRODUCER, (producer, pkey)))
+                        st.stage = PRODUCER
                         yield pt.waiter(p_produced, pkey)
+            k = st.k
             if k >= slots:
                 ks = k - slots
                 if released.get(ks) is not True:
                     tl.append((env.now, S_SLOT, ks))
+                    st.stage = SLOT
                     yield t.waiter(released, ks)
+                    k = st.k
+                    ks = k - slots
                 released.pop(ks, None)
             if first:  # a first visit reads nothing: the tile is entered
                 if l1 is not None and k == 0:
                     l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
                 self._mark_resident(n, k)
+                st.k = k + 1
                 continue
             bits = n.psum_bits if output_role else n.bits
             if l1 is not None and k == 0:
                 l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
-            start = env.now
+            st.start = env.now
             if link is None:
                 link = Link(2 * node, n.tensor, n.fill_src, n.fill_dst, self._dma(n))
                 self._dram_side(link, n, False)
             if link.dram is not None:
                 link.dram.select(k)
-            yield from transfer(env, fabric, rec, tl, link, par_values * bits, chi_values * bits)
+            st.stage = TRANSFER
+            yield from transfer(
+                env, fabric, rec, tl, link, par_values * bits, chi_values * bits, st
+            )
+            k, start = st.k, st.start
             if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
                 rec.transfers.append(
                     (
@@ -286,13 +338,18 @@ class _Replay:
             writes[0] += write_values
             writes[1] += write_values * bits
             if not output_role:
-                self.finish_use(p.index, kp, who, False)
+                self.finish_use(p.index, k // ratio, who, False)
             self._mark_resident(n, k)
+            st.k = k + 1
+        st.stage = DONE
         tl.append((env.now, S_IDLE, None))
         self.end = max(self.end, env.now)
 
-    def drain_proc(self, n: NodePlan):
-        """Write each output tile back to its parent once all its users are done."""
+    def drain_proc(self, n: NodePlan, st: NodeState):
+        """Write each output tile back to its parent once all its users are done.
+
+        Its entry and transfer live in st, read back after every yield (as fill_proc's).
+        """
         env, rec, fabric = self.env, self.rec, self.fabric
         node, tl, t = n.index, rec.drain_tl[n.index], self.tiles[n.index]
         link = Link(2 * node + 1, n.tensor, n.drain_dst, n.drain_src, self._dma(n))
@@ -309,24 +366,35 @@ class _Replay:
         read_values = chi_values * n.instances  # per transfer, all instances
         write_values = par_values * n.parent_instances
         reads = writes = None  # this node's count cells, made at its first transfer
-        for k in range(n.entries):
+        entries = n.entries
+        while st.k < entries:
+            k = st.k
             if used.get(k) is not True:
                 tl.append((env.now, S_USES, k))
+                st.stage = USES
                 yield t.waiter(used, k)
             if pipe:
                 tl.append((env.now, S_PIPE, None))
+                st.stage = PIPE
                 yield env.timeout(pipe)
                 rec.events += 1
-            kp = k // ratio
+            kp = st.k // ratio
             if wait_parent and p_resident.get(kp) is not True:
                 tl.append((env.now, S_PARENT, p.index))
+                st.stage = PARENT
                 yield pt.waiter(p_resident, kp)
+            k = st.k
             final = is_final(k)
             bits = n.bits if final else n.psum_bits
-            start = env.now
+            st.start = env.now
             if link.dram is not None:
                 link.dram.select(k)
-            yield from transfer(env, fabric, rec, tl, link, par_values * bits, chi_values * bits)
+            st.stage = TRANSFER
+            yield from transfer(
+                env, fabric, rec, tl, link, par_values * bits, chi_values * bits, st
+            )
+            k, start = st.k, st.start
+            kp = k // ratio
             if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
                 rec.transfers.append((start, env.now, node, "drain", k, par_values * bits))
             if reads is None:
@@ -348,18 +416,24 @@ class _Replay:
                 self.l1.release(node, env.now)
             computed = t.computed_tile.pop(k, 0) if intermediate else 0
             self.finish_use(p.index, kp, who, True, p.user_group(k, n.ratio), computed)
+            st.k = k + 1
+        st.stage = DONE
         tl.append((env.now, S_IDLE, None))
         self.end = max(self.end, env.now)
 
-    def pe_proc(self):
-        """The PE array: wait for each segment's operand tiles, then compute the segment."""
+    def pe_proc(self, st: PeState):
+        """The PE array: wait for each segment's operand tiles, then compute the segment.
+
+        The segment it is at, the kind whose port shares it holds and its open wait live in
+        st, read back after every yield (fast-forward may have moved them).
+        """
         env, rec, plan = self.env, self.rec, self.plan
         nodes, tiles, fabric = plan.nodes, self.tiles, self.fabric
         waits, spatial, pe_segments = rec.pe_waits, rec.spatial, rec.pe_segments
         finish_use, set_shares, timeout = self.finish_use, fabric.set_shares, env.timeout
-        held = None  # the kind of segment whose port shares the PE array holds (None: none)
-        kinds: dict[tuple, _SegmentKind] = {}  # (leaf, level, first visit), in first-run order
+        kinds = st.kinds  # (leaf, level, first visit) -> _SegmentKind, in first-run order
         wave = Wavefront(plan, rec.systolic) if plan.systolic is not None else None
+        boundaries, every = self.boundaries, self.boundary_every
         for li, g0, g1 in program_blocks(plan):
             leaf = plan.leaves[li]
             who = ("pe", li)
@@ -378,8 +452,9 @@ class _Replay:
                 )
                 for o in leaf.operands
             )
-            for g in range(g0, g1):
-                wait = None  # the PE array's wait for this segment, opened at its first wait
+            st.g = g0
+            while st.g < g1:
+                g = st.g
                 for i, (node, ratio, t, check_resident, check_produced, _, n) in enumerate(ops):
                     k = g // ratio
                     ev = None
@@ -394,45 +469,54 @@ class _Replay:
                     else:
                         kind = "resident"
                     while ev is not None:
-                        if wait is None:
-                            if held is not None:  # the PE array uses no port while it waits
-                                set_shares(held.give_back)
-                                held = None
-                            wait = _SegmentWait(env.now, ops, g, i)
+                        if st.wait is None:
+                            if st.held is not None:  # the PE array uses no port while it waits
+                                set_shares(st.held.give_back)
+                                st.held = None
+                            st.wait = _SegmentWait(env.now, ops, g, i)
                         self.pe_waiting = (node, k, kind, env.now)
+                        st.stage = OPERAND
                         yield ev
                         self.pe_waiting = None
                         rec.events += 1
-                        wait.met(i, kind, env.now, k, pkey)
+                        st.wait.met(i, kind, env.now, k, pkey)
                         ev = None
                         if kind == "resident" and check_produced:
                             ev = t.waiter(t.produced, pkey)
                             kind = "produced"
-                if wait is not None:
-                    wait.record(waits, ops, env.now)
+                if st.wait is not None:
+                    st.wait.record(waits, ops, env.now)
+                    st.wait = None
                 if rec.first_step is None:
                     rec.first_step = env.now
                 level, first = classify(g)
                 sk = kinds.get((li, level, first))
                 if sk is None:  # a handful of kinds of segment per leaf: compute each once
                     sk = kinds[(li, level, first)] = _SegmentKind(leaf, level, first)
+                held = st.held
                 if sk is not held:
                     shares = sk.after.get(held)
                     if shares is None:
                         shares = sk.after[held] = sk.shares_after(held)
                     set_shares(shares)
-                    held = sk
+                    st.held = sk
+                if boundaries is not None and g % every == 0:
+                    boundaries.append(g)  # fast-forward may snapshot after this step
                 if wave is not None and (fill := wave.fill_cycles(li, g, g0, level)):
+                    st.stage = FILL_STAGE
                     yield timeout(fill)  # systolic: preload and skew of a new fold
                     rec.events += 1
                     wave.note(li, FILL, env.now - fill, env.now)
-                start = env.now
+                st.start = env.now
+                st.stage = COMPUTE
                 yield timeout(sk.cycles)
                 rec.events += 1
-                now = env.now
+                g, start, now = st.g, st.start, env.now
                 if wave is not None and (drain := wave.drain_cycles(li, g, g1, classify)):
+                    st.stage = DRAIN_STAGE
                     yield timeout(drain)  # systolic: the fold's wavefront leaves the array
                     rec.events += 1
+                    g, start, now = st.g, st.start, env.now - drain
                     wave.note(li, DRAIN, now, env.now)
                 if pe_segments is not None and rec.keep_segment(li, start, now):
                     pe_segments.append((start, now, li, g))
@@ -451,8 +535,10 @@ class _Replay:
                     else:
                         finish_use(node, g // ratio, who, False)
                 self.segments_done += 1
-        if held is not None:
-            set_shares(held.give_back)
+                st.g = g + 1
+        st.stage = DONE
+        if st.held is not None:
+            set_shares(st.held.give_back)
         # the PE array's accesses: each executed segment's profile, summed per kind of segment
         for (li, _, _), sk in kinds.items():
             leaf, prof, times = plan.leaves[li], sk.prof, sk.runs
@@ -480,6 +566,7 @@ class _Replay:
                     )
         rec.last_step_end = env.now
         if plan.pipeline_depth:
+            st.stage = PIPE
             yield env.timeout(plan.pipeline_depth)
             rec.events += 1
         self.end = max(self.end, env.now)
@@ -590,8 +677,12 @@ def replay_plan(
     trace: bool = False,
     trace_filter: TraceFilter | None = None,
     progress: bool | None = None,
+    fast_forward: bool = True,
 ) -> RawRun:
     """Run the plan to completion; raise DeadlockError (an EngineError) if it cannot progress.
+
+    fast_forward: skip iterations that repeat an exactly equal state (engine/fastforward.py);
+    the result is identical either way, only SimPy's event counts differ.
 
     Raise L1ReplayError (an EngineError) at the cycle an L1 allocation does not fit, when a
     memory has an `allocator:` (engine/l1.py).
@@ -606,12 +697,13 @@ def replay_plan(
     for n in plan.nodes:
         if n.parent is None:
             continue
-        procs.append((f"fill {n.label()}", r.rec.fill_tl[n.index], env.process(r.fill_proc(n))))
+        fill = env.process(r.fill_proc(n, r.fill_state[n.index]))
+        procs.append((f"fill {n.label()}", r.rec.fill_tl[n.index], fill))
         if n.output_role:
-            procs.append(
-                (f"write-back {n.label()}", r.rec.drain_tl[n.index], env.process(r.drain_proc(n)))
-            )
-    pe = env.process(r.pe_proc())
+            drain = env.process(r.drain_proc(n, r.drain_state[n.index]))
+            procs.append((f"write-back {n.label()}", r.rec.drain_tl[n.index], drain))
+    pe = env.process(r.pe_proc(r.pe_state))
+    ff = FastForward(r, [p for _, _, p in procs] + [pe]) if fast_forward else None
 
     run_to_empty_queue(
         env,
@@ -619,6 +711,8 @@ def replay_plan(
         total=sum(leaf.segments for leaf in plan.leaves),
         done=lambda: r.segments_done,
         wall0=wall0,
+        boundaries=r.boundaries,
+        at_boundary=ff.at_boundary if ff is not None else None,
     )
     # the queue is empty: nothing is scheduled, so a process still alive waits forever
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
@@ -626,7 +720,16 @@ def replay_plan(
         raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
-    return RawRun(plan, r.rec, r.counts, int(r.end), time.perf_counter() - wall0, trace, env_events)
+    return RawRun(
+        plan,
+        r.rec,
+        r.counts,
+        int(r.end),
+        time.perf_counter() - wall0,
+        trace,
+        env_events,
+        ff.stats if ff is not None else FastForwardStats(),
+    )
 
 
 def _forget_parts(produced: dict, k: int, parts: int) -> None:

@@ -6,6 +6,16 @@ import simpy
 
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.record import S_BURST, S_DMA, S_LATENCY, S_PORT, S_SETUP, Recorder
+from cyclesim.engine.state import (
+    DMA,
+    GRANT,
+    LATENCY,
+    RUN,
+    SETUP,
+    WIDTH,
+    NodeState,
+    TransferState,
+)
 from cyclesim.schedule.plan import PortRef
 
 
@@ -78,21 +88,26 @@ def _timing(big: int, small: int, burst: int, wp: int, wc: int) -> tuple[list, l
     return cycles, parent_slower, prefix
 
 
-def acquire_dma(env: simpy.Environment, rec: Recorder, tl: list, dma) -> object:
+def acquire_dma(env: simpy.Environment, rec: Recorder, tl: list, dma, x=None) -> object:
     """Take a channel of the link's DMA engine (waiting if all are busy) and pay its setup;
-    return the channel request to release when the transfer ends (None without a DMA engine)."""
+    return the channel request to release when the transfer ends (None without a DMA engine).
+    x: the transfer's state (engine/state.py), which holds the channel across the yields."""
     if dma is None:
         return None
     resource, setup, name = dma
     channel = resource.request()
+    if x is not None:
+        x.channel, x.stage = channel, DMA
     if not channel.triggered:
         tl.append((env.now, S_DMA, name))
     yield channel
     if setup:
         tl.append((env.now, S_SETUP, name))
+        if x is not None:
+            x.stage = SETUP
         yield env.timeout(setup)
         rec.events += 1
-    return channel
+    return x.channel if x is not None else channel
 
 
 def transfer(
@@ -103,6 +118,7 @@ def transfer(
     link: Link,
     parent_bits: int,
     child_bits: int,
+    owner: NodeState | None = None,
 ):
     """Move parent_bits through the parent's port and child_bits through each child's port.
 
@@ -110,45 +126,53 @@ def transfer(
     instance; the parent moves its share of a multicast or reduction in the same bursts); each
     burst holds both ports for the cycles of the slower side; latency is paid once, after the last burst,
     without holding the ports. Uncontested bursts run back to back in one timeout.
+
+    What the transfer carries across a yield lives in a TransferState (owner.xfer while it
+    runs), read back after every yield: fast-forward may have shifted it in the meantime.
     """
     if link.dram is not None:  # the DRAM's timer times the bursts too (engine/dram_port.py)
         from cyclesim.engine.dram_port import dram_transfer
 
         yield from dram_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
         return
-    channel = yield from acquire_dma(env, rec, tl, link.dma)
+    x = TransferState(parent_bits, child_bits)
+    if owner is not None:
+        owner.xfer = x
     dma = link.dma
+    if dma is not None:
+        yield from acquire_dma(env, rec, tl, dma, x)
     burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
     width, reserved, timings = fabric.width, fabric.reserved, link.timings
     big, small = parent_bits, child_bits
     # bursts are counted on the child side (one instance); the parent side moves its share of a
     # multicast or reduction in the same bursts, all instances in lockstep
     n_bursts = -(-small // burst)
-    i = 0  # next burst
-    rest = None  # (parent bits, child bits) left of burst i when it was cut short
     proc = env.active_process
     ev = fabric.request(who, keys, link.tensor)
     while True:
         if ev is not None:
             tl.append((env.now, S_PORT, keys))
+            x.stage = GRANT
             yield ev
-        stopping = False
-        start = env.now
+        x.stopping = False
+        x.start = env.now
         while True:  # time bursts i.. at the current widths; re-time when the PE's share changes
             wp = width[pk] - reserved[pk]
             wc = width[ck] - reserved[ck]
             if wp <= 0 or wc <= 0:  # the PE array takes the whole port this cycle: hold and wait
                 tl.append((env.now, S_PORT, keys))
                 wake = fabric.wait_for_width(keys)
+                x.stage = WIDTH
                 yield wake
                 rec.events += 1
-                start = env.now
+                x.start = env.now
                 continue
             shape = (big, small, wp, wc)
             timing = timings.get(shape)
             if timing is None:
                 timing = timings[shape] = _timing(big, small, burst, wp, wc)
             cycles, parent_slower, prefix = timing
+            i, rest, start = x.i, x.rest, x.start
             if rest is None:
                 first, slower = cycles[i], parent_slower[i]
             else:
@@ -156,53 +180,62 @@ def transfer(
                 first, slower = max(cp, cc, 1), cp >= cc
             tl.append((start, S_BURST, pk if slower else ck))
             # someone waits (or we were told to stop): this burst, then round-robin
-            if stopping or i + 1 == n_bursts or fabric.contested(keys):
+            if x.stopping or i + 1 == n_bursts or fabric.contested(keys):
                 j, end, last = i + 1, start + first, start
             else:  # nobody competes: all the remaining bursts in one run
                 j = n_bursts
                 end = start + first + prefix[n_bursts] - prefix[i + 1]
                 last = end - cycles[n_bursts - 1]
-            fabric.start_run(keys, proc, stopping)
+            x.first, x.j, x.end, x.last, x.wp, x.wc = first, j, end, last, wp, wc
+            fabric.start_run(keys, proc, x.stopping)
+            x.stage = RUN
             try:
                 yield env.timeout(end - start)
                 rec.events += 2
                 fabric.end_run(keys)
-                i, rest = j, None
-                last_start = last
+                x.i, x.rest = x.j, None
+                x.last_start = x.last
                 break
             except simpy.Interrupt as irq:
                 now = env.now
                 fabric.end_run(keys)
+                i, rest, start, first, j = x.i, x.rest, x.start, x.first, x.j
+                cycles = timings[(big, small, x.wp, x.wc)][0]
                 # the bursts of the interrupted run, as they were timed
                 sizes = [rest if rest is not None else _burst_bits(big, small, burst, i)]
                 ends = [start + first]
-                for x in range(i + 1, j):
-                    sizes.append(_burst_bits(big, small, burst, x))
-                    ends.append(ends[-1] + cycles[x])
+                for y in range(i + 1, j):
+                    sizes.append(_burst_bits(big, small, burst, y))
+                    ends.append(ends[-1] + cycles[y])
                 done = sum(1 for e in ends if e <= now)
                 i += done
+                x.i = i
                 if i >= n_bursts or (done and done == len(ends)):
-                    rest = None
-                    last_start = ends[done - 2] if done > 1 else start
+                    x.rest = None
+                    x.last_start = ends[done - 2] if done > 1 else start
                     break
                 b, sm = sizes[done]
                 begun = ends[done - 1] if done else start
                 moved = now - begun  # cycles of burst i already spent at the old widths
-                rest = (max(0, b - moved * wp), max(0, sm - moved * wc))
+                rest = (max(0, b - moved * x.wp), max(0, sm - moved * x.wc))
                 if rest == (0, 0):
-                    i, rest = i + 1, None
-                    last_start = begun
+                    x.i, x.rest = i + 1, None
+                    x.last_start = begun
                     break
-                stopping = stopping or irq.cause == "competitor"
-                start = now
-        if i >= n_bursts:
-            fabric.release(who, keys, last_start)
+                x.rest = rest
+                x.stopping = x.stopping or irq.cause == "competitor"
+                x.start = now
+        if x.i >= n_bursts:
+            fabric.release(who, keys, x.last_start)
             break
-        ev = fabric.release_and_request(who, keys, link.tensor, last_start)
+        ev = fabric.release_and_request(who, keys, link.tensor, x.last_start)
     latency = link.latency
     if latency:
         tl.append((env.now, S_LATENCY, link.latency_key))
+        x.stage = LATENCY
         yield env.timeout(latency)
         rec.events += 1
-    if channel is not None:
-        dma[0].release(channel)
+    if x.channel is not None:
+        dma[0].release(x.channel)
+    if owner is not None:
+        owner.xfer = None
