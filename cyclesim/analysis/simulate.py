@@ -71,6 +71,7 @@ def simulate(
     isolate_einsums: bool = False,
     trace: bool = False,
     progress: bool | None = False,
+    fast_forward: bool = True,
 ) -> Result:
     """Replay the three inputs (paths or spec objects) and return the Result.
 
@@ -78,6 +79,8 @@ def simulate(
     isolate_einsums: each Einsum alone, exchanging tensors through backing stores (AccelForge).
     trace: record transfers and PE segments now (otherwise `.events`, `.to_vcd()` and
     `.to_perfetto()` replay once more with tracing when first asked).
+    fast_forward: skip steady-state iterations whose state repeats exactly (the default); the
+    result is identical without it, only slower (engine/fastforward.py).
     Raise SpecError for a bad input, ScheduleError when it cannot be scheduled.
     """
     from cyclesim.engine import replay
@@ -93,6 +96,7 @@ def simulate(
         isolate_einsums=isolate_einsums,
         trace=trace,
         progress=progress,
+        fast_forward=fast_forward,
     )
     return Result(sim, arch, work, mapp)
 

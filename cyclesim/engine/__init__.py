@@ -23,6 +23,7 @@ def replay(
     trace_filter: TraceFilter | None = None,
     progress: bool | None = None,
     check_counts: bool = True,
+    fast_forward: bool = True,
 ) -> SimResult:
     """Compile and replay the three inputs; return the SimResult (counts checked)."""
     from cyclesim.results import build_result
@@ -30,7 +31,13 @@ def replay(
 
     plan = build_plan(arch, workload, mapping, ReusePolicy(reuse), isolate_einsums)
     return build_result(
-        replay_plan(plan, trace=trace, trace_filter=trace_filter, progress=progress),
+        replay_plan(
+            plan,
+            trace=trace,
+            trace_filter=trace_filter,
+            progress=progress,
+            fast_forward=fast_forward,
+        ),
         check_counts=check_counts,
     )
 
