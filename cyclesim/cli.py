@@ -44,6 +44,12 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="one JSON object on stdout instead of the report"
     )
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    p.add_argument(
+        "--no-fast-forward",
+        action="store_true",
+        help="replay every loop iteration, even those that repeat an exactly equal state "
+        "(same result, slower; a check of the fast-forward)",
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -66,8 +72,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace=tracing,
         trace_filter=trace_filter if tracing else None,
         progress=False if args.no_progress else None,
+        fast_forward=not args.no_fast_forward,
     )
     log.info("replayed %s in %.2f s (%d events)", mapping.name, res.wall_seconds, res.events)
+    ff = res.raw.fast_forward
+    if ff.jumps:
+        log.info(
+            "fast-forward skipped %d of %d cycles (%d loop iterations in %d jumps)",
+            ff.cycles_skipped,
+            res.cycles,
+            ff.periods,
+            ff.jumps,
+        )
     args.title = f"{workload.name} on {arch.name}, mapping {mapping.name}"  # plots, Perfetto
     _write_views(args, res)
     if getattr(args, "csv", None):

@@ -330,18 +330,19 @@ def verify(
 ) -> Remedy:
     """Replay with the changed architecture: the cycles saved and what binds then, or why it could not run."""
     return _replay_remedy(
-        (change, new_arch, workload, mapping, res.reuse, res.isolate_einsums, res.cycles)
-    )
+        (change, new_arch, workload, mapping, res.reuse, res.isolate_einsums, res.cycles,
+         res.raw.fast_forward_on)
+    )  # fmt: skip
 
 
 def _replay_remedy(task: tuple) -> Remedy:
     """One remedy's replay (a worker process's task: plain, picklable data in and out)."""
     from cyclesim.engine import replay
 
-    change, new_arch, workload, mapping, reuse, isolate, before = task
+    change, new_arch, workload, mapping, reuse, isolate, before, fast_forward = task
     try:
         new = replay(new_arch, workload, mapping, reuse=reuse, isolate_einsums=isolate,
-                     progress=False, check_counts=False)  # fmt: skip
+                     progress=False, check_counts=False, fast_forward=fast_forward)  # fmt: skip
     except CyclesimError as exc:
         return Remedy(change, before, None, str(exc).splitlines()[0])
     return Remedy(change, before, new.cycles, binds_after=_largest_cause(new))
@@ -410,7 +411,7 @@ def explain(
 
     def run(tasks: dict[str, tuple[Architecture, Mapping]]) -> None:
         todo = [(change, a, m) for change, (a, m) in tasks.items() if change not in done]
-        items = [(change, a, workload, m, res.reuse, res.isolate_einsums, res.cycles) for change, a, m in todo]  # fmt: skip
+        items = [(change, a, workload, m, res.reuse, res.isolate_einsums, res.cycles, res.raw.fast_forward_on) for change, a, m in todo]  # fmt: skip
         for (change, _, _), outcome in zip(todo, map_tasks(_replay_remedy, items, workers=workers,
                                                             progress=progress, desc="remedies"), strict=True):  # fmt: skip
             done[change] = (

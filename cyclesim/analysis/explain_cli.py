@@ -74,6 +74,7 @@ def _replay(arch, workload, mapping, args: argparse.Namespace, saved: dict | Non
         isolate_einsums=isolate,
         trace_filter=TraceFilter(resources=("PE",)),
         progress=False if args.no_progress else None,
+        fast_forward=not args.no_fast_forward,
     )
     if saved is not None and saved.get("cycles") != res.cycles:
         raise CyclesimError(

@@ -79,8 +79,8 @@ def simulate(
     isolate_einsums: each Einsum alone, exchanging tensors through backing stores (AccelForge).
     trace: record transfers and PE segments now (otherwise `.events`, `.to_vcd()` and
     `.to_perfetto()` replay once more with tracing when first asked).
-    fast_forward: skip steady-state iterations whose state repeats exactly (the default); the
-    result is identical without it, only slower (engine/fastforward.py).
+    fast_forward: skip loop iterations that repeat an exactly equal state (the default); False
+    replays every one. The result is identical either way.
     Raise SpecError for a bad input, ScheduleError when it cannot be scheduled.
     """
     from cyclesim.engine import replay
@@ -164,7 +164,8 @@ class Result:
         from cyclesim.engine import replay_plan
         from cyclesim.results import build_result
 
-        raw = replay_plan(self.sim.raw.plan, trace=True, progress=False)
+        ff = self.sim.raw.fast_forward_on
+        raw = replay_plan(self.sim.raw.plan, trace=True, progress=False, fast_forward=ff)
         return build_result(raw, check_counts=False)
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cyclesim.engine.fastforward import FastForwardStats
 from cyclesim.engine.record import TraceFilter
 from cyclesim.engine.run import RawRun, replay_plan
 
@@ -25,7 +26,10 @@ def replay(
     check_counts: bool = True,
     fast_forward: bool = True,
 ) -> SimResult:
-    """Compile and replay the three inputs; return the SimResult (counts checked)."""
+    """Compile and replay the three inputs; return the SimResult (counts checked).
+
+    fast_forward=False replays every iteration (the result is the same; engine/fastforward.py).
+    """
     from cyclesim.results import build_result
     from cyclesim.schedule import ReusePolicy, build_plan
 
@@ -42,4 +46,4 @@ def replay(
     )
 
 
-__all__ = ["RawRun", "TraceFilter", "replay", "replay_plan"]
+__all__ = ["FastForwardStats", "RawRun", "TraceFilter", "replay", "replay_plan"]

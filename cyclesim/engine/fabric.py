@@ -38,6 +38,7 @@ class Fabric:
         "width",
         "runs",
         "width_waiters",
+        "grant_log",
     )
 
     def __init__(
@@ -53,6 +54,7 @@ class Fabric:
         self.runs: dict[str, list] = {}  # port -> [process timing a burst on it, told to stop]
         self.width_waiters: dict[str, list[simpy.Event]] = {}  # port -> holders waiting for width
         self.grants = grants
+        self.grant_log: list | None = None  # fast-forward: ~who of each grant, when it looks
         for k in widths:
             grants.setdefault(k, [])
 
@@ -69,6 +71,8 @@ class Fabric:
                 holder[k] = who
                 grants[k].append([now, None, who, tensor])
             self.last_grant[who] = now
+            if self.grant_log is not None:
+                self.grant_log.append(~who)
             return None
         ev = self.env.event()
         self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor])
@@ -131,7 +135,10 @@ class Fabric:
         """An event that fires when the PE array's reservation on one of these ports changes."""
         ev = self.env.event()
         for k in keys:
-            self.width_waiters.setdefault(k, []).append(ev)
+            waiters = self.width_waiters.setdefault(k, [])
+            if waiters and waiters[0].triggered:  # woken through its other port: drop them
+                waiters[:] = [w for w in waiters if not w.triggered]
+            waiters.append(ev)
         return ev
 
     def effective_width(self, key: str) -> int:
@@ -190,5 +197,7 @@ class Fabric:
                 self.last_grant[who] = now
                 granted = True
                 w[3].succeed()
+                if self.grant_log is not None:
+                    self.grant_log.append(~who)
         if granted:
             self.waiting = keep

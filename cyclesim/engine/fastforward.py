@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import functools
 from bisect import bisect_left
-from dataclasses import dataclass
-from itertools import islice
+from dataclasses import dataclass, field
+from itertools import chain, islice, repeat
 from math import gcd, prod
+from operator import add
 
 from simpy.events import PENDING, Interruption, Process
 
@@ -37,6 +38,8 @@ MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did 
 # a snapshot costs about as much as this many events: a level whose iterations take fewer
 # timeouts is not worth looking at
 MIN_EVENTS = 64
+GRANT_SPACING = 16  # between grants: a snapshot at every 16th grant to one requester
+HISTORY = 4  # a state may repeat every 1, 2, 3 or 4 iterations of L
 TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # `produced` is only read by the consumers of an intermediate (never with one leaf): shifted
 # with its node's tiles, not compared (a frozen node's parts fill it during the skip)
@@ -71,15 +74,18 @@ class _Level:
     below: tuple  # per node: tiles per iteration of L (d_n), or 0 for a frozen node
     last_time: int | None = None  # cycle of the last boundary seen
     last_events: int = 0  # the recorder's timeouts at that boundary
-    prev: _Snapshot | None = None  # snapshot at the previous boundary
+    history: list = field(default_factory=list)  # snapshots at the last boundaries, oldest first
     wait: int = 0  # boundaries to let pass before the next try
     backoff: int = 0  # ... after the next pair that does not match
+    seen: int = 0  # grants seen (grant levels)
+    grants: bool = False  # boundaries are grants to one requester, not iterations of L
 
 
 @dataclass(slots=True)
 class _Snapshot:
     g: int
     time: int
+    recent: int  # last-grant cycles from this one on are compared exactly, older ones by rank
     key: tuple
     countdowns: dict  # (node, table, tile) of frozen nodes -> uses left
     marks: dict  # record lengths and accumulator values at the snapshot
@@ -125,37 +131,48 @@ class FastForward:
                     break
             else:
                 self.levels.append(_Level(pos, bound, period, tuple(below)))
+        r.boundaries = []
+        r.boundary_every = FOREVER  # no level: the PE array never reports a segment
         if self.levels:
             r.boundary_every = functools.reduce(gcd, (lv.period for lv in self.levels))
-            r.boundaries = []
+        # inside long transfers that take turns on a port, the state repeats between grants
+        self.frozen = tuple(0 for _ in plan.nodes)
+        self.grant_levels: dict[int, _Level] = {}
+        r.fabric.grant_log = r.boundaries
 
     # ------------------------------------------------------------------ the driver's hook
     def at_boundary(self, g: int) -> None:
-        """The PE array started segment g (a multiple of some level's period): look, maybe jump."""
+        """The PE array started segment g (a multiple of some level's period): look, maybe jump.
+
+        The state may repeat every iteration of L or every few (two transfers that alternate
+        in phase): the snapshot is compared with the last HISTORY ones of the same level.
+        """
+        if g < 0:
+            self._at_grant(~g)
+            return
         now = self.r.env.now
         for lv in self.levels:  # outer loops first
             if g % lv.period:
                 continue
             last, lv.last_time = lv.last_time, now
             events, lv.last_events = self.r.rec.events - lv.last_events, self.r.rec.events
-            if events < MIN_EVENTS:
-                lv.prev = None
-                continue
-            if lv.wait:
-                lv.wait -= 1
-                lv.prev = None
-                continue
-            if last is None or g // lv.period % lv.bound == 0:
-                lv.prev = None  # the first iteration of L is never a reference
+            history = lv.history
+            if events < MIN_EVENTS or lv.wait or last is None or g // lv.period % lv.bound == 0:
+                # not worth a look, backing off, or the first iteration of L (never a reference)
+                lv.wait = max(0, lv.wait - 1)
+                history.clear()
                 continue
             snap = self._snapshot(lv, g, now, now - last)
-            prev, lv.prev = lv.prev, snap
-            if snap is None or prev is None:
+            if snap is None:
+                history.clear()
                 continue
-            if prev.key != snap.key:
-                self._miss("state", None)
-                lv.prev = snap
-                lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
+            prev = next((h for h in reversed(history) if h.key == snap.key), None)
+            history.append(snap)
+            if prev is None:
+                if len(history) > HISTORY:
+                    self._miss("state", None)
+                    history.clear()
+                    lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
                 continue
             lv.backoff = 0
             periods = self._periods(lv, prev, snap)
@@ -166,11 +183,99 @@ class FastForward:
             # hold (everything they would see between two snapshots is what the run did)
             for other in self.levels:
                 if other.pos > lv.pos:
-                    other.prev, other.last_time = None, None
-            lv.prev = None
-            lv.last_time = self.r.env.now - (snap.time - prev.time)
+                    other.history.clear()
+                    other.last_time = None
+            history.clear()
+            lv.last_time = self.r.env.now - (now - last)
             lv.last_events = self.r.rec.events
             return
+
+    def _at_grant(self, who: int) -> None:
+        """A port was granted to requester who: every GRANT_SPACING-th time, look, maybe jump."""
+        lv = self.grant_levels.get(who)
+        if lv is None:
+            lv = self.grant_levels[who] = _Level(-1, 0, 0, self.frozen, grants=True)
+        lv.seen += 1
+        if lv.seen % GRANT_SPACING:
+            return
+        r = self.r
+        now = r.env.now
+        last, lv.last_time = lv.last_time, now
+        history = lv.history
+        if lv.wait or last is None:
+            lv.wait = max(0, lv.wait - 1)
+            history.clear()
+            return
+        snap = self._snapshot(lv, r.pe_state.g, now, now - last)
+        if snap is None:
+            history.clear()
+            return
+        prev = next((h for h in reversed(history) if h.key == snap.key), None)
+        history.append(snap)
+        if prev is None:
+            if len(history) > HISTORY:
+                self._miss("state between grants", None)
+                history.clear()
+                lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
+            return
+        lv.backoff = 0
+        periods = self._grant_periods(prev, snap)
+        if periods < 1:
+            return
+        self._grant_jump(prev, snap, periods)
+        for other in (*self.levels, *self.grant_levels.values()):
+            other.history.clear()
+            other.last_time = None
+
+    def _grant_periods(self, a: _Snapshot, b: _Snapshot) -> int:
+        """How many periods between grants can be skipped: nothing but bursts happened (no
+        record but timelines and grants, no count), each transfer moved a whole number of
+        equal bursts, and every transfer keeps its last burst to be simulated."""
+        ma, mb = a.marks, b.marks
+        for name in ("lists", "counts", "spatial", "systolic", "runs", "segments", "finishers"):
+            if ma[name] != mb[name]:
+                return self._miss("work between grants", 0)
+        if a.countdowns != b.countdowns:
+            return self._miss("work between grants", 0)
+        most = None
+        for xa, xb in zip(ma["xfers"], mb["xfers"], strict=True):
+            if xa is None and xb is None:
+                continue
+            if xa is None or xb is None or xa[0] is not xb[0]:
+                return self._miss("another transfer", 0)
+            x, delta = xb[0], xb[1] - xa[1]
+            if delta < 0:
+                return self._miss("another transfer", 0)
+            if not delta:
+                continue
+            if x.big * x.burst * delta % x.small:
+                return self._miss("uneven bursts", 0)  # the parent's share of a burst varies
+            n_bursts = -(-x.small // x.burst)
+            ahead = max(1, x.j - x.i) if x.stage == RUN else 1
+            k = (n_bursts - 1 - ahead - x.i) // delta
+            most = k if most is None else min(most, k)
+        if not most or most < 1:
+            return self._miss("end of transfer", 0)
+        return most
+
+    def _grant_jump(self, a: _Snapshot, b: _Snapshot, K: int) -> None:
+        """Skip K periods inside transfers: time, burst indices, grants and timelines."""
+        r = self.r
+        env = r.env
+        P = b.time - a.time
+        dt = K * P
+        env._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in env._queue]
+        env._now += dt
+        for xa, xb in zip(a.marks["xfers"], b.marks["xfers"], strict=True):
+            if xb is not None:
+                x, moved = xb[0], K * (xb[1] - xa[1])
+                x.shift(dt)
+                x.i += moved
+                x.j += moved
+        _shift_round_robin(r.fabric, b.recent, dt)
+        self._replicate(a, b, K, self.frozen, 0)
+        s = self.stats
+        self.stats = FastForwardStats(s.jumps + 1, s.periods + K, s.cycles_skipped + dt, 0)
 
     # ------------------------------------------------------------------ snapshots
     def _snapshot(self, lv: _Level, g: int, now: int, period_cycles: int) -> _Snapshot | None:
@@ -178,7 +283,7 @@ class FastForward:
             key, countdowns = self._describe(lv, g, now, now - period_cycles)
         except _Unknown as e:
             return self._miss(str(e.args[0]) if e.args else "unknown", None)
-        return _Snapshot(g, now, key, countdowns, self._marks())
+        return _Snapshot(g, now, now - period_cycles, key, countdowns, self._marks())
 
     def _describe(self, lv: _Level, g: int, now: int, recent: int) -> tuple[tuple, dict]:
         """The state relative to cycle now and to each node's tile at segment g."""
@@ -211,10 +316,14 @@ class FastForward:
             return (type(ev).__name__, ev._value is PENDING, getattr(ev, "_ok", None), cause, cbs)
 
         out = []
+        # queued events in heap order; one nobody waits for (an interrupted run's timeout) does
+        # nothing when it fires, whenever that is: left out (the jump moves it all the same)
         queue = sorted(env._queue)
         out.append(
             tuple(
-                (t - now, prio, event(ev, ("queue", i))) for i, (t, prio, _, ev) in enumerate(queue)
+                (t - now, prio, event(ev, ("queue", i)))
+                for i, (t, prio, _, ev) in enumerate(queue)
+                if ev.callbacks
             )
         )
         # tile tables, relative to each node's tile at segment g (frozen nodes: absolute)
@@ -277,7 +386,12 @@ class FastForward:
         )
         out.append(
             tuple(
-                (k, tuple(event(ev, ("width", k, i)) for i, ev in enumerate(evs)))
+                (
+                    k,
+                    tuple(
+                        event(ev, ("width", k, i)) for i, ev in enumerate(evs) if not ev.triggered
+                    ),
+                )
                 for k, evs in fabric.width_waiters.items()
             )
         )
@@ -297,13 +411,26 @@ class FastForward:
         for n, st, is_fill in self.active:
             base = g // self.tiles_per[n.index] if lv.below[n.index] else 0
             if is_fill and st.stage == DRAINED:  # the only waiter `drained` ever holds
-                event(r.tiles[n.index].drained[st.prev], ("tile", n.index, "drained"))
-            out.append(_node_state(st, base, now, recent, locs))
+                waiter = r.tiles[n.index].drained.get(st.prev)
+                if waiter is not None and waiter is not True:  # (True: it woke, in the queue)
+                    event(waiter, ("tile", n.index, "drained"))
+            out.append(_node_state(st, base, now, recent, locs, lv.grants))
         pe = r.pe_state
-        if pe.wait is not None or r.pe_waiting is not None or pe.g != g:
-            raise _Unknown("pe")
-        held = pe.held
-        out.append((pe.stage, pe.start - now, None if held is None else id(held)))
+        held = None if pe.held is None else id(pe.held)
+        if not lv.grants:
+            if pe.wait is not None or r.pe_waiting is not None or pe.g != g:
+                raise _Unknown("pe")
+            out.append((pe.stage, pe.start - now, held))
+        else:  # between grants: the PE array stays where it is, waiting or not (times absolute)
+            wait = pe.wait
+            if wait is not None:
+                wait = (
+                    wait.start,
+                    tuple(wait.met_at.items()),
+                    tuple(wait.keys.items()),
+                    tuple(wait.resident_at.items()),
+                )
+            out.append((pe.stage, pe.g, pe.start, held, wait, r.pe_waiting))
         targets = []
         for p in self.procs:
             if p.is_alive:
@@ -326,7 +453,7 @@ class FastForward:
             if v is not None:
                 lists[name] = len(v)
         return {
-            "lists": lists,
+            "lists": lists,  # (compared whole between grants: nothing may be added)
             "fill_tl": [len(tl) for tl in rec.fill_tl],
             "drain_tl": [len(tl) for tl in rec.drain_tl],
             "grants": {k: len(v) for k, v in rec.grants.items()},
@@ -337,6 +464,9 @@ class FastForward:
             "segments": r.segments_done,
             "finishers": len(rec.last_finisher),
             "in_use": [set(t.remaining) for t in r.tiles],
+            "xfers": [
+                None if st.xfer is None else (st.xfer, st.xfer.i) for _, st, _ in self.active
+            ],
         }
 
     # ------------------------------------------------------------------ how far
@@ -350,10 +480,11 @@ class FastForward:
         """
         bound, period = lv.bound, lv.period
         block = period * bound  # segments per iteration of the loop above L
-        if a.g // block != b.g // block or b.g - a.g != period:
+        m = (b.g - a.g) // period  # iterations of L per period of the state
+        if a.g // block != b.g // block:
             return self._miss("pe", 0)
         # the PE array: from a's iteration of L (never the first) up to the start of the last
-        most = ((a.g // block + 1) * block - period - b.g) // period
+        most = ((a.g // block + 1) * block - period - b.g) // (m * period)
         for (node, name, k), v in b.countdowns.items():
             drop = a.countdowns.get((node, name, k), v) - v
             if drop < 0:
@@ -367,14 +498,14 @@ class FastForward:
             if st.stage == DONE:
                 return self._miss("done", 0)
             x2 = st.k
-            x1 = x2 - d
+            x1 = x2 - m * d
             if x1 < 0:
                 return self._miss("outer tile", 0)
             if not n.output_role:  # an input's fills differ only in the parent tile they read
                 if lv.below[n.parent]:
                     continue  # it moves with them
                 top = (x1 // n.ratio + 1) * n.ratio - 1  # the frozen parent tile's last
-                most = min(most, (top - x2) // d)
+                most = min(most, (top - x2) // (m * d))
                 continue
             span = d * bound  # tiles of n per iteration of the loop above L
             top = (x1 // span + 1) * span - 1  # last tile of this iteration above L
@@ -383,7 +514,7 @@ class FastForward:
                     return self._miss("first visit", 0)
                 if not is_fill:
                     top -= d  # a final write-back differs from a partial one
-            most = min(most, (top - x2) // d)
+            most = min(most, (top - x2) // (m * d))
         return most if most > 0 else self._miss("end of loop", 0)
 
     def _miss(self, why: str, value):
@@ -405,7 +536,8 @@ class FastForward:
         waiters = []  # the fill's, if it waits for `drained` (nobody else does)
         if True in moved and moved[True][0].stage == DRAINED:
             key = moved[True][0].prev - shift
-            waiters.append((key, drained.pop(key)))
+            if drained.get(key, True) is not True:
+                waiters.append((key, drained.pop(key)))
         if False in moved:
             st, old = moved[False]
             final = self.classifiers[n.index][1]
@@ -434,7 +566,8 @@ class FastForward:
         env, rec, fabric, nodes = r.env, r.rec, r.fabric, r.plan.nodes
         P = b.time - a.time
         dt = K * P
-        below = lv.below
+        m = (b.g - a.g) // lv.period  # iterations of L per period
+        below = tuple(m * d for d in lv.below)  # tiles per period
         # the clock and the queue: a uniform shift keeps the heap's order
         env._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in env._queue]
         env._now += dt
@@ -453,7 +586,7 @@ class FastForward:
                 if n.output_role:
                     moved.setdefault(n.index, {})[is_fill] = (st, old)
         pe = r.pe_state
-        pe.g += K * lv.period
+        pe.g += K * m * lv.period
         pe.start += dt
         # tile tables
         for t, d in zip(r.tiles, below, strict=True):
@@ -467,15 +600,7 @@ class FastForward:
             drop = a.countdowns[(node, name, k)] - v
             if drop:
                 getattr(r.tiles[node], name)[k] = v - K * drop
-        # the fabric's round-robin order: recent grants move with the clock, old ones stay
-        recent = b.time - P
-        last_grant = fabric.last_grant
-        for who, v in last_grant.items():
-            if v >= recent:
-                last_grant[who] = v + dt
-        for w in fabric.waiting:
-            if w[0] >= recent:
-                w[0] += dt
+        _shift_round_robin(fabric, b.recent, dt)
         # accumulators: K more periods
         ma, mb = a.marks, b.marks
         for key, cell in r.counts.items():
@@ -494,65 +619,55 @@ class FastForward:
             sk.runs += K * (mb["runs"][key] - ma["runs"].get(key, 0))
         segments = mb["segments"] - ma["segments"]
         r.segments_done += K * segments
-        # records: the period's, K times, shifted
-        tile_shift = {}
-        for n, d in zip(nodes, below, strict=True):
-            tile_shift[n.index] = d
+        self._replicate(a, b, K, below, m * lv.period)
+        s = self.stats
+        self.stats = FastForwardStats(
+            s.jumps + 1, s.periods + K, s.cycles_skipped + dt, s.segments_skipped + K * segments
+        )
+
+    def _replicate(self, a: _Snapshot, b: _Snapshot, K: int, tile_shift: tuple, step: int):
+        """Append the records of the period from a to b K more times, shifted by whole periods:
+        times by P, each node's tiles by tile_shift, PE segments by step."""
+        rec, fabric = self.r.rec, self.r.fabric
+        ma, mb = a.marks, b.marks
+        P = b.time - a.time
+        dt = K * P
         for tls, name in ((rec.fill_tl, "fill_tl"), (rec.drain_tl, "drain_tl")):
             for node, tl in enumerate(tls):
                 part = tl[ma[name][node] : mb[name][node]]
-                if not part:
-                    continue
-                d = tile_shift[node]
-                tiled = [(t, state, info, state in (S_SLOT, S_USES)) for t, state, info in part]
-                for j in range(1, K + 1):
-                    s, dj = j * P, j * d
-                    tl += [
-                        (t + s, state, info + dj) if f else (t + s, state, info)
-                        for t, state, info, f in tiled
-                    ]
+                if part:
+                    d = tile_shift[node]
+                    per = [d if state in (S_SLOT, S_USES) else 0 for _, state, _ in part]
+                    tl += _copies(part, K, {0: P}, {2: per} if d else None)
         for key, grants in rec.grants.items():
             n0, n1 = ma["grants"][key], mb["grants"][key]
             live = None
             if fabric.holder[key] is not None:  # held at a too (same state): its grant is open
                 live = grants.pop()  # ... and the one open at a is the period's first
                 n0, n1 = n0 - 1, n1 - 1
-            part = grants[n0:n1]
-            for j in range(1, K + 1):
-                s = j * P
-                grants += [[g0 + s, g1 + s, who, tensor] for g0, g1, who, tensor in part]
+            if n1 > n0:
+                grants += map(list, _copies(grants[n0:n1], K, {0: P, 1: P}))
             if live is not None:
                 live[0] += dt
                 grants.append(live)
-        pe_waits = rec.pe_waits
-        part = pe_waits[ma["lists"]["pe_waits"] : mb["lists"]["pe_waits"]]
-        for j in range(1, K + 1):
-            s = j * P
-            pe_waits.extend(
-                (w0 + s, w1 + s, node, kind, key + j * tile_shift[node])
-                for w0, w1, node, kind, key in part
-            )
+        lists = ma["lists"], mb["lists"]
+        part = rec.pe_waits[lists[0]["pe_waits"] : lists[1]["pe_waits"]]
+        if part:
+            per = [tile_shift[w[2]] for w in part]
+            rec.pe_waits += _copies(part, K, {0: P, 1: P}, {4: per})
         if rec.pe_segments is not None:
-            lst = rec.pe_segments
-            part = lst[ma["lists"]["pe_segments"] : mb["lists"]["pe_segments"]]
-            for j in range(1, K + 1):
-                s, sg = j * P, j * lv.period
-                lst.extend((s0 + s, s1 + s, li, g + sg) for s0, s1, li, g in part)
+            part = rec.pe_segments[lists[0]["pe_segments"] : lists[1]["pe_segments"]]
+            if part:
+                rec.pe_segments += _copies(part, K, {0: P, 1: P, 3: step})
         if rec.transfers is not None:
-            lst = rec.transfers
-            part = lst[ma["lists"]["transfers"] : mb["lists"]["transfers"]]
-            for j in range(1, K + 1):
-                s = j * P
-                lst.extend(
-                    (s0 + s, s1 + s, node, kind, k + j * tile_shift[node], bits)
-                    for s0, s1, node, kind, k, bits in part
-                )
+            part = rec.transfers[lists[0]["transfers"] : lists[1]["transfers"]]
+            if part:
+                per = [tile_shift[x[2]] for x in part]
+                rec.transfers += _copies(part, K, {0: P, 1: P}, {4: per})
         if rec.occupancy is not None:
-            lst = rec.occupancy
-            part = lst[ma["lists"]["occupancy"] : mb["lists"]["occupancy"]]
-            for j in range(1, K + 1):
-                s = j * P
-                lst.extend((t + s, node, delta) for t, node, delta in part)
+            part = rec.occupancy[lists[0]["occupancy"] : lists[1]["occupancy"]]
+            if part:
+                rec.occupancy += _copies(part, K, {0: P})
         # who finished each tile last: tiles done in the period repeat K times; the ones in use
         # now are in use K periods later
         lf = rec.last_finisher
@@ -575,26 +690,64 @@ class FastForward:
             if d and (node, k) in lf:
                 copies[(node, k + K * d)] = lf[(node, k)]
         lf.update(copies)
-        s = self.stats
-        self.stats = FastForwardStats(
-            s.jumps + 1, s.periods + K, s.cycles_skipped + dt, s.segments_skipped + K * segments
-        )
 
 
-def _node_state(st, base: int, now: int, recent: int, locs: dict) -> tuple:
-    """A fill's or write-back's state, relative; fields it overwrites before reading are left out."""
+def _shift_round_robin(fabric, recent: int, dt: int) -> None:
+    """The fabric's round-robin order: recent grants move with the clock, old ones stay."""
+    last_grant = fabric.last_grant
+    for who, v in last_grant.items():
+        if v >= recent:
+            last_grant[who] = v + dt
+    for w in fabric.waiting:
+        if w[0] >= recent:
+            w[0] += dt
+
+
+def _node_state(st, base: int, now: int, recent: int, locs: dict, grants: bool) -> tuple:
+    """A fill's or write-back's state, relative; fields it overwrites before reading are left out.
+
+    grants (snapshots between grants, inside transfers): the burst index is left out (it is
+    compared as a count that grows by a constant per period) and the transfer's start is kept
+    absolute (the same transfer goes on)."""
     x = st.xfer
     xfer = None
     if x is not None:
         channel = None if x.channel is None else locs.get(id(x.channel), "unseen")
-        xfer = (x.stage, x.big, x.small, x.i, x.rest, x.stopping, channel)
+        xfer = (x.stage, x.big, x.small, None if grants else x.i, x.rest, x.stopping, channel)
         if x.stage == RUN:  # the run in progress: read back when it ends or is interrupted
             if x.last < recent:
                 raise _Unknown("old run")  # its last burst start may become an old grant order
-            xfer += (x.start - now, x.first, x.j, x.last - now, x.wp, x.wc)
+            xfer += (x.start - now, x.first, x.j - x.i, x.last - now, x.wp, x.wc)
     prev = st.prev - st.k if st.stage in (PARENT, DRAINED) and st.prev is not None else None
-    start = st.start - now if st.stage == TRANSFER else None
+    start = None
+    if st.stage == TRANSFER:
+        start = st.start if grants else st.start - now
     return (st.stage, st.k - base, prev, start, xfer)
+
+
+def _copies(part: list, K: int, steps: dict, shifts: dict | None = None) -> list:
+    """Records part repeated K times: period j adds j * steps[c] to every row's column c (times,
+    segments) and j * shifts[c][row] to a row's column c (tiles; rows with 0 may hold anything
+    there). Whole columns are made by map and zip; only the rows with a tile are rebuilt."""
+    n = len(part)
+    columns = []
+    for c, col in enumerate(zip(*part, strict=True)):
+        step = steps.get(c)
+        if step:
+            columns.append(
+                chain.from_iterable([map(add, col, repeat(j * step, n)) for j in range(1, K + 1)])
+            )
+        else:
+            columns.append(col * K)
+    out = list(zip(*columns, strict=True))
+    for c, per in (shifts or {}).items():
+        rows = [(i, d) for i, d in enumerate(per) if d]
+        for j in range(1, K + 1):
+            base = (j - 1) * n
+            for i, d in rows:
+                row = out[base + i]
+                out[base + i] = (*row[:c], row[c] + j * d, *row[c + 1 :])
+    return out
 
 
 def _rekey(table: dict, shift: int) -> None:

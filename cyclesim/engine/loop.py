@@ -40,7 +40,8 @@ def run_to_empty_queue(
     progress: True shows the bar at once, False never, None after SHOW_AFTER_SECONDS when
     stderr is a terminal. Whether the bar is shown never changes which events run or when:
     the loop only looks between events. With `boundaries` (fast-forward on), after each step
-    that appended a segment to it the loop calls at_boundary(segment), between two events. The caller decides what a non-empty set of live
+    that appended a segment (or, negative, a grant) to it the loop calls at_boundary(that),
+    between two events. The caller decides what a non-empty set of live
     processes at the end means (a deadlock).
     """
     step = env.step
@@ -50,7 +51,7 @@ def run_to_empty_queue(
         def step() -> None:
             inner()
             if boundaries:
-                g = boundaries[-1]
+                g = max(boundaries)  # a segment (>= 0) before a grant (< 0)
                 boundaries.clear()
                 at_boundary(g)
 

@@ -82,6 +82,7 @@ class RawRun:
     trace: bool
     env_events: int = 0  # SimPy events scheduled (SimPy's own event counter)
     fast_forward: FastForwardStats = FastForwardStats()  # what fast-forward skipped
+    fast_forward_on: bool = True  # was it allowed (replay_plan(fast_forward=...))
 
 
 class _Replay:
@@ -739,6 +740,7 @@ def replay_plan(
         trace,
         env_events,
         ff.stats if ff is not None else FastForwardStats(),
+        fast_forward,
     )
     if raw.fast_forward.jumps and (
         verify_fast_forward or os.environ.get(VERIFY_ENVIRONMENT_VARIABLE)

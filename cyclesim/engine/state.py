@@ -40,6 +40,7 @@ class TransferState:
         "stage",
         "big",
         "small",
+        "burst",
         "i",
         "rest",
         "stopping",
@@ -57,6 +58,7 @@ class TransferState:
     def __init__(self, big: int, small: int) -> None:
         self.stage = START
         self.big, self.small = big, small  # parent and child bits of the whole transfer
+        self.burst = 0  # child bits per burst
         self.i = 0  # next burst
         self.rest = None  # (parent bits, child bits) left of burst i when it was cut short
         self.stopping = False  # the run stops after the burst in progress (a competitor waits)

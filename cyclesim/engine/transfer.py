@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import simpy
 
 from cyclesim.engine.fabric import Fabric
@@ -136,6 +138,7 @@ def transfer(
         yield from dram_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
         return
     x = TransferState(parent_bits, child_bits)
+    x.burst = link.burst
     if owner is not None:
         owner.xfer = x
     dma = link.dma
@@ -200,26 +203,25 @@ def transfer(
                 now = env.now
                 fabric.end_run(keys)
                 i, rest, start, first, j = x.i, x.rest, x.start, x.first, x.j
-                cycles = timings[(big, small, x.wp, x.wc)][0]
-                # the bursts of the interrupted run, as they were timed
-                sizes = [rest if rest is not None else _burst_bits(big, small, burst, i)]
-                ends = [start + first]
-                for y in range(i + 1, j):
-                    sizes.append(_burst_bits(big, small, burst, y))
-                    ends.append(ends[-1] + cycles[y])
-                done = sum(1 for e in ends if e <= now)
-                i += done
-                x.i = i
-                if i >= n_bursts or (done and done == len(ends)):
+                prefix = timings[(big, small, x.wp, x.wc)][2]
+                # the bursts i..j-1 of the interrupted run, as they were timed: burst i + q
+                # ends at base + prefix[i + 1 + q] (strictly later one after another)
+                base = start + first - prefix[i + 1]
+                done = bisect_right(prefix, now - base, i + 1, j + 1) - (i + 1)  # ended by now
+                x.i = i + done
+                if x.i >= n_bursts or done == j - i:
                     x.rest = None
-                    x.last_start = ends[done - 2] if done > 1 else start
+                    x.last_start = base + prefix[i + done - 1] if done > 1 else start
                     break
-                b, sm = sizes[done]
-                begun = ends[done - 1] if done else start
+                if done:
+                    b, sm = _burst_bits(big, small, burst, i + done)
+                else:
+                    b, sm = rest if rest is not None else _burst_bits(big, small, burst, i)
+                begun = base + prefix[i + done] if done else start
                 moved = now - begun  # cycles of burst i already spent at the old widths
                 rest = (max(0, b - moved * x.wp), max(0, sm - moved * x.wc))
                 if rest == (0, 0):
-                    x.i, x.rest = i + 1, None
+                    x.i, x.rest = x.i + 1, None
                     x.last_start = begun
                     break
                 x.rest = rest

@@ -7,7 +7,7 @@ access, so a replay that only prints its report never imports pandas (a lean sta
 from __future__ import annotations
 
 from collections import namedtuple
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -261,6 +261,7 @@ class SimResult:
             accesses=accesses,
             events=self.events,
             wall_seconds=round(self.wall_seconds, 6),
+            fast_forward=asdict(self.raw.fast_forward),
         )
         if self.raw.plan.allocators:  # L1 placement was modelled
             from cyclesim.engine.l1 import LOG_COLUMNS

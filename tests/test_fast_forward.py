@@ -1,0 +1,275 @@
+"""Fast-forward (engine/fastforward.py) fires where iterations repeat, and changes nothing.
+
+Each case replays the same plan with and without fast-forward and asserts that everything the
+results are built from is identical (cycles, counts, every record: timelines, grants, PE waits,
+segments, transfers, occupancy, last finishers, spatial and systolic stalls), then the Result
+(phases, stall rows with their cycle ranges, accesses) and the VCD and Perfetto files byte for
+byte. Only SimPy's event counts may differ. The broad identity tests (every example, every
+test case, random schedules) live elsewhere; these are small cases where one can say why it
+fires, and where it must not.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from replay_helpers import inputs_from_dicts, memory, port
+
+from cyclesim.analysis.simulate import Result
+from cyclesim.engine import TraceFilter, replay_plan
+from cyclesim.results import build_result
+from cyclesim.schedule import ReusePolicy, build_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _arch(dram_bits: int = 16) -> dict:
+    return {
+        "name": "ff",
+        "pe_array": {"dims": {"X": 4}, "pipeline_depth_cycles": 0},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", dram_bits), port("wr", "write", 16)]),
+            memory("buf", None, None, [port("rd", "read", 64), port("wr", "write", 64)], True),
+            memory(
+                "reg",
+                None,
+                None,
+                [port("rd", "read", 64), port("wr", "write", 64)],
+                double_buffered=True,
+                shared_across=[],
+            ),
+        ],
+    }
+
+
+def _workload(n: int, k: int, psum_bits: int = 8) -> dict:
+    return {
+        "tensors": {
+            "A": {"bits_per_value": 8},
+            "B": {"bits_per_value": 8},
+            "Z": {"bits_per_value": 8, "partial_sum_bits": psum_bits},
+        },
+        "einsums": [
+            {
+                "name": "gemm",
+                "ranks": {"m": 1, "n": n, "k": k},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m", "k"]},
+                    {"tensor": "B", "projection": ["k", "n"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m", "n"]}],
+            }
+        ],
+    }
+
+
+def streaming(outer: int = 16) -> tuple[dict, dict, dict]:
+    """Z stays in buf for the whole run; A and B stream through buf, one tile per outer k.
+
+    Per iteration of the outer k loop (16 segments of one step each): an A tile of 16 values
+    (128 b) and a B tile of 16 x 4 values (512 b) cross the 16 b/cycle DRAM read port, 8 + 32
+    cycles, so the run is DRAM-bound. The two double-buffered fills take turns on that port,
+    one tile each, so the state repeats every two iterations, not every one; from the second
+    iteration on, every pair of iterations is the same, shifted by 80 cycles.
+    """
+    tree = [
+        {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+        {"type": "storage", "memory": "buf", "tensors": ["Z"]},
+        {"type": "temporal", "rank": "k", "bound": outer},
+        {"type": "storage", "memory": "buf", "tensors": ["A", "B"]},
+        {"type": "temporal", "rank": "k", "bound": 16},
+        {"type": "spatial", "rank": "n", "bound": 4, "dim": "X"},
+        {"type": "storage", "memory": "reg", "tensors": ["A", "B"]},
+        {"type": "compute", "einsum": "gemm"},
+    ]
+    return _arch(), _workload(4, outer * 16), {"loop_tree": tree}
+
+
+def reduction() -> tuple[dict, dict, dict]:
+    """Partial sums: Z's buf tile (4 values) is entered, reloaded and written back per outer k.
+
+    Loops: k (16, outer) > n (4) > k (16) > spatial n (4). Z@buf holds one n slice; each
+    iteration of the outer k revisits all four: the first (k = 0) enters them without a read,
+    the middle ones reload the 32-bit partial sums and write them back, the last (k = 15)
+    writes the final 8-bit values. Fast-forward may only skip middle iterations: the first and
+    the last move other amounts of data, and the identity below fails if it skipped either.
+    The DRAM read port is 64 bits wide: A, B and the partial sums fit in a few bursts each, so
+    every middle iteration starts from the same state (on the 16-bit port of `streaming`, the
+    three fills and the write-back take turns in an order that does not repeat within four
+    iterations, and fast-forward rightly never fires).
+    """
+    tree = [
+        {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+        {"type": "temporal", "rank": "k", "bound": 16},
+        {"type": "temporal", "rank": "n", "bound": 4},
+        {"type": "storage", "memory": "buf", "tensors": ["A", "B", "Z"]},
+        {"type": "temporal", "rank": "k", "bound": 16},
+        {"type": "spatial", "rank": "n", "bound": 4, "dim": "X"},
+        {"type": "storage", "memory": "reg", "tensors": ["A", "B"]},
+        {"type": "compute", "einsum": "gemm"},
+    ]
+    return _arch(64), _workload(16, 256, psum_bits=32), {"loop_tree": tree}
+
+
+def two_loads() -> tuple[dict, dict, dict]:
+    """A (256 values) and B (256 x 4) are loaded whole into buf over one 16-bit DRAM port.
+
+    Bursts are 16 bits, 1 cycle: A's 128 bursts and B's 512 take turns on the port (round
+    robin), so between two grants to A the state repeats every 2 cycles, only the burst
+    indices have moved on (by 1 each). Fast-forward skips whole periods of that, keeping A's
+    last bursts (after them B runs alone), then the compute streams from buf.
+    """
+    tree = [
+        {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+        {"type": "storage", "memory": "buf", "tensors": ["A", "B", "Z"]},
+        {"type": "temporal", "rank": "k", "bound": 256},
+        {"type": "spatial", "rank": "n", "bound": 4, "dim": "X"},
+        {"type": "storage", "memory": "reg", "tensors": ["A", "B"]},
+        {"type": "compute", "einsum": "gemm"},
+    ]
+    return _arch(), _workload(4, 256), {"loop_tree": tree}
+
+
+def _plan(case, reuse: str = "retain"):
+    a, w, m = inputs_from_dicts(*case)
+    return build_plan(a, w, m, ReusePolicy(reuse), False), (a, w, m)
+
+
+def assert_identical(full, fast) -> None:
+    """Everything results builds from a RawRun is the same (SimPy's event counts aside)."""
+    assert fast.cycles == full.cycles
+    assert list(fast.counts.items()) == list(full.counts.items())
+    for name in type(full.rec).__slots__:
+        if name != "events":
+            assert getattr(fast.rec, name) == getattr(full.rec, name), name
+
+
+def assert_same_result(full, fast, inputs, tmp_path: Path) -> None:
+    """The Results agree (phases, stall rows with their cycles, accesses) and so do the files."""
+    a, w, m = inputs
+    results = [Result(build_result(raw), a, w, m) for raw in (full, fast)]
+    assert results[0].phases.equals(results[1].phases)
+    assert results[0].sim.stall_rows == results[1].sim.stall_rows
+    assert results[0].accesses.equals(results[1].accesses)
+    for name, res in zip(("full", "fast"), results, strict=True):
+        (tmp_path / name).mkdir()
+        res.to_vcd(tmp_path / name / "run.vcd")
+        res.to_perfetto(tmp_path / name / "run.json")
+    for path in sorted((tmp_path / "full").iterdir()):
+        assert path.read_bytes() == (tmp_path / "fast" / path.name).read_bytes(), path.name
+
+
+def test_a_streaming_loop_is_skipped_and_nothing_changes(tmp_path):
+    plan, inputs = _plan(streaming())
+    full = replay_plan(plan, trace=True, progress=False, fast_forward=False)
+    fast = replay_plan(plan, trace=True, progress=False)
+    assert full.fast_forward.jumps == 0
+    ff = fast.fast_forward
+    # snapshots at the starts of iterations 1, 2 and 3 (iteration 0 is never a reference):
+    # 1 and 3 are equal, a period of two iterations; the jump skips whole periods
+    assert ff.jumps >= 1 and ff.periods >= 1
+    assert ff.segments_skipped == 32 * ff.periods and ff.cycles_skipped == 80 * ff.periods
+    assert fast.env_events < full.env_events
+    assert_identical(full, fast)
+    assert_same_result(full, fast, inputs, tmp_path)
+
+
+def test_bursts_that_take_turns_are_skipped_between_grants(tmp_path):
+    plan, inputs = _plan(two_loads())
+    full = replay_plan(plan, trace=True, progress=False, fast_forward=False)
+    fast = replay_plan(plan, trace=True, progress=False)
+    ff = fast.fast_forward
+    assert ff.jumps >= 1 and ff.segments_skipped == 0  # no loop iteration: inside transfers
+    # a period is 16 grants to one requester, 2 cycles each (one burst of A, one of B)
+    assert ff.cycles_skipped % 32 == 0 and ff.cycles_skipped <= 2 * 128
+    assert fast.env_events < full.env_events
+    assert_identical(full, fast)
+    assert_same_result(full, fast, inputs, tmp_path)
+
+
+def test_partial_sums_keep_their_first_and_final_visits(tmp_path):
+    plan, inputs = _plan(reduction())
+    full = replay_plan(plan, trace=True, progress=False, fast_forward=False)
+    fast = replay_plan(plan, trace=True, progress=False)
+    assert fast.fast_forward.jumps >= 1
+    # the first (entered) and last (final) visits of each of the 4 Z tiles are replayed
+    first_and_last = 2 * 4 * 16  # segments of outer iterations 0 and 15
+    assert fast.fast_forward.segments_skipped <= plan.leaves[0].segments - first_and_last
+    assert_identical(full, fast)
+    assert_same_result(full, fast, inputs, tmp_path)
+
+
+@pytest.mark.parametrize("outer", [3, 16])
+def test_it_never_touches_the_first_or_last_iteration_of_a_short_loop(outer):
+    # with 3 iterations there is no middle iteration to compare with another: it cannot fire
+    plan, _ = _plan(streaming(outer))
+    full = replay_plan(plan, progress=False, fast_forward=False)
+    fast = replay_plan(plan, progress=False)
+    assert (fast.fast_forward.jumps == 0) == (outer == 3)
+    assert_identical(full, fast)
+
+
+def test_off_with_a_trace_window_and_on_with_a_resource_filter():
+    # a window cuts the period's records at its edges, so they would not repeat: off; a
+    # resource filter keeps the same resources in every period: on
+    plan, _ = _plan(streaming())
+    for f, fires in ((TraceFilter(100, 900), False), (TraceFilter(resources=("A",)), True)):
+        full = replay_plan(plan, trace_filter=f, progress=False, fast_forward=False)
+        fast = replay_plan(plan, trace_filter=f, progress=False)
+        assert (fast.fast_forward.jumps > 0) == fires
+        assert_identical(full, fast)
+
+
+def test_the_progress_bar_does_not_change_the_jumps():
+    plan, _ = _plan(reduction())
+    quiet = replay_plan(plan, trace=True, progress=False)
+    shown = replay_plan(plan, trace=True, progress=True)
+    assert shown.fast_forward == quiet.fast_forward and shown.env_events == quiet.env_events
+    assert_identical(quiet, shown)
+
+
+def test_strict_reuse_is_identical_too():
+    plan, _ = _plan(reduction(), reuse="strict")
+    full = replay_plan(plan, trace=True, progress=False, fast_forward=False)
+    fast = replay_plan(plan, trace=True, progress=False)
+    assert_identical(full, fast)
+
+
+def _write_case(case, folder: Path) -> list[str]:
+    paths = []
+    for name, doc in zip(("arch", "workload", "mapping"), case, strict=True):
+        path = folder / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        paths.append(str(path))
+    return paths
+
+
+def test_cli_no_fast_forward_gives_the_same_report(tmp_path):
+    paths = _write_case(reduction(), tmp_path)
+    docs = []
+    for extra in ([], ["--no-fast-forward"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "cyclesim", "run", *paths, "--json", *extra],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout
+        docs.append(json.loads(out))
+    fast, full = docs
+    assert fast["fast_forward"]["jumps"] > 0 and fast["fast_forward"]["cycles_skipped"] > 0
+    assert full["fast_forward"] == {
+        "jumps": 0,
+        "periods": 0,
+        "cycles_skipped": 0,
+        "segments_skipped": 0,
+    }
+    for doc in docs:
+        for key in ("events", "wall_seconds", "fast_forward"):
+            del doc[key]
+    assert fast == full
