@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from replay_helpers import WORKED, inputs_from_dicts, inputs_from_folder
 
 from cyclesim.engine import replay
+from cyclesim.engine.verify import VERIFY_ENVIRONMENT_VARIABLE
+
+# Every replay in the suite (the CLI's subprocesses included) that fast-forwards is replayed
+# once more in full and must leave identical records (engine/verify.py): fast-forward is
+# proved exact on every test case, not only on tests/test_fast_forward_identity.py's.
+os.environ.setdefault(VERIFY_ENVIRONMENT_VARIABLE, "1")
 
 
 @pytest.fixture

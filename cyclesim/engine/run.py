@@ -7,6 +7,7 @@ per cycle.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -51,6 +52,11 @@ from cyclesim.engine.state import (
 from cyclesim.engine.systolic import DRAIN, FILL, Wavefront
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import Link, transfer
+from cyclesim.engine.verify import (
+    VERIFY_ENVIRONMENT_VARIABLE,
+    FastForwardMismatch,
+    run_differences,
+)
 from cyclesim.errors import DeadlockError
 from cyclesim.schedule.counts import (
     READ,
@@ -686,11 +692,15 @@ def replay_plan(
     trace_filter: TraceFilter | None = None,
     progress: bool | None = None,
     fast_forward: bool = True,
+    verify_fast_forward: bool = False,
 ) -> RawRun:
     """Run the plan to completion; raise DeadlockError (an EngineError) if it cannot progress.
 
     fast_forward: skip iterations that repeat an exactly equal state (engine/fastforward.py);
     the result is identical either way, only SimPy's event counts differ.
+    verify_fast_forward (or the environment variable CYCLESIM_VERIFY_FAST_FORWARD=1): when it
+    fired, replay once more in full and raise FastForwardMismatch unless every record is the
+    same (engine/verify.py); the test suite runs with it on.
 
     Raise L1ReplayError (an EngineError) at the cycle an L1 allocation does not fit, when a
     memory has an `allocator:` (engine/l1.py).
@@ -731,7 +741,7 @@ def replay_plan(
         r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
-    return RawRun(
+    raw = RawRun(
         plan,
         r.rec,
         r.counts,
@@ -742,6 +752,14 @@ def replay_plan(
         ff.stats if ff is not None else FastForwardStats(),
         fast_forward,
     )
+    if raw.fast_forward.jumps and (
+        verify_fast_forward or os.environ.get(VERIFY_ENVIRONMENT_VARIABLE)
+    ):
+        full = replay_plan(plan, trace=trace, trace_filter=trace_filter, fast_forward=False)
+        diffs = run_differences(raw, full)
+        if diffs:
+            raise FastForwardMismatch("fast-forward changed the replay: " + "; ".join(diffs))
+    return raw
 
 
 def _forget_parts(produced: dict, k: int, parts: int) -> None:
