@@ -753,9 +753,11 @@ def replay_plan(
         fast_forward,
     )
     if raw.fast_forward.jumps and (
-        verify_fast_forward or os.environ.get(VERIFY_ENVIRONMENT_VARIABLE)
+        verify_fast_forward or os.environ.get(VERIFY_ENVIRONMENT_VARIABLE, "0") not in ("", "0")
     ):
-        full = replay_plan(plan, trace=trace, trace_filter=trace_filter, fast_forward=False)
+        full = replay_plan(
+            plan, trace=trace, trace_filter=trace_filter, progress=False, fast_forward=False
+        )
         diffs = run_differences(raw, full)
         if diffs:
             raise FastForwardMismatch("fast-forward changed the replay: " + "; ".join(diffs))
