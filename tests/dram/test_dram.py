@@ -132,6 +132,27 @@ def test_a_bad_config_names_file_field_and_line(tmp_path, text, field, line):
 
 
 @pytest.mark.parametrize(
+    "text, line, message",
+    [
+        # configparser says "Source contains parsing errors" with no line for these two
+        ("[dram_structure]\nprotocol = DDR4\ntiming]\nCL = 17\n", 3, "neither a [section]"),
+        ("[timing]\nCL = 17\ntRCD  17\n", 3, "neither a [section]"),
+        ("tCK = 1\n[timing]\n", 1, "a key before the first [section]"),
+        ("[timing]\nCL = 17\n\nCL = 18\n", 4, "key 'CL' given twice in [timing]"),
+        ("[timing]\nCL = 17\n[timing]\n", 3, "section [timing] given twice"),
+    ],
+)
+def test_an_ini_that_is_not_ini_names_its_line(tmp_path, text, line, message):
+    ini = tmp_path / "bad.ini"
+    ini.write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_dram_config(ini)
+    assert (info.value.file, info.value.line) == (str(ini), line)
+    assert str(info.value).startswith(f"{ini}:{line}: {message}"), str(info.value)
+    assert "While reading" not in str(info.value)  # the file is named once, in front
+
+
+@pytest.mark.parametrize(
     "text, line",
     [
         ("0x40 READ 0\n0x80 FETCHX 1\n", 2),
