@@ -85,9 +85,15 @@ def energy_section(energy: pd.DataFrame, unit: str) -> str:
             )
     out.append(f"  by component and action ({unit}):")
     grouped = energy.groupby(["component", "action"], sort=False)["energy"].sum()
-    for (component, action), value in grouped.items():
+    components = list(dict.fromkeys(energy.component))  # as listed by component above
+    for (component, action), value in sorted(  # each component's actions together
+        grouped.items(), key=lambda item: (components.index(item[0][0]), _ACTIONS[item[0][1]])
+    ):
         out.append(f"    {component + ' ' + action:<28}{_energy(value):>16}  {_pct(value, total)}")
     return "\n".join(out)
+
+
+_ACTIONS = {"read": 0, "write": 1, "update": 2, "mac": 3, "leak": 4}  # energy_table's actions
 
 
 def _energy(value: float) -> str:

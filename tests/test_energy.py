@@ -245,3 +245,15 @@ def test_run_csv_without_energies_has_no_energy_columns(capsys, tmp_path):
     assert code == 0
     assert "energy" not in pd.read_csv(tmp_path / "csv" / "compute_report.csv").columns
     assert "energy" not in pd.read_csv(tmp_path / "csv" / "memory_report.csv").columns
+
+
+def test_the_text_lists_each_components_actions_together(capsys, tmp_path):
+    # the rows come in access order (DRAM A read, abuf A write, ..., DRAM Z update, leak last);
+    # the text groups them per component, in the order of "by component", read first
+    code, out = _run(capsys, _arch(ENERGIES), tmp_path)
+    assert code == 0
+    section = out.split("  by component and action (pJ):\n")[1].splitlines()
+    assert [" ".join(line.split()[:2]) for line in section] == [
+        "DRAM read", "DRAM update", "DRAM leak", "abuf read", "abuf write",
+        "acc read", "acc update", "pe_array mac",
+    ]  # fmt: skip
