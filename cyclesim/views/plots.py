@@ -242,13 +242,13 @@ def plot_timeline(
            f"compute {s.einsum}" if s.state == COMPUTE else s.state) for s in within(act.pe_states)]  # fmt: skip
     rows.append(("PE array", pe, []))
     for key, bursts in act.ports.items():
-        bars = [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in within(bursts)]
+        bars = [(b.start, b.end, _color(b.tensor, colors), f"moving {b.tensor}") for b in within(bursts)]  # fmt: skip
         thin = [(b.start, b.end, "#444444", "PE array's use of a port") for b in within(act.pe_ports[key])]  # fmt: skip
         if bars or thin:
             rows.append((key, bars, thin))
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
-            bars = [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in within(transfers)]
+            bars = [(b.start, b.end, _color(b.tensor, colors), f"moving {b.tensor}") for b in within(transfers)]  # fmt: skip
             if bars:
                 rows.append((f"DMA {engine} ch{c}", bars, []))
     fig, ax = plt.subplots(figsize=(12, 0.42 * len(rows) + 1.8))
