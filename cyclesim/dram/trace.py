@@ -89,7 +89,8 @@ class DramRun:
 
 
 def read_trace(path: str | Path) -> list[Request]:
-    """Parse a DRAMsim3 trace; a bad line is refused with the file and line."""
+    """Parse a DRAMsim3 trace; a bad line is refused with the file and line, a trace without
+    requests (empty, or comments only) with the file."""
     name = str(path)
     try:
         data = Path(path).read_bytes()
@@ -126,6 +127,9 @@ def read_trace(path: str | Path) -> list[Request]:
         if len(out) > MAX_REQUESTS:
             raise SpecError("too many requests", file=name, line=number,
                             expected=f"at most {MAX_REQUESTS}")  # fmt: skip
+    if not out:  # else a report of 0 cycles and a read latency of 0, as if measured
+        raise SpecError("no requests in the trace", file=name,
+                        expected="lines '0xADDRESS READ|WRITE CYCLE'")  # fmt: skip
     return out
 
 

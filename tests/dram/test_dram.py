@@ -169,6 +169,15 @@ def test_a_bad_trace_line_is_refused_with_its_line(tmp_path, text, line):
     assert info.value.line == line
 
 
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"])
+def test_a_trace_without_requests_is_refused(tmp_path, text):
+    trace = tmp_path / "t.trace"
+    trace.write_text(text)
+    with pytest.raises(SpecError, match="no requests in the trace") as info:
+        read_trace(trace)
+    assert info.value.file == str(trace)
+
+
 def test_cli_reports_and_refuses_like_a_user_sees_it(tmp_path):
     trace = tmp_path / "t.trace"
     trace.write_text("0x0 READ 0\n0x40 READ 1\n")
