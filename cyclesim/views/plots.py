@@ -27,7 +27,10 @@ CAUSE_COLORS = {
     "systolic_drain": "#9c9ede",
 }  # fmt: skip  one colour per cause (tests/views check every cause has its own)
 PHASE_COLORS = {"onload": "#9ecae1", "compute": "#2ca02c", "offload": "#3182bd"}
-_PALETTE = ("#1f77b4", "#2ca02c", "#17becf", "#bcbd22", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+# Einsums and tensors in the timeline, beside the causes in one legend: no cause's colour
+# (tab10's own were buffer_full's purple, latency's brown, bank_conflict's cyan ...)
+_PALETTE = ("#1f77b4", "#2ca02c", "#7b4173", "#8c6d31", "#aec7e8", "#98df8a", "#c5b0d5",
+            "#ffbb78", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#c7c7c7")  # fmt: skip
 _META = {"Software": None}  # no version/date stamps: same input, same bytes
 BINS = 200  # time bins of the utilisation plot, whatever the run's length
 STEADY_PERIODS = 10  # PE segment periods the default timeline window shows
