@@ -188,6 +188,16 @@ def test_cli_reports_and_refuses_like_a_user_sees_it(tmp_path):
     assert json.loads(ok.stdout)["cycles"] == 46
     text = subprocess.run([*cmd, "HBM2_8Gb_x128", str(trace)], capture_output=True, text=True)
     assert text.returncode == 0 and "row-hit rate" in text.stdout
+    # two reads, counted in words a reader expects; a trace without reads has no read latency
+    assert text.stdout.startswith(
+        "2 requests (2 reads, 0 writes) on HBM2_8Gb_x128: HBM, 8 channels"
+    )
+    trace.write_text("0x0 WRITE 0\n")
+    writes = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace)], capture_output=True, text=True)
+    assert writes.stdout.startswith(
+        "1 request (0 reads, 1 write) on DDR4_8Gb_x8_2400: DDR4, 1 channel x 2 ranks x 16 banks"
+    )
+    assert "read latency (cycles)          - (no reads)" in writes.stdout
     trace.write_bytes(b"\xff\xfe")
     bad = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace)], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and str(trace) in bad.stderr
