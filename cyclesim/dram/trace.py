@@ -71,11 +71,11 @@ class DramRun:
             "cycles": self.cycles,
             "row_hit_rate": round(self.row_hit_rate, 6),
             "bandwidth_gb_per_s": round(self.bandwidth_gb_per_s, 6),
-            "read_latency_cycles": {
-                "mean": round(self.read_latency_mean, 3),
-                "p50": self.read_latency_p50,
-                "p95": self.read_latency_p95,
-                "max": self.read_latency_max,
+            "read_latency_cycles": {  # null without reads: nothing was measured
+                "mean": round(self.read_latency_mean, 3) if self.reads else None,
+                "p50": self.read_latency_p50 if self.reads else None,
+                "p95": self.read_latency_p95 if self.reads else None,
+                "max": self.read_latency_max if self.reads else None,
             },
             "commands": {
                 "read": self.read_commands,

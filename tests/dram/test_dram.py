@@ -198,6 +198,11 @@ def test_cli_reports_and_refuses_like_a_user_sees_it(tmp_path):
         "1 request (0 reads, 1 write) on DDR4_8Gb_x8_2400: DDR4, 1 channel x 2 ranks x 16 banks"
     )
     assert "read latency (cycles)          - (no reads)" in writes.stdout
+    doc = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace), "--json"], capture_output=True,
+                         text=True)  # fmt: skip
+    assert json.loads(doc.stdout)["read_latency_cycles"] == dict.fromkeys(
+        ("mean", "p50", "p95", "max")
+    )  # null, not 0
     trace.write_bytes(b"\xff\xfe")
     bad = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace)], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and str(trace) in bad.stderr
