@@ -51,9 +51,21 @@ def text_report(res: SimResult, title: str = "") -> str:
         out.append(f"  ... {len(stalls) - 15} more rows (use --json)")
     out.append("")
     out.append("accesses (values / bits):")
-    for r in res.access_rows:
+    rows = res.access_rows
+
+    def width(column: str, least: int) -> int:  # a long name still leaves a space after it
+        return max([least] + [len(getattr(r, column)) + 1 for r in rows])
+
+    ew, tw, mw, aw = (
+        width("einsum", 12),
+        width("tensor", 8),
+        width("memory", 14),
+        width("action", 6),
+    )
+    for r in rows:
         out.append(
-            f"  {r.einsum:<12}{r.tensor:<8}{r.memory:<14}{r.action:<6}{r.values:>14,}{r.bits:>16,}"
+            f"  {r.einsum:<{ew}}{r.tensor:<{tw}}{r.memory:<{mw}}{r.action:<{aw}}"
+            f"{r.values:>14,}{r.bits:>16,}"
         )
     for d in res.dram_summary:  # what the DRAM model's banks did
         out.append("")
