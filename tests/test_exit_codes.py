@@ -88,3 +88,20 @@ def test_an_output_that_fails_midway_leaves_no_other_output(tmp_path, capsys, mo
     assert err == f"cyclesim: cannot write {trace}: No space left on device\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
     assert before.read_text() == "mine"  # --events comes after --perfetto: never written
+
+
+def test_a_plot_that_fails_takes_the_plots_before_it(tmp_path, capsys, monkeypatch):
+    # the timeline (fourth of five plots) fails: breakdown, stalls and ports, written before
+    # it, go too; the plot folder the run made stays (empty)
+    import cyclesim.views.plots as plots
+
+    def disk_full(act, path, *args, **kwargs):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(plots, "plot_timeline", disk_full)
+    code = main(
+        ["run", *WORKED, "--plot", str(tmp_path / "plots"), "--vcd", str(tmp_path / "r.vcd")]
+    )
+    assert code == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []

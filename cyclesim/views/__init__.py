@@ -107,6 +107,11 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
         for path in (Path(value), *([Path(value).with_suffix(".gtkw")] if option in WAVES else []))
         if not path.exists()
     ]
+    if getattr(args, "plot", None):
+        from cyclesim.views.plots import PLOT_NAMES
+
+        pngs = (Path(args.plot) / f"{name}.png" for name in PLOT_NAMES)
+        new_files += [path for path in pngs if not path.exists()]
     try:
         return _write_views(args, res, written)
     except BaseException:  # an output half written is worse than none (disk full, Ctrl-C)

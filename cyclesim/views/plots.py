@@ -32,6 +32,7 @@ PHASE_COLORS = {"onload": "#9ecae1", "compute": "#2ca02c", "offload": "#3182bd"}
 _PALETTE = ("#1f77b4", "#2ca02c", "#7b4173", "#8c6d31", "#aec7e8", "#98df8a", "#c5b0d5",
             "#ffbb78", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#c7c7c7")  # fmt: skip
 _META = {"Software": None}  # no version/date stamps: same input, same bytes
+PLOT_NAMES = ("breakdown", "stalls", "ports", "timeline", "occupancy")  # write_plots' files
 BINS = 200  # time bins of the utilisation plot, whatever the run's length
 STEADY_PERIODS = 10  # PE segment periods the default timeline window shows
 STEADY_RUN = 4  # periods in a row of the common length that make a steady stretch
@@ -325,8 +326,7 @@ def write_plots(
     act = res.activity(window)
     whole = act.start == 0 and act.end == res.cycles
     span = steady_window(act) if whole and window is None else (act.start, act.end)
-    names = ("breakdown", "stalls", "ports", "timeline", "occupancy")
-    files = [out / f"{n}.{fmt}" for n in names]
+    files = [out / f"{n}.{fmt}" for n in PLOT_NAMES]
     suffix = f" — {title}" if title else ""
     plot_breakdown(res, files[0], f"where the {res.cycles:,} cycles went{suffix}")
     plot_stalls(res, files[1])
