@@ -30,13 +30,21 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from cyclesim.dram.config import load_dram_config
     from cyclesim.dram.trace import read_trace, simulate_trace
+    from cyclesim.errors import OptionError, SpecError
 
     overrides = {}
     if args.channels is not None:
         overrides["channels"] = args.channels
     if args.address_mapping is not None:
         overrides["address_mapping"] = args.address_mapping
-    config = load_dram_config(args.config, overrides)
+    try:
+        config = load_dram_config(args.config, overrides)
+    except SpecError as exc:  # a wrong --channels / --address-mapping is the option's fault
+        if exc.field not in overrides:
+            raise
+        flag = "--" + exc.field.replace("_", "-")
+        expected = f"; expected {exc.expected}" if exc.expected else ""
+        raise OptionError(f"{flag} {overrides[exc.field]}: {exc.detail}{expected}") from None
     result = simulate_trace(config, read_trace(args.trace))
     if args.json:
         from cyclesim.results.schema import versioned

@@ -206,3 +206,24 @@ def test_cli_reports_and_refuses_like_a_user_sees_it(tmp_path):
     trace.write_bytes(b"\xff\xfe")
     bad = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace)], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and str(trace) in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (
+            ["--channels", "3"],
+            "cyclesim: --channels 3: not a power of two; expected a power of two\n",
+        ),
+        (["--address-mapping", "foo"], "cyclesim: --address-mapping foo: not a permutation"),
+    ],
+)
+def test_a_wrong_override_is_the_options_fault(tmp_path, capsys, option, message):
+    # it was reported as "preset DDR4_8Gb_x8_2400: field 'channels'", as if the preset were wrong
+    from cyclesim.cli import main
+
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x0 READ 0\n")
+    assert main(["dram", "DDR4_8Gb_x8_2400", str(trace), *option]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1 and "preset" not in err
