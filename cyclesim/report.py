@@ -51,9 +51,21 @@ def text_report(res: SimResult, title: str = "") -> str:
         out.append(f"  ... {len(stalls) - 15} more rows (use --json)")
     out.append("")
     out.append("accesses (values / bits):")
-    for r in res.access_rows:
+    rows = res.access_rows
+
+    def width(column: str, least: int) -> int:  # a long name still leaves a space after it
+        return max([least] + [len(getattr(r, column)) + 1 for r in rows])
+
+    ew, tw, mw, aw = (
+        width("einsum", 12),
+        width("tensor", 8),
+        width("memory", 14),
+        width("action", 6),
+    )
+    for r in rows:
         out.append(
-            f"  {r.einsum:<12}{r.tensor:<8}{r.memory:<14}{r.action:<6}{r.values:>14,}{r.bits:>16,}"
+            f"  {r.einsum:<{ew}}{r.tensor:<{tw}}{r.memory:<{mw}}{r.action:<{aw}}"
+            f"{r.values:>14,}{r.bits:>16,}"
         )
     for d in res.dram_summary:  # what the DRAM model's banks did
         out.append("")
@@ -85,9 +97,15 @@ def energy_section(energy: pd.DataFrame, unit: str) -> str:
             )
     out.append(f"  by component and action ({unit}):")
     grouped = energy.groupby(["component", "action"], sort=False)["energy"].sum()
-    for (component, action), value in grouped.items():
+    components = list(dict.fromkeys(energy.component))  # as listed by component above
+    for (component, action), value in sorted(  # each component's actions together
+        grouped.items(), key=lambda item: (components.index(item[0][0]), _ACTIONS[item[0][1]])
+    ):
         out.append(f"    {component + ' ' + action:<28}{_energy(value):>16}  {_pct(value, total)}")
     return "\n".join(out)
+
+
+_ACTIONS = {"read": 0, "write": 1, "update": 2, "mac": 3, "leak": 4}  # energy_table's actions
 
 
 def _energy(value: float) -> str:

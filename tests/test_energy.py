@@ -187,6 +187,9 @@ def test_the_python_api_reports_energy_as_run_does(tmp_path):
     assert result.to_dict()["energy"]["unit"] == "fJ"
     assert result.to_dict()["energy"]["dynamic"] == 424
     assert "  by Einsum (fJ):" in result.report()
+    # the table itself carries its unit: a notebook that only keeps result.energy still knows it
+    assert result.energy.attrs["energy_unit"] == "fJ"
+    assert result.energy.energy.sum() == result.to_dict()["energy"]["total"]
 
 
 @pytest.mark.parametrize(
@@ -215,3 +218,42 @@ def test_the_energy_unit_survives_overrides_and_saved_dicts():
     assert architecture_from_dict(architecture_to_dict(arch)).energy_unit == "J"
     assert arch.with_field("energy_unit", "nJ").energy_unit == "nJ"
     assert arch.with_field("clock_mhz", 1000).energy_unit == "J"
+
+
+def test_run_csv_has_the_energy_and_its_unit(capsys, tmp_path):
+    # the hand-derived rows above: DRAM 160 (A read) + 80 (Z update) + 0.25 per cycle of leak,
+    # abuf 32 + 16, acc 32 + 96, the PE array 8; wbuf has no energies (0); the run: 424 + leak
+    import pandas as pd
+
+    arch = {**_arch(ENERGIES), "energy_unit": "nJ"}
+    code, _ = _run(capsys, arch, tmp_path, "--csv", str(tmp_path / "csv"), "-q")
+    assert code == 0
+    (run,) = pd.read_csv(tmp_path / "csv" / "compute_report.csv").to_dict("records")
+    assert (run["energy"], run["energy_unit"]) == (424 + 0.25 * run["cycles"], "nJ")
+    memories = pd.read_csv(tmp_path / "csv" / "memory_report.csv").set_index("memory")
+    assert memories.energy.drop("wbuf").to_dict() == {
+        "DRAM": 160 + 80 + 0.25 * run["cycles"], "acc": 128, "abuf": 48,
+    }  # fmt: skip
+    assert pd.isna(memories.energy["wbuf"])  # no energies given: empty, not a measured 0
+    assert set(memories.energy_unit) == {"nJ"}
+
+
+def test_run_csv_without_energies_has_no_energy_columns(capsys, tmp_path):
+    import pandas as pd
+
+    code, _ = _run(capsys, _arch({}, mac=None), tmp_path, "--csv", str(tmp_path / "csv"), "-q")
+    assert code == 0
+    assert "energy" not in pd.read_csv(tmp_path / "csv" / "compute_report.csv").columns
+    assert "energy" not in pd.read_csv(tmp_path / "csv" / "memory_report.csv").columns
+
+
+def test_the_text_lists_each_components_actions_together(capsys, tmp_path):
+    # the rows come in access order (DRAM A read, abuf A write, ..., DRAM Z update, leak last);
+    # the text groups them per component, in the order of "by component", read first
+    code, out = _run(capsys, _arch(ENERGIES), tmp_path)
+    assert code == 0
+    section = out.split("  by component and action (pJ):\n")[1].splitlines()
+    assert [" ".join(line.split()[:2]) for line in section] == [
+        "DRAM read", "DRAM update", "DRAM leak", "abuf read", "abuf write",
+        "acc read", "acc update", "pe_array mac",
+    ]  # fmt: skip

@@ -65,3 +65,43 @@ def test_version_and_help_as_a_user_runs_them():
     assert version.returncode == 0 and version.stdout.strip() == f"cyclesim {__version__}"
     helped = subprocess.run([*run, "--help"], capture_output=True, text=True, env=env).stdout
     assert "exit codes:" in helped and "3  the replay cannot progress" in helped
+
+
+def test_an_output_that_fails_midway_leaves_no_other_output(tmp_path, capsys, monkeypatch):
+    # the disk fills while the Perfetto trace is written, after the VCD and its .gtkw were:
+    # the run exits 2 with one line, and takes the VCD and .gtkw with it (a half set of
+    # outputs would look like a finished run); a file that was there before is left alone
+    import cyclesim.views
+
+    def disk_full(res, path, **kwargs):
+        Path(path).write_text('{"traceEvents": [')  # what a writer leaves when cut off
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(cyclesim.views, "write_perfetto_files", disk_full)
+    before = tmp_path / "notes.txt"
+    before.write_text("mine")
+    vcd, trace = tmp_path / "run.vcd", tmp_path / "run.json"
+    code = main(["run", *WORKED, "--vcd", str(vcd), "--perfetto", str(trace), "--events",
+                 str(before)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == f"cyclesim: cannot write {trace}: No space left on device\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert before.read_text() == "mine"  # --events comes after --perfetto: never written
+
+
+def test_a_plot_that_fails_takes_the_plots_before_it(tmp_path, capsys, monkeypatch):
+    # the timeline (fourth of five plots) fails: breakdown, stalls and ports, written before
+    # it, go too; the plot folder the run made stays (empty)
+    import cyclesim.views.plots as plots
+
+    def disk_full(act, path, *args, **kwargs):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(plots, "plot_timeline", disk_full)
+    code = main(
+        ["run", *WORKED, "--plot", str(tmp_path / "plots"), "--vcd", str(tmp_path / "r.vcd")]
+    )
+    assert code == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from replay_helpers import WORKED
 
@@ -81,3 +82,20 @@ def test_text_report_splits_cycles_and_ranks_causes(capsys):
     text = capsys.readouterr().out
     assert "cycles                      52" in text
     assert "compute bandwidth             24" in text
+
+
+def test_the_accesses_table_keeps_long_names_apart(capsys):
+    # examples/resnet50_dram's Einsum is 'res2a_branch2c' (14 characters, the column was 12
+    # wide): its rows read 'res2a_branch2cB' until each column was sized to its names
+    root = Path(__file__).resolve().parents[1]
+    example = root / "examples" / "resnet50_dram"
+    files = [str(root / "hw_models" / "tpu_like.yaml")]
+    files += [str(example / "workload.yaml"), str(example / "mapping.yaml")]
+    assert main(["run", *files, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    rows = out.split("accesses (values / bits):\n")[1].split("\n\n")[0].splitlines()
+    assert len(rows) == 11  # A, B and Z at their memories, as the report lists them
+    for row in rows:
+        einsum, tensor, memory, action, values, bits = row.split()
+        assert einsum == "res2a_branch2c" and tensor in ("A", "B", "Z")
+        assert action in ("read", "write") and int(bits.replace(",", "")) > 0

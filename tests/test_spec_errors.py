@@ -87,7 +87,8 @@ BAD = [
         "bounds do not multiply",
         "mapping",
         ("rank: k, bound: 4", "rank: k, bound: 2"),
-        ["loop_tree[6]", "multiply to 2", "4 (the rank's size)"],
+        # the k loop's own line (loop_tree[5]), not the compute node's below it
+        ["loop_tree[5]", "multiply to 2", "4 (the rank's size)"],
     ),
     (
         "unknown tensor",
@@ -185,3 +186,27 @@ def test_cli_prints_one_message_and_no_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("cyclesim: ") and "mapping.yaml" in proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "old, new, marker, fragment",
+    [
+        # a wrong bound: the line of the loop over that rank nearest the compute node
+        ("rank: m, bound: 4", "rank: m, bound: 5", "rank: m, bound: 5", "multiply to 5 (found"),
+        # two loops over k (2 x 3 = 6): the inner one's line, and both bounds in the message
+        ("- {type: temporal, rank: k, bound: 4}",
+         "- {type: temporal, rank: k, bound: 2}\n- {type: temporal, rank: k, bound: 3}",
+         "rank: k, bound: 3", "multiply to 6 (2 x 3)"),
+        # no loop over k at all: the compute node's line
+        ("- {type: temporal, rank: k, bound: 4}\n", "", "type: compute", "multiply to 1 (found"),
+    ],
+)  # fmt: skip
+def test_bounds_that_do_not_cover_a_rank_name_the_loops_line(tmp_path, old, new, marker, fragment):
+    text = good("mapping.yaml")
+    assert text.count(old) == 1, old
+    text = text.replace(old, new)
+    with pytest.raises(SpecError) as info:
+        load_all(tmp_path, mapping=text)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if marker in t)
+    assert info.value.line == line, str(info.value)
+    assert fragment in str(info.value)

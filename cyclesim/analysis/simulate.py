@@ -176,7 +176,8 @@ class Result:
     @property
     def energy(self) -> Any:
         """Energy of the replayed counts by Einsum, component, tensor and action (the `energy`
-        column, in `architecture.energy_unit`, default pJ); None without per-action energies."""
+        column, in `architecture.energy_unit`, default pJ, also `.attrs["energy_unit"]`); None
+        without per-action energies."""
         from cyclesim.results.energy import energy_table, has_energies
 
         if not has_energies(self.architecture):

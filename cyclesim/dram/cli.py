@@ -30,13 +30,21 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from cyclesim.dram.config import load_dram_config
     from cyclesim.dram.trace import read_trace, simulate_trace
+    from cyclesim.errors import OptionError, SpecError
 
     overrides = {}
     if args.channels is not None:
         overrides["channels"] = args.channels
     if args.address_mapping is not None:
         overrides["address_mapping"] = args.address_mapping
-    config = load_dram_config(args.config, overrides)
+    try:
+        config = load_dram_config(args.config, overrides)
+    except SpecError as exc:  # a wrong --channels / --address-mapping is the option's fault
+        if exc.field not in overrides:
+            raise
+        flag = "--" + exc.field.replace("_", "-")
+        expected = f"; expected {exc.expected}" if exc.expected else ""
+        raise OptionError(f"{flag} {overrides[exc.field]}: {exc.detail}{expected}") from None
     result = simulate_trace(config, read_trace(args.trace))
     if args.json:
         from cyclesim.results.schema import versioned
@@ -45,16 +53,27 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     lat = result
-    print(f"{result.requests} requests ({result.reads} reads, {result.writes} writes) on "
-          f"{config.name}: {config.protocol}, {config.channels} channel(s) x {config.ranks} "
-          f"rank(s) x {config.banks} banks, tCK {config.tck_ns} ns")  # fmt: skip
+    print(f"{_count(result.requests, 'request')} ({_count(result.reads, 'read')}, "
+          f"{_count(result.writes, 'write')}) on {config.name}: {config.protocol}, "
+          f"{_count(config.channels, 'channel')} x {_count(config.ranks, 'rank')} x "
+          f"{config.banks} banks, tCK {config.tck_ns} ns")  # fmt: skip
     print(f"  cycles to the last data burst  {result.cycles:,}  "
           f"({result.cycles * config.tck_ns:,.1f} ns)")  # fmt: skip
-    print(f"  row-hit rate                   {result.row_hit_rate:.3f}")
+    print(f"  row-hit rate                   {result.row_hit_rate:.3f}  "
+          f"({result.row_hits:,} of {result.read_commands + result.write_commands:,} "
+          "column commands)")  # fmt: skip
     print(f"  bandwidth                      {result.bandwidth_gb_per_s:.2f} GB/s")
-    print(f"  read latency (cycles)          mean {lat.read_latency_mean:.1f}, p50 "
-          f"{lat.read_latency_p50:.0f}, p95 {lat.read_latency_p95:.0f}, max {lat.read_latency_max}")  # fmt: skip
+    if result.reads:
+        print(f"  read latency (cycles)          mean {lat.read_latency_mean:.1f}, p50 "
+              f"{lat.read_latency_p50:.0f}, p95 {lat.read_latency_p95:.0f}, max {lat.read_latency_max}")  # fmt: skip
+    else:  # no read to measure: not a latency of 0
+        print("  read latency (cycles)          - (no reads)")
     print(f"  commands                       {result.read_commands} read, {result.write_commands} "
           f"write, {result.activates} activate, {result.precharges} precharge, "
           f"{result.refreshes} refresh")  # fmt: skip
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 read', '2 reads'."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")

@@ -384,9 +384,9 @@ def _read_ini(path: Path) -> tuple[dict, dict]:
     try:
         parser.read_string(text, source=str(path))
     except configparser.Error as exc:
-        line = getattr(exc, "lineno", None)
+        message, line, found = _ini_error(exc, text.splitlines())
         raise SpecError(
-            str(exc).splitlines()[0], file=str(path), line=line, expected="INI sections and keys"
+            message, file=str(path), line=line, found=found, expected="INI sections and keys"
         ) from None
     lines = _key_lines(text)
     raw: dict = {}
@@ -399,6 +399,21 @@ def _read_ini(path: Path) -> tuple[dict, dict]:
                 raw[target] = parser.get(section, key).strip()
                 lines[target] = lines.get((section, key))
     return raw, lines
+
+
+def _ini_error(exc: configparser.Error, lines: list[str]) -> tuple[str, int | None, str | None]:
+    """configparser's complaint as (message, line, the line's text): its own text repeats the
+    file name and, for a line it cannot parse, gives no line number."""
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return "a key before the first [section]", exc.lineno, exc.line.strip()
+    if isinstance(exc, configparser.ParsingError):
+        line = exc.errors[0][0]  # (line, repr of its text)
+        return "neither a [section] nor a 'key = value' line", line, lines[line - 1].strip()
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return f"key '{exc.option}' given twice in [{exc.section}]", exc.lineno, None
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return f"section [{exc.section}] given twice", exc.lineno, None
+    return str(exc).splitlines()[0], getattr(exc, "lineno", None), None
 
 
 def _key_lines(text: str) -> dict:

@@ -71,11 +71,11 @@ class DramRun:
             "cycles": self.cycles,
             "row_hit_rate": round(self.row_hit_rate, 6),
             "bandwidth_gb_per_s": round(self.bandwidth_gb_per_s, 6),
-            "read_latency_cycles": {
-                "mean": round(self.read_latency_mean, 3),
-                "p50": self.read_latency_p50,
-                "p95": self.read_latency_p95,
-                "max": self.read_latency_max,
+            "read_latency_cycles": {  # null without reads: nothing was measured
+                "mean": round(self.read_latency_mean, 3) if self.reads else None,
+                "p50": self.read_latency_p50 if self.reads else None,
+                "p95": self.read_latency_p95 if self.reads else None,
+                "max": self.read_latency_max if self.reads else None,
             },
             "commands": {
                 "read": self.read_commands,
@@ -89,7 +89,8 @@ class DramRun:
 
 
 def read_trace(path: str | Path) -> list[Request]:
-    """Parse a DRAMsim3 trace; a bad line is refused with the file and line."""
+    """Parse a DRAMsim3 trace; a bad line is refused with the file and line, a trace without
+    requests (empty, or comments only) with the file."""
     name = str(path)
     try:
         data = Path(path).read_bytes()
@@ -126,6 +127,9 @@ def read_trace(path: str | Path) -> list[Request]:
         if len(out) > MAX_REQUESTS:
             raise SpecError("too many requests", file=name, line=number,
                             expected=f"at most {MAX_REQUESTS}")  # fmt: skip
+    if not out:  # else a report of 0 cycles and a read latency of 0, as if measured
+        raise SpecError("no requests in the trace", file=name,
+                        expected="lines '0xADDRESS READ|WRITE CYCLE'")  # fmt: skip
     return out
 
 

@@ -34,8 +34,8 @@ def has_energies(arch: Architecture) -> bool:
 
 
 def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
-    """Energy per (einsum, component, tensor, action) of one replay, in `arch.energy_unit`;
-    leak rows have einsum ''."""
+    """Energy per (einsum, component, tensor, action) of one replay, in `arch.energy_unit`
+    (also the table's `attrs["energy_unit"]`); leak rows have einsum ''."""
     rows: list[tuple] = []  # in ENERGY_COLUMNS order
     memories = {m.name: m for m in arch.memories}
     detailed = res.detailed_accesses
@@ -63,7 +63,9 @@ def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
         rows.append(("", PE_ARRAY, "", "leak", 0, cycles, cycles * compute.leak_per_cycle))
     import pandas as pd  # only when energies are given: a plain run stays free of pandas
 
-    return pd.DataFrame(rows, columns=ENERGY_COLUMNS).astype({"bits": "int64"})
+    table = pd.DataFrame(rows, columns=ENERGY_COLUMNS).astype({"bits": "int64"})
+    table.attrs["energy_unit"] = arch.energy_unit  # the table says its unit wherever it goes
+    return table
 
 
 def energy_json(table: pd.DataFrame, unit: str) -> dict:

@@ -302,9 +302,14 @@ def check_mapping(mapping: Mapping, arch: Architecture, workload: Workload) -> N
                         )
         for r, s in sizes.items():
             if product[r] != s:
+                # at the loop over r nearest the compute node (a wrong bound is on a loop's
+                # line), else at the compute node: no loop covers the rank at all
+                loops = [n for n in above if isinstance(n, (Temporal, Spatial)) and n.rank == r]
+                bounds = " x ".join(str(n.bound) for n in loops)
                 raise err(
-                    f"loop bounds over rank '{r}' above Einsum '{einsum.name}' multiply to {product[r]}",
-                    comp.path,
+                    f"loop bounds over rank '{r}' above Einsum '{einsum.name}' multiply to {product[r]}"
+                    + (f" ({bounds})" if len(loops) > 1 else ""),
+                    loops[-1].path if loops else comp.path,
                     found=product[r],
                     expected=f"{s} (the rank's size)",
                 )

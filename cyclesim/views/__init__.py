@@ -82,10 +82,14 @@ def tracing_requested(args: argparse.Namespace) -> bool:
     return any(getattr(args, k, None) for k in ("vcd", "fst", "perfetto", "plot", "events"))
 
 
+WAVES = ("vcd", "fst")  # written with a .gtkw save file beside them
+
+
 def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
     """Write every view asked for on the command line; return the files written.
 
-    Missing parent folders are made (the CLI checked beforehand that they can be).
+    Missing parent folders are made (the CLI checked beforehand that they can be). When a
+    writer fails, the files this call wrote are removed: no half set of outputs is left.
     """
     written: list[Path] = []
     for option in ("save_run", "vcd", "fst", "perfetto", "events"):
@@ -96,6 +100,29 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
             except OSError as exc:
                 flag = "--" + option.replace("_", "-")
                 raise OptionError(f"{flag} {value} cannot be written: {exc.strerror}") from None
+    new_files = [  # the files this call creates; a failing writer removes them again
+        path
+        for option in ("save_run", "vcd", "fst", "perfetto", "events")
+        if isinstance(value := getattr(args, option, None), str) and value not in ("", "-")
+        for path in (Path(value), *([Path(value).with_suffix(".gtkw")] if option in WAVES else []))
+        if not path.exists()
+    ]
+    if getattr(args, "plot", None):
+        from cyclesim.views.plots import PLOT_NAMES
+
+        pngs = (Path(args.plot) / f"{name}.png" for name in PLOT_NAMES)
+        new_files += [path for path in pngs if not path.exists()]
+    try:
+        return _write_views(args, res, written)
+    except BaseException:  # an output half written is worse than none (disk full, Ctrl-C)
+        for path in {*written, *new_files}:
+            if path.is_file():
+                path.unlink()
+        raise
+
+
+def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) -> list[Path]:
+    """write_requested's writers, in order; each appends what it wrote to `written`."""
     if getattr(args, "save_run", None):
         from cyclesim.views.saved import save_run
 
@@ -109,17 +136,19 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
     )
     progress = False if getattr(args, "no_progress", False) else None
     if args.vcd:
-        written += write_vcd_files(res, args.vcd, clock_mhz=_clock(args.arch), progress=progress)
+        written.extend(
+            write_vcd_files(res, args.vcd, clock_mhz=_clock(args.arch), progress=progress)
+        )
     if getattr(args, "fst", None):
-        written += write_vcd_files(
-            res, args.fst, clock_mhz=_clock(args.arch), progress=progress, fst=True
+        written.extend(
+            write_vcd_files(res, args.fst, clock_mhz=_clock(args.arch), progress=progress, fst=True)
         )
     if args.perfetto:
-        written += write_perfetto_files(res, args.perfetto, title=title, progress=progress)
+        written.extend(write_perfetto_files(res, args.perfetto, title=title, progress=progress))
     if args.plot:
         from cyclesim.views.plots import write_plots
 
-        written += write_plots(res, args.plot, title=title)
+        written.extend(write_plots(res, args.plot, title=title))
     if getattr(args, "events", None):
         from cyclesim.views.tables import write_events
 

@@ -27,8 +27,12 @@ CAUSE_COLORS = {
     "systolic_drain": "#9c9ede",
 }  # fmt: skip  one colour per cause (tests/views check every cause has its own)
 PHASE_COLORS = {"onload": "#9ecae1", "compute": "#2ca02c", "offload": "#3182bd"}
-_PALETTE = ("#1f77b4", "#2ca02c", "#17becf", "#bcbd22", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+# Einsums and tensors in the timeline, beside the causes in one legend: no cause's colour
+# (tab10's own were buffer_full's purple, latency's brown, bank_conflict's cyan ...)
+_PALETTE = ("#1f77b4", "#2ca02c", "#7b4173", "#8c6d31", "#aec7e8", "#98df8a", "#c5b0d5",
+            "#ffbb78", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#c7c7c7")  # fmt: skip
 _META = {"Software": None}  # no version/date stamps: same input, same bytes
+PLOT_NAMES = ("breakdown", "stalls", "ports", "timeline", "occupancy")  # write_plots' files
 BINS = 200  # time bins of the utilisation plot, whatever the run's length
 STEADY_PERIODS = 10  # PE segment periods the default timeline window shows
 STEADY_RUN = 4  # periods in a row of the common length that make a steady stretch
@@ -242,13 +246,13 @@ def plot_timeline(
            f"compute {s.einsum}" if s.state == COMPUTE else s.state) for s in within(act.pe_states)]  # fmt: skip
     rows.append(("PE array", pe, []))
     for key, bursts in act.ports.items():
-        bars = [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in within(bursts)]
+        bars = [(b.start, b.end, _color(b.tensor, colors), f"moving {b.tensor}") for b in within(bursts)]  # fmt: skip
         thin = [(b.start, b.end, "#444444", "PE array's use of a port") for b in within(act.pe_ports[key])]  # fmt: skip
         if bars or thin:
             rows.append((key, bars, thin))
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
-            bars = [(b.start, b.end, _color(b.tensor, colors), b.tensor) for b in within(transfers)]
+            bars = [(b.start, b.end, _color(b.tensor, colors), f"moving {b.tensor}") for b in within(transfers)]  # fmt: skip
             if bars:
                 rows.append((f"DMA {engine} ch{c}", bars, []))
     fig, ax = plt.subplots(figsize=(12, 0.42 * len(rows) + 1.8))
@@ -322,8 +326,7 @@ def write_plots(
     act = res.activity(window)
     whole = act.start == 0 and act.end == res.cycles
     span = steady_window(act) if whole and window is None else (act.start, act.end)
-    names = ("breakdown", "stalls", "ports", "timeline", "occupancy")
-    files = [out / f"{n}.{fmt}" for n in names]
+    files = [out / f"{n}.{fmt}" for n in PLOT_NAMES]
     suffix = f" — {title}" if title else ""
     plot_breakdown(res, files[0], f"where the {res.cycles:,} cycles went{suffix}")
     plot_stalls(res, files[1])

@@ -5,6 +5,9 @@ compute_report.csv: cycles, the four phases, non-compute cycles per cause (cause
 summing onload + stall + offload), MACs, PE utilisation.
 memory_report.csv: per memory, values and bits read and written, the average bandwidth used
 (bits per cycle over the run) and its share of the memory's ports' total width.
+With per-action energies in the architecture, both add `energy` (the run's total; each
+memory's share with its leak, empty for a memory without energies) and `energy_unit` (the
+architecture's, as `run` prints it).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pandas as pd
 
 from cyclesim.results import SimResult
 from cyclesim.results.attribution import CAUSES
+from cyclesim.results.energy import energy_table, has_energies
 from cyclesim.spec import Architecture
 
 
@@ -44,12 +48,17 @@ def compute_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.D
         reuse=res.reuse,
         isolate_einsums=res.isolate_einsums,
     )
+    if has_energies(arch):
+        row |= dict(
+            energy=float(energy_table(res, arch).energy.sum()), energy_unit=arch.energy_unit
+        )
     return pd.DataFrame([row])
 
 
 def memory_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.DataFrame:
     """One row per memory, outermost first: reads and writes (values, bits) and bandwidth used."""
     acc = res.detailed_accesses
+    energy = energy_table(res, arch) if has_energies(arch) else None
     rows = []
     for mem in arch.memories:
         mine = acc[acc["memory"] == mem.name]
@@ -71,6 +80,12 @@ def memory_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.Da
                 bandwidth_used_pct=round(100.0 * per_cycle / width, 3) if width else 0.0,
             )
         )
+        if energy is not None:
+            mine_energy = energy.loc[energy.component == mem.name, "energy"].sum()
+            given = mem.energy is not None  # a memory without energies: empty, not 0
+            rows[-1] |= dict(
+                energy=float(mine_energy) if given else None, energy_unit=arch.energy_unit
+            )
     return pd.DataFrame(rows)
 
 

@@ -132,6 +132,27 @@ def test_a_bad_config_names_file_field_and_line(tmp_path, text, field, line):
 
 
 @pytest.mark.parametrize(
+    "text, line, message",
+    [
+        # configparser says "Source contains parsing errors" with no line for these two
+        ("[dram_structure]\nprotocol = DDR4\ntiming]\nCL = 17\n", 3, "neither a [section]"),
+        ("[timing]\nCL = 17\ntRCD  17\n", 3, "neither a [section]"),
+        ("tCK = 1\n[timing]\n", 1, "a key before the first [section]"),
+        ("[timing]\nCL = 17\n\nCL = 18\n", 4, "key 'CL' given twice in [timing]"),
+        ("[timing]\nCL = 17\n[timing]\n", 3, "section [timing] given twice"),
+    ],
+)
+def test_an_ini_that_is_not_ini_names_its_line(tmp_path, text, line, message):
+    ini = tmp_path / "bad.ini"
+    ini.write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_dram_config(ini)
+    assert (info.value.file, info.value.line) == (str(ini), line)
+    assert str(info.value).startswith(f"{ini}:{line}: {message}"), str(info.value)
+    assert "While reading" not in str(info.value)  # the file is named once, in front
+
+
+@pytest.mark.parametrize(
     "text, line",
     [
         ("0x40 READ 0\n0x80 FETCHX 1\n", 2),
@@ -148,6 +169,15 @@ def test_a_bad_trace_line_is_refused_with_its_line(tmp_path, text, line):
     assert info.value.line == line
 
 
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"])
+def test_a_trace_without_requests_is_refused(tmp_path, text):
+    trace = tmp_path / "t.trace"
+    trace.write_text(text)
+    with pytest.raises(SpecError, match="no requests in the trace") as info:
+        read_trace(trace)
+    assert info.value.file == str(trace)
+
+
 def test_cli_reports_and_refuses_like_a_user_sees_it(tmp_path):
     trace = tmp_path / "t.trace"
     trace.write_text("0x0 READ 0\n0x40 READ 1\n")
@@ -158,6 +188,42 @@ def test_cli_reports_and_refuses_like_a_user_sees_it(tmp_path):
     assert json.loads(ok.stdout)["cycles"] == 46
     text = subprocess.run([*cmd, "HBM2_8Gb_x128", str(trace)], capture_output=True, text=True)
     assert text.returncode == 0 and "row-hit rate" in text.stdout
+    # two reads, counted in words a reader expects; a trace without reads has no read latency
+    assert text.stdout.startswith(
+        "2 requests (2 reads, 0 writes) on HBM2_8Gb_x128: HBM, 8 channels"
+    )
+    trace.write_text("0x0 WRITE 0\n")
+    writes = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace)], capture_output=True, text=True)
+    assert writes.stdout.startswith(
+        "1 request (0 reads, 1 write) on DDR4_8Gb_x8_2400: DDR4, 1 channel x 2 ranks x 16 banks"
+    )
+    assert "read latency (cycles)          - (no reads)" in writes.stdout
+    doc = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace), "--json"], capture_output=True,
+                         text=True)  # fmt: skip
+    assert json.loads(doc.stdout)["read_latency_cycles"] == dict.fromkeys(
+        ("mean", "p50", "p95", "max")
+    )  # null, not 0
     trace.write_bytes(b"\xff\xfe")
     bad = subprocess.run([*cmd, "DDR4_8Gb_x8_2400", str(trace)], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and str(trace) in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (
+            ["--channels", "3"],
+            "cyclesim: --channels 3: not a power of two; expected a power of two\n",
+        ),
+        (["--address-mapping", "foo"], "cyclesim: --address-mapping foo: not a permutation"),
+    ],
+)
+def test_a_wrong_override_is_the_options_fault(tmp_path, capsys, option, message):
+    # it was reported as "preset DDR4_8Gb_x8_2400: field 'channels'", as if the preset were wrong
+    from cyclesim.cli import main
+
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x0 READ 0\n")
+    assert main(["dram", "DDR4_8Gb_x8_2400", str(trace), *option]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1 and "preset" not in err

@@ -160,3 +160,20 @@ def test_a_bad_perfetto_suffix_still_writes_json(tmp_path):
     assert main(["run", *files("01_compute_bound"), "--perfetto", str(tmp_path / "t.trace"),
                  "--no-progress"]) == 0  # fmt: skip
     assert (tmp_path / "t.trace").read_text().startswith('{"otherData"')
+
+
+def test_the_timeline_legend_says_what_each_colour_is(traced, tmp_path, monkeypatch):
+    # 03_single_buffer over its whole run: the PE array computes matvec and waits (bandwidth),
+    # A's fills and Z's write-back cross the ports; a legend entry 'A' alone read like a port
+    # or a memory, so a transfer's colour is labelled 'moving <tensor>'
+    import cyclesim.views.plots as plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig))
+    res = traced("03_single_buffer")
+    plots.plot_timeline(res.activity(), tmp_path / "t.png", (0, res.cycles))
+    (fig,) = figures
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "compute matvec" in labels and "PE array's use of a port" in labels
+    assert {"moving A", "moving Z"} <= set(labels)
+    assert not {"A", "B", "Z"} & set(labels)

@@ -56,3 +56,13 @@ def test_every_cause_has_its_own_plot_colour():
     colours = [CAUSE_COLORS[c] for c in CAUSES]
     assert len(set(colours)) == len(colours)
     assert not set(colours) & set(PHASE_COLORS.values())
+
+
+def test_the_timeline_never_draws_a_tensor_in_a_causes_colour():
+    """The timeline's legend lists the PE array's causes next to the Einsums and tensors (one
+    palette colour each, in order of appearance): no palette colour may be a cause's, nor the
+    grey of the PE array's port use, nor repeat within the palette."""
+    from cyclesim.views.plots import _PALETTE, CAUSE_COLORS
+
+    assert len(set(_PALETTE)) == len(_PALETTE) >= 12
+    assert not set(_PALETTE) & {*CAUSE_COLORS.values(), "#444444"}

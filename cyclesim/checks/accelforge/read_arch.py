@@ -255,7 +255,10 @@ def _read_actions(
         fields, at = listed.get(name, ({}, where))
 
         def number(key: str, default: Any, fields=fields, at=at) -> float:
-            return field_number(fields, key, variables, at, default)
+            value = field_number(fields, key, variables, at, default)
+            if key in fields:
+                _check_action_number(key, value, at)
+            return value
 
         def cost(what: str, name=name, at=at) -> AfActionCost:
             if component_class is None:
@@ -287,17 +290,33 @@ def _read_actions(
             energy, source = action_cost.energy, source_of(action_cost, str(component_class))
         energy *= number("energy_scale", 1)
         if fields_of_component.get("energy_scale") not in (None, 1):
-            energy *= field_number(fields_of_component, "energy_scale", variables, where)
+            scale = field_number(fields_of_component, "energy_scale", variables, where)
+            _check_action_number("energy_scale", scale, where)
+            energy *= scale
+        bits_per_action = number("bits_per_action", component_bits)
+        if "bits_per_action" not in fields and "bits_per_action" in fields_of_component:
+            _check_action_number("bits_per_action", bits_per_action, where)
         actions.append(
             AfAction(
                 name=name,
                 energy_per_action=energy,
                 throughput_actions_per_cycle=throughput,
-                bits_per_action=number("bits_per_action", component_bits),
+                bits_per_action=bits_per_action,
                 energy_source=source,
             )
         )
     return tuple(actions)
+
+
+def _check_action_number(key: str, value: float, at: Where) -> None:
+    """Refuse an action's number no hardware has (a negative energy, a throughput or a
+    bits_per_action of 0), at the field's own line, before it turns into a port width."""
+    if key in ("throughput", "bits_per_action"):
+        if not value > 0 or (key == "bits_per_action" and math.isinf(value)):
+            limit = "a finite number > 0" if key == "bits_per_action" else "a number > 0 or inf"
+            raise at.child(key).error(f"{key} must be {limit}", found=value)
+    elif not (math.isfinite(value) and value >= 0):
+        raise at.child(key).error(f"{key} must be a finite number >= 0", found=value)
 
 
 def _read_container(raw: TaggedNode, where: Where, variables: dict[str, Any]) -> AfContainer:
@@ -375,7 +394,7 @@ def _read_compute(
     _refuse_common(fields, where)
     actions = _read_actions(
         fields.get("actions"),
-        where,
+        where.named(name),
         variables,
         ("compute",),
         {**fields, "bits_per_action": 1},
