@@ -85,12 +85,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             ff.jumps,
         )
     args.title = f"{workload.name} on {arch.name}, mapping {mapping.name}"  # plots, Perfetto
-    _write_views(args, res)
-    if getattr(args, "csv", None):
-        from cyclesim.views.summary_csv import write_summary_csv
-
-        for path in write_summary_csv(res, arch, args.csv, run=mapping.name):
-            log.info("wrote %s", path)
+    args.architecture, args.run_name = arch, mapping.name  # --csv summaries
+    for path in _write_views(args, res):
+        log.info("wrote %s", path)
     from cyclesim.report import energy_section
     from cyclesim.results.energy import energy_json, energy_table, has_energies
 
@@ -121,7 +118,7 @@ def _trace_filter(args: argparse.Namespace):
     return TraceFilter(start, end, only)
 
 
-def _write_views(args: argparse.Namespace, res) -> None:
+def _write_views(args: argparse.Namespace, res) -> list:
     """Trace files and plots requested on the command line (views read the SimResult)."""
     try:
         from cyclesim.views import write_requested
@@ -132,8 +129,8 @@ def _write_views(args: argparse.Namespace, res) -> None:
             or getattr(args, "plot", None)
         ):
             raise CyclesimError("trace views are not available in this build") from None
-        return
-    write_requested(args, res)
+        return []
+    return write_requested(args, res)
 
 
 def build_parser() -> argparse.ArgumentParser:

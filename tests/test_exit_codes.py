@@ -105,3 +105,17 @@ def test_a_plot_that_fails_takes_the_plots_before_it(tmp_path, capsys, monkeypat
     assert code == 2
     assert "No space left on device" in capsys.readouterr().err
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_a_csv_summary_that_cannot_be_written_takes_the_traces_with_it(tmp_path, capsys):
+    # --csv is the last writer: compute_report.csv is already a folder (a user's mistake), so
+    # the summaries fail after the VCD and its .gtkw were written; the run exits 2 with one
+    # line and leaves no half set of outputs (the folder that was there stays)
+    (tmp_path / "rep" / "compute_report.csv").mkdir(parents=True)
+    vcd = tmp_path / "run.vcd"
+    code = main(
+        ["run", *WORKED, "--no-progress", "--vcd", str(vcd), "--csv", str(tmp_path / "rep")]
+    )
+    assert code == 2
+    assert "compute_report.csv" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []

@@ -112,8 +112,15 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
 
         pngs = (Path(args.plot) / f"{name}.png" for name in PLOT_NAMES)
         new_files += [path for path in pngs if not path.exists()]
+    if getattr(args, "csv", None):
+        from cyclesim.views.summary_csv import CSV_NAMES
+
+        tables = (Path(args.csv) / name for name in CSV_NAMES)
+        new_files += [path for path in tables if not path.exists()]
     try:
-        return _write_views(args, res, written)
+        _write_views(args, res, written)
+        _write_summaries(args, res, written)
+        return written
     except BaseException:  # an output half written is worse than none (disk full, Ctrl-C)
         for path in {*written, *new_files}:
             if path.is_file():
@@ -155,6 +162,15 @@ def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) 
         write_events(res, args.events)
         written.append(Path(args.events))
     return written
+
+
+def _write_summaries(args: argparse.Namespace, res: SimResult, written: list[Path]) -> None:
+    """--csv: the SCALE-Sim-like summaries (they need the architecture's spec: args.architecture)."""
+    if getattr(args, "csv", None):
+        from cyclesim.views.summary_csv import write_summary_csv
+
+        run = getattr(args, "run_name", None) or Path(args.mapping).stem
+        written.extend(write_summary_csv(res, args.architecture, args.csv, run=run))
 
 
 def write_vcd_files(

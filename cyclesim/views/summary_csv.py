@@ -89,13 +89,16 @@ def memory_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.Da
     return pd.DataFrame(rows)
 
 
+CSV_NAMES = ("compute_report.csv", "memory_report.csv")
+
+
 def write_summary_csv(
     res: SimResult, arch: Architecture, directory: str | Path, run: str = "run"
 ) -> list[Path]:
     """Write compute_report.csv and memory_report.csv into directory; return their paths."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "compute_report.csv", out / "memory_report.csv"]
+    paths = [out / name for name in CSV_NAMES]
     compute_report(res, arch, run).to_csv(paths[0], index=False)
     memory_report(res, arch, run).to_csv(paths[1], index=False)
     return paths
