@@ -1,0 +1,113 @@
+"""Fast-forward's record copies: a period's records appended K more times, shifted.
+
+Timelines, grants, PE waits and the trace repeat the period between two equal snapshots,
+times moved by whole periods and tiles and segments by the tiles and segments per period.
+"""
+
+from __future__ import annotations
+
+from itertools import chain, islice, repeat
+from operator import add
+from typing import TYPE_CHECKING
+
+from cyclesim.engine.record import S_SLOT, S_USES
+
+if TYPE_CHECKING:
+    from cyclesim.engine.fastforward_snapshot import Snapshot
+
+
+def replicate(r, a: Snapshot, b: Snapshot, K: int, tile_shift: tuple, step: int) -> None:
+    """Append the records of the period from a to b K more times, shifted by whole periods:
+    times by P, each node's tiles by tile_shift, PE segments by step (the replay runs with
+    the cyclic garbage collector paused: engine/loop.py)."""
+    rec, fabric = r.rec, r.fabric
+    ma, mb = a.marks, b.marks
+    P = b.time - a.time
+    dt = K * P
+    for tls, name in ((rec.fill_tl, "fill_tl"), (rec.drain_tl, "drain_tl")):
+        for node, tl in enumerate(tls):
+            part = tl[ma[name][node] : mb[name][node]]
+            if part:
+                d = tile_shift[node]
+                per = [d if state in (S_SLOT, S_USES) else 0 for _, state, _ in part]
+                tl += _copies(part, K, {0: P}, {2: per} if d else None)
+    for key, grants in rec.grants.items():
+        n0, n1 = ma["grants"][key], mb["grants"][key]
+        live = None
+        if fabric.holder[key] is not None:  # held at a too (same state): its grant is open
+            live = grants.pop()  # ... and the one open at a is the period's first
+            n0, n1 = n0 - 1, n1 - 1
+        if n1 > n0:
+            grants += map(list, _copies(grants[n0:n1], K, {0: P, 1: P}))
+        if live is not None:
+            live[0] += dt
+            grants.append(live)
+    lists = ma["lists"], mb["lists"]
+    part = rec.pe_waits[lists[0]["pe_waits"] : lists[1]["pe_waits"]]
+    if part:
+        per = [tile_shift[w[2]] for w in part]
+        rec.pe_waits += _copies(part, K, {0: P, 1: P}, {4: per})
+    if rec.pe_segments is not None:
+        part = rec.pe_segments[lists[0]["pe_segments"] : lists[1]["pe_segments"]]
+        if part:
+            rec.pe_segments += _copies(part, K, {0: P, 1: P, 3: step})
+    if rec.transfers is not None:
+        part = rec.transfers[lists[0]["transfers"] : lists[1]["transfers"]]
+        if part:
+            per = [tile_shift[x[2]] for x in part]
+            rec.transfers += _copies(part, K, {0: P, 1: P}, {4: per})
+    if rec.occupancy is not None:
+        part = rec.occupancy[lists[0]["occupancy"] : lists[1]["occupancy"]]
+        if part:
+            rec.occupancy += _copies(part, K, {0: P})
+    if rec.systolic_spans is not None:  # (start, end, leaf, 'fill' | 'drain') per fold
+        part = rec.systolic_spans[lists[0]["systolic_spans"] : lists[1]["systolic_spans"]]
+        if part:
+            rec.systolic_spans += _copies(part, K, {0: P, 1: P})
+    # who finished each tile last: tiles done in the period repeat K times; the ones in use
+    # now are in use K periods later
+    lf = rec.last_finisher
+    new = mb["finishers"] - ma["finishers"]
+    keys = list(islice(reversed(lf), new)) if new else []
+    done = set(keys)
+    for node, in_use in enumerate(ma["in_use"]):
+        done.update((node, k) for k in in_use)
+    in_use_now = {(node, k) for node, s in enumerate(mb["in_use"]) for k in s}
+    copies = {}
+    for node, k in done - in_use_now:
+        d = tile_shift[node]
+        if d:
+            who = lf.get((node, k))
+            if who is not None:
+                for j in range(1, K + 1):
+                    copies[(node, k + j * d)] = who
+    for node, k in in_use_now:
+        d = tile_shift[node]
+        if d and (node, k) in lf:
+            copies[(node, k + K * d)] = lf[(node, k)]
+    lf.update(copies)
+
+
+def _copies(part: list, K: int, steps: dict, shifts: dict | None = None) -> list:
+    """Records part repeated K times: period j adds j * steps[c] to every row's column c (times,
+    segments) and j * shifts[c][row] to a row's column c (tiles; rows with 0 may hold anything
+    there). Whole columns are made by map and zip; only the rows with a tile are rebuilt."""
+    n = len(part)
+    columns = []
+    for c, col in enumerate(zip(*part, strict=True)):
+        step = steps.get(c)
+        if step:
+            columns.append(
+                chain.from_iterable([map(add, col, repeat(j * step, n)) for j in range(1, K + 1)])
+            )
+        else:
+            columns.append(col * K)
+    out = list(zip(*columns, strict=True))
+    for c, per in (shifts or {}).items():
+        rows = [(i, d) for i, d in enumerate(per) if d]
+        for j in range(1, K + 1):
+            base = (j - 1) * n
+            for i, d in rows:
+                row = out[base + i]
+                out[base + i] = (*row[:c], row[c] + j * d, *row[c + 1 :])
+    return out
