@@ -6,8 +6,9 @@ times moved by whole periods and tiles and segments by the tiles and segments pe
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import chain, islice, repeat
-from operator import add
+from operator import add, mul
 from typing import TYPE_CHECKING
 
 from cyclesim.engine.record import S_SLOT, S_USES
@@ -79,8 +80,8 @@ def replicate(r, a: Snapshot, b: Snapshot, K: int, tile_shift: tuple, step: int)
         if d:
             who = lf.get((node, k))
             if who is not None:
-                for j in range(1, K + 1):
-                    copies[(node, k + j * d)] = who
+                tiles = range(k + d, k + K * d + 1, d)
+                copies.update(zip(zip(repeat(node), tiles), repeat(who)))
     for node, k in in_use_now:
         d = tile_shift[node]
         if d and (node, k) in lf:
@@ -88,26 +89,29 @@ def replicate(r, a: Snapshot, b: Snapshot, K: int, tile_shift: tuple, step: int)
     lf.update(copies)
 
 
-def _copies(part: list, K: int, steps: dict, shifts: dict | None = None) -> list:
+def _copies(part: list, K: int, steps: dict, shifts: dict | None = None) -> Iterator[tuple]:
     """Records part repeated K times: period j adds j * steps[c] to every row's column c (times,
     segments) and j * shifts[c][row] to a row's column c (tiles; rows with 0 may hold anything
-    there). Whole columns are made by map and zip; only the rows with a tile are rebuilt."""
+    there). Columns are made whole by map and chain, rows by one zip at the end."""
     n = len(part)
     columns = []
     for c, col in enumerate(zip(*part, strict=True)):
         step = steps.get(c)
+        per = shifts.get(c) if shifts else None
         if step:
-            columns.append(
-                chain.from_iterable([map(add, col, repeat(j * step, n)) for j in range(1, K + 1)])
-            )
+            offsets = chain.from_iterable([repeat(j * step, n) for j in range(1, K + 1)])
+            columns.append(map(add, col * K, offsets))
+        elif per is not None and all(per):  # every row holds a tile
+            offsets = chain.from_iterable([map(mul, per, repeat(j, n)) for j in range(1, K + 1)])
+            columns.append(map(add, col * K, offsets))
+        elif per is not None:  # some rows hold a tile: those move, the others are copied
+            rows = [(i, d) for i, d in enumerate(per) if d]
+            cur, out = list(col), []
+            for _ in range(K):
+                for i, d in rows:
+                    cur[i] += d
+                out += cur
+            columns.append(out)
         else:
             columns.append(col * K)
-    out = list(zip(*columns, strict=True))
-    for c, per in (shifts or {}).items():
-        rows = [(i, d) for i, d in enumerate(per) if d]
-        for j in range(1, K + 1):
-            base = (j - 1) * n
-            for i, d in rows:
-                row = out[base + i]
-                out[base + i] = (*row[:c], row[c] + j * d, *row[c + 1 :])
-    return out
+    return zip(*columns, strict=True)
