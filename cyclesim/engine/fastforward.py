@@ -40,7 +40,7 @@ from math import gcd, prod
 from cyclesim.engine.fastforward_jump import grant_jump, jump
 from cyclesim.engine.fastforward_snapshot import Snapshot, Unknown, Watched, describe, marks
 from cyclesim.engine.record import FOREVER
-from cyclesim.engine.state import DONE, RUN
+from cyclesim.engine.state import DONE, PARENT, PIPE, RUN, USES
 from cyclesim.engine.tiles import entry_classifier
 
 MIN_BOUND = 4  # a loop with fewer iterations has no room for two snapshots and a skip
@@ -304,6 +304,8 @@ class FastForward:
                     return self._miss("first visit", 0)
                 if not is_fill:
                     top -= d  # a final write-back differs from a partial one
+                    if st.stage in (USES, PIPE, PARENT):
+                        top += 1  # ... its entry st.k decides which only after these waits
             most = min(most, (top - x2) // (m * d))
         return most if most > 0 else self._miss("end of loop", 0)
 
