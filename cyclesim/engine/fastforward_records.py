@@ -39,7 +39,7 @@ def replicate(r, a: Snapshot, b: Snapshot, K: int, tile_shift: tuple, step: int)
             live = grants.pop()  # ... and the one open at a is the period's first
             n0, n1 = n0 - 1, n1 - 1
         if n1 > n0:
-            grants += map(list, _copies(grants[n0:n1], K, {0: P, 1: P}))
+            grants += _copies(grants[n0:n1], K, {0: P, 1: P})  # closed: tuples
         if live is not None:
             live[0] += dt
             grants.append(live)
@@ -74,14 +74,25 @@ def replicate(r, a: Snapshot, b: Snapshot, K: int, tile_shift: tuple, step: int)
     for node, in_use in enumerate(ma["in_use"]):
         done.update((node, k) for k in in_use)
     in_use_now = {(node, k) for node, s in enumerate(mb["in_use"]) for k in s}
-    copies = {}
+    by_node: dict[int, tuple[list, list]] = {}  # node -> its tiles done, who finished each
     for node, k in done - in_use_now:
+        who = lf.get((node, k)) if tile_shift[node] else None
+        if who is not None:
+            tiles, whos = by_node.setdefault(node, ([], []))
+            tiles.append(k)
+            whos.append(who)
+    copies = {}
+    for node, (tiles, whos) in by_node.items():
         d = tile_shift[node]
-        if d:
-            who = lf.get((node, k))
-            if who is not None:
-                tiles = range(k + d, k + K * d + 1, d)
-                copies.update(zip(zip(repeat(node), tiles), repeat(who)))
+        if K <= len(tiles):  # many tiles, few periods: one period at a time
+            for j in range(1, K + 1):
+                copies.update(
+                    zip(zip(repeat(node), map(add, tiles, repeat(j * d))), whos, strict=True)
+                )
+        else:  # a few tiles over many periods: one tile at a time
+            for k, who in zip(tiles, whos, strict=True):
+                later = range(k + d, k + K * d + 1, d)
+                copies.update(zip(zip(repeat(node), later), repeat(who)))
     for node, k in in_use_now:
         d = tile_shift[node]
         if d and (node, k) in lf:
