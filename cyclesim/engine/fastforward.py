@@ -307,7 +307,11 @@ class FastForward:
                     if st.stage in (USES, PIPE, PARENT):
                         top += 1  # ... its entry st.k decides which only after these waits
             most = min(most, (top - x2) // (m * d))
-        return most if most > 0 else self._miss("end of loop", 0)
+        if most > 0:
+            return most
+        # later pairs in this pass over L end sooner still: no more snapshots until the next
+        lv.wait = bound - 1 - b.g // period % bound
+        return self._miss("end of loop", 0)
 
     def _miss(self, why: str, value):
         """Count why a snapshot pair did not lead to a jump (for diagnostics and tests)."""
