@@ -266,7 +266,8 @@ class FastForward:
         Every process's entry from a's to the resume point stays in one iteration of the loop
         above L (the PE array's segment and every tile of a node below L), and outputs whose
         values L does not index keep to the revisits (no first visit at a, no final write-back
-        before the resume point). Frozen tiles keep at least one use left.
+        before the resume point: a write-back still waiting to start may stand at the first
+        final entry). Frozen tiles keep at least one use left.
         """
         bound, period = lv.bound, lv.period
         block = period * bound  # segments per iteration of the loop above L
