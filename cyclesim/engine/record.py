@@ -57,9 +57,8 @@ class Recorder:
 
     fill_tl: list[list[tuple]] = field(default_factory=list)  # per node: [(t, state, info)]
     drain_tl: list[list[tuple]] = field(default_factory=list)
-    grants: dict[str, list[list]] = field(
-        default_factory=dict
-    )  # port -> [[start, end, who, tensor]]
+    # port -> [(start, end, who, tensor)]; the open grant is a list [start, None, who, tensor]
+    grants: dict[str, list] = field(default_factory=dict)
     # (start, end, node, kind, key): the PE array's wait for a segment, charged to its binding
     # tile (the one ready last); key is the tile ('resident') or the part key ('produced')
     pe_waits: list[tuple] = field(default_factory=list)

@@ -9,17 +9,16 @@ Everything is clipped to a cycle window.
 
 from __future__ import annotations
 
-import gc
 import heapq
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
 from cyclesim.engine.fabric import PE
+from cyclesim.engine.loop import gc_paused  # (re-exported: views never import the engine)
 from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH, FOREVER, S_DMA
 from cyclesim.errors import TraceError
 from cyclesim.results.attribution import SPATIAL, SYSTOLIC_DRAIN, SYSTOLIC_FILL, StallSpan
@@ -274,22 +273,6 @@ def _spread(bursts: list[int], durations: list[int]) -> list[int]:
         out.append(sum(bursts[done:upto]))
         done = upto
     return out
-
-
-@contextmanager
-def gc_paused():
-    """Pause the cyclic garbage collector while building many small acyclic records.
-
-    With millions of live objects each automatic collection walks them all; the records made
-    here hold no cycles, so pausing it changes nothing but the time (a third of it).
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def build_activity(res, window: tuple[int, int] | None = None) -> Activity:

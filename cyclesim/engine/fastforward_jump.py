@@ -1,0 +1,164 @@
+"""Fast-forward's jump: shift the replay's state by K periods that repeat a snapshot pair's.
+
+The clock and queued events, process states and tile tables, revisit marks, round-robin order
+and accumulators move by whole periods with arithmetic; the period's records are copied by
+engine/fastforward_records.py.
+"""
+
+from __future__ import annotations
+
+from cyclesim.engine.fastforward_records import replicate
+from cyclesim.engine.fastforward_snapshot import COUNTDOWNS, TABLES, Snapshot
+from cyclesim.engine.state import DRAINED, PARENT
+
+
+def jump(
+    r,
+    active: list,
+    classifiers: list,
+    per_iteration: tuple,
+    period: int,
+    a: Snapshot,
+    b: Snapshot,
+    K: int,
+) -> tuple[int, int]:
+    """Skip K periods of a level L, as if they had run; return (cycles, segments) skipped.
+
+    per_iteration: per node, tiles per iteration of L (0: frozen); period: segments per
+    iteration of L; active: (node, state, is the fill) per process; classifiers: per node,
+    tiles.entry_classifier."""
+    env, rec, fabric = r.env, r.rec, r.fabric
+    P = b.time - a.time
+    dt = K * P
+    m = (b.g - a.g) // period  # iterations of L per period
+    below = tuple(m * d for d in per_iteration)  # tiles per period
+    # the clock and the queue: a uniform shift keeps the heap's order
+    env._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in env._queue]
+    env._now += dt
+    # the processes
+    moved = {}  # output node -> is the fill -> (its state, entry at b)
+    for n, st, is_fill in active:
+        d = below[n.index]
+        st.start += dt
+        if st.xfer is not None:
+            st.xfer.shift(dt)
+        if d:
+            old = st.k
+            st.k += K * d
+            if st.prev is not None:
+                st.prev += K * d
+            if n.output_role:
+                moved.setdefault(n.index, {})[is_fill] = (st, old)
+    pe = r.pe_state
+    pe.g += K * m * period
+    pe.start += dt
+    # tile tables
+    for t, d in zip(r.tiles, below, strict=True):
+        if d:
+            for name in TABLES + COUNTDOWNS:
+                _rekey(getattr(t, name), K * d)
+            _rekey(t.produced, K * d)
+    for node, states in moved.items():
+        _visits(r.tiles[node], classifiers[node], states, K * below[node])
+    for (node, name, k), v in b.countdowns.items():
+        drop = a.countdowns[(node, name, k)] - v
+        if drop:
+            getattr(r.tiles[node], name)[k] = v - K * drop
+    _shift_round_robin(fabric, b.recent, dt)
+    # accumulators: K more periods
+    ma, mb = a.marks, b.marks
+    for key, cell in r.counts.items():
+        v0, b0 = ma["counts"].get(key, (0, 0))
+        v1, b1 = mb["counts"][key]
+        cell[0] += K * (v1 - v0)
+        cell[1] += K * (b1 - b0)
+    for table, name in ((rec.spatial, "spatial"), (rec.systolic, "systolic")):
+        for key, cur in table.items():
+            c0, _, l0 = ma[name].get(key, (0, None, None))
+            c1, _, l1 = mb[name][key]
+            if c1 != c0 or l1 != l0:
+                cur[0] += K * (c1 - c0)
+                cur[2] += dt
+    for key, sk in pe.kinds.items():
+        sk.runs += K * (mb["runs"][key] - ma["runs"].get(key, 0))
+    segments = mb["segments"] - ma["segments"]
+    r.segments_done += K * segments
+    replicate(r, a, b, K, below, m * period)
+    return dt, K * segments
+
+
+def grant_jump(r, a: Snapshot, b: Snapshot, K: int) -> int:
+    """Skip K periods inside transfers: time, burst indices, grants and timelines; return the
+    cycles skipped."""
+    env = r.env
+    P = b.time - a.time
+    dt = K * P
+    env._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in env._queue]
+    env._now += dt
+    for xa, xb in zip(a.marks["xfers"], b.marks["xfers"], strict=True):
+        if xb is not None:
+            x, moved = xb[0], K * (xb[1] - xa[1])
+            x.shift(dt)
+            x.i += moved
+            x.j += moved
+    _shift_round_robin(r.fabric, b.recent, dt)
+    replicate(r, a, b, K, tuple(0 for _ in r.plan.nodes), 0)
+    return dt
+
+
+def _visits(t, classifiers: tuple, moved: dict, shift: int) -> None:
+    """Bring an output node's revisit tables to the entries its processes jumped to.
+
+    The write-back marks the partial sums of each entry it passed as drained; the fill
+    records each entry it passed as the latest visit of its values and takes the drained
+    mark of the previous visit (a mark is always made before it is taken). A waiter in
+    `drained` moves with the entries. moved: is the fill -> (state, entry at b).
+    """
+    drained = t.drained
+    waiters = []  # the fill's, if it waits for `drained` (nobody else does)
+    if True in moved and moved[True][0].stage == DRAINED:
+        key = moved[True][0].prev - shift
+        if drained.get(key, True) is not True:
+            waiters.append((key, drained.pop(key)))
+    if False in moved:
+        st, old = moved[False]
+        final = classifiers[1]
+        for x in range(old, st.k):
+            if not final(x):
+                drained[x] = True
+    if True in moved:
+        st, old = moved[True]
+        first_and_key = classifiers[0]
+        last_visit = t.last_visit
+        # the fill takes an entry's mark after its waits for the parent and `drained`
+        taken = st.stage not in (PARENT, DRAINED)
+        if not taken and st.prev is not None:  # entry `old` took its mark during the skip
+            drained.pop(st.prev - shift, None)
+        for x in range(old + 1, st.k + 1):
+            first, key = first_and_key(x)
+            prev = last_visit.get(key)
+            last_visit[key] = x
+            if not first and prev is not None and (x < st.k or taken):
+                drained.pop(prev, None)
+    for k, v in waiters:
+        drained[k + shift] = v
+
+
+def _shift_round_robin(fabric, recent: int, dt: int) -> None:
+    """The fabric's round-robin order: recent grants move with the clock, old ones stay."""
+    last_grant = fabric.last_grant
+    for who, v in last_grant.items():
+        if v >= recent:
+            last_grant[who] = v + dt
+    for w in fabric.waiting:
+        if w[0] >= recent:
+            w[0] += dt
+
+
+def _rekey(table: dict, shift: int) -> None:
+    """Shift every key of a tile table, in place (processes hold the dict) and in order."""
+    if not table or not shift:
+        return
+    items = list(table.items())
+    table.clear()
+    table.update((k + shift, v) for k, v in items)
