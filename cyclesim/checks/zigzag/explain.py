@@ -216,14 +216,13 @@ def explain(
 
 def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
     """One sentence per word-access row where the sources differ, naming its mechanism."""
-    from cyclesim.checks.zigzag.to_spec import padded_dims, replicated_memories
+    from cyclesim.checks.zigzag.to_spec import padded_dims
 
     out: list[str] = []
     psum_down = (DataDirection.WRITTEN_FROM_ABOVE, DataDirection.READ_TO_BELOW)
     layer = inputs.layer
     out_op = layer.output_operand
     padded = padded_dims(inputs)
-    copies = replicated_memories(inputs)
     relations = {rel.target: rel for rel in layer.relations}
 
     def indexed(op: str, dims: set[str]) -> bool:
@@ -275,12 +274,6 @@ def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
                 f"{where}: input padding: ZigZag clips {row.operand}'s extent to "
                 + ", ".join(f"{t} {size}" for t, size in clipped)
                 + f" (the padded border is never stored); the replay moves every index its loops span, {values}"
-            )
-        elif row.memory in copies and row.direction == DataDirection.WRITTEN_FROM_ABOVE:
-            out.append(
-                f"{where}: {row.memory} is shared across {', '.join(copies[row.memory])} in ZigZag; the "
-                f"replay keeps one copy per position (one multicast read fills them all) and counts "
-                f"every copy's write, {values}"
             )
         elif row.replay is None and row.replay_values == round(row.model_values):
             out.append(

@@ -10,8 +10,10 @@
   (`model.double_buffer_flags`), so single buffering is played out where ZigZag assumed it.
 * The per-operand level lists become one loop tree: the flat loop order (identical for every
   operand, checked on input) with a storage node where an operand's memory level ends, and each
-  spatial loop placed below every memory shared across its array dimension and above every one
-  that is not. What has no such place is refused with a message naming it.
+  spatial loop placed just above the outermost memory that has one instance per position of its
+  array dimension. A memory shared across that dimension but holding fewer loops sits below the
+  spatial loop in the tree; the plan moves the loop below it for that memory's operand only
+  (one instance serving every position, as ZigZag counts it), not for the others.
 """
 
 from __future__ import annotations
@@ -58,14 +60,10 @@ class ImportedSpec:
 
 
 def to_architecture(
-    inputs: ZigZagInputs,
-    double_buffered: dict[tuple[str, str], bool],
-    replicated: dict[str, tuple[str, ...]] | None = None,
+    inputs: ZigZagInputs, double_buffered: dict[tuple[str, str], bool]
 ) -> Architecture:
-    """ZigZag memories and ports as a cyclesim Architecture (outermost memory first);
-    `replicated` memories get one instance per position of those array dims (`Placement`)."""
+    """ZigZag memories and ports as a cyclesim Architecture (outermost memory first)."""
     acc, links = inputs.accelerator, inputs.mapping
-    replicated = replicated or {}
     memories = []
     for memory in reversed(acc.memories):
         tensors = tuple(
@@ -93,12 +91,11 @@ def to_architecture(
                     )
                 )
         doubled = tuple(t for t in tensors if double_buffered.get((t, memory.name), False))
-        copies = replicated.get(memory.name, ())
         memories.append(
             Memory(
                 memory.name,
                 memory.size_bits,
-                tuple(d for d in _served(acc, memory) if d not in copies),
+                _served(acc, memory),
                 tensors,
                 doubled,
                 tuple(ports),
@@ -144,11 +141,6 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
     return Workload((einsum,), tuple(tensors), layer.name, layer.file)
 
 
-def replicated_memories(inputs: ZigZagInputs) -> dict[str, tuple[str, ...]]:
-    """Memories the replay copies per position of array dims ZigZag shares them across."""
-    return dict(_placement(inputs).replicated)
-
-
 def padded_dims(inputs: ZigZagInputs) -> tuple[tuple[str, int, int], ...]:
     """(dim, loop size, padded size) of every loop the replay pads to whole spatial steps."""
     layer, mapping = inputs.layer, inputs.mapping
@@ -164,19 +156,19 @@ class Placement:
     """Where the loop tree puts each operand's memory levels and each array dimension's unrolling.
 
     `stores`: (loops below it, hierarchy index, memory, operand) per memory level of an operand;
-    `spatial_at`: array dim -> number of temporal loops below its spatial loops; `replicated`:
-    memory -> array dims it is shared across in ZigZag but given one copy per position in the
-    replay, because it holds fewer loops than a per-position memory of another operand and no
-    unrolled dim indexes what it holds (the copies are filled by one multicast read).
+    `spatial_at`: array dim -> number of temporal loops below its spatial loops: just above the
+    outermost memory level that has one instance per position of that dim. A memory shared
+    across the dim may sit below that point (it holds fewer loops than another operand's
+    per-position memory): the plan then moves the spatial loop below it for its own operand
+    only (`schedule.plan._tensor_view`), as ZigZag places the unrolling per operand.
     """
 
     stores: tuple[tuple[int, int, str, str], ...]
     spatial_at: dict[str, int]
-    replicated: dict[str, tuple[str, ...]]
 
 
 def _placement(inputs: ZigZagInputs) -> Placement:
-    """The placement of memory levels and unrollings; raise SpecError where none exists."""
+    """The placement of memory levels and unrollings."""
     acc, layer, tm = inputs.accelerator, inputs.layer, inputs.temporal_mapping
     assert tm is not None
     stores: list[tuple[int, int, str, str]] = []
@@ -187,33 +179,13 @@ def _placement(inputs: ZigZagInputs) -> Placement:
             below += len(levels[m])
             stores.append((below, acc.memories.index(memory), memory.name, op))
     served = {m.name: _served(acc, m) for m in acc.memories}
-    held: dict[str, list[str]] = {}
-    for _, _, name, op in stores:
-        held.setdefault(name, []).append(op)
-    spatial_at: dict[str, int] = {}
-    replicated: dict[str, tuple[str, ...]] = {}
-    for array_dim, loops in inputs.mapping.spatial:
-        per_pe = [pos for pos, _, name, _ in stores if array_dim not in served[name]]
-        shared = [(pos, name) for pos, _, name, _ in stores if array_dim in served[name]]
-        place = max(per_pe, default=0)
-        unrolled = {dim for dim, _ in loops}
-        below = [(pos, name) for pos, name in shared if pos < place]
-        clash = [(pos, name) for pos, name in below if _indexed_by(inputs, held[name], unrolled)]
-        if clash:
-            inner = next(
-                name for pos, _, name, _ in stores if pos == place and array_dim not in served[name]
-            )
-            raise SpecError(
-                f"the {array_dim} unrolling cannot be placed: memory '{clash[0][1]}' is shared across {array_dim} "
-                f"and holds data indexed by the unrolled {', '.join(sorted(unrolled))}, but holds fewer "
-                f"loops than '{inner}', which has one instance per {array_dim} position",
-                file=tm.file,
-            )
-        for _, name in below:
-            if array_dim not in replicated.get(name, ()):
-                replicated[name] = replicated.get(name, ()) + (array_dim,)
-        spatial_at[array_dim] = place
-    return Placement(tuple(stores), spatial_at, replicated)
+    spatial_at = {
+        array_dim: max(
+            (pos for pos, _, name, _ in stores if array_dim not in served[name]), default=0
+        )
+        for array_dim, _ in inputs.mapping.spatial
+    }
+    return Placement(tuple(stores), spatial_at)
 
 
 def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workload) -> Mapping:
@@ -226,10 +198,7 @@ def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workl
     order = tm.flat_order(layer.operands[0])  # innermost first, identical for every operand
     placement = _placement(inputs)
     stores, spatial_at = placement.stores, placement.spatial_at
-    served = {
-        m.name: tuple(d for d in _served(acc, m) if d not in placement.replicated.get(m.name, ()))
-        for m in acc.memories
-    }
+    served = {m.name: _served(acc, m) for m in acc.memories}
     nodes: list = []
     for position in range(len(order), -1, -1):
         here = sorted((s for s in stores if s[0] == position), key=lambda s: -s[1])
@@ -263,19 +232,6 @@ def _served(acc, memory) -> tuple[str, ...]:
     if memory is acc.memories[-1]:
         return tuple(acc.array_dimensions)
     return memory.served_dimensions
-
-
-def _indexed_by(inputs: ZigZagInputs, operands: list[str], dims: set[str]) -> bool:
-    """True if some of `dims` indexes one of the operands (directly or through a relation)."""
-    layer = inputs.layer
-    relations = {rel.target: rel for rel in layer.relations}
-    for op in operands:
-        for dim in layer.dims_of(op):
-            rel = relations.get(dim)
-            used = {rel.first_dim, rel.second_dim} if rel else {dim}
-            if used & dims:
-                return True
-    return False
 
 
 def _with_path(node, index: int):
@@ -348,6 +304,6 @@ def import_zigzag(
         raise SpecError(
             "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
         )
-    architecture = to_architecture(inputs, double_buffered, _placement(inputs).replicated)
+    architecture = to_architecture(inputs, double_buffered)
     workload = to_workload(inputs)
     return ImportedSpec(architecture, workload, to_mapping(inputs, architecture, workload))
