@@ -291,6 +291,19 @@ def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
                 f"included; the replay starts each output at zero and reads nothing on the first "
                 f"visit: {values}"
             )
+        elif (
+            row.operand == out_op
+            and row.direction in (DataDirection.WRITTEN_FROM_BELOW, DataDirection.READ_TO_ABOVE)
+            and row.replay_values == round(row.model_values)
+            and row.replay is not None
+            and row.replay < row.analytical
+        ):
+            out.append(
+                f"{where}: precision: the same {row.replay_values:,} values move in both; the replay "
+                f"writes each output's last visit at its final width ({layer.final_output_precision_bits} b, "
+                f"O_final), ZigZag counts every write-back of this link at the partial-sum width "
+                f"({layer.precision(out_op)} b) because reduction loops remain above the level"
+            )
         elif row.replay_values > row.model_values:
             out.append(
                 f"{where}: the replay refills this tile more often than ZigZag's period count (a "
