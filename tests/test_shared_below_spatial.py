@@ -73,9 +73,7 @@ PER_OPERAND = _tree(
 
 def _nodes(arch: dict, workload: dict, mapping: dict) -> dict:
     plan = build_plan(*inputs_from_dicts(arch, workload, mapping))
-    return {
-        n.label(): (n.instances, n.tile_values, n.union_values, n.entries) for n in plan.nodes
-    }
+    return {n.label(): (n.instances, n.tile_values, n.union_values, n.entries) for n in plan.nodes}
 
 
 def test_a_shared_accumulator_below_the_spatial_loop_is_one_instance_serving_both_positions(

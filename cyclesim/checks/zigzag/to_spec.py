@@ -64,10 +64,11 @@ def to_architecture(
 ) -> Architecture:
     """ZigZag memories and ports as a cyclesim Architecture (outermost memory first)."""
     acc, links = inputs.accelerator, inputs.mapping
+    moved = set(moved_operands(inputs))
     memories = []
     for memory in reversed(acc.memories):
         tensors = tuple(
-            op for op in (links.layer_operand(m) for m in memory.operands) if op is not None
+            op for op in (links.layer_operand(m) for m in memory.operands) if op in moved
         )
         if not tensors:
             continue
@@ -76,7 +77,7 @@ def to_architecture(
             serves = tuple(
                 (links.layer_operand(a.memory_operand), DIRECTION_NAMES[a.direction])
                 for a in port.allocation
-                if links.layer_operand(a.memory_operand) is not None
+                if links.layer_operand(a.memory_operand) in moved
             )
             if serves:
                 kind = PortKind(port.port_type.value)
@@ -132,13 +133,26 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
     einsum = Einsum(
         layer.name,
         tuple((dim, inputs.mapping.padded_size(layer, dim)) for dim in layer.loop_dims),
-        tuple(access(op) for op in layer.input_operands),
+        tuple(access(op) for op in moved_operands(inputs) if op != layer.output_operand),
         access(layer.output_operand),
     )
     out = layer.output_operand
-    tensors = [Tensor(op, layer.precision(op), layer.precision(op)) for op in layer.input_operands]
+    tensors = [
+        Tensor(op, layer.precision(op), layer.precision(op))
+        for op in moved_operands(inputs)
+        if op != layer.output_operand
+    ]
     tensors.append(Tensor(out, layer.final_output_precision_bits, layer.precision(out)))
     return Workload((einsum,), tuple(tensors), layer.name, layer.file)
+
+
+def moved_operands(inputs: ZigZagInputs) -> tuple[str, ...]:
+    """The layer operands the replay moves: all but an input of 0 bits (a pooling layer's W),
+    which ZigZag counts no word of and the replay leaves out of the Einsum."""
+    layer = inputs.layer
+    return tuple(
+        op for op in layer.operands if op == layer.output_operand or layer.precision(op) > 0
+    )
 
 
 def padded_dims(inputs: ZigZagInputs) -> tuple[tuple[str, int, int], ...]:
@@ -169,10 +183,10 @@ class Placement:
 
 def _placement(inputs: ZigZagInputs) -> Placement:
     """The placement of memory levels and unrollings."""
-    acc, layer, tm = inputs.accelerator, inputs.layer, inputs.temporal_mapping
+    acc, tm = inputs.accelerator, inputs.temporal_mapping
     assert tm is not None
     stores: list[tuple[int, int, str, str]] = []
-    for op in layer.operands:
+    for op in moved_operands(inputs):
         levels = tm.of(op)
         below = 0
         for m, memory in enumerate(acc.levels(inputs.mapping.memory_operand(op))):
