@@ -552,6 +552,14 @@ def _finish_nodes(
                 _dependency_groups(workload, ri, recs, info, leaf_plans, leaf_loops)
                 if d["output_role"]
                 else 1,
+                pe_by is not None
+                or any(info[c]["output_role"] and _revisited(info[c]) for c in children),
             )
         )
     return nodes
+
+
+def _revisited(d: dict) -> bool:
+    """Is a node's tile entered again after it was left (an irrelevant counted loop), so that
+    it drains unfinished partial sums to its parent in between?"""
+    return any(b > 1 and not rel for b, rel in zip(d["counted"], d["relevant"], strict=True))

@@ -51,6 +51,10 @@ class Projection:
     """One tensor dimension as an affine sum of ranks: ((coefficient, rank), ...)."""
 
     terms: tuple[tuple[int, str], ...]
+    # the tensor's extent along this dimension when the loops reach past it (a convolution's
+    # zero border, iterations padded to whole spatial steps): indices beyond it are never
+    # stored or moved, so a tile clips to it (importers set it; None: what the loops span)
+    size: int | None = None
 
     def ranks(self) -> tuple[str, ...]:
         return tuple(r for _, r in self.terms)
@@ -92,7 +96,8 @@ class TensorAccess:
         """Distinct values touched by a dense tile of the iteration space."""
         n = 1
         for p in self.projection:
-            n *= p.distinct(tile)
+            touched = p.distinct(tile)
+            n *= touched if p.size is None else min(touched, p.size)
         return n
 
 

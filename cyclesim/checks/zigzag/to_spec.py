@@ -111,28 +111,42 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
 
     A loop whose spatial unrolling does not divide it (ZigZag's fractional unrolling) is padded to
     whole spatial steps: the replay runs the same ceil(size / unrolling) temporal iterations as
-    ZigZag, and its padded values are moved and counted like real ones (`padded_dims` names them).
+    ZigZag (`padded_dims` names them). Each tensor dimension keeps its real extent
+    (`Projection.size`), so a tile never holds more than the tensor has: the padded iterations
+    and a convolution's zero border are never stored, as ZigZag clips them.
     """
     layer = inputs.layer
     relations = {rel.target: rel for rel in layer.relations}
+    padded = {dim: inputs.mapping.padded_size(layer, dim) for dim in layer.loop_dims}
+
+    def clipped(terms: tuple, real: int) -> Projection:
+        # the operand's real extent, as ZigZag sizes its tiles: the padded iterations and a
+        # convolution's zero border are never stored (None where the loops reach no further)
+        spans = Projection(terms).distinct({dim: padded[dim] for _, dim in terms})
+        return Projection(terms, real if real < spans else None)
 
     def access(op: str) -> TensorAccess:
         projections = []
         for dim in layer.dims_of(op):
             rel = relations.get(dim)
             if rel is None:
-                projections.append(Projection(((1, dim),)))
+                real = layer.loop_size(dim) if dim in padded else 1
+                projections.append(clipped(((1, dim),), real))
             else:
                 terms = (
                     (rel.first_coefficient, rel.first_dim),
                     (rel.second_coefficient, rel.second_dim),
                 )
-                projections.append(Projection(terms))
+                full = Projection(terms).distinct(
+                    {rel.first_dim: layer.loop_size(rel.first_dim),
+                     rel.second_dim: layer.loop_size(rel.second_dim)}
+                )  # fmt: skip
+                projections.append(clipped(terms, layer.extent_limit(dim, full)))
         return TensorAccess(op, tuple(projections))
 
     einsum = Einsum(
         layer.name,
-        tuple((dim, inputs.mapping.padded_size(layer, dim)) for dim in layer.loop_dims),
+        tuple((dim, padded[dim]) for dim in layer.loop_dims),
         tuple(access(op) for op in moved_operands(inputs) if op != layer.output_operand),
         access(layer.output_operand),
     )
@@ -286,9 +300,8 @@ def slot_flags(
         for m, memory in enumerate(levels):
             flags[(op, memory.name)] = zz[op][m + 1]
             if m < len(levels) - 1:  # the outermost level is the backing store: no slots
-                # sized at partial-sum width, as the replay stores a tile (DESIGN: capacity),
-                # where ZigZag counts a completely reduced output tile at its final width
-                tile = q.elements_per_instance[op][m + 1] * inputs.layer.precision(op)
+                # at the width the replay keeps the tile at (`NodePlan.stored_bits`)
+                tile = q.elements_per_instance[op][m + 1] * _stored_bits(inputs, op, m)
                 bits.setdefault(memory.name, []).append((tile, op))
     single: list[tuple[str, str]] = []
     for memory in inputs.accelerator.memories:
@@ -301,6 +314,20 @@ def slot_flags(
                 flags[(op, memory.name)] = False
                 single.append((op, memory.name))
     return flags, tuple(single)
+
+
+def _stored_bits(inputs: ZigZagInputs, op: str, level: int) -> int:
+    """The width level `level` of an operand keeps a value at in the replay: an output's
+    innermost level accumulates partial sums, a higher one holds them only if a reduction loop
+    remains at or above it (the level below is left unfinished and drained in between)."""
+    layer = inputs.layer
+    if op != layer.output_operand or level == 0:
+        return layer.precision(op)
+    assert inputs.temporal_mapping is not None
+    relevant = set(layer.dims_of(op))
+    above = inputs.temporal_mapping.of(op)[level:]
+    reducing = any(dim not in relevant and f > 1 for loops in above for dim, f in loops)
+    return layer.precision(op) if reducing else layer.final_output_precision_bits
 
 
 def import_zigzag(
