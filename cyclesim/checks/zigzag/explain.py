@@ -258,6 +258,13 @@ def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
                 + ", ".join(f"{d} from {n} to {p}" for d, n, p in pads)
                 + f" to whole spatial steps (idle PEs compute padded values), so it moves {values}"
             )
+        elif pads and row.replay_values < row.model_values:
+            out.append(
+                f"{where}: fractional unrolling: ZigZag's links count the padded iterations' values ("
+                + ", ".join(f"{d} {p} for {n}" for d, n, p in pads)
+                + f"); a tile that spans the whole dimension holds only the tensor's real values in "
+                f"the replay, so it moves {values}"
+            )
         elif strided and row.operand != out_op and row.replay_values > row.model_values:
             out.append(
                 f"{where}: strided window: "
