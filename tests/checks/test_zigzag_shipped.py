@@ -122,6 +122,32 @@ def test_small_layers_of_every_shipped_onnx_model(hardware, mapping, model, laye
     _assert_agrees(_check(hardware, mapping, model, layer), hardware)
 
 
+# the cases the replay refused before a shared memory below a spatial loop had a meaning: a
+# memory shared across an array dim that holds fewer loops than another operand's
+# per-position memory (tesla_npu_like's rf_1B, eyeriss_like's sram_8KB, edge_tpu_like_mixed's
+# rf_1B on mobilenetv2's depthwise layer); each now replays with one instance serving the
+# positions it is shared across, and every word row that differs names its mechanism
+SHARED_BELOW_SPATIAL = [
+    ("tesla_npu_like", "tesla_npu_like", *SMALL_LAYERS[0]),
+    ("tesla_npu_like", "tesla_npu_like_mixed", *SMALL_LAYERS[0]),
+    ("eyeriss_like", "default", *SMALL_LAYERS[0]),
+    ("edge_tpu_like", "edge_tpu_like_mixed", *SMALL_LAYERS[1]),
+]
+
+
+@pytest.mark.peer
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("hardware", "mapping", "model", "layer"),
+    SHARED_BELOW_SPATIAL,
+    ids=[f"{m}-{model}" for _, m, model, _ in SHARED_BELOW_SPATIAL],
+)
+def test_a_memory_shared_below_another_operands_per_position_memory_replays(
+    hardware, mapping, model, layer
+):
+    _assert_agrees(_check(hardware, mapping, model, layer), hardware)
+
+
 # ZigZag's own resnet18.yaml (its repository; the wheel ships only the ONNX) writes max pooling
 # as a layer whose W has 0 bits: ZigZag moves no word of W, the replay leaves W out
 POOLING = """\
