@@ -30,3 +30,13 @@ def test_distinct_equals_the_enumerated_set(terms):
     for c, n in terms:
         touched = {v + c * i for v in touched for i in range(n)}
     assert projection.distinct(tile) == len(touched) <= projection.extent(tile)
+
+
+def test_a_tile_clips_to_the_tensors_real_extent():
+    # K padded to 102 iterations for a 100-wide tensor: a tile over all of K holds 100 values,
+    # a tile of 34 iterations holds 34 (only a tile reaching past the extent is clipped)
+    from cyclesim.spec.workload import TensorAccess
+
+    access = TensorAccess("O", (Projection(((1, "K"),), 100), Projection(((1, "M"),))))
+    assert access.footprint({"K": 102, "M": 3}) == 300
+    assert access.footprint({"K": 34, "M": 3}) == 102
