@@ -9,7 +9,7 @@ inferred double buffering.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
+from math import ceil, prod
 from typing import TYPE_CHECKING
 
 from cyclesim.checks.zigzag.inputs import DataDirection
@@ -214,6 +214,46 @@ def explain(
     return out
 
 
+def _sliding_loops(inputs: ZigZagInputs, row: AccessRow) -> list[tuple[str, int]]:
+    """Temporal loops above the row's level over a dim that slides an input window (a dim of a
+    relation indexing the operand, as FX and OX in ix = ox + fx); [] for outputs and rows
+    moving up."""
+    layer, tm = inputs.layer, inputs.temporal_mapping
+    if tm is None or row.operand == layer.output_operand:
+        return []
+    if row.direction not in (DataDirection.WRITTEN_FROM_ABOVE, DataDirection.READ_TO_BELOW):
+        return []
+    levels = [m.name for m in inputs.accelerator.levels(inputs.mapping.memory_operand(row.operand))]
+    if row.memory not in levels:
+        return []
+    level = levels.index(row.memory)
+    if row.direction == DataDirection.READ_TO_BELOW:
+        level -= 1  # a read to below fills the level beneath
+    spatial: dict[str, int] = {}
+    for _, loops in inputs.mapping.spatial:
+        for d, f in loops:
+            spatial[d] = spatial.get(d, 1) * f
+    below = dict(spatial)
+    for lv in tm.of(row.operand)[: level + 1]:
+        for d, f in lv:
+            below[d] = below.get(d, 1) * f
+    out: list[tuple[str, int]] = []
+    rels = [r for r in layer.relations if r.target in layer.dims_of(row.operand)]
+    for lv in tm.of(row.operand)[level + 1 :]:
+        for d, f in lv:
+            for r in rels:
+                coefficient = dict(
+                    ((r.first_dim, r.first_coefficient), (r.second_dim, r.second_coefficient))
+                )
+                if d not in coefficient or f <= 1:
+                    continue
+                window = sum(c * (below.get(x, 1) - 1) for x, c in coefficient.items()) + 1
+                if coefficient[d] * below.get(d, 1) < window:  # the next window overlaps this one
+                    out.append((d, f))
+            below[d] = below.get(d, 1) * f
+    return out
+
+
 def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
     """One sentence per word-access row where the sources differ, naming its mechanism."""
     from cyclesim.checks.zigzag.to_spec import padded_dims
@@ -252,7 +292,21 @@ def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
             continue
         values = f"{row.replay_values:,} values where ZigZag's links move {row.model_values:,.0f}"
         pads = [p for p in padded if indexed(row.operand, {p[0]})]
-        if pads and row.replay_values > row.model_values:
+        sliding = _sliding_loops(inputs, row)
+        if sliding and row.replay_values > row.model_values * prod(p / n for _, n, p in pads):
+            out.append(
+                f"{where}: sliding window: the temporal loops above this level over "
+                + ", ".join(f"{d} {f}" for d, f in sliding)
+                + " move the input window by overlapping steps; ZigZag counts the union of the "
+                "windows it slides over, the replay refills the whole window each time it moves"
+                + (
+                    " (and pads " + ", ".join(f"{d} from {n} to {p}" for d, n, p in pads) + ")"
+                    if pads
+                    else ""
+                )
+                + f": {values}"
+            )
+        elif pads and row.replay_values > row.model_values:
             out.append(
                 f"{where}: fractional unrolling: the replay pads "
                 + ", ".join(f"{d} from {n} to {p}" for d, n, p in pads)
