@@ -294,6 +294,15 @@ def test_the_imported_workload_keeps_each_operands_real_extent(tmp_path):
     assert einsum.access("I").footprint(whole) == 8 * 17 * 15
 
 
+def test_a_temporal_ordering_over_dims_the_layer_lacks_is_thrown_out_as_zigzag_does(tmp_path):
+    # gemm_l1's mapping orders D1, D2, D0 (ZigZag's repository GEMM); on a B/K/C layer ZigZag
+    # drops those entries (remove_invalid_layer_dims) and keeps the rest
+    mapping = zc.spatial_mapping()
+    mapping[0]["temporal_ordering"] = [["D1", "*"], ["K", 5], ["D0", "*"], ["*", "*"]]
+    inputs, _ = load(tmp_path, mapping=mapping, tm=None)
+    assert inputs.mapping.temporal_ordering == (("K", 5), ("*", None))
+
+
 def test_unnamed_layers_get_zigzags_default_name(tmp_path):
     from cyclesim.checks.zigzag.read import workload_layers
 
