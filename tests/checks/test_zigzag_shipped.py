@@ -234,3 +234,22 @@ def test_buffer_full_note_agrees_with_the_one_slot_the_replay_gave(capsys):
     note = next(line for line in out.splitlines() if line.startswith("* stall, buffer_full"))
     assert "O tile at rf_2B had one slot (ZigZag infers double buffering" in note
     assert "two slots" not in note and "earlier tiles of an earlier" not in note
+
+
+@pytest.mark.peer
+def test_the_systolic_drain_counts_the_whole_unrollings_of_the_chosen_mapping():
+    # tpu_like_mixed on resnet18's conv1: ZigZag picks D1 K 32 and D2 C 2 x FX 3 x FY 3 (18 of
+    # 32 rows) on its systolic D1 and D2; its drain is (32 - 1) + (18 - 1) = 48 cycles, from the
+    # whole unrollings (the fractional ones, C 1.5 x FX 7/3 x FY 7/3, round up to 9: 39)
+    from cyclesim.checks.zigzag.check import choose_mapping
+    from cyclesim.checks.zigzag.model import evaluate
+
+    inputs = _inputs()
+    chosen, theirs, _ = choose_mapping(
+        str(inputs / "hardware" / "tpu_like.yaml"),
+        str(inputs / "workload" / "resnet18.onnx"),
+        str(inputs / "mapping" / "tpu_like_mixed.yaml"),
+        layer_name="/conv1/Conv",
+    )
+    assert dict(chosen.mapping.spatial)["D2"] == (("C", 2), ("FX", 3), ("FY", 3))
+    assert evaluate(chosen).systolic_drain_cycles == theirs.latency.systolic_drain_cycles == 48
