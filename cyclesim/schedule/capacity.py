@@ -20,7 +20,7 @@ def check_capacity(arch, mapping, nodes, recs, leaf_plans, workload) -> None:
             need = 0
             parts = []
             for n in ns:
-                bits = n.psum_bits if n.output_role else n.bits
+                bits = n.stored_bits
                 slots = 1 if n.is_backing else n.slots
                 b = n.tile_values * slots * bits
                 need += b

@@ -87,6 +87,31 @@ def _footprint(workload: Workload, einsum: str, tensor: str, loops: list) -> int
     return access.footprint(tile)
 
 
+def _tensor_view(path: tuple, tensor: str, shared: dict[str, set[str]]) -> tuple:
+    """A leaf's path as one tensor sees it: a spatial loop above a storage node of the tensor whose
+    memory is shared across that loop's array dimension moves to just below the innermost such
+    node. That node is then one instance for all those positions and its tile spans them; the
+    other tensors keep the loop where the tree puts it (spatial iterations run in parallel, so
+    only which storage nodes a spatial loop is inside matters, and that is per tensor, as in
+    ZigZag's per-operand level lists)."""
+    nodes = list(path)
+    for loop in [n for n in path if isinstance(n, Spatial)]:
+        at = next(i for i, n in enumerate(nodes) if n is loop)
+        target = None
+        for j in range(at + 1, len(nodes)):
+            n = nodes[j]
+            if isinstance(n, Storage) and tensor in n.tensors and loop.dim in shared[n.memory]:
+                target = j
+        if target is not None:
+            nodes.insert(target, nodes.pop(at))
+    return tuple(nodes)
+
+
+def _index(nodes: tuple, node) -> int:
+    """Position of a node in a path, by identity."""
+    return next(i for i, n in enumerate(nodes) if n is node)
+
+
 def _copies(
     workload: Workload, einsum: str, tensor: str, spatial: list, no_multicast: frozenset[str]
 ) -> int:
@@ -145,6 +170,13 @@ def build_plan(
         workload.einsum(comp.einsum).output.tensor: li for li, (_, comp) in enumerate(leaf_list)
     }
     dims_shared = {m.name: set(m.shared_across) for m in arch.memories}
+    views: dict[tuple[int, str], tuple] = {}
+
+    def view(li: int, tensor: str) -> tuple:
+        """Leaf li's path as `tensor` sees it (`_tensor_view`)."""
+        if (li, tensor) not in views:
+            views[(li, tensor)] = _tensor_view(leaf_list[li][0], tensor, dims_shared)
+        return views[(li, tensor)]
 
     info = []
     for r in recs:
@@ -154,40 +186,38 @@ def build_plan(
                 parent = rec_index(node, r.tensor)
                 break
         temporal = [n for n in r.above if isinstance(n, Temporal) and n.bound > 1]
-        spatial_above = [n for n in r.above if isinstance(n, Spatial) and n.bound > 1]
-        for sp in spatial_above:
-            if sp.dim in dims_shared[r.store.memory]:
-                raise mapping.error(
-                    f"memory '{r.store.memory}' is shared across array dimension {sp.dim}, but its "
-                    f"storage node sits below the spatial loop over {sp.dim} ({sp.path}); place it "
-                    "above that loop, or declare the memory per position in the architecture",
-                    r.store.path,
-                )
+        below = leaves_below(r)
+        if not below:
+            raise mapping.error(f"tensor {r.tensor} is used by no compute node below", r.store.path)
+        # the spatial loops above the node as its tensor sees them: one over a dimension the
+        # memory is shared across has moved below it (one instance serves those positions)
+        seen = view(below[0], r.tensor)
+        spatial_above = [
+            n for n in seen[: _index(seen, r.store)] if isinstance(n, Spatial) and n.bound > 1
+        ]
         rel = [_relevant(workload, r.tensor, n.rank) for n in temporal]
         if reuse is ReusePolicy.RETAIN:
             depth = max((i + 1 for i, x in enumerate(rel) if x), default=0)
         else:
             depth = len(temporal)
-        below = leaves_below(r)
-        if not below:
-            raise mapping.error(f"tensor {r.tensor} is used by no compute node below", r.store.path)
         tiles, unions = [], []
         for li in below:
-            above, comp = leaf_list[li]
-            pos = next(i for i, n in enumerate(above) if n is r.store)
+            comp = leaf_list[li][1]
+            above = view(li, r.tensor)
+            pos = _index(above, r.store)
             inner = [n for n in above[pos + 1 :] if isinstance(n, (Temporal, Spatial))]
             tiles.append(_footprint(workload, comp.einsum, r.tensor, inner))
             between = []
             if parent is not None:
-                ppos = next(i for i, n in enumerate(above) if n is recs[parent].store)
+                ppos = _index(above, recs[parent].store)
                 between = [n for n in above[ppos + 1 : pos] if isinstance(n, Spatial)]
             unions.append(
                 _footprint(workload, comp.einsum, r.tensor, inner + between)
                 * _copies(workload, comp.einsum, r.tensor, between, no_mc(r.tensor))
             )
         for li in below:
-            above, _ = leaf_list[li]
-            pos = next(i for i, n in enumerate(above) if n is r.store)
+            above = view(li, r.tensor)
+            pos = _index(above, r.store)
             for sp in above[pos + 1 :]:
                 if (
                     isinstance(sp, Spatial)
@@ -250,8 +280,12 @@ def build_plan(
         for a in einsum.accesses:
             inner_ri = max(ri for ri in on_path if recs[ri].tensor == a.tensor)
             r = recs[inner_ri]
-            pos = next(i for i, n in enumerate(above) if n is r.store)
-            sp_below = [n for n in above[pos + 1 :] if isinstance(n, Spatial) and n.bound > 1]
+            seen = view(li, a.tensor)
+            sp_below = [
+                n
+                for n in seen[_index(seen, r.store) + 1 :]
+                if isinstance(n, Spatial) and n.bound > 1
+            ]
             is_out = a is einsum.output
             # distinct values across the PEs below the node: a spatial loop that does not index
             # the tensor multicasts it (inputs) or reduces it for free (outputs), under both
@@ -518,6 +552,14 @@ def _finish_nodes(
                 _dependency_groups(workload, ri, recs, info, leaf_plans, leaf_loops)
                 if d["output_role"]
                 else 1,
+                pe_by is not None
+                or any(info[c]["output_role"] and _revisited(info[c]) for c in children),
             )
         )
     return nodes
+
+
+def _revisited(d: dict) -> bool:
+    """Is a node's tile entered again after it was left (an irrelevant counted loop), so that
+    it drains unfinished partial sums to its parent in between?"""
+    return any(b > 1 and not rel for b, rel in zip(d["counted"], d["relevant"], strict=True))

@@ -66,6 +66,14 @@ class NodePlan:
     dependency_groups: int = (
         1  # parts of a tile its producer completes in turn (consumers wait per part)
     )
+    # an output node keeps partial sums (at psum_bits) only if the PE array accumulates in it or
+    # a child drains unfinished values into it; otherwise it only ever holds final values
+    holds_partial_sums: bool = True
+
+    @property
+    def stored_bits(self) -> int:
+        """The width this node keeps a value at (what its capacity is checked with)."""
+        return self.psum_bits if self.output_role and self.holds_partial_sums else self.bits
 
     def user_group(self, k: int, per_tile: int) -> int:
         """The part of this node's tile that user entry k (per_tile entries per tile) touches."""

@@ -51,6 +51,10 @@ class Projection:
     """One tensor dimension as an affine sum of ranks: ((coefficient, rank), ...)."""
 
     terms: tuple[tuple[int, str], ...]
+    # the tensor's extent along this dimension when the loops reach past it (a convolution's
+    # zero border, iterations padded to whole spatial steps): indices beyond it are never
+    # stored or moved, so a tile clips to it (importers set it; None: what the loops span)
+    size: int | None = None
 
     def ranks(self) -> tuple[str, ...]:
         return tuple(r for _, r in self.terms)
@@ -58,6 +62,26 @@ class Projection:
     def extent(self, tile: dict[str, int]) -> int:
         """Values spanned when each rank r takes tile[r] consecutive values (default 1)."""
         return sum(c * (tile.get(r, 1) - 1) for c, r in self.terms) + 1
+
+    def distinct(self, tile: dict[str, int]) -> int:
+        """Distinct values touched when each rank r takes tile[r] consecutive values: the span,
+        unless a stride larger than the window leaves indices out (ix = 2*ox + fx with fx 1
+        touches every other index), as ZigZag counts a strided 1x1 convolution's input."""
+        terms = sorted((c, tile.get(r, 1)) for c, r in self.terms if tile.get(r, 1) > 1)
+        step = math.gcd(*(c for c, _ in terms)) if terms else 1
+        reach = 0  # the scaled span covered so far, contiguous from 0
+        for c, n in terms:
+            if c // step > reach + 1:
+                break
+            reach += c // step * (n - 1)
+        else:
+            return reach + 1
+        if math.prod(n for _, n in terms) > 1 << 20:
+            return self.extent(tile)  # too many to enumerate: the span bounds them
+        touched = {0}
+        for c, n in terms:
+            touched = {v + c * i for v in touched for i in range(n)}
+        return len(touched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +96,8 @@ class TensorAccess:
         """Distinct values touched by a dense tile of the iteration space."""
         n = 1
         for p in self.projection:
-            n *= p.extent(tile)
+            touched = p.distinct(tile)
+            n *= touched if p.size is None else min(touched, p.size)
         return n
 
 

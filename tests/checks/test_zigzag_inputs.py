@@ -273,6 +273,36 @@ def test_padding_and_input_extents_clip_the_input_like_zigzag(tmp_path):
     assert inputs.layer.extent_limit("IX", 17) == 11
 
 
+def test_the_imported_workload_keeps_each_operands_real_extent(tmp_path):
+    # K 100 over 3 PEs pads K to 102 iterations; ix = 2*ox + fx over OX 8, FX 3 spans 17 and
+    # padding [1, 1] leaves 15 stored: the replay's tiles clip to K 100 and IX 15 (no padded
+    # value and no zero border is stored or moved, as ZigZag sizes them); IY, unpadded, spans
+    # exactly what its loops reach and is left unclipped (size None)
+    from cyclesim.checks.zigzag.to_spec import to_workload
+
+    conv = zc.conv_workload(k=100)
+    conv[0]["pr_loop_dims"] = ["IX", "IY"]
+    conv[0]["padding"] = [[1, 1], [0, 0]]
+    inputs, _ = load(tmp_path, workload=conv, mapping=zc.spatial_mapping(("K", 3)), tm=None)
+    einsum = to_workload(inputs).einsums[0]
+    assert dict(einsum.ranks)["K"] == 102
+    sizes = {a.tensor: [p.size for p in a.projection] for a in einsum.accesses}
+    assert sizes["O"] == [None, 100, None, None]  # B, K, OY, OX
+    assert sizes["I"] == [None, None, None, 15]  # B, C, IY, IX
+    whole = dict(einsum.ranks)
+    assert einsum.output.footprint(whole) == 100 * 8 * 8
+    assert einsum.access("I").footprint(whole) == 8 * 17 * 15
+
+
+def test_a_temporal_ordering_over_dims_the_layer_lacks_is_thrown_out_as_zigzag_does(tmp_path):
+    # gemm_l1's mapping orders D1, D2, D0 (ZigZag's repository GEMM); on a B/K/C layer ZigZag
+    # drops those entries (remove_invalid_layer_dims) and keeps the rest
+    mapping = zc.spatial_mapping()
+    mapping[0]["temporal_ordering"] = [["D1", "*"], ["K", 5], ["D0", "*"], ["*", "*"]]
+    inputs, _ = load(tmp_path, mapping=mapping, tm=None)
+    assert inputs.mapping.temporal_ordering == (("K", 5), ("*", None))
+
+
 def test_unnamed_layers_get_zigzags_default_name(tmp_path):
     from cyclesim.checks.zigzag.read import workload_layers
 

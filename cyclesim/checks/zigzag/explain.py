@@ -9,7 +9,7 @@ inferred double buffering.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
+from math import ceil, prod
 from typing import TYPE_CHECKING
 
 from cyclesim.checks.zigzag.inputs import DataDirection
@@ -214,16 +214,55 @@ def explain(
     return out
 
 
+def _sliding_loops(inputs: ZigZagInputs, row: AccessRow) -> list[tuple[str, int]]:
+    """Temporal loops above the row's level over a dim that slides an input window (a dim of a
+    relation indexing the operand, as FX and OX in ix = ox + fx); [] for outputs and rows
+    moving up."""
+    layer, tm = inputs.layer, inputs.temporal_mapping
+    if tm is None or row.operand == layer.output_operand:
+        return []
+    if row.direction not in (DataDirection.WRITTEN_FROM_ABOVE, DataDirection.READ_TO_BELOW):
+        return []
+    levels = [m.name for m in inputs.accelerator.levels(inputs.mapping.memory_operand(row.operand))]
+    if row.memory not in levels:
+        return []
+    level = levels.index(row.memory)
+    if row.direction == DataDirection.READ_TO_BELOW:
+        level -= 1  # a read to below fills the level beneath
+    spatial: dict[str, int] = {}
+    for _, loops in inputs.mapping.spatial:
+        for d, f in loops:
+            spatial[d] = spatial.get(d, 1) * f
+    below = dict(spatial)
+    for lv in tm.of(row.operand)[: level + 1]:
+        for d, f in lv:
+            below[d] = below.get(d, 1) * f
+    out: list[tuple[str, int]] = []
+    rels = [r for r in layer.relations if r.target in layer.dims_of(row.operand)]
+    for lv in tm.of(row.operand)[level + 1 :]:
+        for d, f in lv:
+            for r in rels:
+                coefficient = dict(
+                    ((r.first_dim, r.first_coefficient), (r.second_dim, r.second_coefficient))
+                )
+                if d not in coefficient or f <= 1:
+                    continue
+                window = sum(c * (below.get(x, 1) - 1) for x, c in coefficient.items()) + 1
+                if coefficient[d] * below.get(d, 1) < window:  # the next window overlaps this one
+                    out.append((d, f))
+            below[d] = below.get(d, 1) * f
+    return out
+
+
 def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
     """One sentence per word-access row where the sources differ, naming its mechanism."""
-    from cyclesim.checks.zigzag.to_spec import padded_dims, replicated_memories
+    from cyclesim.checks.zigzag.to_spec import padded_dims
 
     out: list[str] = []
     psum_down = (DataDirection.WRITTEN_FROM_ABOVE, DataDirection.READ_TO_BELOW)
     layer = inputs.layer
     out_op = layer.output_operand
     padded = padded_dims(inputs)
-    copies = replicated_memories(inputs)
     relations = {rel.target: rel for rel in layer.relations}
 
     def indexed(op: str, dims: set[str]) -> bool:
@@ -253,11 +292,32 @@ def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
             continue
         values = f"{row.replay_values:,} values where ZigZag's links move {row.model_values:,.0f}"
         pads = [p for p in padded if indexed(row.operand, {p[0]})]
-        if pads and row.replay_values > row.model_values:
+        sliding = _sliding_loops(inputs, row)
+        if sliding and row.replay_values > row.model_values * prod(p / n for _, n, p in pads):
+            out.append(
+                f"{where}: sliding window: the temporal loops above this level over "
+                + ", ".join(f"{d} {f}" for d, f in sliding)
+                + " move the input window by overlapping steps; ZigZag counts the union of the "
+                "windows it slides over, the replay refills the whole window each time it moves"
+                + (
+                    " (and pads " + ", ".join(f"{d} from {n} to {p}" for d, n, p in pads) + ")"
+                    if pads
+                    else ""
+                )
+                + f": {values}"
+            )
+        elif pads and row.replay_values > row.model_values:
             out.append(
                 f"{where}: fractional unrolling: the replay pads "
                 + ", ".join(f"{d} from {n} to {p}" for d, n, p in pads)
                 + f" to whole spatial steps (idle PEs compute padded values), so it moves {values}"
+            )
+        elif pads and row.replay_values < row.model_values:
+            out.append(
+                f"{where}: fractional unrolling: ZigZag's links count the padded iterations' values ("
+                + ", ".join(f"{d} {p} for {n}" for d, n, p in pads)
+                + f"); a tile that spans the whole dimension holds only the tensor's real values in "
+                f"the replay, so it moves {values}"
             )
         elif strided and row.operand != out_op and row.replay_values > row.model_values:
             out.append(
@@ -276,12 +336,6 @@ def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
                 + ", ".join(f"{t} {size}" for t, size in clipped)
                 + f" (the padded border is never stored); the replay moves every index its loops span, {values}"
             )
-        elif row.memory in copies and row.direction == DataDirection.WRITTEN_FROM_ABOVE:
-            out.append(
-                f"{where}: {row.memory} is shared across {', '.join(copies[row.memory])} in ZigZag; the "
-                f"replay keeps one copy per position (one multicast read fills them all) and counts "
-                f"every copy's write, {values}"
-            )
         elif row.replay is None and row.replay_values == round(row.model_values):
             out.append(
                 f"{where}: the same {row.replay_values:,} values move in both; ZigZag rounds each of its "
@@ -297,6 +351,19 @@ def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
                 f"{where}: ZigZag reloads partial sums on every visit of an output tile, the first one "
                 f"included; the replay starts each output at zero and reads nothing on the first "
                 f"visit: {values}"
+            )
+        elif (
+            row.operand == out_op
+            and row.direction in (DataDirection.WRITTEN_FROM_BELOW, DataDirection.READ_TO_ABOVE)
+            and row.replay_values == round(row.model_values)
+            and row.replay is not None
+            and row.replay < row.analytical
+        ):
+            out.append(
+                f"{where}: precision: the same {row.replay_values:,} values move in both; the replay "
+                f"writes each output's last visit at its final width ({layer.final_output_precision_bits} b, "
+                f"O_final), ZigZag counts every write-back of this link at the partial-sum width "
+                f"({layer.precision(out_op)} b) because reduction loops remain above the level"
             )
         elif row.replay_values > row.model_values:
             out.append(

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from math import ceil
+from math import ceil, prod
 
 import numpy as np
 
@@ -55,10 +55,13 @@ def evaluate(inputs: ZigZagInputs, *, cycles_per_op: float = 1.0) -> ZigZagLaten
     layer = inputs.layer
     ideal = ceil(ceil(layer.mac_count / inputs.accelerator.pe_count) * cycles_per_op)
     ideal_temporal = q.total_cycles * cycles_per_op
+    # CostModelEvaluation.calc_overall_latency: the layer's spatial mapping in user form (whole
+    # unrollings, e.g. C 2 x FX 3 x FY 3 = 18 on conv1's C 3 / FX 7 / FY 7), not the fractional
+    # one (1.5 x 7/3 x 7/3 rounds up to 9): the last results cross every unit it unrolls
     drain = sum(
-        max(ceil(_array_utilization(inputs, dim)) - 1, 0)
-        for dim in inputs.accelerator.systolic_dimensions
-        if dim in dict(inputs.mapping.spatial)
+        max(prod(f for _, f in loops) - 1, 0)
+        for dim, loops in inputs.mapping.spatial
+        if dim in inputs.accelerator.systolic_dimensions
     )
     return ZigZagLatency(
         latency_total_cycles=ideal_temporal
@@ -92,15 +95,6 @@ def _fractional(inputs: ZigZagInputs) -> bool:
     """True if some spatial unrolling does not divide its loop (ZigZag's two mappings differ)."""
     layer = inputs.layer
     return any(layer.loop_size(d) % f for _, loops in inputs.mapping.spatial for d, f in loops)
-
-
-def _array_utilization(inputs: ZigZagInputs, array_dim: str) -> float:
-    """Product of the (fractional) unrollings on one array dimension."""
-    loops = dict(inputs.mapping.fractional_spatial(inputs.layer))[array_dim]
-    result = 1.0
-    for _, factor in loops:
-        result *= factor
-    return result
 
 
 def double_buffer_flags(inputs: ZigZagInputs, q: MappingQuantities) -> dict[str, list[bool]]:

@@ -36,7 +36,7 @@ def check_layer(task: LayerTask) -> dict:
     from cyclesim.checks.zigzag.check import choose_mapping, compare, replay_case
     from cyclesim.checks.zigzag.model import evaluate
     from cyclesim.checks.zigzag.terms import Terms
-    from cyclesim.checks.zigzag.to_spec import padded_dims, replicated_memories
+    from cyclesim.checks.zigzag.to_spec import padded_dims
 
     inputs, theirs, missing = choose_mapping(
         task.accelerator, task.workload, task.mapping, layer_name=task.layer, use_peer=task.use_peer
@@ -58,10 +58,6 @@ def check_layer(task: LayerTask) -> dict:
     row["model_equals_zigzag"] = zigzag is not None and zigzag == model
     try:
         row["padded"] = " ".join(f"{d} {n}->{p}" for d, n, p in padded_dims(inputs))
-        row["replicated"] = " ".join(
-            f"{memory} over {'x'.join(dims)}"
-            for memory, dims in replicated_memories(inputs).items()
-        )
         check = compare(inputs, replay_case(inputs), theirs, missing)
     except SpecError as exc:
         row["status"] = "not replayed"
@@ -149,7 +145,7 @@ def _as_table(rows: list[dict]) -> pd.DataFrame:
     for source in SOURCES:
         for column in TERM_COLUMNS:
             df[f"{source}_{column}"] = df.get(f"{source}_{column}")
-    lead = ["index", "layer", "status", "spatial", "temporal", "padded", "replicated"]
+    lead = ["index", "layer", "status", "spatial", "temporal", "padded"]
     terms = [f"{s}_{c}" for s in SOURCES for c in TERM_COLUMNS]
     stalls = sorted(c for c in df.columns if c.startswith("stall_"))
     tail = ["model_equals_zigzag", "dram_rows", "dram_equal", "mechanisms", "error"]

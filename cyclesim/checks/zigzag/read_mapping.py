@@ -39,11 +39,13 @@ def parse_mapping_entry(r: Reader, layer: ZigZagLayer, acc: ZigZagAccelerator) -
     )
     ordering = None
     if d.get("temporal_ordering"):
+        loops = r.listing(d["temporal_ordering"], base + ("temporal_ordering",))
+        # an entry over a dim the layer lacks is thrown out, as ZigZag does (LayerTemporalOrdering.
+        # remove_invalid_layer_dims): gemm_l1's [D1, "*"] on a convolution
         ordering = tuple(
             _parse_ordering_loop(r, base + ("temporal_ordering", i), loop, layer)
-            for i, loop in enumerate(
-                r.listing(d["temporal_ordering"], base + ("temporal_ordering",))
-            )
+            for i, loop in enumerate(loops)
+            if not (isinstance(loop, list) and loop and _is_foreign_dim(loop[0], layer))
         )
     complete = {array_dim for array_dim, _ in spatial} == set(acc.array_dimensions)
     return ZigZagMapping(names[index], spatial, links, ordering, r.file, complete)
@@ -139,6 +141,11 @@ def _parse_links(
     if len({m for _, m in links}) != len(links):
         r.fail(path, "two layer operands are linked to the same memory operand", found=data)
     return tuple(links)
+
+
+def _is_foreign_dim(dim: Any, layer: ZigZagLayer) -> bool:
+    """A named loop dim (not '*') the layer does not have."""
+    return isinstance(dim, str) and dim != "*" and dim.upper() not in layer.loop_dims
 
 
 def _parse_ordering_loop(

@@ -97,8 +97,10 @@ def parse_layer(r: Reader, layer_name: str | None) -> ZigZagLayer:
         set(operands) | {"O_final"},
         set(operands) | {"O_final"},
     )
+    # an input of 0 bits is one ZigZag moves nothing of: a pooling layer's constant W
     precision = tuple(
-        (op, r.integer(prec[op], base + ("operand_precision", op), 1)) for op in operands
+        (op, r.integer(prec[op], base + ("operand_precision", op), 0 if op != operands[0] else 1))
+        for op in operands
     )
     targets = {rel.target for rel in relations}
     padding = _parse_padding(r, base, d, targets)

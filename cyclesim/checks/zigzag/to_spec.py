@@ -10,8 +10,10 @@
   (`model.double_buffer_flags`), so single buffering is played out where ZigZag assumed it.
 * The per-operand level lists become one loop tree: the flat loop order (identical for every
   operand, checked on input) with a storage node where an operand's memory level ends, and each
-  spatial loop placed below every memory shared across its array dimension and above every one
-  that is not. What has no such place is refused with a message naming it.
+  spatial loop placed just above the outermost memory that has one instance per position of its
+  array dimension. A memory shared across that dimension but holding fewer loops sits below the
+  spatial loop in the tree; the plan moves the loop below it for that memory's operand only
+  (one instance serving every position, as ZigZag counts it), not for the others.
 """
 
 from __future__ import annotations
@@ -58,18 +60,15 @@ class ImportedSpec:
 
 
 def to_architecture(
-    inputs: ZigZagInputs,
-    double_buffered: dict[tuple[str, str], bool],
-    replicated: dict[str, tuple[str, ...]] | None = None,
+    inputs: ZigZagInputs, double_buffered: dict[tuple[str, str], bool]
 ) -> Architecture:
-    """ZigZag memories and ports as a cyclesim Architecture (outermost memory first);
-    `replicated` memories get one instance per position of those array dims (`Placement`)."""
+    """ZigZag memories and ports as a cyclesim Architecture (outermost memory first)."""
     acc, links = inputs.accelerator, inputs.mapping
-    replicated = replicated or {}
+    moved = set(moved_operands(inputs))
     memories = []
     for memory in reversed(acc.memories):
         tensors = tuple(
-            op for op in (links.layer_operand(m) for m in memory.operands) if op is not None
+            op for op in (links.layer_operand(m) for m in memory.operands) if op in moved
         )
         if not tensors:
             continue
@@ -78,7 +77,7 @@ def to_architecture(
             serves = tuple(
                 (links.layer_operand(a.memory_operand), DIRECTION_NAMES[a.direction])
                 for a in port.allocation
-                if links.layer_operand(a.memory_operand) is not None
+                if links.layer_operand(a.memory_operand) in moved
             )
             if serves:
                 kind = PortKind(port.port_type.value)
@@ -93,12 +92,11 @@ def to_architecture(
                     )
                 )
         doubled = tuple(t for t in tensors if double_buffered.get((t, memory.name), False))
-        copies = replicated.get(memory.name, ())
         memories.append(
             Memory(
                 memory.name,
                 memory.size_bits,
-                tuple(d for d in _served(acc, memory) if d not in copies),
+                _served(acc, memory),
                 tensors,
                 doubled,
                 tuple(ports),
@@ -113,40 +111,62 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
 
     A loop whose spatial unrolling does not divide it (ZigZag's fractional unrolling) is padded to
     whole spatial steps: the replay runs the same ceil(size / unrolling) temporal iterations as
-    ZigZag, and its padded values are moved and counted like real ones (`padded_dims` names them).
+    ZigZag (`padded_dims` names them). Each tensor dimension keeps its real extent
+    (`Projection.size`), so a tile never holds more than the tensor has: the padded iterations
+    and a convolution's zero border are never stored, as ZigZag clips them.
     """
     layer = inputs.layer
     relations = {rel.target: rel for rel in layer.relations}
+    padded = {dim: inputs.mapping.padded_size(layer, dim) for dim in layer.loop_dims}
+
+    def clipped(terms: tuple, real: int) -> Projection:
+        # the operand's real extent, as ZigZag sizes its tiles: the padded iterations and a
+        # convolution's zero border are never stored (None where the loops reach no further)
+        spans = Projection(terms).distinct({dim: padded[dim] for _, dim in terms})
+        return Projection(terms, real if real < spans else None)
 
     def access(op: str) -> TensorAccess:
         projections = []
         for dim in layer.dims_of(op):
             rel = relations.get(dim)
             if rel is None:
-                projections.append(Projection(((1, dim),)))
+                real = layer.loop_size(dim) if dim in padded else 1
+                projections.append(clipped(((1, dim),), real))
             else:
                 terms = (
                     (rel.first_coefficient, rel.first_dim),
                     (rel.second_coefficient, rel.second_dim),
                 )
-                projections.append(Projection(terms))
+                full = Projection(terms).distinct(
+                    {rel.first_dim: layer.loop_size(rel.first_dim),
+                     rel.second_dim: layer.loop_size(rel.second_dim)}
+                )  # fmt: skip
+                projections.append(clipped(terms, layer.extent_limit(dim, full)))
         return TensorAccess(op, tuple(projections))
 
     einsum = Einsum(
         layer.name,
-        tuple((dim, inputs.mapping.padded_size(layer, dim)) for dim in layer.loop_dims),
-        tuple(access(op) for op in layer.input_operands),
+        tuple((dim, padded[dim]) for dim in layer.loop_dims),
+        tuple(access(op) for op in moved_operands(inputs) if op != layer.output_operand),
         access(layer.output_operand),
     )
     out = layer.output_operand
-    tensors = [Tensor(op, layer.precision(op), layer.precision(op)) for op in layer.input_operands]
+    tensors = [
+        Tensor(op, layer.precision(op), layer.precision(op))
+        for op in moved_operands(inputs)
+        if op != layer.output_operand
+    ]
     tensors.append(Tensor(out, layer.final_output_precision_bits, layer.precision(out)))
     return Workload((einsum,), tuple(tensors), layer.name, layer.file)
 
 
-def replicated_memories(inputs: ZigZagInputs) -> dict[str, tuple[str, ...]]:
-    """Memories the replay copies per position of array dims ZigZag shares them across."""
-    return dict(_placement(inputs).replicated)
+def moved_operands(inputs: ZigZagInputs) -> tuple[str, ...]:
+    """The layer operands the replay moves: all but an input of 0 bits (a pooling layer's W),
+    which ZigZag counts no word of and the replay leaves out of the Einsum."""
+    layer = inputs.layer
+    return tuple(
+        op for op in layer.operands if op == layer.output_operand or layer.precision(op) > 0
+    )
 
 
 def padded_dims(inputs: ZigZagInputs) -> tuple[tuple[str, int, int], ...]:
@@ -164,56 +184,36 @@ class Placement:
     """Where the loop tree puts each operand's memory levels and each array dimension's unrolling.
 
     `stores`: (loops below it, hierarchy index, memory, operand) per memory level of an operand;
-    `spatial_at`: array dim -> number of temporal loops below its spatial loops; `replicated`:
-    memory -> array dims it is shared across in ZigZag but given one copy per position in the
-    replay, because it holds fewer loops than a per-position memory of another operand and no
-    unrolled dim indexes what it holds (the copies are filled by one multicast read).
+    `spatial_at`: array dim -> number of temporal loops below its spatial loops: just above the
+    outermost memory level that has one instance per position of that dim. A memory shared
+    across the dim may sit below that point (it holds fewer loops than another operand's
+    per-position memory): the plan then moves the spatial loop below it for its own operand
+    only (`schedule.plan._tensor_view`), as ZigZag places the unrolling per operand.
     """
 
     stores: tuple[tuple[int, int, str, str], ...]
     spatial_at: dict[str, int]
-    replicated: dict[str, tuple[str, ...]]
 
 
 def _placement(inputs: ZigZagInputs) -> Placement:
-    """The placement of memory levels and unrollings; raise SpecError where none exists."""
-    acc, layer, tm = inputs.accelerator, inputs.layer, inputs.temporal_mapping
+    """The placement of memory levels and unrollings."""
+    acc, tm = inputs.accelerator, inputs.temporal_mapping
     assert tm is not None
     stores: list[tuple[int, int, str, str]] = []
-    for op in layer.operands:
+    for op in moved_operands(inputs):
         levels = tm.of(op)
         below = 0
         for m, memory in enumerate(acc.levels(inputs.mapping.memory_operand(op))):
             below += len(levels[m])
             stores.append((below, acc.memories.index(memory), memory.name, op))
     served = {m.name: _served(acc, m) for m in acc.memories}
-    held: dict[str, list[str]] = {}
-    for _, _, name, op in stores:
-        held.setdefault(name, []).append(op)
-    spatial_at: dict[str, int] = {}
-    replicated: dict[str, tuple[str, ...]] = {}
-    for array_dim, loops in inputs.mapping.spatial:
-        per_pe = [pos for pos, _, name, _ in stores if array_dim not in served[name]]
-        shared = [(pos, name) for pos, _, name, _ in stores if array_dim in served[name]]
-        place = max(per_pe, default=0)
-        unrolled = {dim for dim, _ in loops}
-        below = [(pos, name) for pos, name in shared if pos < place]
-        clash = [(pos, name) for pos, name in below if _indexed_by(inputs, held[name], unrolled)]
-        if clash:
-            inner = next(
-                name for pos, _, name, _ in stores if pos == place and array_dim not in served[name]
-            )
-            raise SpecError(
-                f"the {array_dim} unrolling cannot be placed: memory '{clash[0][1]}' is shared across {array_dim} "
-                f"and holds data indexed by the unrolled {', '.join(sorted(unrolled))}, but holds fewer "
-                f"loops than '{inner}', which has one instance per {array_dim} position",
-                file=tm.file,
-            )
-        for _, name in below:
-            if array_dim not in replicated.get(name, ()):
-                replicated[name] = replicated.get(name, ()) + (array_dim,)
-        spatial_at[array_dim] = place
-    return Placement(tuple(stores), spatial_at, replicated)
+    spatial_at = {
+        array_dim: max(
+            (pos for pos, _, name, _ in stores if array_dim not in served[name]), default=0
+        )
+        for array_dim, _ in inputs.mapping.spatial
+    }
+    return Placement(tuple(stores), spatial_at)
 
 
 def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workload) -> Mapping:
@@ -226,10 +226,7 @@ def to_mapping(inputs: ZigZagInputs, architecture: Architecture, workload: Workl
     order = tm.flat_order(layer.operands[0])  # innermost first, identical for every operand
     placement = _placement(inputs)
     stores, spatial_at = placement.stores, placement.spatial_at
-    served = {
-        m.name: tuple(d for d in _served(acc, m) if d not in placement.replicated.get(m.name, ()))
-        for m in acc.memories
-    }
+    served = {m.name: _served(acc, m) for m in acc.memories}
     nodes: list = []
     for position in range(len(order), -1, -1):
         here = sorted((s for s in stores if s[0] == position), key=lambda s: -s[1])
@@ -263,19 +260,6 @@ def _served(acc, memory) -> tuple[str, ...]:
     if memory is acc.memories[-1]:
         return tuple(acc.array_dimensions)
     return memory.served_dimensions
-
-
-def _indexed_by(inputs: ZigZagInputs, operands: list[str], dims: set[str]) -> bool:
-    """True if some of `dims` indexes one of the operands (directly or through a relation)."""
-    layer = inputs.layer
-    relations = {rel.target: rel for rel in layer.relations}
-    for op in operands:
-        for dim in layer.dims_of(op):
-            rel = relations.get(dim)
-            used = {rel.first_dim, rel.second_dim} if rel else {dim}
-            if used & dims:
-                return True
-    return False
 
 
 def _with_path(node, index: int):
@@ -316,9 +300,8 @@ def slot_flags(
         for m, memory in enumerate(levels):
             flags[(op, memory.name)] = zz[op][m + 1]
             if m < len(levels) - 1:  # the outermost level is the backing store: no slots
-                # sized at partial-sum width, as the replay stores a tile (DESIGN: capacity),
-                # where ZigZag counts a completely reduced output tile at its final width
-                tile = q.elements_per_instance[op][m + 1] * inputs.layer.precision(op)
+                # at the width the replay keeps the tile at (`NodePlan.stored_bits`)
+                tile = q.elements_per_instance[op][m + 1] * _stored_bits(inputs, op, m)
                 bits.setdefault(memory.name, []).append((tile, op))
     single: list[tuple[str, str]] = []
     for memory in inputs.accelerator.memories:
@@ -331,6 +314,20 @@ def slot_flags(
                 flags[(op, memory.name)] = False
                 single.append((op, memory.name))
     return flags, tuple(single)
+
+
+def _stored_bits(inputs: ZigZagInputs, op: str, level: int) -> int:
+    """The width level `level` of an operand keeps a value at in the replay: an output's
+    innermost level accumulates partial sums, a higher one holds them only if a reduction loop
+    remains at or above it (the level below is left unfinished and drained in between)."""
+    layer = inputs.layer
+    if op != layer.output_operand or level == 0:
+        return layer.precision(op)
+    assert inputs.temporal_mapping is not None
+    relevant = set(layer.dims_of(op))
+    above = inputs.temporal_mapping.of(op)[level:]
+    reducing = any(dim not in relevant and f > 1 for loops in above for dim, f in loops)
+    return layer.precision(op) if reducing else layer.final_output_precision_bits
 
 
 def import_zigzag(
@@ -348,6 +345,6 @@ def import_zigzag(
         raise SpecError(
             "importing into cyclesim needs a fixed temporal mapping", file=inputs.mapping.file
         )
-    architecture = to_architecture(inputs, double_buffered, _placement(inputs).replicated)
+    architecture = to_architecture(inputs, double_buffered)
     workload = to_workload(inputs)
     return ImportedSpec(architecture, workload, to_mapping(inputs, architecture, workload))
