@@ -22,10 +22,17 @@ def divisors(n: int) -> list[int]:
 
 
 @st.composite
-def chains(draw):
+def chains(draw, steady: tuple[int, int] | None = None):
+    """A producer -> AO -> consumer chain under a shared m loop; with steady=(lo, hi) that loop
+    runs lo..hi times over the same inner schedule (fast-forward's identity tests)."""
     m, n, k, p = (draw(st.integers(1, 4)) for _ in range(4))
-    shared = draw(st.sampled_from(divisors(m)))  # m loop shared above the split
-    inner_m = m // shared
+    if steady is None:
+        shared = draw(st.sampled_from(divisors(m)))  # m loop shared above the split
+        inner_m = m // shared
+    else:
+        shared = draw(st.integers(*steady))
+        inner_m = draw(st.sampled_from(divisors(m)))
+        m = shared * inner_m
     widths = st.sampled_from([8, 16, 64])
     arch = {
         "name": "chain",

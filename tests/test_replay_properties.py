@@ -23,7 +23,11 @@ def divisors(n: int) -> list[int]:
 
 
 @st.composite
-def schedules(draw):
+def schedules(draw, steady: tuple[int, int] | None = None, shared_ports: bool = False):
+    """A small GEMM schedule: buffer and register placement, loop orders, a spatial fan-out,
+    widths, bursts, latencies, double buffering, DMA. steady=(lo, hi) adds an outermost loop
+    of lo..hi iterations over the same schedule; shared_ports may give a memory one read-write
+    port (fills and write-backs contend): both for fast-forward's identity tests."""
     sizes = {r: draw(st.integers(1, 4)) for r in RANKS}
     spatial_rank = draw(st.sampled_from(RANKS))
     s = draw(st.sampled_from(divisors(sizes[spatial_rank])))
@@ -37,6 +41,10 @@ def schedules(draw):
     buf_pos = {t: draw(st.one_of(st.none(), st.integers(0, 3))) for t in PROJ}
     reg_pos = {t: draw(st.one_of(st.none(), st.integers(0, 3))) for t in PROJ}
     tree = [{"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]}]
+    if steady is not None:
+        steady_rank, steady_bound = draw(st.sampled_from(RANKS)), draw(st.integers(*steady))
+        sizes[steady_rank] *= steady_bound
+        tree.append({"type": "temporal", "rank": steady_rank, "bound": steady_bound})
     for i in range(4):
         kept = [t for t in PROJ if buf_pos[t] == i]
         if kept:
@@ -56,6 +64,8 @@ def schedules(draw):
     lat = st.integers(0, 2)
 
     def rw(prefix):
+        if shared_ports and draw(st.booleans()):
+            return [port(f"{prefix}_rw", "read_write", draw(widths), draw(bursts), draw(lat))]
         return [
             port(f"{prefix}_rd", "read", draw(widths), draw(bursts), draw(lat)),
             port(f"{prefix}_wr", "write", draw(widths), draw(bursts), draw(lat)),
