@@ -151,17 +151,10 @@ class FastForward:
                 lv.wait = max(0, lv.wait - 1)
                 history.clear()
                 continue
-            snap = self._snapshot(lv, g, now)
-            if snap is None:
-                history.clear()
+            pair = self._matching_pair(lv, g, now, "state")
+            if pair is None:
                 continue
-            prev = _match(history, snap)
-            if prev is None:
-                if not history:  # HISTORY snapshots, none the same: look less often for a while
-                    self._miss("state", None)
-                    lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
-                continue
-            lv.backoff = 0
+            prev, snap = pair
             periods = self._periods(lv, prev, snap)
             if periods < 1:
                 continue
@@ -180,6 +173,26 @@ class FastForward:
             lv.last_events = self.r.rec.events
             return
 
+    def _matching_pair(self, lv, g: int, now: int, why: str) -> tuple | None:
+        """Snapshot the state at level lv; (an equal earlier snapshot, this one), or None.
+
+        A state the snapshot cannot describe clears the level's history; a full history with
+        no equal snapshot makes the level look less often for a while (counted under `why`).
+        """
+        history = lv.history
+        snap = self._snapshot(lv, g, now)
+        if snap is None:
+            history.clear()
+            return None
+        prev = _match(history, snap)
+        if prev is None:
+            if not history:  # HISTORY snapshots, none the same: look less often for a while
+                self._miss(why, None)
+                lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
+            return None
+        lv.backoff = 0
+        return prev, snap
+
     def _at_grant(self) -> None:
         """The fabric made its GRANT_SPACING-th grant since the last look: look, maybe jump."""
         lv = self.grant_level
@@ -191,17 +204,10 @@ class FastForward:
             lv.wait = max(0, lv.wait - 1)
             history.clear()
             return
-        snap = self._snapshot(lv, r.pe_state.g, now)
-        if snap is None:
-            history.clear()
+        pair = self._matching_pair(lv, r.pe_state.g, now, "state between grants")
+        if pair is None:
             return
-        prev = _match(history, snap)
-        if prev is None:
-            if not history:  # HISTORY snapshots, none the same: look less often for a while
-                self._miss("state between grants", None)
-                lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
-            return
-        lv.backoff = 0
+        prev, snap = pair
         periods = self._grant_periods(prev, snap)
         if periods < 1:
             return
