@@ -10,6 +10,7 @@ only groups them, locates them in the loop nest, and runs the counterfactual rep
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from cyclesim.errors import CyclesimError
 from cyclesim.results import SimResult
@@ -23,6 +24,9 @@ from cyclesim.results.attribution import (
     SYSTOLIC_FILL,
 )
 from cyclesim.spec import Architecture, Direction, Mapping, Memory, Port, Temporal, Workload, leaves
+
+if TYPE_CHECKING:
+    from cyclesim.schedule.types import PortRef
 
 KEYS = ("cause", "memory", "tensor", "port_memory", "port", "competitor")
 
@@ -227,12 +231,17 @@ GROW = "if it does not fit: "
 
 
 def candidates(
-    c: Cause, arch: Architecture, workload: Workload, demand: int = 0
+    c: Cause,
+    arch: Architecture,
+    workload: Workload,
+    demand: int = 0,
+    other_port: PortRef | None = None,
 ) -> list[tuple[str, Architecture]]:
     """Architectural changes that could remove cause c, each described in words.
 
     A change whose text starts with GROW is the fallback of the one before it. `demand` is the
-    bits per step of a spatially stalled operand.
+    bits per step of a spatially stalled operand; `other_port` the far side of the transfer a
+    latency cause waits on (a transfer waits the larger of its two ports' latencies).
     """
     out: list[tuple[str, Architecture]] = []
     port = arch.memory(c.port_memory).ports if c.port_memory else ()
@@ -288,12 +297,24 @@ def candidates(
                 (f"give {c.tensor} its own port at {c.port_memory} (split from {p.name})", own)
             )
     if p is not None and c.cause == LATENCY and p.latency_cycles:
-        out.append(
-            (
-                f"cut the latency of port {c.port_memory}.{p.name} from {p.latency_cycles} to 0 cycles",
-                _with_port(arch, c.port_memory, p.name, latency_cycles=0),
+        cut = _with_port(arch, c.port_memory, p.name, latency_cycles=0)
+        if other_port is not None and other_port.latency_cycles:
+            # cutting only the charged port leaves the other side's latency in its place
+            out.append(
+                (
+                    f"cut the latency of ports {c.port_memory}.{p.name} and {other_port.key} "
+                    f"from {p.latency_cycles} and {other_port.latency_cycles} to 0 cycles (a "
+                    "transfer waits the larger of its two ports' latencies)",
+                    _with_port(cut, other_port.memory, other_port.name, latency_cycles=0),
+                )
             )
-        )
+        else:
+            out.append(
+                (
+                    f"cut the latency of port {c.port_memory}.{p.name} from {p.latency_cycles} to 0 cycles",
+                    cut,
+                )
+            )
     dma = (
         next((d for d in arch.dma_engines if d.name == c.port), None)
         if c.port_memory is None
@@ -369,6 +390,23 @@ def _largest_cause(res: SimResult) -> str:
     )
 
 
+def _other_port(res: SimResult, c: Cause) -> PortRef | None:
+    """The far side of the fill or write-back whose latency cause c is charged to, else None."""
+    if c.cause != LATENCY or c.port_memory is None:
+        return None
+    for n in res.raw.plan.nodes:
+        if n.memory != c.memory or n.tensor != c.tensor:
+            continue
+        for a, b in ((n.fill_src, n.fill_dst), (n.drain_src, n.drain_dst)):
+            if a is None or b is None:
+                continue
+            if (a.memory, a.name) == (c.port_memory, c.port):
+                return b
+            if (b.memory, b.name) == (c.port_memory, c.port):
+                return a
+    return None
+
+
 def _demand(res: SimResult, c: Cause) -> int:
     """Bits per step the PE array reads of c's operand (for a spatial stall), else 0."""
     if c.cause != SPATIAL:
@@ -404,7 +442,10 @@ def explain(
         return ex
     from cyclesim.analysis.dram_remedies import dram_remedies
 
-    proposed = [(c, candidates(c, arch, workload, _demand(res, c))) for c in ex.causes[:top]]
+    proposed = [
+        (c, candidates(c, arch, workload, _demand(res, c), _other_port(res, c)))
+        for c in ex.causes[:top]
+    ]
     # DRAM causes: another address mapping, layout or tile order, each with its own mapping
     dram = [(c, dram_remedies(c, arch, workload, mapping)) for c in ex.causes[:top]]
     done: dict[str, Remedy] = {}

@@ -55,6 +55,38 @@ def test_dma_remedies_are_replayed(traced):
     assert "saves" in text and "delays: dot m=0" in text
 
 
+def test_a_latency_paid_at_both_ends_of_a_transfer_is_cut_at_both():
+    """03 with a latency of 3 on both DRAM.dram_rd and abuf.abuf_wr: each of A's 4 fills waits
+    max(3, 3) = 3 cycles once, charged to the parent's port: 4 x 3 = 12 latency cycles, 52 + 12
+    = 64 in all. Cutting only DRAM.dram_rd leaves max(0, 3) = 3 per fill and saves nothing
+    (explain on the Eyeriss memory-size case said "saves 0 cycles" for 59,961 latency cycles);
+    cutting both gives back the 52 cycles of 03: saves 12."""
+    from dataclasses import replace
+
+    arch, workload, mapping = load_case("03_single_buffer")
+
+    def slow(memory, port):
+        return tuple(replace(p, latency_cycles=3) if p.name == port else p for p in memory.ports)
+
+    memories = tuple(
+        replace(m, ports=slow(m, {"DRAM": "dram_rd", "abuf": "abuf_wr"}.get(m.name)))
+        for m in arch.memories
+    )
+    arch = replace(arch, memories=memories)
+    res = replay(arch, workload, mapping, progress=False)
+    assert res.cycles == 64
+    ex = explain(res, arch, workload, mapping, top=10, workers=1)
+    (latency,) = [c for c in ex.causes if c.cause == "latency" and c.tensor == "A"]
+    assert (latency.port_memory, latency.port, latency.cycles) == ("DRAM", "dram_rd", 12)
+    assert [(r.change, r.saved) for r in latency.remedies if "latency" in r.change] == [
+        (
+            "cut the latency of ports DRAM.dram_rd and abuf.abuf_wr from 3 and 3 to 0 cycles "
+            "(a transfer waits the larger of its two ports' latencies)",
+            12,
+        )
+    ]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schedules())
 def test_root_causes_add_up_to_the_stall_totals_on_random_schedules(spec):
