@@ -225,7 +225,9 @@ def test_a_mistyped_layer_of_an_onnx_model_names_the_model_not_its_yaml(capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert f"{onnx}: --layer: no layer named '/conv1/Cnv'" in err and "/conv1/Conv" in err
+    assert f"{onnx}: --layer: no layer named '/conv1/Cnv'; did you mean '/conv1/Conv'?" in err
+    # every layer is listed to pick from (eight and '...' hid the 13 after downsample)
+    assert "21 layers: /conv1/Conv, " in err and "/layer4/layer4.1/conv2/Conv, /fc/Gemm" in err
     assert "cyclesim-zigzag-" not in err
 
 
