@@ -52,6 +52,27 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def log_replay(res, name: str) -> None:
+    """-v: how long the replay took and what fast-forward skipped, or that it skipped nothing."""
+    log.info("replayed %s in %.2f s (%s events)", name, res.wall_seconds, f"{res.events:,}")
+    ff = res.raw.fast_forward
+    if ff.jumps:
+        log.info(
+            "fast-forward skipped %s of %s cycles (%s periods of a repeating loop in %d jumps)",
+            f"{ff.cycles_skipped:,}",
+            f"{res.cycles:,}",
+            f"{ff.periods:,}",
+            ff.jumps,
+        )
+    elif res.raw.fast_forward_on:
+        log.info(
+            "fast-forward skipped nothing: no loop repeated an equal state, or the run has "
+            "several Einsums, DRAM timing, L1 allocators or a --window (it then stays off)"
+        )
+    else:
+        log.info("fast-forward off (--no-fast-forward): every cycle simulated")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from cyclesim.engine import replay
     from cyclesim.report import text_report
@@ -74,16 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None,
         fast_forward=not args.no_fast_forward,
     )
-    log.info("replayed %s in %.2f s (%d events)", mapping.name, res.wall_seconds, res.events)
-    ff = res.raw.fast_forward
-    if ff.jumps:
-        log.info(
-            "fast-forward skipped %d of %d cycles (%d loop iterations in %d jumps)",
-            ff.cycles_skipped,
-            res.cycles,
-            ff.periods,
-            ff.jumps,
-        )
+    log_replay(res, mapping.name)
     args.title = f"{workload.name} on {arch.name}, mapping {mapping.name}"  # plots, Perfetto
     args.architecture, args.run_name = arch, mapping.name  # --csv summaries
     for path in _write_views(args, res):

@@ -352,3 +352,20 @@ def test_cli_no_fast_forward_gives_the_same_report(tmp_path):
         for key in ("events", "wall_seconds", "fast_forward"):
             del doc[key]
     assert fast == full
+
+
+def test_verbose_says_what_fast_forward_skipped_or_that_it_skipped_nothing(tmp_path, capsys):
+    """-v on run and explain: the skip in numbers when it fired, why nothing was skipped when it
+    did not (explain said nothing at all), and that it was off with --no-fast-forward."""
+    from cyclesim.cli import main
+
+    paths = _write_case(reduction(), tmp_path)
+    assert main(["-v", "run", *paths, "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "cyclesim: fast-forward skipped " in err and " jumps)" in err
+    assert main(["-v", "run", *paths, "--no-progress", "--no-fast-forward"]) == 0
+    assert "fast-forward off (--no-fast-forward)" in capsys.readouterr().err
+    worked = ROOT / "tests" / "cases" / "worked" / "03_single_buffer"
+    files = [str(worked / f"{part}.yaml") for part in ("arch", "workload", "mapping")]
+    assert main(["-v", "explain", *files, "--no-verify", "--no-progress"]) == 0
+    assert "fast-forward skipped nothing" in capsys.readouterr().err

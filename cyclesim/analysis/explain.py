@@ -10,6 +10,7 @@ only groups them, locates them in the loop nest, and runs the counterfactual rep
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from cyclesim.errors import CyclesimError
 from cyclesim.results import SimResult
@@ -24,6 +25,9 @@ from cyclesim.results.attribution import (
 )
 from cyclesim.spec import Architecture, Direction, Mapping, Memory, Port, Temporal, Workload, leaves
 
+if TYPE_CHECKING:
+    from cyclesim.schedule.types import PortRef
+
 KEYS = ("cause", "memory", "tensor", "port_memory", "port", "competitor")
 
 
@@ -36,6 +40,7 @@ class Remedy:
     cycles_after: int | None  # None: the changed architecture could not be replayed
     note: str = ""
     binds_after: str = ""  # the largest cause of the changed run, in words
+    grew: str = ""  # the cause and place of the changed run that gained the most cycles
 
     @property
     def saved(self) -> int | None:
@@ -91,7 +96,7 @@ class Explanation:
                      by_phase=c.by_phase, cycle_ranges=[list(r) for r in c.ranges], iterations=c.iterations,
                      chain=c.chain,
                      remedies=[dict(change=r.change, cycles_before=r.cycles_before, cycles_after=r.cycles_after,
-                                    cycles_saved=r.saved, note=r.note, binds_after=r.binds_after)
+                                    cycles_saved=r.saved, note=r.note, binds_after=r.binds_after, grew=r.grew)
                                for r in c.remedies])
                 for c in self.causes
             ],
@@ -227,12 +232,18 @@ GROW = "if it does not fit: "
 
 
 def candidates(
-    c: Cause, arch: Architecture, workload: Workload, demand: int = 0
+    c: Cause,
+    arch: Architecture,
+    workload: Workload,
+    demand: int = 0,
+    other_port: PortRef | None = None,
 ) -> list[tuple[str, Architecture]]:
     """Architectural changes that could remove cause c, each described in words.
 
     A change whose text starts with GROW is the fallback of the one before it. `demand` is the
-    bits per step of a spatially stalled operand.
+    bits per step of a spatially stalled operand; `other_port` the far side of the transfer the
+    cause waits on (a transfer waits the larger of its two ports' latencies and moves bursts of
+    the smaller of their bursts).
     """
     out: list[tuple[str, Architecture]] = []
     port = arch.memory(c.port_memory).ports if c.port_memory else ()
@@ -272,15 +283,17 @@ def candidates(
         )
     if p is not None and c.cause in (BANDWIDTH, CONTENTION):
         burst = max(p.burst_bits, 2 * p.width_bits)
-        out.append(
-            (
-                f"widen port {c.port_memory}.{p.name} from {p.width_bits} to {2 * p.width_bits} bits/cycle"
-                + (f" (burst {p.burst_bits} -> {burst} bits)" if burst != p.burst_bits else ""),
-                _with_port(
-                    arch, c.port_memory, p.name, width_bits=2 * p.width_bits, burst_bits=burst
-                ),
-            )
+        wider = _with_port(
+            arch, c.port_memory, p.name, width_bits=2 * p.width_bits, burst_bits=burst
         )
+        change = f"widen port {c.port_memory}.{p.name} from {p.width_bits} to {2 * p.width_bits} bits/cycle"
+        bursts = [f"burst {p.burst_bits} -> {burst} bits"] if burst != p.burst_bits else []
+        if other_port is not None and other_port.burst_bits < burst:
+            # a transfer moves bursts of the smaller of its two ports' bursts: a wider port
+            # behind a narrow burst on the far side moves no more bits per cycle
+            bursts.append(f"{other_port.key}'s burst {other_port.burst_bits} -> {burst} bits")
+            wider = _with_port(wider, other_port.memory, other_port.name, burst_bits=burst)
+        out.append((change + (f" ({', '.join(bursts)})" if bursts else ""), wider))
     if p is not None and c.cause == CONTENTION and c.tensor and c.competitor != "PE array":
         own = _own_port(arch, workload, c.port_memory, p.name, c.tensor)
         if own is not None:
@@ -288,12 +301,24 @@ def candidates(
                 (f"give {c.tensor} its own port at {c.port_memory} (split from {p.name})", own)
             )
     if p is not None and c.cause == LATENCY and p.latency_cycles:
-        out.append(
-            (
-                f"cut the latency of port {c.port_memory}.{p.name} from {p.latency_cycles} to 0 cycles",
-                _with_port(arch, c.port_memory, p.name, latency_cycles=0),
+        cut = _with_port(arch, c.port_memory, p.name, latency_cycles=0)
+        if other_port is not None and other_port.latency_cycles:
+            # cutting only the charged port leaves the other side's latency in its place
+            out.append(
+                (
+                    f"cut the latency of ports {c.port_memory}.{p.name} and {other_port.key} "
+                    f"from {p.latency_cycles} and {other_port.latency_cycles} to 0 cycles (a "
+                    "transfer waits the larger of its two ports' latencies)",
+                    _with_port(cut, other_port.memory, other_port.name, latency_cycles=0),
+                )
             )
-        )
+        else:
+            out.append(
+                (
+                    f"cut the latency of port {c.port_memory}.{p.name} from {p.latency_cycles} to 0 cycles",
+                    cut,
+                )
+            )
     dma = (
         next((d for d in arch.dma_engines if d.name == c.port), None)
         if c.port_memory is None
@@ -331,7 +356,7 @@ def verify(
     """Replay with the changed architecture: the cycles saved and what binds then, or why it could not run."""
     return _replay_remedy(
         (change, new_arch, workload, mapping, res.reuse, res.isolate_einsums, res.cycles,
-         res.raw.fast_forward_on)
+         res.raw.fast_forward_on, _places(rank_causes(res).causes))
     )  # fmt: skip
 
 
@@ -339,19 +364,33 @@ def _replay_remedy(task: tuple) -> Remedy:
     """One remedy's replay (a worker process's task: plain, picklable data in and out)."""
     from cyclesim.engine import replay
 
-    change, new_arch, workload, mapping, reuse, isolate, before, fast_forward = task
+    change, new_arch, workload, mapping, reuse, isolate, before, fast_forward, places = task
     try:
         new = replay(new_arch, workload, mapping, reuse=reuse, isolate_einsums=isolate,
                      progress=False, check_counts=False, fast_forward=fast_forward)  # fmt: skip
     except CyclesimError as exc:
         return Remedy(change, before, None, str(exc).splitlines()[0])
-    return Remedy(change, before, new.cycles, binds_after=_largest_cause(new))
+    ranked = rank_causes(new).causes
+    return Remedy(change, before, new.cycles, binds_after=_largest_cause(new, ranked),
+                  grew=_grew(ranked, places))  # fmt: skip
 
 
-def _largest_cause(res: SimResult) -> str:
+def _places(causes: list[Cause]) -> dict[str, int]:
+    """Cycles per cause and place, e.g. {'latency at O@rf_16B, port sram_8KB.rw_port_2': 59961}."""
+    return {f"{c.cause} at {c.where()}": c.cycles for c in causes}
+
+
+def _grew(ranked: list[Cause], before: dict[str, int]) -> str:
+    """The cause and place that gained the most cycles over the run before the change, in
+    words, or '': where the cycles a change removes went when it saves little."""
+    gains = [(cycles - before.get(key, 0), key) for key, cycles in _places(ranked).items()]
+    gain, key = max(gains, default=(0, ""))
+    return f"{key} (+{gain:,})" if gain > 0 else ""
+
+
+def _largest_cause(res: SimResult, ranked: list[Cause]) -> str:
     """What binds in a run, in words: the cause with the most cycles (summed over its places) and
     its largest place, e.g. 'spatial (186,800 cycles, 60.0% of the run; most at O@rf_16B, ...)'."""
-    ranked = rank_causes(res).causes
     if not ranked:
         return "nothing (the run is compute-bound)"
     totals: dict[str, int] = {}
@@ -367,6 +406,23 @@ def _largest_cause(res: SimResult) -> str:
     return (
         f"{cause} ({totals[cause]:,} cycles, {_pct(totals[cause], res.cycles)} of the run; {most})"
     )
+
+
+def _other_port(res: SimResult, c: Cause) -> PortRef | None:
+    """The far side of the fill or write-back cause c is charged to, else None."""
+    if c.port_memory is None:
+        return None
+    for n in res.raw.plan.nodes:
+        if n.memory != c.memory or n.tensor != c.tensor:
+            continue
+        for a, b in ((n.fill_src, n.fill_dst), (n.drain_src, n.drain_dst)):
+            if a is None or b is None:
+                continue
+            if (a.memory, a.name) == (c.port_memory, c.port):
+                return b
+            if (b.memory, b.name) == (c.port_memory, c.port):
+                return a
+    return None
 
 
 def _demand(res: SimResult, c: Cause) -> int:
@@ -404,14 +460,18 @@ def explain(
         return ex
     from cyclesim.analysis.dram_remedies import dram_remedies
 
-    proposed = [(c, candidates(c, arch, workload, _demand(res, c))) for c in ex.causes[:top]]
+    proposed = [
+        (c, candidates(c, arch, workload, _demand(res, c), _other_port(res, c)))
+        for c in ex.causes[:top]
+    ]
     # DRAM causes: another address mapping, layout or tile order, each with its own mapping
     dram = [(c, dram_remedies(c, arch, workload, mapping)) for c in ex.causes[:top]]
     done: dict[str, Remedy] = {}
+    places = _places(ex.causes)  # before the change: what grew in each remedy's replay
 
     def run(tasks: dict[str, tuple[Architecture, Mapping]]) -> None:
         todo = [(change, a, m) for change, (a, m) in tasks.items() if change not in done]
-        items = [(change, a, workload, m, res.reuse, res.isolate_einsums, res.cycles, res.raw.fast_forward_on) for change, a, m in todo]  # fmt: skip
+        items = [(change, a, workload, m, res.reuse, res.isolate_einsums, res.cycles, res.raw.fast_forward_on, places) for change, a, m in todo]  # fmt: skip
         for (change, _, _), outcome in zip(todo, map_tasks(_replay_remedy, items, workers=workers,
                                                             progress=progress, desc="remedies"), strict=True):  # fmt: skip
             done[change] = (
@@ -479,6 +539,8 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
                 )
                 if r.binds_after:
                     out.append(f"     makes it worse: then {r.binds_after} binds")
+                if r.grew:
+                    out.append(f"     grew most: {r.grew}")
                 continue
             out.append(
                 f"   - {r.change}: saves {r.saved:,} cycles "
@@ -486,6 +548,8 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
             )
             if r.saved < SAVES_LITTLE * c.cycles and r.binds_after:
                 out.append(f"     saves little: then {r.binds_after} binds")
+                if r.grew:
+                    out.append(f"     grew most: {r.grew}")
         if not c.remedies and c.cause not in (SPATIAL,):
             out.append(
                 "   - no architectural change proposed for this cause (a mapping change may help)"

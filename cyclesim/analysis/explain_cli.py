@@ -73,6 +73,9 @@ def _replay(arch, workload, mapping, args: argparse.Namespace, saved: dict | Non
         progress=False if args.no_progress else None,
         fast_forward=not args.no_fast_forward,
     )
+    from cyclesim.cli import log_replay
+
+    log_replay(res, mapping.name)
     if saved is not None and saved.get("cycles") != res.cycles:
         raise CyclesimError(
             f"the saved run had {saved.get('cycles')} cycles, this replay of its inputs {res.cycles}: "

@@ -205,3 +205,18 @@ def test_zigzag_double_buffer_that_does_not_fit_two_whole_tiles_gets_one_slot(tm
     assert check.explanations[0].startswith(
         "buffers: ZigZag counts W in sram_64KB as double-buffered"
     )
+
+
+def test_counts_read_with_thousands_separators_never_in_exponent_form(small_check):
+    """`check zigzag --layer /conv1/Conv` on eyeriss_like printed 'total latency 3.26589e+06' and
+    'so 2.37082e+06 of its stall cycles' (Python's g format past six digits): counts are
+    written out in full with separators, a fractional ZigZag term to two decimals."""
+    from cyclesim.checks.zigzag.check import format_report
+    from cyclesim.checks.zigzag.explain import count
+
+    assert count(3265890.0) == "3,265,890" and count(2370820) == "2,370,820"
+    assert count(1234.5) == "1,234.5" and count(0.125) == "0.12" and count(0) == "0"
+    text = format_report(small_check)
+    assert "e+" not in text
+    rows = [line.split() for line in text.splitlines() if line.startswith(("W ", "I ", "O "))]
+    assert rows and all(row[-3].replace(",", "").isdigit() or row[-3] == "n/a" for row in rows)

@@ -191,6 +191,17 @@ def test_a_strided_1x1_convolution_fits_zigzags_own_tiles_and_its_input_words_eq
     assert row["dram_equal"] == row["dram_rows"]
 
 
+@pytest.mark.peer
+def test_a_strided_1x1_input_padded_to_whole_spatial_steps_clips_to_the_values_it_touches():
+    # tesla_npu_like unrolls OX 8 on D2, so resnet18's downsample pads OX from 28 to 32; its
+    # input ix = 2*ox + fx (fx 1) touches 28 of the 56 columns. The input's extent (56, in
+    # indices) was taken as the clip (in distinct values), 56 >= 32 left it unclipped, and the replay
+    # read 64 x 28 x 32 = 57,344 input values from DRAM where ZigZag reads 64 x 28 x 28 = 50,176
+    row = _check("tesla_npu_like", "tesla_npu_like", *SMALL_LAYERS[0])
+    _assert_agrees(row, "tesla_npu_like")
+    assert row["dram_equal"] == row["dram_rows"]
+
+
 @pytest.mark.parametrize("hardware", ["aimc", "dimc"])
 def test_imc_arrays_are_refused_by_name(hardware):
     from cyclesim.checks.zigzag.read_accelerator import parse_accelerator
@@ -214,7 +225,9 @@ def test_a_mistyped_layer_of_an_onnx_model_names_the_model_not_its_yaml(capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert f"{onnx}: --layer: no layer named '/conv1/Cnv'" in err and "/conv1/Conv" in err
+    assert f"{onnx}: --layer: no layer named '/conv1/Cnv'; did you mean '/conv1/Conv'?" in err
+    # every layer is listed to pick from (eight and '...' hid the 13 after downsample)
+    assert "21 layers: /conv1/Conv, " in err and "/layer4/layer4.1/conv2/Conv, /fc/Gemm" in err
     assert "cyclesim-zigzag-" not in err
 
 

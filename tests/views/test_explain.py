@@ -55,6 +55,70 @@ def test_dma_remedies_are_replayed(traced):
     assert "saves" in text and "delays: dot m=0" in text
 
 
+def test_widening_a_port_widens_the_far_sides_burst_too(traced):
+    """03's Z write-back: 32 bits from acc (burst 8) to DRAM.dram_wr (8 b/cycle), 4 bursts of
+    1 cycle each: 4 offload cycles. A transfer moves bursts of the smaller of its two ports'
+    bursts, so widening dram_wr to 16 b/cycle (burst 16) alone still moves 4 bursts of 8 bits,
+    1 cycle each, and saved 0; with acc.acc_rd's burst at 16 too: 2 bursts, 1 cycle each,
+    saves 2 (52 -> 50). The explanation had said 'saves 0 cycles' for this remedy."""
+    arch, workload, mapping = load_case("03_single_buffer")
+    ex = explain(traced("03_single_buffer"), arch, workload, mapping, top=2, workers=1)
+    (z,) = [c for c in ex.causes if c.tensor == "Z"]
+    widen = {r.change: r.saved for r in z.remedies if r.change.startswith("widen")}
+    assert widen == {
+        "widen port DRAM.dram_wr from 8 to 16 bits/cycle (burst 8 -> 16 bits, acc.acc_rd's "
+        "burst 8 -> 16 bits)": 2
+    }
+
+
+def test_a_remedy_that_saves_little_says_what_grew_most(traced):
+    """Where the cycles went: the place that gained most over the run before the change. On
+    the Eyeriss memory-size case, widening I's 8-bit port removes 100,000 spatial cycles at
+    I@rf_64B_I but saves 1,700: 'grew most: spatial at O@rf_16B, port rf_16B.r_port_1
+    (+50,000)'. Here 03's places (A: 32 cycles at DRAM.dram_rd, Z: 4 at DRAM.dram_wr) against
+    hand-made 'before' runs."""
+    from cyclesim.analysis.explain import _grew, _places
+
+    ranked = rank_causes(traced("03_single_buffer")).causes
+    a, z = "bandwidth at A@abuf, port DRAM.dram_rd", "bandwidth at Z@acc, port DRAM.dram_wr"
+    assert _places(ranked) == {a: 32, z: 4}
+    assert _grew(ranked, {}) == f"{a} (+32)"
+    assert _grew(ranked, {a: 30}) == f"{z} (+4)"  # A gained 2, Z (absent before) 4
+    assert _grew(ranked, {a: 32, z: 4}) == _grew(ranked, {a: 40, z: 9}) == ""
+
+
+def test_a_latency_paid_at_both_ends_of_a_transfer_is_cut_at_both():
+    """03 with a latency of 3 on both DRAM.dram_rd and abuf.abuf_wr: each of A's 4 fills waits
+    max(3, 3) = 3 cycles once, charged to the parent's port: 4 x 3 = 12 latency cycles, 52 + 12
+    = 64 in all. Cutting only DRAM.dram_rd leaves max(0, 3) = 3 per fill and saves nothing
+    (explain on the Eyeriss memory-size case said "saves 0 cycles" for 59,961 latency cycles);
+    cutting both gives back the 52 cycles of 03: saves 12."""
+    from dataclasses import replace
+
+    arch, workload, mapping = load_case("03_single_buffer")
+
+    def slow(memory, port):
+        return tuple(replace(p, latency_cycles=3) if p.name == port else p for p in memory.ports)
+
+    memories = tuple(
+        replace(m, ports=slow(m, {"DRAM": "dram_rd", "abuf": "abuf_wr"}.get(m.name)))
+        for m in arch.memories
+    )
+    arch = replace(arch, memories=memories)
+    res = replay(arch, workload, mapping, progress=False)
+    assert res.cycles == 64
+    ex = explain(res, arch, workload, mapping, top=10, workers=1)
+    (latency,) = [c for c in ex.causes if c.cause == "latency" and c.tensor == "A"]
+    assert (latency.port_memory, latency.port, latency.cycles) == ("DRAM", "dram_rd", 12)
+    assert [(r.change, r.saved) for r in latency.remedies if "latency" in r.change] == [
+        (
+            "cut the latency of ports DRAM.dram_rd and abuf.abuf_wr from 3 and 3 to 0 cycles "
+            "(a transfer waits the larger of its two ports' latencies)",
+            12,
+        )
+    ]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schedules())
 def test_root_causes_add_up_to_the_stall_totals_on_random_schedules(spec):

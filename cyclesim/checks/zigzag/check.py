@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import TYPE_CHECKING
 
-from cyclesim.checks.zigzag.explain import explain
+from cyclesim.checks.zigzag.explain import count, explain
 from cyclesim.checks.zigzag.inputs import DataDirection, ZigZagInputs
 from cyclesim.checks.zigzag.latency import ZigZagLatency
 from cyclesim.checks.zigzag.mapping import mapping_quantities
@@ -272,26 +272,30 @@ def compare(
 def format_report(check: ZigZagCheck) -> str:
     """The side-by-side table as text."""
     zz_head = "zigzag-dse" if check.zigzag else "zigzag-dse (missing)"
-    lines = [f"{'term':<16}{'replay':>12}{'model':>12}{zz_head:>22}"]
+    lines = [f"{'term':<16}{'replay':>14}{'model':>14}{zz_head:>22}"]
     by_term = {term: check.causes(phase) for phase, term in PHASE_TERMS.items()}
     for name in TERMS:
-        zz = f"{getattr(check.zigzag, name):g}" if check.zigzag else "-"
-        lines.append(
-            f"{TERM_NAMES[name]:<16}{getattr(check.replay, name):>12g}{getattr(check.analytical, name):>12g}{zz:>22}"
-        )
+        zz = count(getattr(check.zigzag, name)) if check.zigzag else "-"
+        replay, model = count(getattr(check.replay, name)), count(getattr(check.analytical, name))
+        lines.append(f"{TERM_NAMES[name]:<16}{replay:>14}{model:>14}{zz:>22}")
         for cause, cycles in by_term.get(name, {}).items():
-            lines.append(f"  {cause:<14}{cycles:>12}{'':>12}{'':>22}")
+            lines.append(f"  {cause:<14}{count(cycles):>14}{'':>14}{'':>22}")
     if check.zigzag_missing:
         lines.append(f"zigzag-dse column missing: {check.zigzag_missing}")
     lines.append("")
     lines.append(
-        f"{'words':<8}{'memory':<12}{'direction':<20}{'replay':>10}{'model':>10}{'zigzag-dse':>12}"
+        f"{'words':<8}{'memory':<12}{'direction':<20}{'replay':>14}{'model':>14}{'zigzag-dse':>14}"
     )
     for a in check.accesses:
-        rep = "n/a" if a.replay is None else str(a.replay)
-        zz = "-" if a.zigzag is None else str(a.zigzag)
+        rep = "n/a" if a.replay is None else count(a.replay)
+        zz = "-" if a.zigzag is None else count(a.zigzag)
         lines.append(
-            f"{a.operand:<8}{a.memory:<12}{a.direction.words:<20}{rep:>10}{a.analytical:>10}{zz:>12}"
+            f"{a.operand:<8}{a.memory:<12}{a.direction.words:<20}{rep:>14}{count(a.analytical):>14}{zz:>14}"
+        )
+    if any(a.replay is None for a in check.accesses):
+        lines.append(
+            "n/a: the replay's values are not whole periods of ZigZag's transfers, so they have "
+            "no word count; the note on that row compares values"
         )
     if check.explanations:
         lines.append("")

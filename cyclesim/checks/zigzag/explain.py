@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from cyclesim.checks.zigzag.terms import AccessRow, Terms
 
 
+def count(value: float) -> str:
+    """A number of cycles or words with thousands separators: 3,265,890, not 3.26589e+06
+    (ZigZag's terms are floats; a fractional one keeps up to two decimals)."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
 @dataclass(frozen=True, slots=True)
 class ZigZagView:
     """What ZigZag's model says about a port or a buffer, looked up by the replay's names."""
@@ -62,13 +70,15 @@ class ZigZagView:
             return f"ZigZag models no port {key}"
         if stall.stall_cycles > 0:
             if worst is stall:
-                return f"ZigZag charges {key} {stall.stall_cycles:,g} cycles, its worst port"
+                return f"ZigZag charges {key} {count(stall.stall_cycles)} cycles, its worst port"
             return (
-                f"ZigZag charges {key} {stall.stall_cycles:,g} cycles but counts only its worst "
-                f"port, {worst.memory}.{worst.port} ({worst.stall_cycles:,g})"
+                f"ZigZag charges {key} {count(stall.stall_cycles)} cycles but counts only its worst "
+                f"port, {worst.memory}.{worst.port} ({count(worst.stall_cycles)})"
             )
         slack = (
-            f"{-stall.stall_cycles:,g} cycles of slack" if stall.stall_cycles else "no slack left"
+            f"{count(-stall.stall_cycles)} cycles of slack"
+            if stall.stall_cycles
+            else "no slack left"
         )
         return (
             f"ZigZag lets compute hide that traffic ({key}: every period fits its window, {slack})"
@@ -161,10 +171,10 @@ def explain(
     if replay.stall != analytical.stall and worst is not None:
         largest = f", the largest: {compute[0].short()}" if compute else ""
         out.append(
-            f"stall: ZigZag charges only its worst port, {worst.memory}.{worst.port} ({worst.stall_cycles:,g} "
+            f"stall: ZigZag charges only its worst port, {worst.memory}.{worst.port} ({count(worst.stall_cycles)} "
             f"cycles = (real - allowed) x (N - 1) over its transfers), and lets every other port work in "
             f"parallel with compute; the replay counts every cycle the PE array waits, so waits at "
-            f"different ports add up to {replay.stall:,g} cycles{largest}"
+            f"different ports add up to {count(replay.stall)} cycles{largest}"
         )
     by_cause: dict[str, list[StallGroup]] = {}
     for g in compute:
@@ -180,7 +190,7 @@ def explain(
             continue
         borrow = (
             f", with once-per-layer transfers shrunk to one innermost tile by borrowing "
-            f"{ours.borrowed_cycles:,g} cycles of port time from compute (since 3.7)"
+            f"{count(ours.borrowed_cycles)} cycles of port time from compute (since 3.7)"
             if ours.borrowed_cycles
             else ""
         )
@@ -191,8 +201,8 @@ def explain(
             else "the run ends when the last output tiles have drained level by level to DRAM"
         )
         out.append(
-            f"{term}: ZigZag counts {zz_words}{borrow}: {theirs_t:,g} cycles; in the replay {replay_words}, "
-            f"{ours_t:,g} cycles: {top}"
+            f"{term}: ZigZag counts {zz_words}{borrow}: {count(theirs_t)} cycles; in the replay {replay_words}, "
+            f"{count(ours_t)} cycles: {top}"
         )
     if replay.ideal_cycles != analytical.ideal_cycles:
         pe_count = inputs.accelerator.pe_count
@@ -200,15 +210,15 @@ def explain(
         if replay.ideal_cycles == ours.ideal_temporal_cycles:
             out.append(
                 f"ideal compute: ZigZag's ideal assumes all {pe_count:,} PEs busy (MACs / PEs = "
-                f"{analytical.ideal_cycles:,g}); its spatial mapping keeps {used:,.4g} busy on "
-                f"average, so {ours.spatial_stall_cycles:,g} of its stall cycles are that under-use "
+                f"{count(analytical.ideal_cycles)}); its spatial mapping keeps {used:,.4g} busy on "
+                f"average, so {count(ours.spatial_stall_cycles)} of its stall cycles are that under-use "
                 f"(ideal_temporal_cycle - ideal_cycle); the replay's ideal compute is the "
-                f"{replay.ideal_cycles:,g} temporal iterations themselves"
+                f"{count(replay.ideal_cycles)} temporal iterations themselves"
             )
         else:
             out.append(
-                f"ideal compute: the replay runs {replay.ideal_cycles:,g} temporal iterations where "
-                f"ZigZag's temporal mapping has {ours.ideal_temporal_cycles:,g}"
+                f"ideal compute: the replay runs {count(replay.ideal_cycles)} temporal iterations where "
+                f"ZigZag's temporal mapping has {count(ours.ideal_temporal_cycles)}"
             )
     out += _access_sentences(inputs, rows)
     return out

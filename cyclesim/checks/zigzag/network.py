@@ -106,16 +106,18 @@ def check_network(
     from cyclesim.analysis.parallel import map_tasks
     from cyclesim.checks.zigzag.read import workload_layers
     from cyclesim.checks.zigzag.read_accelerator import parse_accelerator
+    from cyclesim.checks.zigzag.read_workload import layers_found
 
     parse_accelerator(accelerator)  # a broken accelerator file is one error, not one per layer
     names = workload_layers(workload, mapping)
     if layers:
         unknown = [name for name in layers if name not in names]
         if unknown:
+            hint, listing = layers_found(names, unknown[0])
             raise SpecError(
-                f"no layer named {', '.join(map(repr, unknown))}",
+                f"no layer named {', '.join(map(repr, unknown))}{hint}",
                 file=workload,
-                found=", ".join(names[:8]) + (" ..." if len(names) > 8 else ""),
+                found=listing,
             )
     chosen = [name for name in names if not layers or name in layers]
     tasks = [

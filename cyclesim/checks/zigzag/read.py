@@ -15,7 +15,7 @@ from cyclesim.checks.zigzag.inputs import (
 from cyclesim.checks.zigzag.read_accelerator import parse_accelerator
 from cyclesim.checks.zigzag.read_mapping import parse_mapping_entry, parse_temporal_levels
 from cyclesim.checks.zigzag.read_onnx import workload_yaml
-from cyclesim.checks.zigzag.read_workload import layer_names, parse_layer
+from cyclesim.checks.zigzag.read_workload import layer_names, layers_found, parse_layer
 from cyclesim.checks.zigzag.reader import Reader
 from cyclesim.errors import SpecError
 from cyclesim.spec.yamlio import is_onnx
@@ -35,10 +35,9 @@ def load_zigzag_inputs(
     if yaml_path != workload and layer_name is not None:
         names = layer_names(Reader(yaml_path))
         if layer_name not in names:  # name the ONNX model, not the YAML written from it
+            hint, listing = layers_found(names, layer_name)
             raise SpecError(
-                f"--layer: no layer named {layer_name!r}",
-                file=workload,
-                found=", ".join(names[:8]) + (" ..." if len(names) > 8 else ""),
+                f"--layer: no layer named {layer_name!r}{hint}", file=workload, found=listing
             )
     layer = parse_workload(yaml_path, layer_name)
     mapping_entry = parse_mapping(mapping, layer, acc)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
 from typing import Any
 
 from cyclesim.checks.zigzag.inputs import DimensionRelation, ZigZagLayer
 from cyclesim.checks.zigzag.reader import EQUATION, LAYER_FIELDS, RELATION, Reader
+
+
+def layers_found(names: list[str], wanted: str) -> tuple[str, str]:
+    """For the error naming a layer a workload lacks: ('; did you mean X?' or '', every name).
+    A user picks --layer from this list; eight names and '...' hid resnet18's later layers."""
+    near = difflib.get_close_matches(wanted, names, n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return hint, f"{len(names)} layers: {', '.join(names)}"
 
 
 def parse_layer(r: Reader, layer_name: str | None) -> ZigZagLayer:

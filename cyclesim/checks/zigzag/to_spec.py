@@ -141,7 +141,9 @@ def to_workload(inputs: ZigZagInputs) -> Workload:
                     {rel.first_dim: layer.loop_size(rel.first_dim),
                      rel.second_dim: layer.loop_size(rel.second_dim)}
                 )  # fmt: skip
-                projections.append(clipped(terms, layer.extent_limit(dim, full)))
+                # the limit is in indices, the clip in distinct values: a strided 1x1 window
+                # (ix = 2*ox + fx, fx 1) touches only `full` of the input's indices
+                projections.append(clipped(terms, min(full, layer.extent_limit(dim, full))))
         return TensorAccess(op, tuple(projections))
 
     einsum = Einsum(
