@@ -64,11 +64,10 @@ def log_replay(res, name: str) -> None:
             f"{ff.periods:,}",
             ff.jumps,
         )
+    elif ff.off_because:
+        log.info("fast-forward stayed off: this replay has %s", ff.off_because)
     elif res.raw.fast_forward_on:
-        log.info(
-            "fast-forward skipped nothing: no loop repeated an equal state, or the run has "
-            "several Einsums, DRAM timing, L1 allocators or a --window (it then stays off)"
-        )
+        log.info("fast-forward skipped nothing: no loop repeated an equal state")
     else:
         log.info("fast-forward off (--no-fast-forward): every cycle simulated")
 

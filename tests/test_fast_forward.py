@@ -347,6 +347,7 @@ def test_cli_no_fast_forward_gives_the_same_report(tmp_path):
         "periods": 0,
         "cycles_skipped": 0,
         "segments_skipped": 0,
+        "off_because": "",  # not a limit of the plan: the caller turned it off
     }
     for doc in docs:
         for key in ("events", "wall_seconds", "fast_forward"):
@@ -369,3 +370,21 @@ def test_verbose_says_what_fast_forward_skipped_or_that_it_skipped_nothing(tmp_p
     files = [str(worked / f"{part}.yaml") for part in ("arch", "workload", "mapping")]
     assert main(["-v", "explain", *files, "--no-verify", "--no-progress"]) == 0
     assert "fast-forward skipped nothing" in capsys.readouterr().err
+
+
+def test_verbose_and_json_say_why_fast_forward_stayed_off(capsys):
+    """A DRAM model's bank state depends on history the snapshot does not hold: fast-forward
+    stays off, and -v and --json say so by name (not a list of every possible reason)."""
+    import json
+
+    from cyclesim.cli import main
+
+    files = [
+        str(ROOT / "hw_models/tpu_like_ddr4.yaml"),
+        str(ROOT / "examples/resnet50_dram/workload.yaml"),
+        str(ROOT / "examples/resnet50_dram/mapping.yaml"),
+    ]
+    assert main(["-v", "run", *files, "--no-progress", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "fast-forward stayed off: this replay has DRAM timing" in err
+    assert json.loads(out)["fast_forward"]["off_because"] == "DRAM timing"

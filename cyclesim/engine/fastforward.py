@@ -62,6 +62,7 @@ class FastForwardStats:
     periods: int = 0
     cycles_skipped: int = 0
     segments_skipped: int = 0  # PE segments not simulated
+    off_because: str = ""  # why it stayed off for this plan ('' when it was on)
 
 
 @dataclass(slots=True)
@@ -88,7 +89,9 @@ class FastForward:
         self.stats = FastForwardStats()
         self.misses: dict[str, int] = {}  # why a snapshot pair did not jump -> times
         self.levels: list[_Level] = []
-        if not _eligible(r):
+        reason = _off_because(r)
+        if reason:
+            self.stats = FastForwardStats(off_because=reason)
             return
         plan = r.plan
         # (node, its fill's or write-back's state, is it the fill), as the processes run
@@ -338,24 +341,25 @@ def _match(history: list, snap: Snapshot) -> Snapshot | None:
     return prev
 
 
-def _eligible(r) -> bool:
-    """Can fast-forward capture this replay's whole state? (Else it stays off: still exact.)"""
+def _off_because(r) -> str:
+    """Why fast-forward cannot capture this replay's whole state ('' when it can); it then
+    stays off, which is still exact."""
     plan = r.plan
     if len(plan.leaves) != 1 or not isinstance(plan.root, int):
-        return False
-    if plan.dram or plan.allocators or r.l1 is not None or r.dram:
-        return False
+        return "several Einsums"
+    if plan.dram or r.dram:
+        return "DRAM timing"
+    if plan.allocators or r.l1 is not None:
+        return "L1 allocators"
     if r.rec.trace_window != (0, FOREVER):
-        return False  # the period's records are cut by the window: they would not repeat
+        return "a trace window"  # the period's records are cut by the window: no repeat
     leaf = plan.leaves[0]
     for n in plan.nodes:
         if n.wait_producer or r.intermediate[n.index]:
-            return False
-        if leaf.segments % n.entries:
-            return False
-        if n.counted != leaf.bounds[: len(n.counted)]:
-            return False
+            return "an intermediate tensor"
+        if leaf.segments % n.entries or n.counted != leaf.bounds[: len(n.counted)]:
+            return f"tiles of {n.label()} that do not follow the loop nest"
     for o in leaf.operands:
         if o.ratio * plan.nodes[o.node].entries != leaf.segments:
-            return False
-    return True
+            return f"tiles of {plan.nodes[o.node].label()} that do not follow the loop nest"
+    return ""
