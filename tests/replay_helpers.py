@@ -51,3 +51,16 @@ def memory(name: str, size, tensors, ports, double_buffered=False, shared_across
     if shared_across is not None:
         d["shared_across"] = shared_across
     return d
+
+
+def gemm_einsum(m, n, k) -> dict:
+    """The workload entry of Z[m,n] += A[m,k] * B[k,n] (the tests' most common Einsum)."""
+    return {
+        "name": "gemm",
+        "ranks": {"m": m, "n": n, "k": k},
+        "inputs": [
+            {"tensor": "A", "projection": ["m", "k"]},
+            {"tensor": "B", "projection": ["k", "n"]},
+        ],
+        "outputs": [{"tensor": "Z", "projection": ["m", "n"]}],
+    }

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from replay_helpers import inputs_from_dicts, memory, port
+from replay_helpers import gemm_einsum, inputs_from_dicts, memory, port
 
 from cyclesim.analysis.simulate import Result
 from cyclesim.engine import TraceFilter, replay_plan
@@ -54,17 +54,7 @@ def _workload(n: int, k: int, psum_bits: int = 8) -> dict:
             "B": {"bits_per_value": 8},
             "Z": {"bits_per_value": 8, "partial_sum_bits": psum_bits},
         },
-        "einsums": [
-            {
-                "name": "gemm",
-                "ranks": {"m": 1, "n": n, "k": k},
-                "inputs": [
-                    {"tensor": "A", "projection": ["m", "k"]},
-                    {"tensor": "B", "projection": ["k", "n"]},
-                ],
-                "outputs": [{"tensor": "Z", "projection": ["m", "n"]}],
-            }
-        ],
+        "einsums": [gemm_einsum(1, n, k)],
     }
 
 

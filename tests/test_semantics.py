@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from replay_helpers import memory, port
+from replay_helpers import gemm_einsum, memory, port
 
 MATVEC = {
     "tensors": {"A": {"bits_per_value": 8}, "B": {"bits_per_value": 8}, "Z": {"bits_per_value": 8}},
@@ -256,17 +256,7 @@ def test_no_multicast_moves_one_copy_per_position(replay_dicts):
     }
     workload = {
         "default_bits_per_value": 8,
-        "einsums": [
-            {
-                "name": "gemm",
-                "ranks": {"m": 2, "n": 2, "k": 2},
-                "inputs": [
-                    {"tensor": "A", "projection": ["m", "k"]},
-                    {"tensor": "B", "projection": ["k", "n"]},
-                ],
-                "outputs": [{"tensor": "Z", "projection": ["m", "n"]}],
-            }
-        ],
+        "einsums": [gemm_einsum(2, 2, 2)],
     }
     mapping = {
         "loop_tree": [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from replay_helpers import inputs_from_dicts, memory, port
+from replay_helpers import gemm_einsum, inputs_from_dicts, memory, port
 
 from cyclesim.engine import replay
 from cyclesim.schedule.plan import build_plan
@@ -31,17 +31,7 @@ def _arch(shared_acc: list[str], acc_bits: int = 8, with_reg: bool = True) -> di
 def _gemm(m: int = 2, n: int = 2, k: int = 2) -> dict:
     return {
         "default_bits_per_value": 8,
-        "einsums": [
-            {
-                "name": "gemm",
-                "ranks": {"m": m, "n": n, "k": k},
-                "inputs": [
-                    {"tensor": "A", "projection": ["m", "k"]},
-                    {"tensor": "B", "projection": ["k", "n"]},
-                ],
-                "outputs": [{"tensor": "Z", "projection": ["m", "n"]}],
-            }
-        ],
+        "einsums": [gemm_einsum(m, n, k)],
     }
 
 

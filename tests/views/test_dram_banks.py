@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from replay_helpers import memory, port  # noqa: E402
+from replay_helpers import gemm_einsum, memory, port  # noqa: E402
 from test_perfetto import assert_no_overlap, check_trace_event_format, load  # noqa: E402
 
 from cyclesim.engine import TraceFilter, replay  # noqa: E402
@@ -62,17 +62,7 @@ def gemm(tmp_path: Path):
     }
     workload = {
         "tensors": {n: {"bits_per_value": 8} for n in "ABZ"},
-        "einsums": [
-            {
-                "name": "gemm",
-                "ranks": {"m": 128, "n": 64, "k": 64},
-                "inputs": [
-                    {"tensor": "A", "projection": ["m", "k"]},
-                    {"tensor": "B", "projection": ["k", "n"]},
-                ],
-                "outputs": [{"tensor": "Z", "projection": ["m", "n"]}],
-            }
-        ],
+        "einsums": [gemm_einsum(128, 64, 64)],
     }
     mapping = {
         "loop_tree": [
