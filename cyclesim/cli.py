@@ -160,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--csv",
         metavar="DIR",
-        help="write compute_report.csv and memory_report.csv (SCALE-Sim-like summaries) into DIR",
+        help="write compute_report.csv and memory_report.csv (SCALE-Sim-like summaries) into DIR, "
+        "and energy_report.csv when the architecture gives energies",
     )
     try:
         from cyclesim.views import add_view_arguments
