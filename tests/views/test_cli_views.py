@@ -177,3 +177,32 @@ def test_the_timeline_legend_says_what_each_colour_is(traced, tmp_path, monkeypa
     assert "compute matvec" in labels and "PE array's use of a port" in labels
     assert {"moving A", "moving Z"} <= set(labels)
     assert not {"A", "B", "Z"} & set(labels)
+
+
+def test_a_one_cycle_stall_is_a_visible_bar_on_the_log_scale_stall_plot(
+    traced, tmp_path, monkeypatch
+):
+    """05's stalls: 24 spatial cycles and 4, 1, 1 of bandwidth and latency. The bars started at
+    0 on a log axis opened at 0.8, so a 1-cycle bar was the sliver 0.8..1 (a tenth of a decade)
+    beside a 10^5-cycle one. They start at half a cycle: the 1-cycle bar spans 0.5..1, a
+    factor of 2, and at least 2% of the axis's width. Every bar is in its cause's colour."""
+    import matplotlib.colors
+
+    import cyclesim.views.plots as plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig))
+    res = traced("05_narrow_innermost_port")
+    plots.plot_stalls(res, tmp_path / "s.png")
+    (fig,) = figures
+    ax = fig.axes[0]
+    bars = ax.patches[: len(res.stalls)]
+    assert sorted(round(b.get_x() + b.get_width(), 6) for b in bars) == [1, 1, 4, 24]
+    assert {b.get_x() for b in bars} == {plots.STALL_BASE} == {ax.get_xlim()[0]}
+    fig.canvas.draw()
+    axis_pixels = ax.get_window_extent().width
+    for bar in bars:
+        assert bar.get_window_extent().width >= 0.02 * axis_pixels
+    causes = res.stalls.iloc[::-1]["cause"].head(len(bars))  # drawn largest on top
+    for bar, cause in zip(bars, causes, strict=True):
+        assert matplotlib.colors.to_hex(bar.get_facecolor()) == plots.CAUSE_COLORS[cause].lower()
