@@ -78,7 +78,7 @@ def test_an_output_that_fails_midway_leaves_no_other_output(tmp_path, capsys, mo
         raise OSError(28, "No space left on device", str(path))
 
     monkeypatch.setattr(cyclesim.views, "write_perfetto_files", disk_full)
-    before = tmp_path / "notes.txt"
+    before = tmp_path / "notes.csv"  # .csv: an --events suffix (any other is refused up front)
     before.write_text("mine")
     vcd, trace = tmp_path / "run.vcd", tmp_path / "run.json"
     code = main(["run", *WORKED, "--vcd", str(vcd), "--perfetto", str(trace), "--events",
@@ -86,7 +86,7 @@ def test_an_output_that_fails_midway_leaves_no_other_output(tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert code == 2
     assert err == f"cyclesim: cannot write {trace}: No space left on device\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.csv"]
     assert before.read_text() == "mine"  # --events comes after --perfetto: never written
 
 

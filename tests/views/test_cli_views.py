@@ -206,3 +206,52 @@ def test_a_one_cycle_stall_is_a_visible_bar_on_the_log_scale_stall_plot(
     causes = res.stalls.iloc[::-1]["cause"].head(len(bars))  # drawn largest on top
     for bar, cause in zip(bars, causes, strict=True):
         assert matplotlib.colors.to_hex(bar.get_facecolor()) == plots.CAUSE_COLORS[cause].lower()
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        # a name that matches nothing used to leave its resource out silently
+        (
+            ["--vcd", "t.vcd", "--only", "PE,abuff"],
+            "--only 'abuff' names nothing in this run: did you mean 'abuf'?",
+        ),
+        (["--vcd", "t.vcd", "--only", "nothere"], "(known: A, A@DRAM, A@abuf, B"),
+        # --window / --only without a trace to keep did nothing at all
+        (["--window", "0:10"], "--window and --only choose what a trace keeps: give one of --vcd"),
+        (["--only", "PE"], "--window and --only choose what a trace keeps"),
+        # a file where a folder is wanted: was "cannot write ...: File exists" after the replay
+        (["--plot", "arch.yaml"], "--plot arch.yaml is a file; a directory is expected"),
+        (["--csv", "arch.yaml"], "--csv arch.yaml is a file; a directory is expected"),
+        # refused before the replay, not after it
+        (["--events", "t.txt"], "--events t.txt: the suffix chooses the format; use one of .csv"),
+    ],
+)
+def test_trace_options_that_would_do_nothing_are_refused_before_the_run(
+    tmp_path, capsys, monkeypatch, extra, says
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "arch.yaml").write_text("a file\n")
+    assert main(["run", *files("03_single_buffer"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cyclesim: ") and says in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arch.yaml"]  # nothing written
+
+
+def test_only_accepts_every_port_the_trace_shows(tmp_path):
+    # the PE array's own ports (abuf.abuf_rd, acc.acc_wr) are traced resources too
+    vcd = tmp_path / "t.vcd"
+    assert (
+        main(
+            [
+                "run",
+                *files("03_single_buffer"),
+                "--vcd",
+                str(vcd),
+                "--only",
+                "abuf.abuf_rd,acc.acc_wr,matvec",
+            ]
+        )
+        == 0
+    )
+    assert "abuf_rd" in vcd.read_text()
