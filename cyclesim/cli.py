@@ -243,6 +243,7 @@ DIRECTORY_OPTIONS = ("plot", "csv", "out")
 # outputs whose suffix chooses a format and that have no default (views/tables.py); a
 # Perfetto trace of any other suffix is JSON, which ui.perfetto.dev opens
 FORMAT_SUFFIXES = {"events": (".csv", ".parquet", ".pq")}
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def exit_code(exc: BaseException) -> int:
@@ -262,13 +263,16 @@ def check_outputs(args: argparse.Namespace) -> None:
             continue
         path = Path(value)
         flag = "--" + option.replace("_", "-")
-        if path.is_dir() and option not in DIRECTORY_OPTIONS:
-            raise OptionError(f"{flag} {value} is a directory; a file path is expected")
-        # `run --plot` and `--csv` name folders (`l1 --plot` and `check zigzag --plot` a PNG)
+        # `run --plot` and `--csv` name folders (`l1 --plot` and `check zigzag --plot` an image)
         folder = option in DIRECTORY_OPTIONS and (option != "plot" or args.command == "run")
+        if path.is_dir() and not folder:
+            raise OptionError(f"{flag} {value} is a directory; a file path is expected")
         if folder and path.exists() and not path.is_dir():
             raise OptionError(f"{flag} {value} is a file; a directory is expected")
-        suffixes = FORMAT_SUFFIXES.get(option, ())
+        # an image without a suffix is saved by matplotlib as PATH.png: not the path asked for
+        suffixes = (
+            IMAGE_SUFFIXES if option == "plot" and not folder else FORMAT_SUFFIXES.get(option, ())
+        )
         if suffixes and not value.lower().endswith(suffixes):
             raise OptionError(
                 f"{flag} {value}: the suffix chooses the format; use one of {', '.join(suffixes)}"
