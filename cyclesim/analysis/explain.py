@@ -356,7 +356,21 @@ def candidates(
         out.append(_widen(arch, c, p, ends))
     if p is not None and c.cause == CONTENTION and c.tensor and c.competitor != "PE array":
         own = _own_port(arch, workload, c.port_memory, p.name, c.tensor)
-        if own is not None:
+        far = other_port
+        both = (
+            _own_port(own, workload, far.memory, far.name, c.tensor)
+            if own is not None and far is not None and far.memory != c.port_memory
+            else None
+        )
+        if both is not None:  # the far port is shared too: the competitor would meet us there
+            out.append(
+                (
+                    f"give {c.tensor} its own ports at {c.port_memory} and {far.memory} (split "
+                    f"from {p.name} and {far.name})",
+                    both,
+                )
+            )
+        elif own is not None:
             out.append(
                 (f"give {c.tensor} its own port at {c.port_memory} (split from {p.name})", own)
             )

@@ -155,6 +155,25 @@ def test_a_transfer_as_narrow_at_both_ends_is_widened_at_both():
     ]
 
 
+def test_a_tensor_contending_at_both_ends_gets_its_own_ports_at_both():
+    """tpu_gemm: A and B (1024 x 1024 x 8 b = 8,388,608 b each) fill UB from DRAM through
+    DRAM.rd and UB.wr, both 512 b/cycle and both shared: B waits 8,388,608 / 512 = 16,384
+    cycles behind A's fill (contention in the onload). Splitting B off DRAM.rd alone left
+    UB.wr shared, where A's fill still went first: 'saves 0'. With its own port at both ends
+    the two fills run side by side: saves the 16,384."""
+    from cyclesim.spec import load_architecture, load_mapping, load_workload
+
+    arch = load_architecture(str(ROOT / "hw_models/tpu_like.yaml"))
+    workload = load_workload(str(ROOT / "examples/tpu_gemm/workload.yaml"))
+    mapping = load_mapping(str(ROOT / "examples/tpu_gemm/mapping.yaml"), arch, workload)
+    res = replay(arch, workload, mapping, trace=True, progress=False)
+    ex = explain(res, arch, workload, mapping, top=4, workers=1, progress=False)
+    (contention,) = [c for c in ex.causes if c.cause == "contention" and c.tensor == "B"]
+    assert contention.cycles == 16_384
+    own = [(r.change, r.saved) for r in contention.remedies if r.change.startswith("give")]
+    assert own == [("give B its own ports at DRAM and UB (split from rd and wr)", 16_384)]
+
+
 @pytest.mark.slow
 def test_memsize_bandwidth_causes_at_two_narrow_ends_get_remedies_that_save():
     """The Eyeriss memory-size case (README: `cyclesim explain` on mapping_small): W's fills
