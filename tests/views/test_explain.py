@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from random_cases import schedules
 from replay_helpers import ROOT
 from view_cases import CASES, load_case
@@ -304,3 +304,35 @@ def test_remedies_replayed_in_workers_equal_the_serial_ones(traced):
     parallel = explain(res, arch, workload, mapping, top=10, workers=2, progress=False)
     assert serial.to_json_dict() == parallel.to_json_dict()
     assert any(r.binds_after for c in parallel.causes for r in c.remedies)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schedules())
+def test_a_widen_remedy_at_least_doubles_its_transfers_rate_on_random_schedules(spec):
+    """What 'widen' promises, checked with the engine's burst timing on random ports (widths
+    2..64, bursts 4..32): the changed ends move at least twice the bits per cycle of a full
+    burst: widening one port when that does it, else both ends and both bursts x2 (each burst
+    then takes the cycles it took with twice the bits)."""
+    from cyclesim.analysis.explain import _transfer_ends, candidates
+
+    arch, workload, mapping = spec
+    res = replay(arch, workload, mapping, trace=True, progress=False)
+    for c in rank_causes(res, mapping).causes:
+        ends = _transfer_ends(res, c)
+        if c.cause not in ("bandwidth", "contention") or ends is None:
+            continue
+        (change, changed), *_ = [
+            x for x in candidates(c, arch, workload, 0, ends) if "widen" in x[0]
+        ]
+
+        near, far = (_as_changed(ref, changed) for ref in (ends.near, ends.far))
+        assert ends.rate(near, far) >= 2 * ends.rate(ends.near, ends.far), change
+        event("widened both ends" if change.startswith("widen ports") else "widened one port")
+
+
+def _as_changed(ref, arch):
+    """A PortRef with the width and burst its port has in `arch`."""
+    from dataclasses import replace
+
+    port = next(p for p in arch.memory(ref.memory).ports if p.name == ref.name)
+    return replace(ref, width_bits=port.width_bits, burst_bits=port.burst_bits)
