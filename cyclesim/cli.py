@@ -83,6 +83,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         tracing, trace_filter = False, None
     else:
         tracing, trace_filter = tracing_requested(args), _trace_filter(args)
+        if trace_filter is not None and not tracing:  # it would select from nothing
+            raise OptionError(
+                "--window and --only choose what a trace keeps: give one of --vcd, --fst, "
+                "--perfetto, --plot or --events with them"
+            )
     res = replay(
         arch,
         workload,
@@ -160,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--csv",
         metavar="DIR",
-        help="write compute_report.csv and memory_report.csv (SCALE-Sim-like summaries) into DIR",
+        help="write compute_report.csv and memory_report.csv (SCALE-Sim-like summaries) into DIR, "
+        "and energy_report.csv when the architecture gives energies",
     )
     try:
         from cyclesim.views import add_view_arguments
@@ -234,6 +240,10 @@ EXIT_CODES = """exit codes:
 # a directory (plots of `run`, CSV summaries, a sweep's output folder), the others a file.
 OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out", "table")
 DIRECTORY_OPTIONS = ("plot", "csv", "out")
+# outputs whose suffix chooses a format and that have no default (views/tables.py); a
+# Perfetto trace of any other suffix is JSON, which ui.perfetto.dev opens
+FORMAT_SUFFIXES = {"events": (".csv", ".parquet", ".pq")}
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def exit_code(exc: BaseException) -> int:
@@ -253,8 +263,20 @@ def check_outputs(args: argparse.Namespace) -> None:
             continue
         path = Path(value)
         flag = "--" + option.replace("_", "-")
-        if path.is_dir() and option not in DIRECTORY_OPTIONS:
+        # `run --plot` and `--csv` name folders (`l1 --plot` and `check zigzag --plot` an image)
+        folder = option in DIRECTORY_OPTIONS and (option != "plot" or args.command == "run")
+        if path.is_dir() and not folder:
             raise OptionError(f"{flag} {value} is a directory; a file path is expected")
+        if folder and path.exists() and not path.is_dir():
+            raise OptionError(f"{flag} {value} is a file; a directory is expected")
+        # an image without a suffix is saved by matplotlib as PATH.png: not the path asked for
+        suffixes = (
+            IMAGE_SUFFIXES if option == "plot" and not folder else FORMAT_SUFFIXES.get(option, ())
+        )
+        if suffixes and not value.lower().endswith(suffixes):
+            raise OptionError(
+                f"{flag} {value}: the suffix chooses the format; use one of {', '.join(suffixes)}"
+            )
         parent = path if path.is_dir() else path.parent
         while not parent.exists() and parent != parent.parent:
             parent = parent.parent

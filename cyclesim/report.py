@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cyclesim.results import SimResult
+from cyclesim.results.energy import WHOLE_RUN
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,9 +93,8 @@ def energy_section(energy: pd.DataFrame, unit: str) -> str:
     for column, label in (("einsum", "by Einsum"), ("component", "by component")):
         out.append(f"  {label} ({unit}):")
         for name, value in energy.groupby(column, sort=False)["energy"].sum().items():
-            out.append(
-                f"    {name or '(whole run: leak)':<28}{_energy(value):>16}  {_pct(value, total)}"
-            )
+            name = "(whole run: leak)" if name == WHOLE_RUN else name
+            out.append(f"    {name:<28}{_energy(value):>16}  {_pct(value, total)}")
     out.append(f"  by component and action ({unit}):")
     grouped = energy.groupby(["component", "action"], sort=False)["energy"].sum()
     components = list(dict.fromkeys(energy.component))  # as listed by component above

@@ -36,7 +36,7 @@ EXPECTED_ROWS = {
     ("matvec", "acc", "Z", "read"): 32 * 1,  # (96 + 32) bits / 4 bits per action
     ("matvec", "acc", "Z", "update"): 32 * 3,  # 128 bits written from below (the PE array)
     ("matvec", "DRAM", "Z", "update"): 4 * 20,  # the write-back from acc; update defaults to write
-    ("matvec", "pe_array", "", "mac"): 16 * 0.5,  # 16 MACs
+    ("matvec", "pe_array", "(MACs)", "mac"): 16 * 0.5,  # 16 MACs
 }
 
 
@@ -63,7 +63,7 @@ def test_run_json_energy_is_counts_times_per_action_energy(capsys, tmp_path):
     result = json.loads(out)
     energy = result["energy"]
     rows = {(r["einsum"], r["component"], r["tensor"], r["action"]): r for r in energy["rows"]}
-    leak = rows.pop(("", "DRAM", "", "leak"))
+    leak = rows.pop(("(whole run)", "DRAM", "(leak)", "leak"))
     assert {k: r["energy"] for k, r in rows.items()} == EXPECTED_ROWS
     assert leak["energy"] == 0.25 * result["cycles"]  # one DRAM instance, every cycle of the run
     dynamic = sum(EXPECTED_ROWS.values())  # 424
@@ -73,6 +73,42 @@ def test_run_json_energy_is_counts_times_per_action_energy(capsys, tmp_path):
     assert energy["by_component"]["acc"] == 32 + 96
     assert energy["by_tensor"]["Z"] == 32 + 96 + 80
     assert energy["by_action"]["update"] == 96 + 80
+
+
+def test_energy_of_no_tensor_has_a_readable_key_and_every_breakdown_sums_to_the_total(
+    capsys, tmp_path
+):
+    # the MACs' 8 and the DRAM's leak were filed under by_tensor[''] together: now '(MACs)' and
+    # '(leak)' (A: 160 + 32 + 16 = 208, Z: 208 as above, B: wbuf has no energies)
+    code, out = _run(capsys, _arch(ENERGIES), tmp_path, "--json")
+    assert code == 0
+    result = json.loads(out)
+    energy = result["energy"]
+    assert energy["by_tensor"] == {
+        "A": 208, "Z": 208, "(MACs)": 8, "(leak)": 0.25 * result["cycles"],
+    }  # fmt: skip
+    for breakdown in ("by_component", "by_tensor", "by_action"):
+        assert sum(energy[breakdown].values()) == energy["total"]
+    assert sum(energy["by_einsum"].values()) == energy["dynamic"]
+
+
+def test_run_csv_writes_the_energy_rows_with_readable_keys(capsys, tmp_path):
+    import pandas as pd
+
+    code, out = _run(capsys, _arch(ENERGIES), tmp_path, "--csv", str(tmp_path / "csv"))
+    assert code == 0
+    rows = pd.read_csv(tmp_path / "csv" / "energy_report.csv", keep_default_na=False)
+    assert list(rows.columns) == [
+        "run", "einsum", "component", "tensor", "action", "bits", "actions", "energy", "energy_unit",
+    ]  # fmt: skip
+    assert "" not in set(rows.einsum) | set(rows.tensor)  # nothing read back as NaN
+    (run,) = pd.read_csv(tmp_path / "csv" / "compute_report.csv").to_dict("records")
+    assert math.isclose(rows.energy.sum(), run["energy"])
+    assert rows.groupby("tensor").energy.sum().to_dict() == {
+        "A": 208, "Z": 208, "(MACs)": 8, "(leak)": 0.25 * run["cycles"],
+    }  # fmt: skip
+    (leak,) = rows[rows.action == "leak"].itertuples()
+    assert (leak.einsum, leak.component, leak.tensor) == ("(whole run)", "DRAM", "(leak)")
 
 
 def test_text_report_shows_energy_only_when_given(capsys, tmp_path):
@@ -245,6 +281,7 @@ def test_run_csv_without_energies_has_no_energy_columns(capsys, tmp_path):
     assert code == 0
     assert "energy" not in pd.read_csv(tmp_path / "csv" / "compute_report.csv").columns
     assert "energy" not in pd.read_csv(tmp_path / "csv" / "memory_report.csv").columns
+    assert not (tmp_path / "csv" / "energy_report.csv").exists()
 
 
 def test_the_text_lists_each_components_actions_together(capsys, tmp_path):

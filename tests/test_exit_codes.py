@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from test_deadlock import ARCH, WORKLOAD, mapping
 
@@ -78,7 +79,7 @@ def test_an_output_that_fails_midway_leaves_no_other_output(tmp_path, capsys, mo
         raise OSError(28, "No space left on device", str(path))
 
     monkeypatch.setattr(cyclesim.views, "write_perfetto_files", disk_full)
-    before = tmp_path / "notes.txt"
+    before = tmp_path / "notes.csv"  # .csv: an --events suffix (any other is refused up front)
     before.write_text("mine")
     vcd, trace = tmp_path / "run.vcd", tmp_path / "run.json"
     code = main(["run", *WORKED, "--vcd", str(vcd), "--perfetto", str(trace), "--events",
@@ -86,7 +87,7 @@ def test_an_output_that_fails_midway_leaves_no_other_output(tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert code == 2
     assert err == f"cyclesim: cannot write {trace}: No space left on device\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.csv"]
     assert before.read_text() == "mine"  # --events comes after --perfetto: never written
 
 
@@ -119,3 +120,36 @@ def test_a_csv_summary_that_cannot_be_written_takes_the_traces_with_it(tmp_path,
     assert code == 2
     assert "compute_report.csv" in capsys.readouterr().err
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+L1_OPS = str(
+    Path(__file__).resolve().parents[1] / "examples" / "l1_placement" / "deep_composite.yaml"
+)
+
+
+@pytest.mark.parametrize(
+    ("plot", "says"),
+    [
+        # matplotlib saved '--plot DIR' as DIR.png (here /tmp.png) and `l1` said "written to DIR"
+        (".", "--plot . is a directory; a file path is expected"),
+        # and '--plot map' as map.png, while `l1` said "written to map"
+        ("map", "--plot map: the suffix chooses the format; use one of .png, .svg, .pdf"),
+    ],
+)
+def test_l1_plot_is_an_image_path_or_refused(tmp_path, capsys, monkeypatch, plot, says):
+    monkeypatch.chdir(tmp_path)
+    assert main(["l1", L1_OPS, "--plot", plot]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+    assert (
+        list(tmp_path.iterdir()) == [] and not (tmp_path.parent / f"{tmp_path.name}.png").exists()
+    )
+
+
+def test_an_empty_l1_ops_file_says_it_is_empty(tmp_path, capsys):
+    (tmp_path / "ops.yaml").write_text("")
+    assert main(["l1", str(tmp_path / "ops.yaml")]) == 2
+    assert (
+        "ops.yaml: the ops file is empty; expected a mapping with `model:`"
+        in capsys.readouterr().err
+    )

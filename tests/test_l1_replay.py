@@ -162,6 +162,34 @@ def test_tile_slots_are_circular_buffers_bottom_up_in_the_order_they_are_taken()
     assert (peak.peak_used_bytes, peak.peak_cb_end, peak.headroom_bytes) == (128, 1152, 3072 - 128)
 
 
+def test_an_output_that_only_receives_finished_values_is_placed_and_shown_at_final_width():
+    """MATVEC with a register file under L1 that keeps Z while k runs inside it: each Z[m] is
+    finished in reg before m moves on, so Z@L1 only ever receives final 16-b values. The
+    capacity check sizes its tile 4 x 16 b = 8 B (NodePlan.stored_bits); L1 placed it at the
+    partial-sum width, 4 x 32 b = 16 B, and the traces' buffer bits said 128 per tile where
+    the replay writes 64 into it. With 4-B alignment: Z 8 B at 1024, B 8 B at 1032, A 2 x 8 B
+    at 1040."""
+    from cyclesim.results.activity import build_activity
+
+    a = arch(allocator=dict(ALLOCATOR, alignment_bytes=4))
+    a["memories"].append({"name": "reg", "size_bits": None, "ports": _ports("reg")})
+    tree = [dict(n) for n in MATVEC_MAPPING["loop_tree"]]
+    tree.insert(-2, {"type": "storage", "memory": "reg", "tensors": ["Z"]})
+    res = run(a, MATVEC, {"loop_tree": tree}, trace=True)
+    widths = {n.label(): n.stored_bits for n in res.raw.plan.nodes}
+    assert (widths["Z@L1"], widths["Z@reg"]) == (16, 32)  # the PE array accumulates in reg
+    assert placements(res) == {
+        "Z@L1": ("cb", "stack", 1024, 8),
+        "B@L1": ("cb", "stack", 1032, 8),
+        "A@L1": ("cb", "stack", 1040, 16),
+    }
+    tile_bits = {b.label: b.tile_bits for b in build_activity(res).buffers}
+    assert (tile_bits["Z@L1"], tile_bits["Z@reg"]) == (4 * 16, 32)
+    # what the replay moves into Z@L1: 4 final values of 16 b
+    z_l1 = res.detailed_accesses.query("memory == 'L1' and tensor == 'Z' and action == 'write'")
+    assert int(z_l1.bits.sum()) == 4 * 16
+
+
 def test_every_buffer_is_freed_when_its_node_is_done():
     res = run(arch(), MATVEC, MATVEC_MAPPING)
     log = res.l1_log

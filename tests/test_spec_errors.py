@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cyclesim.cli import main
 from cyclesim.errors import SpecError
 from cyclesim.schedule import build_plan
 from cyclesim.spec import load_architecture, load_mapping, load_workload
@@ -210,3 +211,51 @@ def test_bounds_that_do_not_cover_a_rank_name_the_loops_line(tmp_path, old, new,
     line = next(i for i, t in enumerate(text.splitlines(), 1) if marker in t)
     assert info.value.line == line, str(info.value)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "architecture file is empty; expected a mapping of the architecture's fields"),
+        ("# only a comment\n", "architecture file is empty"),
+        ("- a\n- b\n", "must be a YAML mapping at the top level, not a list"),
+        ("just words\n", "must be a YAML mapping at the top level, not a string"),
+    ],
+)
+def test_an_empty_or_shapeless_file_says_what_it_is(tmp_path, capsys, text, says):
+    # an empty file read "must be a YAML mapping at the top level (found 'NoneType')"
+    (tmp_path / "arch.yaml").write_text(text)
+    code = main(
+        [
+            "run",
+            str(tmp_path / "arch.yaml"),
+            str(WORKED / "workload.yaml"),
+            str(WORKED / "mapping.yaml"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith("cyclesim: ") and str(tmp_path / "arch.yaml") in err and says in err
+
+
+def test_a_misspelt_field_is_named_with_the_one_it_is_closest_to(tmp_path, capsys):
+    # `widht_bits` in a port: pydantic reports width_bits missing first, and the message was
+    # "field 'memories[0].ports[0].width_bits': Field required", not naming the typo at all
+    text = good("arch.yaml").replace("width_bits: 4,", "widht_bits: 4,", 1)
+    (tmp_path / "arch.yaml").write_text(text)
+    code = main(
+        [
+            "run",
+            str(tmp_path / "arch.yaml"),
+            str(WORKED / "workload.yaml"),
+            str(WORKED / "mapping.yaml"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    line = 1 + text.splitlines().index(next(ln for ln in text.splitlines() if "widht_bits" in ln))
+    assert err.startswith(
+        f"cyclesim: {tmp_path / 'arch.yaml'}:{line}: field 'memories[0].ports[0].widht_bits': "
+        "architecture: unknown field 'widht_bits': did you mean 'width_bits'? (allowed: name, kind, "
+        "width_bits, latency_cycles, burst_bits, serves)"
+    )

@@ -9,8 +9,9 @@ only groups them, locates them in the loop nest, and runs the counterfactual rep
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from fractions import Fraction
 
 from cyclesim.errors import CyclesimError
 from cyclesim.results import SimResult
@@ -23,10 +24,8 @@ from cyclesim.results.attribution import (
     SYSTOLIC_DRAIN,
     SYSTOLIC_FILL,
 )
+from cyclesim.schedule.types import PortRef
 from cyclesim.spec import Architecture, Direction, Mapping, Memory, Port, Temporal, Workload, leaves
-
-if TYPE_CHECKING:
-    from cyclesim.schedule.types import PortRef
 
 KEYS = ("cause", "memory", "tensor", "port_memory", "port", "competitor")
 
@@ -231,20 +230,92 @@ def _own_port(
 GROW = "if it does not fit: "
 
 
+@dataclass(frozen=True, slots=True)
+class TransferEnds:
+    """The two ports of the fill or write-back a cause is charged to, as explain needs them."""
+
+    near: PortRef  # the port the cause names
+    far: PortRef  # the other end of the same transfer
+    near_is_parent: bool
+    parent_bits_per_child_bit: Fraction  # > 1 for a multicast or a spatial reduction
+
+    def rate(self, near: PortRef, far: PortRef) -> Fraction:
+        """Child-side bits per cycle of a full burst with these ends (as engine/transfer.py
+        times it: bursts of the smaller burst, each holding both ports for the slower side)."""
+        parent, child = (near, far) if self.near_is_parent else (far, near)
+        burst = min(parent.burst_bits, child.burst_bits)
+        parent_cycles = math.ceil(burst * self.parent_bits_per_child_bit / parent.width_bits)
+        return Fraction(burst, max(parent_cycles, -(-burst // child.width_bits), 1))
+
+
+def _widen(
+    arch: Architecture, c: Cause, p: Port, ends: TransferEnds | None
+) -> tuple[str, Architecture]:
+    """Double the bits per cycle at c's port: widen it (and its burst, and the far side's burst
+    when that one would cut the transfer's bursts); when the far side then binds (both ends as
+    narrow, e.g. a multicast's parent port against each child's), widen both ends together."""
+    burst = max(p.burst_bits, 2 * p.width_bits)
+    wider = _with_port(arch, c.port_memory, p.name, width_bits=2 * p.width_bits, burst_bits=burst)
+    change = (
+        f"widen port {c.port_memory}.{p.name} from {p.width_bits} to {2 * p.width_bits} bits/cycle"
+    )
+    bursts = [f"burst {p.burst_bits} -> {burst} bits"] if burst != p.burst_bits else []
+    if ends is None:
+        return change + (f" ({', '.join(bursts)})" if bursts else ""), wider
+    near, far = ends.near, ends.far
+    far_burst = max(far.burst_bits, burst)
+    if far.burst_bits < burst:
+        # a transfer moves bursts of the smaller of its two ports' bursts: a wider port
+        # behind a narrow burst on the far side moves no more bits per cycle
+        bursts.append(f"{far.key}'s burst {far.burst_bits} -> {burst} bits")
+        wider = _with_port(wider, far.memory, far.name, burst_bits=burst)
+    before = ends.rate(near, far)
+    alone = ends.rate(
+        replace(near, width_bits=2 * near.width_bits, burst_bits=burst),
+        replace(far, burst_bits=far_burst),
+    )
+    if alone >= 2 * before or near.key == far.key:
+        return change + (f" ({', '.join(bursts)})" if bursts else ""), wider
+    # the far side binds as soon as this one is wider: double both widths and both bursts, so
+    # every burst takes the cycles it took and carries twice the bits
+    child = far.memory if ends.near_is_parent else near.memory
+    now = "as now" if alone == before else f"now {_per_cycle(before)}"
+    both = _with_port(
+        arch, c.port_memory, p.name, width_bits=2 * p.width_bits, burst_bits=2 * p.burst_bits
+    )
+    both = _with_port(
+        both, far.memory, far.name, width_bits=2 * far.width_bits, burst_bits=2 * far.burst_bits
+    )
+    return (
+        f"widen ports {near.key} and {far.key} together from {near.width_bits} and "
+        f"{far.width_bits} to {2 * near.width_bits} and {2 * far.width_bits} bits/cycle, bursts "
+        f"{near.burst_bits} and {far.burst_bits} -> {2 * near.burst_bits} and "
+        f"{2 * far.burst_bits} bits (each burst holds both ports for the slower side's cycles; "
+        f"{near.key} alone: {_per_cycle(alone)} per {child} instance, {now})",
+        both,
+    )
+
+
+def _per_cycle(rate: Fraction) -> str:
+    """A transfer's rate in words: '8 b/cycle', '10.67 b/cycle'."""
+    return f"{rate} b/cycle" if rate.denominator == 1 else f"{float(rate):.2f} b/cycle"
+
+
 def candidates(
     c: Cause,
     arch: Architecture,
     workload: Workload,
     demand: int = 0,
-    other_port: PortRef | None = None,
+    ends: TransferEnds | None = None,
 ) -> list[tuple[str, Architecture]]:
     """Architectural changes that could remove cause c, each described in words.
 
     A change whose text starts with GROW is the fallback of the one before it. `demand` is the
-    bits per step of a spatially stalled operand; `other_port` the far side of the transfer the
-    cause waits on (a transfer waits the larger of its two ports' latencies and moves bursts of
-    the smaller of their bursts).
+    bits per step of a spatially stalled operand; `ends` the two ports of the transfer the cause
+    waits on (a transfer waits the larger of its two ports' latencies and moves bursts of the
+    smaller of their bursts, each holding both ports for the slower side's cycles).
     """
+    other_port = ends.far if ends is not None else None
     out: list[tuple[str, Architecture]] = []
     port = arch.memory(c.port_memory).ports if c.port_memory else ()
     p = next((x for x in port if x.name == c.port), None)
@@ -282,21 +353,24 @@ def candidates(
             )
         )
     if p is not None and c.cause in (BANDWIDTH, CONTENTION):
-        burst = max(p.burst_bits, 2 * p.width_bits)
-        wider = _with_port(
-            arch, c.port_memory, p.name, width_bits=2 * p.width_bits, burst_bits=burst
-        )
-        change = f"widen port {c.port_memory}.{p.name} from {p.width_bits} to {2 * p.width_bits} bits/cycle"
-        bursts = [f"burst {p.burst_bits} -> {burst} bits"] if burst != p.burst_bits else []
-        if other_port is not None and other_port.burst_bits < burst:
-            # a transfer moves bursts of the smaller of its two ports' bursts: a wider port
-            # behind a narrow burst on the far side moves no more bits per cycle
-            bursts.append(f"{other_port.key}'s burst {other_port.burst_bits} -> {burst} bits")
-            wider = _with_port(wider, other_port.memory, other_port.name, burst_bits=burst)
-        out.append((change + (f" ({', '.join(bursts)})" if bursts else ""), wider))
+        out.append(_widen(arch, c, p, ends))
     if p is not None and c.cause == CONTENTION and c.tensor and c.competitor != "PE array":
         own = _own_port(arch, workload, c.port_memory, p.name, c.tensor)
-        if own is not None:
+        far = other_port
+        both = (
+            _own_port(own, workload, far.memory, far.name, c.tensor)
+            if own is not None and far is not None and far.memory != c.port_memory
+            else None
+        )
+        if both is not None:  # the far port is shared too: the competitor would meet us there
+            out.append(
+                (
+                    f"give {c.tensor} its own ports at {c.port_memory} and {far.memory} (split "
+                    f"from {p.name} and {far.name})",
+                    both,
+                )
+            )
+        elif own is not None:
             out.append(
                 (f"give {c.tensor} its own port at {c.port_memory} (split from {p.name})", own)
             )
@@ -408,20 +482,22 @@ def _largest_cause(res: SimResult, ranked: list[Cause]) -> str:
     )
 
 
-def _other_port(res: SimResult, c: Cause) -> PortRef | None:
-    """The far side of the fill or write-back cause c is charged to, else None."""
+def _transfer_ends(res: SimResult, c: Cause) -> TransferEnds | None:
+    """Both ends of the fill or write-back cause c is charged to, else None."""
     if c.port_memory is None:
         return None
     for n in res.raw.plan.nodes:
         if n.memory != c.memory or n.tensor != c.tensor:
             continue
-        for a, b in ((n.fill_src, n.fill_dst), (n.drain_src, n.drain_dst)):
-            if a is None or b is None:
+        ratio = Fraction(n.union_values, n.tile_values) if n.tile_values else Fraction(1)
+        # (parent end, child end) of the fill and of the write-back
+        for parent, child in ((n.fill_src, n.fill_dst), (n.drain_dst, n.drain_src)):
+            if parent is None or child is None:
                 continue
-            if (a.memory, a.name) == (c.port_memory, c.port):
-                return b
-            if (b.memory, b.name) == (c.port_memory, c.port):
-                return a
+            if (parent.memory, parent.name) == (c.port_memory, c.port):
+                return TransferEnds(parent, child, True, ratio)
+            if (child.memory, child.name) == (c.port_memory, c.port):
+                return TransferEnds(child, parent, False, ratio)
     return None
 
 
@@ -461,7 +537,7 @@ def explain(
     from cyclesim.analysis.dram_remedies import dram_remedies
 
     proposed = [
-        (c, candidates(c, arch, workload, _demand(res, c), _other_port(res, c)))
+        (c, candidates(c, arch, workload, _demand(res, c), _transfer_ends(res, c)))
         for c in ex.causes[:top]
     ]
     # DRAM causes: another address mapping, layout or tile order, each with its own mapping

@@ -352,7 +352,12 @@ def _table(spec: SweepSpec, points: list[Point], rows: dict[int, dict]) -> Any:
     rest = [c for c in table.columns if c not in first + results and c not in LAST_COLUMNS]
     first += results
     table = table[first + rest + list(LAST_COLUMNS)]
-    for column in table.columns:
+    for column in table.columns:  # counts as integers with gaps (a failed point's row)
+        if column in spec.axis_columns:  # an axis holds what the sweep file gave, e.g. 'wide'
+            kinds = {type(v) for v in table[column] if v is not None}
+            if len(kinds) > 1:  # [4, wide]: parquet takes one type per column, so as text
+                table[column] = table[column].map(lambda v: v if v is None else str(v))
+            continue
         if column == "cycles" or column.endswith(("_cycles", "_bits")) or column == "macs":
             table[column] = table[column].astype("Int64")
     return table

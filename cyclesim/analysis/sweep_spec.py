@@ -225,16 +225,42 @@ def _check_paths(spec: SweepSpec, raw: _Sweep, err: Any) -> None:
                 continue
             if head not in data:
                 data[head] = read_yaml(base[head])[0]
+            where = ("fields", position) if raw_axis.fields else ("field",)
             try:
-                set_field(data[head], rest, axis.values[0][position], source=str(base[head]))
+                changed = set_field(
+                    data[head], rest, axis.values[0][position], source=str(base[head])
+                )
             except SpecError as exc:
-                where = ("fields", position) if raw_axis.fields else ("field",)
                 raise err(
                     f"no such field in {base[head].name}: {exc.detail}",
                     ("axes", index, *where),
                     found=field,
                     expected=exc.expected and f"at {exc.field}, {exc.expected}",
                 ) from None
+            unknown = _unknown_leaf(head, changed, spec)
+            if unknown:  # set_field adds a missing last key: every point would fail the same way
+                raise err(
+                    f"no such field in {base[head].name}: {unknown}",
+                    ("axes", index, *where),
+                    found=field,
+                )
+
+
+def _unknown_leaf(head: str, changed: dict, spec: SweepSpec) -> str | None:
+    """The 'unknown field' message of a base file with a swept field set, or None: a misspelt
+    last key (width_bits as widht_bits) is refused here, not as one failed row per point."""
+    from cyclesim.spec import architecture_from_dict, load_architecture, load_workload
+    from cyclesim.spec.mapping import mapping_from_dict
+
+    try:
+        if head == "architecture":
+            architecture_from_dict(changed, str(spec.architecture))
+        else:
+            arch = load_architecture(str(spec.architecture))
+            mapping_from_dict(changed, arch, load_workload(str(spec.workload)), str(spec.mapping))
+    except SpecError as exc:  # a value the loader refuses is that point's own failure
+        return exc.detail if "unknown field" in exc.detail else None
+    return None
 
 
 def _check_plots(spec: SweepSpec, raw: _Sweep, err: Any) -> None:

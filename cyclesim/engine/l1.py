@@ -18,8 +18,9 @@ Every storage node kept there is placed through it, in tt-metal's terms:
 * **Other backing stores -> kind `tensor`** (heap), placed at cycle 0 and kept: inputs are
   there before the run, outputs are there after it.
 
-Sizes are per instance (one core): `ceil(tile_values * bits / 8)` bytes per tile at the
-partial-sum width for a node the producer accumulates into. The replay models one core that
+Sizes are per instance (one core): `ceil(tile_values * bits / 8)` bytes per tile at the width
+the node keeps a value at (`NodePlan.stored_bits`: the partial-sum width only where partial
+sums live, as the capacity check counts it). The replay models one core that
 holds every value it moves, so a tensor is placed whole in it (one bank, one page), not
 interleaved over `num_banks`. The whole workload is one op: one frame (and, under `pool`, one
 pool sized to the sum of its intermediates) is opened at cycle 0.
@@ -130,8 +131,7 @@ def plan_buffers(plan: Plan) -> tuple[L1Buffer | None, ...]:
         if n.memory not in memories:
             out.append(None)
             continue
-        bits = n.psum_bits if n.output_role else n.bits
-        tile = -(-n.tile_values * bits // 8)
+        tile = -(-n.tile_values * n.stored_bits // 8)  # as capacity checks it
         slots = 1 if n.is_backing else n.slots
         below = _leaves_below(plan, n.index)
         if n.tensor in inter and producer[n.tensor] in below and len(below) > 1:

@@ -7,6 +7,7 @@ per cycle.
 
 from __future__ import annotations
 
+import difflib
 import os
 import time
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ from cyclesim.engine.verify import (
     FastForwardMismatch,
     run_differences,
 )
-from cyclesim.errors import DeadlockError
+from cyclesim.errors import DeadlockError, OptionError
 from cyclesim.schedule.counts import (
     READ,
     READ_TO_ABOVE,
@@ -681,6 +682,25 @@ def _compile_filter(rec: Recorder, plan: Plan, f: TraceFilter) -> None:
             out.add(n.dma)
         return out
 
+    operand_ports = {  # the ports the PE array reads and writes: a trace shows them too
+        name
+        for leaf in plan.leaves
+        for o in leaf.operands
+        for p in (o.read_port, o.write_port)
+        if p is not None
+        for name in (p.memory, p.key)
+    }
+    known = {"PE", *(leaf.einsum for leaf in plan.leaves), *operand_ports}.union(
+        *map(names, plan.nodes)
+    )
+    unknown = [name for name in f.resources if name not in known]
+    if unknown:  # a name that matches nothing would silently leave its resource out
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        raise OptionError(
+            f"--only {unknown[0]!r} names nothing in this run"
+            + (f": did you mean {close[0]!r}?" if close else "")
+            + f" (known: {', '.join(sorted(known))})"
+        )
     rec.trace_nodes = tuple(bool(names(n) & wanted) for n in plan.nodes)
     rec.trace_leaves = tuple(bool({"PE", leaf.einsum} & wanted) for leaf in plan.leaves)
 

@@ -119,7 +119,12 @@ def ops_from_dict(
 
 def _validate_file(data: Any, name: str, lines: Lines) -> tuple[_File, Any]:
     if not isinstance(data, dict):
-        raise SpecError("the ops file must be a mapping", file=name, found=type(data).__name__)
+        raise SpecError(
+            "the ops file is empty" if data is None else "the ops file must be a mapping",
+            file=name,
+            found=None if data is None else type(data).__name__,
+            expected="a mapping with `model:` (and `ops:` / `include:`; examples/l1_placement/)",
+        )
     try:
         raw = _File.model_validate(data)
     except ValidationError as exc:

@@ -634,8 +634,7 @@ def _buffers(res, w0: int, w1: int) -> list[Buffer]:
         slots: list[int | None] = [None] * n.slots
         for k in range(released, entered):
             slots[k % n.slots] = k
-        bits = n.tile_values * (n.psum_bits if n.output_role else n.bits)
-        buf = Buffer(n.memory, n.tensor, n.label(), n.slots, bits)
+        buf = Buffer(n.memory, n.tensor, n.label(), n.slots, n.tile_values * n.stored_bits)
         buf.record(w0, entered - released, slots)
         for t, d in events.get(n.index, ()):
             if d > 0:

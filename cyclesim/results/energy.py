@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from cyclesim.spec.arch import Architecture
 
 PE_ARRAY = "pe_array"
+# energies of no tensor and of no Einsum, under parenthesised names a reader of the table,
+# the JSON's by_tensor or the CSV tells apart from a tensor's or an Einsum's (an empty name
+# read as a blank key in JSON and as NaN from a CSV)
+MACS = "(MACs)"  # the tensor of a MAC row: the PE array's arithmetic touches no one tensor
+LEAK = "(leak)"  # the tensor of a leak row
+WHOLE_RUN = "(whole run)"  # the Einsum of a leak row: leakage over every cycle of the run
 ENERGY_COLUMNS = ["einsum", "component", "tensor", "action", "bits", "actions", "energy"]
 _JSON_ROW = dict(
     einsum=as_is, component=as_is, tensor=as_is, action=as_is, bits=int, actions=float, energy=float
@@ -35,7 +41,8 @@ def has_energies(arch: Architecture) -> bool:
 
 def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
     """Energy per (einsum, component, tensor, action) of one replay, in `arch.energy_unit`
-    (also the table's `attrs["energy_unit"]`); leak rows have einsum ''."""
+    (also the table's `attrs["energy_unit"]`); MAC rows have tensor MACS, leak rows einsum
+    WHOLE_RUN and tensor LEAK."""
     rows: list[tuple] = []  # in ENERGY_COLUMNS order
     memories = {m.name: m for m in arch.memories}
     detailed = res.detailed_accesses
@@ -49,18 +56,17 @@ def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
     compute = arch.pe_array.energy
     if compute is not None:
         for einsum, macs in _macs_by_einsum(res).items():
-            rows.append((einsum, PE_ARRAY, "", "mac", 0, macs, macs * compute.mac))
+            rows.append((einsum, PE_ARRAY, MACS, "mac", 0, macs, macs * compute.mac))
     dims = arch.pe_array.dim_sizes
     for memory in arch.memories:
         if memory.energy is not None and memory.energy.leak_per_cycle:
             instances = math.prod(n for d, n in dims.items() if d not in memory.shared_across)
             cycles = res.cycles * instances
-            rows.append(
-                ("", memory.name, "", "leak", 0, cycles, cycles * memory.energy.leak_per_cycle)
-            )
+            leak = cycles * memory.energy.leak_per_cycle
+            rows.append((WHOLE_RUN, memory.name, LEAK, "leak", 0, cycles, leak))
     if compute is not None and compute.leak_per_cycle:
         cycles = res.cycles * math.prod(dims.values())
-        rows.append(("", PE_ARRAY, "", "leak", 0, cycles, cycles * compute.leak_per_cycle))
+        rows.append((WHOLE_RUN, PE_ARRAY, LEAK, "leak", 0, cycles, cycles * compute.leak_per_cycle))
     import pandas as pd  # only when energies are given: a plain run stays free of pandas
 
     table = pd.DataFrame(rows, columns=ENERGY_COLUMNS).astype({"bits": "int64"})
@@ -70,8 +76,8 @@ def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
 
 def energy_json(table: pd.DataFrame, unit: str) -> dict:
     """The `energy` object of `run --json`: the unit of its energies, totals, by Einsum
-    (dynamic: leak belongs to no Einsum), component, tensor (leak under '') and action, and
-    the rows."""
+    (dynamic: leak belongs to no Einsum), component, tensor (the MACs under '(MACs)', leak
+    under '(leak)') and action, and the rows."""
 
     def by(column: str, rows: pd.DataFrame = table) -> dict[str, float]:
         return {

@@ -3,6 +3,7 @@ path, line, what was found, the allowed fields)."""
 
 from __future__ import annotations
 
+import difflib
 import types
 import typing
 from typing import Any
@@ -38,10 +39,11 @@ def validate(model: type[BaseModel], data: Any, lines: Lines, name: str, what: s
     """Validate data against a pydantic model; the first fault becomes one SpecError."""
     if not isinstance(data, dict):
         raise SpecError(
-            f"the {what} file must be a YAML mapping at the top level",
+            f"the {what} file is empty"
+            if data is None
+            else f"the {what} file must be a YAML mapping at the top level, not {_kind(data)}",
             file=name,
-            found=type(data).__name__,
-            expected="a mapping",
+            expected=f"a mapping of the {what}'s fields (README: {_README_SECTION.get(what, 'its section')})",
         )
     try:
         return model.model_validate(data)
@@ -58,8 +60,21 @@ def pydantic_to_spec_error(
     *,
     what: str | None = None,
 ) -> SpecError:
-    """The first pydantic fault as a SpecError with field path, line and the allowed fields."""
-    error = exc.errors()[0]
+    """The first pydantic fault as a SpecError with field path, line and the allowed fields.
+
+    A field reported missing beside an unknown one in the same mapping is most likely the
+    unknown one misspelt: that one is reported, with the allowed field it is closest to."""
+    errors = exc.errors()
+    error = errors[0]
+    if error["type"] == "missing":
+        error = next(
+            (
+                e
+                for e in errors
+                if e["type"] == "extra_forbidden" and e["loc"][:-1] == error["loc"][:-1]
+            ),
+            error,
+        )
     loc = prefix + tuple(
         p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))
     )
@@ -69,6 +84,10 @@ def pydantic_to_spec_error(
         message = f"unknown field '{loc[-1]}'"
         allowed = _fields_at(model, tuple(error["loc"][:-1]))
         expected = "one of: " + ", ".join(allowed) if allowed else None
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+        if close:
+            message = f"{message}: did you mean '{close[0]}'?"
     if what and error["type"] == "extra_forbidden":
         message = f"{message} (allowed: {', '.join(allowed)})"
         expected = None
@@ -82,6 +101,26 @@ def pydantic_to_spec_error(
         found=found,
         expected=expected,
     )
+
+
+_README_SECTION = {
+    "architecture": "'The three inputs'",
+    "workload": "'The three inputs'",
+    "mapping": "'The three inputs'",
+    "sweep": "'Sweeps'",
+}
+
+
+def _kind(data: Any) -> str:
+    """What a YAML document's top level is, in YAML's words: 'a list', 'a string'."""
+    kinds = {
+        list: "a list",
+        str: "a string",
+        bool: "true/false",
+        int: "a number",
+        float: "a number",
+    }
+    return kinds.get(type(data), type(data).__name__)
 
 
 def _fields_at(model: Any, loc: tuple) -> list[str]:

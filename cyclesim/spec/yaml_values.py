@@ -16,6 +16,12 @@ TagHandler = Callable[[str, Any, int], Any]
 MappingHook = Callable[[dict, int, dict[Any, int]], dict]
 
 _STANDARD = "tag:yaml.org,2002:"
+# the tags of YAML's own types (what yaml.safe_load builds, and merge keys); `!!python/...`
+# shares their prefix and must not pass for one of them
+_SAFE_TAGS = frozenset(
+    ("str", "int", "float", "bool", "null", "seq", "map", "merge", "timestamp", "binary", "set",
+     "omap", "pairs", "value")
+)  # fmt: skip
 _SCALAR_CONSTRUCTOR = yaml.SafeLoader("")
 
 
@@ -47,8 +53,14 @@ class ValueBuilder:
             if self.tags is None:
                 raise self.fail(node, f"unknown YAML tag '{tag}'", expected="plain YAML, no tags")
             return self.tags(tag[1:], self._plain(node, path), node.start_mark.line + 1)
-        if not tag.startswith(_STANDARD):
-            raise self.fail(node, f"unsupported YAML tag '{tag}'", expected="plain YAML")
+        if not tag.startswith(_STANDARD) or tag.removeprefix(_STANDARD) not in _SAFE_TAGS:
+            shown = "!!" + tag.removeprefix(_STANDARD) if tag.startswith(_STANDARD) else tag
+            raise self.fail(
+                node,
+                f"YAML tag '{shown}' is not allowed (a spec file holds plain values: it never "
+                "builds Python objects or runs code)",
+                expected="plain YAML: mappings, lists, strings, numbers, true/false, null",
+            )
         return self._plain(node, path)
 
     def _plain(self, node: yaml.Node, path: tuple) -> Any:

@@ -11,28 +11,39 @@ from pathlib import Path
 from cyclesim.results import SimResult
 from cyclesim.results.activity import COMPUTE, Activity, busy_runs
 
+# One fixed colour per root cause, the same in every plot (breakdown, stalls, timeline, the
+# zigzag network plot), colour-blind safe as far as 16 categories go. The seven causes every
+# architecture can show, and compute, take Okabe & Ito's palette (vermillion, orange, reddish
+# purple, blue, sky blue, yellow; bluish green); dependency and the DRAM and systolic causes
+# take colours of Paul Tol's schemes (muted, bright, dark, light), onload and offload two
+# greys. Chosen so that every two causes or phases are at least 17.8 apart in CAM02-UCS under
+# normal vision (the two greys, never side by side, 11.3) and 11 under simulated full
+# deuteranomaly, protanomaly and tritanomaly; tests/views/test_layers.py measures it.
 CAUSE_COLORS = {
-    "bandwidth": "#d62728",
-    "contention": "#ff7f0e",
-    "buffer_full": "#9467bd",
-    "latency": "#8c564b",
-    "dependency": "#7f7f7f",
-    "spatial": "#e377c2",
-    "l1_alloc": "#bcbd22",
-    "row_miss": "#393b79",
-    "bank_conflict": "#17becf",
-    "refresh": "#637939",
-    "turnaround": "#e7ba52",
-    "systolic_fill": "#6b6ecf",
-    "systolic_drain": "#9c9ede",
+    "bandwidth": "#D55E00",
+    "contention": "#E69F00",
+    "buffer_full": "#CC79A7",
+    "latency": "#0072B2",
+    "spatial": "#56B4E9",
+    "l1_alloc": "#F0E442",
+    "dependency": "#333333",
+    "row_miss": "#42150A",
+    "bank_conflict": "#AA3377",
+    "refresh": "#666633",
+    "turnaround": "#225555",
+    "systolic_fill": "#222255",
+    "systolic_drain": "#90C987",
 }  # fmt: skip  one colour per cause (tests/views check every cause has its own)
-PHASE_COLORS = {"onload": "#9ecae1", "compute": "#2ca02c", "offload": "#3182bd"}
-# Einsums and tensors in the timeline, beside the causes in one legend: no cause's colour
-# (tab10's own were buffer_full's purple, latency's brown, bank_conflict's cyan ...)
-_PALETTE = ("#1f77b4", "#2ca02c", "#7b4173", "#8c6d31", "#aec7e8", "#98df8a", "#c5b0d5",
-            "#ffbb78", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#c7c7c7")  # fmt: skip
+PHASE_COLORS = {"onload": "#DDDDDD", "compute": "#009E73", "offload": "#BBBBBB"}
+# Tensors and every Einsum's compute but the first's (compute's green) in the timeline, beside
+# the causes in one legend: of Tol's schemes' colours, the twelve furthest from every cause's
+# and phase's
+_PALETTE = ("#A5170E", "#777777", "#332288", "#F6C141", "#5289C7", "#AA4499", "#D1BBD7",
+            "#EE7733", "#72190E", "#CC3311", "#882255", "#99DDFF")  # fmt: skip
+PE_USE_COLOR = "#000000"  # the PE array's use of a port: a thin bar under the transfers
 _META = {"Software": None}  # no version/date stamps: same input, same bytes
 PLOT_NAMES = ("breakdown", "stalls", "ports", "timeline", "occupancy")  # write_plots' files
+STALL_BASE = 0.5  # where the stall plot's log-scale bars start, in cycles
 BINS = 200  # time bins of the utilisation plot, whatever the run's length
 STEADY_PERIODS = 10  # PE segment periods the default timeline window shows
 STEADY_RUN = 4  # periods in a row of the common length that make a steady stretch
@@ -48,9 +59,20 @@ def _plt():
 
 
 def _color(name: str, seen: dict[str, str]) -> str:
+    """The palette's next colour for a name not seen before (compute's green is no palette's)."""
     if name not in seen:
-        seen[name] = _PALETTE[len(seen) % len(_PALETTE)]
+        taken = sum(1 for c in seen.values() if c != PHASE_COLORS["compute"])
+        seen[name] = _PALETTE[taken % len(_PALETTE)]
     return seen[name]
+
+
+def _ink(background: str) -> str:
+    """Black or white text, whichever reads on `background` (#RRGGBB): black on light colours
+    (onload's grey, l1_alloc's yellow), white on dark ones (WCAG relative luminance)."""
+    linear = [int(background[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in linear]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return "black" if luminance > 0.179 else "white"  # the contrast ratios cross at 0.179
 
 
 def _pct(part: int, whole: int) -> str:
@@ -84,7 +106,7 @@ def plot_breakdown(res: SimResult, path: str | Path, title: str = "") -> None:
                 label=f"{label}: {cycles:,} ({_pct(cycles, res.cycles)})")  # fmt: skip
         if cycles >= 0.06 * res.cycles:  # wide enough to carry its own label
             ax.text(left + cycles / 2, 0, f"{label}\n{_pct(cycles, res.cycles)}", ha="center",
-                    va="center", fontsize=8, color="white", fontweight="bold")  # fmt: skip
+                    va="center", fontsize=8, color=_ink(color), fontweight="bold")  # fmt: skip
         left += cycles
     ax.set_xlim(0, max(res.cycles, 1))
     ax.set_yticks([])
@@ -117,9 +139,11 @@ def plot_stalls(res: SimResult, path: str | Path, title: str = "") -> None:
             for r in df.itertuples()
         ]
         colors = [CAUSE_COLORS.get(c, "#000") for c in df["cause"]]
-        ax.barh(range(len(df)), df["cycles"], color=colors)
+        # bars start at STALL_BASE, half a cycle, so a 1-cycle bar spans a factor of 2 on the
+        # log axis (from 0.8 it was a sliver of a few pixels beside a 10^5-cycle one)
+        ax.barh(range(len(df)), df["cycles"] - STALL_BASE, left=STALL_BASE, color=colors)
         ax.set_xscale("log")
-        ax.set_xlim(0.8, df["cycles"].max() * 8)
+        ax.set_xlim(STALL_BASE, df["cycles"].max() * 8)
         for y, cycles in enumerate(df["cycles"]):
             ax.text(cycles * 1.1, y, f"{int(cycles):,} ({_pct(int(cycles), res.cycles)})",
                     va="center", fontsize=7)  # fmt: skip
@@ -241,13 +265,16 @@ def plot_timeline(
                 if r.end > w0 and r.start < w1]  # fmt: skip
 
     rows: list[tuple[str, list, list]] = []  # name, bars, thin bars
-    colors: dict[str, str] = {}
+    # the first Einsum computes in compute's green, as in the breakdown; the PE array's row
+    # puts it beside the causes, none of which is close to it (a palette blue was spatial's)
+    first = next((s.einsum for s in act.pe_states if s.state == COMPUTE), None)
+    colors: dict[str, str] = {} if first is None else {first: PHASE_COLORS["compute"]}
     pe = [(s.start, s.end, _color(s.einsum, colors) if s.state == COMPUTE else CAUSE_COLORS.get(s.state, "#000"),
            f"compute {s.einsum}" if s.state == COMPUTE else s.state) for s in within(act.pe_states)]  # fmt: skip
     rows.append(("PE array", pe, []))
     for key, bursts in act.ports.items():
         bars = [(b.start, b.end, _color(b.tensor, colors), f"moving {b.tensor}") for b in within(bursts)]  # fmt: skip
-        thin = [(b.start, b.end, "#444444", "PE array's use of a port") for b in within(act.pe_ports[key])]  # fmt: skip
+        thin = [(b.start, b.end, PE_USE_COLOR, "PE array's use of a port") for b in within(act.pe_ports[key])]  # fmt: skip
         if bars or thin:
             rows.append((key, bars, thin))
     for engine, channels in act.dma.items():
@@ -269,7 +296,7 @@ def plot_timeline(
                            linewidth=0.4 if wide else 0.6)  # fmt: skip
         if thin:
             ax.broken_barh([(a, b - a) for a, b, _, _ in thin], (y - 0.38, 0.18),
-                           facecolors="#444444", edgecolor="none")  # fmt: skip
+                           facecolors=PE_USE_COLOR, edgecolor="none")  # fmt: skip
     ax.set_yticks(range(len(rows)), [name for name, _, _ in reversed(rows)], fontsize=8)
     ax.set_xlim(w0, w1)
     ax.set_xlabel("cycle")

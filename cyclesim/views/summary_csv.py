@@ -7,7 +7,9 @@ memory_report.csv: per memory, values and bits read and written, the average ban
 (bits per cycle over the run) and its share of the memory's ports' total width.
 With per-action energies in the architecture, both add `energy` (the run's total; each
 memory's share with its leak, empty for a memory without energies) and `energy_unit` (the
-architecture's, as `run` prints it).
+architecture's, as `run` prints it), and energy_report.csv holds the energy table itself: one
+row per Einsum, component, tensor and action (the MACs under tensor '(MACs)', leakage under
+Einsum '(whole run)' and tensor '(leak)'), summing to compute_report's `energy`.
 """
 
 from __future__ import annotations
@@ -89,16 +91,27 @@ def memory_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.Da
     return pd.DataFrame(rows)
 
 
-CSV_NAMES = ("compute_report.csv", "memory_report.csv")
+def energy_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.DataFrame:
+    """The energy table (results/energy.py) with the run's name and the energies' unit."""
+    table = energy_table(res, arch)
+    table.insert(0, "run", run)
+    table["energy_unit"] = arch.energy_unit
+    return table
+
+
+CSV_NAMES = ("compute_report.csv", "memory_report.csv", "energy_report.csv")
 
 
 def write_summary_csv(
     res: SimResult, arch: Architecture, directory: str | Path, run: str = "run"
 ) -> list[Path]:
-    """Write compute_report.csv and memory_report.csv into directory; return their paths."""
+    """Write compute_report.csv, memory_report.csv and, with per-action energies in the
+    architecture, energy_report.csv into directory; return their paths."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / name for name in CSV_NAMES]
+    paths = [out / name for name in CSV_NAMES[: 3 if has_energies(arch) else 2]]
     compute_report(res, arch, run).to_csv(paths[0], index=False)
     memory_report(res, arch, run).to_csv(paths[1], index=False)
+    if len(paths) > 2:
+        energy_report(res, arch, run).to_csv(paths[2], index=False)
     return paths

@@ -287,3 +287,44 @@ def test_a_failing_columns_hook_keeps_the_replays_numbers(tmp_path):
     # the points whose hook failed are not cached: a rerun retries exactly them
     again = sweep(path, tmp_path / "out", backend="processes", workers=1, progress=False)
     assert (again.computed, again.cached) == (2, 7)
+
+
+def test_a_misspelt_last_key_is_one_error_at_its_line(tmp_path, capsys):
+    """widht_bits for width_bits: set_field adds a missing last key, so every point failed
+    with the same 'unknown field' and the sweep exited 0; now it is bad input at line 5."""
+    path = tmp_path / "typo.yaml"
+    path.write_text(
+        f"""architecture: {WORKED}/arch.yaml
+workload: {WORKED}/workload.yaml
+mapping: {WORKED}/mapping.yaml
+axes:
+  - field: architecture.memories.DRAM.ports.dram_rd.widht_bits
+    values: [2, 4]
+"""
+    )
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cyclesim: {path}:5: field 'axes[0].field': no such field in arch.yaml")
+    assert "did you mean 'width_bits'?" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_value_of_the_wrong_type_is_that_points_error_row(tmp_path):
+    """[4, wide] for a width: the axis column ends in _bits, was cast to integers and the sweep
+    died with pandas' traceback; 'wide' is that point's SpecError row, the column text."""
+    path = tmp_path / "wide.yaml"
+    path.write_text(
+        f"""architecture: {WORKED}/arch.yaml
+workload: {WORKED}/workload.yaml
+mapping: {WORKED}/mapping.yaml
+axes:
+  - field: architecture.memories.DRAM.ports.dram_rd.width_bits
+    values: [4, wide]
+"""
+    )
+    run = sweep(path, tmp_path / "out", backend="processes", workers=1, progress=False)
+    table = run.table.set_index("DRAM.dram_rd.width_bits")
+    assert table.loc["4", "cycles"] == HAND_DERIVED[4]
+    assert table.loc["wide", "status"] == "error"
+    assert "valid integer (found 'wide')" in table.loc["wide", "error"]
+    assert pd.read_parquet(tmp_path / "out" / "sweep.parquet")["status"].tolist() == ["ok", "error"]

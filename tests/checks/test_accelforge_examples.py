@@ -312,3 +312,11 @@ def test_check_output_says_where_each_energy_came_from(accelforge_present, capsy
         "throughput per second at a 2e+08 Hz clock, the compute's rate" in out
     )  # MAC total_latency: n / 200e6 s
     assert "  *" not in out.split("per-action energies from:")[0]  # every row and energy equal
+
+
+def test_an_empty_spec_file_says_it_is_empty(tmp_path, capsys):
+    # it read "the top level is not a mapping (found 'NoneType')"
+    (tmp_path / "spec.yaml").write_text("# nothing yet\n")
+    assert cli.main(["check", "accelforge", str(tmp_path / "spec.yaml"), "--no-peer"]) == 2
+    err = capsys.readouterr().err
+    assert "spec.yaml: the file is empty; expected keys such as arch:, workload:, mapping:" in err

@@ -89,6 +89,24 @@ def test_a_bad_topology_row_names_its_line_and_the_cli_exits_2(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("row", "says"),
+    [
+        # one number over a rank's limit, and three whose product is over an Einsum's: both
+        # were refused as '<workload of h (line 3)>: field einsums[0].ranks...', a file that
+        # does not exist; they name the topology's line
+        ("h, 99999999999, 8, 8,", "t.csv:3: a topology number is larger than a rank may be"),
+        ("h, 70000, 70000, 70000,", "t.csv:3: layer h cannot be replayed: Einsum 'h' has"),
+    ],
+)
+def test_a_topology_row_beyond_the_limits_names_its_line(tmp_path, row, says):
+    topo = tmp_path / "t.csv"
+    topo.write_text(f"Layer, M, N, K,\ng, 8, 8, 8,\n{row}\n")
+    done = cli(str(EXAMPLES / "ws_32x32_calc.cfg"), str(topo), "--no-peer")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert says in done.stderr and "<workload of" not in done.stderr
+
+
 def test_an_unknown_layer_is_refused_with_the_choices():
     done = cli(
         str(EXAMPLES / "ws_32x32_calc.cfg"),

@@ -177,3 +177,81 @@ def test_the_timeline_legend_says_what_each_colour_is(traced, tmp_path, monkeypa
     assert "compute matvec" in labels and "PE array's use of a port" in labels
     assert {"moving A", "moving Z"} <= set(labels)
     assert not {"A", "B", "Z"} & set(labels)
+
+
+def test_a_one_cycle_stall_is_a_visible_bar_on_the_log_scale_stall_plot(
+    traced, tmp_path, monkeypatch
+):
+    """05's stalls: 24 spatial cycles and 4, 1, 1 of bandwidth and latency. The bars started at
+    0 on a log axis opened at 0.8, so a 1-cycle bar was the sliver 0.8..1 (a tenth of a decade)
+    beside a 10^5-cycle one. They start at half a cycle: the 1-cycle bar spans 0.5..1, a
+    factor of 2, and at least 2% of the axis's width. Every bar is in its cause's colour."""
+    import matplotlib.colors
+
+    import cyclesim.views.plots as plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig))
+    res = traced("05_narrow_innermost_port")
+    plots.plot_stalls(res, tmp_path / "s.png")
+    (fig,) = figures
+    ax = fig.axes[0]
+    bars = ax.patches[: len(res.stalls)]
+    assert sorted(round(b.get_x() + b.get_width(), 6) for b in bars) == [1, 1, 4, 24]
+    assert {b.get_x() for b in bars} == {plots.STALL_BASE} == {ax.get_xlim()[0]}
+    fig.canvas.draw()
+    axis_pixels = ax.get_window_extent().width
+    for bar in bars:
+        assert bar.get_window_extent().width >= 0.02 * axis_pixels
+    causes = res.stalls.iloc[::-1]["cause"].head(len(bars))  # drawn largest on top
+    for bar, cause in zip(bars, causes, strict=True):
+        assert matplotlib.colors.to_hex(bar.get_facecolor()) == plots.CAUSE_COLORS[cause].lower()
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        # a name that matches nothing used to leave its resource out silently
+        (
+            ["--vcd", "t.vcd", "--only", "PE,abuff"],
+            "--only 'abuff' names nothing in this run: did you mean 'abuf'?",
+        ),
+        (["--vcd", "t.vcd", "--only", "nothere"], "(known: A, A@DRAM, A@abuf, B"),
+        # --window / --only without a trace to keep did nothing at all
+        (["--window", "0:10"], "--window and --only choose what a trace keeps: give one of --vcd"),
+        (["--only", "PE"], "--window and --only choose what a trace keeps"),
+        # a file where a folder is wanted: was "cannot write ...: File exists" after the replay
+        (["--plot", "arch.yaml"], "--plot arch.yaml is a file; a directory is expected"),
+        (["--csv", "arch.yaml"], "--csv arch.yaml is a file; a directory is expected"),
+        # refused before the replay, not after it
+        (["--events", "t.txt"], "--events t.txt: the suffix chooses the format; use one of .csv"),
+    ],
+)
+def test_trace_options_that_would_do_nothing_are_refused_before_the_run(
+    tmp_path, capsys, monkeypatch, extra, says
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "arch.yaml").write_text("a file\n")
+    assert main(["run", *files("03_single_buffer"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cyclesim: ") and says in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arch.yaml"]  # nothing written
+
+
+def test_only_accepts_every_port_the_trace_shows(tmp_path):
+    # the PE array's own ports (abuf.abuf_rd, acc.acc_wr) are traced resources too
+    vcd = tmp_path / "t.vcd"
+    assert (
+        main(
+            [
+                "run",
+                *files("03_single_buffer"),
+                "--vcd",
+                str(vcd),
+                "--only",
+                "abuf.abuf_rd,acc.acc_wr,matvec",
+            ]
+        )
+        == 0
+    )
+    assert "abuf_rd" in vcd.read_text()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from random_cases import schedules
+from replay_helpers import ROOT
 from view_cases import CASES, load_case
 
 from cyclesim.analysis.explain import explain, format_explanation, rank_causes
@@ -119,6 +120,89 @@ def test_a_latency_paid_at_both_ends_of_a_transfer_is_cut_at_both():
     ]
 
 
+def test_a_transfer_as_narrow_at_both_ends_is_widened_at_both():
+    """03 with abuf.abuf_wr as narrow as DRAM.dram_rd (4 b/cycle, bursts of 8): each 8-bit
+    burst of A's fills holds both ports 8 / 4 = 2 cycles, a tie charged to the parent's port,
+    so the run is 03's 52 cycles. Widening dram_rd alone (8 b/cycle, burst 8) leaves abuf_wr's
+    2 cycles per burst: 4 b/cycle, saves 0 (explain said "saves 0" for two such causes on the
+    Eyeriss memory-size case). Widening both, with bursts of 16: 16 / 8 = 2 cycles per burst
+    on each side, 8 b/cycle, each fill 32 / 8 = 4 cycles instead of 8: saves 4 x 4 = 16."""
+    from dataclasses import replace
+
+    arch, workload, mapping = load_case("03_single_buffer")
+    abuf = arch.memory("abuf")
+    ports = tuple(replace(p, width_bits=4) if p.name == "abuf_wr" else p for p in abuf.ports)
+    arch = replace(
+        arch, memories=tuple(replace(m, ports=ports) if m is abuf else m for m in arch.memories)
+    )
+    res = replay(arch, workload, mapping, trace=True, progress=False)
+    assert res.cycles == 52
+    ex = explain(res, arch, workload, mapping, top=1, workers=1)
+    top = ex.causes[0]
+    assert (top.cause, top.tensor, top.port_memory, top.port) == (
+        "bandwidth",
+        "A",
+        "DRAM",
+        "dram_rd",
+    )
+    assert [(r.change, r.saved) for r in top.remedies if r.change.startswith("widen")] == [
+        (
+            "widen ports DRAM.dram_rd and abuf.abuf_wr together from 4 and 4 to 8 and 8 "
+            "bits/cycle, bursts 8 and 8 -> 16 and 16 bits (each burst holds both ports for the "
+            "slower side's cycles; DRAM.dram_rd alone: 4 b/cycle per abuf instance, as now)",
+            16,
+        )
+    ]
+
+
+def test_a_tensor_contending_at_both_ends_gets_its_own_ports_at_both():
+    """tpu_gemm: A and B (1024 x 1024 x 8 b = 8,388,608 b each) fill UB from DRAM through
+    DRAM.rd and UB.wr, both 512 b/cycle and both shared: B waits 8,388,608 / 512 = 16,384
+    cycles behind A's fill (contention in the onload). Splitting B off DRAM.rd alone left
+    UB.wr shared, where A's fill still went first: 'saves 0'. With its own port at both ends
+    the two fills run side by side: saves the 16,384."""
+    from cyclesim.spec import load_architecture, load_mapping, load_workload
+
+    arch = load_architecture(str(ROOT / "hw_models/tpu_like.yaml"))
+    workload = load_workload(str(ROOT / "examples/tpu_gemm/workload.yaml"))
+    mapping = load_mapping(str(ROOT / "examples/tpu_gemm/mapping.yaml"), arch, workload)
+    res = replay(arch, workload, mapping, trace=True, progress=False)
+    ex = explain(res, arch, workload, mapping, top=4, workers=1, progress=False)
+    (contention,) = [c for c in ex.causes if c.cause == "contention" and c.tensor == "B"]
+    assert contention.cycles == 16_384
+    own = [(r.change, r.saved) for r in contention.remedies if r.change.startswith("give")]
+    assert own == [("give B its own ports at DRAM and UB (split from rd and wr)", 16_384)]
+
+
+@pytest.mark.slow
+def test_memsize_bandwidth_causes_at_two_narrow_ends_get_remedies_that_save():
+    """The Eyeriss memory-size case (README: `cyclesim explain` on mapping_small): W's fills
+    into the 16 rf_64B_W move 16 x 8 bits per cycle out of sram_64KB's 128-bit port and 8 into
+    each rf_64B_W, so widening sram_64KB.r_port_1 alone saved 0 of W's 500 bandwidth cycles;
+    likewise O between sram_8KB (128) and the 16 rf_16B (24 each, 4 positions reduced).
+    Widening both ends now saves cycles in both."""
+    from cyclesim.analysis.explain import _transfer_ends, candidates, verify
+    from cyclesim.spec import load_architecture, load_mapping, load_workload
+
+    arch = load_architecture(str(ROOT / "hw_models/eyeriss_like_small.yaml"))
+    workload = load_workload(str(ROOT / "examples/eyeriss_memsize/workload.yaml"))
+    mapping = load_mapping(
+        str(ROOT / "examples/eyeriss_memsize/mapping_small.yaml"), arch, workload
+    )
+    res = replay(arch, workload, mapping, trace=True, progress=False)
+    causes = {(c.cause, c.tensor, c.memory): c for c in rank_causes(res, mapping).causes}
+    for key, port in [
+        (("bandwidth", "W", "rf_64B_W"), "rf_64B_W.w_port_1"),
+        (("bandwidth", "O", "rf_16B"), "rf_16B.rw_port_1"),
+    ]:
+        c = causes[key]
+        (change, changed), *_ = [
+            x for x in candidates(c, arch, workload, 0, _transfer_ends(res, c)) if "widen" in x[0]
+        ]
+        assert change.startswith(f"widen ports {c.port_memory}.{c.port} and {port} together")
+        assert verify(arch, workload, mapping, res, change, changed).saved > 0
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schedules())
 def test_root_causes_add_up_to_the_stall_totals_on_random_schedules(spec):
@@ -220,3 +304,35 @@ def test_remedies_replayed_in_workers_equal_the_serial_ones(traced):
     parallel = explain(res, arch, workload, mapping, top=10, workers=2, progress=False)
     assert serial.to_json_dict() == parallel.to_json_dict()
     assert any(r.binds_after for c in parallel.causes for r in c.remedies)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schedules())
+def test_a_widen_remedy_at_least_doubles_its_transfers_rate_on_random_schedules(spec):
+    """What 'widen' promises, checked with the engine's burst timing on random ports (widths
+    2..64, bursts 4..32): the changed ends move at least twice the bits per cycle of a full
+    burst: widening one port when that does it, else both ends and both bursts x2 (each burst
+    then takes the cycles it took with twice the bits)."""
+    from cyclesim.analysis.explain import _transfer_ends, candidates
+
+    arch, workload, mapping = spec
+    res = replay(arch, workload, mapping, trace=True, progress=False)
+    for c in rank_causes(res, mapping).causes:
+        ends = _transfer_ends(res, c)
+        if c.cause not in ("bandwidth", "contention") or ends is None:
+            continue
+        (change, changed), *_ = [
+            x for x in candidates(c, arch, workload, 0, ends) if "widen" in x[0]
+        ]
+
+        near, far = (_as_changed(ref, changed) for ref in (ends.near, ends.far))
+        assert ends.rate(near, far) >= 2 * ends.rate(ends.near, ends.far), change
+        event("widened both ends" if change.startswith("widen ports") else "widened one port")
+
+
+def _as_changed(ref, arch):
+    """A PortRef with the width and burst its port has in `arch`."""
+    from dataclasses import replace
+
+    port = next(p for p in arch.memory(ref.memory).ports if p.name == ref.name)
+    return replace(ref, width_bits=port.width_bits, burst_bits=port.burst_bits)

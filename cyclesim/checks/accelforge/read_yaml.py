@@ -164,9 +164,9 @@ def load_yaml_file(path: str | Path, jinja_data: MappingABC[str, Any]) -> LineDi
     loaded, _, _ = parse_yaml_text(text, file, tags=_tagged, mappings=_line_dict)
     if not isinstance(loaded, dict):
         raise SpecError(
-            "the top level is not a mapping",
+            "the file is empty" if loaded is None else "the top level is not a mapping",
             file=file,
-            found=type(loaded).__name__,
+            found=None if loaded is None else type(loaded).__name__,
             expected="keys such as arch:, workload:, mapping:",
         )
     if isinstance(loaded, LineDict) and text != source:  # a template: name the lines as written

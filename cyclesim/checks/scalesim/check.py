@@ -153,9 +153,18 @@ def run_check(
     for x in layers:
         imported = import_layer(x, config)
         where = f"{x.name} (line {x.line})"
-        arch = architecture_from_dict(imported.arch, f"<architecture of {where}>")
-        work = workload_from_dict(imported.workload, f"<workload of {where}>")
-        mapping = mapping_from_dict(imported.mapping, arch, work, f"<mapping of {where}>")
+        try:
+            arch = architecture_from_dict(imported.arch, f"<architecture of {where}>")
+            work = workload_from_dict(imported.workload, f"<workload of {where}>")
+            mapping = mapping_from_dict(imported.mapping, arch, work, f"<mapping of {where}>")
+        except SpecError as exc:  # a limit of the imported spec: the user wrote the topology row
+            raise SpecError(
+                f"layer {x.name} cannot be replayed: {exc.detail}"
+                + (f" (in the imported {exc.field})" if exc.field else ""),
+                file=str(topology_path),
+                line=x.line,
+                expected=exc.expected,
+            ) from None
         t0 = time.perf_counter()
         res = replay(arch, work, mapping, progress=progress)
         seconds = time.perf_counter() - t0

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cyclesim.errors import SpecError
+from cyclesim.spec.limits import MAX_RANK_SIZE
 from cyclesim.spec.systolic import Dataflow
 
 DATAFLOWS = {
@@ -204,6 +205,13 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
         if len(nums) != want or min(nums) <= 0:
             raise SpecError(
                 "topology numbers must be positive whole numbers",
+                file=path,
+                line=line,
+                found=row.strip(),
+            )
+        if max(nums) > MAX_RANK_SIZE:  # named here, not as the imported workload's rank
+            raise SpecError(
+                f"a topology number is larger than a rank may be ({MAX_RANK_SIZE:,})",
                 file=path,
                 line=line,
                 found=row.strip(),
