@@ -605,7 +605,7 @@ class DramTimer:
                 if first is None:
                     first = col
                 cal.insert(k + 1, (col, last, spacing, write, rank, bg, who))
-                col_ready[b] = last + spacing  # a bank serves its requests in order
+                col_ready[b] = last + 1  # a bank serves its requests in order
                 t = last + col_to_pre
                 if t > pre_ready[b]:
                     pre_ready[b] = t
