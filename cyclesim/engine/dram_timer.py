@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from fractions import Fraction
+from itertools import accumulate
 from operator import itemgetter
 
 from cyclesim.dram.config import DramConfig
@@ -97,6 +98,10 @@ class DramTimer:
         # (position, mask) of channel, rank, bank group, bank and row: a request's bank and row
         self.decode = sum((fields[k] for k in ("ch", "ra", "bg", "ba", "ro")), ())
         self.columns_low = layout["co"][0] == 0  # consecutive requests stay in a row
+        # the bits of a request number that name its channel, rank and bank group (_paces)
+        self.group_mask = sum(fields[k][1] << fields[k][0] for k in ("ch", "ra", "bg"))
+        ch_pos, ch_mask = fields["ch"]
+        self.channel_of = (lambda q: (q >> ch_pos) & ch_mask) if c.channels > 1 else None
         self.columns = 1 << layout["co"][1]
         self.row_shift = self.shift + (layout["co"][1] if self.columns_low else 0)
         banks = c.ranks * c.banks
@@ -368,32 +373,41 @@ class DramTimer:
         column commands later, and from there the two interleave until either runs out: the
         run's last requests, at most as many as the other groups' requests before this group's
         next (the partners, counted up to `queue`)."""
-        ch_pos, ch_mask, ra_pos, ra_mask, bg_pos, bg_mask = self.decode[:6]
         window, lead = self.queue, self.overlap_lead[write]
-        keys, starts, sizes = [], [], []
-        p = index
-        for q, n in visits + following:
-            keys.append(((q >> ch_pos) & ch_mask, (q >> ra_pos) & ra_mask, (q >> bg_pos) & bg_mask))
-            starts.append(p)
-            sizes.append(n)
-            p += n
+        every = visits + following if following else visits
+        group, channel_of = self.group_mask, self.channel_of
+        keys = [q & group for q, _ in every]  # channel, rank and bank group
         count = len(visits)
-        never = p + 1
+        if not count or all(
+            key == keys[0] for key in keys
+        ):  # one bank group throughout: nothing to pace
+            return [1 << 62] * count
+        sizes = [n for _, n in every]
+        starts = list(accumulate(sizes, initial=index))
+        total = len(keys)
+        never = starts[-1] + 1
         paced = [never] * count
-        after: dict[int, int] = {}  # channel -> the next visit on it (scanning backward)
-        for v in range(len(keys) - 1, -1, -1):
-            key = keys[v]
-            u = after.get(key[0])
-            after[key[0]] = v
-            if u is None or v >= count:
+        if channel_of is None:  # one channel: the next visit on it is the next one
+            nexts: list = list(range(1, total)) + [None]
+        else:
+            after: dict[int, int] = {}  # channel -> the next visit on it (scanning backward)
+            nexts = [None] * total
+            for v in range(total - 1, -1, -1):
+                ch = channel_of(every[v][0])
+                nexts[v] = after.get(ch)
+                after[ch] = v
+        for v in range(count - 1, -1, -1):
+            u = nexts[v]
+            if u is None:
                 continue
+            key = keys[v]
             if keys[u] == key:  # the same group goes on: its run's pace is the next visit's
                 paced[v] = paced[u] if u < count else never
                 continue
             partners, w = 0, u  # the other groups' requests before this group comes back
             while partners < window:
                 partners += sizes[w]
-                w = next((x for x in range(w + 1, len(keys)) if keys[x][0] == key[0]), None)
+                w = nexts[w]
                 if w is None or keys[w] == key:
                     break
             nxt = starts[u]
@@ -479,7 +493,19 @@ class DramTimer:
                     if column > arrive:
                         arrive = column
                 cal = calendars[ch]
-                k = bisect_right(cal, arrive, key=_START) - 1  # the command before the gap
+                # no gap ending before the row can be ready (a lower bound) can hold the piece
+                if open_row[b] == row:
+                    low = col_ready[b]
+                elif open_row[b] != NO_ROW:
+                    low = (pre_ready[b] if pre_ready[b] > arrive else arrive) + tRP + act_to_col
+                else:
+                    low = (act_ready[b] if act_ready[b] > arrive else arrive) + act_to_col
+                if low < arrive:
+                    low = arrive
+                if not cal or cal[-1][0] <= low:  # after every command so far (streaming)
+                    k = len(cal) - 1
+                else:
+                    k = -1 if cal[0][0] > low else bisect_right(cal, low, key=_START) - 1
                 asked = arrive
                 while True:
                     arrive, contended = asked, None
