@@ -100,6 +100,9 @@ class DramTimer:
         self.columns_low = layout["co"][0] == 0  # consecutive requests stay in a row
         # the bits of a request number that name its channel, rank and bank group (_paces)
         self.group_mask = sum(fields[k][1] << fields[k][0] for k in ("ch", "ra", "bg"))
+        self.bank_mask = sum(fields[k][1] << fields[k][0] for k in ("ch", "ra", "bg", "ba"))
+        ro_pos, ro_mask = fields["ro"]
+        self.row_of = lambda q: (q >> ro_pos) & ro_mask
         ch_pos, ch_mask = fields["ch"]
         self.channel_of = (lambda q: (q >> ch_pos) & ch_mask) if c.channels > 1 else None
         self.columns = 1 << layout["co"][1]
@@ -267,6 +270,8 @@ class DramTimer:
                 self.last_request.pop(who, None)
             else:
                 self.last_request[who] = mine
+        if len(visits) > 2:
+            visits = self._hits_first(visits)
         delays: list = []
         end, issued = self._time_visits(visits, is_write, who, s0, index, delays, following)
         self.counts["requests"] += issued
@@ -361,6 +366,59 @@ class DramTimer:
         if last_q is not None:
             self.last_request[who] = last_q
         return visits
+
+    def _hits_first(self, visits: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The visits in the order FR-FCFS serves them where a bank's requests go to several
+        rows: per bank, the oldest queued request that hits its open row goes first, else the
+        oldest (which opens its row); a bank's queue holds its next `cmd_queue_size` requests.
+        Each bank's requests keep the places in the sequence its requests had."""
+        bank_mask, row_of = self.bank_mask, self.row_of
+        rows: dict[int, int] = {}
+        for q, _ in visits:
+            bank, row = q & bank_mask, row_of(q)
+            if rows.setdefault(bank, row) != row:
+                break
+        else:
+            return visits  # one row per bank: nothing to reorder
+        requests = [q for q, n in visits for _ in range(n)]  # each in its visit's row
+        places: dict[int, list[int]] = {}
+        for place, q in enumerate(requests):
+            places.setdefault(q & bank_mask, []).append(place)
+        size = self.config.cmd_queue_size
+        out = requests[:]
+        for where in places.values():
+            mine = [requests[place] for place in where]
+            if all(row_of(q) == row_of(mine[0]) for q in mine):
+                continue
+            first = mine[0]
+            open_row = self.open_row[self._bank_index(first)]
+            queue, rest, served = mine[:size], size, []
+            while queue:
+                pick = next((i for i, q in enumerate(queue) if row_of(q) == open_row), 0)
+                q = queue.pop(pick)
+                served.append(q)
+                open_row = row_of(q)
+                if rest < len(mine):
+                    queue.append(mine[rest])
+                    rest += 1
+            for place, q in zip(where, served, strict=True):
+                out[place] = q
+        merged: list[tuple[int, int]] = []  # requests to one row in a row: one visit
+        same = self.columns_low  # else every request is a visit of its own (as in _visits)
+        for q in out:
+            if same and merged:
+                last = merged[-1][0]
+                if last & bank_mask == q & bank_mask and row_of(last) == row_of(q):
+                    merged[-1] = (last, merged[-1][1] + 1)
+                    continue
+            merged.append((q, 1))
+        return merged
+
+    def _bank_index(self, q: int) -> int:
+        """Index of request q's bank in the per-bank state lists."""
+        c, d = self.config, self.decode
+        ch, rank, bg, ba = ((q >> d[2 * i]) & d[2 * i + 1] for i in range(4))
+        return ch * self.banks_per_channel + (rank * c.bankgroups + bg) * c.banks_per_group + ba
 
     def _paces(self, visits, following, index: int, write: bool) -> list[int]:
         """Per visit, the request index from which its row stream is paced with another bank

@@ -78,6 +78,8 @@ def one_request_per_visit(timer: DramTimer) -> DramTimer:
         return [(q, 1) for q in qs]
 
     timer._visits = single
+    hits_first = timer._hits_first  # FR-FCFS's order of the requests, then one at a time
+    timer._hits_first = lambda visits: [(q, 1) for q, n in hits_first(visits) for _ in range(n)]
     return timer
 
 
