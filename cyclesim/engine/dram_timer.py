@@ -1,20 +1,22 @@
-"""The in-order open-page DRAM timer of the replay (one per DRAM-modelled memory).
+"""The replay's open-page DRAM timer, FR-FCFS within its queue window (one per DRAM memory).
 
 The timer keeps, per channel, each bank's open row and the earliest cycle of its next
 activate, column and precharge command (the JEDEC delays of cyclesim/dram/timing.py), the
-last column command (bank group, read or write) and each rank's refresh schedule. Requests
-reach it in the order the port arbitration grants the bursts (engine/dram_port.py); it times
-them a row visit at a time in closed form (the column commands of a run of same-row requests
-are evenly spaced, exactly as if each were timed alone: tests/dram/test_timer_fast_path.py),
-so a streaming fill costs one step per row, not per burst. Delays beyond what the data bus
-alone would need are charged to a cause (docs/dram_causes.md): `row_miss`, `bank_conflict`,
-`refresh`, `turnaround`.
+column commands already timed (a calendar of runs) and each rank's refresh schedule.
+Requests reach it in the order the port arbitration grants the bursts (engine/dram_port.py);
+it times them a row visit at a time in closed form (the column commands of a run of same-row
+requests are evenly spaced, exactly as if each were timed alone:
+tests/dram/test_timer_fast_path.py), so a streaming fill costs one step per row, not per
+burst. Delays beyond what the data bus alone would need are charged to a cause
+(docs/dram_causes.md): `row_miss`, `bank_conflict`, `refresh`, `turnaround`.
 
-Unlike the trace mode's FR-FCFS controller (cyclesim/dram/controller.py), requests issue in
-arrival order (no reordering of row hits ahead of misses), activates of a later row run may
-issue as soon as the request is queued (at most `trans_queue_size` requests ahead of the
-column command stream), and column-to-column delays are taken from the last column command
-of the channel only.
+Within what one call shows it (a run's requests and the same transfer's next ones, queued
+behind them), it does what the trace mode's FR-FCFS controller (cyclesim/dram/controller.py,
+equal to DRAMsim3) does: a row's queued hits go before an older miss in its bank
+(_hits_first), the row streams of two bank groups interleave at tCCD_S (_paces), a request
+whose row is not ready leaves a gap that later requests to other banks fill (the calendar),
+and activates go wherever tRRD and tFAW allow. It holds `trans_queue_size + cmd_queue_size`
+requests ahead of its column commands.
 
 DRAM cycles convert to accelerator cycles exactly: `ratio = tck_ns * clock_mhz / 1000`
 accelerator cycles per DRAM cycle, as a Fraction; DRAM cycle d is accelerator cycle
@@ -478,11 +480,13 @@ class DramTimer:
         slot ends, requests issued).
 
         A visit is a row run in closed form: its first column command waits for the data bus
-        (`base`: the previous column command plus its delay), the row (an activate, after a
-        precharge if another row is open) and the read/write turnaround; the cycles past `base`
-        go to the row's cause, then to `turnaround`; the others follow every `spacing` cycles.
-        A refresh due before a command is done first. The hot path of a DRAM replay: every
-        table and constant is a local, one Python loop iteration per row visit."""
+        (`base`: the command before the calendar gap it goes in, plus its delay), the row (an
+        activate, after a precharge if another row is open) and the read/write turnaround; the
+        cycles past `base` go to the row's cause, then to `turnaround`; the others follow every
+        `spacing` cycles (tCCD_S where _paces interleaves it with another bank group's). A
+        refresh due before a command is done first. `following` are visits queued behind these
+        (for the pace only). The hot path of a DRAM replay: every table and constant is a
+        local, one Python loop iteration per piece of a row visit."""
         (
             ranks, ch_pos, ch_mask, ra_pos, ra_mask, bg_pos, bg_mask, ba_pos, ba_mask, ro_pos,
             ro_mask, bankgroups, banks_per_group, per_channel, queue, burst, same_direction,
@@ -564,6 +568,25 @@ class DramTimer:
                     k = len(cal) - 1
                 else:
                     k = -1 if cal[0][0] > low else bisect_right(cal, low, key=_START) - 1
+                    while k + 1 < len(cal):  # skip the gaps even the lower bound misses
+                        e = low
+                        if k >= 0:
+                            _, t, _, was_write, r, g, _ = cal[k]
+                            scope = 2 if r != rank else (0 if g == bg else 1)
+                            t += (
+                                other_direction[scope]
+                                if was_write != write
+                                else fast
+                                if scope == 0 and spacing == fast
+                                else same_direction[scope]
+                            )
+                            if t > e:
+                                e = t
+                        t, _, _, next_write, r, g, _ = cal[k + 1]
+                        scope = 2 if r != rank else (0 if g == bg else 1)
+                        if e <= t - col_table[next_write][scope]:
+                            break
+                        k += 1
                 asked = arrive
                 while True:
                     arrive, contended = asked, None
