@@ -142,7 +142,8 @@ class DramTimer:
         # per channel: (requests, rank and bank group) of another bank group's row streams that
         # the last requests of a stream in that group were paced with (FR-FCFS interleaves
         # them): that many requests of other groups, next, go at the other-group pace too
-        self.owed: list[tuple[int, tuple[int, int] | None]] = [(0, None)] * c.channels
+        # (per requester: its stream's, which another transfer's runs do not interrupt)
+        self.owed: dict[object, list[tuple[int, tuple[int, int] | None]]] = {}
         self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
         self.last_request: dict[object, int] = {}  # per requester: its last request issued
         self.issued = 0  # requests issued by the last issue() call
@@ -204,7 +205,7 @@ class DramTimer:
             dict(self.counts),
             dict(self.last_request),
             len(self.log) if self.log is not None else 0,
-            self.owed[:],
+            {who: owed[:] for who, owed in self.owed.items()},
         )
 
     def restore(self, s: tuple) -> None:
@@ -224,8 +225,9 @@ class DramTimer:
             counts,
             last_request,
             logged,
-            self.owed[:],
+            owed,
         ) = s
+        self.owed = {who: saved[:] for who, saved in owed.items()}
         for mine, saved in zip(self.next_refresh, next_refresh, strict=True):
             mine[:] = saved
         for mine, saved in zip(self.calendar, calendar, strict=True):
@@ -262,7 +264,7 @@ class DramTimer:
             first, index = stream
             s0 = max(first, s0 - self.queue - index)
         else:  # a new stream: nothing it follows was interleaved with it
-            self.owed = [(0, None)] * len(self.owed)
+            self.owed.pop(who, None)
         visits = self._visits(runs, who)
         following: list = []
         if ahead:
@@ -503,7 +505,9 @@ class DramTimer:
         slow = spacing = same_direction[0]
         fast = same_direction[1]  # the pace of two bank groups' interleaved row streams
         paced = self._paces(visits, following, index, write) if fast < slow else None
-        owed = self.owed
+        owed = self.owed.get(who)
+        if owed is None:
+            owed = self.owed[who] = [(0, None)] * channels
         tails = [0] * channels  # per channel: requests of its current group's run paced fast
         data_end = activates = hits = 0
         # per piece of a visit: (first request index, first column, spacing, channel)
