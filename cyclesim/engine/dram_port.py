@@ -246,7 +246,8 @@ def _ends(timer: DramTimer, side: DramSide, who, start: int, lo: int, hi: int):
     run ended at `start` (so the granularity of runs does not change the DRAM's timing)."""
     stream = side.stream
     go_on = (stream[1], stream[2]) if stream is not None and stream[0] == start else None
-    out = timer.issue(side.slice(lo, hi), side.is_write, who, start, go_on)
+    ahead = side.slice(hi, hi + timer.queue * timer.request_bytes) if hi < side.total else None
+    out = timer.issue(side.slice(lo, hi), side.is_write, who, start, go_on, ahead)
     side.pieces = timer.pieces
     first = go_on[0] if go_on is not None else timer.to_dram(start)
     side.stream = (out[0], first, (go_on[1] if go_on is not None else 0) + timer.issued)

@@ -1,20 +1,22 @@
-"""The in-order open-page DRAM timer of the replay (one per DRAM-modelled memory).
+"""The replay's open-page DRAM timer, FR-FCFS within its queue window (one per DRAM memory).
 
 The timer keeps, per channel, each bank's open row and the earliest cycle of its next
 activate, column and precharge command (the JEDEC delays of cyclesim/dram/timing.py), the
-last column command (bank group, read or write) and each rank's refresh schedule. Requests
-reach it in the order the port arbitration grants the bursts (engine/dram_port.py); it times
-them a row visit at a time in closed form (the column commands of a run of same-row requests
-are evenly spaced, exactly as if each were timed alone: tests/dram/test_timer_fast_path.py),
-so a streaming fill costs one step per row, not per burst. Delays beyond what the data bus
-alone would need are charged to a cause (docs/dram_causes.md): `row_miss`, `bank_conflict`,
-`refresh`, `turnaround`.
+column commands already timed (a calendar of runs) and each rank's refresh schedule.
+Requests reach it in the order the port arbitration grants the bursts (engine/dram_port.py);
+it times them a row visit at a time in closed form (the column commands of a run of same-row
+requests are evenly spaced, exactly as if each were timed alone:
+tests/dram/test_timer_fast_path.py), so a streaming fill costs one step per row, not per
+burst. Delays beyond what the data bus alone would need are charged to a cause
+(docs/dram_causes.md): `row_miss`, `bank_conflict`, `refresh`, `turnaround`.
 
-Unlike the trace mode's FR-FCFS controller (cyclesim/dram/controller.py), requests issue in
-arrival order (no reordering of row hits ahead of misses), activates of a later row run may
-issue as soon as the request is queued (at most `trans_queue_size` requests ahead of the
-column command stream), and column-to-column delays are taken from the last column command
-of the channel only.
+Within what one call shows it (a run's requests and the same transfer's next ones, queued
+behind them), it does what the trace mode's FR-FCFS controller (cyclesim/dram/controller.py,
+equal to DRAMsim3) does: a row's queued hits go before an older miss in its bank
+(_hits_first), the row streams of two bank groups interleave at tCCD_S (_paces), a request
+whose row is not ready leaves a gap that later requests to other banks fill (the calendar),
+and activates go wherever tRRD and tFAW allow. It holds `trans_queue_size + cmd_queue_size`
+requests ahead of its column commands.
 
 DRAM cycles convert to accelerator cycles exactly: `ratio = tck_ns * clock_mhz / 1000`
 accelerator cycles per DRAM cycle, as a Fraction; DRAM cycle d is accelerator cycle
@@ -23,7 +25,9 @@ ceil(d * ratio), and accelerator cycle a is the first DRAM cycle d with ceil(d *
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from fractions import Fraction
+from itertools import accumulate
 from operator import itemgetter
 
 from cyclesim.dram.config import DramConfig
@@ -79,7 +83,16 @@ class DramTimer:
         self.refresh_every = c.tREFI // c.ranks * c.ranks  # per rank, staggered by tREFI/ranks
         self.burst = c.burst_cycles
         self.data_latency = {False: c.read_latency, True: c.write_latency}
-        self.queue = c.trans_queue_size
+        # requests the controller holds ahead of its column commands: the transaction queue and
+        # the command queue of the bank being served (DRAMsim3 admits the next row's first
+        # request once the one trans_queue_size + cmd_queue_size ahead of it is served)
+        self.queue = c.trans_queue_size + c.cmd_queue_size
+        # column commands of the current bank group between the next group's first request
+        # entering the queue and the first command paced with it (its activate and tRCD)
+        self.overlap_lead = {
+            write: -(-self.act_to_col[write] // self.col_table[write][write][0]) + 1
+            for write in (False, True)
+        }
         layout = c.field_layout()
         self.shift = (c.request_bytes - 1).bit_length()
         self.request_bytes = c.request_bytes
@@ -87,6 +100,13 @@ class DramTimer:
         # (position, mask) of channel, rank, bank group, bank and row: a request's bank and row
         self.decode = sum((fields[k] for k in ("ch", "ra", "bg", "ba", "ro")), ())
         self.columns_low = layout["co"][0] == 0  # consecutive requests stay in a row
+        # the bits of a request number that name its channel, rank and bank group (_paces)
+        self.group_mask = sum(fields[k][1] << fields[k][0] for k in ("ch", "ra", "bg"))
+        self.bank_mask = sum(fields[k][1] << fields[k][0] for k in ("ch", "ra", "bg", "ba"))
+        ro_pos, ro_mask = fields["ro"]
+        self.row_of = lambda q: (q >> ro_pos) & ro_mask
+        ch_pos, ch_mask = fields["ch"]
+        self.channel_of = (lambda q: (q >> ch_pos) & ch_mask) if c.channels > 1 else None
         self.columns = 1 << layout["co"][1]
         self.row_shift = self.shift + (layout["co"][1] if self.columns_low else 0)
         banks = c.ranks * c.banks
@@ -100,9 +120,12 @@ class DramTimer:
         self.act_ready = [0] * n
         self.col_ready = [0] * n
         self.pre_ready = [0] * n
-        # per channel: last column command (cycle, is write, rank, bank group) or None
-        self.last_col: list[tuple | None] = [None] * c.channels
-        # per channel and rank (channel * ranks + rank): the last four activates, oldest first,
+        # per channel: its column commands in time order, a run at a time (first cycle, last
+        # cycle, spacing, is write, rank, bank group, requester): a request whose row is not
+        # ready leaves a gap on the data bus that later requests of other banks may fill
+        # (FR-FCFS serves whichever queued request is ready); old ones are dropped
+        self.calendar: list[list[tuple]] = [[] for _ in range(c.channels)]
+        # per channel and rank (channel * ranks + rank): the last eight activates, in time order,
         # as a tuple ((cycle, bank group), ...) replaced on change (a snapshot copies one list)
         self.ranks = c.ranks
         self.acts: list[tuple] = [()] * (c.channels * c.ranks)
@@ -116,6 +139,11 @@ class DramTimer:
         self.next_refresh = [first[:] for _ in range(c.channels)]
         self.close_page = c.close_page  # precharge a row after its run of requests
         self.data_end = 0  # data end of the requests of the last issue() call (DRAM cycles)
+        # per channel: (requests, rank and bank group) of another bank group's row streams that
+        # the last requests of a stream in that group were paced with (FR-FCFS interleaves
+        # them): that many requests of other groups, next, go at the other-group pace too
+        # (per requester: its stream's, which another transfer's runs do not interrupt)
+        self.owed: dict[object, list[tuple[int, tuple[int, int] | None]]] = {}
         self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
         self.last_request: dict[object, int] = {}  # per requester: its last request issued
         self.issued = 0  # requests issued by the last issue() call
@@ -133,10 +161,11 @@ class DramTimer:
                 self.banks_per_channel, self.queue, self.burst, self.col_table[write][write],
                 self.col_table[not write][write], self.open_row, self.opener, self.open_cause,
                 self.closed_by_refresh, self.act_ready, self.col_ready, self.pre_ready,
-                self.last_col, self.acts, self.next_refresh, self.tRC, self.tRAS, self.tRP,
+                self.calendar, self.acts, self.next_refresh, self.tRC, self.tRAS, self.tRP,
                 self.tFAW, *self.rrd, self.act_to_col[write], self.col_to_pre[write],
                 self.data_latency[write] + self.burst, self.close_page, self._refresh, self.log,
                 self.name, self.to_accel, c.channels,
+                [self.col_table[write][nw] for nw in (False, True)],
             )
             for write in (False, True)
         }  # fmt: skip
@@ -169,13 +198,14 @@ class DramTimer:
             self.act_ready[:],
             self.col_ready[:],
             self.pre_ready[:],
-            self.last_col[:],
+            [cal[:] for cal in self.calendar],
             self.acts[:],
             [r[:] for r in self.next_refresh],
             self.data_end,
             dict(self.counts),
             dict(self.last_request),
             len(self.log) if self.log is not None else 0,
+            {who: owed[:] for who, owed in self.owed.items()},
         )
 
     def restore(self, s: tuple) -> None:
@@ -188,15 +218,19 @@ class DramTimer:
             self.act_ready[:],
             self.col_ready[:],
             self.pre_ready[:],
-            self.last_col[:],
+            calendar,
             self.acts[:],
             next_refresh,
             self.data_end,
             counts,
             last_request,
             logged,
+            owed,
         ) = s
+        self.owed = {who: saved[:] for who, saved in owed.items()}
         for mine, saved in zip(self.next_refresh, next_refresh, strict=True):
+            mine[:] = saved
+        for mine, saved in zip(self.calendar, calendar, strict=True):
             mine[:] = saved
         self.counts, self.last_request = dict(counts), dict(last_request)
         if self.log is not None:  # the commands of what is rolled back were never given
@@ -210,6 +244,7 @@ class DramTimer:
         who: object,
         start: int,
         stream: tuple[int, int] | None = None,
+        ahead: list[tuple[int, int, int, int]] | None = None,
     ) -> tuple[int, list[tuple[int, int, str, object, tuple[int, int, int]]]]:
         """Issue the requests covering strided byte runs [(address, bytes, stride, count)] in
         order from accelerator cycle `start`; return (accelerator cycle the last request's data
@@ -219,15 +254,30 @@ class DramTimer:
         to the row's end, and the runs of a stride that fall in the same row (e.g. the lines of
         a tile). `stream` (DRAM cycle of its first request, requests so far) continues a stream
         of requests the same transfer issued without a break: they entered the queue one per
-        cycle from its start. `self.issued` tells how many requests this call issued."""
+        cycle from its start. `ahead` are the byte runs the same transfer issues next (the
+        requests a DMA engine has queued behind these): they are not timed, but a row stream of
+        this call is paced with another bank group's row among them as FR-FCFS interleaves
+        the two. `self.issued` tells how many requests this call issued."""
         s0 = self.to_dram(start)
         index = 0
         if stream is not None:  # queued before the run, but at most `queue` requests ahead of it
             first, index = stream
             s0 = max(first, s0 - self.queue - index)
+        else:  # a new stream: nothing it follows was interleaved with it
+            self.owed.pop(who, None)
         visits = self._visits(runs, who)
+        following: list = []
+        if ahead:
+            mine = self.last_request.get(who)
+            following = self._visits(ahead, who)
+            if mine is None:
+                self.last_request.pop(who, None)
+            else:
+                self.last_request[who] = mine
+        if len(visits) > 2:
+            visits = self._hits_first(visits)
         delays: list = []
-        end, issued = self._time_visits(visits, is_write, who, s0, index, delays)
+        end, issued = self._time_visits(visits, is_write, who, s0, index, delays, following)
         self.counts["requests"] += issued
         self.issued = issued
         out = []
@@ -321,26 +371,144 @@ class DramTimer:
             self.last_request[who] = last_q
         return visits
 
-    def _time_visits(self, visits, write, who, s0, index, delays) -> tuple[int, int]:
+    def _hits_first(self, visits: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The visits in the order FR-FCFS serves them where a bank's requests go to several
+        rows: per bank, the oldest queued request that hits its open row goes first, else the
+        oldest (which opens its row); a bank's queue holds its next `cmd_queue_size` requests.
+        Each bank's requests keep the places in the sequence its requests had."""
+        bank_mask, row_of = self.bank_mask, self.row_of
+        rows: dict[int, int] = {}
+        for q, _ in visits:
+            bank, row = q & bank_mask, row_of(q)
+            if rows.setdefault(bank, row) != row:
+                break
+        else:
+            return visits  # one row per bank: nothing to reorder
+        requests = [q for q, n in visits for _ in range(n)]  # each in its visit's row
+        places: dict[int, list[int]] = {}
+        for place, q in enumerate(requests):
+            places.setdefault(q & bank_mask, []).append(place)
+        size = self.config.cmd_queue_size
+        out = requests[:]
+        for where in places.values():
+            mine = [requests[place] for place in where]
+            if all(row_of(q) == row_of(mine[0]) for q in mine):
+                continue
+            first = mine[0]
+            open_row = self.open_row[self._bank_index(first)]
+            queue, rest, served = mine[:size], size, []
+            while queue:
+                pick = next((i for i, q in enumerate(queue) if row_of(q) == open_row), 0)
+                q = queue.pop(pick)
+                served.append(q)
+                open_row = row_of(q)
+                if rest < len(mine):
+                    queue.append(mine[rest])
+                    rest += 1
+            for place, q in zip(where, served, strict=True):
+                out[place] = q
+        merged: list[tuple[int, int]] = []  # requests to one row in a row: one visit
+        same = self.columns_low  # else every request is a visit of its own (as in _visits)
+        for q in out:
+            if same and merged:
+                last = merged[-1][0]
+                if last & bank_mask == q & bank_mask and row_of(last) == row_of(q):
+                    merged[-1] = (last, merged[-1][1] + 1)
+                    continue
+            merged.append((q, 1))
+        return merged
+
+    def _bank_index(self, q: int) -> int:
+        """Index of request q's bank in the per-bank state lists."""
+        c, d = self.config, self.decode
+        ch, rank, bg, ba = ((q >> d[2 * i]) & d[2 * i + 1] for i in range(4))
+        return ch * self.banks_per_channel + (rank * c.bankgroups + bg) * c.banks_per_group + ba
+
+    def _paces(self, visits, following, index: int, write: bool) -> list[int]:
+        """Per visit, the request index from which its row stream is paced with another bank
+        group's (FR-FCFS interleaves the two: one column command every tCCD_S, each group's
+        own still tCCD_L apart), or past the visit's end.
+
+        A run of visits in one bank group (and rank) of a channel is followed, on that channel,
+        by visits of other groups (in `visits` or `following`): their first request enters the
+        queue once the request `queue` before it is served, their row is open `overlap_lead`
+        column commands later, and from there the two interleave until either runs out: the
+        run's last requests, at most as many as the other groups' requests before this group's
+        next (the partners, counted up to `queue`)."""
+        window, lead = self.queue, self.overlap_lead[write]
+        every = visits + following if following else visits
+        group, channel_of = self.group_mask, self.channel_of
+        keys = [q & group for q, _ in every]  # channel, rank and bank group
+        count = len(visits)
+        if not count or all(
+            key == keys[0] for key in keys
+        ):  # one bank group throughout: nothing to pace
+            return [1 << 62] * count
+        sizes = [n for _, n in every]
+        starts = list(accumulate(sizes, initial=index))
+        total = len(keys)
+        never = starts[-1] + 1
+        paced = [never] * count
+        if channel_of is None:  # one channel: the next visit on it is the next one
+            nexts: list = list(range(1, total)) + [None]
+        else:
+            after: dict[int, int] = {}  # channel -> the next visit on it (scanning backward)
+            nexts = [None] * total
+            for v in range(total - 1, -1, -1):
+                ch = channel_of(every[v][0])
+                nexts[v] = after.get(ch)
+                after[ch] = v
+        for v in range(count - 1, -1, -1):
+            u = nexts[v]
+            if u is None:
+                continue
+            key = keys[v]
+            if keys[u] == key:  # the same group goes on: its run's pace is the next visit's
+                paced[v] = paced[u] if u < count else never
+                continue
+            partners, w = 0, u  # the other groups' requests before this group comes back
+            while partners < window:
+                partners += sizes[w]
+                w = nexts[w]
+                if w is None or keys[w] == key:
+                    break
+            nxt = starts[u]
+            paced[v] = max(nxt - window + lead, nxt - min(partners, window))
+        return paced
+
+    def _time_visits(self, visits, write, who, s0, index, delays, following=()) -> tuple[int, int]:
         """Time row visits [(first request, requests)] in order, the first request arriving at
         DRAM cycle s0 + index; append the delays; return (DRAM cycle the last request's data bus
         slot ends, requests issued).
 
         A visit is a row run in closed form: its first column command waits for the data bus
-        (`base`: the previous column command plus its delay), the row (an activate, after a
-        precharge if another row is open) and the read/write turnaround; the cycles past `base`
-        go to the row's cause, then to `turnaround`; the others follow every `spacing` cycles.
-        A refresh due before a command is done first. The hot path of a DRAM replay: every
-        table and constant is a local, one Python loop iteration per row visit."""
+        (`base`: the command before the calendar gap it goes in, plus its delay), the row (an
+        activate, after a precharge if another row is open) and the read/write turnaround; the
+        cycles past `base` go to the row's cause, then to `turnaround`; the others follow every
+        `spacing` cycles (tCCD_S where _paces interleaves it with another bank group's). A
+        refresh due before a command is done first. `following` are visits queued behind these
+        (for the pace only). The hot path of a DRAM replay: every table and constant is a
+        local, one Python loop iteration per piece of a row visit."""
         (
             ranks, ch_pos, ch_mask, ra_pos, ra_mask, bg_pos, bg_mask, ba_pos, ba_mask, ro_pos,
             ro_mask, bankgroups, banks_per_group, per_channel, queue, burst, same_direction,
             other_direction, open_row, opener, open_cause, closed_by_refresh, act_ready,
-            col_ready, pre_ready, last_cols, all_acts, next_refreshes, tRC, tRAS, tRP, tFAW,
+            col_ready, pre_ready, calendars, all_acts, next_refreshes, tRC, tRAS, tRP, tFAW,
             rrd_same, rrd_other, act_to_col, col_to_pre, data_tail, close_page, refresh, log,
-            name, to_accel, channels,
+            name, to_accel, channels, col_table,
         ) = self._frame[write]  # fmt: skip
-        spacing = same_direction[0]
+        for cal in calendars:  # commands long before this call's requests no longer matter
+            if len(cal) > 8:
+                k = bisect_right(cal, s0, key=_START) - 1
+                if k > 0:
+                    del cal[:k]
+        slow = spacing = same_direction[0]
+        fast = same_direction[1]  # the pace of two bank groups' interleaved row streams
+        paced = self._paces(visits, following, index, write) if fast < slow else None
+        owed = self.owed.get(who)
+        if owed is None:
+            owed = self.owed[who] = [(0, None)] * channels
+        tails = [0] * channels  # per channel: requests of its current group's run paced fast
         data_end = activates = hits = 0
         # per piece of a visit: (first request index, first column, spacing, channel)
         chunks: list[tuple[int, int, int, int]] = []
@@ -348,10 +516,27 @@ class DramTimer:
         index0 = index
         end = s0
         behind = 0  # the chunk holding request index - queue (it only moves forward)
-        for q, n in visits:
+        reordered = False  # a piece went before commands timed already (FR-FCFS)
+        for v, (q, n) in enumerate(visits):
             ch = (q >> ch_pos) & ch_mask
             rank = (q >> ra_pos) & ra_mask
             bg = (q >> bg_pos) & bg_mask
+            head_end, tail_start = index, index + n  # [index, head_end), [tail_start, ..) fast
+            if paced is not None:
+                key = (rank, bg)
+                count, owed_key = owed[ch]
+                if owed_key != key:  # the partners of another group's run: paced with it
+                    if count:
+                        head = count if count < n else n
+                        head_end = index + head
+                        owed[ch] = (count - head, owed_key)
+                    tails[ch] = 0
+                elif count:  # this group again: the other groups' partners are done
+                    owed[ch] = (0, None)
+                tail_start = paced[v] if paced[v] > index else index
+                if tail_start < index + n:
+                    tails[ch] += index + n - tail_start
+                    owed[ch] = (tails[ch], key)
             b = ch * per_channel + (rank * bankgroups + bg) * banks_per_group
             b += (q >> ba_pos) & ba_mask
             row = (q >> ro_pos) & ro_mask
@@ -361,6 +546,10 @@ class DramTimer:
             left = n
             while True:  # a piece: requests up to a refresh, or one that enters the queue late
                 arrive = s0 + piece
+                if piece < head_end or piece >= tail_start:
+                    spacing, pace_end = fast, head_end if piece < head_end else index + n
+                else:
+                    spacing, pace_end = slow, tail_start
                 if piece - index0 >= queue:  # the queue holds `queue` requests at most
                     target = piece - queue
                     while behind + 1 < len(chunks) and chunks[behind + 1][0] <= target:
@@ -369,20 +558,56 @@ class DramTimer:
                     column = first_col + (target - first_index) * first_spacing
                     if column > arrive:
                         arrive = column
+                cal = calendars[ch]
+                # no gap ending before the row can be ready (a lower bound) can hold the piece
+                if open_row[b] == row:
+                    low = col_ready[b]
+                elif open_row[b] != NO_ROW:
+                    low = (pre_ready[b] if pre_ready[b] > arrive else arrive) + tRP + act_to_col
+                else:
+                    low = (act_ready[b] if act_ready[b] > arrive else arrive) + act_to_col
+                if low < arrive:
+                    low = arrive
+                if not cal or cal[-1][0] <= low:  # after every command so far (streaming)
+                    k = len(cal) - 1
+                else:
+                    k = -1 if cal[0][0] > low else bisect_right(cal, low, key=_START) - 1
+                    while k + 1 < len(cal):  # skip the gaps even the lower bound misses
+                        e = low
+                        if k >= 0:
+                            _, t, _, was_write, r, g, _ = cal[k]
+                            scope = 2 if r != rank else (0 if g == bg else 1)
+                            t += (
+                                other_direction[scope]
+                                if was_write != write
+                                else fast
+                                if scope == 0 and spacing == fast
+                                else same_direction[scope]
+                            )
+                            if t > e:
+                                e = t
+                        t, _, _, next_write, r, g, _ = cal[k + 1]
+                        scope = 2 if r != rank else (0 if g == bg else 1)
+                        if e <= t - col_table[next_write][scope]:
+                            break
+                        k += 1
+                asked = arrive
                 while True:
+                    arrive, contended = asked, None
                     while next_refresh[rank] <= arrive:  # refreshes that fell before the request
                         refresh(ch, rank)
-                    last_col = last_cols[ch]
-                    if last_col is None:
+                    if k < 0:
                         bus = turn = arrive
                     else:
-                        t, was_write, r, g, previous = last_col
+                        _, t, _, was_write, r, g, previous = cal[k]
                         scope = 2 if r != rank else (0 if g == bg else 1)
-                        bus = t + same_direction[scope]
+                        bus = t + (
+                            fast if scope == 0 and spacing == fast else same_direction[scope]
+                        )
                         turn = t + other_direction[scope] if was_write != write else bus
-                        if bus > arrive and previous != who and first is None:
+                        if bus > arrive and previous != who:
                             # the data bus is still busy with another transfer's requests
-                            delays.append((arrive, bus, CONTENTION, previous, (ch, b, row)))
+                            contended = (arrive, bus, CONTENTION, previous, (ch, b, row))
                             arrive = bus
                     base = bus if bus > arrive else arrive
                     open_now = open_row[b]
@@ -403,21 +628,35 @@ class DramTimer:
                         acts = all_acts[ch * ranks + rank]
                         if acts:
                             t, g = acts[-1]
-                            t += rrd_same if g == bg else rrd_other
-                            if t > act:
-                                act = t
-                            if len(acts) >= 4:
-                                t = acts[-4][0] + tFAW
+                            if act >= t:  # after the rank's other activates: the last four bind
+                                t += rrd_same if g == bg else rrd_other
                                 if t > act:
                                     act = t
+                                if len(acts) >= 4:
+                                    t = acts[-4][0] + tFAW
+                                    if t > act:
+                                        act = t
+                            else:  # between them (FR-FCFS activates whichever bank is ready)
+                                act = _activate_between(acts, act, bg, rrd_same, rrd_other, tFAW)
                         row_ready = act + act_to_col
                     col = base if base > row_ready else row_ready
                     if turn > col:
                         col = turn
                     due = next_refresh[rank]
+                    fits = left  # how many of the piece's requests fit before the next command
+                    if k + 1 < len(cal):  # a gap between commands: as many as fit go in it
+                        t, _, _, next_write, r, g, _ = cal[k + 1]
+                        scope = 2 if r != rank else (0 if g == bg else 1)
+                        t -= col_table[next_write][scope]
+                        if col > t:
+                            k += 1
+                            continue
+                        fits = (t - col) // spacing + 1
                     if due > col:
                         break
                     refresh(ch, rank)  # a refresh falls before this column command: it goes first
+                if contended is not None:
+                    delays.append(contended)
                 if not hit:
                     if log is not None:
                         if open_now != NO_ROW:
@@ -430,7 +669,10 @@ class DramTimer:
                     act_ready[b] = act + tRC
                     col_ready[b] = row_ready
                     pre_ready[b] = act + tRAS
-                    all_acts[ch * ranks + rank] = acts[-3:] + ((act, bg),)
+                    if not acts or act >= acts[-1][0]:
+                        all_acts[ch * ranks + rank] = acts[-7:] + ((act, bg),)
+                    else:
+                        all_acts[ch * ranks + rank] = tuple(sorted(acts + ((act, bg),)))[-8:]
                     activates += 1
                 else:
                     row_opener = None
@@ -441,17 +683,40 @@ class DramTimer:
                 if turn > base:
                     delays.append((base, turn, TURNAROUND, None, (ch, b, row)))
                 m = left if col + (left - 1) * spacing < due else (due - col - 1) // spacing + 1
+                if piece + m > pace_end:  # the pace changes there
+                    m = pace_end - piece
+                if m > fits:
+                    m = fits
+                if k + 1 < len(cal):  # it goes before commands timed already
+                    reordered = True
                 if (
-                    channels > 1
-                    and m > 1
+                    m > 1
                     and piece + m - 1 - queue >= index0
-                    and (ch != run_channel or run_start > max(piece + 1, index0 + queue) - queue)
-                ):  # requests `queue` ahead of some of this piece's were on another channel
-                    m = _queue_cut(chunks, behind, piece, m, col, spacing, ch, queue, index0)
+                    and (
+                        reordered
+                        or channels > 1
+                        and (
+                            ch != run_channel or run_start > max(piece + 1, index0 + queue) - queue
+                        )
+                    )
+                ):  # requests `queue` ahead of some of this piece's were on another channel, or
+                    # went after later ones (their row was not ready)
+                    m = _queue_cut(
+                        chunks,
+                        behind,
+                        piece,
+                        m,
+                        col,
+                        spacing,
+                        -1 if reordered else ch,
+                        queue,
+                        index0,
+                    )
                 last = col + (m - 1) * spacing
                 if first is None:
                     first = col
-                last_cols[ch] = (last, write, rank, bg, who)
+                cal.insert(k + 1, (col, last, spacing, write, rank, bg, who))
+                col_ready[b] = last + 1  # a bank serves its requests in order
                 t = last + col_to_pre
                 if t > pre_ready[b]:
                     pre_ready[b] = t
@@ -526,11 +791,33 @@ class DramTimer:
         self.counts["refreshes"] += 1
 
 
+def _activate_between(
+    acts: tuple, act: int, bg: int, rrd_same: int, rrd_other: int, tfaw: int
+) -> int:
+    """The first cycle from `act` at which an activate in bank group `bg` keeps tRRD to each
+    of the rank's recent activates `acts` ((cycle, bank group) in time order, some of them
+    later) and at most four activates in any tFAW window."""
+    while True:
+        times = sorted([t for t, _ in acts] + [act])
+        moved = act
+        for t, g in acts:
+            rrd = rrd_same if g == bg else rrd_other
+            if t - rrd < moved < t + rrd:
+                moved = t + rrd
+        for i in range(len(times) - 4):
+            if times[i + 4] - times[i] < tfaw and times[i] <= act <= times[i + 4]:
+                moved = max(moved, times[i] + tfaw if times[i] != act else times[i + 4] + 1)
+        if moved == act:
+            return act
+        act = moved
+
+
 def _queue_cut(chunks, behind, piece, m, col, spacing, ch, queue, index0) -> int:
     """How many of a piece's m requests (request `piece` on, columns col + k * spacing) go
     before one that enters the queue late: request i enters once request i - queue has its
     column command, which on another channel may come later than this row's pace (on its own
-    channel it came earlier). Chunks hold the column commands of the requests before."""
+    channel it came earlier, unless requests were reordered: `ch` is -1 then). Chunks hold the
+    column commands of the requests before."""
     t_lo, t_hi = max(piece + 1, index0 + queue) - queue, piece + m - 1 - queue
     c, count = behind, len(chunks)
     while c < count:

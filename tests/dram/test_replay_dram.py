@@ -211,7 +211,9 @@ def test_the_resnet50_example_shows_the_dram_causes():
         cycles[arch_file] = res.cycles
         causes = set(res.stall_spans.cause)
     assert cycles["tpu_like.yaml"] == 59_912  # folds timed as a systolic array (tpu_like.yaml)
-    assert cycles["tpu_like_ddr4.yaml"] > 3 * cycles["tpu_like.yaml"]
+    # the 3.2 MB of outputs stream through one channel at a time: DDR4 binds (it was more than
+    # 3x before the timer paced row streams of two bank groups together as FR-FCFS does)
+    assert cycles["tpu_like_ddr4.yaml"] > 2 * cycles["tpu_like.yaml"]
     assert {"refresh", "row_miss"} <= causes
 
 

@@ -7,7 +7,9 @@ straightforward computation times every request on its own (a visit of one reque
 must agree on every cycle, delay and count, on random address streams of several transfers
 interleaving on one DRAM (one, two channels), reads and writes, with refreshes falling inside
 visits, with open pages (CLOSE_PAGE precharges after each visit: there the visit is the unit
-by definition).
+by definition), with the transfer's next runs queued behind a call (a row stream paced with
+another bank group's) and with a short queue (where requests enter late, and FR-FCFS lets a
+request whose row is not ready go after later ones into the gap it leaves).
 
 This property found that a visit's later requests ignored the queue bound (a request enters the
 queue once the one `trans_queue_size` ahead of it has its column command): with two channels a
@@ -43,11 +45,14 @@ def strided_runs(draw):
 
 @st.composite
 def streams(draw):
-    """Calls (runs, is write, requester, accelerator cycle) in time order, several requesters."""
+    """Calls (runs, is write, requester, accelerator cycle, the runs queued behind them or
+    None) in time order, several requesters."""
     calls, t = [], 0
     for _ in range(draw(st.integers(1, 8))):
         t += draw(st.sampled_from([0, 1, 7, 60, 900]))
-        calls.append((draw(strided_runs()), draw(st.booleans()), draw(st.sampled_from("ABZ")), t))
+        who = draw(st.sampled_from("ABZ"))
+        ahead = draw(st.none() | strided_runs())
+        calls.append((draw(strided_runs()), draw(st.booleans()), who, t, ahead))
     return calls
 
 
@@ -73,13 +78,15 @@ def one_request_per_visit(timer: DramTimer) -> DramTimer:
         return [(q, 1) for q in qs]
 
     timer._visits = single
+    hits_first = timer._hits_first  # FR-FCFS's order of the requests, then one at a time
+    timer._hits_first = lambda visits: [(q, 1) for q, n in hits_first(visits) for _ in range(n)]
     return timer
 
 
 def outcomes(timer: DramTimer, calls) -> list:
     out = []
-    for runs, is_write, who, start in calls:
-        end, delays = timer.issue(runs, is_write, who, start)
+    for runs, is_write, who, start, ahead in calls:
+        end, delays = timer.issue(runs, is_write, who, start, ahead=ahead)
         out.append((end, delays, timer.data_end, timer.issued, dict(timer.counts)))
     return out
 
@@ -91,12 +98,16 @@ def outcomes(timer: DramTimer, calls) -> list:
     st.sampled_from([1, 2]),
     st.sampled_from([100, 700, 1000, 2000]),
     st.sampled_from([None, 3000, 600]),
+    st.sampled_from([(32, 8), (4, 2)]),
     streams(),
 )
 def test_a_row_visit_in_closed_form_equals_request_by_request(
-    config, mapping, channels, clock_mhz, refresh_every, calls
+    config, mapping, channels, clock_mhz, refresh_every, queues, calls
 ):
-    c = load_dram_config(config).with_changes(channels=channels, address_mapping=mapping)
+    c = load_dram_config(config).with_changes(
+        channels=channels, address_mapping=mapping, trans_queue_size=queues[0],
+        cmd_queue_size=queues[1],
+    )  # fmt: skip
     if refresh_every is not None:  # refreshes often, inside visits too
         c = c.with_changes(tREFI=refresh_every, tRFC=60)
     fast = outcomes(DramTimer(c, clock_mhz), calls)
