@@ -1,6 +1,6 @@
 """What could remove a DRAM cause (row_miss, bank_conflict, refresh, turnaround, or bandwidth
 through a DRAM-modelled memory): another address mapping, another layout of the tensor, another
-tile order. `explain` replays each (cyclesim/analysis/explain.py calls `dram_remedies`).
+tile order. `explain` replays each (explain/replays.py calls `dram_remedies`).
 """
 
 from __future__ import annotations
