@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cyclesim.errors import SpecError
-from cyclesim.spec.arch import Architecture
+from cyclesim.spec.arch_types import Architecture
 from cyclesim.spec.limits import MAX_RANK_SIZE
 from cyclesim.spec.workload import Workload
 from cyclesim.spec.yamlio import Lines, line_of, read_yaml, validate

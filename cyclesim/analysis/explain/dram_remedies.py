@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from cyclesim.schedule.addresses import memory_placements
 from cyclesim.spec import Architecture, Mapping, Storage, Temporal, Workload
-from cyclesim.spec.arch import DramModel
+from cyclesim.spec.arch_types import DramModel
 
 DRAM_CAUSES = ("row_miss", "bank_conflict", "refresh", "turnaround")
 # address mappings worth a replay: DRAMsim3's default (a row, then the next bank group and bank),
