@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cyclesim.l1.config import AllocKind, Policy, Region
-from cyclesim.l1.model import Action, L1Event
+from cyclesim.l1.events import Action, L1Event
 from cyclesim.l1.replay import OpInstance, ReplayResult
 
 
