@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cyclesim.spec.energy_units import DEFAULT_ENERGY_UNIT, EnergyUnit
 from cyclesim.spec.limits import (
@@ -19,18 +19,15 @@ from cyclesim.spec.limits import (
     MAX_SIZE_BITS,
     MAX_WIDTH_BITS,
 )
+from cyclesim.spec.yamlio import StrictModel
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _Serve(_Strict):
+class _Serve(StrictModel):
     tensor: str = Field(description="tensor name, or '*' for every tensor of the memory")
     direction: Literal["write_from_above", "read_to_above", "read_to_below", "write_from_below"]
 
 
-class _Port(_Strict):
+class _Port(StrictModel):
     name: str
     kind: Literal["read", "write", "read_write"]
     width_bits: int = Field(gt=0, le=MAX_WIDTH_BITS, description="bits per cycle")
@@ -43,7 +40,7 @@ class _Port(_Strict):
     serves: list[_Serve] | None = Field(None, description="default: all that its kind allows")
 
 
-class _MemoryEnergy(_Strict):
+class _MemoryEnergy(StrictModel):
     bits_per_action: float = Field(
         1, gt=0, allow_inf_nan=False, description="bits one action moves"
     )
@@ -58,17 +55,17 @@ class _MemoryEnergy(_Strict):
     leak_per_cycle: float = Field(0, ge=0, allow_inf_nan=False, description="per instance")
 
 
-class _ComputeEnergy(_Strict):
+class _ComputeEnergy(StrictModel):
     mac: float = Field(0, ge=0, allow_inf_nan=False, description="energy per MAC")
     leak_per_cycle: float = Field(0, ge=0, allow_inf_nan=False, description="per PE")
 
 
-class _Placement(_Strict):
+class _Placement(StrictModel):
     base: int = Field(ge=0, le=1 << 48, description="byte address of the tensor's first value")
     order: list[str] | None = Field(None, description="tensor dims, outermost first")
 
 
-class _DramBlock(_Strict):
+class _DramBlock(StrictModel):
     config: str = Field(description="a preset name or a DRAMsim3 .ini path")
     channels: int | None = Field(None, ge=1, le=256)
     ranks: int | None = Field(None, ge=1, le=16)
@@ -76,7 +73,7 @@ class _DramBlock(_Strict):
     placements: dict[str, _Placement] = {}
 
 
-class _Memory(_Strict):
+class _Memory(StrictModel):
     name: str
     size_bits: int | None = Field(
         None, gt=0, le=MAX_SIZE_BITS, description="per instance; null = unbounded"
@@ -90,14 +87,14 @@ class _Memory(_Strict):
     dram: _DramBlock | None = None
 
 
-class _Systolic(_Strict):
+class _Systolic(StrictModel):
     dataflow: Literal["weight_stationary", "output_stationary", "input_stationary"]
     overlap_folds: bool = Field(
         False, description="the next fold's preload and skew hide under this one's stream"
     )
 
 
-class _PEArray(_Strict):
+class _PEArray(StrictModel):
     dims: dict[str, Annotated[int, Field(le=MAX_ARRAY_DIM)]] = Field(min_length=1)
     macs_per_pe_per_cycle: int = Field(1, gt=0, le=MAX_MACS_PER_PE)
     pipeline_depth_cycles: int = Field(0, ge=0, le=MAX_LATENCY_CYCLES)
@@ -109,19 +106,19 @@ class _PEArray(_Strict):
     )
 
 
-class _Link(_Strict):
+class _Link(StrictModel):
     parent: str
     child: str
 
 
-class _Dma(_Strict):
+class _Dma(StrictModel):
     name: str
     links: list[_Link] = Field(min_length=1)
     channels: int = Field(1, gt=0, le=MAX_CHANNELS)
     setup_cycles: int = Field(0, ge=0, le=MAX_LATENCY_CYCLES)
 
 
-class _Arch(_Strict):
+class _Arch(StrictModel):
     name: str
     clock_mhz: float | None = Field(None, gt=0, le=MAX_CLOCK_MHZ, allow_inf_nan=False)
     description: str | None = None
