@@ -24,7 +24,7 @@ _WHERE = {
     **dict.fromkeys(("L1AllocationError", "L1UsageError"), "errors"),
     **dict.fromkeys(("L1Event", "Placement", "Snapshot"), "events"),
     **dict.fromkeys(("OpsFile", "load_ops", "load_ops_text"), "ops"),
-    **dict.fromkeys(("ReplayResult", "replay"), "replay"),
+    **dict.fromkeys(("ReplayResult", "replay"), "tree_replay"),
 }
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from cyclesim.l1.events import L1Event, Placement, Snapshot
     from cyclesim.l1.model import L1
     from cyclesim.l1.ops import OpsFile, load_ops, load_ops_text
-    from cyclesim.l1.replay import ReplayResult, replay
+    from cyclesim.l1.tree_replay import ReplayResult, replay
 
 
 def __getattr__(name: str):
