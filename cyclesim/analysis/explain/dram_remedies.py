@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cyclesim.analysis.explain.arch_changes import with_memory
 from cyclesim.schedule.addresses import memory_placements
 from cyclesim.spec import Architecture, Mapping, Storage, Temporal, Workload
 from cyclesim.spec.arch_types import DramModel
@@ -28,11 +29,8 @@ def _dram_memory(arch: Architecture, cause) -> str | None:
 
 
 def _with_dram(arch: Architecture, memory: str, **changes) -> Architecture:
-    mems = tuple(
-        replace(m, dram=replace(m.dram, **changes)) if m.name == memory else m
-        for m in arch.memories
-    )
-    return replace(arch, memories=mems)
+    """A copy of arch with fields of `memory`'s DRAM model changed."""
+    return with_memory(arch, memory, dram=replace(arch.memory(memory).dram, **changes))
 
 
 def dram_remedies(
