@@ -28,27 +28,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cyclesim.errors import SpecError
-from cyclesim.spec.yamlio import format_path, line_of, read_yaml, validate
+from cyclesim.spec.yamlio import StrictModel, format_path, line_of, read_yaml, validate
 
 WHOLE_INPUTS = ("architecture", "workload", "mapping")
 POLICIES = ("reuse", "isolate_einsums")
 Scalar = int | float | str | bool
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _Range(_Strict):
+class _Range(StrictModel):
     start: int | float
     stop: int | float = Field(description="included when a whole number of steps away")
     step: int | float = Field(gt=0)
 
 
-class _Geometric(_Strict):
+class _Geometric(StrictModel):
     start: int | float | list[int | float]
     stop: int | float | list[int | float]
     points: int = Field(ge=2)
@@ -57,7 +53,7 @@ class _Geometric(_Strict):
     )
 
 
-class _Axis(_Strict):
+class _Axis(StrictModel):
     name: str | None = None
     field: str | None = None
     fields: list[str] | None = Field(None, min_length=1)
@@ -66,13 +62,13 @@ class _Axis(_Strict):
     geometric: _Geometric | None = None
 
 
-class _Plot(_Strict):
+class _Plot(StrictModel):
     x: str = Field(description="an axis column, or any column of the table (e.g. a hook's)")
     series: str | None = Field(None, description="an axis column: one line per value")
     y: str | list[str] = Field("cycles", description="one column or several on the same axes")
 
 
-class _Sweep(_Strict):
+class _Sweep(StrictModel):
     name: str | None = None
     architecture: str
     workload: str

@@ -20,18 +20,20 @@ _WHERE = {
     **dict.fromkeys(
         ("AllocKind", "FailureKind", "L1Config", "Policy", "Region", "load_l1_config"), "config"
     ),
-    **dict.fromkeys(
-        ("L1", "L1AllocationError", "L1Event", "L1UsageError", "Placement", "Snapshot"), "model"
-    ),
+    "L1": "model",
+    **dict.fromkeys(("L1AllocationError", "L1UsageError"), "errors"),
+    **dict.fromkeys(("L1Event", "Placement", "Snapshot"), "events"),
     **dict.fromkeys(("OpsFile", "load_ops", "load_ops_text"), "ops"),
-    **dict.fromkeys(("ReplayResult", "replay"), "replay"),
+    **dict.fromkeys(("ReplayResult", "replay"), "tree_replay"),
 }
 
 if TYPE_CHECKING:
     from cyclesim.l1.config import AllocKind, FailureKind, L1Config, Policy, Region, load_l1_config
-    from cyclesim.l1.model import L1, L1AllocationError, L1Event, L1UsageError, Placement, Snapshot
+    from cyclesim.l1.errors import L1AllocationError, L1UsageError
+    from cyclesim.l1.events import L1Event, Placement, Snapshot
+    from cyclesim.l1.model import L1
     from cyclesim.l1.ops import OpsFile, load_ops, load_ops_text
-    from cyclesim.l1.replay import ReplayResult, replay
+    from cyclesim.l1.tree_replay import ReplayResult, replay
 
 
 def __getattr__(name: str):

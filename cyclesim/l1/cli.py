@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from cyclesim.l1.config import Policy, load_l1_config
     from cyclesim.l1.ops import load_ops
-    from cyclesim.l1.replay import replay
     from cyclesim.l1.report import render_compare, render_text, to_json
+    from cyclesim.l1.tree_replay import replay
 
     config = load_l1_config(args.arch)
     ops = load_ops(args.ops)  # validated whole before anything is replayed

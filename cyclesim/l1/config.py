@@ -7,11 +7,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.limits import MAX_BYTES, MAX_COUNT
-from cyclesim.spec.yamlio import Lines, format_path, line_of, pydantic_to_spec_error, read_yaml
+from cyclesim.spec.yamlio import (
+    Lines,
+    StrictModel,
+    format_path,
+    line_of,
+    pydantic_to_spec_error,
+    read_yaml,
+)
 
 
 class Policy(enum.StrEnum):
@@ -97,11 +104,7 @@ class L1Config:
         return _config_from_dict(data, file or "<l1 config>", lines or {}, loc)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _Config(_Strict):
+class _Config(StrictModel):
     kind: Literal["tt_l1"] = "tt_l1"
     l1_size_bytes: int = Field(gt=0, le=MAX_BYTES, description="worker_l1_size per Tensix core")
     unreserved_base_bytes: int = Field(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cyclesim.l1.config import AllocKind, Policy, Region
-from cyclesim.l1.model import Action, L1Event
-from cyclesim.l1.replay import OpInstance, ReplayResult
+from cyclesim.l1.events import Action, L1Event
+from cyclesim.l1.tree_replay import OpInstance, ReplayResult
 
 
 @dataclass(frozen=True, slots=True)

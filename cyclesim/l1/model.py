@@ -17,11 +17,9 @@ After an `L1AllocationError` the L1 is as it was before the failing call.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from cyclesim.errors import CyclesimError
 from cyclesim.l1.config import (
     AllocKind,
     FailureKind,
@@ -31,117 +29,9 @@ from cyclesim.l1.config import (
     bank_bytes,
     round_up,
 )
+from cyclesim.l1.errors import L1AllocationError, L1UsageError
+from cyclesim.l1.events import Action, L1Event, Placement, Snapshot
 from cyclesim.l1.freelist import FreeList
-
-
-class Action(enum.StrEnum):
-    """What an event in the allocation sequence did."""
-
-    ALLOC = "alloc"
-    FREE = "free"
-    ENTER = "enter"  # an op (frame) starts
-    EXIT = "exit"  # an op returns
-    LAUNCH = "launch"  # a program starts: its CBs are checked against the L1 buffers
-    RETIRE = "retire"  # a stack entry is dead; its space is held until its op returns
-
-
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """Where a buffer sits: `size_bytes` is what each bank reserves (lockstep)."""
-
-    name: str
-    kind: AllocKind
-    region: Region
-    address: int
-    size_bytes: int
-    total_size_bytes: int
-    num_banks: int
-    op: str
-
-    @property
-    def end(self) -> int:
-        """First address above the buffer."""
-        return self.address + self.size_bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """The state of L1 after an event (tt-metal's memory-report figures plus the local top)."""
-
-    local_top: int  # end of the program-local region: stack entries and live CBs
-    lowest_heap_address: int  # lowest L1 buffer; the heap top when there is none
-    headroom_bytes: int  # lowest_heap_address - local_top
-    total_free_bytes: int
-    largest_free_bytes: int
-    fragmentation: float  # 1 - largest_free / total_free (0 when nothing is free)
-
-
-@dataclass(frozen=True, slots=True)
-class L1Event:
-    """One step of the allocation sequence and the state it left."""
-
-    seq: int
-    action: Action
-    name: str
-    kind: AllocKind | None
-    region: Region | None
-    address: int | None
-    size_bytes: int
-    op: str
-    depth: int
-    snapshot: Snapshot
-
-
-class L1UsageError(CyclesimError):
-    """The L1 API was called out of order (unknown buffer, duplicate name, no frame to pop)."""
-
-
-class L1AllocationError(CyclesimError):
-    """A clash, out-of-memory or CBs beyond L1, with the facts tt-metal's message gives."""
-
-    def __init__(self, reason: FailureKind, message: str, **facts: Any) -> None:
-        self.reason = reason
-        self.buffer: str = facts.pop("buffer")
-        self.buffer_kind: AllocKind = facts.pop("buffer_kind")
-        self.address: int | None = facts.pop("address", None)
-        self.size_bytes: int = facts.pop("size_bytes")
-        self.total_size_bytes: int = facts.pop("total_size_bytes")
-        self.num_banks: int = facts.pop("num_banks")
-        self.cb_region_end: int = facts.pop("cb_region_end")
-        self.lowest_heap_address: int = facts.pop("lowest_heap_address")
-        self.lowest_heap_buffer: str | None = facts.pop("lowest_heap_buffer", None)
-        self.bank_size: int = facts.pop("bank_size")
-        self.largest_free_block: int = facts.pop("largest_free_block")
-        self.total_free: int = facts.pop("total_free")
-        self.allocated: int = facts.pop("allocated")
-        self.policy: Policy = facts.pop("policy")
-        self.op: str = facts.pop("op")
-        if facts:
-            raise TypeError(f"unknown facts {sorted(facts)}")
-        self.detail = message
-        super().__init__(message)
-
-    def facts(self) -> dict[str, Any]:
-        """The facts as a JSON-ready mapping."""
-        return {
-            "reason": str(self.reason),
-            "buffer": self.buffer,
-            "buffer_kind": str(self.buffer_kind),
-            "address": self.address,
-            "size_bytes": self.size_bytes,
-            "total_size_bytes": self.total_size_bytes,
-            "num_banks": self.num_banks,
-            "cb_region_end": self.cb_region_end,
-            "lowest_heap_address": self.lowest_heap_address,
-            "lowest_heap_buffer": self.lowest_heap_buffer,
-            "bank_size": self.bank_size,
-            "largest_free_block": self.largest_free_block,
-            "total_free": self.total_free,
-            "allocated": self.allocated,
-            "policy": str(self.policy),
-            "op": self.op,
-            "message": self.detail,
-        }
 
 
 @dataclass(slots=True)

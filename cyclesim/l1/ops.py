@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from cyclesim.errors import SpecError
 from cyclesim.l1.config import pydantic_to_spec_error
@@ -33,21 +33,24 @@ from cyclesim.l1.opspec import (
     TensorSpec,
 )
 from cyclesim.spec.limits import MAX_BYTES, MAX_COUNT
-from cyclesim.spec.yamlio import Lines, format_path, line_of, parse_yaml_text, read_yaml
+from cyclesim.spec.yamlio import (
+    Lines,
+    StrictModel,
+    format_path,
+    line_of,
+    parse_yaml_text,
+    read_yaml,
+)
 
 
 # ---------------------------------------------------------------- validation models (YAML edge)
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _CB(_Strict):
+class _CB(StrictModel):
     name: str
     page_size_bytes: int = Field(gt=0, le=MAX_BYTES)
     num_pages: int = Field(gt=0, le=MAX_COUNT)
 
 
-class _Tensor(_Strict):
+class _Tensor(StrictModel):
     name: str
     size_bytes: int = Field(gt=0, le=MAX_BYTES, description="whole tensor, all banks")
     page_size_bytes: int = Field(
@@ -62,7 +65,7 @@ class _Output(_Tensor):
     allocated_by: Literal["caller", "op"] = "caller"
 
 
-class _Op(_Strict):
+class _Op(StrictModel):
     description: str | None = None
     circular_buffers: list[_CB] = []
     intermediates: list[_Tensor] = []
@@ -70,13 +73,13 @@ class _Op(_Strict):
     steps: list[str | dict[str, Any]] | None = None
 
 
-class _Model(_Strict):
+class _Model(StrictModel):
     description: str | None = None
     tensors: list[_Tensor] = []
     steps: list[str | dict[str, Any]] = Field(min_length=1)
 
 
-class _File(_Strict):
+class _File(StrictModel):
     description: str | None = None
     definitions: Any = Field(None, description="free-form: a place to put YAML anchors")
     include: list[str] = Field([], description="op-library files, relative to this one")

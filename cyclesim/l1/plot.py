@@ -12,8 +12,8 @@ from matplotlib.collections import PatchCollection  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
 from cyclesim.l1.config import AllocKind, Region  # noqa: E402
-from cyclesim.l1.model import Action  # noqa: E402
-from cyclesim.l1.replay import ReplayResult  # noqa: E402
+from cyclesim.l1.events import Action  # noqa: E402
+from cyclesim.l1.tree_replay import ReplayResult  # noqa: E402
 
 _COLOURS = {
     "pool block": "#e8e0f4",

@@ -6,7 +6,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from cyclesim.l1.metrics import OpReport, RunSummary, op_reports, summary
-from cyclesim.l1.replay import ReplayResult
+from cyclesim.l1.tree_replay import ReplayResult
 
 
 def to_json(results: list[ReplayResult], *, timeline: bool = True) -> dict[str, Any]:

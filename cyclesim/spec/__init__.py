@@ -1,6 +1,7 @@
 """spec: the three inputs (architecture, workload, mapping), loaded from YAML and validated."""
 
-from cyclesim.spec.arch import (
+from cyclesim.spec.arch import architecture_from_dict, load_architecture
+from cyclesim.spec.arch_types import (
     Architecture,
     Direction,
     DmaEngine,
@@ -8,8 +9,6 @@ from cyclesim.spec.arch import (
     PEArray,
     Port,
     PortKind,
-    architecture_from_dict,
-    load_architecture,
 )
 from cyclesim.spec.mapping import (
     Compute,

@@ -8,10 +8,17 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.yaml_values import Lines
+
+
+class StrictModel(BaseModel):
+    """The base of every YAML validation model: an unknown field is an error that lists the
+    allowed ones (extra="forbid"), and no value is silently coerced to another type (strict)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def format_path(loc: tuple) -> str:

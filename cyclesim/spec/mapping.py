@@ -5,44 +5,40 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cyclesim.errors import SpecError
-from cyclesim.spec.arch import Architecture
+from cyclesim.spec.arch_types import Architecture
 from cyclesim.spec.limits import MAX_RANK_SIZE
 from cyclesim.spec.workload import Workload
-from cyclesim.spec.yamlio import Lines, line_of, read_yaml, validate
+from cyclesim.spec.yamlio import Lines, StrictModel, line_of, read_yaml, validate
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _StorageN(_Strict):
+class _StorageN(StrictModel):
     type: Literal["storage"]
     memory: str
     tensors: list[str] = Field(min_length=1)
 
 
-class _TemporalN(_Strict):
+class _TemporalN(StrictModel):
     type: Literal["temporal"]
     rank: str
     bound: int = Field(ge=1, le=MAX_RANK_SIZE)
 
 
-class _SpatialN(_Strict):
+class _SpatialN(StrictModel):
     type: Literal["spatial"]
     rank: str
     bound: int = Field(ge=1, le=MAX_RANK_SIZE)
     dim: str
 
 
-class _ComputeN(_Strict):
+class _ComputeN(StrictModel):
     type: Literal["compute"]
     einsum: str
 
 
-class _SequentialN(_Strict):
+class _SequentialN(StrictModel):
     type: Literal["sequential"]
     branches: list[list[_AnyNode]] = Field(min_length=1)
 
@@ -53,7 +49,7 @@ _AnyNode = Annotated[
 _SequentialN.model_rebuild()
 
 
-class _Mapping(_Strict):
+class _Mapping(StrictModel):
     name: str | None = None
     loop_tree: list[_AnyNode] = Field(min_length=1)
 

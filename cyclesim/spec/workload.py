@@ -7,30 +7,26 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.limits import MAX_ITERATIONS, MAX_RANK_SIZE, MAX_VALUE_BITS
-from cyclesim.spec.yamlio import Lines, format_path, line_of, read_yaml, validate
+from cyclesim.spec.yamlio import Lines, StrictModel, format_path, line_of, read_yaml, validate
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _TensorDecl(_Strict):
+class _TensorDecl(StrictModel):
     bits_per_value: int = Field(gt=0, le=MAX_VALUE_BITS)
     partial_sum_bits: int | None = Field(
         None, gt=0, le=MAX_VALUE_BITS, description="outputs: width while reducing"
     )
 
 
-class _Access(_Strict):
+class _Access(StrictModel):
     tensor: str
     projection: list[str] = Field(description="one entry per tensor dimension: 'm' or '2*ox + fx'")
 
 
-class _Einsum(_Strict):
+class _Einsum(StrictModel):
     name: str
     ranks: dict[str, Annotated[int, Field(le=MAX_RANK_SIZE)]] = Field(min_length=1)
     inputs: list[_Access] = Field(min_length=1)
@@ -39,7 +35,7 @@ class _Einsum(_Strict):
     expression: str | None = None
 
 
-class _Workload(_Strict):
+class _Workload(StrictModel):
     name: str | None = None
     default_bits_per_value: int | None = Field(None, gt=0, le=MAX_VALUE_BITS)
     tensors: dict[str, _TensorDecl] = {}

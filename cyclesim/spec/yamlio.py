@@ -17,7 +17,13 @@ from typing import Any
 import yaml
 
 from cyclesim.errors import SpecError
-from cyclesim.spec.field_errors import format_path, line_of, pydantic_to_spec_error, validate
+from cyclesim.spec.field_errors import (
+    StrictModel,
+    format_path,
+    line_of,
+    pydantic_to_spec_error,
+    validate,
+)
 from cyclesim.spec.text_files import (
     CONTROL_CHARACTERS,
     MAX_DEPTH,
@@ -35,6 +41,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_NODES",
     "Lines",
+    "StrictModel",
     "check_depth",
     "decode_text",
     "format_path",

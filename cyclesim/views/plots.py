@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cyclesim.results import SimResult
 from cyclesim.results.activity import COMPUTE, Activity, busy_runs
+from cyclesim.views.cycle_ranges import merge_ranges
 
 # One fixed colour per root cause, the same in every plot (breakdown, stalls, timeline, the
 # zigzag network plot), colour-blind safe as far as 16 categories go. The seven causes every
@@ -193,7 +194,7 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
     st = act.pe_states
     pe_runs = [(a, b) for a, b, state in zip(st.starts, st.ends, st.states, strict=True) if state == COMPUTE]  # fmt: skip
     bins = min(BINS, max(1, act.end - act.start))
-    edges, frac = utilisation(_merged(pe_runs), act.start, act.end, bins)
+    edges, frac = utilisation(merge_ranges(pe_runs), act.start, act.end, bins)
     rows.append(frac)
     labels.append("PE array computing")
     for key in act.ports:
@@ -213,16 +214,6 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
     ax.set_title(title or "port utilisation over time (busy: a transfer holds it or the PE array uses it)", fontsize=10)  # fmt: skip
     fig.tight_layout()
     _save(fig, path)
-
-
-def _merged(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for a, b in sorted(runs):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
 
 
 def steady_window(act: Activity) -> tuple[int, int]:

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from cyclesim.l1 import AllocKind, L1Config, Region, replay
 from cyclesim.l1.config import bank_bytes, round_up
+from cyclesim.l1.events import Action
 from cyclesim.l1.metrics import op_reports
-from cyclesim.l1.model import Action
 from cyclesim.l1.ops import OpsFile, OpSpec, StepKind, ops_from_dict
 
 CONFIG = L1Config(

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cyclesim.l1 import FailureKind, L1Config, load_l1_config, load_ops, load_ops_text, replay
+from cyclesim.l1.events import Action
 from cyclesim.l1.metrics import op_reports, summary
-from cyclesim.l1.model import Action
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "l1_placement"

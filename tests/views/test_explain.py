@@ -78,14 +78,14 @@ def test_a_remedy_that_saves_little_says_what_grew_most(traced):
     I@rf_64B_I but saves 1,700: 'grew most: spatial at O@rf_16B, port rf_16B.r_port_1
     (+50,000)'. Here 03's places (A: 32 cycles at DRAM.dram_rd, Z: 4 at DRAM.dram_wr) against
     hand-made 'before' runs."""
-    from cyclesim.analysis.explain import _grew, _places
+    from cyclesim.analysis.explain.replays import cycles_by_place, grew_most
 
     ranked = rank_causes(traced("03_single_buffer")).causes
     a, z = "bandwidth at A@abuf, port DRAM.dram_rd", "bandwidth at Z@acc, port DRAM.dram_wr"
-    assert _places(ranked) == {a: 32, z: 4}
-    assert _grew(ranked, {}) == f"{a} (+32)"
-    assert _grew(ranked, {a: 30}) == f"{z} (+4)"  # A gained 2, Z (absent before) 4
-    assert _grew(ranked, {a: 32, z: 4}) == _grew(ranked, {a: 40, z: 9}) == ""
+    assert cycles_by_place(ranked) == {a: 32, z: 4}
+    assert grew_most(ranked, {}) == f"{a} (+32)"
+    assert grew_most(ranked, {a: 30}) == f"{z} (+4)"  # A gained 2, Z (absent before) 4
+    assert grew_most(ranked, {a: 32, z: 4}) == grew_most(ranked, {a: 40, z: 9}) == ""
 
 
 def test_a_latency_paid_at_both_ends_of_a_transfer_is_cut_at_both():
@@ -181,7 +181,8 @@ def test_memsize_bandwidth_causes_at_two_narrow_ends_get_remedies_that_save():
     each rf_64B_W, so widening sram_64KB.r_port_1 alone saved 0 of W's 500 bandwidth cycles;
     likewise O between sram_8KB (128) and the 16 rf_16B (24 each, 4 positions reduced).
     Widening both ends now saves cycles in both."""
-    from cyclesim.analysis.explain import _transfer_ends, candidates, verify
+    from cyclesim.analysis.explain import candidates, verify
+    from cyclesim.analysis.explain.transfer import transfer_ends
     from cyclesim.spec import load_architecture, load_mapping, load_workload
 
     arch = load_architecture(str(ROOT / "hw_models/eyeriss_like_small.yaml"))
@@ -197,7 +198,7 @@ def test_memsize_bandwidth_causes_at_two_narrow_ends_get_remedies_that_save():
     ]:
         c = causes[key]
         (change, changed), *_ = [
-            x for x in candidates(c, arch, workload, 0, _transfer_ends(res, c)) if "widen" in x[0]
+            x for x in candidates(c, arch, workload, 0, transfer_ends(res, c)) if "widen" in x[0]
         ]
         assert change.startswith(f"widen ports {c.port_memory}.{c.port} and {port} together")
         assert verify(arch, workload, mapping, res, change, changed).saved > 0
@@ -313,12 +314,13 @@ def test_a_widen_remedy_at_least_doubles_its_transfers_rate_on_random_schedules(
     2..64, bursts 4..32): the changed ends move at least twice the bits per cycle of a full
     burst: widening one port when that does it, else both ends and both bursts x2 (each burst
     then takes the cycles it took with twice the bits)."""
-    from cyclesim.analysis.explain import _transfer_ends, candidates
+    from cyclesim.analysis.explain import candidates
+    from cyclesim.analysis.explain.transfer import transfer_ends
 
     arch, workload, mapping = spec
     res = replay(arch, workload, mapping, trace=True, progress=False)
     for c in rank_causes(res, mapping).causes:
-        ends = _transfer_ends(res, c)
+        ends = transfer_ends(res, c)
         if c.cause not in ("bandwidth", "contention") or ends is None:
             continue
         (change, changed), *_ = [

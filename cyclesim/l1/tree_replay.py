@@ -6,7 +6,9 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from cyclesim.l1.config import AllocKind, L1Config, Policy, Region
-from cyclesim.l1.model import L1, Action, L1AllocationError, L1Event, Placement
+from cyclesim.l1.errors import L1AllocationError
+from cyclesim.l1.events import Action, L1Event, Placement
+from cyclesim.l1.model import L1
 from cyclesim.l1.ops import OpsFile, OpSpec, StepKind
 
 

@@ -1,15 +1,16 @@
 """What could remove a DRAM cause (row_miss, bank_conflict, refresh, turnaround, or bandwidth
 through a DRAM-modelled memory): another address mapping, another layout of the tensor, another
-tile order. `explain` replays each (cyclesim/analysis/explain.py calls `dram_remedies`).
+tile order. `explain` replays each (explain/replays.py calls `dram_remedies`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from cyclesim.analysis.explain.arch_changes import with_memory
 from cyclesim.schedule.addresses import memory_placements
 from cyclesim.spec import Architecture, Mapping, Storage, Temporal, Workload
-from cyclesim.spec.arch import DramModel
+from cyclesim.spec.arch_types import DramModel
 
 DRAM_CAUSES = ("row_miss", "bank_conflict", "refresh", "turnaround")
 # address mappings worth a replay: DRAMsim3's default (a row, then the next bank group and bank),
@@ -28,11 +29,8 @@ def _dram_memory(arch: Architecture, cause) -> str | None:
 
 
 def _with_dram(arch: Architecture, memory: str, **changes) -> Architecture:
-    mems = tuple(
-        replace(m, dram=replace(m.dram, **changes)) if m.name == memory else m
-        for m in arch.memories
-    )
-    return replace(arch, memories=mems)
+    """A copy of arch with fields of `memory`'s DRAM model changed."""
+    return with_memory(arch, memory, dram=replace(arch.memory(memory).dram, **changes))
 
 
 def dram_remedies(

@@ -1,0 +1,146 @@
+"""The architectural changes that could remove one cause, each in words with its changed
+architecture; explain replays them (the DRAM causes' changes are in dram_remedies.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cyclesim.analysis.explain.arch_changes import (
+    double_buffer,
+    own_port,
+    widen,
+    with_memory,
+    with_port,
+)
+from cyclesim.analysis.explain.causes import Cause
+from cyclesim.analysis.explain.transfer import TransferEnds
+from cyclesim.results.attribution import (
+    BANDWIDTH,
+    BUFFER_FULL,
+    CONTENTION,
+    LATENCY,
+    SPATIAL,
+    SYSTOLIC_DRAIN,
+    SYSTOLIC_FILL,
+)
+from cyclesim.spec import Architecture, Workload
+
+GROW = "if it does not fit: "
+
+
+def candidates(
+    c: Cause,
+    arch: Architecture,
+    workload: Workload,
+    demand: int = 0,
+    ends: TransferEnds | None = None,
+) -> list[tuple[str, Architecture]]:
+    """Architectural changes that could remove cause c, each described in words.
+
+    A change whose text starts with GROW is the fallback of the one before it. `demand` is the
+    bits per step of a spatially stalled operand; `ends` the two ports of the transfer the cause
+    waits on (a transfer waits the larger of its two ports' latencies and moves bursts of the
+    smaller of their bursts, each holding both ports for the slower side's cycles).
+    """
+    other_port = ends.far if ends is not None else None
+    out: list[tuple[str, Architecture]] = []
+    port = arch.memory(c.port_memory).ports if c.port_memory else ()
+    p = next((x for x in port if x.name == c.port), None)
+    if c.memory and c.tensor and c.cause in (BUFFER_FULL, BANDWIDTH, LATENCY, CONTENTION):
+        mem = next((m for m in arch.memories if m.name == c.memory), None)
+        if mem is not None and mem.slots_for(c.tensor) == 1:
+            db = double_buffer(arch, c.memory, c.tensor)
+            out.append((f"double-buffer {c.tensor} in {c.memory}", db))
+            if mem.size_bits is not None:  # tried only when the plain one does not fit
+                out.append(
+                    (
+                        f"{GROW}double-buffer {c.tensor} in {c.memory} and grow {c.memory} from "
+                        f"{mem.size_bits} to {2 * mem.size_bits} bits",
+                        with_memory(db, c.memory, size_bits=2 * mem.size_bits),
+                    )
+                )
+    systolic = arch.pe_array.systolic
+    if c.cause in (SYSTOLIC_FILL, SYSTOLIC_DRAIN) and systolic and not systolic.overlap_folds:
+        out.append(
+            (
+                "overlap systolic folds (double-buffered stationary registers: the next fold's "
+                "preload and skew hide under this one's stream)",
+                replace(
+                    arch,
+                    pe_array=replace(arch.pe_array, systolic=replace(systolic, overlap_folds=True)),
+                ),
+            )
+        )
+    if p is not None and c.cause == SPATIAL and demand:
+        out.append(
+            (
+                f"widen port {c.port_memory}.{p.name} from {p.width_bits} to {demand} bits/cycle (the operand's "
+                "demand per step)",
+                with_port(arch, c.port_memory, p.name, width_bits=max(demand, p.width_bits)),
+            )
+        )
+    if p is not None and c.cause in (BANDWIDTH, CONTENTION):
+        out.append(widen(arch, c, p, ends))
+    if p is not None and c.cause == CONTENTION and c.tensor and c.competitor != "PE array":
+        own = own_port(arch, workload, c.port_memory, p.name, c.tensor)
+        far = other_port
+        both = (
+            own_port(own, workload, far.memory, far.name, c.tensor)
+            if own is not None and far is not None and far.memory != c.port_memory
+            else None
+        )
+        if both is not None:  # the far port is shared too: the competitor would meet us there
+            out.append(
+                (
+                    f"give {c.tensor} its own ports at {c.port_memory} and {far.memory} (split "
+                    f"from {p.name} and {far.name})",
+                    both,
+                )
+            )
+        elif own is not None:
+            out.append(
+                (f"give {c.tensor} its own port at {c.port_memory} (split from {p.name})", own)
+            )
+    if p is not None and c.cause == LATENCY and p.latency_cycles:
+        cut = with_port(arch, c.port_memory, p.name, latency_cycles=0)
+        if other_port is not None and other_port.latency_cycles:
+            # cutting only the charged port leaves the other side's latency in its place
+            out.append(
+                (
+                    f"cut the latency of ports {c.port_memory}.{p.name} and {other_port.key} "
+                    f"from {p.latency_cycles} and {other_port.latency_cycles} to 0 cycles (a "
+                    "transfer waits the larger of its two ports' latencies)",
+                    with_port(cut, other_port.memory, other_port.name, latency_cycles=0),
+                )
+            )
+        else:
+            out.append(
+                (
+                    f"cut the latency of port {c.port_memory}.{p.name} from {p.latency_cycles} to 0 cycles",
+                    cut,
+                )
+            )
+    dma = (
+        next((d for d in arch.dma_engines if d.name == c.port), None)
+        if c.port_memory is None
+        else None
+    )
+    if dma is not None and c.cause == CONTENTION:
+        dmas = tuple(
+            replace(d, channels=d.channels + 1) if d is dma else d for d in arch.dma_engines
+        )
+        out.append(
+            (
+                f"add a channel to DMA engine {dma.name} ({dma.channels} -> {dma.channels + 1})",
+                replace(arch, dma_engines=dmas),
+            )
+        )
+    if dma is not None and c.cause == LATENCY and dma.setup_cycles:
+        dmas = tuple(replace(d, setup_cycles=0) if d is dma else d for d in arch.dma_engines)
+        out.append(
+            (
+                f"cut the setup of DMA engine {dma.name} from {dma.setup_cycles} to 0 cycles",
+                replace(arch, dma_engines=dmas),
+            )
+        )
+    return out

@@ -1,0 +1,136 @@
+"""explain: rank the causes, replay each proposed change (in parallel worker processes, through
+analysis.parallel.map_tasks) and attach the verified remedies; a remedy's replay is ranked
+again, so one that saves little names what binds after it and which place grew."""
+
+from __future__ import annotations
+
+from cyclesim.analysis.explain.candidates import GROW, candidates
+from cyclesim.analysis.explain.causes import Cause, Explanation, Remedy, rank_causes
+from cyclesim.analysis.explain.text import percent
+from cyclesim.analysis.explain.transfer import operand_demand, transfer_ends
+from cyclesim.errors import CyclesimError
+from cyclesim.results import SimResult
+from cyclesim.spec import Architecture, Mapping, Workload
+
+
+def verify(
+    arch: Architecture,
+    workload: Workload,
+    mapping: Mapping,
+    res: SimResult,
+    change: str,
+    new_arch: Architecture,
+) -> Remedy:
+    """Replay with the changed architecture: the cycles saved and what binds then, or why it could not run."""
+    return _replay_remedy(
+        (change, new_arch, workload, mapping, res.reuse, res.isolate_einsums, res.cycles,
+         res.raw.fast_forward_on, cycles_by_place(rank_causes(res).causes))
+    )  # fmt: skip
+
+
+def _replay_remedy(task: tuple) -> Remedy:
+    """One remedy's replay (a worker process's task: plain, picklable data in and out)."""
+    from cyclesim.engine import replay
+
+    change, new_arch, workload, mapping, reuse, isolate, before, fast_forward, places = task
+    try:
+        new = replay(new_arch, workload, mapping, reuse=reuse, isolate_einsums=isolate,
+                     progress=False, check_counts=False, fast_forward=fast_forward)  # fmt: skip
+    except CyclesimError as exc:
+        return Remedy(change, before, None, str(exc).splitlines()[0])
+    ranked = rank_causes(new).causes
+    return Remedy(change, before, new.cycles, binds_after=_largest_cause(new, ranked),
+                  grew=grew_most(ranked, places))  # fmt: skip
+
+
+def cycles_by_place(causes: list[Cause]) -> dict[str, int]:
+    """Cycles per cause and place, e.g. {'latency at O@rf_16B, port sram_8KB.rw_port_2': 59961}."""
+    return {f"{c.cause} at {c.where()}": c.cycles for c in causes}
+
+
+def grew_most(ranked: list[Cause], before: dict[str, int]) -> str:
+    """The cause and place that gained the most cycles over the run before the change, in
+    words, or '': where the cycles a change removes went when it saves little."""
+    gains = [(cycles - before.get(key, 0), key) for key, cycles in cycles_by_place(ranked).items()]
+    gain, key = max(gains, default=(0, ""))
+    return f"{key} (+{gain:,})" if gain > 0 else ""
+
+
+def _largest_cause(res: SimResult, ranked: list[Cause]) -> str:
+    """What binds in a run, in words: the cause with the most cycles (summed over its places) and
+    its largest place, e.g. 'spatial (186,800 cycles, 60.0% of the run; most at O@rf_16B, ...)'."""
+    if not ranked:
+        return "nothing (the run is compute-bound)"
+    totals: dict[str, int] = {}
+    for c in ranked:
+        totals[c.cause] = totals.get(c.cause, 0) + c.cycles
+    cause = max(totals, key=lambda k: (totals[k], k))
+    place = next(c for c in ranked if c.cause == cause)
+    most = (
+        f"most at {place.where()}: {place.cycles:,}"
+        if place.cycles < totals[cause]
+        else f"at {place.where()}"
+    )
+    return f"{cause} ({totals[cause]:,} cycles, {percent(totals[cause], res.cycles)} of the run; {most})"
+
+
+def explain(
+    res: SimResult,
+    arch: Architecture,
+    workload: Workload,
+    mapping: Mapping,
+    *,
+    top: int = 5,
+    verify_remedies: bool = True,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> Explanation:
+    """Ranked causes; for the top ones, remedies replayed on the changed architecture.
+
+    The replays run in parallel (map_tasks, one task per distinct change, with its progress
+    bar); a fallback (GROW) is replayed in a second round only where its plain change failed.
+    """
+    from cyclesim.analysis.parallel import map_tasks
+
+    ex = rank_causes(res, mapping)
+    if not verify_remedies:
+        return ex
+    from cyclesim.analysis.explain.dram_remedies import dram_remedies
+
+    proposed = [
+        (c, candidates(c, arch, workload, operand_demand(res, c), transfer_ends(res, c)))
+        for c in ex.causes[:top]
+    ]
+    # DRAM causes: another address mapping, layout or tile order, each with its own mapping
+    dram = [(c, dram_remedies(c, arch, workload, mapping)) for c in ex.causes[:top]]
+    done: dict[str, Remedy] = {}
+    places = cycles_by_place(ex.causes)  # before the change: what grew in each remedy's replay
+
+    def run(tasks: dict[str, tuple[Architecture, Mapping]]) -> None:
+        todo = [(change, a, m) for change, (a, m) in tasks.items() if change not in done]
+        items = [(change, a, workload, m, res.reuse, res.isolate_einsums, res.cycles, res.raw.fast_forward_on, places) for change, a, m in todo]  # fmt: skip
+        for (change, _, _), outcome in zip(todo, map_tasks(_replay_remedy, items, workers=workers,
+                                                            progress=progress, desc="remedies"), strict=True):  # fmt: skip
+            done[change] = (
+                outcome.value
+                if outcome.ok
+                else Remedy(change, res.cycles, None, outcome.error or "")
+            )
+
+    first = {
+        ch: (a, mapping) for _, cands in proposed for ch, a in cands if not ch.startswith(GROW)
+    }
+    first.update({ch: (a, m) for _, rs in dram for ch, a, m in rs})
+    run(first)
+    run({ch.removeprefix(GROW): (a, mapping) for _, cands in proposed for i, (ch, a) in enumerate(cands)
+         if ch.startswith(GROW) and i and done[cands[i - 1][0]].cycles_after is None})  # fmt: skip
+    for (c, cands), (_, rs) in zip(proposed, dram, strict=True):
+        for i, (change, _) in enumerate(cands):
+            if not change.startswith(GROW):
+                c.remedies.append(done[change])
+            elif i and done[cands[i - 1][0]].cycles_after is None:
+                c.remedies.remove(done[cands[i - 1][0]])
+                c.remedies.append(done[change.removeprefix(GROW)])
+        c.remedies.extend(done[change] for change, _, _ in rs)
+        c.remedies.sort(key=lambda r: (r.saved is None, -(r.saved or 0)))
+    return ex

@@ -1,0 +1,72 @@
+"""An Explanation as text: rank, cycles, share, where, when, and the verified remedies."""
+
+from __future__ import annotations
+
+from cyclesim.analysis.explain.causes import Explanation
+from cyclesim.results.attribution import SPATIAL
+
+SAVES_LITTLE = 0.5  # a remedy saving less than this share of its cause's cycles says what binds
+
+
+def _list(items: list, limit: int, fmt, sep: str = ", ") -> str:
+    shown = sep.join(fmt(x) for x in items[:limit])
+    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
+    """The causes as text: rank, cycles, share, where, when, and the verified remedies."""
+    out = [title, "=" * len(title)] if title else []
+    out.append(
+        f"cycles {ex.cycles:,}: ideal compute {ex.ideal_compute_cycles:,}, "
+        f"non-compute {ex.non_compute_cycles:,} ({percent(ex.non_compute_cycles, ex.cycles)} of the run)"
+    )
+    if not ex.causes:
+        out.append("no non-compute cycles: nothing to explain")
+    for i, c in enumerate(ex.causes[:top], 1):
+        phases = ", ".join(f"{k} {v:,}" for k, v in c.by_phase.items())
+        out.append("")
+        out.append(
+            f"{i}. {c.cause} at {c.where()}: {c.cycles:,} cycles "
+            f"({percent(c.cycles, ex.cycles)} of the run; {phases})"
+        )
+        out.append(f"   chain:  {c.chain}")
+        out.append(f"   cycles: {_list(c.ranges, 6, lambda r: f'{r[0]}..{r[1]}')}")
+        if c.iterations:
+            out.append(f"   delays: {_list(c.iterations, 4, str, '; ')}")
+        for r in c.remedies:
+            if r.cycles_after is None:
+                out.append(f"   - {r.change}: cannot be replayed ({r.note})")
+                continue
+            span = f"({r.cycles_before:,} -> {r.cycles_after:,}"
+            if r.saved < 0:  # a remedy that makes the run longer says so, not "saves -N"
+                out.append(
+                    f"   - {r.change}: costs {-r.saved:,} more cycles "
+                    f"{span}, +{percent(-r.saved, r.cycles_before)})"
+                )
+                if r.binds_after:
+                    out.append(f"     makes it worse: then {r.binds_after} binds")
+                if r.grew:
+                    out.append(f"     grew most: {r.grew}")
+                continue
+            out.append(
+                f"   - {r.change}: saves {r.saved:,} cycles "
+                f"{span}, {percent(r.saved, r.cycles_before)})"
+            )
+            if r.saved < SAVES_LITTLE * c.cycles and r.binds_after:
+                out.append(f"     saves little: then {r.binds_after} binds")
+                if r.grew:
+                    out.append(f"     grew most: {r.grew}")
+        if not c.remedies and c.cause not in (SPATIAL,):
+            out.append(
+                "   - no architectural change proposed for this cause (a mapping change may help)"
+            )
+    if len(ex.causes) > top:
+        rest = sum(c.cycles for c in ex.causes[top:])
+        out.append(
+            f"\n... {len(ex.causes) - top} more causes, {rest:,} cycles (--top N, or --json)"
+        )
+    return "\n".join(out)
+
+
+def percent(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
