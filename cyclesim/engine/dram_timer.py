@@ -595,6 +595,8 @@ class DramTimer:
             b += (q >> ba_pos) & ba_mask
             row = (q >> ro_pos) & ro_mask
             next_refresh = next_refreshes[ch]
+            cal = calendars[ch]  # the channel's calendar (the same list throughout)
+            rank_at = ch * ranks + rank  # the rank's recent activates: all_acts[rank_at]
             first = None
             piece = index  # the request a piece of the visit starts with
             left = n
@@ -612,7 +614,6 @@ class DramTimer:
                     column = first_col + (target - first_index) * first_spacing
                     if column > arrive:
                         arrive = column
-                cal = calendars[ch]
                 # no gap ending before the row can be ready (a lower bound) can hold the piece
                 if open_row[b] == row:
                     low = col_ready[b]
@@ -679,7 +680,7 @@ class DramTimer:
                         ready = act_ready[b]
                         if ready > act:
                             act = ready
-                        acts = all_acts[ch * ranks + rank]
+                        acts = all_acts[rank_at]
                         if acts:
                             t, g = acts[-1]
                             if act >= t:  # after the rank's other activates: the last four bind
@@ -724,9 +725,9 @@ class DramTimer:
                     col_ready[b] = row_ready
                     pre_ready[b] = act + tRAS
                     if not acts or act >= acts[-1][0]:
-                        all_acts[ch * ranks + rank] = acts[-7:] + ((act, bg),)
+                        all_acts[rank_at] = acts[-7:] + ((act, bg),)
                     else:
-                        all_acts[ch * ranks + rank] = tuple(sorted(acts + ((act, bg),)))[-8:]
+                        all_acts[rank_at] = tuple(sorted(acts + ((act, bg),)))[-8:]
                     activates += 1
                 else:
                     row_opener = None
