@@ -305,6 +305,11 @@ class DramTimer:
         relative to the first run's DRAM row (_row_visits is shift-invariant by whole rows,
         tests/dram/test_timer_fast_path.py)."""
         skip = self.last_request.get(who)  # a request the same transfer's last burst issued
+        if len(runs) == 1 and runs[0][3] == 1:  # one contiguous run: a step per row, no memo
+            visits, last_q = self._row_visits(runs, skip)
+            if last_q is not None:
+                self.last_request[who] = last_q
+            return visits
         if not runs:
             return []
         first = runs[0][0]
@@ -627,12 +632,14 @@ class DramTimer:
                     k = len(cal) - 1
                 else:
                     k = -1 if cal[0][0] > low else bisect_right(cal, low, key=_START) - 1
-                    while k + 1 < len(cal):  # skip the gaps even the lower bound misses
+                    if k >= 0:  # the command before the gap (each entry is read once)
+                        _, last_t, _, was_write, r, g, _ = cal[k]
+                        scope = 2 if r != rank else (0 if g == bg else 1)
+                    count_cal = len(cal)
+                    while k + 1 < count_cal:  # skip the gaps even the lower bound misses
                         e = low
                         if k >= 0:
-                            _, t, _, was_write, r, g, _ = cal[k]
-                            scope = 2 if r != rank else (0 if g == bg else 1)
-                            t += (
+                            t = last_t + (
                                 other_direction[scope]
                                 if was_write != write
                                 else fast
@@ -641,9 +648,9 @@ class DramTimer:
                             )
                             if t > e:
                                 e = t
-                        t, _, _, next_write, r, g, _ = cal[k + 1]
+                        t, last_t, _, was_write, r, g, _ = cal[k + 1]  # the command after it
                         scope = 2 if r != rank else (0 if g == bg else 1)
-                        if e <= t - col_table[next_write][scope]:
+                        if e <= t - col_table[was_write][scope]:
                             break
                         k += 1
                 asked = arrive
