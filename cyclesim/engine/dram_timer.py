@@ -107,8 +107,14 @@ class DramTimer:
         self.row_of = lambda q: (q >> ro_pos) & ro_mask
         ch_pos, ch_mask = fields["ch"]
         self.channel_of = (lambda q: (q >> ch_pos) & ch_mask) if c.channels > 1 else None
+        self.channel_field = (ch_pos, ch_mask)
         self.columns = 1 << layout["co"][1]
         self.row_shift = self.shift + (layout["co"][1] if self.columns_low else 0)
+        # the bytes of one row's requests (one request's without columns_low): _visits' unit
+        self.row_span = 1 << self.row_shift
+        # relative tile shape -> (visits, last request) relative to its first row (_visits)
+        self._visit_memo: dict[tuple, tuple[list[tuple[int, int]], int | None]] = {}
+        self._pace_memo: dict[tuple, list[int]] = {}  # (write, visits, groups, sizes) -> paces
         banks = c.ranks * c.banks
         self.banks_per_channel = banks
         n = c.channels * banks
@@ -293,10 +299,53 @@ class DramTimer:
     def _visits(self, runs: list[tuple[int, int, int, int]], who: object) -> list[tuple[int, int]]:
         """The row visits [(first request, requests)] of strided byte runs, in order: requests
         to one row in a row are one visit. A request the same transfer's last call issued (a
-        burst smaller than a request) is not issued again."""
+        burst smaller than a request) is not issued again.
+
+        Every tile of a node decomposes alike at another row, so the visits are memoised
+        relative to the first run's DRAM row (_row_visits is shift-invariant by whole rows,
+        tests/dram/test_timer_fast_path.py)."""
+        skip = self.last_request.get(who)  # a request the same transfer's last burst issued
+        if len(runs) == 1 and runs[0][3] == 1:  # one contiguous run: a step per row, no memo
+            visits, last_q = self._row_visits(runs, skip)
+            if last_q is not None:
+                self.last_request[who] = last_q
+            return visits
+        if not runs:
+            return []
+        first = runs[0][0]
+        base = first - first % self.row_span
+        base_q = base >> self.shift
+        key = (
+            None if skip is None else skip - base_q,
+            *[(a - base, size, stride, count, a % stride if stride else 0)
+              for a, size, stride, count in runs],
+        )  # fmt: skip
+        memo = self._visit_memo
+        known = memo.get(key)
+        if known is None:
+            visits, last_q = self._row_visits(runs, skip)
+            if len(memo) >= 4096:  # bounded: a long replay's distinct tile shapes
+                memo.clear()
+            memo[key] = (
+                [(q - base_q, n) for q, n in visits],
+                None if last_q is None else last_q - base_q,
+            )
+        else:
+            relative, last_q = known
+            visits = [(q + base_q, n) for q, n in relative]
+            if last_q is not None:
+                last_q += base_q
+        if last_q is not None:
+            self.last_request[who] = last_q
+        return visits
+
+    def _row_visits(
+        self, runs: list[tuple[int, int, int, int]], skip: int | None
+    ) -> tuple[list[tuple[int, int]], int | None]:
+        """_visits computed: (visits, the last request) of the runs, request `skip` left out
+        where it would be issued first."""
         shift, rb, row_shift = self.shift, self.request_bytes, self.row_shift
         columns_low, columns, co_mask = self.columns_low, self.columns, self.columns - 1
-        skip = self.last_request.get(who)  # a request the same transfer's last burst issued
         last_q = None
         visits = []
         row_bytes = 1 << row_shift
@@ -367,9 +416,7 @@ class DramTimer:
                     step = ((q + n) << shift) - a
                     a += step
                     left -= step
-        if last_q is not None:
-            self.last_request[who] = last_q
-        return visits
+        return visits, last_q
 
     def _hits_first(self, visits: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """The visits in the order FR-FCFS serves them where a bank's requests go to several
@@ -435,27 +482,39 @@ class DramTimer:
         column commands later, and from there the two interleave until either runs out: the
         run's last requests, at most as many as the other groups' requests before this group's
         next (the partners, counted up to `queue`)."""
-        window, lead = self.queue, self.overlap_lead[write]
         every = visits + following if following else visits
-        group, channel_of = self.group_mask, self.channel_of
+        group = self.group_mask
         keys = [q & group for q, _ in every]  # channel, rank and bank group
         count = len(visits)
-        if not count or all(
-            key == keys[0] for key in keys
-        ):  # one bank group throughout: nothing to pace
+        if not count or keys.count(keys[0]) == len(keys):  # one bank group: nothing to pace
             return [1 << 62] * count
         sizes = [n for _, n in every]
-        starts = list(accumulate(sizes, initial=index))
+        # the visits' groups and sizes repeat from call to call (a tile's rows cycle through
+        # the banks): the paces from request 0 are memoised, and move with `index`
+        memo_key = (write, count, tuple(keys), tuple(sizes))
+        memo = self._pace_memo
+        relative = memo.get(memo_key)
+        if relative is None:
+            if len(memo) >= 4096:  # bounded
+                memo.clear()
+            relative = memo[memo_key] = self._paces_from(keys, sizes, count, write)
+        return [p + index for p in relative]
+
+    def _paces_from(self, keys: list[int], sizes: list[int], count: int, write: bool) -> list[int]:
+        """_paces of visits with these groups and sizes, the first request being request 0."""
+        window, lead = self.queue, self.overlap_lead[write]
+        starts = list(accumulate(sizes, initial=0))
         total = len(keys)
         never = starts[-1] + 1
         paced = [never] * count
-        if channel_of is None:  # one channel: the next visit on it is the next one
+        if self.channel_of is None:  # one channel: the next visit on it is the next one
             nexts: list = list(range(1, total)) + [None]
         else:
+            ch_pos, ch_mask = self.channel_field  # a key holds its visit's channel bits
             after: dict[int, int] = {}  # channel -> the next visit on it (scanning backward)
             nexts = [None] * total
             for v in range(total - 1, -1, -1):
-                ch = channel_of(every[v][0])
+                ch = (keys[v] >> ch_pos) & ch_mask
                 nexts[v] = after.get(ch)
                 after[ch] = v
         for v in range(count - 1, -1, -1):
@@ -541,6 +600,8 @@ class DramTimer:
             b += (q >> ba_pos) & ba_mask
             row = (q >> ro_pos) & ro_mask
             next_refresh = next_refreshes[ch]
+            cal = calendars[ch]  # the channel's calendar (the same list throughout)
+            rank_at = ch * ranks + rank  # the rank's recent activates: all_acts[rank_at]
             first = None
             piece = index  # the request a piece of the visit starts with
             left = n
@@ -558,7 +619,6 @@ class DramTimer:
                     column = first_col + (target - first_index) * first_spacing
                     if column > arrive:
                         arrive = column
-                cal = calendars[ch]
                 # no gap ending before the row can be ready (a lower bound) can hold the piece
                 if open_row[b] == row:
                     low = col_ready[b]
@@ -572,12 +632,14 @@ class DramTimer:
                     k = len(cal) - 1
                 else:
                     k = -1 if cal[0][0] > low else bisect_right(cal, low, key=_START) - 1
-                    while k + 1 < len(cal):  # skip the gaps even the lower bound misses
+                    if k >= 0:  # the command before the gap (each entry is read once)
+                        _, last_t, _, was_write, r, g, _ = cal[k]
+                        scope = 2 if r != rank else (0 if g == bg else 1)
+                    count_cal = len(cal)
+                    while k + 1 < count_cal:  # skip the gaps even the lower bound misses
                         e = low
                         if k >= 0:
-                            _, t, _, was_write, r, g, _ = cal[k]
-                            scope = 2 if r != rank else (0 if g == bg else 1)
-                            t += (
+                            t = last_t + (
                                 other_direction[scope]
                                 if was_write != write
                                 else fast
@@ -586,9 +648,9 @@ class DramTimer:
                             )
                             if t > e:
                                 e = t
-                        t, _, _, next_write, r, g, _ = cal[k + 1]
+                        t, last_t, _, was_write, r, g, _ = cal[k + 1]  # the command after it
                         scope = 2 if r != rank else (0 if g == bg else 1)
-                        if e <= t - col_table[next_write][scope]:
+                        if e <= t - col_table[was_write][scope]:
                             break
                         k += 1
                 asked = arrive
@@ -625,7 +687,7 @@ class DramTimer:
                         ready = act_ready[b]
                         if ready > act:
                             act = ready
-                        acts = all_acts[ch * ranks + rank]
+                        acts = all_acts[rank_at]
                         if acts:
                             t, g = acts[-1]
                             if act >= t:  # after the rank's other activates: the last four bind
@@ -670,9 +732,9 @@ class DramTimer:
                     col_ready[b] = row_ready
                     pre_ready[b] = act + tRAS
                     if not acts or act >= acts[-1][0]:
-                        all_acts[ch * ranks + rank] = acts[-7:] + ((act, bg),)
+                        all_acts[rank_at] = acts[-7:] + ((act, bg),)
                     else:
-                        all_acts[ch * ranks + rank] = tuple(sorted(acts + ((act, bg),)))[-8:]
+                        all_acts[rank_at] = tuple(sorted(acts + ((act, bg),)))[-8:]
                     activates += 1
                 else:
                     row_opener = None

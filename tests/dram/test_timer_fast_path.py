@@ -113,3 +113,53 @@ def test_a_row_visit_in_closed_form_equals_request_by_request(
     fast = outcomes(DramTimer(c, clock_mhz), calls)
     slow = outcomes(one_request_per_visit(DramTimer(c, clock_mhz)), calls)
     assert fast == slow
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    CONFIGS,
+    MAPPINGS,
+    strided_runs(),
+    st.lists(st.integers(0, 1 << 12), min_size=1, max_size=4),
+    st.none() | st.integers(-2, 300),
+)
+def test_memoised_visits_equal_the_decomposition_at_every_row(config, mapping, runs, rows, skip):
+    """_visits memoises a tile's row visits relative to its first row: the same runs moved by
+    whole rows (as the tiles of a node are) give what _row_visits computes for them afresh,
+    the request the last call issued (skip, near the runs' first request) included."""
+    timer = DramTimer(load_dram_config(config).with_changes(address_mapping=mapping), 1000)
+    for row in rows:
+        shift = row * timer.row_span
+        moved = [(a + shift, size, stride, count) for a, size, stride, count in runs]
+        left_out = None if skip is None else (moved[0][0] >> timer.shift) + skip
+        expected, last = timer._row_visits(moved, left_out)
+        timer.last_request.pop("Z", None)
+        if left_out is not None:
+            timer.last_request["Z"] = left_out
+        assert timer._visits(moved, "Z") == expected
+        assert timer.last_request.get("Z") == (left_out if last is None else last)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    CONFIGS,
+    MAPPINGS,
+    st.sampled_from([1, 2]),
+    strided_runs(),
+    strided_runs(),
+    st.integers(0, 500),
+    st.integers(0, 500),
+    st.booleans(),
+)
+def test_memoised_paces_move_with_the_first_request(
+    config, mapping, channels, runs, ahead, index, other_index, write
+):
+    """_paces memoises by the visits' bank groups and sizes: warmed at another request index, a
+    timer paces the visits as a fresh one does (every pace moves with the index)."""
+    c = load_dram_config(config).with_changes(channels=channels, address_mapping=mapping)
+    warm, fresh = DramTimer(c, 1000), DramTimer(c, 1000)
+    visits, following = warm._row_visits(runs, None)[0], warm._row_visits(ahead, None)[0]
+    warm._paces(visits, following, other_index, write)
+    assert warm._paces(visits, following, index, write) == fresh._paces(
+        visits, following, index, write
+    )
