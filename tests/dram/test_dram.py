@@ -152,6 +152,44 @@ def test_an_ini_that_is_not_ini_names_its_line(tmp_path, text, line, message):
     assert "While reading" not in str(info.value)  # the file is named once, in front
 
 
+# A key DRAMsim3 would silently ignore, putting its default in place of the value meant:
+# in another case, misspelt, or under another section (a missing [timing] header files the
+# timing keys under [dram_structure]). Each is refused at its line.
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("[timing]\nCL = 17\ntrcd = 17\n", 3, "unknown key 'trcd' in [timing]: keys are case-"),
+        ("[timing]\ntRPP = 17\n", 2, "unknown key 'tRPP' in [timing]: did you mean 'tRP'"),
+        ("[system]\ncmd_queue_sise = 8\n", 2, "unknown key 'cmd_queue_sise' in [system]: did"),
+        ("[dram_structure]\nBL = 8\ntCK = 0.83\nCL = 17\n", 3, "key 'tCK' belongs in [timing]"),
+        ("[timing]\nchannels = 2\n", 2, "key 'channels' belongs in [system], not [timing]"),
+    ],
+)
+def test_a_key_dramsim3_would_ignore_is_refused_at_its_line(tmp_path, text, line, message):
+    ini = tmp_path / "mine.ini"
+    ini.write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_dram_config(ini)
+    assert (info.value.file, info.value.line) == (str(ini), line)
+    assert str(info.value).startswith(f"{ini}:{line}: {message}"), str(info.value)
+
+
+def test_keys_dramsim3_reads_for_power_or_its_configs_carry_are_not_mistakes(tmp_path):
+    """DRAMsim3's DDR4_8Gb_x8_2400.ini carries tRFC2, tWR2, tXP, IDD3P, queue_size,
+    refresh_strategy ... that neither tool times with; its DDR3 files spell tREFI as REFI,
+    which DRAMsim3 ignores too (refreshing at its default). All of them load."""
+    ini = tmp_path / "shipped.ini"
+    ini.write_text(
+        "[dram_structure]\nprotocol = DDR4\n[timing]\ntCK = 0.833\ntRFC = 420\n"
+        "tRFC2 = 312\ntWR2 = 1\ntXP = 8\ntRPRE = 1\nREFI = 7800\ntRTP_L = 5\n"
+        "[power]\nVDD = 1.2\nIDD3P = 37\n[system]\nqueue_size = 16\n"
+        "refresh_strategy = RANK_LEVEL_STAGGERED\nreq_buffering_enabled = true\n"
+        "[other]\nepoch_period = 1000000\n"
+    )
+    config = load_dram_config(ini)
+    assert (config.tRFC, config.tREFI) == (420, 7800)
+
+
 @pytest.mark.parametrize(
     "text, line",
     [
