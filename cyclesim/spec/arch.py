@@ -86,7 +86,9 @@ class _ComputeEnergy(_Strict):
 
 
 class _Placement(_Strict):
-    base: int = Field(ge=0, le=1 << 48, description="byte address of the tensor's first value")
+    base: int | None = Field(
+        None, ge=0, le=1 << 48, description="byte address of its first value; default: packed"
+    )
     order: list[str] | None = Field(None, description="tensor dims, outermost first")
 
 
@@ -199,7 +201,9 @@ class DramModel:
     """A memory's DRAM device (cyclesim.dram.config) and where its tensors are placed."""
 
     config: Any  # DramConfig, loaded and validated
-    placements: tuple[tuple[str, int, tuple[str, ...] | None], ...] = ()  # (tensor, base, order)
+    placements: tuple[
+        tuple[str, int | None, tuple[str, ...] | None], ...
+    ] = ()  # tensor, base, order
     block: dict | None = field(default=None, compare=False)  # the YAML block, config path resolved
 
 
