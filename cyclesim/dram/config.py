@@ -371,9 +371,11 @@ def load_dram_config(source: str | Path, overrides: dict | None = None) -> DramC
     else:
         path = Path(text)
         if not path.is_file():
+            close = difflib.get_close_matches(text, PRESET_NAMES, n=1, cutoff=0.8)
             raise SpecError(
-                "no such DRAM config",
+                "no such DRAM config" + (f": did you mean {close[0]}?" if close else ""),
                 file=text,
+                found=text,
                 expected=f"a DRAMsim3 .ini file or a preset: {', '.join(PRESET_NAMES)}",
             )
         raw, lines = _read_ini(path)
