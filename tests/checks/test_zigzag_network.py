@@ -102,7 +102,7 @@ def test_whole_network_json_starts_with_the_schema_version(network, tmp_path, ca
     [
         (("--layer", "Layer99"), "no layer named 'Layer99'"),
         (("--table", "t.txt"), "use a .csv or .parquet file name"),
-        (("--plot", "p.svg"), "the plot is written as .png"),
+        (("--plot", "p.gif"), "use one of .png, .svg, .pdf"),
         (("--workers", "0"), "--workers must be at least 1"),
     ],
 )
@@ -177,3 +177,20 @@ def test_the_table_names_the_phase_where_most_of_the_gap_lies():
     # compute 6,272 + 0 - (5,000 + 8,000) = -6,728; onload +28, offload 0: the largest is signed
     assert lines["fc"].endswith("compute -6,728")
     assert "most of the gap: the phase" in text and "\nx: ValueError: boom\n" in text
+
+
+@pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".svg", b"<?xml"),
+                                               (".pdf", b"%PDF")])  # fmt: skip
+def test_the_plot_is_written_in_the_format_its_suffix_names(tmp_path, suffix, magic):
+    """--plot takes .png, .svg or .pdf as every other plot option does (it used to refuse all
+    but .png), and the same table gives the same bytes (no date or version stamped in)."""
+    from cyclesim.checks.zigzag.network_plot import plot_network
+
+    df = pd.DataFrame({"layer": ["/conv1/Conv", "/fc/Gemm"], "status": ["ok", "ok"],
+                       "replay_cycles": [1400, 660], "model_cycles": [1250, 640],
+                       "zigzag_cycles": [1250, 640], "stall_bandwidth": [119, 65]})  # fmt: skip
+    first, second = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
+    plot_network(df, first, "net on arch")
+    plot_network(df, second, "net on arch")
+    assert first.read_bytes().startswith(magic)
+    assert first.read_bytes() == second.read_bytes()
