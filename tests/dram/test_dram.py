@@ -265,3 +265,37 @@ def test_a_wrong_override_is_the_options_fault(tmp_path, capsys, option, message
     assert main(["dram", "DDR4_8Gb_x8_2400", str(trace), *option]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1 and "preset" not in err
+
+
+@pytest.mark.parametrize("config", PRESET_NAMES)
+@pytest.mark.parametrize("policy", ["RANK_LEVEL_STAGGERED", "RANK_LEVEL_SIMULTANEOUS"])
+def test_a_long_idle_gap_is_skipped_whole_refresh_periods_at_a_time(config, policy, monkeypatch):
+    """Idle but for refresh, a channel repeats every refresh period (tREFI / ranks per rank in
+    turn, or tREFI for all ranks at once); a gap of several periods between requests is
+    skipped whole periods at a time, with the same commands at the same cycles as ticking
+    through it (rows left open before the gap, a write, a read of another bank after it)."""
+    conf = load_dram_config(config).with_changes(refresh_policy=policy)
+    period = conf.tREFI
+    requests = [(0x0, False, 0), (0x40, True, 3), (0x2000, False, 5),
+                (0x40000, False, 7 * period + 123), (0x0, True, 9 * period + 5),
+                (0x80, False, 9 * period + 6)]  # fmt: skip
+    from cyclesim.dram.controller import Channel
+
+    skips = []
+    advance = Channel.advance
+    monkeypatch.setattr(Channel, "advance", lambda ch, *a: skips.append(a) or advance(ch, *a))
+    fast = run(requests, conf, keep_commands=True)
+    assert skips  # the gaps were skipped, not ticked through
+    slow = run(requests, conf, keep_commands=True, skip_idle=False)
+    assert fast == slow
+    assert fast.refreshes >= 8  # one command per refresh (of one rank, or of all at once)
+
+
+def test_a_trace_spanning_2_to_the_47_cycles_finishes():
+    """Its refreshes are counted, not ticked: one per rank every tREFI (it used to run for
+    days: 2**47 cycles / 4,680 between refreshes is 3e10 refreshes, each several ticks)."""
+    cycle = 1 << 47
+    result = run([(0x0, False, 0), (0x40, False, cycle)])
+    interval = DDR4.tREFI // DDR4.ranks  # staggered: one rank every interval
+    assert abs(result.refreshes - cycle // interval) <= 2
+    assert result.cycles >= cycle
