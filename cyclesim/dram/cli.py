@@ -68,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
               f"{lat.read_latency_p50:.0f}, p95 {lat.read_latency_p95:.0f}, max {lat.read_latency_max}")  # fmt: skip
     else:  # no read to measure: not a latency of 0
         print("  read latency (cycles)          - (no reads)")
-    print(f"  commands                       {result.read_commands} read, {result.write_commands} "
-          f"write, {result.activates} activate, {result.precharges} precharge, "
-          f"{result.refreshes} refresh")  # fmt: skip
+    print(f"  commands                       {result.read_commands:,} read, "
+          f"{result.write_commands:,} write, {result.activates:,} activate, "
+          f"{result.precharges:,} precharge, {result.refreshes:,} refresh")  # fmt: skip
     return 0
 
 

@@ -9,6 +9,7 @@ own derivation so a config means the same thing in both tools.
 from __future__ import annotations
 
 import configparser
+import difflib
 import math
 import re
 from dataclasses import dataclass, fields, replace
@@ -318,6 +319,20 @@ _DEFAULTS: dict[str, object] = dict(
 
 PRESET_NAMES = tuple(_PRESETS)
 
+# Keys DRAMsim3 reads that the timing here does not use (power, self-refresh, HMC, thermal,
+# statistics), and the keys its shipped configs carry that DRAMsim3 itself ignores.
+_DRAMSIM3_OTHER_KEYS = frozenset(
+    "num_dies num_links link_width link_speed block_size xbar_queue_depth tCKE tCKESR tXS tXP "
+    "tRPRE tWPRE ideal_memory_latency write_buf_size enable_self_refresh sref_threshold "
+    "aggressive_precharging_enabled mega_tick epoch_period output_level output_prefix VDD IDD0 "
+    "IDD1 IDD2P IDD2P0 IDD2P1 IDD2N IDD3P IDD3N IDD4W IDD4R IDD5AB IDD5PB IDD6x const_logic_power "
+    "mat_dim_x mat_dim_y loc_mapping bank_order bank_layer_order chip_dim_x chip_dim_y amb_temp "
+    "tRFC2 tRFC4 tWR2 queue_size refresh_strategy req_buffering_enabled IDD2Q IDD3Pf IDD3Ps "
+    "IDD5 IDD6 IDD6L IDD7 IPP0 REFI REFRESH_PERIOD activation_window_depth logic_bg_power "
+    "logic_max_power power_epoch_period tCAS tCKSRE tCMD tCWD tRFCPB tRREFD tRTP_L tRTP_S "
+    "validation_output".split()  # all 86 configs of DRAMsim3's configs/ read (its DDR3 and
+)  # LPDDR3 files spell tREFI as REFI, so DRAMsim3 refreshes them at its default 7800)
+
 # .ini section/key -> our raw key (DRAMsim3's key names, kept as the file spells them)
 _INI_KEYS = {
     "dram_structure": (
@@ -356,9 +371,11 @@ def load_dram_config(source: str | Path, overrides: dict | None = None) -> DramC
     else:
         path = Path(text)
         if not path.is_file():
+            close = difflib.get_close_matches(text, PRESET_NAMES, n=1, cutoff=0.8)
             raise SpecError(
-                "no such DRAM config",
+                "no such DRAM config" + (f": did you mean {close[0]}?" if close else ""),
                 file=text,
+                found=text,
                 expected=f"a DRAMsim3 .ini file or a preset: {', '.join(PRESET_NAMES)}",
             )
         raw, lines = _read_ini(path)
@@ -389,6 +406,7 @@ def _read_ini(path: Path) -> tuple[dict, dict]:
             message, file=str(path), line=line, found=found, expected="INI sections and keys"
         ) from None
     lines = _key_lines(text)
+    _refuse_misplaced_keys(parser, path, lines)
     raw: dict = {}
     for section, keys in _INI_KEYS.items():
         if not parser.has_section(section):
@@ -399,6 +417,38 @@ def _read_ini(path: Path) -> tuple[dict, dict]:
                 raw[target] = parser.get(section, key).strip()
                 lines[target] = lines.get((section, key))
     return raw, lines
+
+
+def _refuse_misplaced_keys(parser: configparser.ConfigParser, path: Path, lines: dict) -> None:
+    """Refuse a key DRAMsim3 would silently ignore (using its default in its place) where it
+    is clearly meant as one we read: in another section (a missing `[timing]` header puts the
+    timing under `[dram_structure]`), in another case (`trcd`), or misspelt (`tRCDD`).
+
+    Keys DRAMsim3 reads for power, thermal or statistics, and the extra keys its shipped configs
+    carry (`tRFC2`, `queue_size`, ...), pass: they are not mistakes."""
+    home = {key: section for section, keys in _INI_KEYS.items() for key in keys}
+    given = {key for section in parser.sections() for key in parser.options(section)}
+    given = {key for key in given if key in home and parser.has_option(home[key], key)}
+    missing = sorted(set(home) - given)
+    for section in parser.sections():
+        for key in parser.options(section):
+            if home.get(key) == section or key in _DRAMSIM3_OTHER_KEYS:
+                continue
+            if key in home:
+                problem = f"key '{key}' belongs in [{home[key]}], not [{section}]"
+            else:
+                folded = [k for k in missing if k.lower() == key.lower()]
+                close = folded or difflib.get_close_matches(key, missing, n=2, cutoff=0.8)
+                if not close:
+                    continue
+                names = " or ".join(f"'{k}'" for k in close)
+                hint = "keys are case-sensitive; " if folded else ""
+                problem = f"unknown key '{key}' in [{section}]: {hint}did you mean {names}?"
+            raise SpecError(
+                f"{problem} (DRAMsim3 would ignore it and use its default)",
+                file=str(path),
+                line=lines.get((section, key)),
+            )
 
 
 def _ini_error(exc: configparser.Error, lines: list[str]) -> tuple[str, int | None, str | None]:

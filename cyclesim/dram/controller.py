@@ -196,6 +196,60 @@ class Channel:
                     nxt = v
         return max(nxt, t)
 
+    def quiet(self) -> bool:
+        """No read and no command is waiting: only refresh, or writes buffered until the buffer
+        fills or the trace ends, can happen."""
+        return not (self.read_queue or any(self.queues) or self.write_draining)
+
+    def idle_state(self, period: int) -> tuple:
+        """Everything a later tick can depend on, relative to the current cycle, while the
+        channel is quiet: equal at two cycles a whole number of `period`s apart, the channel
+        does the same thereafter, shifted. A time already past counts as 'now' (every use of it
+        is `clk >= time` or `max(time, clk + delay)`); a buffered write is done for its
+        requester, so only its address matters."""
+        clk = self.clk
+
+        def rel(v: int) -> int:
+            return max(v - clk, 0)
+
+        return (
+            clk % period,
+            tuple(self.bank_state),
+            tuple(self.open_row),
+            tuple(self.row_hits),
+            tuple(tuple(rel(v) for v in times) for times in self.ready_at),
+            tuple(tuple(rel(v) for v in w) for w in self.activation_windows),
+            self.queue_index,
+            tuple((r.kind, r.rank, r.bankgroup, r.bank, r.bank_index) for r in self.refresh_queue),
+            self.in_refresh,
+            frozenset(self.refresh_queues),
+            self.next_refresh,
+            self.write_draining,
+            self.flush_writes,
+            tuple(t.address for t in self.write_buffer),
+        )
+
+    def advance(self, cycles: int, repeats: int, since: tuple[list[int], int]) -> None:
+        """Skip `repeats` more spans of `cycles` like the one just simulated (idle_state equal
+        at both ends): every time moves on, and the commands counted and logged in the span
+        (since = (command counts, log length) at its start) are counted and logged again."""
+        shift = cycles * repeats
+        self.clk += shift
+        for times in self.ready_at:
+            for kind, v in enumerate(times):
+                times[kind] = v + shift
+        for window in self.activation_windows:
+            window[:] = [v + shift for v in window]
+        counts, logged = since
+        s = self.stats
+        s.commands = [
+            n + (n - before) * repeats for n, before in zip(s.commands, counts, strict=True)
+        ]
+        if s.log is not None:
+            span = s.log[logged:]
+            for r in range(1, repeats + 1):
+                s.log.extend((e[0] + r * cycles, *e[1:]) for e in span)
+
     # ---- refresh -------------------------------------------------------------------------
     def _insert_refresh(self) -> None:
         c = self.config

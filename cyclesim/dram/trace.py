@@ -157,6 +157,10 @@ def simulate_trace(
     head = 0
     clk = 0
     n = len(reqs)
+    # idle with refresh only, the channels repeat every `period` cycles (the refresh visits every
+    # rank, or bank, in turn): a long gap between requests is skipped whole periods at a time
+    period = max(_refresh_period(c) for c in channels)
+    seen: dict[tuple, tuple[int, list]] = {}
     while True:
         for ch in channels:
             ch.changed = False
@@ -191,7 +195,33 @@ def simulate_trace(
             for c in channels:
                 c.clk = nxt
             clk = nxt
+        if head < n and reqs[head].cycle - clk > 2 * period and all(c.quiet() for c in channels):
+            state = tuple(c.idle_state(period) for c in channels)
+            if state in seen:
+                before, marks = seen.pop(state)
+                span = clk - before
+                repeats = (reqs[head].cycle - clk - period) // span
+                if repeats > 0:
+                    for c, mark in zip(channels, marks, strict=True):
+                        c.advance(span, repeats, mark)
+                    clk += span * repeats
+                    seen.clear()
+                    continue
+            marks = [(list(c.stats.commands), len(c.stats.log or ())) for c in channels]
+            seen[state] = (clk, marks)
+        elif seen:
+            seen.clear()
     return _summarise(config, reqs, channels)
+
+
+def _refresh_period(channel: Channel) -> int:
+    """Cycles after which an idle channel's refresh is back where it started."""
+    c = channel.config
+    if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":
+        return channel.refresh_interval
+    if c.refresh_policy == "BANK_LEVEL_STAGGERED":
+        return channel.refresh_interval * c.ranks * c.banks
+    return channel.refresh_interval * c.ranks
 
 
 def _summarise(config: DramConfig, reqs: list[Request], channels: list[Channel]) -> DramRun:

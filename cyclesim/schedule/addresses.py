@@ -250,6 +250,20 @@ def memory_placements(arch, workload, m) -> dict[str, Placement]:
             index = tuple(names.index(o) for o in order)
         overrides[tensor] = (base, index)
     try:
-        return place_tensors(shapes, config.row_bytes, overrides)
+        placed = place_tensors(shapes, config.row_bytes, overrides)
     except ValueError as e:
         raise arch.error(str(e), loc) from None
+    # beyond the last byte the address fields wrap around onto other tensors' rows
+    capacity = config.channels * config.ranks * config.banks * config.rows * config.row_bytes
+    for p in placed.values():
+        if p.base + p.bytes > capacity:
+            given = any(tensor == p.tensor for tensor, _, _ in m.dram.placements)
+            raise arch.error(
+                f"the DRAM placement of {p.tensor} ({p.bytes:,} bytes from {p.base:,}"
+                f"{'' if given else ', packed after the tensors before it'}) ends beyond the "
+                f"DRAM's {capacity:,} bytes",
+                loc + ((p.tensor, "base") if given else ()),
+                found=p.base,
+                expected=f"a base address of at most {capacity - p.bytes:,}",
+            )
+    return placed

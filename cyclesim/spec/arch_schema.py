@@ -61,7 +61,9 @@ class _ComputeEnergy(StrictModel):
 
 
 class _Placement(StrictModel):
-    base: int = Field(ge=0, le=1 << 48, description="byte address of the tensor's first value")
+    base: int | None = Field(
+        None, ge=0, le=1 << 48, description="byte address of its first value; default: packed"
+    )
     order: list[str] | None = Field(None, description="tensor dims, outermost first")
 
 

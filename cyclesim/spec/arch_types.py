@@ -75,7 +75,9 @@ class DramModel:
     """A memory's DRAM device (cyclesim.dram.config) and where its tensors are placed."""
 
     config: Any  # DramConfig, loaded and validated
-    placements: tuple[tuple[str, int, tuple[str, ...] | None], ...] = ()  # (tensor, base, order)
+    placements: tuple[
+        tuple[str, int | None, tuple[str, ...] | None], ...
+    ] = ()  # tensor, base, order
     block: dict | None = field(default=None, compare=False)  # the YAML block, config path resolved
 
 

@@ -102,7 +102,7 @@ def test_whole_network_json_starts_with_the_schema_version(network, tmp_path, ca
     [
         (("--layer", "Layer99"), "no layer named 'Layer99'"),
         (("--table", "t.txt"), "use a .csv or .parquet file name"),
-        (("--plot", "p.svg"), "the plot is written as .png"),
+        (("--plot", "p.gif"), "use one of .png, .svg, .pdf"),
         (("--workers", "0"), "--workers must be at least 1"),
     ],
 )
@@ -152,3 +152,45 @@ def test_a_layer_not_replayed_says_why_in_full_below_the_table():
     text = format_network(df)
     assert "bandwidth 76,224" in text and "(why: below)" in text
     assert f"\nOp16: {reason}\n" in text
+
+
+def test_the_table_names_the_phase_where_most_of_the_gap_lies():
+    """Numbers of resnet18's /layer2/layer2.0/downsample/downsample.0/Conv on tpu_like: replay
+    onload 7,297 vs 6,272 (+1,025), compute 6,272 + 6,270 vs 6,272 + 62 (+6,208), offload
+    12,547 vs 6,273 (+6,274): the offload. ZigZag's ideal (MACs / PEs) and stall split the
+    compute differently from the replay's, so they are compared as one phase; a layer that
+    was not replayed has no gap."""
+    from cyclesim.checks.zigzag.network import format_network
+
+    row = {"layer": "ds", "status": "ok", "replay_cycles": 32386, "model_cycles": 18879,
+           "zigzag_cycles": 18879, "model_equals_zigzag": True, "stall_bandwidth": 18817,
+           "replay_onload": 7297, "replay_ideal": 6272, "replay_stall": 6270,
+           "replay_offload": 12547, "zigzag_onload": 6272, "zigzag_ideal": 6272,
+           "zigzag_stall": 62, "zigzag_offload": 6273, "error": None}  # fmt: skip
+    # a layer whose compute is faster in the replay (ZigZag's ideal counts idle PEs as busy)
+    faster = dict(row, layer="fc", replay_stall=0, zigzag_ideal=5000, zigzag_stall=8000,
+                  replay_offload=6273, replay_onload=6300)  # fmt: skip
+    failed = {"layer": "x", "status": "failed", "error": "ValueError: boom"}
+    text = format_network(pd.DataFrame([row, faster, failed]))
+    lines = {line.split()[0]: line for line in text.splitlines() if line.split()}
+    assert lines["ds"].endswith("offload +6,274")
+    # compute 6,272 + 0 - (5,000 + 8,000) = -6,728; onload +28, offload 0: the largest is signed
+    assert lines["fc"].endswith("compute -6,728")
+    assert "most of the gap: the phase" in text and "\nx: ValueError: boom\n" in text
+
+
+@pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".svg", b"<?xml"),
+                                               (".pdf", b"%PDF")])  # fmt: skip
+def test_the_plot_is_written_in_the_format_its_suffix_names(tmp_path, suffix, magic):
+    """--plot takes .png, .svg or .pdf as every other plot option does (it used to refuse all
+    but .png), and the same table gives the same bytes (no date or version stamped in)."""
+    from cyclesim.checks.zigzag.network_plot import plot_network
+
+    df = pd.DataFrame({"layer": ["/conv1/Conv", "/fc/Gemm"], "status": ["ok", "ok"],
+                       "replay_cycles": [1400, 660], "model_cycles": [1250, 640],
+                       "zigzag_cycles": [1250, 640], "stall_bandwidth": [119, 65]})  # fmt: skip
+    first, second = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
+    plot_network(df, first, "net on arch")
+    plot_network(df, second, "net on arch")
+    assert first.read_bytes().startswith(magic)
+    assert first.read_bytes() == second.read_bytes()

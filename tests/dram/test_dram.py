@@ -152,6 +152,44 @@ def test_an_ini_that_is_not_ini_names_its_line(tmp_path, text, line, message):
     assert "While reading" not in str(info.value)  # the file is named once, in front
 
 
+# A key DRAMsim3 would silently ignore, putting its default in place of the value meant:
+# in another case, misspelt, or under another section (a missing [timing] header files the
+# timing keys under [dram_structure]). Each is refused at its line.
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("[timing]\nCL = 17\ntrcd = 17\n", 3, "unknown key 'trcd' in [timing]: keys are case-"),
+        ("[timing]\ntRPP = 17\n", 2, "unknown key 'tRPP' in [timing]: did you mean 'tRP'"),
+        ("[system]\ncmd_queue_sise = 8\n", 2, "unknown key 'cmd_queue_sise' in [system]: did"),
+        ("[dram_structure]\nBL = 8\ntCK = 0.83\nCL = 17\n", 3, "key 'tCK' belongs in [timing]"),
+        ("[timing]\nchannels = 2\n", 2, "key 'channels' belongs in [system], not [timing]"),
+    ],
+)
+def test_a_key_dramsim3_would_ignore_is_refused_at_its_line(tmp_path, text, line, message):
+    ini = tmp_path / "mine.ini"
+    ini.write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_dram_config(ini)
+    assert (info.value.file, info.value.line) == (str(ini), line)
+    assert str(info.value).startswith(f"{ini}:{line}: {message}"), str(info.value)
+
+
+def test_keys_dramsim3_reads_for_power_or_its_configs_carry_are_not_mistakes(tmp_path):
+    """DRAMsim3's DDR4_8Gb_x8_2400.ini carries tRFC2, tWR2, tXP, IDD3P, queue_size,
+    refresh_strategy ... that neither tool times with; its DDR3 files spell tREFI as REFI,
+    which DRAMsim3 ignores too (refreshing at its default). All of them load."""
+    ini = tmp_path / "shipped.ini"
+    ini.write_text(
+        "[dram_structure]\nprotocol = DDR4\n[timing]\ntCK = 0.833\ntRFC = 420\n"
+        "tRFC2 = 312\ntWR2 = 1\ntXP = 8\ntRPRE = 1\nREFI = 7800\ntRTP_L = 5\n"
+        "[power]\nVDD = 1.2\nIDD3P = 37\n[system]\nqueue_size = 16\n"
+        "refresh_strategy = RANK_LEVEL_STAGGERED\nreq_buffering_enabled = true\n"
+        "[other]\nepoch_period = 1000000\n"
+    )
+    config = load_dram_config(ini)
+    assert (config.tRFC, config.tREFI) == (420, 7800)
+
+
 @pytest.mark.parametrize(
     "text, line",
     [
@@ -227,3 +265,37 @@ def test_a_wrong_override_is_the_options_fault(tmp_path, capsys, option, message
     assert main(["dram", "DDR4_8Gb_x8_2400", str(trace), *option]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1 and "preset" not in err
+
+
+@pytest.mark.parametrize("config", PRESET_NAMES)
+@pytest.mark.parametrize("policy", ["RANK_LEVEL_STAGGERED", "RANK_LEVEL_SIMULTANEOUS"])
+def test_a_long_idle_gap_is_skipped_whole_refresh_periods_at_a_time(config, policy, monkeypatch):
+    """Idle but for refresh, a channel repeats every refresh period (tREFI / ranks per rank in
+    turn, or tREFI for all ranks at once); a gap of several periods between requests is
+    skipped whole periods at a time, with the same commands at the same cycles as ticking
+    through it (rows left open before the gap, a write, a read of another bank after it)."""
+    conf = load_dram_config(config).with_changes(refresh_policy=policy)
+    period = conf.tREFI
+    requests = [(0x0, False, 0), (0x40, True, 3), (0x2000, False, 5),
+                (0x40000, False, 7 * period + 123), (0x0, True, 9 * period + 5),
+                (0x80, False, 9 * period + 6)]  # fmt: skip
+    from cyclesim.dram.controller import Channel
+
+    skips = []
+    advance = Channel.advance
+    monkeypatch.setattr(Channel, "advance", lambda ch, *a: skips.append(a) or advance(ch, *a))
+    fast = run(requests, conf, keep_commands=True)
+    assert skips  # the gaps were skipped, not ticked through
+    slow = run(requests, conf, keep_commands=True, skip_idle=False)
+    assert fast == slow
+    assert fast.refreshes >= 8  # one command per refresh (of one rank, or of all at once)
+
+
+def test_a_trace_spanning_2_to_the_47_cycles_finishes():
+    """Its refreshes are counted, not ticked: one per rank every tREFI (it used to run for
+    days: 2**47 cycles / 4,680 between refreshes is 3e10 refreshes, each several ticks)."""
+    cycle = 1 << 47
+    result = run([(0x0, False, 0), (0x40, False, cycle)])
+    interval = DDR4.tREFI // DDR4.ranks  # staggered: one rank every interval
+    assert abs(result.refreshes - cycle // interval) <= 2
+    assert result.cycles >= cycle

@@ -195,6 +195,36 @@ def test_overlapping_placements_are_refused_naming_the_field():
     assert e.value.field == "memories[0].dram.placements"
 
 
+def test_a_placement_beyond_the_drams_last_byte_is_refused():
+    # HBM2_8Gb_x128 on one channel: its capacity is channels x ranks x banks x rows x row bytes; A (1 x 64 values of 8 bits = 64 B) placed to end exactly at the last byte
+    # fits, 32 B further it would wrap onto address 0 (B's rows) and is refused; B and Z sit at
+    # the start (Z packed after A would wrap as well, and is refused so)
+    from cyclesim.errors import SpecError
+
+    arch, _, _ = gemv(HBM)
+    c = arch.memory("DRAM").dram.config
+    capacity = c.channels * c.ranks * c.banks * c.rows * c.row_bytes
+    start = {"B": {"base": 0}, "Z": {"base": c.row_bytes}}
+    replay(*gemv(HBM, {"A": {"base": capacity - 64}, **start}), progress=False)
+    with __import__("pytest").raises(SpecError, match="ends beyond the DRAM's") as e:
+        replay(*gemv(HBM, {"A": {"base": capacity - 32}, **start}), progress=False)
+    assert e.value.field == "memories[0].dram.placements.A.base"
+    with __import__("pytest").raises(SpecError, match="Z .1 bytes from .*, packed after") as e:
+        replay(*gemv(HBM, {"A": {"base": capacity - 64}, "B": {"base": 0}}), progress=False)
+    assert e.value.field == "memories[0].dram.placements"
+
+
+def test_a_placement_may_give_only_the_order():
+    # `placements: {A: {order: [k, m]}}` lays A out column-major at its packed base (0: the
+    # first tensor), as README's "default: packed" says; it used to demand a base
+    from cyclesim.schedule.addresses import memory_placements
+
+    arch, workload, _ = gemv(HBM, {"A": {"order": ["k", "m"]}})
+    placed = memory_placements(arch, workload, arch.memory("DRAM"))
+    assert (placed["A"].base, placed["A"].order) == (0, (1, 0))
+    assert placed["B"].base == arch.memory("DRAM").dram.config.row_bytes  # the next row
+
+
 def test_the_resnet50_example_shows_the_dram_causes():
     # examples/resnet50_dram: the same layer with and without DDR4 behind tpu_like's DRAM; the
     # DRAM only adds cycles, and its refreshes and row misses are charged

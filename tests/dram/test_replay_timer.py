@@ -139,6 +139,10 @@ def test_the_controller_refuses_nothing_a_missing_clock_would_break():
     with pytest.raises(SpecError, match="no such DRAM config") as e:
         architecture_from_dict(arch, "a.yaml")
     assert e.value.field == "memories[0].dram.config"
+    # a preset's name one character off is named with the preset it is closest to
+    arch["memories"][0]["dram"] = {"config": "HBM2_8Gb_x12"}
+    with pytest.raises(SpecError, match="did you mean HBM2_8Gb_x128.*found 'HBM2_8Gb_x12'"):
+        architecture_from_dict(arch, "a.yaml")
 
 
 STREAMS = {

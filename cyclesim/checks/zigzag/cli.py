@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     network.add_argument(
         "--plot",
         metavar="PATH",
-        help="per-layer plot, .png (default: out/zigzag/<workload>-<accelerator>-layers.png)",
+        help="per-layer plot, .png, .svg or .pdf (default: "
+        "out/zigzag/<workload>-<accelerator>-layers.png)",
     )
     network.add_argument(
         "--workers",
@@ -97,6 +98,7 @@ def _run_layer(args: argparse.Namespace) -> int:
 def _run_network(args: argparse.Namespace) -> int:
     from cyclesim.checks.zigzag.network import check_network, format_network, totals, write_table
     from cyclesim.checks.zigzag.network_plot import plot_network
+    from cyclesim.cli import IMAGE_SUFFIXES
 
     if args.workers is not None and args.workers < 1:
         raise CyclesimError(f"--workers must be at least 1 (got {args.workers})")
@@ -104,8 +106,8 @@ def _run_network(args: argparse.Namespace) -> int:
     # by default under out/ (as `make demo` writes), so a check never litters the folder it runs in
     table_path = args.table or f"out/zigzag/{stem}.csv"
     plot_path = args.plot or f"out/zigzag/{stem}.png"
-    if Path(plot_path).suffix.lower() != ".png" or Path(plot_path).is_dir():
-        raise CyclesimError(f"--plot {plot_path}: the plot is written as .png")
+    if Path(plot_path).suffix.lower() not in IMAGE_SUFFIXES or Path(plot_path).is_dir():
+        raise CyclesimError(f"--plot {plot_path}: use a {', '.join(IMAGE_SUFFIXES)} file name")
     if Path(table_path).suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise CyclesimError(f"--table {table_path}: use a .csv or .parquet file name")
     df = check_network(

@@ -193,6 +193,7 @@ def format_network(df: pd.DataFrame) -> str:
         _largest(row, stall_columns) if row["status"] == "ok" else "(why: below)"
         for _, row in df.iterrows()
     ]
+    shown["most of the gap"] = [_largest_gap(row) for _, row in df.iterrows()]
     shown = shown.astype(object).where(shown.notna(), "-")
     text = shown.to_string(index=False)
     t = totals(df)
@@ -204,6 +205,7 @@ def format_network(df: pd.DataFrame) -> str:
     ]
     if len(lines) > 2:
         lines.append("")
+    lines += [GAP_NOTE, ""]
     lines.append(
         f"{t['replayed']} of {t['layers']} layers replayed ({t['not_replayed']} not replayable, "
         f"{t['refused']} refused, {t['failed']} failed); our model equals zigzag-dse on "
@@ -218,6 +220,32 @@ def format_network(df: pd.DataFrame) -> str:
     else:
         lines.append(f"total: replay {t['replay_cycles']:,} cycles, model {t['model_cycles']:,}")
     return "\n".join(lines)
+
+
+GAP_NOTE = (
+    "most of the gap: the phase (onload, compute = ideal + stall, offload) where the replay\n"
+    "differs most from zigzag-dse; why, mechanism by mechanism: the table file's `mechanisms`\n"
+    "column, or `--layer NAME` for one layer term by term"
+)
+
+
+def _largest_gap(row: pd.Series) -> str:
+    """The phase where the replay differs most from zigzag-dse (else our model), signed:
+    ZigZag splits ideal and stall differently (its ideal assumes every PE busy), so the two
+    are compared as one compute phase."""
+    source = "zigzag" if pd.notna(row.get("zigzag_cycles")) else "model"
+    if row.get("status") != "ok" or pd.isna(row.get(f"{source}_cycles")):
+        return "-"
+    gaps = {}
+    for phase, terms in (("onload", ("onload",)), ("compute", ("ideal", "stall")),
+                         ("offload", ("offload",))):  # fmt: skip
+        values = [row.get(f"{side}_{t}") for side in ("replay", source) for t in terms]
+        if any(pd.isna(v) for v in values):
+            return "-"
+        half = len(terms)
+        gaps[phase] = int(sum(values[:half])) - int(sum(values[half:]))
+    phase = max(gaps, key=lambda p: abs(gaps[p]))
+    return f"{phase} {gaps[phase]:+,}" if gaps[phase] else "none"
 
 
 def _largest(row: pd.Series, columns: list[str]) -> str:

@@ -56,7 +56,11 @@ def plot_network(df: pd.DataFrame, path: str | Path, title: str = "") -> None:
     suffix = f" ({left_out} layer(s) not checked)" if left_out else ""
     top.set_title((title or "replay vs ZigZag, per layer") + suffix)
     fig.tight_layout()
-    fig.savefig(path, metadata={"Software": None})
+    # no version or date stamps: the same table gives the same bytes, in each format
+    stamps = {".svg": {"Creator": None, "Date": None}, ".pdf": {"Creator": None,
+              "Producer": None, "CreationDate": None}}  # fmt: skip
+    with plt.rc_context({"svg.hashsalt": "cyclesim"}):  # SVG ids from a fixed salt, not random
+        fig.savefig(path, metadata=stamps.get(Path(path).suffix.lower(), {"Software": None}))
     plt.close(fig)
 
 
