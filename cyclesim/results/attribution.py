@@ -27,6 +27,7 @@ from cyclesim.engine.record import (
     S_SLOT,
     S_USES,
 )
+from cyclesim.engine.rows import Rows
 from cyclesim.engine.run import RawRun
 
 BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer_full", "latency"
@@ -68,10 +69,8 @@ class Attributor:
         self.raw = raw
         self.nodes = raw.plan.nodes
         self.rec = raw.rec
-        self._times: dict[tuple, list[int]] = {}
-        self._grant_starts: dict[str, list[int]] = {
-            k: [g[0] for g in v] for k, v in raw.rec.grants.items()
-        }
+        self._times: dict[tuple, object] = {}
+        self._grant_starts: dict[str, object] = {k: _starts(v) for k, v in raw.rec.grants.items()}
 
     # -------------------------------------------------------------- helpers
     def _label(self, who: int) -> str:
@@ -88,11 +87,11 @@ class Attributor:
     def _timeline(self, kind: str, node: int) -> list[tuple]:
         return (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
 
-    def _times_of(self, kind: str, node: int) -> list[int]:
+    def _times_of(self, kind: str, node: int):
         key = (kind, node)
         t = self._times.get(key)
         if t is None:
-            t = self._times[key] = [s[0] for s in self._timeline(kind, node)]
+            t = self._times[key] = _starts(self._timeline(kind, node))
         return t
 
     # -------------------------------------------------------------- the walk
@@ -112,7 +111,7 @@ class Attributor:
         n = self.nodes[node]
         tl = self._timeline(kind, node)
         times = self._times_of(kind, node)
-        i = max(0, bisect_right(times, a) - 1)
+        i = max(0, _bisect(times, a) - 1)
         what = "write-back" if kind == "drain" else ("entry" if n.output_role else "fill")
 
         def span(*args):
@@ -301,7 +300,7 @@ class Attributor:
             for k in keys:
                 grants = self.rec.grants.get(k, [])
                 starts = self._grant_starts[k]
-                j = bisect_right(starts, t) - 1
+                j = _bisect(starts, t) - 1
                 if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
                     end = grants[j][1] if grants[j][1] is not None else b
                     holder, until, port = grants[j][2], min(b, end), k
@@ -472,6 +471,35 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             (f"run ends with the write-back of {n.tensor} from {n.memory}",),
         )
     )
+
+
+class _StartColumn:
+    """The first column (start cycles) of rows fast-forward repeated, read without writing
+    the rows out: indexing and bisect by arithmetic over the repeats (engine/rows.py)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows
+
+    def __getitem__(self, i: int) -> int:
+        return self.rows[i][0]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _starts(rows) -> object:
+    """The start cycles of a timeline's or a port's rows: a list when the rows are one."""
+    flat = rows.flat if isinstance(rows, Rows) else rows
+    return [r[0] for r in flat] if flat is not None else _StartColumn(rows)
+
+
+def _bisect(starts, t: int) -> int:
+    """How many rows start at or before t."""
+    if isinstance(starts, _StartColumn):
+        return starts.rows.bisect_right(t)
+    return bisect_right(starts, t)
 
 
 def _where_text(where: tuple[int, int, int], config) -> str:
