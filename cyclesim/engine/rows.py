@@ -106,6 +106,13 @@ class Rows:
         self._tail: list = rows if rows is not None else []
         self.append = self._tail.append
 
+    def __getstate__(self) -> tuple:
+        return self._pieces, self._ends, self._tail
+
+    def __setstate__(self, state: tuple) -> None:
+        self._pieces, self._ends, self._tail = state
+        self.append = self._tail.append
+
     # ------------------------------------------------------------ building
     def _close_tail(self) -> None:
         if self._tail:
