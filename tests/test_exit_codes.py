@@ -1,4 +1,4 @@
-"""The exit codes of `cyclesim`: 0 success, 1 a found failure, 2 bad input, 3 no progress."""
+"""The exit codes of `cyclesim`: 0 success, 1 a found failure, 2 bad input, 3 no progress, 4 out of memory."""
 
 from __future__ import annotations
 
@@ -119,3 +119,24 @@ def test_a_csv_summary_that_cannot_be_written_takes_the_traces_with_it(tmp_path,
     assert code == 2
     assert "compute_report.csv" in capsys.readouterr().err
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_running_out_of_memory_is_one_line_exit_4_and_removes_begun_outputs(
+    tmp_path, capsys, monkeypatch
+):
+    """A replay whose records do not fit: no traceback, what ran out and what to try, exit 4,
+    and the output file it had begun is gone (the MemoryError is injected mid-run)."""
+    import cyclesim.results.result as result
+
+    events = tmp_path / "events.csv"
+
+    def out_of_memory(raw):
+        events.write_text("start,end\n0,")  # a writer that got this far
+        raise MemoryError
+
+    monkeypatch.setattr(result, "attribute", out_of_memory)
+    assert main(["run", *WORKED, "--events", str(events)]) == 4
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "ran out of memory replaying run" in err and "--layer" in err
+    assert not events.exists()
