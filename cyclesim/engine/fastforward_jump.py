@@ -145,17 +145,30 @@ def _visits(t, classifiers: tuple, moved: dict, shift: int) -> None:
     hi = max(y for _, y in spans) if spans else 0
     if taken_during is not None and not w_lo <= taken_during < w_hi:
         drained.pop(taken_during, None)
-    for x in range(lo, hi):
-        if w_lo <= x < w_hi and not final(x):
-            drained[x] = True
-            if x == taken_during:
-                del drained[x]
-        if f_lo <= x < f_hi:
+    cuts = sorted({v for v in (lo, hi, w_lo, w_hi, f_lo, f_hi) if lo <= v <= hi})
+    for a, b in zip(cuts, cuts[1:], strict=False):  # stretches where the same walks are under way
+        marks, visits = w_lo <= a < w_hi, f_lo <= a < f_hi
+        if marks and not visits:
+            for x in range(a, b):
+                if not final(x):
+                    drained[x] = True
+            if a <= (taken_during if taken_during is not None else -1) < b:
+                drained.pop(taken_during, None)
+            continue
+        if not visits:
+            continue
+        visit = last_visit.get
+        pop = drained.pop
+        for x in range(a, b):
+            if marks and not final(x):
+                drained[x] = True
+                if x == taken_during:
+                    del drained[x]
             first, key = first_and_key(x)
-            prev = last_visit.get(key)
+            prev = visit(key)
             last_visit[key] = x
             if not first and prev is not None and (x < last or taken):
-                drained.pop(prev, None)
+                pop(prev, None)
     for k, v in waiters:
         drained[k + shift] = v
 

@@ -182,13 +182,16 @@ class Rows:
     def __getitem__(self, i):
         if isinstance(i, slice):
             return self._slice(i)
-        if not self._pieces:
+        if not self._pieces or (i == -1 and self._tail):  # the engine reads its last row
             return self._tail[i]
         piece, r = self._locate(i)
         return piece.row(r) if isinstance(piece, Repeat) else piece[r]
 
     def __setitem__(self, i: int, row) -> None:
         """Replace a row appended after the last repeat (the engine closes its open grant)."""
+        if i == -1 and self._tail:
+            self._tail[-1] = row
+            return
         piece, r = self._locate(i)
         if piece is not self._tail:
             raise IndexError("rows inside a repeated stretch cannot change")
