@@ -286,6 +286,38 @@ def check_outputs(args: argparse.Namespace) -> None:
             )
 
 
+OUT_OF_MEMORY = 4  # exit code: the replay's records did not fit in memory
+
+
+def _new_outputs(args: argparse.Namespace) -> list[Path]:
+    """The output files named on the command line that do not exist yet."""
+    out = []
+    for option in OUTPUT_OPTIONS:
+        value = getattr(args, option, None)
+        if isinstance(value, str) and value not in ("", "-") and not Path(value).exists():
+            out.append(Path(value))
+    return out
+
+
+def _out_of_memory(args: argparse.Namespace, fresh: list[Path]) -> int:
+    """One line for a run that ran out of memory; the outputs it began are removed."""
+    for path in fresh:
+        if path.is_file():
+            path.unlink()
+    what = [" ".join(v for v in (getattr(args, "command", None), getattr(args, "peer", None)) if v)]
+    for option in ("layer", "accelerator", "architecture", "arch", "workload", "mapping"):
+        value = getattr(args, option, None)
+        if isinstance(value, str) and value:
+            what.append(f"--{option} {value}")
+    print(
+        f"{getattr(args, 'error_prefix', 'cyclesim')}: ran out of memory replaying "
+        f"{' '.join(what)}; nothing was written. Try one layer at a time (--layer), fewer "
+        "--workers, a trace --window or no trace, or a machine with more memory",
+        file=sys.stderr,
+    )
+    return OUT_OF_MEMORY
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; print an error as one line on stderr and return its exit code."""
     parser = build_parser()
@@ -293,9 +325,13 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.quiet, args.verbose)
     if args.quiet and hasattr(args, "no_progress"):
         args.no_progress = True  # quiet: no progress bar in any command
+    fresh = []  # outputs this run would create: removed again if it runs out of memory
     try:
         check_outputs(args)
+        fresh = _new_outputs(args)
         return int(args.func(args) or 0)
+    except MemoryError:
+        return _out_of_memory(args, fresh)
     except CyclesimError as exc:  # prefixed with the sub-command where it declares one
         print(f"{getattr(args, 'error_prefix', 'cyclesim')}: {exc}", file=sys.stderr)
         return exit_code(exc)

@@ -1,4 +1,4 @@
-"""The exit codes of `cyclesim`: 0 success, 1 a found failure, 2 bad input, 3 no progress."""
+"""The exit codes of `cyclesim`: 0 success, 1 a found failure, 2 bad input, 3 no progress, 4 out of memory."""
 
 from __future__ import annotations
 
@@ -153,3 +153,24 @@ def test_an_empty_l1_ops_file_says_it_is_empty(tmp_path, capsys):
         "ops.yaml: the ops file is empty; expected a mapping with `model:`"
         in capsys.readouterr().err
     )
+
+
+def test_running_out_of_memory_is_one_line_exit_4_and_removes_begun_outputs(
+    tmp_path, capsys, monkeypatch
+):
+    """A replay whose records do not fit: no traceback, what ran out and what to try, exit 4,
+    and the output file it had begun is gone (the MemoryError is injected mid-run)."""
+    import cyclesim.results.result as result
+
+    events = tmp_path / "events.csv"
+
+    def out_of_memory(raw):
+        events.write_text("start,end\n0,")  # a writer that got this far
+        raise MemoryError
+
+    monkeypatch.setattr(result, "attribute", out_of_memory)
+    assert main(["run", *WORKED, "--events", str(events)]) == 4
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "ran out of memory replaying run" in err and "--layer" in err
+    assert not events.exists()

@@ -76,6 +76,7 @@ def map_tasks(
     desc: str = "",
     backend: str = "processes",
     scheduler: str | None = None,
+    fresh_process: bool = False,
 ) -> list[TaskOutcome]:
     """Run `fn(item)` for every item, in worker processes when workers > 1; outcomes in item order.
 
@@ -84,7 +85,8 @@ def map_tasks(
     keeps tracebacks and debuggers simple. backend='dask' starts a LocalCluster of `workers`
     single-threaded worker processes, or uses the cluster whose scheduler is at `scheduler`
     (then `workers` is the cluster's business). Raise CyclesimError for an unknown backend or
-    an unreachable scheduler.
+    an unreachable scheduler. fresh_process (processes backend): every task in a process of its
+    own, one worker or many, so a task's peak memory is its own and is given back after it.
     """
     from cyclesim.errors import CyclesimError
 
@@ -102,13 +104,14 @@ def map_tasks(
                 outcomes[outcome.index] = outcome
                 if bar is not None:
                     bar.update(1)
-        elif n_workers == 1 or len(tasks) <= 1:
+        elif not tasks or ((n_workers == 1 or len(tasks) <= 1) and not fresh_process):
             for i, item in enumerate(tasks):
                 outcomes[i] = _call(fn, i, item)
                 if bar is not None:
                     bar.update(1)
         else:
-            with ProcessPoolExecutor(max_workers=min(n_workers, len(tasks))) as pool:
+            fresh = {"max_tasks_per_child": 1} if fresh_process else {}
+            with ProcessPoolExecutor(max_workers=min(n_workers, len(tasks)), **fresh) as pool:
                 futures = [pool.submit(_call, fn, i, item) for i, item in enumerate(tasks)]
                 for fut in as_completed(futures):
                     outcome = fut.result()

@@ -19,6 +19,8 @@ from operator import itemgetter
 
 import simpy
 
+from cyclesim.engine.rows import Rows
+
 _ROUND_ROBIN = itemgetter(0, 1)  # a waiting request's (last grant, who): oldest grant first
 
 PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-backs 2 * node + 1
@@ -61,7 +63,7 @@ class Fabric:
         self.grant_every = 1
         self.grants_seen = 0
         for k in widths:
-            grants.setdefault(k, [])
+            grants.setdefault(k, Rows())
 
     def request(self, who: int, keys: tuple[str, ...], tensor: str) -> simpy.Event | None:
         """None if every port in keys is granted to who now, else an event that fires when they are."""

@@ -113,6 +113,10 @@ def _visits(t, classifiers: tuple, moved: dict, shift: int) -> None:
     records each entry it passed as the latest visit of its values and takes the drained
     mark of the previous visit (a mark is always made before it is taken). A waiter in
     `drained` moves with the entries. moved: is the fill -> (state, entry at b).
+
+    Both walks go entry by entry in one pass (an entry's mark, then the fill's visit of it),
+    so `drained` holds only the marks not yet taken, never every skipped entry at once (an
+    outer level's jump may pass millions).
     """
     drained = t.drained
     waiters = []  # the fill's, if it waits for `drained` (nobody else does)
@@ -120,26 +124,51 @@ def _visits(t, classifiers: tuple, moved: dict, shift: int) -> None:
         key = moved[True][0].prev - shift
         if drained.get(key, True) is not True:
             waiters.append((key, drained.pop(key)))
+    w_lo = w_hi = f_lo = f_hi = 0
+    taken_during = None  # the mark entry `old` took during the skip (after the marks made)
     if False in moved:
-        st, old = moved[False]
+        w_st, w_old = moved[False]
+        w_lo, w_hi = w_old, w_st.k  # the write-back's entries [old, k)
         final = classifiers[1]
-        for x in range(old, st.k):
-            if not final(x):
-                drained[x] = True
     if True in moved:
-        st, old = moved[True]
+        f_st, f_old = moved[True]
+        f_lo, f_hi = f_old + 1, f_st.k + 1  # the fill's entries (old, k]
         first_and_key = classifiers[0]
         last_visit = t.last_visit
         # the fill takes an entry's mark after its waits for the parent and `drained`
-        taken = st.stage not in (PARENT, DRAINED)
-        if not taken and st.prev is not None:  # entry `old` took its mark during the skip
-            drained.pop(st.prev - shift, None)
-        for x in range(old + 1, st.k + 1):
+        taken = f_st.stage not in (PARENT, DRAINED)
+        if not taken and f_st.prev is not None:  # entry `old` took its mark during the skip
+            taken_during = f_st.prev - shift
+        last = f_st.k
+    spans = [(x, y) for x, y in ((w_lo, w_hi), (f_lo, f_hi)) if y > x]
+    lo = min(x for x, _ in spans) if spans else 0
+    hi = max(y for _, y in spans) if spans else 0
+    if taken_during is not None and not w_lo <= taken_during < w_hi:
+        drained.pop(taken_during, None)
+    cuts = sorted({v for v in (lo, hi, w_lo, w_hi, f_lo, f_hi) if lo <= v <= hi})
+    for a, b in zip(cuts, cuts[1:], strict=False):  # stretches where the same walks are under way
+        marks, visits = w_lo <= a < w_hi, f_lo <= a < f_hi
+        if marks and not visits:
+            for x in range(a, b):
+                if not final(x):
+                    drained[x] = True
+            if a <= (taken_during if taken_during is not None else -1) < b:
+                drained.pop(taken_during, None)
+            continue
+        if not visits:
+            continue
+        visit = last_visit.get
+        pop = drained.pop
+        for x in range(a, b):
+            if marks and not final(x):
+                drained[x] = True
+                if x == taken_during:
+                    del drained[x]
             first, key = first_and_key(x)
-            prev = last_visit.get(key)
+            prev = visit(key)
             last_visit[key] = x
-            if not first and prev is not None and (x < st.k or taken):
-                drained.pop(prev, None)
+            if not first and prev is not None and (x < last or taken):
+                pop(prev, None)
     for k, v in waiters:
         drained[k + shift] = v
 

@@ -239,7 +239,8 @@ def marks(r, active: list) -> dict:
         "systolic": {k: tuple(v) for k, v in rec.systolic.items()},
         "runs": {k: sk.runs for k, sk in r.pe_state.kinds.items()},
         "segments": r.segments_done,
-        "finishers": len(rec.last_finisher),
+        "finishers": rec.last_finisher.entry_count,
+        "rules": rec.last_finisher.rule_count,
         "in_use": [set(t.remaining) for t in r.tiles],
         "xfers": [None if st.xfer is None else (st.xfer, st.xfer.i) for _, st, _ in active],
     }

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cyclesim.engine.finishers import Finishers
+from cyclesim.engine.rows import Rows
+
 FOREVER = 1 << 62  # end of an open trace window
 
 # states of a node process (its timeline): what it is doing from that cycle on
@@ -55,25 +58,26 @@ class TraceFilter:
 class Recorder:
     """Per-run records; indices are node indices, port keys are 'memory.port'."""
 
-    fill_tl: list[list[tuple]] = field(default_factory=list)  # per node: [(t, state, info)]
-    drain_tl: list[list[tuple]] = field(default_factory=list)
+    # every row list is a Rows (engine/rows.py): a list whose fast-forwarded stretches are
+    # stored once with their shifts
+    fill_tl: list[Rows] = field(default_factory=list)  # per node: [(t, state, info)]
+    drain_tl: list[Rows] = field(default_factory=list)
     # port -> [(start, end, who, tensor)]; the open grant is a list [start, None, who, tensor]
-    grants: dict[str, list] = field(default_factory=dict)
+    grants: dict[str, Rows] = field(default_factory=dict)
     # (start, end, node, kind, key): the PE array's wait for a segment, charged to its binding
     # tile (the one ready last); key is the tile ('resident') or the part key ('produced')
-    pe_waits: list[tuple] = field(default_factory=list)
-    pe_segments: list[tuple] | None = None  # (start, end, leaf, g) when tracing
+    pe_waits: Rows = field(default_factory=Rows)
+    pe_segments: Rows | None = None  # (start, end, leaf, g) when tracing
     spatial: dict[tuple, list] = field(
         default_factory=dict
     )  # (leaf, operand) -> [cycles, first, last]
     systolic: dict[tuple, list] = field(
         default_factory=dict
     )  # (leaf, 'fill' | 'drain') -> [cycles, first, last] (engine/systolic.py)
-    transfers: list[tuple] | None = None  # (start, end, node, kind, tile, bits) when tracing
-    occupancy: list[tuple] | None = None  # (t, node, tiles resident) when tracing
-    last_finisher: dict[tuple, tuple] = field(
-        default_factory=dict
-    )  # (node, tile) -> ('pe'|'node', idx)
+    transfers: Rows | None = None  # (start, end, node, kind, tile, bits) when tracing
+    occupancy: Rows | None = None  # (t, node, tiles resident) when tracing
+    # (node, tile) -> ('pe'|'node', idx); fast-forward's skipped tiles as rules (finishers.py)
+    last_finisher: Finishers = field(default_factory=Finishers)
     # intermediates only: (node, part key) -> (cycle its producer computed the part, who
     # completed the part there: ('pe', leaf) or ('node', the node whose write-back landed it))
     produced: dict[tuple, tuple] = field(default_factory=dict)
@@ -97,7 +101,7 @@ class Recorder:
     # timer's counts (requests, row_hits, activates, refreshes) and each bank's open row (-1)
     dram_banks: list[tuple] | None = None
     # a systolic PE array's wavefront, per fold when tracing: (start, end, leaf, 'fill' | 'drain')
-    systolic_spans: list[tuple] | None = None
+    systolic_spans: Rows | None = None
     dram_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     dram_open_rows: dict[str, list[int]] = field(default_factory=dict)
 

@@ -30,6 +30,7 @@ from cyclesim.engine.record import (
     Recorder,
     TraceFilter,
 )
+from cyclesim.engine.rows import Rows
 from cyclesim.engine.state import (
     COMPUTE,
     DONE,
@@ -96,10 +97,10 @@ class _Replay:
         self.rec = Recorder()
         self.last_finisher = self.rec.last_finisher
         if trace:
-            self.rec.pe_segments = []
-            self.rec.transfers = []
-            self.rec.occupancy = []
-            self.rec.systolic_spans = []
+            self.rec.pe_segments = Rows()
+            self.rec.transfers = Rows()
+            self.rec.occupancy = Rows()
+            self.rec.systolic_spans = Rows()
             if trace_filter is not None:
                 _compile_filter(self.rec, plan, trace_filter)
         self.trace = trace
@@ -112,8 +113,8 @@ class _Replay:
             for name, channels, setup in plan.dma
         }
         self.segments_done = 0
-        self.rec.fill_tl = [[] for _ in plan.nodes]
-        self.rec.drain_tl = [[] for _ in plan.nodes]
+        self.rec.fill_tl = [Rows() for _ in plan.nodes]
+        self.rec.drain_tl = [Rows() for _ in plan.nodes]
         self.end = 0
         self.pe_waiting: tuple | None = None  # (node, tile, 'resident' | 'produced', since)
         self.producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}

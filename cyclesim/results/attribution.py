@@ -27,7 +27,9 @@ from cyclesim.engine.record import (
     S_SLOT,
     S_USES,
 )
+from cyclesim.engine.rows import Repeat, Rows
 from cyclesim.engine.run import RawRun
+from cyclesim.results.spans import SpanList, SpanRepeat, same_moved
 
 BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer_full", "latency"
 DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
@@ -59,6 +61,7 @@ class StallSpan:
     action: str | None = (
         None  # what the root process was doing: fill, entry (reload), write-back, compute
     )
+    holder: tuple[int, int] | None = None  # buffer_full: (node, the tile holding its slot)
 
 
 class Attributor:
@@ -68,10 +71,8 @@ class Attributor:
         self.raw = raw
         self.nodes = raw.plan.nodes
         self.rec = raw.rec
-        self._times: dict[tuple, list[int]] = {}
-        self._grant_starts: dict[str, list[int]] = {
-            k: [g[0] for g in v] for k, v in raw.rec.grants.items()
-        }
+        self._times: dict[tuple, object] = {}
+        self._grant_starts: dict[str, object] = {k: _starts(v) for k, v in raw.rec.grants.items()}
 
     # -------------------------------------------------------------- helpers
     def _label(self, who: int) -> str:
@@ -88,11 +89,11 @@ class Attributor:
     def _timeline(self, kind: str, node: int) -> list[tuple]:
         return (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
 
-    def _times_of(self, kind: str, node: int) -> list[int]:
+    def _times_of(self, kind: str, node: int):
         key = (kind, node)
         t = self._times.get(key)
         if t is None:
-            t = self._times[key] = [s[0] for s in self._timeline(kind, node)]
+            t = self._times[key] = _starts(self._timeline(kind, node))
         return t
 
     # -------------------------------------------------------------- the walk
@@ -112,11 +113,11 @@ class Attributor:
         n = self.nodes[node]
         tl = self._timeline(kind, node)
         times = self._times_of(kind, node)
-        i = max(0, bisect_right(times, a) - 1)
+        i = max(0, _bisect(times, a) - 1)
         what = "write-back" if kind == "drain" else ("entry" if n.output_role else "fill")
 
-        def span(*args):
-            return self._span(*args, action=what)
+        def span(*args, holder=None):
+            return self._span(*args, action=what, holder=holder)
 
         here = chain + (f"{what} of {n.tensor} at {n.memory}",)
         t = a
@@ -172,6 +173,7 @@ class Attributor:
                     None,
                     f"an earlier tile of {n.label()}",
                     here + (f"no free slot in {n.memory}: tile {info} still holds it",),
+                    holder=(node, info),
                 )
             elif state == S_PRODUCER:
                 einsum, pkey = info
@@ -301,7 +303,7 @@ class Attributor:
             for k in keys:
                 grants = self.rec.grants.get(k, [])
                 starts = self._grant_starts[k]
-                j = bisect_right(starts, t) - 1
+                j = _bisect(starts, t) - 1
                 if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
                     end = grants[j][1] if grants[j][1] is not None else b
                     holder, until, port = grants[j][2], min(b, end), k
@@ -328,7 +330,7 @@ class Attributor:
             t = until
 
     def _span(
-        self, a, b, phase, cause, n, port_key, _unused, competitor, chain, action=None
+        self, a, b, phase, cause, n, port_key, _unused, competitor, chain, action=None, holder=None
     ) -> StallSpan:
         port = port_mem = None
         if port_key is not None and "." in port_key:
@@ -348,37 +350,49 @@ class Attributor:
             " <- ".join(chain),
             b - a,
             action,
+            holder,
         )
 
 
-def attribute(raw: RawRun) -> list[StallSpan]:
+def attribute(raw: RawRun) -> SpanList:
     """All stall spans of a run: onload, waits between steps, spatial stalls, offload."""
     rec, plan = raw.rec, raw.plan
     at = Attributor(raw)
     first = rec.first_step if rec.first_step is not None else raw.cycles
-    spans: list[StallSpan] = []
     producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
-    for t0, t1, node, kind, key in rec.pe_waits:
-        phase = "onload" if t1 <= first else "compute"
-        n = plan.nodes[node]
-        if kind == "produced":
+
+    def waits(rows) -> list[StallSpan]:
+        spans: list[StallSpan] = []
+        for t0, t1, node, kind, key in rows:
+            phase = "onload" if t1 <= first else "compute"
+            n = plan.nodes[node]
+            if kind == "produced":
+                spans.extend(
+                    at.produced(
+                        node,
+                        key,
+                        producer_of.get(n.tensor),
+                        t0,
+                        t1,
+                        phase,
+                        (f"PE array waits for {n.tensor} at {n.memory}",),
+                    )
+                )
+                continue
             spans.extend(
-                at.produced(
+                at.explain(
+                    "fill",
                     node,
-                    key,
-                    producer_of.get(n.tensor),
                     t0,
                     t1,
                     phase,
-                    (f"PE array waits for {n.tensor} at {n.memory}",),
+                    (f"PE array waits for {n.tensor} tile at {n.memory}",),
                 )
             )
-            continue
-        spans.extend(
-            at.explain(
-                "fill", node, t0, t1, phase, (f"PE array waits for {n.tensor} tile at {n.memory}",)
-            )
-        )
+        return spans
+
+    out = _walk_waits(rec.pe_waits, waits)
+    spans: list[StallSpan] = []
     for (li, oi), (cycles, start, end) in rec.spatial.items():
         leaf = plan.leaves[li]
         o = leaf.operands[oi]
@@ -404,7 +418,47 @@ def attribute(raw: RawRun) -> list[StallSpan]:
     last = rec.last_step_end
     if raw.cycles > last:
         spans.extend(_offload(at, raw, last))
-    return spans
+    out.add(spans)
+    return out
+
+
+def _walk_waits(rows: Rows, waits) -> SpanList:
+    """The spans of the PE array's waits; a stretch fast-forward repeated K times gives its
+    copies' spans as a SpanRepeat when they repeat exactly.
+
+    Copy j's waits are copy 1's moved j - 1 periods on, and so are the timelines and grants
+    they are traced through, within the stretch. A walk may still read rows from before the
+    stretch (a transfer already under way when it began): copy 1 is walked on its own, copies
+    2, 3 and K are walked and compared, and when 3 and K are 2 moved on, so is every copy
+    between (each reads rows the stretch repeats). Otherwise every copy is walked.
+    """
+    out = SpanList()
+    for piece in rows.pieces():
+        if not isinstance(piece, Repeat):
+            out.add(waits(piece))
+            continue
+        period = dict(piece.steps).get(0, 0)
+        tiles = piece.tile.by if piece.tile is not None else None  # per node, per period
+        K = piece.count
+        copies: dict[int, SpanList] = {}
+
+        def copy(j: int, piece=piece, copies=copies) -> SpanList:
+            if j not in copies:
+                copies[j] = _walk_waits(piece.copy_rows(j), waits)
+            return copies[j]
+
+        out.add(copy(1))
+        if K >= 4 and (
+            same_moved(copy(2), copy(3), period, 1, tiles)
+            and same_moved(copy(2), copy(K), (K - 2) * period, K - 2, tiles)
+        ):
+            out.add(SpanRepeat(copy(2), K - 1, period, tiles))
+            continue
+
+        for j in range(2, K + 1):
+            out.add(copy(j))
+            copies.pop(j, None)
+    return out
 
 
 def _wavefront(raw: RawRun) -> list[StallSpan]:
@@ -472,6 +526,35 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             (f"run ends with the write-back of {n.tensor} from {n.memory}",),
         )
     )
+
+
+class _StartColumn:
+    """The first column (start cycles) of rows fast-forward repeated, read without writing
+    the rows out: indexing and bisect by arithmetic over the repeats (engine/rows.py)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows
+
+    def __getitem__(self, i: int) -> int:
+        return self.rows[i][0]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _starts(rows) -> object:
+    """The start cycles of a timeline's or a port's rows: a list when the rows are one."""
+    flat = rows.flat if isinstance(rows, Rows) else rows
+    return [r[0] for r in flat] if flat is not None else _StartColumn(rows)
+
+
+def _bisect(starts, t: int) -> int:
+    """How many rows start at or before t."""
+    if isinstance(starts, _StartColumn):
+        return starts.rows.bisect_right(t)
+    return bisect_right(starts, t)
 
 
 def _where_text(where: tuple[int, int, int], config) -> str:

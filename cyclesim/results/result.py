@@ -15,10 +15,24 @@ from cyclesim.engine.run import RawRun
 from cyclesim.errors import CountMismatchError
 from cyclesim.results.attribution import CAUSES, StallSpan, attribute
 from cyclesim.results.schema import as_is, json_rows
+from cyclesim.results.spans import SpanList
 from cyclesim.schedule.counts import closed_form
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+def _stall_key(s: StallSpan) -> tuple:
+    return tuple("" if (v := getattr(s, k)) is None else v for k in STALL_KEYS)
+
+
+def _by_phase(s: StallSpan) -> tuple:
+    return (s.phase,)
+
+
+def _by_phase_and_cause(s: StallSpan) -> tuple:
+    return (s.phase, s.cause)
+
 
 ACCESS_KEYS = ["einsum", "tensor", "memory", "action", "direction"]
 STALL_KEYS = ["phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor"]
@@ -52,7 +66,7 @@ class SimResult:
     isolate_einsums: bool
     wall_seconds: float
     events: int
-    spans: tuple[StallSpan, ...]
+    spans: SpanList  # StallSpans, fast-forward's repeated stretches as repeats (spans.py)
     access_counts: tuple[tuple, ...] = field(repr=False)  # (*ACCESS_KEYS, values, bits)
     raw: RawRun = field(repr=False)
 
@@ -64,16 +78,7 @@ class SimResult:
         Groups in order of first appearance; ties keep that order (a stable sort), as pandas'
         groupby(sort=False) then sort_values(kind="stable") would.
         """
-        groups: dict[tuple, list[int]] = {}
-        for s in self.spans:
-            key = tuple("" if (v := getattr(s, k)) is None else v for k in STALL_KEYS)
-            g = groups.get(key)
-            if g is None:
-                groups[key] = [s.cycles, s.start, s.end]
-            else:
-                g[0] += s.cycles
-                g[1] = min(g[1], s.start)
-                g[2] = max(g[2], s.end)
+        groups = self.spans.groups(_stall_key)
         rows = [
             StallRow(*(None if v == "" else v for v in key), *agg) for key, agg in groups.items()
         ]
@@ -186,9 +191,9 @@ class SimResult:
     def stall_cycles_by_cause(self, phases: tuple[str, ...] = ("compute",)) -> dict[str, int]:
         """Cycles per cause over the given phases (default: the stall between first and last step)."""
         out = {c: 0 for c in CAUSES}
-        for s in self.spans:
-            if s.phase in phases:
-                out[s.cause] = out.get(s.cause, 0) + s.cycles
+        for (phase, cause), (cycles, _, _) in self.spans.groups(_by_phase_and_cause).items():
+            if phase in phases:
+                out[cause] = out.get(cause, 0) + cycles
         return {k: v for k, v in out.items() if v}
 
     def activity(self, window: tuple[int, int] | None = None):
@@ -286,7 +291,7 @@ def build_result(raw: RawRun, *, check_counts: bool = True) -> SimResult:
     onload = first
     offload = raw.cycles - rec.last_step_end
     stall = raw.cycles - onload - ideal - offload
-    spans = tuple(attribute(raw))
+    spans = attribute(raw)
     macs = sum(leaf.steps * leaf.macs_per_step for leaf in plan.leaves if not leaf.is_copy)
     res = SimResult(
         raw.cycles,
@@ -329,8 +334,8 @@ def _check_counts(raw: RawRun) -> None:
 def _check_attribution(res: SimResult) -> None:
     """Each phase's causes must add up to its total: a bug here is an engine bug, not user error."""
     by_phase = {"onload": 0, "compute": 0, "offload": 0}
-    for s in res.spans:
-        by_phase[s.phase] += s.cycles
+    for (phase,), (cycles, _, _) in res.spans.groups(_by_phase).items():
+        by_phase[phase] += cycles
     want = {"onload": res.onload_cycles, "compute": res.stall_cycles, "offload": res.offload_cycles}
     if by_phase != want:
         raise CountMismatchError(

@@ -1,5 +1,7 @@
 """The one parallel runner: outcomes in task order, a failing task recorded, the rest complete."""
 
+import os
+
 import pytest
 
 from cyclesim.analysis.parallel import map_tasks
@@ -44,3 +46,16 @@ def test_an_unreachable_scheduler_is_a_clear_error():
 
     with pytest.raises(CyclesimError, match="cannot reach the Dask scheduler"):
         map_tasks(_square_but_three, [1], backend="dask", scheduler="tcp://127.0.0.1:9")
+
+
+def _pid(_item) -> int:
+    return os.getpid()
+
+
+def test_fresh_process_runs_every_task_in_a_process_of_its_own():
+    """One worker or two: no task shares a process with another or with the caller, so each
+    task's peak memory (benchmarks/zigzag_matrix.py) is its own."""
+    for workers in (1, 2):
+        outcomes = map_tasks(_pid, range(3), workers=workers, progress=False, fresh_process=True)
+        pids = [o.value for o in outcomes]
+        assert len(set(pids)) == 3 and os.getpid() not in pids

@@ -61,14 +61,17 @@ def stall_groups(result: SimResult, phase: str) -> tuple[StallGroup, ...]:
     """The stall spans of one phase grouped by root transfer, largest first (ties in name order)."""
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, not {phase!r}")
-    spans = result.stall_spans
-    spans = spans[spans["phase"] == phase]
-    if spans.empty:
-        return ()
-    keys = ["cause", "action", "memory", "tensor", "port_memory", "port", "competitor"]
-    summed = spans.fillna({k: "" for k in keys}).groupby(keys, sort=True)["cycles"].sum()
     totals: dict[tuple, int] = {}
-    for (cause, action, memory, tensor, port_memory, port, competitor), cycles in summed.items():
+    for row in result.stall_rows:  # summed without writing out fast-forward's repeats
+        if row.phase != phase:
+            continue
+        cause, action, memory, tensor = row.cause, row.action, row.memory, row.tensor
+        port_memory, port, competitor, cycles = (
+            row.port_memory,
+            row.port,
+            row.competitor,
+            row.cycles,
+        )
         if action == "compute":
             action = _SPATIAL
         elif action not in ACTION_WORDS:
