@@ -151,6 +151,10 @@ def test_a_layer_not_replayed_says_why_in_full_below_the_table():
     )
     text = format_network(df)
     assert "bandwidth 76,224" in text and "(why: below)" in text
+    # cycles read as the totals below the table do: with thousands separators, '-' when absent
+    assert "204,098" in text and "4,719,298" in text
+    assert text.splitlines()[2].split()[:3] == ["Op16", "not", "replayed"]
+    assert text.splitlines()[2].split()[3] == "-"
     assert f"\nOp16: {reason}\n" in text
 
 

@@ -195,6 +195,8 @@ def format_network(df: pd.DataFrame) -> str:
     ]
     shown["most of the gap"] = [_largest_gap(row) for _, row in df.iterrows()]
     shown = shown.astype(object).where(shown.notna(), "-")
+    for column in ("replay_cycles", "model_cycles", "zigzag_cycles"):  # 303,186 as in the totals
+        shown[column] = [v if v == "-" else f"{int(v):,}" for v in shown[column]]
     text = shown.to_string(index=False)
     t = totals(df)
     lines = [text, ""]
