@@ -56,6 +56,11 @@ class DramSide:
             offsets.append(offsets[-1] + size * count)
         self.offsets, self.total = offsets, offsets[-1]
 
+    def mid_line(self, at: int) -> bool:
+        """Is transfer byte `at` inside a line (a contiguous run) rather than at its start?"""
+        i = bisect_right(self.offsets, at) - 1
+        return i < len(self.runs) and (at - self.offsets[i]) % self.runs[i][1] != 0
+
     def slice(self, lo: int, hi: int) -> list[tuple[int, int, int, int]]:
         """The strided runs of transfer bytes [lo, hi)."""
         out = []
@@ -81,6 +86,67 @@ class DramSide:
             if tail != size:
                 out.append((address + x1 * stride, tail, 0, 1))
         return out
+
+
+class IssuedRun:
+    """A granted run of bursts [i, j) of one link, its DRAM requests issued at its start
+    (with the timer's snapshot from before them when it is issued ahead, i.e. cuttable)."""
+
+    __slots__ = ("tl", "side", "who", "i", "j", "start", "byte_at", "prefix", "port_key")
+    __slots__ += ("saved", "before", "stream", "mark", "end", "kept")
+
+    def __init__(self, tl, side, who, i, j, start, byte_at, prefix, port_key, saved) -> None:
+        self.tl, self.side, self.who, self.i, self.j = tl, side, who, i, j
+        self.start, self.byte_at, self.prefix, self.port_key = start, byte_at, prefix, port_key
+        self.saved = saved
+        # the request its last burst issued, if this run goes on in the same line (_ends)
+        self.before = side.timer.last_request.get(who) if side.mid_line(byte_at(i)) else None
+        self.stream, self.mark = side.stream, len(tl)
+        self.kept: tuple[int, int] | None = None
+        self.end = self._issue(j)
+
+    def _issue(self, j: int) -> int:
+        """Issue the run's bursts [i, j); the accelerator cycle the run ends."""
+        i, byte_at, prefix = self.i, self.byte_at, self.prefix
+        return _run(
+            self.tl, self.side.timer, self.side, self.who, self.start, byte_at(i), byte_at(j),
+            prefix[j] - prefix[i], self.port_key,
+        )  # fmt: skip
+
+    def cut(self, now: int) -> tuple[int, int]:
+        """Cut the run after the burst in progress at `now`: (that burst, the next). Issued
+        ahead, the DRAM goes back to the run's start and its bursts up to that one are issued
+        again. Once only: a later cut (the port's, at the same cycle) keeps what it kept."""
+        side, who, i, j = self.side, self.who, self.i, self.j
+        timer = side.timer
+        timer.ahead.pop(who, None)
+        if self.saved is None:  # one burst, not issued ahead: nothing to take back
+            return i, j
+        if self.kept is not None:
+            return self.kept
+        byte_at, prefix, start = self.byte_at, self.prefix, self.start
+        low, high = i, j - 1
+        pieces = side.pieces
+        while low < high:
+            mid = (low + high) // 2
+            # the run's first bursts up to mid: their requests, timed as in the run
+            if self.before is None:
+                timer.last_request.pop(who, None)
+            else:
+                timer.last_request[who] = self.before
+            visits = timer._visits(side.slice(byte_at(i), byte_at(mid + 1)), who)
+            e = timer.to_accel(timer.prefix_end(pieces, sum(n for _, n in visits)))
+            e = max(e, start + prefix[mid + 1] - prefix[i])
+            if e > now:
+                high = mid
+            else:
+                low = mid + 1
+        timer.restore(self.saved)
+        side.stream = self.stream
+        del self.tl[self.mark :]
+        self._issue(low + 1)
+        self.kept = (low, low + 1)
+        return self.kept
 
 
 def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bits, child_bits):
@@ -111,7 +177,6 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         return total * min(small, j * burst) // small
 
     i = 0
-    timer.last_request.pop(who, None)  # a new transfer fetches its first request afresh
     side.stream = None
     proc = env.active_process
     ev = fabric.request(who, keys, link.tensor)
@@ -134,59 +199,28 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         cycles, _, prefix = timing
         single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
         j = i + 1 if single else min(n_bursts, i + per_row)
+        _cut_others(timer, who, env.now)  # another link's run issued ahead ends first
         saved = None if single else timer.snapshot()
-        before = timer.last_request.get(who)  # the request its last burst issued, if any
-        saved_stream = side.stream
-        mark = len(tl)
-        end = _run(
-            tl, timer, side, who, start, byte_at(i), byte_at(j), prefix[j] - prefix[i], dram_key
-        )
+        issued = IssuedRun(tl, side, who, i, j, start, byte_at, prefix, dram_key, saved)
+        end = issued.end
+        if saved is not None:
+            timer.ahead[who] = (issued, fabric, keys)
         fabric.start_run(keys, proc, single)
         try:
             yield env.timeout(end - start)
             rec.events += 2
             fabric.end_run(keys)
+            timer.ahead.pop(who, None)
         except simpy.Interrupt:
             fabric.end_run(keys)
             now = env.now
-            x = i  # the burst in progress at `now`: the first whose run [i, x] ends later
-            if saved is not None:
-                low, high = i, j - 1
-                pieces = side.pieces
-                while low < high:
-                    mid = (low + high) // 2
-                    # the run's first bursts up to mid: their requests, timed as in the run
-                    if before is None:
-                        timer.last_request.pop(who, None)
-                    else:
-                        timer.last_request[who] = before
-                    visits = timer._visits(side.slice(byte_at(i), byte_at(mid + 1)), who)
-                    e = timer.to_accel(timer.prefix_end(pieces, sum(n for _, n in visits)))
-                    e = max(e, start + prefix[mid + 1] - prefix[i])
-                    if e > now:
-                        high = mid
-                    else:
-                        low = mid + 1
-                x = j = low
-                j += 1
-                timer.restore(saved)
-                side.stream = saved_stream
-                del tl[mark:]
-                _run(
-                    tl,
-                    timer,
-                    side,
-                    who,
-                    start,
-                    byte_at(i),
-                    byte_at(j),
-                    prefix[j] - prefix[i],
-                    dram_key,
-                )
+            # the burst in progress at `now` (the first whose run [i, x] ends later) and the
+            # next; if another link's issue cut the run, its DRAM side is rolled back already
+            x, j = issued.cut(now)
             dram_end = side.last_dram_end
             # the port side of burst x goes on from `now` at the widths of the moment (the PE
             # array's share may have changed); its DRAM requests are issued already
-            while len(tl) > mark + 1 and tl[-1][0] > now:
+            while len(tl) > issued.mark + 1 and tl[-1][0] > now:
                 tl.pop()
             moved = now - (start + prefix[x] - prefix[i])
             bits = _burst_bits(big, small, burst, x)
@@ -214,6 +248,23 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         rec.events += 1
     if channel is not None:
         dma[0].release(channel)
+
+
+def _cut_others(timer: DramTimer, who, now: int) -> None:
+    """Before `who` issues requests to the timer, cut every other link's run issued ahead
+    (a run of bursts whose requests were all issued at its start, docs/dram_causes.md) after
+    its burst in progress, as a competitor on its port would: the requests it keeps are
+    timed before these, those it gives back after them, so no rollback ever erases another
+    link's requests."""
+    ahead = timer.ahead
+    if not ahead or (len(ahead) == 1 and who in ahead):
+        return
+    for other in [o for o in ahead if o != who]:
+        issued, fabric, keys = ahead.pop(other)
+        if now >= issued.end:  # it has ended (its process resumes at this cycle): keep it all
+            continue
+        issued.cut(now)
+        fabric.stop_run(keys, "dram")  # its port side stops after the burst in progress
 
 
 def _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, port_key):
@@ -247,6 +298,8 @@ def _ends(timer: DramTimer, side: DramSide, who, start: int, lo: int, hi: int):
     stream = side.stream
     go_on = (stream[1], stream[2]) if stream is not None and stream[0] == start else None
     ahead = side.slice(hi, hi + timer.queue * timer.request_bytes) if hi < side.total else None
+    if not side.mid_line(lo):  # a line's requests are its own: only a line's rest, after a
+        timer.last_request.pop(who, None)  # burst ended inside it, goes on from its request
     out = timer.issue(side.slice(lo, hi), side.is_write, who, start, go_on, ahead)
     side.pieces = timer.pieces
     first = go_on[0] if go_on is not None else timer.to_dram(start)
