@@ -4,8 +4,9 @@ A transfer's bursts are granted as for any link (engine/transfer.py, engine/fabr
 run of bursts issues the DRAM requests of its bytes, in layout order, to the memory's timer
 (engine/dram_timer.py), and ends when both the ports and the DRAM are done with it. A run
 covers about one DRAM row of the transfer's bytes when nobody competes, so a streaming fill
-costs one event per row run, not per burst; a competitor or a change of the PE array's share
-cuts it after the burst in progress (docs/dram_causes.md).
+costs one event per row run, not per burst; a competitor, a change of the PE array's share or
+another link of the same DRAM issuing requests cuts it after the burst in progress, so a
+rollback never erases another link's requests (docs/dram_causes.md).
 """
 
 from __future__ import annotations
@@ -153,10 +154,11 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     """transfer() for a link whose one end is a DRAM-modelled memory (engine/transfer.py).
 
     Bursts are granted as for any link; a run of bursts ends when both the ports (their width)
-    and the DRAM (its timer) are done with them, whichever is later. A competitor or a change of
-    the PE array's share cuts the run after the burst in progress (the DRAM state is rolled
-    back and the cut run issued again). After the last burst the DRAM's data latency, then the
-    port latency, are paid without holding the ports.
+    and the DRAM (its timer) are done with them, whichever is later. A competitor, a change of
+    the PE array's share or another link of the DRAM issuing cuts the run after the burst in
+    progress (the DRAM state is rolled back and the cut run issued again: IssuedRun). After
+    the last burst the DRAM's data latency, then the port latency, are paid without holding
+    the ports.
     """
     from cyclesim.engine.transfer import _burst_bits, _timing, acquire_dma
 
