@@ -59,6 +59,8 @@ class DramSide:
 
     def mid_line(self, at: int) -> bool:
         """Is transfer byte `at` inside a line (a contiguous run) rather than at its start?"""
+        if not at:
+            return False
         i = bisect_right(self.offsets, at) - 1
         return i < len(self.runs) and (at - self.offsets[i]) % self.runs[i][1] != 0
 
@@ -100,7 +102,8 @@ class IssuedRun:
         self.tl, self.side, self.who, self.i, self.j = tl, side, who, i, j
         self.start, self.byte_at, self.prefix, self.port_key = start, byte_at, prefix, port_key
         self.saved = saved
-        # the request its last burst issued, if this run goes on in the same line (_ends)
+        # the request its last burst issued, if this run goes on in the line that burst ended
+        # in (a line's requests are its own: a new line issues its first request afresh)
         self.before = side.timer.last_request.get(who) if side.mid_line(byte_at(i)) else None
         self.stream, self.mark = side.stream, len(tl)
         self.kept: tuple[int, int] | None = None
@@ -109,6 +112,10 @@ class IssuedRun:
     def _issue(self, j: int) -> int:
         """Issue the run's bursts [i, j); the accelerator cycle the run ends."""
         i, byte_at, prefix = self.i, self.byte_at, self.prefix
+        if self.before is None:
+            self.side.timer.last_request.pop(self.who, None)
+        else:
+            self.side.timer.last_request[self.who] = self.before
         return _run(
             self.tl, self.side.timer, self.side, self.who, self.start, byte_at(i), byte_at(j),
             prefix[j] - prefix[i], self.port_key,
@@ -300,8 +307,6 @@ def _ends(timer: DramTimer, side: DramSide, who, start: int, lo: int, hi: int):
     stream = side.stream
     go_on = (stream[1], stream[2]) if stream is not None and stream[0] == start else None
     ahead = side.slice(hi, hi + timer.queue * timer.request_bytes) if hi < side.total else None
-    if not side.mid_line(lo):  # a line's requests are its own: only a line's rest, after a
-        timer.last_request.pop(who, None)  # burst ended inside it, goes on from its request
     out = timer.issue(side.slice(lo, hi), side.is_write, who, start, go_on, ahead)
     side.pieces = timer.pieces
     first = go_on[0] if go_on is not None else timer.to_dram(start)
