@@ -92,19 +92,17 @@ class DramSide:
 
 
 class IssuedRun:
-    """A granted run of bursts [i, j) of one link, its DRAM requests issued at its start
-    (with the timer's snapshot from before them when it is issued ahead, i.e. cuttable)."""
+    """A granted run of bursts [i, j) of one link issued ahead: all its DRAM requests at its
+    start, the timer's state from before them saved so that a cut can take them back."""
 
     __slots__ = ("tl", "side", "who", "i", "j", "start", "byte_at", "prefix", "port_key")
     __slots__ += ("saved", "before", "stream", "mark", "end", "kept")
 
-    def __init__(self, tl, side, who, i, j, start, byte_at, prefix, port_key, saved) -> None:
+    def __init__(self, tl, side, who, i, j, start, byte_at, prefix, port_key, saved, before):
         self.tl, self.side, self.who, self.i, self.j = tl, side, who, i, j
         self.start, self.byte_at, self.prefix, self.port_key = start, byte_at, prefix, port_key
         self.saved = saved
-        # the request its last burst issued, if this run goes on in the line that burst ended
-        # in (a line's requests are its own: a new line issues its first request afresh)
-        self.before = side.timer.last_request.get(who) if side.mid_line(byte_at(i)) else None
+        self.before = before  # the request the link's last burst issued, if it goes on in it
         self.stream, self.mark = side.stream, len(tl)
         self.kept: tuple[int, int] | None = None
         self.end = self._issue(j)
@@ -128,8 +126,6 @@ class IssuedRun:
         side, who, i, j = self.side, self.who, self.i, self.j
         timer = side.timer
         timer.ahead.pop(who, None)
-        if self.saved is None:  # one burst, not issued ahead: nothing to take back
-            return i, j
         if self.kept is not None:
             return self.kept
         byte_at, prefix, start = self.byte_at, self.prefix, self.start
@@ -208,11 +204,23 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         cycles, _, prefix = timing
         single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
         j = i + 1 if single else min(n_bursts, i + per_row)
-        _cut_others(timer, who, env.now)  # another link's run issued ahead ends first
-        saved = None if single else timer.snapshot()
-        issued = IssuedRun(tl, side, who, i, j, start, byte_at, prefix, dram_key, saved)
-        end = issued.end
-        if saved is not None:
+        if timer.ahead:  # another link's run issued ahead ends first
+            _cut_others(timer, who, env.now)
+        # the request the last burst issued, if this run goes on in the line that burst ended
+        # in (a line's requests are its own: a new line issues its first request afresh)
+        before = timer.last_request.get(who) if i and side.mid_line(byte_at(i)) else None
+        if single:
+            issued, mark = None, len(tl)
+            if before is None:
+                timer.last_request.pop(who, None)
+            end = _run(
+                tl, timer, side, who, start, byte_at(i), byte_at(j), prefix[j] - prefix[i], dram_key
+            )
+        else:
+            issued = IssuedRun(
+                tl, side, who, i, j, start, byte_at, prefix, dram_key, timer.snapshot(), before
+            )
+            end, mark = issued.end, issued.mark
             timer.ahead[who] = (issued, fabric, keys)
         fabric.start_run(keys, proc, single)
         try:
@@ -225,11 +233,11 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             now = env.now
             # the burst in progress at `now` (the first whose run [i, x] ends later) and the
             # next; if another link's issue cut the run, its DRAM side is rolled back already
-            x, j = issued.cut(now)
+            x, j = (i, j) if issued is None else issued.cut(now)
             dram_end = side.last_dram_end
             # the port side of burst x goes on from `now` at the widths of the moment (the PE
             # array's share may have changed); its DRAM requests are issued already
-            while len(tl) > issued.mark + 1 and tl[-1][0] > now:
+            while len(tl) > mark + 1 and tl[-1][0] > now:
                 tl.pop()
             moved = now - (start + prefix[x] - prefix[i])
             bits = _burst_bits(big, small, burst, x)
