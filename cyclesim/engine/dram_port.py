@@ -59,10 +59,11 @@ class DramSide:
 
     def mid_line(self, at: int) -> bool:
         """Is transfer byte `at` inside a line (a contiguous run) rather than at its start?"""
-        if not at:
-            return False
+        runs = self.runs
+        if len(runs) == 1:  # one strided run: its lines start every `size` bytes
+            return at % runs[0][1] != 0
         i = bisect_right(self.offsets, at) - 1
-        return i < len(self.runs) and (at - self.offsets[i]) % self.runs[i][1] != 0
+        return i < len(runs) and (at - self.offsets[i]) % runs[i][1] != 0
 
     def slice(self, lo: int, hi: int) -> list[tuple[int, int, int, int]]:
         """The strided runs of transfer bytes [lo, hi)."""
@@ -98,14 +99,13 @@ class IssuedRun:
     __slots__ = ("tl", "side", "who", "i", "j", "start", "byte_at", "prefix", "port_key")
     __slots__ += ("saved", "before", "stream", "mark", "end", "kept")
 
-    def __init__(self, tl, side, who, i, j, start, byte_at, prefix, port_key, saved, before):
+    def __init__(self, tl, side, who, i, j, start, byte_at, prefix, port_key, state) -> None:
         self.tl, self.side, self.who, self.i, self.j = tl, side, who, i, j
         self.start, self.byte_at, self.prefix, self.port_key = start, byte_at, prefix, port_key
-        self.saved = saved
-        self.before = before  # the request the link's last burst issued, if it goes on in it
-        self.stream, self.mark = side.stream, len(tl)
+        # the timer's state before the run, the request the link's last burst issued if the run
+        # goes on in it, the side's stream, the timeline's length; the run's end
+        self.saved, self.before, self.stream, self.mark, self.end = state
         self.kept: tuple[int, int] | None = None
-        self.end = self._issue(j)
 
     def _issue(self, j: int) -> int:
         """Issue the run's bursts [i, j); the accelerator cycle the run ends."""
@@ -208,26 +208,25 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             _cut_others(timer, who, env.now)
         # the request the last burst issued, if this run goes on in the line that burst ended
         # in (a line's requests are its own: a new line issues its first request afresh)
-        before = timer.last_request.get(who) if i and side.mid_line(byte_at(i)) else None
-        if single:
-            issued, mark = None, len(tl)
-            if before is None:
-                timer.last_request.pop(who, None)
-            end = _run(
-                tl, timer, side, who, start, byte_at(i), byte_at(j), prefix[j] - prefix[i], dram_key
-            )
-        else:
-            issued = IssuedRun(
-                tl, side, who, i, j, start, byte_at, prefix, dram_key, timer.snapshot(), before
-            )
-            end, mark = issued.end, issued.mark
+        lo = byte_at(i)
+        before = timer.last_request.get(who) if lo and side.mid_line(lo) else None
+        if before is None and who in timer.last_request:
+            del timer.last_request[who]
+        saved = None if single else timer.snapshot()
+        stream, mark = side.stream, len(tl)
+        end = _run(tl, timer, side, who, start, lo, byte_at(j), prefix[j] - prefix[i], dram_key)
+        issued = None
+        if saved is not None:  # issued ahead: a cut may take it back
+            state = (saved, before, stream, mark, end)
+            issued = IssuedRun(tl, side, who, i, j, start, byte_at, prefix, dram_key, state)
             timer.ahead[who] = (issued, fabric, keys)
         fabric.start_run(keys, proc, single)
         try:
             yield env.timeout(end - start)
             rec.events += 2
             fabric.end_run(keys)
-            timer.ahead.pop(who, None)
+            if issued is not None:
+                timer.ahead.pop(who, None)
         except simpy.Interrupt:
             fabric.end_run(keys)
             now = env.now
