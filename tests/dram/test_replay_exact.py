@@ -3,8 +3,9 @@ timer's request count equals the requests of the bytes the transfers moved, coun
 their tiles' addresses, and the activates traced as bank commands equal its counted ones.
 
 A run of bursts issued ahead (all its requests at its start) and cut by a competitor on its
-port goes back to the DRAM state at its start; before the fix another port's requests issued
-meanwhile were forgotten with it (docs/dram_causes.md, "Runs cut while another port issues").
+port goes back to the DRAM state at its start. The timer is shared by every link of the
+memory, so requests another port issued meanwhile were once forgotten with it; now another
+link's issue cuts the run first (docs/dram_causes.md, "Cut runs, and another link issuing").
 """
 
 from __future__ import annotations
