@@ -10,10 +10,12 @@ link's issue cuts the run first (docs/dram_causes.md, "Cut runs, and another lin
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from replay_helpers import gemm_einsum, inputs_from_dicts, memory, port  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
 
+from cyclesim.cli import main  # noqa: E402
 from cyclesim.engine import dram_port, replay  # noqa: E402
 from cyclesim.engine.record import BANK_ACTIVATE  # noqa: E402
 
@@ -100,7 +103,8 @@ HBM = {"config": "HBM2_8Gb_x128", "channels": 1}
 
 def tiled_gemm(ports: tuple[int, int, int], bits: tuple[int, int], ranks, tree, **reg):
     """Z[m,n] += A[m,k] * B[k,n] (ranks m, n, k) with HBM2 behind the DRAM; ports: the widths
-    of the DRAM's read and write ports and of reg's; bits: of A and B, of Z's partial sums."""
+    of the DRAM's read and write ports and of reg's; bits: of A and B, of Z's partial sums.
+    The three inputs as dicts (the YAML files' contents)."""
     dram_rd, dram_wr, reg_width = ports
     arch = {
         "name": "cut",
@@ -124,7 +128,7 @@ def tiled_gemm(ports: tuple[int, int, int], bits: tuple[int, int], ranks, tree, 
         "einsums": [gemm_einsum(*ranks)],
     }
     tree = [{"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]}, *tree, COMPUTE]
-    return inputs_from_dicts(arch, workload, {"loop_tree": tree})
+    return arch, workload, {"loop_tree": tree}
 
 
 COMPUTE = {"type": "compute", "einsum": "gemm"}
@@ -160,7 +164,9 @@ def test_a_write_back_cuts_a_fill_issued_ahead_and_keeps_its_request(monkeypatch
         {"type": "storage", "memory": "reg", "tensors": ["A", "Z"]},
         temporal("k", 2),
     ]
-    res, moved = replay_counting(*tiled_gemm((8, 8, 8), (8, 8), (2, 1, 2), tree))
+    res, moved = replay_counting(
+        *inputs_from_dicts(*tiled_gemm((8, 8, 8), (8, 8), (2, 1, 2), tree))
+    )
     assert_every_request_counted(res, moved)
     assert res.raw.rec.dram_counts["DRAM"] == dict(requests=4, row_hits=2, activates=2, refreshes=0)
     assert [(now, i, j) for _, now, i, j in cuts] == [(33, 0, 2)]  # A's fill, its 2 bursts
@@ -177,6 +183,22 @@ def test_a_write_back_cuts_a_fill_issued_ahead_and_keeps_its_request(monkeypatch
     assert res.cycles == 64
 
 
+CUT_WHILE_WRITING = tiled_gemm(
+    (16, 8, 8),
+    (16, 8),
+    (2, 2, 3),
+    [
+        temporal("n", 2),
+        {"type": "spatial", "rank": "m", "bound": 2, "dim": "X"},
+        {"type": "storage", "memory": "reg", "tensors": ["B", "Z"]},
+        temporal("k", 3),
+        {"type": "storage", "memory": "reg", "tensors": ["A"]},
+    ],
+    double_buffered=True,
+    pipeline=3,
+)
+
+
 def test_a_cut_fill_keeps_the_write_back_issued_meanwhile():
     # m = 2, n = 2, k = 3; A and B 16 bits, Z 8 (partial sums too); DRAM ports 16 b (read) and
     # 8 b (write), reg 8 b and double-buffered; the PE array (4 wide, pipeline 3) holds m = 2
@@ -189,15 +211,17 @@ def test_a_cut_fill_keeps_the_write_back_issued_meanwhile():
     # issued ahead at 63 was cut by the PE array's share of its port after Z's first write-back
     # had issued its 2 requests, and the rollback erased them (and a line beginning in the
     # request the previous burst ended in was not issued).
-    tree = [
-        temporal("n", 2),
-        {"type": "spatial", "rank": "m", "bound": 2, "dim": "X"},
-        {"type": "storage", "memory": "reg", "tensors": ["B", "Z"]},
-        temporal("k", 3),
-        {"type": "storage", "memory": "reg", "tensors": ["A"]},
-    ]
-    inputs = tiled_gemm((16, 8, 8), (16, 8), (2, 2, 3), tree, double_buffered=True, pipeline=3)
-    res, moved = replay_counting(*inputs, reuse="retain")
+    res, moved = replay_counting(*inputs_from_dicts(*CUT_WHILE_WRITING), reuse="retain")
     assert moved == {"DRAM": 6 + 12 + 4}
     assert_every_request_counted(res, moved)
     assert res.raw.rec.dram_counts["DRAM"]["activates"] == 3
+
+
+def test_the_cli_reports_every_request_of_a_cut_run(tmp_path, capsys):
+    # the case above as a user runs it: `cyclesim run ... --json`, progress bar on
+    names = ("arch.yaml", "workload.yaml", "mapping.yaml")
+    for name, doc in zip(names, CUT_WHILE_WRITING, strict=True):
+        (tmp_path / name).write_text(yaml.safe_dump(doc))
+    assert main(["run", *(str(tmp_path / n) for n in names), "--json"]) == 0
+    dram = json.loads(capsys.readouterr().out)["dram"]
+    assert [(d["memory"], d["requests"], d["activates"]) for d in dram] == [("DRAM", 22, 3)]
