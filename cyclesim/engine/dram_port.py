@@ -4,8 +4,9 @@ A transfer's bursts are granted as for any link (engine/transfer.py, engine/fabr
 run of bursts issues the DRAM requests of its bytes, in layout order, to the memory's timer
 (engine/dram_timer.py), and ends when both the ports and the DRAM are done with it. A run
 covers about one DRAM row of the transfer's bytes when nobody competes, so a streaming fill
-costs one event per row run, not per burst; a competitor or a change of the PE array's share
-cuts it after the burst in progress (docs/dram_causes.md).
+costs one event per row run, not per burst; a competitor, a change of the PE array's share or
+another link of the same DRAM issuing requests cuts it after the burst in progress, so a
+rollback never erases another link's requests (docs/dram_causes.md).
 """
 
 from __future__ import annotations
@@ -56,6 +57,14 @@ class DramSide:
             offsets.append(offsets[-1] + size * count)
         self.offsets, self.total = offsets, offsets[-1]
 
+    def mid_line(self, at: int) -> bool:
+        """Is transfer byte `at` inside a line (a contiguous run) rather than at its start?"""
+        runs = self.runs
+        if len(runs) == 1:  # one strided run: its lines start every `size` bytes
+            return at % runs[0][1] != 0
+        i = bisect_right(self.offsets, at) - 1
+        return i < len(runs) and (at - self.offsets[i]) % runs[i][1] != 0
+
     def slice(self, lo: int, hi: int) -> list[tuple[int, int, int, int]]:
         """The strided runs of transfer bytes [lo, hi)."""
         out = []
@@ -83,14 +92,76 @@ class DramSide:
         return out
 
 
+class IssuedRun:
+    """A granted run of bursts [i, j) of one link issued ahead: all its DRAM requests at its
+    start, the timer's state from before them saved so that a cut can take them back."""
+
+    __slots__ = ("tl", "side", "who", "i", "j", "start", "byte_at", "prefix", "port_key")
+    __slots__ += ("saved", "before", "stream", "mark", "end", "kept")
+
+    def __init__(self, tl, side, who, i, j, start, byte_at, prefix, port_key, state) -> None:
+        self.tl, self.side, self.who, self.i, self.j = tl, side, who, i, j
+        self.start, self.byte_at, self.prefix, self.port_key = start, byte_at, prefix, port_key
+        # the timer's state before the run, the request the link's last burst issued if the run
+        # goes on in it, the side's stream, the timeline's length; the run's end
+        self.saved, self.before, self.stream, self.mark, self.end = state
+        self.kept: tuple[int, int] | None = None
+
+    def _issue(self, j: int) -> int:
+        """Issue the run's bursts [i, j); the accelerator cycle the run ends."""
+        i, byte_at, prefix = self.i, self.byte_at, self.prefix
+        if self.before is None:
+            self.side.timer.last_request.pop(self.who, None)
+        else:
+            self.side.timer.last_request[self.who] = self.before
+        return _run(
+            self.tl, self.side.timer, self.side, self.who, self.start, byte_at(i), byte_at(j),
+            prefix[j] - prefix[i], self.port_key,
+        )  # fmt: skip
+
+    def cut(self, now: int) -> tuple[int, int]:
+        """Cut the run after the burst in progress at `now`: (that burst, the next). Issued
+        ahead, the DRAM goes back to the run's start and its bursts up to that one are issued
+        again. Once only: a later cut (the port's, at the same cycle) keeps what it kept."""
+        side, who, i, j = self.side, self.who, self.i, self.j
+        timer = side.timer
+        timer.ahead.pop(who, None)
+        if self.kept is not None:
+            return self.kept
+        byte_at, prefix, start = self.byte_at, self.prefix, self.start
+        low, high = i, j - 1
+        pieces = side.pieces
+        while low < high:
+            mid = (low + high) // 2
+            # the run's first bursts up to mid: their requests, timed as in the run
+            if self.before is None:
+                timer.last_request.pop(who, None)
+            else:
+                timer.last_request[who] = self.before
+            visits = timer._visits(side.slice(byte_at(i), byte_at(mid + 1)), who)
+            e = timer.to_accel(timer.prefix_end(pieces, sum(n for _, n in visits)))
+            e = max(e, start + prefix[mid + 1] - prefix[i])
+            if e > now:
+                high = mid
+            else:
+                low = mid + 1
+        timer.restore(self.saved)
+        side.stream = self.stream
+        del self.tl[self.mark :]
+        self._issue(low + 1)
+        self.kept = (low, low + 1)
+        return self.kept
+
+
 def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bits, child_bits):
     """transfer() for a link whose one end is a DRAM-modelled memory (engine/transfer.py).
 
     Bursts are granted as for any link; a run of bursts ends when both the ports (their width)
-    and the DRAM (its timer) are done with them, whichever is later. A competitor or a change of
-    the PE array's share cuts the run after the burst in progress (the DRAM state is rolled
-    back and the cut run issued again). After the last burst the DRAM's data latency, then the
-    port latency, are paid without holding the ports.
+    and the DRAM (its timer) are done with them, whichever is later. A competitor, a change of
+    the PE array's share or another link of the DRAM issuing cuts the run after the burst in
+    progress (the DRAM state is rolled back and the cut run issued again: IssuedRun). After
+    the last burst the DRAM's data latency, then the port latency, are paid without holding
+    the ports.
     """
     from cyclesim.engine.transfer import _burst_bits, _timing, acquire_dma
 
@@ -111,7 +182,6 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         return total * min(small, j * burst) // small
 
     i = 0
-    timer.last_request.pop(who, None)  # a new transfer fetches its first request afresh
     side.stream = None
     proc = env.active_process
     ev = fabric.request(who, keys, link.tensor)
@@ -134,55 +204,35 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         cycles, _, prefix = timing
         single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
         j = i + 1 if single else min(n_bursts, i + per_row)
+        if timer.ahead:  # another link's run issued ahead ends first
+            _cut_others(timer, who, env.now)
+        # the request the last burst issued, if this run goes on in the line that burst ended
+        # in (a line's requests are its own: a new line issues its first request afresh)
+        lo = byte_at(i)
+        before = timer.last_request.get(who) if lo and side.mid_line(lo) else None
+        if before is None and who in timer.last_request:
+            del timer.last_request[who]
         saved = None if single else timer.snapshot()
-        before = timer.last_request.get(who)  # the request its last burst issued, if any
-        saved_stream = side.stream
-        mark = len(tl)
-        end = _run(
-            tl, timer, side, who, start, byte_at(i), byte_at(j), prefix[j] - prefix[i], dram_key
-        )
+        stream, mark = side.stream, len(tl)
+        end = _run(tl, timer, side, who, start, lo, byte_at(j), prefix[j] - prefix[i], dram_key)
+        issued = None
+        if saved is not None:  # issued ahead: a cut may take it back
+            state = (saved, before, stream, mark, end)
+            issued = IssuedRun(tl, side, who, i, j, start, byte_at, prefix, dram_key, state)
+            timer.ahead[who] = (issued, fabric, keys)
         fabric.start_run(keys, proc, single)
         try:
             yield env.timeout(end - start)
             rec.events += 2
             fabric.end_run(keys)
+            if issued is not None:
+                timer.ahead.pop(who, None)
         except simpy.Interrupt:
             fabric.end_run(keys)
             now = env.now
-            x = i  # the burst in progress at `now`: the first whose run [i, x] ends later
-            if saved is not None:
-                low, high = i, j - 1
-                pieces = side.pieces
-                while low < high:
-                    mid = (low + high) // 2
-                    # the run's first bursts up to mid: their requests, timed as in the run
-                    if before is None:
-                        timer.last_request.pop(who, None)
-                    else:
-                        timer.last_request[who] = before
-                    visits = timer._visits(side.slice(byte_at(i), byte_at(mid + 1)), who)
-                    e = timer.to_accel(timer.prefix_end(pieces, sum(n for _, n in visits)))
-                    e = max(e, start + prefix[mid + 1] - prefix[i])
-                    if e > now:
-                        high = mid
-                    else:
-                        low = mid + 1
-                x = j = low
-                j += 1
-                timer.restore(saved)
-                side.stream = saved_stream
-                del tl[mark:]
-                _run(
-                    tl,
-                    timer,
-                    side,
-                    who,
-                    start,
-                    byte_at(i),
-                    byte_at(j),
-                    prefix[j] - prefix[i],
-                    dram_key,
-                )
+            # the burst in progress at `now` (the first whose run [i, x] ends later) and the
+            # next; if another link's issue cut the run, its DRAM side is rolled back already
+            x, j = (i, j) if issued is None else issued.cut(now)
             dram_end = side.last_dram_end
             # the port side of burst x goes on from `now` at the widths of the moment (the PE
             # array's share may have changed); its DRAM requests are issued already
@@ -214,6 +264,23 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         rec.events += 1
     if channel is not None:
         dma[0].release(channel)
+
+
+def _cut_others(timer: DramTimer, who, now: int) -> None:
+    """Before `who` issues requests to the timer, cut every other link's run issued ahead
+    (a run of bursts whose requests were all issued at its start, docs/dram_causes.md) after
+    its burst in progress, as a competitor on its port would: the requests it keeps are
+    timed before these, those it gives back after them, so no rollback ever erases another
+    link's requests."""
+    ahead = timer.ahead
+    if not ahead or (len(ahead) == 1 and who in ahead):
+        return
+    for other in [o for o in ahead if o != who]:
+        issued, fabric, keys = ahead.pop(other)
+        if now >= issued.end:  # it has ended (its process resumes at this cycle): keep it all
+            continue
+        issued.cut(now)
+        fabric.stop_run(keys, "dram")  # its port side stops after the burst in progress
 
 
 def _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, port_key):

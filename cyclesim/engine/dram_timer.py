@@ -153,6 +153,9 @@ class DramTimer:
         self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
         self.last_request: dict[object, int] = {}  # per requester: its last request issued
         self.issued = 0  # requests issued by the last issue() call
+        # per requester: its run of bursts in flight whose requests were all issued at its
+        # start (engine/dram_port.py cuts it before another requester issues)
+        self.ahead: dict[object, tuple] = {}
         self.log: list[tuple] | None = None  # bank commands, when tracing (trace_into)
         self.name = ""
         self._build_frame()

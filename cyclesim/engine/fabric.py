@@ -135,6 +135,13 @@ class Fabric:
         for k in keys:
             self.runs.pop(k, None)
 
+    def stop_run(self, keys: tuple[str, ...], cause: str) -> None:
+        """Interrupt the run timed on these ports, if it is still going (engine/dram_port.py:
+        another link of the same DRAM cuts it)."""
+        run = self.runs.get(keys[0])
+        if run is not None:
+            self._interrupt(run, cause)
+
     def _interrupt(self, run: list, cause: str) -> None:
         for k in [k for k, r in self.runs.items() if r is run]:
             del self.runs[k]
