@@ -333,6 +333,34 @@ def test_a_widen_remedy_at_least_doubles_its_transfers_rate_on_random_schedules(
         event("widened both ends" if change.startswith("widen ports") else "widened one port")
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schedules())
+def test_a_full_buffer_held_by_a_write_back_gets_that_write_back_widened_on_random_schedules(
+    spec,
+):
+    """A buffer_full cause of a node that writes its tiles back (a slot frees only when its
+    write-back ends) gets a widen of that write-back, which at least doubles its rate, as
+    'widen' promises a bandwidth cause; a node that writes nothing back gets none."""
+    from cyclesim.analysis.explain import candidates
+    from cyclesim.analysis.explain.transfer import write_back_ends
+
+    arch, workload, mapping = spec
+    res = replay(arch, workload, mapping, trace=True, progress=False)
+    for c in rank_causes(res, mapping).causes:
+        if c.cause != "buffer_full":
+            continue
+        ends = write_back_ends(res, c)
+        widened = [x for x in candidates(c, arch, workload, 0, None, ends) if "widen" in x[0]]
+        if ends is None:
+            assert not widened
+            event("buffer_full without a write-back")
+            continue
+        (change, changed), *_ = widened
+        near, far = (_as_changed(ref, changed) for ref in (ends.near, ends.far))
+        assert ends.rate(near, far) >= 2 * ends.rate(ends.near, ends.far), change
+        event("buffer_full held by a write-back")
+
+
 def _as_changed(ref, arch):
     """A PortRef with the width and burst its port has in `arch`."""
     from dataclasses import replace
