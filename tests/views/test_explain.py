@@ -402,6 +402,8 @@ def test_a_full_buffer_held_by_a_narrow_write_back_is_remedied_by_widening_it(tr
         with_port(arch, "DRAM", "dram_wr", width_bits=2), workload, mapping, progress=False
     )
     assert widened.cycles == 22 and not [s for s in widened.spans if s.cause == "buffer_full"]
+    (doc,) = [c for c in ex.to_json_dict()["causes"] if c["cause"] == "buffer_full"]
+    assert doc["held_by"] == full.held_by
     text = format_explanation(ex)
     assert "   held by: the write-back of Z from acc to DRAM" in text
     assert "no architectural change proposed" not in text

@@ -183,15 +183,23 @@ def _write_back_changes(
     near, far = write_back.near, write_back.far
     port = next(p for p in arch.memory(near.memory).ports if p.name == near.name)
     out = [widen(arch, write_back_cause(c, near), port, write_back)]
-    if near.latency_cycles or far.latency_cycles:
+    slow = [end for end in (near, far) if end.latency_cycles]
+    if len(slow) == 1:
+        (end,) = slow
+        out.append(
+            (
+                f"cut the latency of port {end.key} from {end.latency_cycles} to 0 cycles",
+                with_port(arch, end.memory, end.name, latency_cycles=0),
+            )
+        )
+    elif slow:
         cut = with_port(arch, near.memory, near.name, latency_cycles=0)
-        cut = with_port(cut, far.memory, far.name, latency_cycles=0)
         out.append(
             (
                 f"cut the latency of ports {near.key} and {far.key} from {near.latency_cycles} "
                 f"and {far.latency_cycles} to 0 cycles (a transfer waits the larger of its two "
                 "ports' latencies)",
-                cut,
+                with_port(cut, far.memory, far.name, latency_cycles=0),
             )
         )
     return out
