@@ -12,6 +12,7 @@ CASES = {
     "03_single_buffer": ROOT / "tests/cases/worked/03_single_buffer",
     "05_narrow_innermost_port": ROOT / "tests/cases/worked/05_narrow_innermost_port",
     "dma_two_tensors": ROOT / "tests/views/cases/dma_two_tensors",
+    "slow_write_back": ROOT / "tests/views/cases/slow_write_back",
 }
 
 

@@ -1,5 +1,6 @@
 """The architectural changes that could remove one cause, each in words with its changed
-architecture; explain replays them (the DRAM causes' changes are in dram_remedies.py)."""
+architecture; explain replays them (the DRAM causes' changes are in dram_remedies.py). A full
+buffer whose slot is held by a slow write-back also gets the write-back's own changes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from cyclesim.analysis.explain.arch_changes import (
     with_port,
 )
 from cyclesim.analysis.explain.causes import Cause
-from cyclesim.analysis.explain.transfer import TransferEnds
+from cyclesim.analysis.explain.transfer import TransferEnds, per_cycle
 from cyclesim.results.attribution import (
     BANDWIDTH,
     BUFFER_FULL,
@@ -23,6 +24,7 @@ from cyclesim.results.attribution import (
     SYSTOLIC_DRAIN,
     SYSTOLIC_FILL,
 )
+from cyclesim.schedule.types import PortRef
 from cyclesim.spec import Architecture, Workload
 
 GROW = "if it does not fit: "
@@ -34,13 +36,15 @@ def candidates(
     workload: Workload,
     demand: int = 0,
     ends: TransferEnds | None = None,
+    write_back: TransferEnds | None = None,
 ) -> list[tuple[str, Architecture]]:
     """Architectural changes that could remove cause c, each described in words.
 
     A change whose text starts with GROW is the fallback of the one before it. `demand` is the
     bits per step of a spatially stalled operand; `ends` the two ports of the transfer the cause
     waits on (a transfer waits the larger of its two ports' latencies and moves bursts of the
-    smaller of their bursts, each holding both ports for the slower side's cycles).
+    smaller of their bursts, each holding both ports for the slower side's cycles);
+    `write_back` the ports of the write-back that frees a buffer_full cause's slot.
     """
     other_port = ends.far if ends is not None else None
     out: list[tuple[str, Architecture]] = []
@@ -59,6 +63,8 @@ def candidates(
                         with_memory(db, c.memory, size_bits=2 * mem.size_bits),
                     )
                 )
+    if c.cause == BUFFER_FULL and write_back is not None:
+        out.extend(_write_back_changes(c, arch, write_back))
     systolic = arch.pe_array.systolic
     if c.cause in (SYSTOLIC_FILL, SYSTOLIC_DRAIN) and systolic and not systolic.overlap_folds:
         out.append(
@@ -141,6 +147,59 @@ def candidates(
             (
                 f"cut the setup of DMA engine {dma.name} from {dma.setup_cycles} to 0 cycles",
                 replace(arch, dma_engines=dmas),
+            )
+        )
+    return out
+
+
+def write_back_cause(c: Cause, end: PortRef) -> Cause:
+    """The write-back that holds buffer_full cause c's slot, as a bandwidth cause at one of its
+    ports: what the remedies of a slow transfer (widen, DRAM) are proposed for."""
+    return replace(c, cause=BANDWIDTH, port_memory=end.memory, port=end.name, competitor=None)
+
+
+def held_by(c: Cause, arch: Architecture, write_back: TransferEnds) -> str:
+    """In words, what holds buffer_full cause c's slot: the write-back, its ports and rate."""
+    parent, child = (
+        (write_back.near, write_back.far)
+        if write_back.near_is_parent
+        else (write_back.far, write_back.near)
+    )
+    rate = write_back.rate(write_back.near, write_back.far)
+    slots = arch.memory(c.memory).slots_for(c.tensor)
+    kept = f"{slots} slot{'s' if slots > 1 else ''} of {c.tensor} in {c.memory}"
+    return (
+        f"the write-back of {c.tensor} from {c.memory} to {parent.memory} ({child.key} -> "
+        f"{parent.key}, {per_cycle(rate)} per {c.memory} instance, {write_back.near.key} binds); "
+        f"{kept}{' (the most a node keeps)' if slots > 1 else ''}"
+    )
+
+
+def _write_back_changes(
+    c: Cause, arch: Architecture, write_back: TransferEnds
+) -> list[tuple[str, Architecture]]:
+    """What would free c's slot sooner: a wider write-back (at its binding end, with the far end
+    when that one binds next) and, when its ports have latency, none at either end."""
+    near, far = write_back.near, write_back.far
+    port = next(p for p in arch.memory(near.memory).ports if p.name == near.name)
+    out = [widen(arch, write_back_cause(c, near), port, write_back)]
+    slow = [end for end in (near, far) if end.latency_cycles]
+    if len(slow) == 1:
+        (end,) = slow
+        out.append(
+            (
+                f"cut the latency of port {end.key} from {end.latency_cycles} to 0 cycles",
+                with_port(arch, end.memory, end.name, latency_cycles=0),
+            )
+        )
+    elif slow:
+        cut = with_port(arch, near.memory, near.name, latency_cycles=0)
+        out.append(
+            (
+                f"cut the latency of ports {near.key} and {far.key} from {near.latency_cycles} "
+                f"and {far.latency_cycles} to 0 cycles (a transfer waits the larger of its two "
+                "ports' latencies)",
+                with_port(cut, far.memory, far.name, latency_cycles=0),
             )
         )
     return out

@@ -47,6 +47,7 @@ class Cause:
     iterations: list[str]
     chain: str
     remedies: list[Remedy] = field(default_factory=list)
+    held_by: str = ""  # buffer_full: what holds the slot (the remedies act on it too)
 
     def where(self) -> str:
         text = f"{self.tensor}@{self.memory}" if self.tensor else (self.memory or "PE array")
@@ -78,7 +79,7 @@ class Explanation:
                 dict(cause=c.cause, memory=c.memory, tensor=c.tensor, port_memory=c.port_memory, port=c.port,
                      competitor=c.competitor, cycles=c.cycles, share=round(c.cycles / self.cycles, 6) if self.cycles else 0.0,
                      by_phase=c.by_phase, cycle_ranges=[list(r) for r in c.ranges], iterations=c.iterations,
-                     chain=c.chain,
+                     chain=c.chain, held_by=c.held_by,
                      remedies=[dict(change=r.change, cycles_before=r.cycles_before, cycles_after=r.cycles_after,
                                     cycles_saved=r.saved, note=r.note, binds_after=r.binds_after, grew=r.grew)
                                for r in c.remedies])

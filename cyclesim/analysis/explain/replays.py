@@ -4,10 +4,10 @@ again, so one that saves little names what binds after it and which place grew."
 
 from __future__ import annotations
 
-from cyclesim.analysis.explain.candidates import GROW, candidates
+from cyclesim.analysis.explain.candidates import GROW, candidates, held_by, write_back_cause
 from cyclesim.analysis.explain.causes import Cause, Explanation, Remedy, rank_causes
 from cyclesim.analysis.explain.text import percent
-from cyclesim.analysis.explain.transfer import operand_demand, transfer_ends
+from cyclesim.analysis.explain.transfer import operand_demand, transfer_ends, write_back_ends
 from cyclesim.errors import CyclesimError
 from cyclesim.results import SimResult
 from cyclesim.spec import Architecture, Mapping, Workload
@@ -93,16 +93,31 @@ def explain(
     from cyclesim.analysis.parallel import map_tasks
 
     ex = rank_causes(res, mapping)
+    # a full buffer whose slot a write-back holds: that write-back's remedies act on it too
+    write_backs = [write_back_ends(res, c) for c in ex.causes[:top]]
+    for c, wb in zip(ex.causes[:top], write_backs, strict=True):
+        if wb is not None:
+            c.held_by = held_by(c, arch, wb)
     if not verify_remedies:
         return ex
     from cyclesim.analysis.explain.dram_remedies import dram_remedies
 
     proposed = [
-        (c, candidates(c, arch, workload, operand_demand(res, c), transfer_ends(res, c)))
-        for c in ex.causes[:top]
+        (c, candidates(c, arch, workload, operand_demand(res, c), transfer_ends(res, c), wb))
+        for c, wb in zip(ex.causes[:top], write_backs, strict=True)
     ]
-    # DRAM causes: another address mapping, layout or tile order, each with its own mapping
-    dram = [(c, dram_remedies(c, arch, workload, mapping)) for c in ex.causes[:top]]
+    # DRAM causes: another address mapping, layout or tile order, each with its own mapping (for
+    # a full buffer, those of the DRAM its slot's write-back goes to)
+    dram = [
+        (
+            c,
+            dram_remedies(c, arch, workload, mapping)
+            if wb is None
+            else dram_remedies(write_back_cause(c, wb.near if wb.near_is_parent else wb.far),
+                               arch, workload, mapping),
+        )
+        for c, wb in zip(ex.causes[:top], write_backs, strict=True)
+    ]  # fmt: skip
     done: dict[str, Remedy] = {}
     places = cycles_by_place(ex.causes)  # before the change: what grew in each remedy's replay
 

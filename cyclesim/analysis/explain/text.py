@@ -33,6 +33,8 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
         out.append(f"   cycles: {_list(c.ranges, 6, lambda r: f'{r[0]}..{r[1]}')}")
         if c.iterations:
             out.append(f"   delays: {_list(c.iterations, 4, str, '; ')}")
+        if c.held_by:
+            out.append(f"   held by: {c.held_by}")
         for r in c.remedies:
             if r.cycles_after is None:
                 out.append(f"   - {r.change}: cannot be replayed ({r.note})")

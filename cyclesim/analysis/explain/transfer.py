@@ -1,5 +1,6 @@
 """What a cause's remedies need to know of the run: the two ports of the transfer it waits on
-(TransferEnds, with the rate a full burst moves at) and a spatial operand's bits per step."""
+(TransferEnds, with the rate a full burst moves at), the write-back that holds a full buffer's
+slot, and a spatial operand's bits per step."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from fractions import Fraction
 
 from cyclesim.analysis.explain.causes import Cause
 from cyclesim.results import SimResult
-from cyclesim.results.attribution import SPATIAL
+from cyclesim.results.attribution import BUFFER_FULL, SPATIAL
 from cyclesim.schedule.types import PortRef
 
 
@@ -52,6 +53,30 @@ def transfer_ends(res: SimResult, c: Cause) -> TransferEnds | None:
                 return TransferEnds(parent, child, True, ratio)
             if (child.memory, child.name) == (c.port_memory, c.port):
                 return TransferEnds(child, parent, False, ratio)
+    return None
+
+
+def write_back_ends(res: SimResult, c: Cause) -> TransferEnds | None:
+    """For a buffer_full cause: both ends of the write-back that frees the held slot, the end
+    that binds a full burst first (near), else None (the node writes nothing back).
+
+    A slot of an output node is free only once its tile is written back, so a slow write-back
+    keeps the next tile waiting; its ports are what a remedy for the cause can act on.
+    """
+    if c.cause != BUFFER_FULL:
+        return None
+    for n in res.raw.plan.nodes:
+        if (n.memory, n.tensor) != (c.memory, c.tensor) or n.drain_src is None:
+            continue
+        if n.drain_dst is None:
+            continue
+        ratio = Fraction(n.union_values, n.tile_values) if n.tile_values else Fraction(1)
+        parent, child = n.drain_dst, n.drain_src
+        burst = min(parent.burst_bits, child.burst_bits)
+        parent_binds = math.ceil(burst * ratio / parent.width_bits) >= -(-burst // child.width_bits)
+        if parent_binds:  # a tie goes to the parent's port, as attribution charges it
+            return TransferEnds(parent, child, True, ratio)
+        return TransferEnds(child, parent, False, ratio)
     return None
 
 
