@@ -18,23 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-# (hardware, its mapping file): the 14 digital pairs of tests/checks/test_zigzag_shipped.py
-PAIRS = [
-    ("tpu_like", "tpu_like"),
-    ("edge_tpu_like", "edge_tpu_like"),
-    ("ascend_like", "ascend_like"),
-    ("tesla_npu_like", "tesla_npu_like"),
-    ("meta_prototype", "meta_prototype_like"),
-    ("eyeriss_like", "default"),
-    ("generic_array_cacti", "default"),
-    ("tpu_like", "tpu_like_mixed"),
-    ("edge_tpu_like", "edge_tpu_like_mixed"),
-    ("ascend_like", "ascend_like_mixed"),
-    ("tesla_npu_like", "tesla_npu_like_mixed"),
-    ("meta_prototype", "meta_prototype_like_mixed"),
-    ("gemm_l1", "gemm_l1"),
-    ("gemm_l1_l3", "gemm_l1_l3"),
-]
+from cyclesim.checks.zigzag.shipped import PAIRS  # the 14 digital pairs zigzag-dse ships
+
 NO_MAPPING = "NoValidLoopOrderingFound"  # zigzag-dse's own refusal: it finds no mapping
 
 

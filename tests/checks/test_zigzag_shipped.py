@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cyclesim.checks.zigzag.network import LayerTask, check_layer
+from cyclesim.checks.zigzag.shipped import HARDWARE, MIXED  # every shipped digital accelerator
 from cyclesim.errors import PeerUnavailable, SpecError
 
 
@@ -28,23 +29,6 @@ def _inputs() -> Path:
     return Path(zigzag.__file__).parent / "inputs"
 
 
-# (hardware, its mapping file): every shipped digital accelerator
-HARDWARE = [
-    ("tpu_like", "tpu_like"),
-    ("edge_tpu_like", "edge_tpu_like"),
-    ("ascend_like", "ascend_like"),
-    ("tesla_npu_like", "tesla_npu_like"),
-    ("meta_prototype", "meta_prototype_like"),
-    ("eyeriss_like", "default"),
-    ("generic_array_cacti", "default"),
-]
-MIXED = [
-    ("tpu_like", "tpu_like_mixed"),
-    ("edge_tpu_like", "edge_tpu_like_mixed"),
-    ("ascend_like", "ascend_like_mixed"),
-    ("tesla_npu_like", "tesla_npu_like_mixed"),
-    ("meta_prototype", "meta_prototype_like_mixed"),
-]
 # resnet18's classifier: K 1000 is unrolled fractionally on every 32-wide array (1000 / 32)
 FC = ("resnet18", "/fc/Gemm")
 # small layers of each shipped ONNX model: a strided 1x1 convolution, a depthwise 3x3, a Gemm
