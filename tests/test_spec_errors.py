@@ -26,6 +26,11 @@ def good(name: str) -> str:
     return (WORKED / name).read_text()
 
 
+def run_with_arch(arch: Path) -> int:
+    """`cyclesim run` on this architecture with the worked case's workload and mapping."""
+    return main(["run", str(arch), str(WORKED / "workload.yaml"), str(WORKED / "mapping.yaml")])
+
+
 def load_all(tmp_path, arch=None, workload=None, mapping=None):
     """Load the three files and compile them: everything that happens before a simulation."""
     a = load_architecture(write(tmp_path, "arch.yaml", arch or good("arch.yaml")))
@@ -225,14 +230,7 @@ def test_bounds_that_do_not_cover_a_rank_name_the_loops_line(tmp_path, old, new,
 def test_an_empty_or_shapeless_file_says_what_it_is(tmp_path, capsys, text, says):
     # an empty file read "must be a YAML mapping at the top level (found 'NoneType')"
     (tmp_path / "arch.yaml").write_text(text)
-    code = main(
-        [
-            "run",
-            str(tmp_path / "arch.yaml"),
-            str(WORKED / "workload.yaml"),
-            str(WORKED / "mapping.yaml"),
-        ]
-    )
+    code = run_with_arch(tmp_path / "arch.yaml")
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert err.startswith("cyclesim: ") and str(tmp_path / "arch.yaml") in err and says in err
@@ -243,14 +241,7 @@ def test_a_misspelt_field_is_named_with_the_one_it_is_closest_to(tmp_path, capsy
     # "field 'memories[0].ports[0].width_bits': Field required", not naming the typo at all
     text = good("arch.yaml").replace("width_bits: 4,", "widht_bits: 4,", 1)
     (tmp_path / "arch.yaml").write_text(text)
-    code = main(
-        [
-            "run",
-            str(tmp_path / "arch.yaml"),
-            str(WORKED / "workload.yaml"),
-            str(WORKED / "mapping.yaml"),
-        ]
-    )
+    code = run_with_arch(tmp_path / "arch.yaml")
     err = capsys.readouterr().err
     assert code == 2
     line = 1 + text.splitlines().index(next(ln for ln in text.splitlines() if "widht_bits" in ln))
