@@ -140,24 +140,9 @@ def test_a_bad_config_names_file_field_and_line(tmp_path, text, field, line):
         ("tCK = 1\n[timing]\n", 1, "a key before the first [section]"),
         ("[timing]\nCL = 17\n\nCL = 18\n", 4, "key 'CL' given twice in [timing]"),
         ("[timing]\nCL = 17\n[timing]\n", 3, "section [timing] given twice"),
-    ],
-)
-def test_an_ini_that_is_not_ini_names_its_line(tmp_path, text, line, message):
-    ini = tmp_path / "bad.ini"
-    ini.write_text(text)
-    with pytest.raises(SpecError) as info:
-        load_dram_config(ini)
-    assert (info.value.file, info.value.line) == (str(ini), line)
-    assert str(info.value).startswith(f"{ini}:{line}: {message}"), str(info.value)
-    assert "While reading" not in str(info.value)  # the file is named once, in front
-
-
-# A key DRAMsim3 would silently ignore, putting its default in place of the value meant:
-# in another case, misspelt, or under another section (a missing [timing] header files the
-# timing keys under [dram_structure]). Each is refused at its line.
-@pytest.mark.parametrize(
-    "text, line, message",
-    [
+        # A key DRAMsim3 would silently ignore, putting its default in place of the value meant:
+        # in another case, misspelt, or under another section (a missing [timing] header files the
+        # timing keys under [dram_structure]). Each is refused at its line.
         ("[timing]\nCL = 17\ntrcd = 17\n", 3, "unknown key 'trcd' in [timing]: keys are case-"),
         ("[timing]\ntRPP = 17\n", 2, "unknown key 'tRPP' in [timing]: did you mean 'tRP'"),
         ("[system]\ncmd_queue_sise = 8\n", 2, "unknown key 'cmd_queue_sise' in [system]: did"),
@@ -165,13 +150,16 @@ def test_an_ini_that_is_not_ini_names_its_line(tmp_path, text, line, message):
         ("[timing]\nchannels = 2\n", 2, "key 'channels' belongs in [system], not [timing]"),
     ],
 )
-def test_a_key_dramsim3_would_ignore_is_refused_at_its_line(tmp_path, text, line, message):
-    ini = tmp_path / "mine.ini"
+def test_an_ini_that_is_not_ini_or_has_a_key_dramsim3_would_ignore_names_its_line(
+    tmp_path, text, line, message
+):
+    ini = tmp_path / "bad.ini"
     ini.write_text(text)
     with pytest.raises(SpecError) as info:
         load_dram_config(ini)
     assert (info.value.file, info.value.line) == (str(ini), line)
     assert str(info.value).startswith(f"{ini}:{line}: {message}"), str(info.value)
+    assert "While reading" not in str(info.value)  # the file is named once, in front
 
 
 def test_keys_dramsim3_reads_for_power_or_its_configs_carry_are_not_mistakes(tmp_path):
