@@ -53,6 +53,19 @@ def memory(name: str, size, tensors, ports, double_buffered=False, shared_across
     return d
 
 
+def matvec_einsum(m, k) -> dict:
+    """The workload entry of Z[m] += A[m,k] * B[k]."""
+    return {
+        "name": "matvec",
+        "ranks": {"m": m, "k": k},
+        "inputs": [
+            {"tensor": "A", "projection": ["m", "k"]},
+            {"tensor": "B", "projection": ["k"]},
+        ],
+        "outputs": [{"tensor": "Z", "projection": ["m"]}],
+    }
+
+
 def gemm_einsum(m, n, k) -> dict:
     """The workload entry of Z[m,n] += A[m,k] * B[k,n] (the tests' most common Einsum)."""
     return {

@@ -5,7 +5,7 @@ outputs holds them at their final width, as ZigZag sizes it."""
 from __future__ import annotations
 
 import pytest
-from replay_helpers import inputs_from_dicts, memory, port
+from replay_helpers import inputs_from_dicts, matvec_einsum, memory, port
 
 from cyclesim.errors import SpecError
 from cyclesim.schedule.plan import build_plan
@@ -16,17 +16,7 @@ WORKLOAD = {
         "B": {"bits_per_value": 8},
         "Z": {"bits_per_value": 8, "partial_sum_bits": 16},
     },
-    "einsums": [
-        {
-            "name": "matvec",
-            "ranks": {"m": 4, "k": 4},
-            "inputs": [
-                {"tensor": "A", "projection": ["m", "k"]},
-                {"tensor": "B", "projection": ["k"]},
-            ],
-            "outputs": [{"tensor": "Z", "projection": ["m"]}],
-        }
-    ],
+    "einsums": [matvec_einsum(4, 4)],
 }
 
 

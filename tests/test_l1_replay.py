@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from replay_helpers import matvec_einsum
 
 from cyclesim.cli import main
 from cyclesim.engine import replay
@@ -65,17 +66,7 @@ TENSORS = {
 }
 MATVEC = {
     "tensors": {t: TENSORS[t] for t in ("A", "B", "Z")},
-    "einsums": [
-        {
-            "name": "matvec",
-            "ranks": {"m": 4, "k": 4},
-            "inputs": [
-                {"tensor": "A", "projection": ["m", "k"]},
-                {"tensor": "B", "projection": ["k"]},
-            ],
-            "outputs": [{"tensor": "Z", "projection": ["m"]}],
-        }
-    ],
+    "einsums": [matvec_einsum(4, 4)],
 }
 # Z in L1 (4 x 32 b = 16 B), B whole (4 x 16 b = 8 B), A one row per m (8 B, two slots)
 MATVEC_MAPPING = {

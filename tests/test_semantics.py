@@ -8,21 +8,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-from replay_helpers import gemm_einsum, memory, port
+from replay_helpers import gemm_einsum, matvec_einsum, memory, port
 
 MATVEC = {
     "tensors": {"A": {"bits_per_value": 8}, "B": {"bits_per_value": 8}, "Z": {"bits_per_value": 8}},
-    "einsums": [
-        {
-            "name": "matvec",
-            "ranks": {"m": 4, "k": 4},
-            "inputs": [
-                {"tensor": "A", "projection": ["m", "k"]},
-                {"tensor": "B", "projection": ["k"]},
-            ],
-            "outputs": [{"tensor": "Z", "projection": ["m"]}],
-        }
-    ],
+    "einsums": [matvec_einsum(4, 4)],
 }
 
 
