@@ -20,6 +20,16 @@ HERE = Path(__file__).resolve().parent
 SWEEP = HERE / "cases" / "single_buffer_sweep.yaml"
 WORKED = HERE.parent / "cases" / "worked" / "03_single_buffer"
 
+
+def worked_sweep(path: Path, axes: str) -> Path:
+    """A sweep file over worked example 03 with these `axes:` items (YAML text), written at path."""
+    path.write_text(
+        f"architecture: {WORKED}/arch.yaml\nworkload: {WORKED}/workload.yaml\n"
+        f"mapping: {WORKED}/mapping.yaml\naxes:\n{axes}"
+    )
+    return path
+
+
 # Worked example 03 with its DRAM read port at w b/cycle: a 32-b tile of A moves as four 8-b
 # bursts (burst_bits 8), each holding the port ceil(8/w) cycles (at least one); the
 # single-slot abuf serialises fill and compute (4 cycles per tile), 4 tiles, then Z's write-back
@@ -197,17 +207,12 @@ axes:
 def test_a_misspelt_field_is_one_error_at_its_line_before_any_point_runs(tmp_path, capsys):
     """A memory named wrong (abuff) is bad input (exit 2, the sweep file's line), not a table of
     failed rows with exit 0; the axis on line 6 lists the architecture's memories."""
-    path = tmp_path / "typo.yaml"
-    path.write_text(
-        f"""architecture: {WORKED}/arch.yaml
-workload: {WORKED}/workload.yaml
-mapping: {WORKED}/mapping.yaml
-axes:
-  - field: architecture.memories.DRAM.ports.dram_rd.width_bits
-    values: [2, 4]
-  - field: architecture.memories.abuff.size_bits
-    values: [32, 64]
-"""
+    path = worked_sweep(
+        tmp_path / "typo.yaml",
+        "  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n"
+        "    values: [2, 4]\n"
+        "  - field: architecture.memories.abuff.size_bits\n"
+        "    values: [32, 64]\n",
     )
     with pytest.raises(SpecError) as err:
         load_sweep(path)
@@ -292,15 +297,9 @@ def test_a_failing_columns_hook_keeps_the_replays_numbers(tmp_path):
 def test_a_misspelt_last_key_is_one_error_at_its_line(tmp_path, capsys):
     """widht_bits for width_bits: set_field adds a missing last key, so every point failed
     with the same 'unknown field' and the sweep exited 0; now it is bad input at line 5."""
-    path = tmp_path / "typo.yaml"
-    path.write_text(
-        f"""architecture: {WORKED}/arch.yaml
-workload: {WORKED}/workload.yaml
-mapping: {WORKED}/mapping.yaml
-axes:
-  - field: architecture.memories.DRAM.ports.dram_rd.widht_bits
-    values: [2, 4]
-"""
+    path = worked_sweep(
+        tmp_path / "typo.yaml",
+        "  - field: architecture.memories.DRAM.ports.dram_rd.widht_bits\n    values: [2, 4]\n",
     )
     assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     err = capsys.readouterr().err
@@ -312,15 +311,9 @@ axes:
 def test_a_value_of_the_wrong_type_is_that_points_error_row(tmp_path):
     """[4, wide] for a width: the axis column ends in _bits, was cast to integers and the sweep
     died with pandas' traceback; 'wide' is that point's SpecError row, the column text."""
-    path = tmp_path / "wide.yaml"
-    path.write_text(
-        f"""architecture: {WORKED}/arch.yaml
-workload: {WORKED}/workload.yaml
-mapping: {WORKED}/mapping.yaml
-axes:
-  - field: architecture.memories.DRAM.ports.dram_rd.width_bits
-    values: [4, wide]
-"""
+    path = worked_sweep(
+        tmp_path / "wide.yaml",
+        "  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n    values: [4, wide]\n",
     )
     run = sweep(path, tmp_path / "out", backend="processes", workers=1, progress=False)
     table = run.table.set_index("DRAM.dram_rd.width_bits")
