@@ -40,6 +40,15 @@ NO_ROW = -1
 _START = itemgetter(0)
 
 
+# the timer's state lists a rollback copies back in place (they keep their identity: the timing
+# code holds references to them): flat per-bank / per-rank lists, and per-channel lists of lists
+_FLAT_STATE = (
+    "open_row", "opener", "open_cause", "closed_by_refresh", "act_ready", "col_ready",
+    "pre_ready", "acts",
+)  # fmt: skip
+_NESTED_STATE = ("calendar", "next_refresh")
+
+
 class DramTimer:
     """Timing state of one DRAM memory (all its channels), shared by every transfer through it."""
 
@@ -199,17 +208,11 @@ class DramTimer:
 
     # ------------------------------------------------------------- state for rollback
     def snapshot(self) -> tuple:
+        """The state a rollback restores: the per-bank and per-rank lists, each channel's
+        calendar and refresh times, the data bus, counts, last requests, log length, paces owed."""
         return (
-            self.open_row[:],
-            self.opener[:],
-            self.open_cause[:],
-            self.closed_by_refresh[:],
-            self.act_ready[:],
-            self.col_ready[:],
-            self.pre_ready[:],
-            [cal[:] for cal in self.calendar],
-            self.acts[:],
-            [r[:] for r in self.next_refresh],
+            [getattr(self, name)[:] for name in _FLAT_STATE],
+            [[part[:] for part in getattr(self, name)] for name in _NESTED_STATE],
             self.data_end,
             dict(self.counts),
             dict(self.last_request),
@@ -219,28 +222,13 @@ class DramTimer:
 
     def restore(self, s: tuple) -> None:
         """Go back to a snapshot (copied into the state lists: the snapshot stays usable)."""
-        (
-            self.open_row[:],
-            self.opener[:],
-            self.open_cause[:],
-            self.closed_by_refresh[:],
-            self.act_ready[:],
-            self.col_ready[:],
-            self.pre_ready[:],
-            calendar,
-            self.acts[:],
-            next_refresh,
-            self.data_end,
-            counts,
-            last_request,
-            logged,
-            owed,
-        ) = s
+        flat, nested, self.data_end, counts, last_request, logged, owed = s
+        for name, saved in zip(_FLAT_STATE, flat, strict=True):
+            getattr(self, name)[:] = saved
+        for name, saved in zip(_NESTED_STATE, nested, strict=True):
+            for mine, part in zip(getattr(self, name), saved, strict=True):
+                mine[:] = part
         self.owed = {who: saved[:] for who, saved in owed.items()}
-        for mine, saved in zip(self.next_refresh, next_refresh, strict=True):
-            mine[:] = saved
-        for mine, saved in zip(self.calendar, calendar, strict=True):
-            mine[:] = saved
         self.counts, self.last_request = dict(counts), dict(last_request)
         if self.log is not None:  # the commands of what is rolled back were never given
             del self.log[logged:]
