@@ -176,11 +176,12 @@ class DramBank:
         """(t, state, open row or -1), in time order."""
         return zip(self.times, self.states, self.rows, strict=True)
 
-    def name(self, ranks: int) -> str:
-        """'ch0.bank1_2' (bank group 1, bank 2), with '.rank1' after the channel when the
-        device has more than one rank."""
-        rank = f".rank{self.rank}" if ranks > 1 else ""
-        return f"ch{self.channel}{rank}.bank{self.bank_group}_{self.bank}"
+    def path(self, ranks: int) -> tuple[str, ...]:
+        """('ch0', 'bg1', 'bank2') for bank 2 of bank group 1, with 'rank1' after the channel
+        when the device has more than one rank: the VCD's scopes under the memory, and the
+        words of the Perfetto track after the memory's name."""
+        rank = (f"rank{self.rank}",) if ranks > 1 else ()
+        return (f"ch{self.channel}", *rank, f"bg{self.bank_group}", f"bank{self.bank}")
 
 
 @dataclass(slots=True)
