@@ -78,6 +78,74 @@ def test_parquet_table_and_progress_bar(network, tmp_path, capsys):
 
 
 @pytest.mark.peer
+def test_without_a_terminal_each_finished_layer_is_one_line_on_stderr(network, tmp_path, capsys):
+    """The CLI's default path where no bar can be drawn (pytest's capture, a CI log, `| tee`):
+    one line per layer as it finishes, its numbers those of the table; stdout keeps the table."""
+    _peer()
+    table = tmp_path / "layers.csv"
+    assert main(_args(network, "--table", str(table), "--plot", str(tmp_path / "p.png"))) == 0
+    captured = capsys.readouterr()
+    lines = sorted(captured.err.splitlines())
+    assert len(lines) == 3 and "%|" not in captured.err  # no bar
+    df = pd.read_csv(table)
+    for line, (i, row) in zip(lines, df.iterrows(), strict=True):
+        head = f"layer {i + 1}/3 {row['layer']}: replay {row['replay_cycles']:,} vs ZigZag "
+        assert line.startswith(f"{head}{row['zigzag_cycles']:,} ("), line
+        assert line.endswith(" of 3 done)") and " s, " in line, line
+    assert {line.rsplit("(", 1)[1].split(" s, ")[1] for line in lines} == {
+        f"{n} of 3 done)" for n in (1, 2, 3)
+    }
+    assert "layer 1/3" not in captured.out
+    # --no-progress (or -q) silences them; -v asks for them
+    assert main(_args(network, "--table", str(table), "--plot", str(tmp_path / "p.png"), "--no-progress")) == 0  # fmt: skip
+    assert capsys.readouterr().err == ""
+
+
+def _on_a_terminal(args: list[str]) -> str:
+    """What `python -m cyclesim ARGS` writes to stderr when stderr is a terminal: a pty 120
+    columns wide (tqdm draws nothing on a terminal of width 0, a new pty's)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=root)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    with subprocess.Popen([sys.executable, "-m", "cyclesim", *args], stderr=follower,
+                          stdout=subprocess.DEVNULL, env=env, cwd=root) as proc:  # fmt: skip
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait() == 0
+    os.close(leader)
+    return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("verbose", [False, True])
+def test_on_a_terminal_the_bar_stays_and_lines_come_only_with_verbose(network, tmp_path, verbose):
+    _peer()
+    args = _args(network, "--table", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png"))
+    err = _on_a_terminal(args + (["-v"] if verbose else []))
+    assert "layers:" in err and "%|" in err  # tqdm's bar, as before
+    lines = [part for part in err.replace("\r", "\n").splitlines() if part.startswith("layer ")]
+    assert len(lines) == (3 if verbose else 0), err
+
+
+@pytest.mark.peer
 def test_layer_option_picks_an_unnamed_layer_by_zigzags_name(network, capsys):
     _peer()
     assert main(_args(network, "--layer", "Layer31")) == 0

@@ -1,17 +1,20 @@
 """A whole ZigZag workload (ONNX or YAML), layer by layer: ZigZag's choice, our model, zigzag-dse, replay.
 
-Each layer is one task for `analysis.parallel.map_tasks` (worker processes, progress bar); a
-layer ZigZag or the importer refuses is a row with its reason, never a lost network. The result
-is one long table, one row per layer, plus its totals.
+Each layer is one task for `analysis.parallel.map_tasks` (worker processes, progress bar, or
+one line per finished layer where no bar can be drawn); a layer ZigZag or the importer
+refuses is a row with its reason, never a lost network. The result is one long table, one row
+per layer, plus its totals.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from cyclesim.analysis.parallel import TaskOutcome
 from cyclesim.errors import CyclesimError, SpecError
 
 TERM_COLUMNS = ("cycles", "ideal", "stall", "onload", "offload")
@@ -97,11 +100,13 @@ def check_network(
     use_peer: bool = True,
     workers: int | None = None,
     progress: bool | None = None,
+    on_layer: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """Every layer (or the named ones) of a workload, checked in worker processes; one row each.
 
-    Raise SpecError if the accelerator, mapping or workload cannot be read at all, or a named
-    layer does not exist.
+    on_layer gets one line per layer as it finishes (layer_line), e.g. for a log where no
+    progress bar can be drawn. Raise SpecError if the accelerator, mapping or workload cannot
+    be read at all, or a named layer does not exist.
     """
     from cyclesim.analysis.parallel import map_tasks
     from cyclesim.checks.zigzag.read import workload_layers
@@ -124,21 +129,59 @@ def check_network(
         LayerTask(names.index(name), name, accelerator, workload, mapping, use_peer)
         for name in chosen
     ]
-    outcomes = map_tasks(check_layer, tasks, workers=workers, progress=progress, desc="layers")
-    rows = []
-    for task, outcome in zip(tasks, outcomes, strict=True):
-        if outcome.ok:
-            rows.append(outcome.value)
-        else:
-            status = "refused" if _is_refusal(outcome.error or "") else "failed"
-            rows.append({"index": task.index, "layer": task.layer, "status": status,
-                         "error": outcome.error})  # fmt: skip
-    return _as_table(rows)
+
+    def done(outcome: TaskOutcome, finished: int) -> None:
+        task = tasks[outcome.index]
+        row = _row(task, outcome)
+        assert on_layer is not None
+        on_layer(layer_line(task, len(names), row, outcome.seconds, finished, len(tasks)))
+
+    outcomes = map_tasks(
+        check_layer,
+        tasks,
+        workers=workers,
+        progress=progress,
+        desc="layers",
+        on_done=done if on_layer is not None else None,
+    )
+    return _as_table([_row(task, o) for task, o in zip(tasks, outcomes, strict=True)])
 
 
-def _is_refusal(error: str) -> bool:
+def _row(task: LayerTask, outcome: TaskOutcome) -> dict:
+    """The layer's row: check_layer's, or its status and reason when the task raised."""
+    if outcome.ok:
+        return outcome.value
+    error = outcome.error or ""
+    return {"index": task.index, "layer": task.layer, "status": _status_of(error), "error": error}
+
+
+def _status_of(error: str) -> str:
     """A refusal names what cannot be represented (SpecError) or that ZigZag found no mapping."""
-    return error.startswith(("SpecError", "ZigZagPeerError", "PeerUnavailable"))
+    refused = error.startswith(("SpecError", "ZigZagPeerError", "PeerUnavailable"))
+    return "refused" if refused else "failed"
+
+
+def layer_line(
+    task: LayerTask, n_layers: int, row: dict, seconds: float | None, finished: int, total: int
+) -> str:
+    """One finished layer for a log: 'layer 3/21 conv1: replay 123,456 vs ZigZag 120,000
+    (12 s, 5 of 21 done)'; without zigzag-dse the model stands in, and a layer not checked
+    gives its status and the first words of its reason."""
+    status = row.get("status")
+    if status == "ok":
+        theirs = ("ZigZag", row.get("zigzag_cycles"))
+        if theirs[1] is None:
+            theirs = ("model", row.get("model_cycles"))
+        what = f"replay {row['replay_cycles']:,} vs {theirs[0]} {theirs[1]:,}"
+    else:
+        reason = " ".join(str(row.get("error") or "").split())
+        what = f"{status} ({reason[:100]}{'...' if len(reason) > 100 else ''})"
+    took = (
+        "" if seconds is None else f"{seconds:.1f} s, " if seconds < 10 else f"{seconds:,.0f} s, "
+    )
+    return (
+        f"layer {task.index + 1}/{n_layers} {task.layer}: {what} ({took}{finished} of {total} done)"
+    )
 
 
 def _as_table(rows: list[dict]) -> pd.DataFrame:
