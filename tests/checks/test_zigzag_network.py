@@ -40,6 +40,23 @@ def network(tmp_path_factory):
     )
 
 
+@pytest.fixture(scope="module")
+def unmappable(tmp_path_factory):
+    """A small GEMM, and one zigzag-dse has no mapping for: B = K = C = 20,000 at 32 bits puts
+    20,000^2 * 32 = 1.28e10 bits in each operand, more than the 1e10-bit DRAM, so no loop
+    ordering fits the hierarchy (its NoValidLoopOrderingFoundException, found at once)."""
+    layers = zc.gemm_workload(8, 8, 8) + zc.gemm_workload(20_000, 20_000, 20_000)
+    for layer_id, (entry, name) in enumerate(zip(layers, ("small", "huge"), strict=True)):
+        entry.update(id=layer_id, name=name, operand_source={"I": layer_id, "W": layer_id})
+    return zc.write_case(
+        tmp_path_factory.mktemp("unmappable"),
+        "net",
+        zc.eyeriss_accelerator(zc.SMALL_SRAM_BITS),
+        layers,
+        zc.spatial_mapping(),
+    )
+
+
 def _args(files, *extra: str) -> list[str]:
     return ["check", "zigzag", "--accelerator", files.accelerator, "--workload", files.workload,
             "--mapping", files.mapping, *extra]  # fmt: skip
@@ -143,6 +160,49 @@ def test_on_a_terminal_the_bar_stays_and_lines_come_only_with_verbose(network, t
     assert "layers:" in err and "%|" in err  # tqdm's bar, as before
     lines = [part for part in err.replace("\r", "\n").splitlines() if part.startswith("layer ")]
     assert len(lines) == (3 if verbose else 0), err
+
+
+@pytest.mark.peer
+def test_a_layer_zigzag_dse_cannot_map_says_so_in_table_text_json_and_plot(unmappable, tmp_path, capsys):  # fmt: skip
+    """zigzag-dse's own refusal used to read '(refused)', as if cyclesim had refused it."""
+    import matplotlib
+
+    from cyclesim.checks.zigzag.network import totals
+
+    _peer()
+    table, plot = tmp_path / "layers.csv", tmp_path / "layers.svg"
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # the labels as text, to read back
+        assert main(_args(unmappable, "--table", str(table), "--plot", str(plot))) == 0
+    captured = capsys.readouterr()
+    df = pd.read_csv(table)
+    assert list(df["status"]) == ["ok", "no ZigZag mapping"]
+    # the reason, one line: zigzag-dse's exception and what it says, without its file list
+    reason = df.loc[1, "error"]
+    assert reason.startswith("ZigZagPeerError: zigzag-dse finds no mapping (NoValidLoopOrder")
+    assert "\n" not in reason and "--no-peer" not in reason and "refused" not in reason
+    assert "1 of 2 layers replayed (1 with no ZigZag mapping)" in captured.out
+    assert "refused" not in captured.out
+    assert sorted(captured.err.splitlines())[1].startswith("layer 2/2 huge: no ZigZag mapping (")
+    t = totals(df)  # `refused` keeps counting every layer a reader refused; zigzag-dse's part
+    assert (t["refused"], t["no_zigzag_mapping"], t["replayed"]) == (1, 1, 1)
+    svg = plot.read_text()
+    assert "huge (no ZigZag mapping)" in svg and "(refused)" not in svg
+    assert "(1 with no ZigZag mapping)" in svg  # the title
+
+
+def test_each_kind_of_layer_not_checked_has_its_own_status():
+    """zigzag-dse finding no mapping (or not running), cyclesim's reader refusing, and a bug."""
+    from cyclesim.analysis.parallel import TaskOutcome
+    from cyclesim.checks.zigzag.network import LayerTask, _row
+
+    task = LayerTask(0, "conv1", "a.yaml", "w.onnx", "m.yaml", use_peer=True)
+    for error, status in (
+        ("ZigZagPeerError: zigzag-dse finds no mapping (NoValidLoopOrderingFound...)", "no ZigZag mapping"),
+        ("PeerUnavailable: zigzag-dse is not importable", "no ZigZag mapping"),
+        ("SpecError: a.yaml: field memories.x: IMC arrays are not modelled", "refused"),
+        ("KeyError: 'D3' (at to_spec.py:12)", "failed"),
+    ):  # fmt: skip
+        assert _row(task, TaskOutcome(0, error=error))["status"] == status, error
 
 
 @pytest.mark.peer

@@ -99,7 +99,13 @@ def _run_layer(args: argparse.Namespace) -> int:
 
 
 def _run_network(args: argparse.Namespace) -> int:
-    from cyclesim.checks.zigzag.network import check_network, format_network, totals, write_table
+    from cyclesim.checks.zigzag.network import (
+        FAILED,
+        check_network,
+        format_network,
+        totals,
+        write_table,
+    )
     from cyclesim.checks.zigzag.network_plot import plot_network
     from cyclesim.cli import IMAGE_SUFFIXES
 
@@ -136,7 +142,7 @@ def _run_network(args: argparse.Namespace) -> int:
     else:
         print(format_network(df))
         print(f"\nwrote {table_path} and {plot_path}")
-    return 1 if (df["status"] == "failed").any() else 0
+    return 1 if (df["status"] == FAILED).any() else 0
 
 
 def _print_err(line: str) -> None:
