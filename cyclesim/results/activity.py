@@ -21,7 +21,13 @@ from cyclesim.engine.fabric import PE
 from cyclesim.engine.loop import gc_paused  # (re-exported: views never import the engine)
 from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH, FOREVER, S_DMA
 from cyclesim.errors import TraceError
-from cyclesim.results.attribution import SPATIAL, SYSTOLIC_DRAIN, SYSTOLIC_FILL, StallSpan
+from cyclesim.results.attribution import (
+    SPATIAL,
+    SYSTOLIC_DRAIN,
+    SYSTOLIC_FILL,
+    StallSpan,
+    bank_path,
+)
 from cyclesim.schedule.steps import segment_classifier, segment_profile
 
 COMPUTE = "compute"  # the PE array's state while it completes a step every cycle
@@ -177,11 +183,9 @@ class DramBank:
         return zip(self.times, self.states, self.rows, strict=True)
 
     def path(self, ranks: int) -> tuple[str, ...]:
-        """('ch0', 'bg1', 'bank2') for bank 2 of bank group 1, with 'rank1' after the channel
-        when the device has more than one rank: the VCD's scopes under the memory, and the
-        words of the Perfetto track after the memory's name."""
-        rank = (f"rank{self.rank}",) if ranks > 1 else ()
-        return (f"ch{self.channel}", *rank, f"bg{self.bank_group}", f"bank{self.bank}")
+        """('ch0', 'bg1', 'bank2'), 'rank1' after the channel with several ranks: the VCD's
+        scopes under the memory, the words of the Perfetto track after the memory's name."""
+        return bank_path(self.channel, self.rank, self.bank_group, self.bank, ranks)
 
 
 @dataclass(slots=True)
