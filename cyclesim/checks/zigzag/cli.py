@@ -120,7 +120,7 @@ def _run_network(args: argparse.Namespace) -> int:
     if Path(table_path).suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise CyclesimError(f"--table {table_path}: use a .csv or .parquet file name")
     # a line per finished layer where the bar cannot be drawn (a CI log, `| tee`), or with -v
-    lines = args.verbose or not (args.no_progress or sys.stderr.isatty())
+    lines = getattr(args, "verbose", False) or not (args.no_progress or sys.stderr.isatty())
     df = check_network(
         args.accelerator,
         args.workload,
