@@ -101,7 +101,10 @@ def explain(
     # a full buffer whose slot a write-back holds: that write-back's remedies act on it too,
     # and the PE array's pipeline's when the write-back waited for the tile's last results
     write_backs = [write_back_ends(res, c) for c in ex.causes[:top]]
-    holdings = [slot_holding(res, c) if wb else None for c, wb in zip(ex.causes[:top], write_backs, strict=True)]  # fmt: skip
+    holdings = [
+        slot_holding(res, c) if wb is not None else None
+        for c, wb in zip(ex.causes[:top], write_backs, strict=True)
+    ]
     for c, wb, holding in zip(ex.causes[:top], write_backs, holdings, strict=True):
         if wb is not None:
             c.held_by = held_by(c, arch, wb, holding)
@@ -110,9 +113,9 @@ def explain(
     from cyclesim.analysis.explain.dram_remedies import dram_remedies
 
     proposed = [
-        (c, candidates(c, arch, workload, operand_demand(res, c), transfer_ends(res, c), wb, holding))
-        for c, wb, holding in zip(ex.causes[:top], write_backs, holdings, strict=True)
-    ]  # fmt: skip
+        (c, candidates(c, arch, workload, operand_demand(res, c), transfer_ends(res, c), wb, hold))
+        for c, wb, hold in zip(ex.causes[:top], write_backs, holdings, strict=True)
+    ]
     # DRAM causes: another address mapping, layout or tile order, each with its own mapping (for
     # a full buffer, those of the DRAM its slot's write-back goes to)
     dram = [

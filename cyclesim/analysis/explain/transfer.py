@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -124,8 +125,9 @@ def slot_holding(res: SimResult, c: Cause) -> SlotHolding | None:
     return SlotHolding(pipeline, write_back)
 
 
-def timeline_states(timeline, a: int, b: int):
-    """(start, end, state) of a process's timeline rows over [a, b), in time order."""
+def timeline_states(timeline: Sequence[tuple], a: int, b: int) -> Iterator[tuple[int, int, str]]:
+    """(start, end, state) of a process's timeline rows (a list, or engine/rows.py's Rows that
+    keep repeats) over [a, b), in time order."""
     if hasattr(timeline, "bisect_right"):  # engine/rows.py: records kept as repeats
         i = timeline.bisect_right(a)
     else:
