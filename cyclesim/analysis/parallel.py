@@ -3,7 +3,8 @@
 Every command that replays many independent things (explain's remedies, a whole network's
 layers, a sweep's points) goes through `map_tasks`, so worker count, progress bar and error
 capture behave the same everywhere. A failing task is an outcome with its error, never a lost
-batch.
+batch. An `on_done` hook sees each outcome as it finishes (a command's one line per task where
+no progress bar can be drawn, as in a CI log), printed around the bar when there is one.
 
 Two backends: `processes` (a local process pool, cheap to start: explain, checks) and `dask`
 (a `distributed` cluster: a LocalCluster of worker processes, or an existing cluster's
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -23,11 +25,13 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TaskOutcome:
-    """One task's result (`value`) or its failure (`error`: type and message, one line)."""
+    """One task's result (`value`) or its failure (`error`: type and message, one line), and
+    the wall-clock seconds the task took in its worker (None when the worker was lost)."""
 
     index: int
     value: Any = None
     error: str | None = None
+    seconds: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -42,16 +46,18 @@ def default_workers(n_tasks: int) -> int:
 def _call(fn: Callable[[Any], Any], index: int, item: Any) -> TaskOutcome:
     from cyclesim.errors import CyclesimError
 
+    start = time.perf_counter()
     try:
-        return TaskOutcome(index, value=fn(item))
+        value = fn(item)
+        return TaskOutcome(index, value=value, seconds=time.perf_counter() - start)
     except CyclesimError as exc:
-        return TaskOutcome(index, error=f"{type(exc).__name__}: {exc}")
+        error = f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # a worker bug must not lose the other tasks; keep where it was
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return TaskOutcome(
-            index,
-            error=f"{type(exc).__name__}: {exc} (at {os.path.basename(where.filename)}:{where.lineno})",
+        error = (
+            f"{type(exc).__name__}: {exc} (at {os.path.basename(where.filename)}:{where.lineno})"
         )
+    return TaskOutcome(index, error=error, seconds=time.perf_counter() - start)
 
 
 def _progress_bar(total: int, desc: str, progress: bool | None):
@@ -77,6 +83,7 @@ def map_tasks(
     backend: str = "processes",
     scheduler: str | None = None,
     fresh_process: bool = False,
+    on_done: Callable[[TaskOutcome, int], None] | None = None,
 ) -> list[TaskOutcome]:
     """Run `fn(item)` for every item, in worker processes when workers > 1; outcomes in item order.
 
@@ -87,6 +94,9 @@ def map_tasks(
     (then `workers` is the cluster's business). Raise CyclesimError for an unknown backend or
     an unreachable scheduler. fresh_process (processes backend): every task in a process of its
     own, one worker or many, so a task's peak memory is its own and is given back after it.
+    on_done(outcome, finished): called in this process as each task finishes, in the order
+    they finish, with how many have finished so far; what it prints to stderr goes around the
+    progress bar, not through it.
     """
     from cyclesim.errors import CyclesimError
 
@@ -98,26 +108,34 @@ def map_tasks(
     n_workers = default_workers(len(tasks)) if workers is None else max(1, workers)
     bar = _progress_bar(len(tasks), desc, progress)
     outcomes: list[TaskOutcome | None] = [None] * len(tasks)
+    done = 0
+
+    def finished(outcome: TaskOutcome) -> None:
+        nonlocal done
+        outcomes[outcome.index] = outcome
+        done += 1
+        if on_done is not None:
+            if bar is None:
+                on_done(outcome, done)
+            else:  # clear the bar, let the hook write, redraw the bar
+                with bar.external_write_mode(file=sys.stderr):
+                    on_done(outcome, done)
+        if bar is not None:
+            bar.update(1)
+
     try:
         if backend == "dask" and tasks:
             for outcome in _dask_outcomes(fn, tasks, n_workers, scheduler):
-                outcomes[outcome.index] = outcome
-                if bar is not None:
-                    bar.update(1)
+                finished(outcome)
         elif not tasks or ((n_workers == 1 or len(tasks) <= 1) and not fresh_process):
             for i, item in enumerate(tasks):
-                outcomes[i] = _call(fn, i, item)
-                if bar is not None:
-                    bar.update(1)
+                finished(_call(fn, i, item))
         else:
             fresh = {"max_tasks_per_child": 1} if fresh_process else {}
             with ProcessPoolExecutor(max_workers=min(n_workers, len(tasks)), **fresh) as pool:
                 futures = [pool.submit(_call, fn, i, item) for i, item in enumerate(tasks)]
                 for fut in as_completed(futures):
-                    outcome = fut.result()
-                    outcomes[outcome.index] = outcome
-                    if bar is not None:
-                        bar.update(1)
+                    finished(fut.result())
     finally:
         if bar is not None:
             bar.close()

@@ -21,7 +21,13 @@ from cyclesim.engine.fabric import PE
 from cyclesim.engine.loop import gc_paused  # (re-exported: views never import the engine)
 from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH, FOREVER, S_DMA
 from cyclesim.errors import TraceError
-from cyclesim.results.attribution import SPATIAL, SYSTOLIC_DRAIN, SYSTOLIC_FILL, StallSpan
+from cyclesim.results.attribution import (
+    SPATIAL,
+    SYSTOLIC_DRAIN,
+    SYSTOLIC_FILL,
+    StallSpan,
+    bank_path,
+)
 from cyclesim.schedule.steps import segment_classifier, segment_profile
 
 COMPUTE = "compute"  # the PE array's state while it completes a step every cycle
@@ -176,11 +182,10 @@ class DramBank:
         """(t, state, open row or -1), in time order."""
         return zip(self.times, self.states, self.rows, strict=True)
 
-    def name(self, ranks: int) -> str:
-        """'ch0.bank1_2' (bank group 1, bank 2), with '.rank1' after the channel when the
-        device has more than one rank."""
-        rank = f".rank{self.rank}" if ranks > 1 else ""
-        return f"ch{self.channel}{rank}.bank{self.bank_group}_{self.bank}"
+    def path(self, ranks: int) -> tuple[str, ...]:
+        """('ch0', 'bg1', 'bank2'), 'rank1' after the channel with several ranks: the VCD's
+        scopes under the memory, the words of the Perfetto track after the memory's name."""
+        return bank_path(self.channel, self.rank, self.bank_group, self.bank, ranks)
 
 
 @dataclass(slots=True)

@@ -212,7 +212,7 @@ class Attributor:
                 )
             elif state == S_DRAM:
                 cause, key, opener, where = info
-                where = _where_text(where, self._dram_config(key))
+                where = _where_text(where, key.split(".", 1)[0], self._dram_config(key))
                 competitor = self._label(opener) if opener is not None else None
                 words = {
                     ROW_MISS: f"row miss at {where}",
@@ -557,10 +557,22 @@ def _bisect(starts, t: int) -> int:
     return bisect_right(starts, t)
 
 
-def _where_text(where: tuple[int, int, int], config) -> str:
-    """'channel 0 bank 5 row 17' for a DRAM delay's (channel, bank, row), the bank counted
-    within its channel (config: the memory's DramConfig, or None)."""
+def bank_path(channel: int, rank: int, bank_group: int, bank: int, ranks: int) -> tuple[str, ...]:
+    """('ch0', 'bg1', 'bank2') for bank 2 of bank group 1, with 'rank1' after the channel when
+    the device has more than one rank: the words the traces name a bank by (its VCD scopes,
+    its Perfetto track after the memory's name) and the stall chains too."""
+    rank_word = (f"rank{rank}",) if ranks > 1 else ()
+    return (f"ch{channel}", *rank_word, f"bg{bank_group}", f"bank{bank}")
+
+
+def _where_text(where: tuple[int, int, int], memory: str, config) -> str:
+    """'DRAM ch0 bg1 bank1 row 17' for a DRAM delay's (channel, flat bank index, row): the
+    bank as the traces name it (config: the memory's DramConfig; without it 'channel 0 bank 5
+    row 17', the bank counted as the timer does)."""
     channel, bank, row = where
-    if config is not None:
-        bank -= channel * config.ranks * config.banks
-    return f"channel {channel} bank {bank} row {row}"
+    if config is None:
+        return f"channel {channel} bank {bank} row {row}"
+    rest = bank - channel * config.ranks * config.banks
+    rank, rest = divmod(rest, config.banks)
+    group, number = divmod(rest, config.banks_per_group)
+    return f"{memory} {' '.join(bank_path(channel, rank, group, number, config.ranks))} row {row}"

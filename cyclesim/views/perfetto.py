@@ -3,9 +3,9 @@
 One track (tid) for the PE array, whose slices cover every cycle of the window: `compute` or the
 root cause of the non-compute cycles (args: phase, cause, where, chain); one per port for its
 transfers and, on ports the PE array reads or writes, one for the PE array's use; one per DMA
-channel; one per bank of a DRAM-modelled memory (`row N` while row N is open, `precharge`,
-`refresh`; nothing while idle); counters (ph C) for buffer occupancy. Slices never overlap within a track. One cycle
-is one nanosecond on the UI's ruler: `ts` is in microseconds, written as an exact decimal
+channel; one per bank of a DRAM-modelled memory, named like its VCD scope (`DRAM ch0 bg1 bank2`:
+`row N` while row N is open, `precharge`, `refresh`; nothing while idle); counters (ph C) for
+buffer occupancy. Slices never overlap within a track. One cycle is one nanosecond on the UI's ruler: `ts` is in microseconds, written as an exact decimal
 (cycles / 1000), never a float repr. No `displayTimeUnit`: Perfetto ignores it today, and older
 trace processors took it as the unit of `ts`, which would have scaled every time by 1000.
 
@@ -22,7 +22,14 @@ from pathlib import Path
 
 from cyclesim.errors import TraceError
 from cyclesim.results import SimResult
-from cyclesim.results.activity import BANK_ACTIVE, BANK_IDLE, COMPUTE, Activity, gc_paused
+from cyclesim.results.activity import (
+    BANK_ACTIVE,
+    BANK_IDLE,
+    COMPUTE,
+    Activity,
+    DramBank,
+    gc_paused,
+)
 from cyclesim.views.progress import writing_bar
 
 PID = 1
@@ -52,9 +59,15 @@ def tracks(act: Activity) -> list[tuple[int, str]]:
             tid += 1
     for memory, banks in act.dram_banks.items():
         for bank in banks:
-            out.append((tid, f"DRAM {memory} {bank.name(act.dram_ranks[memory])}"))
+            out.append((tid, bank_track(memory, bank, act.dram_ranks[memory])))
             tid += 1
     return out
+
+
+def bank_track(memory: str, bank: DramBank, ranks: int) -> str:
+    """'DRAM ch0 bg1 bank2' ('DRAM ch0 rank1 bg1 bank2' with several ranks): the memory's name
+    once, then the bank as the VCD scopes it."""
+    return " ".join((memory, *bank.path(ranks)))
 
 
 def bank_slices(act: Activity) -> Iterator[tuple[int, str, int, int, str, int]]:
@@ -64,7 +77,7 @@ def bank_slices(act: Activity) -> Iterator[tuple[int, str, int, int, str, int]]:
     for memory, banks in act.dram_banks.items():
         ranks = act.dram_ranks[memory]
         for bank in banks:
-            tid = tids[f"DRAM {memory} {bank.name(ranks)}"]
+            tid = tids[bank_track(memory, bank, ranks)]
             changes = list(bank.changes)
             ends = [t for t, _, _ in changes[1:]] + [act.end]
             for (t, state, row), end in zip(changes, ends, strict=True):

@@ -9,9 +9,10 @@ last one), and `stall_where`. Per port:
 `pe_share` (bits per cycle the PE array takes, on ports it reads or writes) and `bits_total`
 (bits moved through the port so far, the PE array's included). Per buffer: tiles resident,
 their bits, and the tile index each slot holds (x when empty). Per bank of a DRAM-modelled
-memory (`dram.<memory>.ch<c>.bank<g>_<b>`, with `.rank<r>` after the channel when the device
-has several ranks): `state` (idle, active, precharge, refresh) and `open_row` (x when none),
-from the bank commands of each row visit.
+memory, in the memory's scope (`<memory>.ch<c>.bg<g>.bank<b>`, with `.rank<r>` after the
+channel when the device has several ranks; Perfetto's bank tracks read the same words):
+`state` (idle, active, precharge, refresh) and `open_row` (x when none), from the bank
+commands of each row visit.
 
 The changes are drawn from SimResult.activity (built once) and streamed to the file in time
 order, a stretch of cycles at a time, so memory stays bounded; the same run gives the same
@@ -207,10 +208,10 @@ def _buffer_waves(w: Waves, act: Activity, memory: str) -> None:
 
 def _dram_waves(w: Waves, act: Activity, memory: str, banks: list[DramBank]) -> None:
     """Per bank of a DRAM-modelled memory: `state` (idle, active, precharge, refresh) and
-    `open_row` (x while no row is open), under dram.<memory>.ch<c>[.rank<r>].bank<g>_<b>."""
-    ranks, group = act.dram_ranks[memory], f"{memory} DRAM banks"
+    `open_row` (x while no row is open), under <memory>.ch<c>[.rank<r>].bg<g>.bank<b>."""
+    ranks, group = act.dram_ranks[memory], f"{memory} banks"
     for bank in banks:
-        scope = (TOP, "dram", _clean(memory), *bank.name(ranks).split("."))
+        scope = (TOP, memory, *bank.path(ranks))
         times, states, rows = bank.times, bank.states, bank.rows
         w.add(scope, "state", "string", group, states[0],
               lambda ts=times, ss=states: zip(ts, ss, strict=True))  # fmt: skip
@@ -230,8 +231,8 @@ def plan_waves(act: Activity) -> Waves:
         if memory in act.l1:  # its L1 allocator: bytes in use
             series = act.l1[memory]
             w.add((TOP, memory, "allocator"), "used_bytes", "integer", f"{memory} L1", 0, lambda s=series: iter(s))  # fmt: skip
-    for memory, banks in act.dram_banks.items():
-        _dram_waves(w, act, memory, banks)
+        if memory in act.dram_banks:  # in the memory's scope, which the header opens once
+            _dram_waves(w, act, memory, act.dram_banks[memory])
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
             scope, group = (TOP, f"dma_{_clean(engine)}", f"ch{c}"), f"DMA {engine}"

@@ -1,6 +1,7 @@
 """The one parallel runner: outcomes in task order, a failing task recorded, the rest complete."""
 
 import os
+import sys
 
 import pytest
 
@@ -59,3 +60,25 @@ def test_fresh_process_runs_every_task_in_a_process_of_its_own():
         outcomes = map_tasks(_pid, range(3), workers=workers, progress=False, fresh_process=True)
         pids = [o.value for o in outcomes]
         assert len(set(pids)) == 3 and os.getpid() not in pids
+
+
+@pytest.mark.parametrize("workers, progress", [(1, False), (2, False), (2, True)])
+def test_on_done_sees_every_outcome_once_as_it_finishes(workers, progress, capsys):
+    """The hook runs in the caller, once per task, with a running count 1..n; with a bar shown
+    what it prints lands on stderr on lines of its own, not inside the bar's line."""
+    seen: list[tuple[int, int, bool]] = []
+
+    def hook(outcome, finished):
+        seen.append((outcome.index, finished, outcome.ok))
+        print(f"task {outcome.index} done", file=sys.stderr)
+
+    out = map_tasks(_square_but_three, range(6), workers=workers, progress=progress, on_done=hook)
+    assert sorted(index for index, _, _ in seen) == list(range(6))
+    assert [finished for _, finished, _ in seen] == [1, 2, 3, 4, 5, 6]
+    assert [ok for index, _, ok in sorted(seen)] == [o.ok for o in out]
+    assert all(o.seconds is not None and o.seconds >= 0 for o in out)  # the failure's too
+    err = capsys.readouterr().err
+    lines = [line.split("\r")[-1] for line in err.splitlines()]
+    assert sorted(line for line in lines if line.startswith("task ")) == [
+        f"task {i} done" for i in range(6)
+    ]

@@ -40,6 +40,23 @@ def network(tmp_path_factory):
     )
 
 
+@pytest.fixture(scope="module")
+def unmappable(tmp_path_factory):
+    """A small GEMM, and one zigzag-dse has no mapping for: B = K = C = 20,000 at 32 bits puts
+    20,000^2 * 32 = 1.28e10 bits in each operand, more than the 1e10-bit DRAM, so no loop
+    ordering fits the hierarchy (its NoValidLoopOrderingFoundException, found at once)."""
+    layers = zc.gemm_workload(8, 8, 8) + zc.gemm_workload(20_000, 20_000, 20_000)
+    for layer_id, (entry, name) in enumerate(zip(layers, ("small", "huge"), strict=True)):
+        entry.update(id=layer_id, name=name, operand_source={"I": layer_id, "W": layer_id})
+    return zc.write_case(
+        tmp_path_factory.mktemp("unmappable"),
+        "net",
+        zc.eyeriss_accelerator(zc.SMALL_SRAM_BITS),
+        layers,
+        zc.spatial_mapping(),
+    )
+
+
 def _args(files, *extra: str) -> list[str]:
     return ["check", "zigzag", "--accelerator", files.accelerator, "--workload", files.workload,
             "--mapping", files.mapping, *extra]  # fmt: skip
@@ -75,6 +92,117 @@ def test_parquet_table_and_progress_bar(network, tmp_path, capsys):
     assert "layers" in capsys.readouterr().err  # tqdm's bar, labelled
     write_table(df, tmp_path / "t.parquet")
     assert list(pd.read_parquet(tmp_path / "t.parquet")["layer"]) == list(df["layer"])
+
+
+@pytest.mark.peer
+def test_without_a_terminal_each_finished_layer_is_one_line_on_stderr(network, tmp_path, capsys):
+    """The CLI's default path where no bar can be drawn (pytest's capture, a CI log, `| tee`):
+    one line per layer as it finishes, its numbers those of the table; stdout keeps the table."""
+    _peer()
+    table = tmp_path / "layers.csv"
+    assert main(_args(network, "--table", str(table), "--plot", str(tmp_path / "p.png"))) == 0
+    captured = capsys.readouterr()
+    lines = sorted(captured.err.splitlines())
+    assert len(lines) == 3 and "%|" not in captured.err  # no bar
+    df = pd.read_csv(table)
+    for line, (i, row) in zip(lines, df.iterrows(), strict=True):
+        head = f"layer {i + 1}/3 {row['layer']}: replay {row['replay_cycles']:,} vs ZigZag "
+        assert line.startswith(f"{head}{row['zigzag_cycles']:,} ("), line
+        assert line.endswith(" of 3 done)") and " s, " in line, line
+    assert {line.rsplit("(", 1)[1].split(" s, ")[1] for line in lines} == {
+        f"{n} of 3 done)" for n in (1, 2, 3)
+    }
+    assert "layer 1/3" not in captured.out
+    # --no-progress (or -q) silences them; -v asks for them
+    assert main(_args(network, "--table", str(table), "--plot", str(tmp_path / "p.png"), "--no-progress")) == 0  # fmt: skip
+    assert capsys.readouterr().err == ""
+
+
+def _on_a_terminal(args: list[str]) -> str:
+    """What `python -m cyclesim ARGS` writes to stderr when stderr is a terminal: a pty 120
+    columns wide (tqdm draws nothing on a terminal of width 0, a new pty's)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=root)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    with subprocess.Popen([sys.executable, "-m", "cyclesim", *args], stderr=follower,
+                          stdout=subprocess.DEVNULL, env=env, cwd=root) as proc:  # fmt: skip
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait() == 0
+    os.close(leader)
+    return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("verbose", [False, True])
+def test_on_a_terminal_the_bar_stays_and_lines_come_only_with_verbose(network, tmp_path, verbose):
+    _peer()
+    args = _args(network, "--table", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png"))
+    err = _on_a_terminal(args + (["-v"] if verbose else []))
+    assert "layers:" in err and "%|" in err  # tqdm's bar, as before
+    lines = [part for part in err.replace("\r", "\n").splitlines() if part.startswith("layer ")]
+    assert len(lines) == (3 if verbose else 0), err
+
+
+@pytest.mark.peer
+def test_a_layer_zigzag_dse_cannot_map_says_so_in_table_text_json_and_plot(unmappable, tmp_path, capsys):  # fmt: skip
+    """zigzag-dse's own refusal used to read '(refused)', as if cyclesim had refused it."""
+    import matplotlib
+
+    from cyclesim.checks.zigzag.network import totals
+
+    _peer()
+    table, plot = tmp_path / "layers.csv", tmp_path / "layers.svg"
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # the labels as text, to read back
+        assert main(_args(unmappable, "--table", str(table), "--plot", str(plot))) == 0
+    captured = capsys.readouterr()
+    df = pd.read_csv(table)
+    assert list(df["status"]) == ["ok", "no ZigZag mapping"]
+    # the reason, one line: zigzag-dse's exception and what it says, without its file list
+    reason = df.loc[1, "error"]
+    assert reason.startswith("ZigZagPeerError: zigzag-dse finds no mapping (NoValidLoopOrder")
+    assert "\n" not in reason and "--no-peer" not in reason and "refused" not in reason
+    assert "1 of 2 layers replayed (1 with no ZigZag mapping)" in captured.out
+    assert "refused" not in captured.out
+    assert sorted(captured.err.splitlines())[1].startswith("layer 2/2 huge: no ZigZag mapping (")
+    t = totals(df)  # `refused` keeps counting every layer a reader refused; zigzag-dse's part
+    assert (t["refused"], t["no_zigzag_mapping"], t["replayed"]) == (1, 1, 1)
+    svg = plot.read_text()
+    assert "huge (no ZigZag mapping)" in svg and "(refused)" not in svg
+    assert "(1 with no ZigZag mapping)" in svg  # the title
+
+
+def test_each_kind_of_layer_not_checked_has_its_own_status():
+    """zigzag-dse finding no mapping (or not running), cyclesim's reader refusing, and a bug."""
+    from cyclesim.analysis.parallel import TaskOutcome
+    from cyclesim.checks.zigzag.network import LayerTask, _row
+
+    task = LayerTask(0, "conv1", "a.yaml", "w.onnx", "m.yaml", use_peer=True)
+    for error, status in (
+        ("ZigZagPeerError: zigzag-dse finds no mapping (NoValidLoopOrderingFound...)", "no ZigZag mapping"),
+        ("PeerUnavailable: zigzag-dse is not importable", "no ZigZag mapping"),
+        ("SpecError: a.yaml: field memories.x: IMC arrays are not modelled", "refused"),
+        ("KeyError: 'D3' (at to_spec.py:12)", "failed"),
+    ):  # fmt: skip
+        assert _row(task, TaskOutcome(0, error=error))["status"] == status, error
 
 
 @pytest.mark.peer

@@ -129,7 +129,10 @@ def test_two_operands_on_one_bank_conflict():
     s = res.stall_spans
     conflict = s[s.cause == "bank_conflict"].iloc[0]
     assert conflict.competitor == "fill of A@buf"
-    assert "channel 0 bank 0 row 1" in conflict.chain
+    # the bank named as the traces name its track: memory, channel, bank group, bank
+    assert (
+        "bank conflict at DRAM ch0 bg0 bank0 row 1: row opened by fill of A@buf" in conflict.chain
+    )
 
 
 DRAM_ON = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from replay_helpers import gemm_einsum, memory, port  # noqa: E402
 from test_perfetto import assert_no_overlap, check_trace_event_format, load  # noqa: E402
 
+from cyclesim.cli import main  # noqa: E402
 from cyclesim.engine import TraceFilter, replay  # noqa: E402
 from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict  # noqa: E402
 from cyclesim.views.fst import fst_writer, write_fst  # noqa: E402
@@ -41,6 +43,14 @@ INI = (
 
 
 def gemm(tmp_path: Path):
+    """The inputs of gemm_files, loaded."""
+    arch, workload, mapping = gemm_files(tmp_path)
+    a = architecture_from_dict(arch, str(tmp_path / "arch.yaml"))
+    w = workload_from_dict(workload, "workload.yaml")
+    return a, w, mapping_from_dict(mapping, a, w, "mapping.yaml")
+
+
+def gemm_files(tmp_path: Path) -> tuple[dict, dict, dict]:
     """Z[m,n] += A[m,k] * B[k,n], m = 128, n = 64, k = 64 (spatial), 8 bits, DRAM behind a 64 b
     port: B whole in the buffer, A and Z 8 rows at a time. Z is placed in the row after A's in
     the same bank (2 ranks x 16 banks x 8 KiB rows: 256 KiB further), B in the row after, so
@@ -76,9 +86,7 @@ def gemm(tmp_path: Path):
             {"type": "compute", "einsum": "gemm"},
         ]
     }
-    a = architecture_from_dict(arch, str(tmp_path / "arch.yaml"))
-    w = workload_from_dict(workload, "workload.yaml")
-    return a, w, mapping_from_dict(mapping, a, w, "mapping.yaml")
+    return arch, workload, mapping
 
 
 def bank_waves(path) -> dict[str, dict[str, list]]:
@@ -86,16 +94,16 @@ def bank_waves(path) -> dict[str, dict[str, list]]:
     out: dict[str, dict[str, list]] = {}
     for v in pywellen.Waveform(str(path)).all_vars():
         scope, _, name = v.full_name.rpartition(".")
-        if scope.startswith("cyclesim.dram."):
+        if scope.startswith("cyclesim.DRAM.ch"):
             out.setdefault(scope, {})[name] = list(v.tv)
     return out
 
 
 def bank_index(scope: str) -> int:
-    """The timer's bank index of 'cyclesim.dram.DRAM.ch0.rank1.bank2_3' (16 banks a rank)."""
-    _, _, _, ch, rank, bank = scope.split(".")
-    group, b = bank.removeprefix("bank").split("_")
-    return (int(ch[2:]) * 2 + int(rank[4:])) * 16 + int(group) * 4 + int(b)
+    """The timer's bank index of 'cyclesim.DRAM.ch0.rank1.bg2.bank3' (16 banks a rank)."""
+    _, _, ch, rank, group, bank = scope.split(".")
+    number = int(bank.removeprefix("bank"))
+    return (int(ch[2:]) * 2 + int(rank[4:])) * 16 + int(group.removeprefix("bg")) * 4 + number
 
 
 def check_banks(res, path) -> None:
@@ -147,7 +155,7 @@ def test_perfetto_has_a_track_per_bank_with_a_slice_per_row_opened(tmp_path):
     check_trace_event_format({"traceEvents": events})
     assert_no_overlap([e for e in events if e.get("cat") == "dram"])
     tracks = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    bank_tids = {tid for tid, name in tracks.items() if name.startswith("DRAM DRAM ch0.rank")}
+    bank_tids = {tid for tid, name in tracks.items() if name.startswith("DRAM ch0 rank")}
     slices = [e for e in events if e.get("cat") == "dram"]
     assert {e["tid"] for e in slices} == bank_tids
     opened = [e for e in slices if e["args"]["state"] == "active"]
@@ -189,7 +197,7 @@ def test_the_protobuf_trace_carries_the_bank_tracks(tmp_path):
     banks = {
         p.track_descriptor.uuid
         for p in trace.packet
-        if p.HasField("track_descriptor") and p.track_descriptor.name.startswith("DRAM ")
+        if p.HasField("track_descriptor") and p.track_descriptor.name.startswith("DRAM ch")
     }
     begins = [
         p
@@ -200,3 +208,27 @@ def test_the_protobuf_trace_carries_the_bank_tracks(tmp_path):
     ]
     slices = [e for e in trace_events(res.activity()) if e.get("cat") == "dram"]
     assert banks and len(begins) == len(slices)
+
+
+def test_bank_tracks_name_the_memory_once_and_read_like_the_vcd_scopes(tmp_path, capsys):
+    # as a user runs it: `cyclesim run ... --vcd --perfetto`, on a memory named DRAM. One
+    # channel, 2 ranks x 4 bank groups x 4 banks (INI); the traces show the banks the run
+    # uses: rank 0's 16. Under rochrababgco with 8 KiB rows a rank spans 128 KiB of a row
+    # index, so A (8 KiB at 0), Z (8 KiB at 256 KiB) and B (4 KiB at 512 KiB) are rows 0, 1, 2
+    # of rank 0's bank 0, and a refresh of rank 0 holds all 16 of its banks; rank 1 is never
+    # touched. Each is named by the same words in both traces,
+    # the memory's name said once ("DRAM ch0 rank0 bg2 bank3", not "DRAM DRAM ch0.rank0.bank2_3")
+    files = [str(tmp_path / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]
+    for path, spec in zip(files, gemm_files(tmp_path), strict=True):
+        Path(path).write_text(yaml.safe_dump(spec, sort_keys=False))
+    vcd, trace = tmp_path / "run.vcd", tmp_path / "run.json"
+    assert main(["run", *files, "--vcd", str(vcd), "--perfetto", str(trace)]) == 0
+    capsys.readouterr()
+    expected = [f"DRAM ch0 rank0 bg{g} bank{b}" for g in range(4) for b in range(4)]
+    names = [e["args"]["name"] for e in load(trace)["traceEvents"] if e["name"] == "thread_name"]
+    assert [n for n in names if n.startswith("DRAM ch")] == expected
+    assert not any("DRAM DRAM" in n for n in names)
+    scopes = sorted(bank_waves(vcd), key=bank_index)
+    assert [s.removeprefix("cyclesim.").replace(".", " ") for s in scopes] == expected
+    assert "DRAM banks" in (tmp_path / "run.gtkw").read_text()  # the .gtkw group, said once
+    assert "DRAM DRAM" not in (tmp_path / "run.gtkw").read_text()

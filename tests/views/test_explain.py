@@ -7,7 +7,8 @@ import json
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from random_cases import schedules
-from replay_helpers import ROOT
+from replay_helpers import ROOT, inputs_from_dicts
+from test_fused_properties import chains
 from view_cases import CASES, load_case
 
 from cyclesim.analysis.explain import explain, format_explanation, rank_causes
@@ -407,6 +408,97 @@ def test_a_full_buffer_held_by_a_narrow_write_back_is_remedied_by_widening_it(tr
     text = format_explanation(ex)
     assert "   held by: the write-back of Z from acc to DRAM" in text
     assert "no architectural change proposed" not in text
+
+
+def test_a_slot_held_by_the_pe_arrays_pipeline_names_it_and_replays_its_remedies(capsys):
+    """pipeline_holds_slot, as a user runs `cyclesim explain` (progress bar on): Z[m] = sum_k
+    A[m,k] B[k], m = 4 tiles of one 8-bit Z value in acc (ONE slot), k = 4 one-cycle MACs per
+    tile, a PE pipeline of 6 cycles, Z's write-back 1 cycle (8 b at 8 b/cycle). Onload 2 (A
+    then B through dram_rd). Tile 0 computes 2..6; its last results land at 12 (pipeline
+    6..12), its write-back runs 12..13 and frees the slot at 13. Tile 1 waits for that slot
+    6..13, computes 13..17, lands 23, written back 23..24; tile 2 waits 17..24, 24..28, 34..35;
+    tile 3 waits 28..35, computes 35..39, lands 45, written back 45..46. So 46 cycles, 21 of
+    them buffer_full, 18 of which the write-back could not start because the PE array still
+    held the tile's results (its pipeline), 3 the write-back itself.
+    Remedies, each replayed: without the pipeline a tile's slot frees 1 cycle after its last
+    MAC: 2 + 4 x 4 + 3 waits + 1 = 22 (saves 24). One more slot: tile 1 enters at once
+    (6..10); the write-back process takes the pipeline delay of a tile when it reaches it, so
+    tile 0 12..13 (after 6..12), tile 1 19..20 (after 13..19), tile 2 (computed 13..17 once
+    tile 0's slot frees at 13) 26..27, tile 3 (computed 20..24 once tile 1's frees at 20) 33..34:
+    34 cycles (saves 12). A wider write-back port saves nothing: it moves 1 cycle of 7.
+    Before, `held by` named only the write-back, and its widening (0 saved) was all it offered
+    beside the double buffer."""
+    files = [str(CASES["pipeline_holds_slot"] / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]  # fmt: skip
+    assert main(["explain", *files]) == 0
+    out = capsys.readouterr().out
+    assert "cycles 46: ideal compute 16, non-compute 30" in out
+    first = out.split("\n1. ")[1].split("\n2. ")[0]
+    assert first.startswith("buffer_full at Z@acc, vs an earlier tile of Z@acc: 21 cycles")
+    assert "   cycles: 6..13, 17..24, 28..35" in first
+    assert (
+        "   held by: the PE array, for 18 of these 21 cycles: the tile's last results were "
+        "still in its 6-cycle pipeline, so the write-back of Z from acc to DRAM (acc.acc_rd -> "
+        "DRAM.dram_wr, 8 b/cycle per acc instance, DRAM.dram_wr binds) could not start; the "
+        "write-back itself for 3; 1 slot of Z in acc"
+    ) in first
+    remedies = [line for line in first.splitlines() if line.startswith("   - ")]
+    assert remedies[:2] == [
+        "   - cut the PE array's pipeline from 6 to 0 cycles (its results land as they are "
+        "computed, so a tile's write-back starts at once): saves 24 cycles (46 -> 22, 52.2%)",
+        "   - double-buffer Z in acc: saves 12 cycles (46 -> 34, 26.1%)",
+    ]
+    assert remedies[2].startswith("   - widen port DRAM.dram_wr from 8 to 16 bits/cycle")
+    assert remedies[2].endswith("saves 0 cycles (46 -> 46, 0.0%)")
+    # --json: the same words under held_by, the remedies with their cycles
+    assert main(["explain", *files, "--json"]) == 0
+    (doc,) = [c for c in json.loads(capsys.readouterr().out)["causes"] if c["cause"] == "buffer_full"]  # fmt: skip
+    assert doc["held_by"].startswith("the PE array, for 18 of these 21 cycles")
+    assert [(r["change"].split(" (")[0], r["cycles_after"]) for r in doc["remedies"]][:2] == [
+        ("cut the PE array's pipeline from 6 to 0 cycles", 22),
+        ("double-buffer Z in acc", 34),
+    ]
+
+
+def _check_what_holds_full_buffers(arch, workload, mapping) -> None:
+    """Every buffer_full cause on the PE array's path is held by a tile that is written back:
+    its cycles split exactly into the PE array's pipeline and the write-back. Its readers never
+    hold it there: the PE array takes tiles in loop order, so by the time it waits for a tile,
+    every reader of the tiles before it (itself, a child's fill, a consumer's read) has
+    finished; an input tile's slot is free before the PE array can wait on it (the fill that
+    wanted it is then moving, and charged as such), and so is an output tile's write-back's
+    wait for its users. explain proposes no reader's remedies for that reason."""
+    from cyclesim.analysis.explain.transfer import slot_holding, timeline_states
+    from cyclesim.engine.record import S_USES
+
+    res = replay(arch, workload, mapping, trace=True, progress=False)
+    for c in rank_causes(res, mapping).causes:
+        if c.cause != "buffer_full":
+            continue
+        holding = slot_holding(res, c)
+        assert holding is not None, c.where()
+        assert holding.pipeline_cycles + holding.write_back_cycles == c.cycles
+        event("held partly by the PE pipeline" if holding.pipeline_cycles else "held by a write-back")  # fmt: skip
+    for span in res.spans:
+        if span.cause == "buffer_full" and span.holder is not None:
+            node = span.holder[0]
+            assert res.raw.plan.nodes[node].drain_src is not None  # an output tile
+            timeline = res.raw.rec.drain_tl[node]
+            states = {state for _, _, state in timeline_states(timeline, span.start, span.end)}
+            assert S_USES not in states
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schedules())
+def test_what_holds_a_full_buffers_slot_adds_up_to_its_cycles_on_random_schedules(spec):
+    _check_what_holds_full_buffers(*spec)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chains())
+def test_a_consumers_reads_never_hold_a_producers_slot_on_random_fused_chains(case):
+    """The same on producer -> AO -> consumer chains, where the consumer's reads of AO (its
+    PE array or its register's fill) are users of the producer's tile."""
+    _check_what_holds_full_buffers(*inputs_from_dicts(*case[:3]))
 
 
 def test_resnet50_dram_top_cause_carries_the_write_backs_dram_remedies(capsys):

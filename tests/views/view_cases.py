@@ -13,6 +13,7 @@ CASES = {
     "05_narrow_innermost_port": ROOT / "tests/cases/worked/05_narrow_innermost_port",
     "dma_two_tensors": ROOT / "tests/views/cases/dma_two_tensors",
     "slow_write_back": ROOT / "tests/views/cases/slow_write_back",
+    "pipeline_holds_slot": ROOT / "tests/views/cases/pipeline_holds_slot",
 }
 
 

@@ -1,6 +1,7 @@
 """The architectural changes that could remove one cause, each in words with its changed
 architecture; explain replays them (the DRAM causes' changes are in dram_remedies.py). A full
-buffer whose slot is held by a slow write-back also gets the write-back's own changes."""
+buffer whose slot is held by a slow write-back also gets the write-back's own changes, and one
+whose write-back waited for the PE array's pipeline a pipeline without that delay."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from cyclesim.analysis.explain.arch_changes import (
     with_port,
 )
 from cyclesim.analysis.explain.causes import Cause
-from cyclesim.analysis.explain.transfer import TransferEnds, per_cycle
+from cyclesim.analysis.explain.transfer import SlotHolding, TransferEnds, per_cycle
 from cyclesim.results.attribution import (
     BANDWIDTH,
     BUFFER_FULL,
@@ -37,6 +38,7 @@ def candidates(
     demand: int = 0,
     ends: TransferEnds | None = None,
     write_back: TransferEnds | None = None,
+    holding: SlotHolding | None = None,
 ) -> list[tuple[str, Architecture]]:
     """Architectural changes that could remove cause c, each described in words.
 
@@ -44,7 +46,9 @@ def candidates(
     bits per step of a spatially stalled operand; `ends` the two ports of the transfer the cause
     waits on (a transfer waits the larger of its two ports' latencies and moves bursts of the
     smaller of their bursts, each holding both ports for the slower side's cycles);
-    `write_back` the ports of the write-back that frees a buffer_full cause's slot.
+    `write_back` the ports of the write-back that frees a buffer_full cause's slot, `holding`
+    how many of its cycles that write-back waited for the PE array's pipeline and how many it
+    took itself (without `holding`, all its own).
     """
     other_port = ends.far if ends is not None else None
     out: list[tuple[str, Architecture]] = []
@@ -64,7 +68,17 @@ def candidates(
                     )
                 )
     if c.cause == BUFFER_FULL and write_back is not None:
-        out.extend(_write_back_changes(c, arch, write_back))
+        if holding is None or holding.write_back_cycles:
+            out.extend(_write_back_changes(c, arch, write_back))
+        if holding is not None and holding.pipeline_cycles:
+            depth = arch.pe_array.pipeline_depth_cycles
+            out.append(
+                (
+                    f"cut the PE array's pipeline from {depth} to 0 cycles (its results land as "
+                    "they are computed, so a tile's write-back starts at once)",
+                    replace(arch, pe_array=replace(arch.pe_array, pipeline_depth_cycles=0)),
+                )
+            )
     systolic = arch.pe_array.systolic
     if c.cause in (SYSTOLIC_FILL, SYSTOLIC_DRAIN) and systolic and not systolic.overlap_folds:
         out.append(
@@ -158,8 +172,11 @@ def write_back_cause(c: Cause, end: PortRef) -> Cause:
     return replace(c, cause=BANDWIDTH, port_memory=end.memory, port=end.name, competitor=None)
 
 
-def held_by(c: Cause, arch: Architecture, write_back: TransferEnds) -> str:
-    """In words, what holds buffer_full cause c's slot: the write-back, its ports and rate."""
+def held_by(
+    c: Cause, arch: Architecture, write_back: TransferEnds, holding: SlotHolding | None = None
+) -> str:
+    """In words, what holds buffer_full cause c's slot: the write-back, its ports and rate, and
+    first, for the cycles it waited for them, the PE array's results still in its pipeline."""
     parent, child = (
         (write_back.near, write_back.far)
         if write_back.near_is_parent
@@ -168,11 +185,19 @@ def held_by(c: Cause, arch: Architecture, write_back: TransferEnds) -> str:
     rate = write_back.rate(write_back.near, write_back.far)
     slots = arch.memory(c.memory).slots_for(c.tensor)
     kept = f"{slots} slot{'s' if slots > 1 else ''} of {c.tensor} in {c.memory}"
-    return (
+    most = " (the most a node keeps: a third slot cannot be given)" if slots > 1 else ""
+    text = (
         f"the write-back of {c.tensor} from {c.memory} to {parent.memory} ({child.key} -> "
-        f"{parent.key}, {per_cycle(rate)} per {c.memory} instance, {write_back.near.key} binds); "
-        f"{kept}{' (the most a node keeps)' if slots > 1 else ''}"
+        f"{parent.key}, {per_cycle(rate)} per {c.memory} instance, {write_back.near.key} binds)"
     )
+    if holding is not None and holding.pipeline_cycles:
+        depth = arch.pe_array.pipeline_depth_cycles
+        text = (
+            f"the PE array, for {holding.pipeline_cycles:,} of these {c.cycles:,} cycles: the "
+            f"tile's last results were still in its {depth}-cycle pipeline, so {text} could not "
+            f"start; the write-back itself for {holding.write_back_cycles:,}"
+        )
+    return f"{text}; {kept}{most}"
 
 
 def _write_back_changes(

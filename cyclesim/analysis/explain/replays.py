@@ -7,7 +7,12 @@ from __future__ import annotations
 from cyclesim.analysis.explain.candidates import GROW, candidates, held_by, write_back_cause
 from cyclesim.analysis.explain.causes import Cause, Explanation, Remedy, rank_causes
 from cyclesim.analysis.explain.text import percent
-from cyclesim.analysis.explain.transfer import operand_demand, transfer_ends, write_back_ends
+from cyclesim.analysis.explain.transfer import (
+    operand_demand,
+    slot_holding,
+    transfer_ends,
+    write_back_ends,
+)
 from cyclesim.errors import CyclesimError
 from cyclesim.results import SimResult
 from cyclesim.spec import Architecture, Mapping, Workload
@@ -93,18 +98,23 @@ def explain(
     from cyclesim.analysis.parallel import map_tasks
 
     ex = rank_causes(res, mapping)
-    # a full buffer whose slot a write-back holds: that write-back's remedies act on it too
+    # a full buffer whose slot a write-back holds: that write-back's remedies act on it too,
+    # and the PE array's pipeline's when the write-back waited for the tile's last results
     write_backs = [write_back_ends(res, c) for c in ex.causes[:top]]
-    for c, wb in zip(ex.causes[:top], write_backs, strict=True):
+    holdings = [
+        slot_holding(res, c) if wb is not None else None
+        for c, wb in zip(ex.causes[:top], write_backs, strict=True)
+    ]
+    for c, wb, holding in zip(ex.causes[:top], write_backs, holdings, strict=True):
         if wb is not None:
-            c.held_by = held_by(c, arch, wb)
+            c.held_by = held_by(c, arch, wb, holding)
     if not verify_remedies:
         return ex
     from cyclesim.analysis.explain.dram_remedies import dram_remedies
 
     proposed = [
-        (c, candidates(c, arch, workload, operand_demand(res, c), transfer_ends(res, c), wb))
-        for c, wb in zip(ex.causes[:top], write_backs, strict=True)
+        (c, candidates(c, arch, workload, operand_demand(res, c), transfer_ends(res, c), wb, hold))
+        for c, wb, hold in zip(ex.causes[:top], write_backs, holdings, strict=True)
     ]
     # DRAM causes: another address mapping, layout or tile order, each with its own mapping (for
     # a full buffer, those of the DRAM its slot's write-back goes to)

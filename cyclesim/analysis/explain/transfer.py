@@ -1,14 +1,18 @@
 """What a cause's remedies need to know of the run: the two ports of the transfer it waits on
 (TransferEnds, with the rate a full burst moves at), the write-back that holds a full buffer's
-slot, and a spatial operand's bits per step."""
+slot and what that write-back was waiting for (SlotHolding), and a spatial operand's bits per
+step."""
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from cyclesim.analysis.explain.causes import Cause
+from cyclesim.analysis.explain.causes import KEYS, Cause
+from cyclesim.engine.record import S_PIPE
 from cyclesim.results import SimResult
 from cyclesim.results.attribution import BUFFER_FULL, SPATIAL
 from cyclesim.schedule.types import PortRef
@@ -78,6 +82,66 @@ def write_back_ends(res: SimResult, c: Cause) -> TransferEnds | None:
             return TransferEnds(parent, child, True, ratio)
         return TransferEnds(child, parent, False, ratio)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class SlotHolding:
+    """What held a buffer_full cause's slot, cycle by cycle of the cause: the PE array, whose
+    last results for the holding tile were still in its pipeline (the write-back cannot start
+    before they land), or the tile's write-back itself (moving, or waiting for its ports or its
+    parent's tile). The two add up to the cause's cycles."""
+
+    pipeline_cycles: int
+    write_back_cycles: int
+
+
+def slot_holding(res: SimResult, c: Cause) -> SlotHolding | None:
+    """For a buffer_full cause whose holding tiles are written back: how many of its cycles the
+    holding tile waited on the PE array's pipeline, and how many on its write-back; else None.
+
+    The slot of an output tile frees when its write-back ends; the write-back process takes
+    the tiles in order, so during the wait it is on the holding tile (the oldest not freed),
+    and its timeline says what it was doing: S_PIPE is the PE array's pipeline delay.
+    """
+    if c.cause != BUFFER_FULL:
+        return None
+    key = tuple(getattr(c, k) for k in KEYS)
+    pipeline = write_back = 0
+    drains = res.raw.rec.drain_tl
+    for span in res.spans:
+        if span.holder is None or tuple(getattr(span, k) for k in KEYS) != key:
+            continue
+        node = span.holder[0]
+        if res.raw.plan.nodes[node].drain_src is None:
+            return None  # an input tile's slot: its readers hold it, not a write-back
+        timeline = drains[node]
+        for start, end, state in timeline_states(timeline, span.start, span.end):
+            if state == S_PIPE:
+                pipeline += end - start
+            else:
+                write_back += end - start
+    if not pipeline and not write_back:
+        return None
+    return SlotHolding(pipeline, write_back)
+
+
+def timeline_states(timeline: Sequence[tuple], a: int, b: int) -> Iterator[tuple[int, int, str]]:
+    """(start, end, state) of a process's timeline rows (a list, or engine/rows.py's Rows that
+    keep repeats) over [a, b), in time order."""
+    if hasattr(timeline, "bisect_right"):  # engine/rows.py: records kept as repeats
+        i = timeline.bisect_right(a)
+    else:
+        i = bisect_right(timeline, a, key=lambda row: row[0])
+    i = max(0, i - 1)
+    n = len(timeline)
+    while i < n:
+        t, state = timeline[i][0], timeline[i][1]
+        if t >= b:
+            break
+        end = timeline[i + 1][0] if i + 1 < n else b
+        if end > a:
+            yield max(a, t), min(b, end), state
+        i += 1
 
 
 def operand_demand(res: SimResult, c: Cause) -> int:

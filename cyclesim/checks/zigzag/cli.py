@@ -58,7 +58,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="worker processes (default: one per core, at most one per layer)",
     )
     network.add_argument(
-        "--no-progress", action="store_true", help="no progress bar (default: on a terminal)"
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (default: on a terminal) and no line per finished layer "
+        "(default: when stderr is not a terminal; always with -v)",
     )
     parser.set_defaults(func=run)
     return parser
@@ -96,7 +99,13 @@ def _run_layer(args: argparse.Namespace) -> int:
 
 
 def _run_network(args: argparse.Namespace) -> int:
-    from cyclesim.checks.zigzag.network import check_network, format_network, totals, write_table
+    from cyclesim.checks.zigzag.network import (
+        FAILED,
+        check_network,
+        format_network,
+        totals,
+        write_table,
+    )
     from cyclesim.checks.zigzag.network_plot import plot_network
     from cyclesim.cli import IMAGE_SUFFIXES
 
@@ -110,6 +119,8 @@ def _run_network(args: argparse.Namespace) -> int:
         raise CyclesimError(f"--plot {plot_path}: use a {', '.join(IMAGE_SUFFIXES)} file name")
     if Path(table_path).suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise CyclesimError(f"--table {table_path}: use a .csv or .parquet file name")
+    # a line per finished layer where the bar cannot be drawn (a CI log, `| tee`), or with -v
+    lines = getattr(args, "verbose", False) or not (args.no_progress or sys.stderr.isatty())
     df = check_network(
         args.accelerator,
         args.workload,
@@ -117,6 +128,7 @@ def _run_network(args: argparse.Namespace) -> int:
         use_peer=not args.no_peer,
         workers=args.workers,
         progress=False if args.no_progress else None,
+        on_layer=_print_err if lines else None,
     )
     for path in (table_path, plot_path):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -130,4 +142,8 @@ def _run_network(args: argparse.Namespace) -> int:
     else:
         print(format_network(df))
         print(f"\nwrote {table_path} and {plot_path}")
-    return 1 if (df["status"] == "failed").any() else 0
+    return 1 if (df["status"] == FAILED).any() else 0
+
+
+def _print_err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

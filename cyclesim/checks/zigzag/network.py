@@ -1,21 +1,38 @@
 """A whole ZigZag workload (ONNX or YAML), layer by layer: ZigZag's choice, our model, zigzag-dse, replay.
 
-Each layer is one task for `analysis.parallel.map_tasks` (worker processes, progress bar); a
-layer ZigZag or the importer refuses is a row with its reason, never a lost network. The result
-is one long table, one row per layer, plus its totals.
+Each layer is one task for `analysis.parallel.map_tasks` (worker processes, progress bar, or
+one line per finished layer where no bar can be drawn); a layer for which zigzag-dse has no
+mapping, or that cyclesim's reader refuses, is a row with its reason, never a lost network. The
+result is one long table, one row per layer, plus its totals.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from cyclesim.analysis.parallel import TaskOutcome
 from cyclesim.errors import CyclesimError, SpecError
 
 TERM_COLUMNS = ("cycles", "ideal", "stall", "onload", "offload")
 SOURCES = ("replay", "model", "zigzag")
+
+# a layer's status, as the table, the text and the plot name it
+OK = "ok"
+NOT_REPLAYED = "not replayed"  # ZigZag's mapping is one the replay cannot represent
+NO_ZIGZAG_MAPPING = "no ZigZag mapping"  # zigzag-dse found none (or could not run to find one)
+REFUSED = "refused"  # cyclesim's reader refused the layer's inputs
+FAILED = "failed"  # a bug: the reason names where
+# how the summary and the plot's title count each status other than ok
+STATUS_PHRASES = {
+    NOT_REPLAYED: "not replayed",
+    NO_ZIGZAG_MAPPING: "with no ZigZag mapping",
+    REFUSED: "refused by cyclesim",
+    FAILED: "failed",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +58,7 @@ def check_layer(task: LayerTask) -> dict:
     inputs, theirs, missing = choose_mapping(
         task.accelerator, task.workload, task.mapping, layer_name=task.layer, use_peer=task.use_peer
     )
-    row: dict = {"index": task.index, "layer": task.layer, "status": "ok", "error": ""}
+    row: dict = {"index": task.index, "layer": task.layer, "status": OK, "error": ""}
     row["spatial"] = "; ".join(
         f"{array_dim}: " + " ".join(f"{dim} {factor}" for dim, factor in loops)
         for array_dim, loops in inputs.mapping.spatial
@@ -60,7 +77,7 @@ def check_layer(task: LayerTask) -> dict:
         row["padded"] = " ".join(f"{d} {n}->{p}" for d, n, p in padded_dims(inputs))
         check = compare(inputs, replay_case(inputs), theirs, missing)
     except SpecError as exc:
-        row["status"] = "not replayed"
+        row["status"] = NOT_REPLAYED
         row["error"] = f"{type(exc).__name__}: {exc}"
         return row
     _put_terms(row, "replay", check.replay)
@@ -97,11 +114,13 @@ def check_network(
     use_peer: bool = True,
     workers: int | None = None,
     progress: bool | None = None,
+    on_layer: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """Every layer (or the named ones) of a workload, checked in worker processes; one row each.
 
-    Raise SpecError if the accelerator, mapping or workload cannot be read at all, or a named
-    layer does not exist.
+    on_layer gets one line per layer as it finishes (layer_line), e.g. for a log where no
+    progress bar can be drawn. Raise SpecError if the accelerator, mapping or workload cannot
+    be read at all, or a named layer does not exist.
     """
     from cyclesim.analysis.parallel import map_tasks
     from cyclesim.checks.zigzag.read import workload_layers
@@ -124,21 +143,62 @@ def check_network(
         LayerTask(names.index(name), name, accelerator, workload, mapping, use_peer)
         for name in chosen
     ]
-    outcomes = map_tasks(check_layer, tasks, workers=workers, progress=progress, desc="layers")
-    rows = []
-    for task, outcome in zip(tasks, outcomes, strict=True):
-        if outcome.ok:
-            rows.append(outcome.value)
-        else:
-            status = "refused" if _is_refusal(outcome.error or "") else "failed"
-            rows.append({"index": task.index, "layer": task.layer, "status": status,
-                         "error": outcome.error})  # fmt: skip
-    return _as_table(rows)
+
+    def done(outcome: TaskOutcome, finished: int) -> None:
+        task = tasks[outcome.index]
+        row = _row(task, outcome)
+        assert on_layer is not None
+        on_layer(layer_line(task, len(names), row, outcome.seconds, finished, len(tasks)))
+
+    outcomes = map_tasks(
+        check_layer,
+        tasks,
+        workers=workers,
+        progress=progress,
+        desc="layers",
+        on_done=done if on_layer is not None else None,
+    )
+    return _as_table([_row(task, o) for task, o in zip(tasks, outcomes, strict=True)])
 
 
-def _is_refusal(error: str) -> bool:
-    """A refusal names what cannot be represented (SpecError) or that ZigZag found no mapping."""
-    return error.startswith(("SpecError", "ZigZagPeerError", "PeerUnavailable"))
+def _row(task: LayerTask, outcome: TaskOutcome) -> dict:
+    """The layer's row: check_layer's, or its status and reason when the task raised."""
+    if outcome.ok:
+        return outcome.value
+    error = outcome.error or ""
+    return {"index": task.index, "layer": task.layer, "status": _status_of(error), "error": error}
+
+
+def _status_of(error: str) -> str:
+    """zigzag-dse found no mapping (or could not run), cyclesim's reader refused, or a bug."""
+    if error.startswith(("ZigZagPeerError", "PeerUnavailable")):
+        return NO_ZIGZAG_MAPPING
+    return REFUSED if error.startswith("SpecError") else FAILED
+
+
+def layer_line(
+    task: LayerTask, n_layers: int, row: dict, seconds: float | None, finished: int, total: int
+) -> str:
+    """One finished layer for a log: 'layer 3/21 conv1: replay 123,456 vs ZigZag 120,000
+    (12 s, 5 of 21 done)'; without zigzag-dse the model stands in, and a layer not checked
+    gives its status and the first words of its reason."""
+    status = row.get("status")
+    if status == OK:
+        theirs = ("ZigZag", row.get("zigzag_cycles"))
+        if theirs[1] is None:
+            theirs = ("model", row.get("model_cycles"))
+        what = f"replay {row['replay_cycles']:,} vs {theirs[0]} {theirs[1]:,}"
+    elif status == NO_ZIGZAG_MAPPING:  # zigzag-dse's reason is long; the table gives it whole
+        what = status
+    else:
+        reason = " ".join(str(row.get("error") or "").split())
+        what = f"{status} ({reason[:100]}{'...' if len(reason) > 100 else ''})"
+    took = (
+        "" if seconds is None else f"{seconds:.1f} s, " if seconds < 10 else f"{seconds:,.0f} s, "
+    )
+    return (
+        f"layer {task.index + 1}/{n_layers} {task.layer}: {what} ({took}{finished} of {total} done)"
+    )
 
 
 def _as_table(rows: list[dict]) -> pd.DataFrame:
@@ -157,21 +217,24 @@ def _as_table(rows: list[dict]) -> pd.DataFrame:
     df = df[lead + terms + stalls + tail]
     counts = terms + stalls + ["dram_rows", "dram_equal"]
     df[counts] = df[counts].astype("Int64")
-    df[stalls] = df[stalls].fillna(0).where(df["status"] == "ok")
+    df[stalls] = df[stalls].fillna(0).where(df["status"] == OK)
     return df.sort_values("index").reset_index(drop=True)
 
 
 def totals(df: pd.DataFrame) -> dict[str, int]:
     """Layer counts, and whole-network latency per source over the layers every source has."""
-    ok = df[df["status"] == "ok"]
+    ok = df[df["status"] == OK]
     with_zigzag = df.dropna(subset=["zigzag_cycles"])
     both = ok.dropna(subset=["zigzag_cycles"])
     result = {
         "layers": len(df),
         "replayed": len(ok),
-        "not_replayed": int((df["status"] == "not replayed").sum()),
-        "refused": int((df["status"] == "refused").sum()),
-        "failed": int((df["status"] == "failed").sum()),
+        "not_replayed": int((df["status"] == NOT_REPLAYED).sum()),
+        # every layer a reader refused (cyclesim's, or zigzag-dse finding no mapping), and the
+        # part zigzag-dse's: the key kept its meaning when the two got their own statuses
+        "refused": int(df["status"].isin((REFUSED, NO_ZIGZAG_MAPPING)).sum()),
+        "no_zigzag_mapping": int((df["status"] == NO_ZIGZAG_MAPPING).sum()),
+        "failed": int((df["status"] == FAILED).sum()),
         "with_zigzag": len(with_zigzag),
         "model_equals_zigzag": int(with_zigzag["model_equals_zigzag"].astype(bool).sum()),
         "compared": len(both),
@@ -190,7 +253,7 @@ def format_network(df: pd.DataFrame) -> str:
     shown["replay/zigzag"] = ratio.round(3)
     stall_columns = [c for c in df.columns if c.startswith("stall_")]
     shown["largest stall"] = [
-        _largest(row, stall_columns) if row["status"] == "ok" else "(why: below)"
+        _largest(row, stall_columns) if row["status"] == OK else "(why: below)"
         for _, row in df.iterrows()
     ]
     shown["most of the gap"] = [_largest_gap(row) for _, row in df.iterrows()]
@@ -202,16 +265,15 @@ def format_network(df: pd.DataFrame) -> str:
     lines = [text, ""]
     # each layer not replayed says why in full, below the table (cut to fit a column it
     # lost its reason and widened every row)
-    lines += [
-        f"{row['layer']}: {row['error']}" for _, row in df.iterrows() if row["status"] != "ok"
-    ]
+    lines += [f"{row['layer']}: {row['error']}" for _, row in df.iterrows() if row["status"] != OK]
     if len(lines) > 2:
         lines.append("")
     lines += [GAP_NOTE, ""]
+    left_out = status_counts(df)
     lines.append(
-        f"{t['replayed']} of {t['layers']} layers replayed ({t['not_replayed']} not replayable, "
-        f"{t['refused']} refused, {t['failed']} failed); our model equals zigzag-dse on "
-        f"{t['model_equals_zigzag']} of the {t['with_zigzag']} layers zigzag-dse evaluated"
+        f"{t['replayed']} of {t['layers']} layers replayed{f' ({left_out})' if left_out else ''}; "
+        f"our model equals zigzag-dse on {t['model_equals_zigzag']} of the {t['with_zigzag']} "
+        "layers zigzag-dse evaluated"
     )
     if t["compared"]:
         lines.append(
@@ -222,6 +284,16 @@ def format_network(df: pd.DataFrame) -> str:
     else:
         lines.append(f"total: replay {t['replay_cycles']:,} cycles, model {t['model_cycles']:,}")
     return "\n".join(lines)
+
+
+def status_counts(df: pd.DataFrame) -> str:
+    """'8 with no ZigZag mapping, 1 not replayed': the layers not checked, by status."""
+    counts = df["status"].value_counts()
+    return ", ".join(
+        f"{counts[status]} {phrase}"
+        for status, phrase in STATUS_PHRASES.items()
+        if counts.get(status)
+    )
 
 
 GAP_NOTE = (
@@ -236,7 +308,7 @@ def _largest_gap(row: pd.Series) -> str:
     ZigZag splits ideal and stall differently (its ideal assumes every PE busy), so the two
     are compared as one compute phase."""
     source = "zigzag" if pd.notna(row.get("zigzag_cycles")) else "model"
-    if row.get("status") != "ok" or pd.isna(row.get(f"{source}_cycles")):
+    if row.get("status") != OK or pd.isna(row.get(f"{source}_cycles")):
         return "-"
     gaps = {}
     for phase, terms in (("onload", ("onload",)), ("compute", ("ideal", "stall")),

@@ -99,11 +99,27 @@ def run_zigzag(
     except CyclesimError:
         raise
     except Exception as exc:  # ZigZag signals bad input with assert/ValueError/KeyError
+        if type(exc).__name__ == "NoValidLoopOrderingFoundException":  # its search found none
+            raise ZigZagPeerError(_no_mapping(exc)) from None
         inputs = ", ".join(f for f in (accelerator, workload, mapping, temporal_mapping) if f)
         raise ZigZagPeerError(
             f"zigzag-dse refused the inputs ({inputs}), which cyclesim's own reader accepted: "
             f"{type(exc).__name__}: {exc}; rerun with --no-peer to compare with cyclesim's model only"
         ) from None
+
+
+def _no_mapping(exc: Exception) -> str:
+    """zigzag-dse's 'no valid loop ordering' on one line: its first sentence, then the causes it
+    lists. --no-peer would not help: without zigzag-dse nothing chooses the mapping."""
+    text = str(exc)
+    head, _, causes = text.partition("Common causes of this error are:")
+    first = " ".join(head.split()).split(". ")[0].rstrip(".")
+    listed = "; ".join(
+        c.strip(" -")[:1].lower() + c.strip(" -")[1:] for c in causes.splitlines() if c.strip(" -")
+    )
+    return f"zigzag-dse finds no mapping (NoValidLoopOrderingFoundException: {first})" + (
+        f"; common causes, per ZigZag: {listed}" if listed else ""
+    )
 
 
 def _evaluate(
