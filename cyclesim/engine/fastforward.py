@@ -21,8 +21,19 @@ segment) the same is done between grants: a snapshot every GRANT_SPACING-th gran
 burst indices left out (each transfer's grows by a constant per period); the jump moves them
 on, keeping every transfer's last bursts to be simulated.
 
-It is exact or it does not fire: any state it cannot capture (DRAM timing, L1 allocators,
-several leaves, a trace window) turns it off, and any difference between two snapshots means
+With a DRAM model the timer's state (engine/dram_timer.py: open rows, bank ready cycles,
+calendars, each rank's next refresh) is absolute and does not shift by a period, but it
+changes only when a transfer issues requests to it (a refresh is applied when a request
+arrives past its due cycle). So with DRAM, snapshots are taken only when no transfer through
+a DRAM side is under way (that transfer's state lives in its generator and the DRAM side),
+and two snapshots match only if no request reached any timer between them (its issue()
+calls, never rolled back, are equal). The skipped periods are of the same class as the one
+between the pair, so they make the same transfers: none through the DRAM either. The first
+request after the jump finds the timer exactly as the full replay leaves it, and everything
+the DRAM path records (bank commands, DRAM delays, counts) was not written in the period.
+
+It is exact or it does not fire: any state it cannot capture (L1 allocators, several
+leaves, a trace window) turns it off, and any difference between two snapshots means
 simulate on. The replay's results, records and traces are the same with it or without it;
 only SimPy's event count differs.
 
@@ -34,13 +45,13 @@ copies of a period's records engine/fastforward_records.py.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import gcd, prod
 
 from cyclesim.engine.fastforward_jump import grant_jump, jump
 from cyclesim.engine.fastforward_snapshot import Snapshot, Unknown, Watched, describe, marks
 from cyclesim.engine.record import FOREVER
-from cyclesim.engine.state import DONE, PARENT, PIPE, RUN, USES
+from cyclesim.engine.state import DONE, PARENT, PIPE, RUN, TRANSFER, USES
 from cyclesim.engine.tiles import entry_classifier
 
 MIN_BOUND = 4  # a loop with fewer iterations has no room for two snapshots and a skip
@@ -50,6 +61,9 @@ MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did 
 MIN_EVENTS = 64
 GRANT_SPACING = 16  # between grants: a snapshot at every 16th grant
 HISTORY = 4  # a state may repeat every 1, 2, 3 or 4 iterations of L
+# why a look at a boundary found DRAM traffic (misses; the DRAM rule in the docstring)
+DRAM_REQUESTS = "DRAM requests in the period"
+DRAM_TRANSFER = "a DRAM transfer under way"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +100,14 @@ class FastForward:
 
     def __init__(self, r, procs: list) -> None:
         self.r = r
-        self.stats = FastForwardStats()
+        self._stats = FastForwardStats()
         self.misses: dict[str, int] = {}  # why a snapshot pair did not jump -> times
         self.levels: list[_Level] = []
         reason = _off_because(r)
         if reason:
-            self.stats = FastForwardStats(off_because=reason)
+            self._stats = FastForwardStats(off_because=reason)
             return
+        self.timers = tuple(r.dram.values())  # the DRAM-modelled memories' timers
         plan = r.plan
         # (node, its fill's or write-back's state, is it the fill), as the processes run
         self.active = []
@@ -101,6 +116,11 @@ class FastForward:
                 self.active.append((n, r.fill_state[n.index], True))
                 if n.output_role:
                     self.active.append((n, r.drain_state[n.index], False))
+        dram_nodes = plan.dram_nodes
+        # the fills' and write-backs' states of the nodes whose parent is a DRAM-modelled memory
+        self.dram_states = tuple(
+            st for n, st, _ in self.active if dram_nodes and dram_nodes[n.index] is not None
+        )
         leaf = plan.leaves[0]
         segments = leaf.segments
         self.tiles_per = [segments // n.entries for n in plan.nodes]  # R_n: segments per tile
@@ -180,9 +200,19 @@ class FastForward:
         """Snapshot the state at level lv; (an equal earlier snapshot, this one), or None.
 
         A state the snapshot cannot describe clears the level's history; a full history with
-        no equal snapshot makes the level look less often for a while (counted under `why`).
+        no equal snapshot makes the level look less often for a while (counted under `why`),
+        and so do DRAM requests since every earlier snapshot (no pair can match then).
         """
         history = lv.history
+        if self.timers:
+            calls = tuple(t.calls for t in self.timers)
+            kept = [h for h in history if h.dram_calls == calls]  # the calls only grow
+            if history and not kept:  # requests since each: the DRAM moved on, no repeat
+                history.clear()
+                self._miss(DRAM_REQUESTS, None)
+                lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
+                return None
+            history[:] = kept
         snap = self._snapshot(lv, g, now)
         if snap is None:
             history.clear()
@@ -220,17 +250,36 @@ class FastForward:
             other.last_time = None
 
     def _snapshot(self, lv: _Level, g: int, now: int) -> Snapshot | None:
-        """The state at this boundary, or None (and why, counted) when it cannot be described."""
+        """The state at this boundary, or None (and why, counted) when it cannot be described.
+
+        A transfer through a DRAM side keeps its state in its generator and the side (streams,
+        runs issued ahead): none may be under way."""
+        timers = self.timers
+        if timers:
+            if any(st.stage == TRANSFER for st in self.dram_states) or any(t.ahead for t in timers):
+                return self._miss(DRAM_TRANSFER, None)
         try:
             key, countdowns, recent = describe(self.r, self.watched, lv.below, lv.grants, g, now)
         except Unknown as e:
             return self._miss(str(e.args[0]) if e.args else "unknown", None)
-        return Snapshot(g, now, recent, key, countdowns, marks(self.r, self.active))
+        calls = tuple(t.calls for t in timers)
+        return Snapshot(g, now, recent, key, countdowns, marks(self.r, self.active), calls)
+
+    @property
+    def stats(self) -> FastForwardStats:
+        """What it skipped so far; when it never fired because every look found DRAM traffic
+        (and nothing else kept it from repeating), off_because says so."""
+        s = self._stats
+        if s.jumps or s.off_because or not self.misses:
+            return s
+        if set(self.misses) <= {DRAM_REQUESTS, DRAM_TRANSFER}:
+            return replace(s, off_because="DRAM requests in every period")
+        return s
 
     def _count(self, periods: int, cycles: int, segments: int) -> None:
         """One more jump over `periods` periods, `cycles` cycles and `segments` PE segments."""
-        s = self.stats
-        self.stats = FastForwardStats(
+        s = self._stats
+        self._stats = FastForwardStats(
             s.jumps + 1,
             s.periods + periods,
             s.cycles_skipped + cycles,
@@ -347,8 +396,6 @@ def _off_because(r) -> str:
     plan = r.plan
     if len(plan.leaves) != 1 or not isinstance(plan.root, int):
         return "several Einsums"
-    if plan.dram or r.dram:
-        return "DRAM timing"
     if plan.allocators or r.l1 is not None:
         return "L1 allocators"
     if r.rec.trace_window != (0, FOREVER):
