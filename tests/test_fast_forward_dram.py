@@ -18,7 +18,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from replay_helpers import ROOT, gemm_einsum
+from replay_helpers import gemm_einsum
 from test_fast_forward import (
     _arch,
     _plan,
@@ -27,8 +27,6 @@ from test_fast_forward import (
     reduction,
     streaming,
 )
-from test_fast_forward_identity import assert_identical as assert_results_identical
-from test_fast_forward_identity import both_ways
 from test_replay_properties import schedules
 
 from cyclesim.engine import fastforward, replay_plan
@@ -211,16 +209,3 @@ def test_the_random_dram_backed_gemms_do_exercise_fast_forward(look_at_every_loo
 
     sample()
     assert 5 * sum(fired) >= len(fired), f"fast-forward fired in {sum(fired)} of {len(fired)}"
-
-
-@pytest.mark.slow
-def test_the_memsize_example_with_ddr4_is_identical(tmp_path):
-    """ZigZag's memory-size example with DDR4 (the benchmark's case): every iteration of its
-    B loop reads I and O tiles from DRAM, so only inner iterations between those are skipped."""
-    fast, full = both_ways(
-        str(ROOT / "hw_models/eyeriss_like_small_ddr4.yaml"),
-        str(ROOT / "examples/eyeriss_memsize/workload.yaml"),
-        str(ROOT / "examples/eyeriss_memsize/mapping_small.yaml"),
-    )
-    assert fast.sim.raw.fast_forward.jumps > 0
-    assert_results_identical(fast, full, tmp_path)

@@ -93,6 +93,7 @@ class _Level:
     wait: int = 0  # boundaries to let pass before the next try
     backoff: int = 0  # ... after the next pair that does not match
     grants: bool = False  # boundaries are every GRANT_SPACING-th grant, not iterations of L
+    dram_calls: tuple = ()  # per DRAM timer, its issue() calls at the last boundary
 
 
 class FastForward:
@@ -116,11 +117,10 @@ class FastForward:
                 self.active.append((n, r.fill_state[n.index], True))
                 if n.output_role:
                     self.active.append((n, r.drain_state[n.index], False))
-        dram_nodes = plan.dram_nodes
+        dram_nodes = plan.dram_nodes or (None,) * len(plan.nodes)
         # the fills' and write-backs' states of the nodes whose parent is a DRAM-modelled memory
-        self.dram_states = tuple(
-            st for n, st, _ in self.active if dram_nodes and dram_nodes[n.index] is not None
-        )
+        self.dram_states = tuple(st for n, st, _ in self.active if dram_nodes[n.index] is not None)
+        self.dram_levels = 0  # loops left out: DRAM requests in every iteration
         leaf = plan.leaves[0]
         segments = leaf.segments
         self.tiles_per = [segments // n.entries for n in plan.nodes]  # R_n: segments per tile
@@ -143,6 +143,11 @@ class FastForward:
                 else:
                     break
             else:
+                if any(d and dram_nodes[i] is not None for i, d in enumerate(below)):
+                    # a node read from or written to DRAM moves to other tiles in every
+                    # iteration (each one a transfer): no iteration is free of DRAM requests
+                    self.dram_levels += 1
+                    continue
                 self.levels.append(_Level(pos, bound, period, tuple(below)))
         r.boundaries = []
         r.boundary_every = FOREVER  # no level: the PE array never reports a segment
@@ -169,10 +174,16 @@ class FastForward:
             last, lv.last_time = lv.last_time, now
             events, lv.last_events = self.r.rec.events - lv.last_events, self.r.rec.events
             history = lv.history
+            quiet = self._dram_quiet(lv)
             if events < MIN_EVENTS or lv.wait or last is None or g // lv.period % lv.bound == 0:
                 # not worth a look, backing off, or the first iteration of L (never a reference)
                 lv.wait = max(0, lv.wait - 1)
                 history.clear()
+                continue
+            if not quiet:  # the state moved on, and may well go on moving: look less often
+                history.clear()
+                self._miss(DRAM_REQUESTS, None)
+                lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
                 continue
             pair = self._matching_pair(lv, g, now, "state")
             if pair is None:
@@ -192,6 +203,7 @@ class FastForward:
                     other.history.clear()
                     other.last_time = None
             history.clear()
+            lv.backoff = 0
             lv.last_time = self.r.env.now - (now - last)
             lv.last_events = self.r.rec.events
             return
@@ -200,19 +212,12 @@ class FastForward:
         """Snapshot the state at level lv; (an equal earlier snapshot, this one), or None.
 
         A state the snapshot cannot describe clears the level's history; a full history with
-        no equal snapshot makes the level look less often for a while (counted under `why`),
-        and so do DRAM requests since every earlier snapshot (no pair can match then).
+        no equal snapshot makes the level look less often for a while (counted under `why`).
+        With DRAM, only snapshots taken since the last DRAM request may pair with this one.
         """
         history = lv.history
         if self.timers:
-            calls = tuple(t.calls for t in self.timers)
-            kept = [h for h in history if h.dram_calls == calls]  # the calls only grow
-            if history and not kept:  # requests since each: the DRAM moved on, no repeat
-                history.clear()
-                self._miss(DRAM_REQUESTS, None)
-                lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
-                return None
-            history[:] = kept
+            history[:] = [h for h in history if h.dram_calls == lv.dram_calls]
         snap = self._snapshot(lv, g, now)
         if snap is None:
             history.clear()
@@ -223,7 +228,8 @@ class FastForward:
                 self._miss(why, None)
                 lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return None
-        lv.backoff = 0
+        if not self.timers:  # (with DRAM, a match may still end in DRAM requests: at a jump)
+            lv.backoff = 0
         return prev, snap
 
     def _at_grant(self) -> None:
@@ -233,9 +239,15 @@ class FastForward:
         now = r.env.now
         last, lv.last_time = lv.last_time, now
         history = lv.history
+        quiet = self._dram_quiet(lv)
         if lv.wait or last is None:
             lv.wait = max(0, lv.wait - 1)
             history.clear()
+            return
+        if not quiet:
+            history.clear()
+            self._miss(DRAM_REQUESTS, None)
+            lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return
         pair = self._matching_pair(lv, r.pe_state.g, now, "state between grants")
         if pair is None:
@@ -248,6 +260,18 @@ class FastForward:
         for other in (*self.levels, self.grant_level):
             other.history.clear()
             other.last_time = None
+
+    def _dram_quiet(self, lv: _Level) -> bool:
+        """Did no request reach a DRAM timer since the level's last boundary (always true
+        without DRAM)? If one did, no snapshot before this boundary may pair with any later
+        one, and this one is not taken either: a period of DRAM requests is most often
+        followed by another (a snapshot costs as much as many events)."""
+        if not self.timers:
+            return True
+        calls = tuple(t.calls for t in self.timers)
+        quiet = calls == lv.dram_calls
+        lv.dram_calls = calls
+        return quiet
 
     def _snapshot(self, lv: _Level, g: int, now: int) -> Snapshot | None:
         """The state at this boundary, or None (and why, counted) when it cannot be described.
@@ -270,7 +294,7 @@ class FastForward:
         """What it skipped so far; when it never fired because every look found DRAM traffic
         (and nothing else kept it from repeating), off_because says so."""
         s = self._stats
-        if s.jumps or s.off_because or not self.misses:
+        if s.jumps or s.off_because or not (self.misses or self.dram_levels):
             return s
         if set(self.misses) <= {DRAM_REQUESTS, DRAM_TRANSFER}:
             return replace(s, off_because="DRAM requests in every period")
