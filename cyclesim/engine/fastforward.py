@@ -31,6 +31,8 @@ calls, never rolled back, are equal). The skipped periods are of the same class 
 between the pair, so they make the same transfers: none through the DRAM either. The first
 request after the jump finds the timer exactly as the full replay leaves it, and everything
 the DRAM path records (bank commands, DRAM delays, counts) was not written in the period.
+A loop in whose every iteration a node read from or written to DRAM moves to another tile is
+not watched at all, and a level backs off after DRAM requests (looks that cannot jump cost).
 
 It is exact or it does not fire: any state it cannot capture (L1 allocators, several
 leaves, a trace window) turns it off, and any difference between two snapshots means
@@ -76,7 +78,9 @@ class FastForwardStats:
     periods: int = 0
     cycles_skipped: int = 0
     segments_skipped: int = 0  # PE segments not simulated
-    off_because: str = ""  # why it stayed off for this plan ('' when it was on)
+    # why it stayed off for this plan ('' when it was on), or that it never fired because
+    # every period it looked at issued DRAM requests
+    off_because: str = ""
 
 
 @dataclass(slots=True)
