@@ -14,6 +14,8 @@ VCD (bank signals included) and Perfetto files byte for byte; only SimPy's event
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -146,9 +148,20 @@ PROPERTY = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+# DDR4 with a refresh every 300 cycles of tCK = 1 ns (tRFC 60): random runs of a few thousand
+# cycles cross many refreshes, so jumps skip over refreshes that fall due and are applied late
+SHORT_REFRESH = Path(tempfile.mkdtemp(prefix="cyclesim-ff-dram-")) / "ddr4_short_refresh.ini"
+SHORT_REFRESH.write_text(
+    "[dram_structure]\nprotocol = DDR4\nbankgroups = 4\nbanks_per_group = 4\nrows = 65536\n"
+    "columns = 1024\ndevice_width = 8\nBL = 8\n\n[timing]\ntCK = 1.0\nAL = 0\nCL = 17\n"
+    "CWL = 12\ntRCD = 17\ntRP = 17\ntRAS = 39\ntRFC = 60\ntREFI = 300\ntRRD_S = 4\n"
+    "tRRD_L = 6\ntWTR_S = 3\ntWTR_L = 9\ntFAW = 26\ntWR = 18\ntRTP = 9\ntCCD_S = 4\n"
+    "tCCD_L = 6\ntRTRS = 1\n\n[system]\nchannel_size = 16384\nchannels = 1\n"
+    "bus_width = 64\naddress_mapping = rochrababgco\n"
+)
 DRAMS = st.fixed_dictionaries(
     {
-        "config": st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128"]),
+        "config": st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128", str(SHORT_REFRESH)]),
         "channels": st.sampled_from([1, 2]),
         "address_mapping": st.sampled_from(["rochrababgco", "rorabgbachco"]),
     }
@@ -167,8 +180,9 @@ def dram_gemms(draw):
     """A random small GEMM schedule (tests/test_replay_properties.py) with a long steady loop
     and a DRAM model: as drawn (the steady loop outermost, buf refilled from DRAM in every
     iteration) or with every tensor kept whole in buf above it (read from DRAM once, the steady
-    loop runs from buf, written back once); DDR4 or HBM2, one or two channels, either address
-    mapping, an accelerator clock slower or faster than the DRAM's."""
+    loop runs from buf, written back once); DDR4 or HBM2 or DDR4 refreshed every 300 cycles,
+    one or two channels, either address mapping, an accelerator clock slower or faster than
+    the DRAM's."""
     arch, workload, mapping, reuse, _ = draw(schedules(steady=(5, 14), shared_ports=True))
     if draw(st.booleans()):
         tree = [n for n in mapping["loop_tree"] if n.get("memory") != "buf"]
