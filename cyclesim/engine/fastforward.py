@@ -21,18 +21,10 @@ segment) the same is done between grants: a snapshot every GRANT_SPACING-th gran
 burst indices left out (each transfer's grows by a constant per period); the jump moves them
 on, keeping every transfer's last bursts to be simulated.
 
-With a DRAM model the timer's state (engine/dram_timer.py: open rows, bank ready cycles,
-calendars, each rank's next refresh) is absolute and does not shift by a period, but it
-changes only when a transfer issues requests to it (a refresh is applied when a request
-arrives past its due cycle). So with DRAM, snapshots are taken only when no transfer through
-a DRAM side is under way (that transfer's state lives in its generator and the DRAM side),
-and two snapshots match only if no request reached any timer between them (its issue()
-calls, never rolled back, are equal). The skipped periods are of the same class as the one
-between the pair, so they make the same transfers: none through the DRAM either. The first
-request after the jump finds the timer exactly as the full replay leaves it, and everything
-the DRAM path records (bank commands, DRAM delays, counts) was not written in the period.
-A loop in whose every iteration a node read from or written to DRAM moves to another tile is
-not watched at all, and a level backs off after DRAM requests (looks that cannot jump cost).
+With a DRAM model it skips only periods that issue no DRAM request, with no DRAM transfer
+under way at either end (engine/fastforward_dram.py says why that is exact); a loop in whose
+every iteration a DRAM-linked node moves to other tiles is not watched, and a level backs
+off after DRAM requests (looks that cannot jump cost as much as many events).
 
 It is exact or it does not fire: any state it cannot capture (L1 allocators, several
 leaves, a trace window) turns it off, and any difference between two snapshots means
@@ -50,10 +42,16 @@ import functools
 from dataclasses import dataclass, field, replace
 from math import gcd, prod
 
+from cyclesim.engine.fastforward_dram import (
+    DRAM_OFF_BECAUSE,
+    DRAM_REQUESTS,
+    DRAM_UNDER_WAY,
+    dram_watch,
+)
 from cyclesim.engine.fastforward_jump import grant_jump, jump
 from cyclesim.engine.fastforward_snapshot import Snapshot, Unknown, Watched, describe, marks
 from cyclesim.engine.record import FOREVER
-from cyclesim.engine.state import DONE, PARENT, PIPE, RUN, TRANSFER, USES
+from cyclesim.engine.state import DONE, PARENT, PIPE, RUN, USES
 from cyclesim.engine.tiles import entry_classifier
 
 MIN_BOUND = 4  # a loop with fewer iterations has no room for two snapshots and a skip
@@ -63,9 +61,6 @@ MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did 
 MIN_EVENTS = 64
 GRANT_SPACING = 16  # between grants: a snapshot at every 16th grant
 HISTORY = 4  # a state may repeat every 1, 2, 3 or 4 iterations of L
-# why a look at a boundary found DRAM traffic (misses; the DRAM rule in the docstring)
-DRAM_REQUESTS = "DRAM requests in the period"
-DRAM_TRANSFER = "a DRAM transfer under way"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +107,6 @@ class FastForward:
         if reason:
             self._stats = FastForwardStats(off_because=reason)
             return
-        self.timers = tuple(r.dram.values())  # the DRAM-modelled memories' timers
         plan = r.plan
         # (node, its fill's or write-back's state, is it the fill), as the processes run
         self.active = []
@@ -121,9 +115,7 @@ class FastForward:
                 self.active.append((n, r.fill_state[n.index], True))
                 if n.output_role:
                     self.active.append((n, r.drain_state[n.index], False))
-        dram_nodes = plan.dram_nodes or (None,) * len(plan.nodes)
-        # the fills' and write-backs' states of the nodes whose parent is a DRAM-modelled memory
-        self.dram_states = tuple(st for n, st, _ in self.active if dram_nodes[n.index] is not None)
+        self.dram = dram_watch(r, self.active)
         self.dram_levels = 0  # loops left out: DRAM requests in every iteration
         leaf = plan.leaves[0]
         segments = leaf.segments
@@ -147,9 +139,7 @@ class FastForward:
                 else:
                     break
             else:
-                if any(d and dram_nodes[i] is not None for i, d in enumerate(below)):
-                    # a node read from or written to DRAM moves to other tiles in every
-                    # iteration (each one a transfer): no iteration is free of DRAM requests
+                if self.dram.every_iteration(below):
                     self.dram_levels += 1
                     continue
                 self.levels.append(_Level(pos, bound, period, tuple(below)))
@@ -220,19 +210,19 @@ class FastForward:
         With DRAM, only snapshots taken since the last DRAM request may pair with this one.
         """
         history = lv.history
-        if self.timers:
-            history[:] = [h for h in history if h.dram_calls == lv.dram_calls]
         snap = self._snapshot(lv, g, now)
         if snap is None:
             history.clear()
             return None
+        if self.dram.timers:  # the DRAM rule: no request reached a timer between the two
+            history[:] = [h for h in history if h.dram_calls == snap.dram_calls]
         prev = _match(history, snap)
         if prev is None:
             if not history:  # HISTORY snapshots, none the same: look less often for a while
                 self._miss(why, None)
                 lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return None
-        if not self.timers:  # (with DRAM, a match may still end in DRAM requests: at a jump)
+        if not self.dram.timers:  # (with DRAM a match may still end in DRAM requests: at a jump)
             lv.backoff = 0
         return prev, snap
 
@@ -270,9 +260,9 @@ class FastForward:
         without DRAM)? If one did, no snapshot before this boundary may pair with any later
         one, and this one is not taken either: a period of DRAM requests is most often
         followed by another (a snapshot costs as much as many events)."""
-        if not self.timers:
+        if not self.dram.timers:
             return True
-        calls = tuple(t.calls for t in self.timers)
+        calls = self.dram.calls()
         quiet = calls == lv.dram_calls
         lv.dram_calls = calls
         return quiet
@@ -282,15 +272,13 @@ class FastForward:
 
         A transfer through a DRAM side keeps its state in its generator and the side (streams,
         runs issued ahead): none may be under way."""
-        timers = self.timers
-        if timers:
-            if any(st.stage == TRANSFER for st in self.dram_states) or any(t.ahead for t in timers):
-                return self._miss(DRAM_TRANSFER, None)
+        if self.dram.timers and self.dram.under_way():
+            return self._miss(DRAM_UNDER_WAY, None)
         try:
             key, countdowns, recent = describe(self.r, self.watched, lv.below, lv.grants, g, now)
         except Unknown as e:
             return self._miss(str(e.args[0]) if e.args else "unknown", None)
-        calls = tuple(t.calls for t in timers)
+        calls = self.dram.calls()
         return Snapshot(g, now, recent, key, countdowns, marks(self.r, self.active), calls)
 
     @property
@@ -300,8 +288,8 @@ class FastForward:
         s = self._stats
         if s.jumps or s.off_because or not (self.misses or self.dram_levels):
             return s
-        if set(self.misses) <= {DRAM_REQUESTS, DRAM_TRANSFER}:
-            return replace(s, off_because="DRAM requests in every period")
+        if set(self.misses) <= {DRAM_REQUESTS, DRAM_UNDER_WAY}:
+            return replace(s, off_because=DRAM_OFF_BECAUSE)
         return s
 
     def _count(self, periods: int, cycles: int, segments: int) -> None:
