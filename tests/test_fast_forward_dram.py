@@ -5,7 +5,7 @@ refresh) and does not shift by a period; but it changes only when a request reac
 refresh is applied lazily, when a request arrives past its due cycle. So a period between two
 equal snapshots that issued no DRAM request, with no DRAM transfer under way at either end,
 leaves the timer untouched, and so do the periods it stands for: the first request after the
-jump finds the timer as the full replay leaves it (engine/fastforward.py, the DRAM rule).
+jump finds the timer as the full replay leaves it (engine/fastforward_dram.py).
 
 Each case replays with and without fast-forward and compares every record, the Result and the
 VCD (bank signals included) and Perfetto files byte for byte; only SimPy's event counts differ.
@@ -125,6 +125,22 @@ def test_a_period_with_dram_requests_is_never_skipped(case):
     assert not run_differences(fast, full)
     bandwidth_only, _ = _plan(case())
     assert replay_plan(bandwidth_only, progress=False).fast_forward.jumps > 0
+
+
+def test_without_the_dram_rule_a_jump_over_dram_requests_changes_the_replay(monkeypatch):
+    # the rule is what keeps `streaming` exact: with it switched off (the timers' calls never
+    # change, no transfer is ever under way, no loop is left out) the snapshots of its steady
+    # loop match, the jump skips A's and B's DRAM reads as if they were timed alike, and the
+    # full replay ends 2 cycles later (751, not 749): the verification catches it
+    from cyclesim.engine import fastforward_dram
+    from cyclesim.engine.verify import FastForwardMismatch
+
+    monkeypatch.setattr(fastforward_dram.DramWatch, "calls", lambda self: ())
+    monkeypatch.setattr(fastforward_dram.DramWatch, "under_way", lambda self: False)
+    monkeypatch.setattr(fastforward_dram.DramWatch, "every_iteration", lambda self, below: False)
+    plan, _ = _plan(with_dram(streaming()))
+    with pytest.raises(FastForwardMismatch, match="cycles: 749 vs 751"):
+        replay_plan(plan, progress=False, verify_fast_forward=True)
 
 
 def test_the_cli_says_why_it_stayed_off_with_dram(tmp_path, capsys):
