@@ -3,9 +3,9 @@
 For each case the same workload and mapping replay on the bandwidth-only architecture and on
 its copy with a `dram:` block, in turn (side by side, so a busy machine slows both alike); the
 engine's CPU time (replay_plan, process_time, best of --repeat) and the ratio DDR4 /
-bandwidth-only (target: within 2x). Fast-forward (issue 14) skips only periods that issue no
-DRAM request when a DRAM model is on (engine/fastforward_dram.py), so every replay is timed with it
-(the default) and without it, with the jumps it made: the ratio of the replays without it
+bandwidth-only (target: within 2x). With a DRAM model, fast-forward (issue 14) skips only
+periods that issue no DRAM request (engine/fastforward_dram.py), so every replay is timed with
+it (the default) and without it, with the jumps it made: the ratio of the replays without it
 compares the same amount of simulated work. Then cycles and non-compute cycles by cause, so
 the new causes show.
 
