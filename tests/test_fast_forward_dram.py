@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from replay_helpers import gemm_einsum
+from replay_helpers import gemm_einsum, inputs_from_dicts
 from test_fast_forward import (
     _arch,
     _plan,
@@ -104,6 +104,29 @@ def test_a_loop_without_dram_requests_is_skipped_and_the_dram_sees_the_same(tmp_
     assert fast.rec.dram_banks == full.rec.dram_banks and fast.rec.dram_banks
     assert_identical(full, fast)
     assert_same_result(full, fast, inputs, tmp_path)  # the VCD's bank signals, Perfetto
+
+
+def test_explains_remedy_replays_fast_forward_with_dram_and_stay_exact(monkeypatch):
+    # explain replays remedies (another address mapping, a layout, a tile order) of the layer
+    # loaded once: each replay skips its m loop too, and the suite's verification replays every
+    # one that jumped once more in full and compares every record (tests/conftest.py)
+    from cyclesim.analysis.explain import explain
+    from cyclesim.engine import replay
+
+    jumps = []
+    count = fastforward.FastForward._count
+    monkeypatch.setattr(
+        fastforward.FastForward, "_count", lambda self, *a: jumps.append(a) or count(self, *a)
+    )
+    a, w, m = inputs_from_dicts(*loaded_once(64))
+    res = replay(a, w, m, progress=False)
+    first = len(jumps)
+    assert first == 1  # the m loop, once (the verification's full replay never jumps)
+    ex = explain(res, a, w, m, top=10, workers=1, progress=False)
+    replayed = {r.change for c in ex.causes for r in c.remedies if r.cycles_after is not None}
+    dram_remedies = {c for c in replayed if c.startswith(("address mapping", "lay "))}
+    assert dram_remedies  # another address mapping, another layout of A or Z: DRAM replays
+    assert len(jumps) - first >= len(dram_remedies)  # (9 when measured)
 
 
 @pytest.mark.parametrize(
