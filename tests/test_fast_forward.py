@@ -363,8 +363,9 @@ def test_verbose_says_what_fast_forward_skipped_or_that_it_skipped_nothing(tmp_p
 
 
 def test_verbose_and_json_say_why_fast_forward_stayed_off(capsys):
-    """A DRAM model's bank state depends on history the snapshot does not hold: fast-forward
-    stays off, and -v and --json say so by name (not a list of every possible reason)."""
+    """A DRAM model's bank state is absolute: fast-forward skips only periods without DRAM
+    requests, and this layer's fills and write-backs read or write DRAM all the time; -v and
+    --json say so by name (not a list of every possible reason)."""
     import json
 
     from cyclesim.cli import main
@@ -376,5 +377,5 @@ def test_verbose_and_json_say_why_fast_forward_stayed_off(capsys):
     ]
     assert main(["-v", "run", *files, "--no-progress", "--json"]) == 0
     out, err = capsys.readouterr()
-    assert "fast-forward stayed off: this replay has DRAM timing" in err
-    assert json.loads(out)["fast_forward"]["off_because"] == "DRAM timing"
+    assert "fast-forward stayed off: this replay has DRAM requests in every period" in err
+    assert json.loads(out)["fast_forward"]["off_because"] == "DRAM requests in every period"

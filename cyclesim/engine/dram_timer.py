@@ -162,6 +162,8 @@ class DramTimer:
         self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
         self.last_request: dict[object, int] = {}  # per requester: its last request issued
         self.issued = 0  # requests issued by the last issue() call
+        # issue() calls so far, never rolled back: fast-forward skips only periods without one
+        self.calls: int = 0
         # per requester: its run of bursts in flight whose requests were all issued at its
         # start (engine/dram_port.py cuts it before another requester issues)
         self.ahead: dict[object, tuple] = {}
@@ -277,6 +279,7 @@ class DramTimer:
         end, issued = self._time_visits(visits, is_write, who, s0, index, delays, following)
         self.counts["requests"] += issued
         self.issued = issued
+        self.calls += 1
         out = []
         if delays:
             delays.sort(key=_START)

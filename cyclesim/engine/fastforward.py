@@ -21,8 +21,13 @@ segment) the same is done between grants: a snapshot every GRANT_SPACING-th gran
 burst indices left out (each transfer's grows by a constant per period); the jump moves them
 on, keeping every transfer's last bursts to be simulated.
 
-It is exact or it does not fire: any state it cannot capture (DRAM timing, L1 allocators,
-several leaves, a trace window) turns it off, and any difference between two snapshots means
+With a DRAM model it skips only periods that issue no DRAM request, with no DRAM transfer
+under way at either end (engine/fastforward_dram.py says why that is exact); a loop in whose
+every iteration a DRAM-linked node moves to other tiles is not watched, and a level backs
+off after DRAM requests (looks that cannot jump cost as much as many events).
+
+It is exact or it does not fire: any state it cannot capture (L1 allocators, several
+leaves, a trace window) turns it off, and any difference between two snapshots means
 simulate on. The replay's results, records and traces are the same with it or without it;
 only SimPy's event count differs.
 
@@ -34,9 +39,15 @@ copies of a period's records engine/fastforward_records.py.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import gcd, prod
 
+from cyclesim.engine.fastforward_dram import (
+    DRAM_OFF_BECAUSE,
+    DRAM_REQUESTS,
+    DRAM_UNDER_WAY,
+    dram_watch,
+)
 from cyclesim.engine.fastforward_jump import grant_jump, jump
 from cyclesim.engine.fastforward_snapshot import Snapshot, Unknown, Watched, describe, marks
 from cyclesim.engine.record import FOREVER
@@ -62,7 +73,9 @@ class FastForwardStats:
     periods: int = 0
     cycles_skipped: int = 0
     segments_skipped: int = 0  # PE segments not simulated
-    off_because: str = ""  # why it stayed off for this plan ('' when it was on)
+    # why it stayed off for this plan ('' when it was on), or that it never fired because
+    # every period it looked at issued DRAM requests
+    off_because: str = ""
 
 
 @dataclass(slots=True)
@@ -79,6 +92,7 @@ class _Level:
     wait: int = 0  # boundaries to let pass before the next try
     backoff: int = 0  # ... after the next pair that does not match
     grants: bool = False  # boundaries are every GRANT_SPACING-th grant, not iterations of L
+    dram_calls: tuple = ()  # per DRAM timer, its issue() calls at the last boundary
 
 
 class FastForward:
@@ -86,12 +100,12 @@ class FastForward:
 
     def __init__(self, r, procs: list) -> None:
         self.r = r
-        self.stats = FastForwardStats()
+        self._stats = FastForwardStats()
         self.misses: dict[str, int] = {}  # why a snapshot pair did not jump -> times
         self.levels: list[_Level] = []
         reason = _off_because(r)
         if reason:
-            self.stats = FastForwardStats(off_because=reason)
+            self._stats = FastForwardStats(off_because=reason)
             return
         plan = r.plan
         # (node, its fill's or write-back's state, is it the fill), as the processes run
@@ -101,6 +115,8 @@ class FastForward:
                 self.active.append((n, r.fill_state[n.index], True))
                 if n.output_role:
                     self.active.append((n, r.drain_state[n.index], False))
+        self.dram = dram_watch(r, self.active)
+        self.dram_levels = 0  # loops left out: DRAM requests in every iteration
         leaf = plan.leaves[0]
         segments = leaf.segments
         self.tiles_per = [segments // n.entries for n in plan.nodes]  # R_n: segments per tile
@@ -123,6 +139,9 @@ class FastForward:
                 else:
                     break
             else:
+                if self.dram.every_iteration(below):
+                    self.dram_levels += 1
+                    continue
                 self.levels.append(_Level(pos, bound, period, tuple(below)))
         r.boundaries = []
         r.boundary_every = FOREVER  # no level: the PE array never reports a segment
@@ -149,10 +168,16 @@ class FastForward:
             last, lv.last_time = lv.last_time, now
             events, lv.last_events = self.r.rec.events - lv.last_events, self.r.rec.events
             history = lv.history
+            quiet = self._dram_quiet(lv)
             if events < MIN_EVENTS or lv.wait or last is None or g // lv.period % lv.bound == 0:
                 # not worth a look, backing off, or the first iteration of L (never a reference)
                 lv.wait = max(0, lv.wait - 1)
                 history.clear()
+                continue
+            if not quiet:  # the state moved on, and may well go on moving: look less often
+                history.clear()
+                self._miss(DRAM_REQUESTS, None)
+                lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
                 continue
             pair = self._matching_pair(lv, g, now, "state")
             if pair is None:
@@ -172,6 +197,7 @@ class FastForward:
                     other.history.clear()
                     other.last_time = None
             history.clear()
+            lv.backoff = 0
             lv.last_time = self.r.env.now - (now - last)
             lv.last_events = self.r.rec.events
             return
@@ -181,19 +207,23 @@ class FastForward:
 
         A state the snapshot cannot describe clears the level's history; a full history with
         no equal snapshot makes the level look less often for a while (counted under `why`).
+        With DRAM, only snapshots taken since the last DRAM request may pair with this one.
         """
         history = lv.history
         snap = self._snapshot(lv, g, now)
         if snap is None:
             history.clear()
             return None
+        if self.dram.timers:  # the DRAM rule: no request reached a timer between the two
+            history[:] = [h for h in history if h.dram_calls == snap.dram_calls]
         prev = _match(history, snap)
         if prev is None:
             if not history:  # HISTORY snapshots, none the same: look less often for a while
                 self._miss(why, None)
                 lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return None
-        lv.backoff = 0
+        if not self.dram.timers:  # (with DRAM a match may still end in DRAM requests: at a jump)
+            lv.backoff = 0
         return prev, snap
 
     def _at_grant(self) -> None:
@@ -203,9 +233,15 @@ class FastForward:
         now = r.env.now
         last, lv.last_time = lv.last_time, now
         history = lv.history
+        quiet = self._dram_quiet(lv)
         if lv.wait or last is None:
             lv.wait = max(0, lv.wait - 1)
             history.clear()
+            return
+        if not quiet:
+            history.clear()
+            self._miss(DRAM_REQUESTS, None)
+            lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return
         pair = self._matching_pair(lv, r.pe_state.g, now, "state between grants")
         if pair is None:
@@ -219,18 +255,47 @@ class FastForward:
             other.history.clear()
             other.last_time = None
 
+    def _dram_quiet(self, lv: _Level) -> bool:
+        """Did no request reach a DRAM timer since the level's last boundary (always true
+        without DRAM)? If one did, no snapshot before this boundary may pair with any later
+        one, and this one is not taken either: a period of DRAM requests is most often
+        followed by another (a snapshot costs as much as many events)."""
+        if not self.dram.timers:
+            return True
+        calls = self.dram.calls()
+        quiet = calls == lv.dram_calls
+        lv.dram_calls = calls
+        return quiet
+
     def _snapshot(self, lv: _Level, g: int, now: int) -> Snapshot | None:
-        """The state at this boundary, or None (and why, counted) when it cannot be described."""
+        """The state at this boundary, or None (and why, counted) when it cannot be described.
+
+        A transfer through a DRAM side keeps its state in its generator and the side (streams,
+        runs issued ahead): none may be under way."""
+        if self.dram.timers and self.dram.under_way():
+            return self._miss(DRAM_UNDER_WAY, None)
         try:
             key, countdowns, recent = describe(self.r, self.watched, lv.below, lv.grants, g, now)
         except Unknown as e:
             return self._miss(str(e.args[0]) if e.args else "unknown", None)
-        return Snapshot(g, now, recent, key, countdowns, marks(self.r, self.active))
+        calls = self.dram.calls()
+        return Snapshot(g, now, recent, key, countdowns, marks(self.r, self.active), calls)
+
+    @property
+    def stats(self) -> FastForwardStats:
+        """What it skipped so far; when it never fired because every look found DRAM traffic
+        (and nothing else kept it from repeating), off_because says so."""
+        s = self._stats
+        if s.jumps or s.off_because or not (self.misses or self.dram_levels):
+            return s
+        if set(self.misses) <= {DRAM_REQUESTS, DRAM_UNDER_WAY}:
+            return replace(s, off_because=DRAM_OFF_BECAUSE)
+        return s
 
     def _count(self, periods: int, cycles: int, segments: int) -> None:
         """One more jump over `periods` periods, `cycles` cycles and `segments` PE segments."""
-        s = self.stats
-        self.stats = FastForwardStats(
+        s = self._stats
+        self._stats = FastForwardStats(
             s.jumps + 1,
             s.periods + periods,
             s.cycles_skipped + cycles,
@@ -347,8 +412,6 @@ def _off_because(r) -> str:
     plan = r.plan
     if len(plan.leaves) != 1 or not isinstance(plan.root, int):
         return "several Einsums"
-    if plan.dram or r.dram:
-        return "DRAM timing"
     if plan.allocators or r.l1 is not None:
         return "L1 allocators"
     if r.rec.trace_window != (0, FOREVER):

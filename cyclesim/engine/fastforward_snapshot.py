@@ -48,6 +48,9 @@ class Snapshot:
     key: tuple
     countdowns: dict  # (node, table, tile) of frozen nodes -> uses left
     marks: dict  # record lengths and accumulator values at the snapshot
+    # per DRAM timer, its issue() calls so far (absolute): a period between two snapshots
+    # repeats only if it called none (engine/fastforward.py: the DRAM rule)
+    dram_calls: tuple = ()
 
 
 def describe(
