@@ -15,7 +15,7 @@ from bisect import bisect_right
 
 import simpy
 
-from cyclesim.engine.dram_timer import DramTimer
+from cyclesim.engine.dram_timer_loader import DramTimer
 from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
 
 

@@ -107,7 +107,9 @@ class DramTimer:
         self.request_bytes = c.request_bytes
         fields = {k: (pos, (1 << w) - 1) for k, (pos, w) in layout.items()}
         # (position, mask) of channel, rank, bank group, bank and row: a request's bank and row
-        self.decode = sum((fields[k] for k in ("ch", "ra", "bg", "ba", "ro")), ())
+        self.decode: tuple[int, ...] = tuple(
+            x for k in ("ch", "ra", "bg", "ba", "ro") for x in fields[k]
+        )
         self.columns_low = layout["co"][0] == 0  # consecutive requests stay in a row
         # the bits of a request number that name its channel, rank and bank group (_paces)
         self.group_mask = sum(fields[k][1] << fields[k][0] for k in ("ch", "ra", "bg"))
@@ -139,7 +141,9 @@ class DramTimer:
         # cycle, spacing, is write, rank, bank group, requester): a request whose row is not
         # ready leaves a gap on the data bus that later requests of other banks may fill
         # (FR-FCFS serves whichever queued request is ready); old ones are dropped
-        self.calendar: list[list[tuple]] = [[] for _ in range(c.channels)]
+        self.calendar: list[list[tuple[int, int, int, bool, int, int, object]]] = [
+            [] for _ in range(c.channels)
+        ]
         # per channel and rank (channel * ranks + rank): the last eight activates, in time order,
         # as a tuple ((cycle, bank group), ...) replaced on change (a snapshot copies one list)
         self.ranks = c.ranks
@@ -173,14 +177,17 @@ class DramTimer:
         """What _time_visits binds to locals, per direction, in one tuple: the constants and the
         state lists (which keep their identity: restore copies into them)."""
         c = self.config
+        d = self.decode
         self._frame = {
             write: (
-                self.ranks, *self.decode, c.bankgroups, c.banks_per_group,
+                self.ranks, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9],
+                c.bankgroups, c.banks_per_group,
                 self.banks_per_channel, self.queue, self.burst, self.col_table[write][write],
                 self.col_table[not write][write], self.open_row, self.opener, self.open_cause,
                 self.closed_by_refresh, self.act_ready, self.col_ready, self.pre_ready,
                 self.calendar, self.acts, self.next_refresh, self.tRC, self.tRAS, self.tRP,
-                self.tFAW, *self.rrd, self.act_to_col[write], self.col_to_pre[write],
+                self.tFAW, self.rrd[0], self.rrd[1], self.act_to_col[write],
+                self.col_to_pre[write],
                 self.data_latency[write] + self.burst, self.close_page, self._refresh, self.log,
                 self.name, self.to_accel, c.channels,
                 [self.col_table[write][nw] for nw in (False, True)],
@@ -526,7 +533,16 @@ class DramTimer:
             paced[v] = max(nxt - window + lead, nxt - min(partners, window))
         return paced
 
-    def _time_visits(self, visits, write, who, s0, index, delays, following=()) -> tuple[int, int]:
+    def _time_visits(
+        self,
+        visits: list[tuple[int, int]],
+        write: bool,
+        who: object,
+        s0: int,
+        index: int,
+        delays: list[tuple[int, int, str, object, tuple[int, int, int]]],
+        following: list[tuple[int, int]] | tuple = (),
+    ) -> tuple[int, int]:
         """Time row visits [(first request, requests)] in order, the first request arriving at
         DRAM cycle s0 + index; append the delays; return (DRAM cycle the last request's data bus
         slot ends, requests issued).
