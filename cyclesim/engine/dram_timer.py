@@ -29,15 +29,30 @@ from bisect import bisect_right
 from fractions import Fraction
 from itertools import accumulate
 from operator import itemgetter
+from typing import Final
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import ACTIVATE, PRECHARGE, READ, WRITE, timing_tables
 from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH
 
-ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
-CONTENTION = "contention"
-NO_ROW = -1
-_START = itemgetter(0)
+# Final: constants a compiled timer (make native, engine/dram_timer_loader.py) reads directly
+ROW_MISS: Final = "row_miss"
+BANK_CONFLICT: Final = "bank_conflict"
+REFRESH: Final = "refresh"
+TURNAROUND: Final = "turnaround"
+CONTENTION: Final = "contention"
+NO_ROW: Final = -1
+_START: Final = itemgetter(0)
+
+# the types of the timer's records: a row visit (first request, requests); a delay (start, end,
+# cause, row opener, (channel, bank, row)); a piece of a visit (first request index, first
+# column, spacing, channel); a calendar entry (first cycle, last cycle, spacing, is write,
+# rank, bank group, requester); a rank's recent activates ((cycle, bank group), ...)
+Visit = tuple[int, int]
+Delay = tuple[int, int, str, object, tuple[int, int, int]]
+Piece = tuple[int, int, int, int]
+Command = tuple[int, int, int, bool, int, int, object]
+Activates = tuple[tuple[int, int], ...]
 
 
 # the timer's state lists a rollback copies back in place (they keep their identity: the timing
@@ -141,13 +156,11 @@ class DramTimer:
         # cycle, spacing, is write, rank, bank group, requester): a request whose row is not
         # ready leaves a gap on the data bus that later requests of other banks may fill
         # (FR-FCFS serves whichever queued request is ready); old ones are dropped
-        self.calendar: list[list[tuple[int, int, int, bool, int, int, object]]] = [
-            [] for _ in range(c.channels)
-        ]
+        self.calendar: list[list[Command]] = [[] for _ in range(c.channels)]
         # per channel and rank (channel * ranks + rank): the last eight activates, in time order,
         # as a tuple ((cycle, bank group), ...) replaced on change (a snapshot copies one list)
         self.ranks = c.ranks
-        self.acts: list[tuple] = [()] * (c.channels * c.ranks)
+        self.acts: list[Activates] = [()] * (c.channels * c.ranks)
         # per channel, per rank: the next refresh cycle
         if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":  # every rank at once, every tREFI
             self.refresh_every = c.tREFI
@@ -270,7 +283,7 @@ class DramTimer:
         else:  # a new stream: nothing it follows was interleaved with it
             self.owed.pop(who, None)
         visits = self._visits(runs, who)
-        following: list = []
+        following: list[Visit] = []
         if ahead:
             mine = self.last_request.get(who)
             following = self._visits(ahead, who)
@@ -280,7 +293,7 @@ class DramTimer:
                 self.last_request[who] = mine
         if len(visits) > 2:
             visits = self._hits_first(visits)
-        delays: list = []
+        delays: list[Delay] = []
         end, issued = self._time_visits(visits, is_write, who, s0, index, delays, following)
         self.counts["requests"] += issued
         self.issued = issued
@@ -469,7 +482,9 @@ class DramTimer:
         ch, rank, bg, ba = ((q >> d[2 * i]) & d[2 * i + 1] for i in range(4))
         return ch * self.banks_per_channel + (rank * c.bankgroups + bg) * c.banks_per_group + ba
 
-    def _paces(self, visits, following, index: int, write: bool) -> list[int]:
+    def _paces(
+        self, visits: list[Visit], following: list[Visit], index: int, write: bool
+    ) -> list[int]:
         """Per visit, the request index from which its row stream is paced with another bank
         group's (FR-FCFS interleaves the two: one column command every tCCD_S, each group's
         own still tCCD_L apart), or past the visit's end.
@@ -506,7 +521,7 @@ class DramTimer:
         never = starts[-1] + 1
         paced = [never] * count
         if self.channel_of is None:  # one channel: the next visit on it is the next one
-            nexts: list = list(range(1, total)) + [None]
+            nexts: list[int | None] = list(range(1, total)) + [None]
         else:
             ch_pos, ch_mask = self.channel_field  # a key holds its visit's channel bits
             after: dict[int, int] = {}  # channel -> the next visit on it (scanning backward)
@@ -526,22 +541,23 @@ class DramTimer:
             partners, w = 0, u  # the other groups' requests before this group comes back
             while partners < window:
                 partners += sizes[w]
-                w = nexts[w]
-                if w is None or keys[w] == key:
+                upcoming = nexts[w]
+                if upcoming is None or keys[upcoming] == key:
                     break
+                w = upcoming
             nxt = starts[u]
             paced[v] = max(nxt - window + lead, nxt - min(partners, window))
         return paced
 
     def _time_visits(
         self,
-        visits: list[tuple[int, int]],
+        visits: list[Visit],
         write: bool,
         who: object,
         s0: int,
         index: int,
-        delays: list[tuple[int, int, str, object, tuple[int, int, int]]],
-        following: list[tuple[int, int]] | tuple = (),
+        delays: list[Delay],
+        following: list[Visit],
     ) -> tuple[int, int]:
         """Time row visits [(first request, requests)] in order, the first request arriving at
         DRAM cycle s0 + index; append the delays; return (DRAM cycle the last request's data bus
@@ -577,7 +593,7 @@ class DramTimer:
         tails = [0] * channels  # per channel: requests of its current group's run paced fast
         data_end = activates = hits = 0
         # per piece of a visit: (first request index, first column, spacing, channel)
-        chunks: list[tuple[int, int, int, int]] = []
+        chunks: list[Piece] = []
         run_channel, run_start = -1, index
         index0 = index
         end = s0
@@ -818,7 +834,7 @@ class DramTimer:
         self.pieces = (chunks, index0, index, s0)  # the column commands, for prefix_end
         return end, index - index0
 
-    def prefix_end(self, pieces: tuple, requests: int) -> int:
+    def prefix_end(self, pieces: tuple[list[Piece], int, int, int], requests: int) -> int:
         """DRAM cycle the bus slot of the first `requests` requests of an issue ends, from that
         issue's column commands (`pieces`, as self.pieces left them): the timer is causal, a
         request's timing does not depend on the ones after it, so issuing only them gives the
@@ -861,7 +877,7 @@ class DramTimer:
 
 
 def _activate_between(
-    acts: tuple, act: int, bg: int, rrd_same: int, rrd_other: int, tfaw: int
+    acts: Activates, act: int, bg: int, rrd_same: int, rrd_other: int, tfaw: int
 ) -> int:
     """The first cycle from `act` at which an activate in bank group `bg` keeps tRRD to each
     of the rank's recent activates `acts` ((cycle, bank group) in time order, some of them
@@ -881,7 +897,17 @@ def _activate_between(
         act = moved
 
 
-def _queue_cut(chunks, behind, piece, m, col, spacing, ch, queue, index0) -> int:
+def _queue_cut(
+    chunks: list[Piece],
+    behind: int,
+    piece: int,
+    m: int,
+    col: int,
+    spacing: int,
+    ch: int,
+    queue: int,
+    index0: int,
+) -> int:
     """How many of a piece's m requests (request `piece` on, columns col + k * spacing) go
     before one that enters the queue late: request i enters once request i - queue has its
     column command, which on another channel may come later than this row's pace (on its own

@@ -43,9 +43,10 @@ def built_stamp() -> str | None:
     return out.stdout.strip() or None
 
 
-def build(verbose: bool = False) -> str:
+def build(verbose: bool = False, annotate: Path | None = None) -> str:
     """Compile the stamped copy and move its extension modules next to dram_timer.py; return
-    the stamp. Raise RuntimeError (with the compiler's last lines) if it cannot be built."""
+    the stamp; `annotate`: write mypyc's HTML of the source with its slow (generic) operations
+    marked. Raise RuntimeError (with the compiler's last lines) if it cannot be built."""
     try:
         from mypyc.build import mypycify
         from setuptools import setup
@@ -64,15 +65,20 @@ def build(verbose: bool = False) -> str:
             args = ["build_ext", "--build-lib", str(Path(tmp) / "lib")]
             args += ["--build-temp", str(Path(tmp) / "obj")]
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                # the imported modules are read for their types; only the copy is checked
+                options = ["--follow-imports=silent", "--cache-dir", str(Path(tmp) / "mypy")]
+                if annotate is not None:
+                    options += ["-a", str(annotate.resolve())]
                 modules = mypycify(
-                    # the imported modules are read for their types; only the copy is checked
-                    ["--follow-imports=silent", "--cache-dir", str(Path(tmp) / "mypy"), COPY.name],
+                    [*options, COPY.name],
                     target_dir=str(Path(tmp) / "c"),
                 )
                 setup(name="cyclesim-native", ext_modules=modules, script_args=args)
         except (SystemExit, Exception) as e:
-            tail = "\n".join(log.getvalue().strip().splitlines()[-15:])
-            raise RuntimeError(f"mypyc could not compile {SOURCE.name}: {e}\n{tail}") from e
+            lines = log.getvalue().strip().splitlines()
+            why = next((line for line in lines if "error" in line), str(e))  # mypy's, or gcc's
+            tail = "\n".join(lines[-15:])
+            raise RuntimeError(f"mypyc could not compile {SOURCE.name}: {why}\n{tail}") from e
         finally:
             os.chdir(cwd)
             COPY.unlink(missing_ok=True)
@@ -95,12 +101,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--force", action="store_true", help="rebuild even if it is current")
     parser.add_argument("--verbose", action="store_true", help="print the compiler's output")
+    parser.add_argument(
+        "--annotate",
+        metavar="HTML",
+        type=Path,
+        help="also write the source as HTML with mypyc's slow operations marked (implies --force)",
+    )
     args = parser.parse_args(argv)
-    if not args.force and built_stamp() == source_sha256():
+    if not args.force and args.annotate is None and built_stamp() == source_sha256():
         print("DRAM timer: compiled (mypyc), up to date")
         return 0
     try:
-        build(args.verbose)
+        build(args.verbose, args.annotate)
     except RuntimeError as e:
         first = str(e).splitlines()[0]
         print(f"DRAM timer: not compiled, the pure-Python timer is used ({first})")
