@@ -6,7 +6,9 @@ engine's CPU time (replay_plan, process_time, best of --repeat) and the ratio DD
 bandwidth-only (target: within 2x). Fast-forward (issue 14) never fires with a DRAM model, so
 the bandwidth-only replay is timed both with it (the default) and without it: the ratio against
 the replay without fast-forward compares the same amount of simulated work. Then cycles and
-non-compute cycles by cause, so the new causes show.
+non-compute cycles by cause, so the new causes show. The DDR4 replay is timed with the compiled
+DRAM timer (make native; engine/dram_timer_loader.py) and with the pure-Python one, side by
+side; a line says which the replay uses by default.
 
     PYTHONPATH=. python benchmarks/bench_dram.py [--repeat 5]
 """
@@ -17,6 +19,7 @@ import argparse
 import time
 from pathlib import Path
 
+from cyclesim.engine import dram_timer, dram_timer_loader
 from cyclesim.engine.run import replay_plan
 from cyclesim.results import build_result
 from cyclesim.schedule import build_plan
@@ -39,16 +42,27 @@ CASES = {
 }
 
 
+# the DRAM timer modules timed side by side: the compiled one, if built from the current source
+NATIVE, NATIVE_KIND = dram_timer_loader.choose_timer(environ={})
+PURE_LABEL = "DDR4, pure timer"
+
+
 def side_by_side(plans: dict, repeat: int) -> tuple[dict, dict]:
-    """CPU seconds of replay_plan per (plan, fast_forward), best of `repeat`, run in turn within
-    each repetition (so a busy machine slows all alike); and each one's last run."""
+    """CPU seconds of replay_plan per (plan, fast_forward, DRAM timer module), best of `repeat`,
+    run in turn within each repetition (so a busy machine slows all alike); and each one's
+    last run."""
     best = {label: float("inf") for label in plans}
     raw = {}
-    for _ in range(repeat):
-        for label, (plan, fast_forward) in plans.items():
-            t0 = time.process_time()
-            raw[label] = replay_plan(plan, progress=False, fast_forward=fast_forward)
-            best[label] = min(best[label], time.process_time() - t0)
+    chosen = dram_timer_loader.DramTimer
+    try:
+        for _ in range(repeat):
+            for label, (plan, fast_forward, timer_module) in plans.items():
+                dram_timer_loader.DramTimer = timer_module.DramTimer  # what the replay builds
+                t0 = time.process_time()
+                raw[label] = replay_plan(plan, progress=False, fast_forward=fast_forward)
+                best[label] = min(best[label], time.process_time() - t0)
+    finally:
+        dram_timer_loader.DramTimer = chosen
     return best, raw
 
 
@@ -64,19 +78,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="runs per case; the best CPU time counts")
     args = ap.parse_args()
-    ratios, ratios_full = {}, {}
+    print(f"DRAM timer: {dram_timer_loader.TIMER_KIND}")
+    if NATIVE is dram_timer:
+        print(f"  (no compiled timer to compare: {NATIVE_KIND}; make native builds it)")
+    print()
+    ratios, ratios_full, ratios_pure = {}, {}, {}
     for name, (plain, ddr4, workload_path, mapping_path) in CASES.items():
         print(name)
         plans = {}
-        for label, arch_path, fast_forward in (
-            ("bandwidth-only", plain, True),
-            ("bandwidth, no ff", plain, False),
-            ("DDR4", ddr4, True),
+        for label, arch_path, fast_forward, timer_module in (
+            ("bandwidth-only", plain, True, NATIVE),
+            ("bandwidth, no ff", plain, False, NATIVE),
+            ("DDR4", ddr4, True, NATIVE),
+            (PURE_LABEL, ddr4, True, dram_timer),
         ):
+            if label == PURE_LABEL and NATIVE is dram_timer:
+                continue  # "DDR4" is the pure timer already
             arch = load_architecture(str(ROOT / arch_path))
             workload = load_workload(str(ROOT / workload_path))
             mapping = load_mapping(str(ROOT / mapping_path), arch, workload)
-            plans[label] = (build_plan(arch, workload, mapping), fast_forward)
+            plans[label] = (build_plan(arch, workload, mapping), fast_forward, timer_module)
         seconds, raws = side_by_side(plans, args.repeat)
         for label, raw in raws.items():
             res = build_result(raw)
@@ -84,18 +105,28 @@ def main() -> None:
                 f"  {label:16s} {res.cycles:>10,} cycles  engine {seconds[label] * 1000:8.1f} ms CPU"
                 f"  {raw.env_events:>8,} SimPy events"
             )
-            if label != "bandwidth, no ff":  # the same cycles and causes as bandwidth-only
+            if label not in ("bandwidth, no ff", PURE_LABEL):  # the same cycles and causes
                 print(causes(res))
         ratios[name] = seconds["DDR4"] / seconds["bandwidth-only"]
         ratios_full[name] = seconds["DDR4"] / seconds["bandwidth, no ff"]
         print(
             f"  engine time DDR4 / bandwidth-only: {ratios[name]:.2f}x with its fast-forward, "
-            f"{ratios_full[name]:.2f}x without (target <= 2x)\n"
+            f"{ratios_full[name]:.2f}x without (target <= 2x)"
         )
+        if PURE_LABEL in seconds:
+            assert raws[PURE_LABEL].cycles == raws["DDR4"].cycles  # the same numbers
+            ratios_pure[name] = seconds[PURE_LABEL] / seconds["bandwidth, no ff"]
+            print(
+                f"  DRAM timer: pure Python {seconds[PURE_LABEL] * 1000:.1f} ms, compiled "
+                f"{seconds['DDR4'] * 1000:.1f} ms CPU: "
+                f"{seconds[PURE_LABEL] / seconds['DDR4']:.2f}x faster compiled"
+            )
+        print()
     print("engine CPU time, DDR4 / bandwidth-only (best of", args.repeat, "side by side):")
-    print("  with ff  without  case")
+    print("  with ff  without  pure timer, without  case")
     for name, ratio in ratios.items():
-        print(f"  {ratio:6.2f}x  {ratios_full[name]:6.2f}x  {name}")
+        pure = f"{ratios_pure[name]:6.2f}x" if name in ratios_pure else "     -"
+        print(f"  {ratio:6.2f}x  {ratios_full[name]:6.2f}x  {pure:>19s}  {name}")
 
 
 if __name__ == "__main__":

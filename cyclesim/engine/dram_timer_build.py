@@ -76,7 +76,8 @@ def build(verbose: bool = False, annotate: Path | None = None) -> str:
                 setup(name="cyclesim-native", ext_modules=modules, script_args=args)
         except (SystemExit, Exception) as e:
             lines = log.getvalue().strip().splitlines()
-            why = next((line for line in lines if "error" in line), str(e))  # mypy's, or gcc's
+            # mypy's or the C compiler's first error, else what setuptools raised
+            why = next((line for line in lines if "error:" in line), str(e) or type(e).__name__)
             tail = "\n".join(lines[-15:])
             raise RuntimeError(f"mypyc could not compile {SOURCE.name}: {why}\n{tail}") from e
         finally:
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         build(args.verbose, args.annotate)
     except RuntimeError as e:
         first = str(e).splitlines()[0]
+        first = first if len(first) <= 160 else first[:157] + "..."
         print(f"DRAM timer: not compiled, the pure-Python timer is used ({first})")
         return 1
     print("DRAM timer: compiled (mypyc)")
