@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import importlib.machinery
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
@@ -32,7 +33,7 @@ def source_sha256(source: Path = SOURCE) -> str:
 def choose_timer(
     source: Path = SOURCE,
     native_name: str = NATIVE_MODULE,
-    environ: dict[str, str] | os._Environ[str] = os.environ,
+    environ: Mapping[str, str] = os.environ,
 ) -> tuple[ModuleType, str]:
     """(the timer module to use, which one and why): the compiled module if it is built, is an
     extension module and carries the hash of `source`; else the pure module, saying why."""
