@@ -11,6 +11,8 @@ the loader's choice. The comparisons skip, saying why, where the compiled timer 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -194,3 +196,28 @@ def test_the_build_leaves_a_current_build_alone(capsys):
 
     assert dram_timer_build.main([]) == 0
     assert capsys.readouterr().out == "DRAM timer: compiled (mypyc), up to date\n"
+
+
+@needs_native
+def test_the_cli_gives_the_same_report_and_vcd_with_either_timer(tmp_path):
+    # as a user runs it (progress bar on, its default), once as built and once with
+    # CYCLESIM_PURE_PYTHON=1: the same JSON report and the same VCD, bank signals included
+    args = ["hw_models/tpu_like_ddr4.yaml", "examples/resnet50_dram/workload.yaml"]
+    args += ["examples/resnet50_dram/mapping.yaml", "--json"]
+    out = {}
+    for label, pure_python in (("compiled", "0"), ("pure", "1")):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), CYCLESIM_PURE_PYTHON=pure_python)
+        vcd = tmp_path / f"{label}.vcd"
+        done = subprocess.run(
+            [sys.executable, "-m", "cyclesim", "run", *args, "--vcd", str(vcd)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        document = json.loads(done.stdout)
+        document.pop("wall_seconds")
+        out[label] = (document, vcd.read_text())
+    assert out["compiled"] == out["pure"]
+    assert "bank" in out["pure"][1] and out["pure"][0]["cycles"] == 132_715
