@@ -23,10 +23,10 @@ $(VENV)/.test: $(VENV)/.base pyproject.toml
 $(VENV)/.native-tools: $(VENV)/.base pyproject.toml
 	@$(BIN)/pip install -q -e '.[native]' && touch $@ || echo "mypy could not be installed"
 
-# The DRAM timer compiled with mypyc (a copy stamped with dram_timer.py's hash; the loader uses
-# it only while the hash matches). A failed build is one line: the pure-Python timer is used.
+# The DRAM timer compiled with mypyc (copies stamped with their source's hash; engine/dram_native.py
+# uses them only while the hash matches). A failed build is one line: pure Python is used.
 native: $(VENV)/.native-tools
-	@$(BIN)/python -m cyclesim.engine.dram_timer_build || true
+	@$(BIN)/python -m cyclesim.engine.dram_native_build || true
 
 # accelforge needs Python >= 3.12 (its hwcomponents dependency); it lives in its own
 # environment and is called as a subprocess by cyclesim.checks.accelforge.peer.
@@ -91,4 +91,4 @@ traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces
 
 clean:
-	rm -rf $(VENV) $(AFVENV) $(SSVENV) out build *.egg-info cyclesim/engine/_dram_timer_native*
+	rm -rf $(VENV) $(AFVENV) $(SSVENV) out build *.egg-info cyclesim/engine/_dram_*_native*

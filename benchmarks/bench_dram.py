@@ -7,8 +7,8 @@ bandwidth-only (target: within 2x). Fast-forward (issue 14) never fires with a D
 the bandwidth-only replay is timed both with it (the default) and without it: the ratio against
 the replay without fast-forward compares the same amount of simulated work. Then cycles and
 non-compute cycles by cause, so the new causes show. The DDR4 replay is timed with the compiled
-DRAM timer (make native; engine/dram_timer_loader.py) and with the pure-Python one, side by
-side; a line says which the replay uses by default.
+DRAM timer (make native; engine/dram_native.py) and with the pure-Python one, side by side; a
+line says which the replay uses by default.
 
     PYTHONPATH=. python benchmarks/bench_dram.py [--repeat 5]
 """
@@ -19,7 +19,7 @@ import argparse
 import time
 from pathlib import Path
 
-from cyclesim.engine import dram_timer, dram_timer_loader
+from cyclesim.engine import dram_native, dram_slices, dram_timer
 from cyclesim.engine.run import replay_plan
 from cyclesim.results import build_result
 from cyclesim.schedule import build_plan
@@ -42,27 +42,29 @@ CASES = {
 }
 
 
-# the DRAM timer modules timed side by side: the compiled one, if built from the current source
-NATIVE, NATIVE_KIND = dram_timer_loader.choose_timer(environ={})
+# the DRAM modules timed side by side: the compiled ones, if built from the current sources
+NATIVE = tuple(dram_native.choose(name, environ={})[0] for name in ("dram_timer", "dram_slices"))
+PURE = (dram_timer, dram_slices)
+NATIVE_KIND = dram_native.choose("dram_timer", environ={})[1]
 PURE_LABEL = "DDR4, pure timer"
 
 
 def side_by_side(plans: dict, repeat: int) -> tuple[dict, dict]:
-    """CPU seconds of replay_plan per (plan, fast_forward, DRAM timer module), best of `repeat`,
-    run in turn within each repetition (so a busy machine slows all alike); and each one's
-    last run."""
+    """CPU seconds of replay_plan per (plan, fast_forward, DRAM modules: timer, slicing), best of
+    `repeat`, run in turn within each repetition (so a busy machine slows all alike); and each
+    one's last run."""
     best = {label: float("inf") for label in plans}
     raw = {}
-    chosen = dram_timer_loader.DramTimer
+    chosen = dram_native.DramTimer, dram_native.byte_runs
     try:
         for _ in range(repeat):
-            for label, (plan, fast_forward, timer_module) in plans.items():
-                dram_timer_loader.DramTimer = timer_module.DramTimer  # what the replay builds
+            for label, (plan, fast_forward, (timer, slices)) in plans.items():
+                dram_native.DramTimer, dram_native.byte_runs = timer.DramTimer, slices.byte_runs
                 t0 = time.process_time()
                 raw[label] = replay_plan(plan, progress=False, fast_forward=fast_forward)
                 best[label] = min(best[label], time.process_time() - t0)
     finally:
-        dram_timer_loader.DramTimer = chosen
+        dram_native.DramTimer, dram_native.byte_runs = chosen
     return best, raw
 
 
@@ -78,26 +80,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="runs per case; the best CPU time counts")
     args = ap.parse_args()
-    print(f"DRAM timer: {dram_timer_loader.TIMER_KIND}")
-    if NATIVE is dram_timer:
+    print(f"DRAM timer: {dram_native.NATIVE_KIND}")
+    if NATIVE == PURE:
         print(f"  (no compiled timer to compare: {NATIVE_KIND}; make native builds it)")
     print()
     ratios, ratios_full, ratios_pure = {}, {}, {}
     for name, (plain, ddr4, workload_path, mapping_path) in CASES.items():
         print(name)
         plans = {}
-        for label, arch_path, fast_forward, timer_module in (
+        for label, arch_path, fast_forward, modules in (
             ("bandwidth-only", plain, True, NATIVE),
             ("bandwidth, no ff", plain, False, NATIVE),
             ("DDR4", ddr4, True, NATIVE),
-            (PURE_LABEL, ddr4, True, dram_timer),
+            (PURE_LABEL, ddr4, True, PURE),
         ):
-            if label == PURE_LABEL and NATIVE is dram_timer:
+            if label == PURE_LABEL and NATIVE == PURE:
                 continue  # "DDR4" is the pure timer already
             arch = load_architecture(str(ROOT / arch_path))
             workload = load_workload(str(ROOT / workload_path))
             mapping = load_mapping(str(ROOT / mapping_path), arch, workload)
-            plans[label] = (build_plan(arch, workload, mapping), fast_forward, timer_module)
+            plans[label] = (build_plan(arch, workload, mapping), fast_forward, modules)
         seconds, raws = side_by_side(plans, args.repeat)
         for label, raw in raws.items():
             res = build_result(raw)

@@ -156,9 +156,9 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        from cyclesim.engine.dram_timer_loader import TIMER_KIND
+        from cyclesim.engine.dram_native import NATIVE_KIND
 
-        print(f"{parser.prog} {__version__}\nDRAM timer: {TIMER_KIND}")
+        print(f"{parser.prog} {__version__}\nDRAM timer: {NATIVE_KIND}")
         parser.exit()
 
 

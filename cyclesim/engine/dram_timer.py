@@ -35,7 +35,7 @@ from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import ACTIVATE, PRECHARGE, READ, WRITE, timing_tables
 from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH
 
-# Final: constants a compiled timer (make native, engine/dram_timer_loader.py) reads directly
+# Final: constants a compiled timer (make native, engine/dram_native.py) reads directly
 ROW_MISS: Final = "row_miss"
 BANK_CONFLICT: Final = "bank_conflict"
 REFRESH: Final = "refresh"

@@ -1,11 +1,12 @@
 """The mypyc-compiled DRAM timer gives the pure-Python timer's numbers, and is never stale.
 
-`make native` compiles a copy of engine/dram_timer.py stamped with the source's sha256
-(engine/dram_timer_build.py); engine/dram_timer_loader.py uses it only while the stamp equals
-the source's hash. These tests replay the DRAM examples with both timers and compare every
-record and the report byte for byte, compare random request sequences call by call, and check
-the loader's choice. The comparisons skip, saying why, where the compiled timer is not built
-(CI builds it: `make test` runs `make native` first).
+`make native` compiles copies of engine/dram_timer.py and engine/dram_slices.py stamped with
+their source's sha256 (engine/dram_native_build.py); engine/dram_native.py uses a copy only
+while its stamp equals the source's hash. These tests replay the DRAM examples with both and
+compare every record and the report byte for byte, compare random request sequences call by
+call and random byte-run slices, and check the loader's choice. The comparisons skip, saying
+why, where the compiled modules are not built (CI builds them: `make test` runs `make native`
+first).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from test_replay_properties import schedules  # noqa: E402
 from test_timer_fast_path import CONFIGS, MAPPINGS, streams  # noqa: E402
 
 from cyclesim.dram.config import load_dram_config  # noqa: E402
+from cyclesim.engine import dram_native as loader  # noqa: E402
+from cyclesim.engine import dram_slices  # noqa: E402
 from cyclesim.engine import dram_timer as pure  # noqa: E402
-from cyclesim.engine import dram_timer_loader as loader  # noqa: E402
 from cyclesim.engine.run import replay_plan  # noqa: E402
 from cyclesim.engine.verify import run_differences  # noqa: E402
 from cyclesim.results import build_result  # noqa: E402
@@ -38,8 +40,13 @@ from cyclesim.schedule import build_plan  # noqa: E402
 from cyclesim.spec import load_architecture, load_mapping, load_workload  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-NATIVE, KIND = loader.choose_timer(environ={})  # the compiled module whatever the environment
-needs_native = pytest.mark.skipif(NATIVE is pure, reason=f"DRAM timer: {KIND}")
+# the compiled modules whatever the environment
+NATIVE, KIND = loader.choose("dram_timer", environ={})
+NATIVE_SLICES, SLICES_KIND = loader.choose("dram_slices", environ={})
+needs_native = pytest.mark.skipif(
+    NATIVE is pure or NATIVE_SLICES is dram_slices, reason=f"DRAM timer: {KIND}; {SLICES_KIND}"
+)
+COMPILED_MODULES, PURE_MODULES = (NATIVE, NATIVE_SLICES), (pure, dram_slices)
 
 
 def example(arch: str, workload: str, mapping: str):
@@ -48,9 +55,12 @@ def example(arch: str, workload: str, mapping: str):
     return a, w, load_mapping(str(ROOT / mapping), a, w)
 
 
-def replay_with(timer_module, monkeypatch, inputs, **options):
-    """The raw run and the JSON report of a traced replay whose DRAM timers are timer_module's."""
+def replay_with(modules, monkeypatch, inputs, **options):
+    """The raw run and the JSON report of a traced replay with these DRAM modules (timer,
+    byte-run slicing)."""
+    timer_module, slices_module = modules
     monkeypatch.setattr(loader, "DramTimer", timer_module.DramTimer)
+    monkeypatch.setattr(loader, "byte_runs", slices_module.byte_runs)
     raw = replay_plan(build_plan(*inputs), trace=True, progress=False, **options)
     document = versioned(build_result(raw).to_json_dict())
     document.pop("wall_seconds")  # the replay's own run time: the one field that may differ
@@ -84,8 +94,8 @@ EXAMPLES = {
 )
 def test_a_replay_is_the_same_with_the_compiled_and_the_pure_timer(name, monkeypatch):
     inputs = EXAMPLES[name]()
-    native_raw, native_report = replay_with(NATIVE, monkeypatch, inputs)
-    pure_raw, pure_report = replay_with(pure, monkeypatch, inputs)
+    native_raw, native_report = replay_with(COMPILED_MODULES, monkeypatch, inputs)
+    pure_raw, pure_report = replay_with(PURE_MODULES, monkeypatch, inputs)
     assert run_differences(native_raw, pure_raw) == []  # every record, bank commands included
     assert native_report == pure_report
     assert native_raw.rec.dram_banks  # the comparison covered the traced bank commands
@@ -107,8 +117,8 @@ def test_random_schedules_replay_the_same_with_both_timers(case, config, clock_m
     arch["memories"][0]["dram"] = {"config": config, "address_mapping": mapping}
     inputs = inputs_from_dicts(arch, workload, loop_tree)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        native_raw, native_report = replay_with(NATIVE, monkeypatch, inputs)
-        pure_raw, pure_report = replay_with(pure, monkeypatch, inputs)
+        native_raw, native_report = replay_with(COMPILED_MODULES, monkeypatch, inputs)
+        pure_raw, pure_report = replay_with(PURE_MODULES, monkeypatch, inputs)
     assert run_differences(native_raw, pure_raw) == []
     assert native_report == pure_report
 
@@ -165,36 +175,78 @@ def test_random_requests_are_timed_the_same_by_both_timers(
     assert native == calls_and_answers(pure, c, clock_mhz, calls, rollback_at)
 
 
+@st.composite
+def tile_runs(draw):
+    """A tile's strided byte runs (address, bytes, stride, count) and their transfer offsets."""
+    runs = []
+    for _ in range(draw(st.integers(1, 3))):
+        size = draw(st.integers(1, 300))
+        count = draw(st.integers(1, 6))
+        stride = draw(st.integers(size, 4 * size)) if count > 1 else 0
+        runs.append((draw(st.integers(0, 1 << 20)), size, stride, count))
+    offsets = [0]
+    for _, size, _, count in runs:
+        offsets.append(offsets[-1] + size * count)
+    return runs, offsets
+
+
+def addresses(runs) -> list[int]:
+    """Every byte's address, in transfer order."""
+    return [
+        a + x * stride + y
+        for a, size, stride, count in runs
+        for x in range(count)
+        for y in range(size)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(tile_runs(), st.data())
+def test_byte_runs_cover_exactly_the_bytes_asked_for_compiled_or_not(tile, data):
+    runs, offsets = tile
+    lo = data.draw(st.integers(0, offsets[-1]))
+    hi = data.draw(st.integers(lo, offsets[-1] + 10))
+    sliced = dram_slices.byte_runs(runs, offsets, lo, hi)
+    assert addresses(sliced) == addresses(runs)[lo:hi]
+    assert NATIVE_SLICES.byte_runs(runs, offsets, lo, hi) == sliced
+
+
 @needs_native
 def test_a_stale_build_falls_back_to_pure_python(tmp_path):
     # the compiled module carries the hash of dram_timer.py as it was built; an edited source
     # (here: a copy with one more comment line) no longer matches it
     edited = tmp_path / "dram_timer.py"
-    edited.write_text(loader.SOURCE.read_text() + "# edited\n")
-    module, kind = loader.choose_timer(source=edited, environ={})
+    edited.write_text((loader.HERE / "dram_timer.py").read_text() + "# edited\n")
+    module, kind = loader.choose("dram_timer", source=edited, environ={})
     assert module is pure and "stale" in kind
-    assert loader.choose_timer(environ={}) == (NATIVE, loader.COMPILED)  # the current source
+    assert loader.choose("dram_timer", environ={}) == (NATIVE, loader.COMPILED)  # as it is
+    edited = tmp_path / "dram_slices.py"
+    edited.write_text((loader.HERE / "dram_slices.py").read_text() + "# edited\n")
+    assert loader.choose("dram_slices", source=edited, environ={})[0] is dram_slices
 
 
 def test_the_environment_variable_forces_pure_python():
-    module, kind = loader.choose_timer(environ={"CYCLESIM_PURE_PYTHON": "1"})
+    module, kind = loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": "1"})
     assert module is pure and kind == "pure Python (CYCLESIM_PURE_PYTHON=1)"
-    assert loader.choose_timer(environ={"CYCLESIM_PURE_PYTHON": "0"})[1] == KIND
+    assert loader.choose("dram_slices", environ={"CYCLESIM_PURE_PYTHON": "1"})[0] is dram_slices
+    assert loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": "0"})[1] == KIND
 
 
 def test_a_missing_or_uncompiled_module_falls_back_to_pure_python():
-    module, kind = loader.choose_timer(native_name="cyclesim.engine._no_such_module", environ={})
+    missing = "cyclesim.engine._no_such_module"
+    module, kind = loader.choose("dram_timer", native_name=missing, environ={})
     assert module is pure and "not built" in kind
     # a module of that name that is plain Python source (a build interrupted midway leaves one)
-    module, kind = loader.choose_timer(native_name="cyclesim.engine.dram_timer", environ={})
+    source = "cyclesim.engine.dram_timer"
+    module, kind = loader.choose("dram_timer", native_name=source, environ={})
     assert module is pure and "is not an extension module" in kind
 
 
 @needs_native
 def test_the_build_leaves_a_current_build_alone(capsys):
-    from cyclesim.engine import dram_timer_build
+    from cyclesim.engine import dram_native_build
 
-    assert dram_timer_build.main([]) == 0
+    assert dram_native_build.main([]) == 0
     assert capsys.readouterr().out == "DRAM timer: compiled (mypyc), up to date\n"
 
 

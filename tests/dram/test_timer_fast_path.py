@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from cyclesim.dram.config import load_dram_config
 from cyclesim.engine import dram_timer as pure
-from cyclesim.engine.dram_timer_loader import DramTimer
+from cyclesim.engine.dram_native import DramTimer
 
 CONFIGS = st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128"])
 MAPPINGS = st.sampled_from(["rochrababgco", "rorabgbachco", "chrorababgco", "robgbarachco"])
