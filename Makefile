@@ -7,7 +7,7 @@ SSVENV  := .venv-scalesim
 BIN     := $(VENV)/bin
 AF_VERSION := 1.0.467
 
-.PHONY: demo test test-fast lint format bench traces peers clean gtkwave-deps
+.PHONY: demo test test-fast lint format bench traces peers clean gtkwave-deps native
 
 $(VENV)/.base: pyproject.toml
 	$(PY311) -m venv $(VENV)
@@ -18,6 +18,15 @@ $(VENV)/.base: pyproject.toml
 $(VENV)/.test: $(VENV)/.base pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
+
+# mypy (mypyc) is a build-time tool: the `native` extra. Without it (offline) `native` says so.
+$(VENV)/.native-tools: $(VENV)/.base pyproject.toml
+	@$(BIN)/pip install -q -e '.[native]' && touch $@ || echo "mypy could not be installed"
+
+# The DRAM timer compiled with mypyc (copies stamped with their source's hash; engine/dram_native.py
+# uses them only while the hash matches). A failed build is one line: pure Python is used.
+native: $(VENV)/.native-tools
+	@$(BIN)/python -m cyclesim.engine.dram_native_build || true
 
 # accelforge needs Python >= 3.12 (its hwcomponents dependency); it lives in its own
 # environment and is called as a subprocess by cyclesim.checks.accelforge.peer.
@@ -53,15 +62,15 @@ gtkwave-deps:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gtkwave xvfb xauth >/dev/null; } || \
 	  echo "gtkwave/xvfb could not be installed: the GTKWave test will skip"
 
-demo: $(VENV)/.base
+demo: $(VENV)/.base native
 	$(BIN)/python examples/eyeriss_memsize/run.py --out out/eyeriss_memsize
 
-test: peers gtkwave-deps
+test: peers gtkwave-deps native
 	CYCLESIM_ACCELFORGE_PYTHON=$(abspath $(AFVENV))/bin/python \
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider
 
-test-fast: $(VENV)/.test
+test-fast: $(VENV)/.test native
 	$(BIN)/python -m pytest -q -m "not peer and not slow"
 
 lint: $(VENV)/.test
@@ -72,7 +81,7 @@ format: $(VENV)/.test
 	$(BIN)/ruff format cyclesim tests examples benchmarks
 	$(BIN)/ruff check --fix cyclesim tests examples benchmarks
 
-bench: $(VENV)/.base $(SSVENV)/.installed
+bench: $(VENV)/.base $(SSVENV)/.installed native
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_traces.py
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python $(BIN)/python benchmarks/bench_scalesim.py
@@ -82,4 +91,4 @@ traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces
 
 clean:
-	rm -rf $(VENV) $(AFVENV) $(SSVENV) out build *.egg-info
+	rm -rf $(VENV) $(AFVENV) $(SSVENV) out build *.egg-info cyclesim/engine/_dram_*_native*

@@ -7,7 +7,9 @@ bandwidth-only (target: within 2x). With a DRAM model, fast-forward (issue 14) s
 periods that issue no DRAM request (engine/fastforward_dram.py), so every replay is timed with
 it (the default) and without it, with the jumps it made: the ratio of the replays without it
 compares the same amount of simulated work. Then cycles and non-compute cycles by cause, so
-the new causes show.
+the new causes show. The DDR4 replay is timed with the compiled DRAM timer (make native;
+engine/dram_native.py) and, without fast-forward, with the pure-Python one, side by side; a
+line says which the replay uses by default.
 
     PYTHONPATH=. python benchmarks/bench_dram.py [--repeat 5]
 """
@@ -18,6 +20,7 @@ import argparse
 import time
 from pathlib import Path
 
+from cyclesim.engine import dram_native, dram_slices, dram_timer
 from cyclesim.engine.run import replay_plan
 from cyclesim.results import build_result
 from cyclesim.schedule import build_plan
@@ -40,16 +43,29 @@ CASES = {
 }
 
 
+# the DRAM modules timed side by side: the compiled ones, if built from the current sources
+NATIVE = tuple(dram_native.choose(name, environ={})[0] for name in ("dram_timer", "dram_slices"))
+PURE = (dram_timer, dram_slices)
+NATIVE_KIND = dram_native.choose("dram_timer", environ={})[1]
+PURE_LABEL = "DDR4, pure timer"
+
+
 def side_by_side(plans: dict, repeat: int) -> tuple[dict, dict]:
-    """CPU seconds of replay_plan per (plan, fast_forward), best of `repeat`, run in turn within
-    each repetition (so a busy machine slows all alike); and each one's last run."""
+    """CPU seconds of replay_plan per (plan, fast_forward, DRAM modules: timer, slicing), best of
+    `repeat`, run in turn within each repetition (so a busy machine slows all alike); and each
+    one's last run."""
     best = {label: float("inf") for label in plans}
     raw = {}
-    for _ in range(repeat):
-        for label, (plan, fast_forward) in plans.items():
-            t0 = time.process_time()
-            raw[label] = replay_plan(plan, progress=False, fast_forward=fast_forward)
-            best[label] = min(best[label], time.process_time() - t0)
+    chosen = dram_native.DramTimer, dram_native.byte_runs
+    try:
+        for _ in range(repeat):
+            for label, (plan, fast_forward, (timer, slices)) in plans.items():
+                dram_native.DramTimer, dram_native.byte_runs = timer.DramTimer, slices.byte_runs
+                t0 = time.process_time()
+                raw[label] = replay_plan(plan, progress=False, fast_forward=fast_forward)
+                best[label] = min(best[label], time.process_time() - t0)
+    finally:
+        dram_native.DramTimer, dram_native.byte_runs = chosen
     return best, raw
 
 
@@ -65,20 +81,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="runs per case; the best CPU time counts")
     args = ap.parse_args()
-    ratios, ratios_full = {}, {}
+    print(f"DRAM timer: {dram_native.NATIVE_KIND}")
+    if NATIVE == PURE:
+        print(f"  (no compiled timer to compare: {NATIVE_KIND}; make native builds it)")
+    print()
+    ratios, ratios_full, ratios_pure = {}, {}, {}
     for name, (plain, ddr4, workload_path, mapping_path) in CASES.items():
         print(name)
         plans = {}
-        for label, arch_path, fast_forward in (
-            ("bandwidth-only", plain, True),
-            ("bandwidth, no ff", plain, False),
-            ("DDR4", ddr4, True),
-            ("DDR4, no ff", ddr4, False),
+        for label, arch_path, fast_forward, modules in (
+            ("bandwidth-only", plain, True, NATIVE),
+            ("bandwidth, no ff", plain, False, NATIVE),
+            ("DDR4", ddr4, True, NATIVE),
+            ("DDR4, no ff", ddr4, False, NATIVE),
+            (PURE_LABEL, ddr4, False, PURE),
         ):
+            if label == PURE_LABEL and NATIVE == PURE:
+                continue  # "DDR4" is the pure timer already
             arch = load_architecture(str(ROOT / arch_path))
             workload = load_workload(str(ROOT / workload_path))
             mapping = load_mapping(str(ROOT / mapping_path), arch, workload)
-            plans[label] = (build_plan(arch, workload, mapping), fast_forward)
+            plans[label] = (build_plan(arch, workload, mapping), fast_forward, modules)
         seconds, raws = side_by_side(plans, args.repeat)
         for label, raw in raws.items():
             res = build_result(raw)
@@ -88,18 +111,28 @@ def main() -> None:
                 f"  {raw.env_events:>8,} SimPy events  fast-forward: {ff.jumps} jumps,"
                 f" {ff.cycles_skipped:,} cycles skipped{', off: ' + ff.off_because if ff.off_because else ''}"
             )
-            if "no ff" not in label:  # the same cycles and causes as with fast-forward
+            if "no ff" not in label and label != PURE_LABEL:  # the same cycles and causes
                 print(causes(res))
         ratios[name] = seconds["DDR4"] / seconds["bandwidth-only"]
         ratios_full[name] = seconds["DDR4, no ff"] / seconds["bandwidth, no ff"]
         print(
             f"  engine time DDR4 / bandwidth-only: {ratios[name]:.2f}x with its fast-forward, "
-            f"{ratios_full[name]:.2f}x without (target <= 2x)\n"
+            f"{ratios_full[name]:.2f}x without (target <= 2x)"
         )
+        if PURE_LABEL in seconds:
+            assert raws[PURE_LABEL].cycles == raws["DDR4, no ff"].cycles  # the same numbers
+            ratios_pure[name] = seconds[PURE_LABEL] / seconds["bandwidth, no ff"]
+            print(
+                f"  DRAM timer: pure Python {seconds[PURE_LABEL] * 1000:.1f} ms, compiled "
+                f"{seconds['DDR4, no ff'] * 1000:.1f} ms CPU (without fast-forward): "
+                f"{seconds[PURE_LABEL] / seconds['DDR4, no ff']:.2f}x faster compiled"
+            )
+        print()
     print("engine CPU time, DDR4 / bandwidth-only (best of", args.repeat, "side by side):")
-    print("  with ff  without  case")
+    print("  with ff  without  pure timer, without  case")
     for name, ratio in ratios.items():
-        print(f"  {ratio:6.2f}x  {ratios_full[name]:6.2f}x  {name}")
+        pure = f"{ratios_pure[name]:6.2f}x" if name in ratios_pure else "     -"
+        print(f"  {ratio:6.2f}x  {ratios_full[name]:6.2f}x  {pure:>19s}  {name}")
 
 
 if __name__ == "__main__":

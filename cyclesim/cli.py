@@ -149,6 +149,19 @@ def _write_views(args: argparse.Namespace, res) -> list:
     return write_requested(args, res)
 
 
+class _Version(argparse.Action):
+    """--version: the version and which DRAM timer a replay would use (imported only here)."""
+
+    def __init__(self, option_strings, dest, help=None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from cyclesim.engine.dram_native import NATIVE_KIND
+
+        print(f"{parser.prog} {__version__}\nDRAM timer: {NATIVE_KIND}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cyclesim",
@@ -156,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and the DRAM timer")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run", help="replay ARCH WORKLOAD MAPPING and report cycles, stalls, accesses"

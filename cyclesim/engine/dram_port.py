@@ -15,7 +15,9 @@ from bisect import bisect_right
 
 import simpy
 
-from cyclesim.engine.dram_timer import DramTimer
+# compiled with mypyc when built from the current sources, else pure Python (dram_native.py)
+from cyclesim.engine import dram_native
+from cyclesim.engine.dram_native import DramTimer
 from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
 
 
@@ -66,30 +68,8 @@ class DramSide:
         return i < len(runs) and (at - self.offsets[i]) % runs[i][1] != 0
 
     def slice(self, lo: int, hi: int) -> list[tuple[int, int, int, int]]:
-        """The strided runs of transfer bytes [lo, hi)."""
-        out = []
-        offsets, runs = self.offsets, self.runs
-        i = max(0, bisect_right(offsets, lo) - 1)
-        while i < len(runs) and offsets[i] < hi:
-            address, size, stride, count = runs[i]
-            a, b = max(lo, offsets[i]) - offsets[i], min(hi, offsets[i + 1]) - offsets[i]
-            i += 1
-            if b <= a:
-                continue
-            x0, x1 = a // size, (b - 1) // size
-            if x0 == x1:
-                out.append((address + x0 * stride + a % size, b - a, 0, 1))
-                continue
-            if a % size:
-                out.append((address + x0 * stride + a % size, size - a % size, 0, 1))
-                x0 += 1
-            tail = b - x1 * size
-            full_end = x1 + 1 if tail == size else x1
-            if full_end > x0:
-                out.append((address + x0 * stride, size, stride, full_end - x0))
-            if tail != size:
-                out.append((address + x1 * stride, tail, 0, 1))
-        return out
+        """The strided runs of transfer bytes [lo, hi) (engine/dram_slices.py)."""
+        return dram_native.byte_runs(self.runs, self.offsets, lo, hi)
 
 
 class IssuedRun:

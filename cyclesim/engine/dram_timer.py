@@ -29,15 +29,30 @@ from bisect import bisect_right
 from fractions import Fraction
 from itertools import accumulate
 from operator import itemgetter
+from typing import Final
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import ACTIVATE, PRECHARGE, READ, WRITE, timing_tables
 from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH
 
-ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
-CONTENTION = "contention"
-NO_ROW = -1
-_START = itemgetter(0)
+# Final: constants a compiled timer (make native, engine/dram_native.py) reads directly
+ROW_MISS: Final = "row_miss"
+BANK_CONFLICT: Final = "bank_conflict"
+REFRESH: Final = "refresh"
+TURNAROUND: Final = "turnaround"
+CONTENTION: Final = "contention"
+NO_ROW: Final = -1
+_START: Final = itemgetter(0)
+
+# the types of the timer's records: a row visit (first request, requests); a delay (start, end,
+# cause, row opener, (channel, bank, row)); a piece of a visit (first request index, first
+# column, spacing, channel); a calendar entry (first cycle, last cycle, spacing, is write,
+# rank, bank group, requester); a rank's recent activates ((cycle, bank group), ...)
+Visit = tuple[int, int]
+Delay = tuple[int, int, str, object, tuple[int, int, int]]
+Piece = tuple[int, int, int, int]
+Command = tuple[int, int, int, bool, int, int, object]
+Activates = tuple[tuple[int, int], ...]
 
 
 # the timer's state lists a rollback copies back in place (they keep their identity: the timing
@@ -107,7 +122,9 @@ class DramTimer:
         self.request_bytes = c.request_bytes
         fields = {k: (pos, (1 << w) - 1) for k, (pos, w) in layout.items()}
         # (position, mask) of channel, rank, bank group, bank and row: a request's bank and row
-        self.decode = sum((fields[k] for k in ("ch", "ra", "bg", "ba", "ro")), ())
+        self.decode: tuple[int, ...] = tuple(
+            x for k in ("ch", "ra", "bg", "ba", "ro") for x in fields[k]
+        )
         self.columns_low = layout["co"][0] == 0  # consecutive requests stay in a row
         # the bits of a request number that name its channel, rank and bank group (_paces)
         self.group_mask = sum(fields[k][1] << fields[k][0] for k in ("ch", "ra", "bg"))
@@ -139,11 +156,11 @@ class DramTimer:
         # cycle, spacing, is write, rank, bank group, requester): a request whose row is not
         # ready leaves a gap on the data bus that later requests of other banks may fill
         # (FR-FCFS serves whichever queued request is ready); old ones are dropped
-        self.calendar: list[list[tuple]] = [[] for _ in range(c.channels)]
+        self.calendar: list[list[Command]] = [[] for _ in range(c.channels)]
         # per channel and rank (channel * ranks + rank): the last eight activates, in time order,
         # as a tuple ((cycle, bank group), ...) replaced on change (a snapshot copies one list)
         self.ranks = c.ranks
-        self.acts: list[tuple] = [()] * (c.channels * c.ranks)
+        self.acts: list[Activates] = [()] * (c.channels * c.ranks)
         # per channel, per rank: the next refresh cycle
         if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":  # every rank at once, every tREFI
             self.refresh_every = c.tREFI
@@ -175,14 +192,17 @@ class DramTimer:
         """What _time_visits binds to locals, per direction, in one tuple: the constants and the
         state lists (which keep their identity: restore copies into them)."""
         c = self.config
+        d = self.decode
         self._frame = {
             write: (
-                self.ranks, *self.decode, c.bankgroups, c.banks_per_group,
+                self.ranks, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9],
+                c.bankgroups, c.banks_per_group,
                 self.banks_per_channel, self.queue, self.burst, self.col_table[write][write],
                 self.col_table[not write][write], self.open_row, self.opener, self.open_cause,
                 self.closed_by_refresh, self.act_ready, self.col_ready, self.pre_ready,
                 self.calendar, self.acts, self.next_refresh, self.tRC, self.tRAS, self.tRP,
-                self.tFAW, *self.rrd, self.act_to_col[write], self.col_to_pre[write],
+                self.tFAW, self.rrd[0], self.rrd[1], self.act_to_col[write],
+                self.col_to_pre[write],
                 self.data_latency[write] + self.burst, self.close_page, self._refresh, self.log,
                 self.name, self.to_accel, c.channels,
                 [self.col_table[write][nw] for nw in (False, True)],
@@ -265,7 +285,7 @@ class DramTimer:
         else:  # a new stream: nothing it follows was interleaved with it
             self.owed.pop(who, None)
         visits = self._visits(runs, who)
-        following: list = []
+        following: list[Visit] = []
         if ahead:
             mine = self.last_request.get(who)
             following = self._visits(ahead, who)
@@ -275,7 +295,7 @@ class DramTimer:
                 self.last_request[who] = mine
         if len(visits) > 2:
             visits = self._hits_first(visits)
-        delays: list = []
+        delays: list[Delay] = []
         end, issued = self._time_visits(visits, is_write, who, s0, index, delays, following)
         self.counts["requests"] += issued
         self.issued = issued
@@ -465,7 +485,9 @@ class DramTimer:
         ch, rank, bg, ba = ((q >> d[2 * i]) & d[2 * i + 1] for i in range(4))
         return ch * self.banks_per_channel + (rank * c.bankgroups + bg) * c.banks_per_group + ba
 
-    def _paces(self, visits, following, index: int, write: bool) -> list[int]:
+    def _paces(
+        self, visits: list[Visit], following: list[Visit], index: int, write: bool
+    ) -> list[int]:
         """Per visit, the request index from which its row stream is paced with another bank
         group's (FR-FCFS interleaves the two: one column command every tCCD_S, each group's
         own still tCCD_L apart), or past the visit's end.
@@ -502,7 +524,7 @@ class DramTimer:
         never = starts[-1] + 1
         paced = [never] * count
         if self.channel_of is None:  # one channel: the next visit on it is the next one
-            nexts: list = list(range(1, total)) + [None]
+            nexts: list[int | None] = list(range(1, total)) + [None]
         else:
             ch_pos, ch_mask = self.channel_field  # a key holds its visit's channel bits
             after: dict[int, int] = {}  # channel -> the next visit on it (scanning backward)
@@ -522,14 +544,24 @@ class DramTimer:
             partners, w = 0, u  # the other groups' requests before this group comes back
             while partners < window:
                 partners += sizes[w]
-                w = nexts[w]
-                if w is None or keys[w] == key:
+                upcoming = nexts[w]
+                if upcoming is None or keys[upcoming] == key:
                     break
+                w = upcoming
             nxt = starts[u]
             paced[v] = max(nxt - window + lead, nxt - min(partners, window))
         return paced
 
-    def _time_visits(self, visits, write, who, s0, index, delays, following=()) -> tuple[int, int]:
+    def _time_visits(
+        self,
+        visits: list[Visit],
+        write: bool,
+        who: object,
+        s0: int,
+        index: int,
+        delays: list[Delay],
+        following: list[Visit],
+    ) -> tuple[int, int]:
         """Time row visits [(first request, requests)] in order, the first request arriving at
         DRAM cycle s0 + index; append the delays; return (DRAM cycle the last request's data bus
         slot ends, requests issued).
@@ -564,7 +596,7 @@ class DramTimer:
         tails = [0] * channels  # per channel: requests of its current group's run paced fast
         data_end = activates = hits = 0
         # per piece of a visit: (first request index, first column, spacing, channel)
-        chunks: list[tuple[int, int, int, int]] = []
+        chunks: list[Piece] = []
         run_channel, run_start = -1, index
         index0 = index
         end = s0
@@ -805,7 +837,7 @@ class DramTimer:
         self.pieces = (chunks, index0, index, s0)  # the column commands, for prefix_end
         return end, index - index0
 
-    def prefix_end(self, pieces: tuple, requests: int) -> int:
+    def prefix_end(self, pieces: tuple[list[Piece], int, int, int], requests: int) -> int:
         """DRAM cycle the bus slot of the first `requests` requests of an issue ends, from that
         issue's column commands (`pieces`, as self.pieces left them): the timer is causal, a
         request's timing does not depend on the ones after it, so issuing only them gives the
@@ -848,7 +880,7 @@ class DramTimer:
 
 
 def _activate_between(
-    acts: tuple, act: int, bg: int, rrd_same: int, rrd_other: int, tfaw: int
+    acts: Activates, act: int, bg: int, rrd_same: int, rrd_other: int, tfaw: int
 ) -> int:
     """The first cycle from `act` at which an activate in bank group `bg` keeps tRRD to each
     of the rank's recent activates `acts` ((cycle, bank group) in time order, some of them
@@ -868,7 +900,17 @@ def _activate_between(
         act = moved
 
 
-def _queue_cut(chunks, behind, piece, m, col, spacing, ch, queue, index0) -> int:
+def _queue_cut(
+    chunks: list[Piece],
+    behind: int,
+    piece: int,
+    m: int,
+    col: int,
+    spacing: int,
+    ch: int,
+    queue: int,
+    index0: int,
+) -> int:
     """How many of a piece's m requests (request `piece` on, columns col + k * spacing) go
     before one that enters the queue late: request i enters once request i - queue has its
     column command, which on another channel may come later than this row's pace (on its own

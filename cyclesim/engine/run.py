@@ -126,7 +126,8 @@ class _Replay:
         )
         self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_timer.py)
         if plan.dram:
-            from cyclesim.engine.dram_timer import DramTimer
+            # the compiled timer when it is current, else dram_timer.py (dram_native.py)
+            from cyclesim.engine.dram_native import DramTimer
 
             self.dram = {name: DramTimer(config, mhz) for name, config, _, mhz in plan.dram}
             if trace:  # each row visit's bank commands, for the per-bank trace signals

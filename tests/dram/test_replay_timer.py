@@ -14,7 +14,7 @@ import pytest
 
 from cyclesim.dram.config import load_dram_config
 from cyclesim.dram.trace import Request, simulate_trace
-from cyclesim.engine.dram_timer import DramTimer
+from cyclesim.engine.dram_native import DramTimer  # the one the replay uses
 
 SAME_BANK_NEXT_ROW = 256 << 10
 

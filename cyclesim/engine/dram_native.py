@@ -1,0 +1,70 @@
+"""Which DRAM modules run compiled: the mypyc-compiled copy of dram_timer.py (and of
+dram_slices.py) when it was built from the current source, else the pure-Python module
+(never a stale binary).
+
+`make native` (python -m cyclesim.engine.dram_native_build) compiles a copy of each source
+under another name (`_dram_timer_native`: an extension next to dram_timer.py would shadow
+it) with the source's sha256 stamped in. A copy is used only while that stamp equals the
+hash of the source as it is now: a developer who edits the source tests the source.
+CYCLESIM_PURE_PYTHON=1 forces pure Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.machinery
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+
+PACKAGE = "cyclesim.engine"
+HERE = Path(__file__).resolve().parent
+# the modules compiled by make native: source module -> its compiled copy's name
+NATIVE_MODULES = {"dram_timer": "_dram_timer_native", "dram_slices": "_dram_slices_native"}
+PURE_ENVIRONMENT_VARIABLE = "CYCLESIM_PURE_PYTHON"
+COMPILED = "compiled (mypyc)"
+
+
+def source_sha256(source: Path) -> str:
+    """The sha256 of a source file, as the build stamps it into the compiled copy."""
+    return hashlib.sha256(source.read_bytes()).hexdigest()
+
+
+def choose(
+    name: str,
+    source: Path | None = None,
+    native_name: str | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> tuple[ModuleType, str]:
+    """(the module to use for `name`, which one and why): its compiled copy if it is built,
+    is an extension module and carries the hash of `source` (default: the module's file);
+    else the pure module, saying why."""
+    pure = importlib.import_module(f"{PACKAGE}.{name}")
+    source = source or HERE / f"{name}.py"
+    if environ.get(PURE_ENVIRONMENT_VARIABLE, "") not in ("", "0"):
+        value = environ[PURE_ENVIRONMENT_VARIABLE]
+        return pure, f"pure Python ({PURE_ENVIRONMENT_VARIABLE}={value})"
+    try:
+        native = importlib.import_module(native_name or f"{PACKAGE}.{NATIVE_MODULES[name]}")
+    except ImportError:
+        return pure, f"pure Python (the compiled {name}.py is not built: make native)"
+    if not str(native.__file__).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        return pure, f"pure Python ({native.__file__} is not an extension module)"
+    if getattr(native, "SOURCE_SHA256", None) != source_sha256(source):
+        return pure, (
+            f"pure Python (the compiled {name}.py is stale: the source changed since it was "
+            "built; make native)"
+        )
+    return native, COMPILED
+
+
+timer_module, TIMER_KIND = choose("dram_timer")
+slices_module, SLICES_KIND = choose("dram_slices")
+DramTimer = timer_module.DramTimer
+byte_runs = slices_module.byte_runs
+# what `cyclesim --version` and the DRAM benchmark print after "DRAM timer: "
+NATIVE_KIND = (
+    TIMER_KIND if SLICES_KIND == TIMER_KIND else f"{TIMER_KIND}; byte-run slicing {SLICES_KIND}"
+)

@@ -1,0 +1,275 @@
+"""The mypyc-compiled DRAM timer gives the pure-Python timer's numbers, and is never stale.
+
+`make native` compiles copies of engine/dram_timer.py and engine/dram_slices.py stamped with
+their source's sha256 (engine/dram_native_build.py); engine/dram_native.py uses a copy only
+while its stamp equals the source's hash. These tests replay the DRAM examples with both and
+compare every record and the report byte for byte, compare random request sequences call by
+call and random byte-run slices, and check the loader's choice. The comparisons skip, saying
+why, where the compiled modules are not built (CI builds them: `make test` runs `make native`
+first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from replay_helpers import inputs_from_dicts  # noqa: E402
+from test_replay_dram import HBM, gemv  # noqa: E402
+from test_replay_properties import schedules  # noqa: E402
+from test_timer_fast_path import CONFIGS, MAPPINGS, streams  # noqa: E402
+
+from cyclesim.dram.config import load_dram_config  # noqa: E402
+from cyclesim.engine import dram_native as loader  # noqa: E402
+from cyclesim.engine import dram_slices  # noqa: E402
+from cyclesim.engine import dram_timer as pure  # noqa: E402
+from cyclesim.engine.run import replay_plan  # noqa: E402
+from cyclesim.engine.verify import run_differences  # noqa: E402
+from cyclesim.results import build_result  # noqa: E402
+from cyclesim.results.schema import versioned  # noqa: E402
+from cyclesim.schedule import build_plan  # noqa: E402
+from cyclesim.spec import load_architecture, load_mapping, load_workload  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+# the compiled modules whatever the environment
+NATIVE, KIND = loader.choose("dram_timer", environ={})
+NATIVE_SLICES, SLICES_KIND = loader.choose("dram_slices", environ={})
+needs_native = pytest.mark.skipif(
+    NATIVE is pure or NATIVE_SLICES is dram_slices, reason=f"DRAM timer: {KIND}; {SLICES_KIND}"
+)
+COMPILED_MODULES, PURE_MODULES = (NATIVE, NATIVE_SLICES), (pure, dram_slices)
+
+
+def example(arch: str, workload: str, mapping: str):
+    a = load_architecture(str(ROOT / arch))
+    w = load_workload(str(ROOT / workload))
+    return a, w, load_mapping(str(ROOT / mapping), a, w)
+
+
+def replay_with(modules, monkeypatch, inputs, **options):
+    """The raw run and the JSON report of a traced replay with these DRAM modules (timer,
+    byte-run slicing)."""
+    timer_module, slices_module = modules
+    monkeypatch.setattr(loader, "DramTimer", timer_module.DramTimer)
+    monkeypatch.setattr(loader, "byte_runs", slices_module.byte_runs)
+    raw = replay_plan(build_plan(*inputs), trace=True, progress=False, **options)
+    document = versioned(build_result(raw).to_json_dict())
+    document.pop("wall_seconds")  # the replay's own run time: the one field that may differ
+    report = json.dumps(document, sort_keys=True)
+    return raw, report
+
+
+EXAMPLES = {
+    "resnet50_dram on tpu_like DDR4": lambda: example(
+        "hw_models/tpu_like_ddr4.yaml",
+        "examples/resnet50_dram/workload.yaml",
+        "examples/resnet50_dram/mapping.yaml",
+    ),
+    "memsize on eyeriss_like_small DDR4": lambda: example(
+        "hw_models/eyeriss_like_small_ddr4.yaml",
+        "examples/eyeriss_memsize/workload.yaml",
+        "examples/eyeriss_memsize/mapping_small.yaml",
+    ),
+    "gemv HBM2, closed rows": lambda: gemv(HBM),
+    "gemv HBM2, a bank conflict": lambda: gemv(HBM, {"B": {"base": 32 << 10}, "Z": {"base": 4096}}),
+}
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if "memsize" in name else name
+        for name in EXAMPLES
+    ],
+)
+def test_a_replay_is_the_same_with_the_compiled_and_the_pure_timer(name, monkeypatch):
+    inputs = EXAMPLES[name]()
+    native_raw, native_report = replay_with(COMPILED_MODULES, monkeypatch, inputs)
+    pure_raw, pure_report = replay_with(PURE_MODULES, monkeypatch, inputs)
+    assert run_differences(native_raw, pure_raw) == []  # every record, bank commands included
+    assert native_report == pure_report
+    assert native_raw.rec.dram_banks  # the comparison covered the traced bank commands
+
+
+@needs_native
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    schedules(shared_ports=True),
+    st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128"]),
+    st.sampled_from([100, 700, 2000]),
+    st.sampled_from(["rochrababgco", "rorabgbachco"]),
+)
+def test_random_schedules_replay_the_same_with_both_timers(case, config, clock_mhz, mapping):
+    # the replay's own paths: runs issued ahead and cut, two links of one DRAM, rollbacks
+    arch, workload, loop_tree, reuse, _ = case
+    arch = dict(arch, clock_mhz=clock_mhz)
+    arch["memories"] = [dict(m) for m in arch["memories"]]
+    arch["memories"][0]["dram"] = {"config": config, "address_mapping": mapping}
+    inputs = inputs_from_dicts(arch, workload, loop_tree)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        native_raw, native_report = replay_with(COMPILED_MODULES, monkeypatch, inputs)
+        pure_raw, pure_report = replay_with(PURE_MODULES, monkeypatch, inputs)
+    assert run_differences(native_raw, pure_raw) == []
+    assert native_report == pure_report
+
+
+def calls_and_answers(module, config, clock_mhz: int, calls, rollback_at: int) -> list:
+    """Everything a timer answers to a sequence of issue() calls: each call's end and delays,
+    data end, requests issued, counts and column commands (as prefix_end reads them); the
+    call at rollback_at is undone once (restore) and issued again, as a cut run is; calls of
+    the same requester continue its stream."""
+    timer = module.DramTimer(config, clock_mhz)
+    log: list[tuple] = []
+    timer.trace_into(log, "DRAM")
+    out = []
+    streams_of: dict[str, tuple[int, int, int]] = {}
+    for k, (runs, is_write, who, start, ahead) in enumerate(calls):
+        for attempt in (0, 1) if k == rollback_at else (1,):
+            saved = timer.snapshot() if attempt == 0 else None
+            last = streams_of.get(who)
+            stream = (last[1], last[2]) if last is not None and last[0] == start else None
+            end, delays = timer.issue(runs, is_write, who, start, stream, ahead)
+            chunks, first, upto, s0 = timer.pieces
+            out.append((end, delays, timer.data_end, timer.issued, dict(timer.counts)))
+            out.append((chunks, first, upto, s0, timer.prefix_end(timer.pieces, 3)))
+            if saved is not None:
+                timer.restore(saved)
+        begun = stream[0] if stream is not None else timer.to_dram(start)
+        done = (stream[1] if stream is not None else 0) + timer.issued
+        streams_of[who] = (end, begun, done)
+    out.append(log)
+    return out
+
+
+@needs_native
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    CONFIGS,
+    MAPPINGS,
+    st.sampled_from([1, 2]),
+    st.sampled_from([100, 700, 1000, 2000]),
+    st.sampled_from([None, 3000, 600]),
+    st.booleans(),
+    streams(),
+    st.integers(0, 8),
+)
+def test_random_requests_are_timed_the_same_by_both_timers(
+    config, mapping, channels, clock_mhz, refresh_every, close_page, calls, rollback_at
+):
+    c = load_dram_config(config).with_changes(
+        channels=channels, address_mapping=mapping, close_page=close_page
+    )
+    if refresh_every is not None:  # refreshes often, inside row visits too
+        c = c.with_changes(tREFI=refresh_every, tRFC=60)
+    native = calls_and_answers(NATIVE, c, clock_mhz, calls, rollback_at)
+    assert native == calls_and_answers(pure, c, clock_mhz, calls, rollback_at)
+
+
+@st.composite
+def tile_runs(draw):
+    """A tile's strided byte runs (address, bytes, stride, count) and their transfer offsets."""
+    runs = []
+    for _ in range(draw(st.integers(1, 3))):
+        size = draw(st.integers(1, 300))
+        count = draw(st.integers(1, 6))
+        stride = draw(st.integers(size, 4 * size)) if count > 1 else 0
+        runs.append((draw(st.integers(0, 1 << 20)), size, stride, count))
+    offsets = [0]
+    for _, size, _, count in runs:
+        offsets.append(offsets[-1] + size * count)
+    return runs, offsets
+
+
+def addresses(runs) -> list[int]:
+    """Every byte's address, in transfer order."""
+    return [
+        a + x * stride + y
+        for a, size, stride, count in runs
+        for x in range(count)
+        for y in range(size)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(tile_runs(), st.data())
+def test_byte_runs_cover_exactly_the_bytes_asked_for_compiled_or_not(tile, data):
+    runs, offsets = tile
+    lo = data.draw(st.integers(0, offsets[-1]))
+    hi = data.draw(st.integers(lo, offsets[-1] + 10))
+    sliced = dram_slices.byte_runs(runs, offsets, lo, hi)
+    assert addresses(sliced) == addresses(runs)[lo:hi]
+    assert NATIVE_SLICES.byte_runs(runs, offsets, lo, hi) == sliced
+
+
+@needs_native
+def test_a_stale_build_falls_back_to_pure_python(tmp_path):
+    # the compiled module carries the hash of dram_timer.py as it was built; an edited source
+    # (here: a copy with one more comment line) no longer matches it
+    edited = tmp_path / "dram_timer.py"
+    edited.write_text((loader.HERE / "dram_timer.py").read_text() + "# edited\n")
+    module, kind = loader.choose("dram_timer", source=edited, environ={})
+    assert module is pure and "stale" in kind
+    assert loader.choose("dram_timer", environ={}) == (NATIVE, loader.COMPILED)  # as it is
+    edited = tmp_path / "dram_slices.py"
+    edited.write_text((loader.HERE / "dram_slices.py").read_text() + "# edited\n")
+    assert loader.choose("dram_slices", source=edited, environ={})[0] is dram_slices
+
+
+def test_the_environment_variable_forces_pure_python():
+    module, kind = loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": "1"})
+    assert module is pure and kind == "pure Python (CYCLESIM_PURE_PYTHON=1)"
+    assert loader.choose("dram_slices", environ={"CYCLESIM_PURE_PYTHON": "1"})[0] is dram_slices
+    assert loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": "0"})[1] == KIND
+
+
+def test_a_missing_or_uncompiled_module_falls_back_to_pure_python():
+    missing = "cyclesim.engine._no_such_module"
+    module, kind = loader.choose("dram_timer", native_name=missing, environ={})
+    assert module is pure and "not built" in kind
+    # a module of that name that is plain Python source (a build interrupted midway leaves one)
+    source = "cyclesim.engine.dram_timer"
+    module, kind = loader.choose("dram_timer", native_name=source, environ={})
+    assert module is pure and "is not an extension module" in kind
+
+
+@needs_native
+def test_the_build_leaves_a_current_build_alone(capsys):
+    from cyclesim.engine import dram_native_build
+
+    assert dram_native_build.main([]) == 0
+    assert capsys.readouterr().out == "DRAM timer: compiled (mypyc), up to date\n"
+
+
+@needs_native
+def test_the_cli_gives_the_same_report_and_vcd_with_either_timer(tmp_path):
+    # as a user runs it (progress bar on, its default), once as built and once with
+    # CYCLESIM_PURE_PYTHON=1: the same JSON report and the same VCD, bank signals included
+    args = ["hw_models/tpu_like_ddr4.yaml", "examples/resnet50_dram/workload.yaml"]
+    args += ["examples/resnet50_dram/mapping.yaml", "--json"]
+    out = {}
+    for label, pure_python in (("compiled", "0"), ("pure", "1")):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), CYCLESIM_PURE_PYTHON=pure_python)
+        vcd = tmp_path / f"{label}.vcd"
+        done = subprocess.run(
+            [sys.executable, "-m", "cyclesim", "run", *args, "--vcd", str(vcd)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        document = json.loads(done.stdout)
+        document.pop("wall_seconds")
+        out[label] = (document, vcd.read_text())
+    assert out["compiled"] == out["pure"]
+    assert "bank" in out["pure"][1] and out["pure"][0]["cycles"] == 132_715
