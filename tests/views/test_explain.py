@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from random_cases import schedules
-from replay_helpers import ROOT, inputs_from_dicts
+from replay_helpers import ROOT, inputs_from_dicts, inputs_from_folder
 from test_fused_properties import chains
 from view_cases import CASES, load_case
 
@@ -15,6 +15,7 @@ from cyclesim.analysis.explain import explain, format_explanation, rank_causes
 from cyclesim.analysis.explain.arch_changes import with_port
 from cyclesim.cli import main
 from cyclesim.engine import replay
+from cyclesim.spec.override import architecture_with_field
 
 
 def test_single_buffer_top_cause_and_its_verified_remedies(traced):
@@ -459,6 +460,31 @@ def test_a_slot_held_by_the_pe_arrays_pipeline_names_it_and_replays_its_remedies
         ("cut the PE array's pipeline from 6 to 0 cycles", 22),
         ("double-buffer Z in acc", 28),
     ]
+
+
+def test_a_slot_is_held_by_the_pipeline_only_for_the_cycles_its_results_are_in_it():
+    """tests/cases/pipelined_write_back with a 10-cycle pipeline (derived in
+    tests/test_semantics.py::test_only_the_pipeline_cycles_left_are_waited_for): tile 2 waits
+    10..24 for tile 0's slot; tile 0's results are in the pipeline until 16 (its write-back
+    waits 6..16), then written back 16..24: 6 of the 14 cycles the PE array's, 8 the
+    write-back's. Tile 3 waits 28..32 for tile 1's slot while tile 1 is written back 24..32
+    (its results landed at 20, while tile 0 was written back: no pipeline cycle). So 6 of 18.
+    Cutting the pipeline gives slow_write_back: 38 cycles (saves 16)."""
+    a, w, m = inputs_from_folder(ROOT / "tests" / "cases" / "pipelined_write_back")
+    a = architecture_with_field(a, "pe_array.pipeline_depth_cycles", 10)
+    res = replay(a, w, m, progress=False, trace=True)
+    ex = explain(res, a, w, m, workers=1)
+    (full,) = [c for c in ex.causes if c.cause == "buffer_full"]
+    assert (full.cycles, full.ranges) == (18, [(10, 24), (28, 32)])
+    assert full.held_by.startswith(
+        "the PE array, for 6 of these 18 cycles: the tile's last results were still in its "
+        "10-cycle pipeline"
+    )
+    assert "; the write-back itself for 12;" in full.held_by
+    assert (full.remedies[0].change.split(" (")[0], full.remedies[0].saved) == (
+        "cut the PE array's pipeline from 10 to 0 cycles",
+        16,
+    )
 
 
 def _check_what_holds_full_buffers(arch, workload, mapping) -> None:
