@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from replay_helpers import gemm_einsum, inputs_from_dicts, memory, port
+from replay_helpers import gemm_einsum, inputs_from_dicts, matvec_einsum, memory, port
 
 from cyclesim.analysis.simulate import Result
 from cyclesim.engine import TraceFilter, replay_plan
@@ -125,6 +125,56 @@ def two_loads() -> tuple[dict, dict, dict]:
     return _arch(), _workload(4, 256), {"loop_tree": tree}
 
 
+def pipelined_write_back(depth: int) -> tuple[dict, dict, dict]:
+    """tests/cases/pipelined_write_back with 16 x 16 tiles of Z: one 8-bit value per tile in acc
+    (two slots), computed in 4 cycles, through a `depth`-cycle PE pipeline, and written back
+    in 8 (1 b/cycle): the write-back binds, and each tile's results land while the previous
+    tile is still being written back. A (2048 values) and B whole in buf, loaded first: A's
+    32 bursts and B's one share dram_rd, 33 cycles. With depth 3 every write-back starts
+    where the previous one ends: 33 + 4 + 3 (tile 0) + 256 x 8 = 2088 cycles. Iterations of
+    the outer m repeat (16 tiles, 128 cycles each).
+    """
+    arch = {
+        "name": "pipelined_write_back",
+        "pe_array": {"dims": {"X": 1}, "pipeline_depth_cycles": depth},
+        "memories": [
+            memory(
+                "DRAM",
+                None,
+                ["A", "B", "Z"],
+                [port("dram_rd", "read", 256), port("dram_wr", "write", 1, 8)],
+            ),
+            memory(
+                "buf",
+                None,
+                ["A", "B"],
+                [port("buf_rd", "read", 64, 256), port("buf_wr", "write", 256)],
+            ),
+            memory(
+                "acc",
+                16,
+                ["Z"],
+                [port("acc_rd", "read", 64, 8), port("acc_wr", "write", 64, 8)],
+                double_buffered=True,
+            ),
+        ],
+    }
+    workload = {
+        "tensors": {name: {"bits_per_value": 8} for name in ("A", "B", "Z")},
+        "einsums": [matvec_einsum(256, 4)],
+    }
+    tree = [
+        {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+        {"type": "storage", "memory": "buf", "tensors": ["A", "B"]},
+        {"type": "temporal", "rank": "m", "bound": 16},
+        {"type": "temporal", "rank": "m", "bound": 16},
+        {"type": "storage", "memory": "acc", "tensors": ["Z"]},
+        {"type": "temporal", "rank": "k", "bound": 4},
+        {"type": "compute", "einsum": "matvec"},
+    ]
+    return arch, workload, {"loop_tree": tree}
+
+
 def _plan(case, reuse: str = "retain"):
     a, w, m = inputs_from_dicts(*case)
     return build_plan(a, w, m, ReusePolicy(reuse), False), (a, w, m)
@@ -190,6 +240,25 @@ def test_partial_sums_keep_their_first_and_final_visits(tmp_path):
     # the first (entered) and last (final) visits of each of the 4 Z tiles are replayed
     first_and_last = 2 * 4 * 16  # segments of outer iterations 0 and 15
     assert fast.fast_forward.segments_skipped <= plan.leaves[0].segments - first_and_last
+    assert_identical(full, fast)
+    assert_same_result(full, fast, inputs, tmp_path)
+
+
+@pytest.mark.parametrize("depth", [3, 10])
+def test_a_pipelined_write_back_is_skipped_and_nothing_changes(tmp_path, depth):
+    # the PE pipeline's landing cycles (Tiles.lands_at) and the write-back's waits for them
+    # (stage PIPE) are part of the state. Depth 3: 2088 cycles (pipelined_write_back), no wait
+    # after tile 0's. Depth 10: tile 0 computes 33..37, lands 47, written back 47..55; tile 1
+    # computes 37..41, lands 51, written back 55..63; tile 2 computes 55..59 (tile 0's slot),
+    # lands 69: the write-back waits 63..69 (6 of the 10 cycles) and moves it 69..77; tile 3
+    # computes 63..67, lands 77, moved 77..85; so on, 22 cycles per pair of tiles: tile 2j's
+    # write-back starts at 69 + 22 (j - 1), tile 255's ends at 69 + 22 x 126 + 16 = 2857.
+    plan, inputs = _plan(pipelined_write_back(depth))
+    full = replay_plan(plan, trace=True, progress=False, fast_forward=False)
+    fast = replay_plan(plan, trace=True, progress=False)
+    assert full.fast_forward.jumps == 0 and fast.fast_forward.jumps >= 1
+    assert fast.fast_forward.segments_skipped >= 128
+    assert full.cycles == {3: 2088, 10: 2857}[depth]
     assert_identical(full, fast)
     assert_same_result(full, fast, inputs, tmp_path)
 

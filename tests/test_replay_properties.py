@@ -2,16 +2,18 @@
 
 * counted accesses equal the closed form and stall causes add up (the run asserts both);
 * cycles >= ideal compute, and >= every port's bits per instance / width;
-* the same input gives the same event sequence.
+* the same input gives the same event sequence;
+* a write-back waits for the PE pipeline only until its tile's results land.
 """
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from replay_helpers import inputs_from_dicts, memory, port
 
 from cyclesim.engine import replay
+from cyclesim.engine.record import S_PIPE
 from cyclesim.spec import Direction
 
 RANKS = ("m", "n", "k")
@@ -155,3 +157,50 @@ def test_same_input_same_event_sequence(case):
     assert first.grants == second.grants
     assert first.fill_tl == second.fill_tl and first.drain_tl == second.drain_tl
     assert first.pe_waits == second.pe_waits
+
+
+@FAST
+@given(schedules(), st.integers(1, 8))
+def test_a_write_back_waits_for_the_pipeline_only_until_its_results_land(case, depth):
+    # DESIGN: pipeline depth delays every write of a PE result by that many cycles. The results
+    # of the output tile k land at used_k + depth, used_k the end of its last PE segment,
+    # whatever its write-back is doing then: the write-back of k starts no earlier, and when
+    # it reaches k (at max(used_k, the end of k - 1's write-back)) before they land, it waits
+    # (the timeline's pipeline state) from that cycle exactly until used_k + depth.
+    arch, workload, mapping, reuse, _ = case
+    arch["pe_array"]["pipeline_depth_cycles"] = depth
+    res = replay(
+        *inputs_from_dicts(arch, workload, mapping), reuse=reuse, progress=False, trace=True
+    )
+    rec, plan = res.raw.rec, res.raw.plan
+    (out,) = [o for o in plan.leaves[0].operands if o.is_output]
+    node = plan.nodes[out.node]
+    if node.parent is None:  # the PE array writes the backing store: no write-back
+        return
+    used: dict[int, int] = {}
+    for _, end, _, g in rec.pe_segments:
+        used[g // out.ratio] = max(used.get(g // out.ratio, 0), end)
+    drains = sorted(
+        (k, start, end)
+        for start, end, n, kind, k, _ in rec.transfers
+        if n == node.index and kind == "drain"
+    )
+    assert [k for k, _, _ in drains] == list(range(node.entries))
+    timeline = list(rec.drain_tl[node.index])
+    waits = [  # (start, end) of each wait for the pipeline
+        (t, timeline[i + 1][0]) for i, (t, state, _) in enumerate(timeline) if state == S_PIPE
+    ]
+    reached = 0  # when the write-back process reaches entry k: after k - 1's write-back
+    expected = []
+    for k, start, end in drains:
+        lands = used[k] + depth
+        assert start >= lands
+        arrives = max(reached, used[k])
+        if arrives < lands:
+            expected.append((arrives, lands))
+        reached = end
+    assert waits == expected
+    event(f"waits for the pipeline: {'some' if waits else 'none'}")
+    event(
+        f"tiles landed while the write-back was busy: {'some' if len(waits) < len(drains) else 'none'}"
+    )

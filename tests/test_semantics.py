@@ -6,9 +6,15 @@ Convention: [a, b) are the cycles a..b-1; a tile whose last burst ends at b is u
 from __future__ import annotations
 
 import copy
+import json
 
+import pandas as pd
 import pytest
-from replay_helpers import gemm_einsum, matvec_einsum, memory, port
+from replay_helpers import ROOT, gemm_einsum, inputs_from_folder, matvec_einsum, memory, port
+
+from cyclesim.cli import main
+from cyclesim.engine import replay
+from cyclesim.spec.override import architecture_with_field
 
 MATVEC = {
     "tensors": {"A": {"bits_per_value": 8}, "B": {"bits_per_value": 8}, "Z": {"bits_per_value": 8}},
@@ -223,6 +229,85 @@ def test_pipeline_depth_delays_the_last_write(replay_dicts):
     arch["pe_array"]["pipeline_depth_cycles"] = 5
     res = replay_dicts(arch, MATVEC, STREAM_MAPPING)
     assert (res.cycles, res.offload_cycles) == (57, 9)
+
+
+PIPELINED_WRITE_BACK = ROOT / "tests" / "cases" / "pipelined_write_back"
+
+
+def test_pipeline_delay_starts_when_the_tile_is_done(tmp_path, capsys):
+    # "Pipeline depth delays every write of a PE result by that many cycles": a tile's results
+    # land in its buffer `depth` cycles after the PE array is done with it, whatever its
+    # write-back is doing then; the write-back starts at max(landed, previous write-back end).
+    # tests/cases/pipelined_write_back: Z[m] = sum_k A[m,k] B[k], m = 4 tiles of one 8-bit Z
+    # value in acc (2 slots), k = 4 one-cycle MACs per tile, a 3-cycle PE pipeline, Z's
+    # write-back 8 cycles (8 b through DRAM.dram_wr at 1 b/cycle), one tile at a time.
+    # Onload 2 (A then B through dram_rd, one cycle each).
+    #   tile 0: computes 2..6, lands 9, written back 9..17 (its slot frees at 17)
+    #   tile 1: computes 6..10 (second slot), lands 13; written back 17..25 (frees at 25)
+    #   tile 2: waits for tile 0's slot 10..17, computes 17..21, lands 24; written back 25..33
+    #   tile 3: waits for tile 1's slot 21..25, computes 25..29, lands 32; written back 33..41
+    # Write-backs start at 9, 17, 25, 33; 41 cycles = onload 2 + ideal 16 + stall 11
+    # (buffer_full 10..17 and 21..25) + offload 12 (29..41: the write-back's bandwidth; tile 3's
+    # results landed at 32, before the write-back could take it, so no pipeline cycle is left).
+    # (Before, a tile's 3 cycles started only when the write-back reached it: write-backs at
+    # 9, 20, 31, 42 and 50 cycles.)
+    files = [str(PIPELINED_WRITE_BACK / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]  # fmt: skip
+    events = tmp_path / "events.csv"
+    assert main(["run", *files, "--events", str(events)]) == 0  # as a user runs it
+    out = capsys.readouterr().out
+    for line in ("cycles                      41", "stall                     11", "offload                   12"):  # fmt: skip
+        assert line in out
+    assert "offload bandwidth             12" in out and "latency" not in out
+    assert "compute buffer_full           11" in out and "[cycles 10..25]" in out
+    table = pd.read_csv(events)
+    write_backs = table[table.kind == "drain"]
+    assert list(zip(write_backs.start, write_backs.end, strict=True)) == [
+        (9, 17),
+        (17, 25),
+        (25, 33),
+        (33, 41),
+    ]
+    assert main(["run", *files, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["cycles"], doc["onload_cycles"], doc["stall_cycles"], doc["offload_cycles"]) == (
+        41,
+        2,
+        11,
+        12,
+    )
+    causes = {(s["phase"], s["cause"]): s["cycles"] for s in doc["stalls"]}
+    assert causes == {
+        ("onload", "contention"): 1,
+        ("onload", "bandwidth"): 1,
+        ("compute", "buffer_full"): 11,
+        ("offload", "bandwidth"): 12,
+    }
+
+
+def test_only_the_pipeline_cycles_left_are_waited_for(replay_dicts):
+    # The same case with a 10-cycle pipeline: a tile that lands after the write-back reaches it
+    # is waited for, but only for the cycles its results are still in the pipeline.
+    #   tile 0: computes 2..6, lands 16, written back 16..24
+    #   tile 1: computes 6..10, lands 20, written back 24..32 (landed before the write-back
+    #           reached it: no wait)
+    #   tile 2: waits for tile 0's slot 10..24, computes 24..28, lands 38; the write-back
+    #           reaches it at 32 and waits 32..38 (6 of the 10 cycles), written back 38..46
+    #   tile 3: waits for tile 1's slot 28..32, computes 32..36, lands 46; written back 46..54
+    # 54 cycles = onload 2 + ideal 16 + stall 18 (buffer_full 10..24, 28..32) + offload 18:
+    # 36..38 the write-back waits for tile 2's results (latency: the PE pipeline), 38..54 it
+    # moves tiles 2 and 3 (bandwidth 16). (Before: 10 cycles per write-back after reaching
+    # its tile, write-backs at 16, 34, 52, 70 and 78 cycles.)
+    a, w, m = inputs_from_folder(PIPELINED_WRITE_BACK)
+    a = architecture_with_field(a, "pe_array.pipeline_depth_cycles", 10)
+    res = replay(a, w, m, progress=False, trace=True)
+    drains = res.events_table.query("kind == 'drain'")
+    assert list(drains.start) == [16, 24, 38, 46]
+    assert (res.cycles, res.stall_cycles, res.offload_cycles) == (54, 18, 18)
+    assert res.stall_cycles_by_cause() == {"buffer_full": 18}
+    assert res.stall_cycles_by_cause(("offload",)) == {"latency": 2, "bandwidth": 16}
+    spans = res.stall_spans
+    (pipeline,) = spans[(spans.phase == "offload") & (spans.cause == "latency")].itertuples()
+    assert (pipeline.start, pipeline.end) == (36, 38)
 
 
 def test_no_multicast_moves_one_copy_per_position(replay_dicts):

@@ -58,6 +58,10 @@ def jump(
             for name in TABLES + COUNTDOWNS:
                 _rekey(getattr(t, name), K * d)
             _rekey(t.produced, K * d)
+            _rekey(t.lands_at, K * d)
+        lands_at = t.lands_at
+        for k in lands_at:  # the cycles results leave the PE pipeline move with the clock
+            lands_at[k] += dt
     for node, states in moved.items():
         _visits(r.tiles[node], classifiers[node], states, K * below[node])
     for (node, name, k), v in b.countdowns.items():

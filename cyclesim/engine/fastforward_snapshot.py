@@ -22,6 +22,10 @@ TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # there once written back, until the next visit reloads it), so only its waiter is compared:
 # the fill's, when it waits at stage DRAINED for the mark of entry st.prev
 COUNTDOWNS = ("remaining", "prod_left")
+# `lands_at` (tile -> cycle its results leave the PE pipeline) is compared as the cycles left
+# until then, 0 once they have landed (a write-back reaching the tile later waits for nothing
+# either way); a jump moves its tiles with the node's and its cycles with the clock. Between
+# grants it stays put, as the clock's cycles then stand for cycles that did pass.
 
 
 class Unknown(Exception):
@@ -126,6 +130,7 @@ def describe(
                     for k, v in sorted(table.items())
                 )
             )
+        rows.append(tuple((k - base, max(0, v - now)) for k, v in sorted(t.lands_at.items())))
         for name in COUNTDOWNS:
             table = getattr(t, name)
             if d:

@@ -139,6 +139,8 @@ class _Replay:
             from cyclesim.engine.l1 import L1Places
 
             self.l1 = L1Places(plan, self.rec, trace)
+        # per node: the cycles the PE array's pipeline delays the results it writes there
+        self.pipeline = tuple(plan.pipeline_depth if n.pe_written_by else 0 for n in plan.nodes)
         # per node: its fill's and its write-back's state (engine/state.py), and the PE array's
         self.fill_state = [NodeState() for _ in plan.nodes]
         self.drain_state = [NodeState() for _ in plan.nodes]
@@ -217,6 +219,8 @@ class _Replay:
         remaining.pop(k, None)
         if n.output_role:  # its write-back process waits for this
             t.fire(t.used, k)
+            if self.pipeline[node]:  # ... and for its last results to leave the PE pipeline
+                t.lands_at[k] = self.env.now + self.pipeline[node]
         else:
             t.resident.pop(k, None)
             _forget_parts(t.produced, k, n.dependency_groups)
@@ -371,9 +375,9 @@ class _Replay:
         self._dram_side(link, n, True)
         p = self.plan.nodes[n.parent]
         pt = self.tiles[p.index]
-        pipe = self.plan.pipeline_depth if n.pe_written_by else 0
+        pipelined = self.pipeline[node] > 0
         ratio, wait_parent = n.ratio, not p.is_backing
-        used, p_resident = t.used, pt.resident
+        used, p_resident, lands_at = t.used, pt.resident, t.lands_at
         is_final = entry_classifier(n)[1]
         intermediate = self.intermediate[node]
         who = ("node", node)
@@ -388,11 +392,14 @@ class _Replay:
                 tl.append((env.now, S_USES, k))
                 st.stage = USES
                 yield t.waiter(used, k)
-            if pipe:
-                tl.append((env.now, S_PIPE, None))
-                st.stage = PIPE
-                yield env.timeout(pipe)
-                rec.events += 1
+            if pipelined:  # the tile's results land pipeline_depth after the PE array is
+                # done with it, also while this process was busy with an earlier tile
+                left = lands_at.pop(st.k) - env.now
+                if left > 0:
+                    tl.append((env.now, S_PIPE, None))
+                    st.stage = PIPE
+                    yield env.timeout(left)
+                    rec.events += 1
             kp = st.k // ratio
             if wait_parent and p_resident.get(kp) is not True:
                 tl.append((env.now, S_PARENT, p.index))

@@ -24,6 +24,7 @@ class Tiles:
         "drained",
         "computed_tile",
         "computed_part",
+        "lands_at",
     )
 
     def __init__(self, env: simpy.Environment) -> None:
@@ -40,6 +41,10 @@ class Tiles:
         # tile (its write-back passes it up) and per part key (its completion records it)
         self.computed_tile: dict[int, int] = {}
         self.computed_part: dict[int, int] = {}
+        # outputs the PE array writes through its pipeline: tile -> the cycle its last results
+        # leave the pipeline, from when the PE array is done with it until its write-back
+        # reaches it (so at most a slot's worth of tiles)
+        self.lands_at: dict[int, int] = {}
 
     def waiter(self, table: dict, k: int) -> simpy.Event | None:
         """None if tile k is already done in this table, else the event to wait for."""

@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from random_cases import schedules
-from replay_helpers import ROOT, inputs_from_dicts
+from replay_helpers import ROOT, inputs_from_dicts, inputs_from_folder
 from test_fused_properties import chains
 from view_cases import CASES, load_case
 
@@ -15,6 +15,7 @@ from cyclesim.analysis.explain import explain, format_explanation, rank_causes
 from cyclesim.analysis.explain.arch_changes import with_port
 from cyclesim.cli import main
 from cyclesim.engine import replay
+from cyclesim.spec.override import architecture_with_field
 
 
 def test_single_buffer_top_cause_and_its_verified_remedies(traced):
@@ -422,10 +423,12 @@ def test_a_slot_held_by_the_pe_arrays_pipeline_names_it_and_replays_its_remedies
     held the tile's results (its pipeline), 3 the write-back itself.
     Remedies, each replayed: without the pipeline a tile's slot frees 1 cycle after its last
     MAC: 2 + 4 x 4 + 3 waits + 1 = 22 (saves 24). One more slot: tile 1 enters at once
-    (6..10); the write-back process takes the pipeline delay of a tile when it reaches it, so
-    tile 0 12..13 (after 6..12), tile 1 19..20 (after 13..19), tile 2 (computed 13..17 once
-    tile 0's slot frees at 13) 26..27, tile 3 (computed 20..24 once tile 1's frees at 20) 33..34:
-    34 cycles (saves 12). A wider write-back port saves nothing: it moves 1 cycle of 7.
+    (6..10); a tile's results land 6 cycles after its last MAC, whatever the write-back is
+    doing then, so tile 0 lands 12, written back 12..13; tile 1 lands 16, written back 16..17;
+    tile 2 (computed 13..17 once tile 0's slot frees at 13) lands 23, 23..24; tile 3 (computed
+    17..21 once tile 1's frees at 17) lands 27, 27..28: 28 cycles (saves 18; 34 when the
+    write-back took a tile's pipeline delay only once it reached the tile, a bug). A wider
+    write-back port saves nothing: it moves 1 cycle of 7.
     Before, `held by` named only the write-back, and its widening (0 saved) was all it offered
     beside the double buffer."""
     files = [str(CASES["pipeline_holds_slot"] / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]  # fmt: skip
@@ -445,7 +448,7 @@ def test_a_slot_held_by_the_pe_arrays_pipeline_names_it_and_replays_its_remedies
     assert remedies[:2] == [
         "   - cut the PE array's pipeline from 6 to 0 cycles (its results land as they are "
         "computed, so a tile's write-back starts at once): saves 24 cycles (46 -> 22, 52.2%)",
-        "   - double-buffer Z in acc: saves 12 cycles (46 -> 34, 26.1%)",
+        "   - double-buffer Z in acc: saves 18 cycles (46 -> 28, 39.1%)",
     ]
     assert remedies[2].startswith("   - widen port DRAM.dram_wr from 8 to 16 bits/cycle")
     assert remedies[2].endswith("saves 0 cycles (46 -> 46, 0.0%)")
@@ -455,8 +458,33 @@ def test_a_slot_held_by_the_pe_arrays_pipeline_names_it_and_replays_its_remedies
     assert doc["held_by"].startswith("the PE array, for 18 of these 21 cycles")
     assert [(r["change"].split(" (")[0], r["cycles_after"]) for r in doc["remedies"]][:2] == [
         ("cut the PE array's pipeline from 6 to 0 cycles", 22),
-        ("double-buffer Z in acc", 34),
+        ("double-buffer Z in acc", 28),
     ]
+
+
+def test_a_slot_is_held_by_the_pipeline_only_for_the_cycles_its_results_are_in_it():
+    """tests/cases/pipelined_write_back with a 10-cycle pipeline (derived in
+    tests/test_semantics.py::test_only_the_pipeline_cycles_left_are_waited_for): tile 2 waits
+    10..24 for tile 0's slot; tile 0's results are in the pipeline until 16 (its write-back
+    waits 6..16), then written back 16..24: 6 of the 14 cycles the PE array's, 8 the
+    write-back's. Tile 3 waits 28..32 for tile 1's slot while tile 1 is written back 24..32
+    (its results landed at 20, while tile 0 was written back: no pipeline cycle). So 6 of 18.
+    Cutting the pipeline gives slow_write_back: 38 cycles (saves 16)."""
+    a, w, m = inputs_from_folder(ROOT / "tests" / "cases" / "pipelined_write_back")
+    a = architecture_with_field(a, "pe_array.pipeline_depth_cycles", 10)
+    res = replay(a, w, m, progress=False, trace=True)
+    ex = explain(res, a, w, m, workers=1)
+    (full,) = [c for c in ex.causes if c.cause == "buffer_full"]
+    assert (full.cycles, full.ranges) == (18, [(10, 24), (28, 32)])
+    assert full.held_by.startswith(
+        "the PE array, for 6 of these 18 cycles: the tile's last results were still in its "
+        "10-cycle pipeline"
+    )
+    assert "; the write-back itself for 12;" in full.held_by
+    assert (full.remedies[0].change.split(" (")[0], full.remedies[0].saved) == (
+        "cut the PE array's pipeline from 10 to 0 cycles",
+        16,
+    )
 
 
 def _check_what_holds_full_buffers(arch, workload, mapping) -> None:
