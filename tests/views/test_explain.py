@@ -487,6 +487,30 @@ def test_a_slot_is_held_by_the_pipeline_only_for_the_cycles_its_results_are_in_i
     )
 
 
+def test_a_write_backs_wait_for_the_pipeline_gets_the_pipeline_cut(tmp_path, capsys):
+    """tests/cases/pipelined_write_back with a 10-cycle pipeline, as a user runs `cyclesim
+    explain` (derived in tests/test_semantics.py::test_only_the_pipeline_cycles_left_are_waited_for):
+    offload 36..38 is Z's write-back waiting for tile 2's results, still in the pipeline (a
+    latency with no port). Its remedy is the pipeline cut, replayed: slow_write_back's 38 cycles
+    (saves 16); before, explain proposed no change for it."""
+    folder = ROOT / "tests" / "cases" / "pipelined_write_back"
+    arch = tmp_path / "arch.yaml"
+    arch.write_text(
+        (folder / "arch.yaml").read_text().replace("pipeline_depth_cycles: 3", "pipeline_depth_cycles: 10")
+    )  # fmt: skip
+    files = [str(arch), str(folder / "workload.yaml"), str(folder / "mapping.yaml")]
+    assert main(["explain", *files, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (wait,) = [c for c in doc["causes"] if c["cause"] == "latency" and c["port"] is None]
+    assert wait["cycles"] == 2
+    assert [(r["change"].split(" (")[0], r["cycles_after"]) for r in wait["remedies"]] == [
+        ("cut the PE array's pipeline from 10 to 0 cycles", 38)
+    ]
+    assert main(["explain", *files]) == 0
+    out = capsys.readouterr().out
+    assert "cut the PE array's pipeline from 10 to 0 cycles" in out.split("latency")[-1]
+
+
 def _check_what_holds_full_buffers(arch, workload, mapping) -> None:
     """Every buffer_full cause on the PE array's path is held by a tile that is written back:
     its cycles split exactly into the PE array's pipeline and the write-back. Its readers never
