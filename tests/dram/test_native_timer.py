@@ -11,6 +11,7 @@ first).
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import subprocess
@@ -230,6 +231,61 @@ def test_the_environment_variable_forces_pure_python():
     assert module is pure and kind == "pure Python (CYCLESIM_PURE_PYTHON=1)"
     assert loader.choose("dram_slices", environ={"CYCLESIM_PURE_PYTHON": "1"})[0] is dram_slices
     assert loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": "0"})[1] == KIND
+
+
+@pytest.mark.parametrize("value", ["1", "true", "Yes", " on ", "TRUE"])
+def test_the_variable_forces_pure_python_however_yes_is_spelt(value):
+    module, kind = loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": value})
+    assert module is pure and kind == f"pure Python (CYCLESIM_PURE_PYTHON={value})"
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "No", "off"])
+def test_the_variable_set_to_no_leaves_the_choice_to_the_build(value):
+    # CYCLESIM_PURE_PYTHON=false forced pure Python before: any value but "" and "0" did
+    assert loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": value})[1] == KIND
+
+
+@pytest.mark.parametrize("value", ["2", "abc", "pure"])
+def test_an_odd_value_of_the_variable_is_refused_by_the_cli_in_one_line(value):
+    # the library runs on in pure Python and says why; the CLI exits 2 before any command,
+    # --version included, naming the variable, the value and what it accepts
+    module, kind = loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": value})
+    assert module is pure and f"CYCLESIM_PURE_PYTHON={value!r}: expected 1, true" in kind
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CYCLESIM_PURE_PYTHON=value)
+    for args in (["--version"], ["dram", "DDR4_8Gb_x8_2400", "/no/such.trace"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "cyclesim", *args], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr == (
+            f"cyclesim: CYCLESIM_PURE_PYTHON={value!r}: expected 1, true, yes or on (pure "
+            "Python), or 0, false, no, off or empty (the compiled DRAM timer where make native "
+            "built it)\n"
+        )
+
+
+def test_a_damaged_build_falls_back_to_pure_python_saying_so(tmp_path, monkeypatch):
+    # what --version said for a damaged extension was "not built"; a stray source file of the
+    # compiled copy's name that does not import was a traceback; a directory of that name
+    # (imported as a namespace package) was "None is not an extension module"
+    package = tmp_path / "damaged"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (package / f"garbage{suffix}").write_text("not an ELF file\n")
+    (package / "syntax.py").write_text("x = (\n")
+    (package / "directory").mkdir()
+    (package / "imports_missing.py").write_text("import cyclesim._no_such_module\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for module_name, why in [
+        ("garbage", "cannot be loaded: ImportError: "),
+        ("syntax", "cannot be loaded: SyntaxError: "),
+        ("imports_missing", "cannot be loaded: No module named 'cyclesim._no_such_module'"),
+        ("directory", f"{package / 'directory'} is not an extension module: make native"),
+    ]:
+        module, kind = loader.choose("dram_timer", native_name=f"damaged.{module_name}", environ={})
+        assert module is pure and kind.startswith("pure Python (") and why in kind, kind
+        assert "\n" not in kind
 
 
 def test_a_missing_or_uncompiled_module_falls_back_to_pure_python():
