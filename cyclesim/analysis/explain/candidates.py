@@ -1,7 +1,8 @@
 """The architectural changes that could remove one cause, each in words with its changed
 architecture; explain replays them (the DRAM causes' changes are in dram_remedies.py). A full
 buffer whose slot is held by a slow write-back also gets the write-back's own changes, and one
-whose write-back waited for the PE array's pipeline a pipeline without that delay."""
+whose write-back waited for the PE array's pipeline, and a latency the pipeline causes, get a
+pipeline without that delay."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from cyclesim.results.attribution import (
     BUFFER_FULL,
     CONTENTION,
     LATENCY,
+    PIPELINE_DEPTH,
     SPATIAL,
     SYSTOLIC_DRAIN,
     SYSTOLIC_FILL,
@@ -71,14 +73,13 @@ def candidates(
         if holding is None or holding.write_back_cycles:
             out.extend(_write_back_changes(c, arch, write_back))
         if holding is not None and holding.pipeline_cycles:
-            depth = arch.pe_array.pipeline_depth_cycles
-            out.append(
-                (
-                    f"cut the PE array's pipeline from {depth} to 0 cycles (its results land as "
-                    "they are computed, so a tile's write-back starts at once)",
-                    replace(arch, pe_array=replace(arch.pe_array, pipeline_depth_cycles=0)),
-                )
-            )
+            out.append(_pipeline_cut(arch))
+    if (
+        c.cause == LATENCY
+        and c.chain.endswith(PIPELINE_DEPTH)
+        and arch.pe_array.pipeline_depth_cycles
+    ):
+        out.append(_pipeline_cut(arch))  # the run's last results, or a tile's, wait in it
     systolic = arch.pe_array.systolic
     if c.cause in (SYSTOLIC_FILL, SYSTOLIC_DRAIN) and systolic and not systolic.overlap_folds:
         out.append(
@@ -164,6 +165,16 @@ def candidates(
             )
         )
     return out
+
+
+def _pipeline_cut(arch: Architecture) -> tuple[str, Architecture]:
+    """The PE array without its pipeline delay, in words."""
+    depth = arch.pe_array.pipeline_depth_cycles
+    return (
+        f"cut the PE array's pipeline from {depth} to 0 cycles (its results land as they are "
+        "computed, so a tile's write-back starts at once)",
+        replace(arch, pe_array=replace(arch.pe_array, pipeline_depth_cycles=0)),
+    )
 
 
 def write_back_cause(c: Cause, end: PortRef) -> Cause:
