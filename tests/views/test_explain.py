@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -516,6 +517,17 @@ def test_the_latency_of_results_still_in_the_pipeline_offers_the_pipeline_cut(tm
     assert main(["explain", *files]) == 0
     (latency,) = [c for c in capsys.readouterr().out.split("\n\n") if "latency at Z@acc" in c]
     assert "   - cut the PE array's pipeline from 6 to 0 cycles" in latency  # saves 24, as above
+
+
+def test_one_cycle_is_one_cycle(capsys):
+    """pipelined_write_back: B's fill waits 1 cycle for A's on dram_rd (0..1) and takes 1 more
+    cycle of bandwidth (1..2); B's own ports save that 1 cycle (41 -> 40). It said "1 cycles"."""
+    case = ROOT / "tests" / "cases" / "pipelined_write_back"
+    assert main(["explain", *(str(case / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml"))]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "3. bandwidth at B@buf, port DRAM.dram_rd: 1 cycle (2.4% of the run; onload 1)" in out
+    assert "(split from dram_rd and buf_wr): saves 1 cycle (41 -> 40, 2.4%)" in out
+    assert not re.search(r"\b1 cycles", out) and "saves 13 cycles (41 -> 28, 31.7%)" in out
 
 
 def _check_what_holds_full_buffers(arch, workload, mapping) -> None:
