@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             current.append(name)
             continue
         html = None if args.annotate is None else args.annotate / f"{name}.html"
+        # said before the compiler's silent minute, so that the wait does not look like a hang
+        print(f"DRAM timer: compiling {name}.py with mypyc (about a minute) ...", flush=True)
         try:
             build(name, args.verbose, html)
         except RuntimeError as e:

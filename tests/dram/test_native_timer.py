@@ -306,6 +306,33 @@ def test_the_build_leaves_a_current_build_alone(capsys):
     assert capsys.readouterr().out == "DRAM timer: compiled (mypyc), up to date\n"
 
 
+def test_the_build_says_what_it_compiles_before_the_compilers_silent_minute(monkeypatch, capsys):
+    # `make native` printed nothing for the ~55 s mypyc and the C compiler take; the build
+    # (stubbed here: one module built, the next failing as without a C compiler) now says
+    # which module it compiles before it starts, and the one-line outcome after
+    from cyclesim.engine import dram_native_build
+
+    monkeypatch.setattr(dram_native_build, "built_stamp", lambda native_name: None)
+    monkeypatch.setattr(dram_native_build, "build", lambda name, *_: "stamp")
+    assert dram_native_build.main([]) == 0
+    assert capsys.readouterr().out == (
+        "DRAM timer: compiling dram_timer.py with mypyc (about a minute) ...\n"
+        "DRAM timer: compiling dram_slices.py with mypyc (about a minute) ...\n"
+        "DRAM timer: compiled (mypyc)\n"
+    )
+
+    def no_compiler(name, *_):
+        raise RuntimeError(f"mypyc could not compile {name}.py: error: command 'false' failed")
+
+    monkeypatch.setattr(dram_native_build, "build", no_compiler)
+    assert dram_native_build.main([]) == 1
+    assert capsys.readouterr().out == (
+        "DRAM timer: compiling dram_timer.py with mypyc (about a minute) ...\n"
+        "DRAM timer: not compiled, pure Python is used (mypyc could not compile dram_timer.py: "
+        "error: command 'false' failed)\n"
+    )
+
+
 @needs_native
 def test_the_cli_gives_the_same_report_and_vcd_with_either_timer(tmp_path):
     # as a user runs it (progress bar on, its default), once as built and once with
