@@ -356,3 +356,24 @@ def test_the_cli_gives_the_same_report_and_vcd_with_either_timer(tmp_path):
         out[label] = (document, vcd.read_text())
     assert out["compiled"] == out["pure"]
     assert "bank" in out["pure"][1] and out["pure"][0]["cycles"] == 132_715
+
+
+def test_a_compiler_that_fails_is_named_not_its_command_line():
+    # `CC=false make native` said "...(mypyc could not compile dram_timer.py: error: Command
+    # '['false', '-Wsign-compare', '-DNDEBUG', '-g', '-fwrapv', '-O3', '-Wall', '-fPIC',
+    # '-I/tmp/...)": cut at 160 characters before it said what failed
+    from cyclesim.engine.dram_native_build import compiler_failure
+
+    line = (
+        "error: Command '['false', '-Wsign-compare', '-DNDEBUG', '-g', '-fwrapv', '-O3', "
+        "'-I/tmp/clone/.venv/include', '-c', 'build/__native.c', '-o', 'x.o', '-Wno-cpp']' "
+        "returned non-zero exit status 1."
+    )
+    assert (
+        compiler_failure(line) == "error: the C compiler or linker 'false' failed (exit status 1)"
+    )
+    # setuptools' own wording of the same (its CompileError)
+    line = "error: Command '['gcc', '-shared', 'x.o', '-o', 'x.so']' failed with exit code 4"
+    assert compiler_failure(line) == "error: the C compiler or linker 'gcc' failed (exit status 4)"
+    mypy_error = "dram_timer.py:12: error: Incompatible types in assignment"
+    assert compiler_failure(mypy_error) == mypy_error
