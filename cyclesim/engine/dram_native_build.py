@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"DRAM timer: compiling {name}.py with mypyc (about a minute) ...", flush=True)
         try:
             build(name, args.verbose, html)
-        except RuntimeError as e:
+        except (RuntimeError, OSError) as e:  # OSError: the tree or /tmp not writable, disk full
             first = str(e).splitlines()[0]
             first = first if len(first) <= 160 else first[:157] + "..."
             print(f"DRAM timer: not compiled, pure Python is used ({first})")

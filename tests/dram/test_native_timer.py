@@ -332,6 +332,16 @@ def test_the_build_says_what_it_compiles_before_the_compilers_silent_minute(monk
         "error: command 'false' failed)\n"
     )
 
+    def read_only_tree(name, *_):  # the extension cannot be put next to its source
+        raise PermissionError(13, "Permission denied", f"cyclesim/engine/_{name}_native.so.new")
+
+    monkeypatch.setattr(dram_native_build, "build", read_only_tree)
+    assert dram_native_build.main([]) == 1  # it was a traceback
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "DRAM timer: not compiled, pure Python is used ([Errno 13] Permission denied: "
+        "'cyclesim/engine/_dram_timer_native.so.new')"
+    )
+
 
 @needs_native
 def test_the_cli_gives_the_same_report_and_vcd_with_either_timer(tmp_path):
