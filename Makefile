@@ -24,7 +24,8 @@ $(VENV)/.native-tools: $(VENV)/.base pyproject.toml
 	@$(BIN)/pip install -q -e '.[native]' && touch $@ || echo "mypy could not be installed"
 
 # The DRAM timer compiled with mypyc (copies stamped with their source's hash; engine/dram_native.py
-# uses them only while the hash matches). A failed build is one line: pure Python is used.
+# uses them only while the hash matches). It names what it compiles, then says in one line that
+# it did, or why not (pure Python is used then).
 native: $(VENV)/.native-tools
 	@$(BIN)/python -m cyclesim.engine.dram_native_build || true
 

@@ -331,8 +331,25 @@ def _out_of_memory(args: argparse.Namespace, fresh: list[Path]) -> int:
     return OUT_OF_MEMORY
 
 
+def _environment_error() -> str | None:
+    """CYCLESIM_PURE_PYTHON with a value that is neither yes nor no, in words (it is the
+    user's input: exit 2), else None; the engine is imported only when the variable is set."""
+    if "CYCLESIM_PURE_PYTHON" not in os.environ:
+        return None
+    from cyclesim.engine.dram_native import pure_python_requested
+
+    try:
+        pure_python_requested()
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; print an error as one line on stderr and return its exit code."""
+    if (odd := _environment_error()) is not None:  # before --version, which reports the timer
+        print(f"cyclesim: {odd}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(args.quiet, args.verbose)

@@ -6,7 +6,8 @@ dram_slices.py) when it was built from the current source, else the pure-Python 
 under another name (`_dram_timer_native`: an extension next to dram_timer.py would shadow
 it) with the source's sha256 stamped in. A copy is used only while that stamp equals the
 hash of the source as it is now: a developer who edits the source tests the source.
-CYCLESIM_PURE_PYTHON=1 forces pure Python.
+CYCLESIM_PURE_PYTHON=1 (or true, yes, on) forces pure Python; 0, false, no, off or empty
+leave the choice to the build; any other value is refused by the CLI (pure_python_requested).
 """
 
 from __future__ import annotations
@@ -25,11 +26,27 @@ HERE = Path(__file__).resolve().parent
 NATIVE_MODULES = {"dram_timer": "_dram_timer_native", "dram_slices": "_dram_slices_native"}
 PURE_ENVIRONMENT_VARIABLE = "CYCLESIM_PURE_PYTHON"
 COMPILED = "compiled (mypyc)"
+# CYCLESIM_PURE_PYTHON's values, as the user may spell them (any case, spaces around)
+PURE_WORDS = {"1": True, "true": True, "yes": True, "on": True}
+PURE_WORDS |= {"": False, "0": False, "false": False, "no": False, "off": False}
 
 
 def source_sha256(source: Path) -> str:
     """The sha256 of a source file, as the build stamps it into the compiled copy."""
     return hashlib.sha256(source.read_bytes()).hexdigest()
+
+
+def pure_python_requested(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether CYCLESIM_PURE_PYTHON asks for pure Python (unset: no); ValueError naming the
+    variable, its value and the accepted ones when it is none of PURE_WORDS."""
+    value = environ.get(PURE_ENVIRONMENT_VARIABLE, "")
+    try:
+        return PURE_WORDS[value.strip().lower()]
+    except KeyError:
+        raise ValueError(
+            f"{PURE_ENVIRONMENT_VARIABLE}={value!r}: expected 1, true, yes or on (pure Python), "
+            "or 0, false, no, off or empty (the compiled DRAM timer where make native built it)"
+        ) from None
 
 
 def choose(
@@ -43,15 +60,27 @@ def choose(
     else the pure module, saying why."""
     pure = importlib.import_module(f"{PACKAGE}.{name}")
     source = source or HERE / f"{name}.py"
-    if environ.get(PURE_ENVIRONMENT_VARIABLE, "") not in ("", "0"):
-        value = environ[PURE_ENVIRONMENT_VARIABLE]
-        return pure, f"pure Python ({PURE_ENVIRONMENT_VARIABLE}={value})"
     try:
-        native = importlib.import_module(native_name or f"{PACKAGE}.{NATIVE_MODULES[name]}")
-    except ImportError:
+        if pure_python_requested(environ):
+            value = environ[PURE_ENVIRONMENT_VARIABLE]
+            return pure, f"pure Python ({PURE_ENVIRONMENT_VARIABLE}={value})"
+    except ValueError as e:  # the library runs on, pure; the CLI refuses the value (exit 2)
+        return pure, f"pure Python ({e})"
+    native_name = native_name or f"{PACKAGE}.{NATIVE_MODULES[name]}"
+    try:
+        native = importlib.import_module(native_name)
+    except ModuleNotFoundError as e:
+        if e.name != native_name:  # the module is there but imports one that is not
+            return pure, f"pure Python (the compiled {name}.py cannot be loaded: {e}; make native)"
         return pure, f"pure Python (the compiled {name}.py is not built: make native)"
-    if not str(native.__file__).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
-        return pure, f"pure Python ({native.__file__} is not an extension module)"
+    except Exception as e:  # a damaged or foreign build (bad ELF header, a stray source file)
+        why = f"{type(e).__name__}: {e}".splitlines()[0]
+        return pure, f"pure Python (the compiled {name}.py cannot be loaded: {why}; make native)"
+    where = getattr(native, "__file__", None)
+    if where is None:  # a directory of that name: imported as a namespace package
+        where = next(iter(getattr(native, "__path__", [])), native_name)
+    if not str(where).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        return pure, f"pure Python ({where} is not an extension module: make native)"
     if getattr(native, "SOURCE_SHA256", None) != source_sha256(source):
         return pure, (
             f"pure Python (the compiled {name}.py is stale: the source changed since it was "

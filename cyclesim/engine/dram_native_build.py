@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,18 @@ def built_stamp(native_name: str) -> str | None:
     if out.returncode != 0:
         return None
     return out.stdout.strip() or None
+
+
+def compiler_failure(line: str) -> str:
+    """A C compiler's failure with its program named, not its 2,000-character command line:
+    "error: Command '['gcc', '-O3', ...]' returned non-zero exit status 1." -> "error: the C
+    compiler or linker 'gcc' failed (exit status 1)"; any other line as it is."""
+    command = (
+        r"Command '\[\s*'([^']*)'.*\]' (?:returned non-zero exit status|failed with exit code)"
+    )
+    return re.sub(
+        command + r" (\d+)\.?", r"the C compiler or linker '\1' failed (exit status \2)", line
+    )
 
 
 def build(name: str, verbose: bool = False, annotate: Path | None = None) -> str:
@@ -74,6 +87,7 @@ def build(name: str, verbose: bool = False, annotate: Path | None = None) -> str
             lines = log.getvalue().strip().splitlines()
             # mypy's or the C compiler's first error, else what setuptools raised
             why = next((line for line in lines if "error:" in line), str(e) or type(e).__name__)
+            why = compiler_failure(why)
             tail = "\n".join(lines[-15:])
             raise RuntimeError(f"mypyc could not compile {source.name}: {why}\n{tail}") from e
         finally:
@@ -115,9 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             current.append(name)
             continue
         html = None if args.annotate is None else args.annotate / f"{name}.html"
+        # said before the compiler's silent minute, so that the wait does not look like a hang
+        print(f"DRAM timer: compiling {name}.py with mypyc (about a minute) ...", flush=True)
         try:
             build(name, args.verbose, html)
-        except RuntimeError as e:
+        except (RuntimeError, OSError) as e:  # OSError: the tree or /tmp not writable, disk full
             first = str(e).splitlines()[0]
             first = first if len(first) <= 160 else first[:157] + "..."
             print(f"DRAM timer: not compiled, pure Python is used ({first})")

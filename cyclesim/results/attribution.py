@@ -32,6 +32,8 @@ from cyclesim.engine.run import RawRun
 from cyclesim.results.spans import SpanList, SpanRepeat, same_moved
 
 BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer_full", "latency"
+# the last link of the chain of a latency the PE array's pipeline causes (explain cuts it)
+PIPELINE_DEPTH = "PE pipeline depth"
 DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
 ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
 DRAM_CAUSES = (ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND)  # docs/dram_causes.md
@@ -227,9 +229,7 @@ class Attributor:
                     t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",)
                 )
             elif state == S_PIPE:
-                yield span(
-                    t, end, phase, LATENCY, n, None, None, None, here + ("PE pipeline depth",)
-                )
+                yield span(t, end, phase, LATENCY, n, None, None, None, here + (PIPELINE_DEPTH,))
             elif state == S_IDLE:
                 yield span(t, end, phase, DEPENDENCY, n, None, None, None, here + ("done",))
             else:
@@ -511,7 +511,7 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
                 None,
                 None,
                 None,
-                "PE pipeline depth",
+                PIPELINE_DEPTH,
                 raw.cycles - last,
             )
         ]

@@ -194,10 +194,21 @@ def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err:
             expected="clock_mhz: the accelerator clock, to convert DRAM cycles exactly",
         )
     source = block.config
+    tried = [source]  # a path that names no file: each place looked in, in the error
     if source not in PRESET_NAMES and not Path(source).is_absolute() and name.endswith(".yaml"):
         beside = Path(name).parent / source
+        tried = [f"{beside} (beside the architecture)", f"{source} (in the working directory)"]
         if beside.is_file():
             source = str(beside)
+    if not Path(source).is_file() and (Path(source).suffix or "/" in source or "\\" in source):
+        places = f"neither {tried[0]} nor {tried[1]} exists" if len(tried) > 1 else tried[0]
+        raise err(
+            f"no such DRAM config file: {places}",
+            loc + ("config",),
+            found=block.config,
+            expected=f"a DRAMsim3 .ini relative to {name} (or absolute), or a preset: "
+            + ", ".join(PRESET_NAMES),
+        )
     overrides = {}
     if block.channels is not None:
         overrides["channels"] = block.channels

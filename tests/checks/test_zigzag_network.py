@@ -326,3 +326,31 @@ def test_the_plot_is_written_in_the_format_its_suffix_names(tmp_path, suffix, ma
     plot_network(df, second, "net on arch")
     assert first.read_bytes().startswith(magic)
     assert first.read_bytes() == second.read_bytes()
+
+
+@pytest.mark.peer
+def test_the_plot_is_the_same_with_zigzag_dse_in_this_process(network, tmp_path):
+    """`--workers 1` runs zigzag-dse in cyclesim's own process, and importing it sets
+    matplotlib's rcParams (axes labels at 20 pt, ticks at 12): the plot's y labels outgrew its
+    panels. With worker processes they keep matplotlib's defaults. The same layers give the
+    same plot either way, byte for byte (each a fresh `cyclesim`, as a user runs it)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _peer()
+    root = str(Path(__file__).resolve().parents[2])
+    plots = {}
+    for workers in ("1", "2"):
+        plot = tmp_path / f"w{workers}.png"
+        table = ["--table", str(tmp_path / f"w{workers}.csv"), "--plot", str(plot)]
+        done = subprocess.run(
+            [sys.executable, "-m", "cyclesim", *_args(network, *table, "--workers", workers)],
+            env=dict(os.environ, PYTHONPATH=root),
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        plots[workers] = plot.read_bytes()
+    assert plots["1"] == plots["2"]

@@ -11,6 +11,7 @@ first).
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import subprocess
@@ -232,6 +233,61 @@ def test_the_environment_variable_forces_pure_python():
     assert loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": "0"})[1] == KIND
 
 
+@pytest.mark.parametrize("value", ["1", "true", "Yes", " on ", "TRUE"])
+def test_the_variable_forces_pure_python_however_yes_is_spelt(value):
+    module, kind = loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": value})
+    assert module is pure and kind == f"pure Python (CYCLESIM_PURE_PYTHON={value})"
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "No", "off"])
+def test_the_variable_set_to_no_leaves_the_choice_to_the_build(value):
+    # CYCLESIM_PURE_PYTHON=false forced pure Python before: any value but "" and "0" did
+    assert loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": value})[1] == KIND
+
+
+@pytest.mark.parametrize("value", ["2", "abc", "pure"])
+def test_an_odd_value_of_the_variable_is_refused_by_the_cli_in_one_line(value):
+    # the library runs on in pure Python and says why; the CLI exits 2 before any command,
+    # --version included, naming the variable, the value and what it accepts
+    module, kind = loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": value})
+    assert module is pure and f"CYCLESIM_PURE_PYTHON={value!r}: expected 1, true" in kind
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CYCLESIM_PURE_PYTHON=value)
+    for args in (["--version"], ["dram", "DDR4_8Gb_x8_2400", "/no/such.trace"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "cyclesim", *args], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr == (
+            f"cyclesim: CYCLESIM_PURE_PYTHON={value!r}: expected 1, true, yes or on (pure "
+            "Python), or 0, false, no, off or empty (the compiled DRAM timer where make native "
+            "built it)\n"
+        )
+
+
+def test_a_damaged_build_falls_back_to_pure_python_saying_so(tmp_path, monkeypatch):
+    # what --version said for a damaged extension was "not built"; a stray source file of the
+    # compiled copy's name that does not import was a traceback; a directory of that name
+    # (imported as a namespace package) was "None is not an extension module"
+    package = tmp_path / "damaged"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (package / f"garbage{suffix}").write_text("not an ELF file\n")
+    (package / "syntax.py").write_text("x = (\n")
+    (package / "directory").mkdir()
+    (package / "imports_missing.py").write_text("import cyclesim._no_such_module\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for module_name, why in [
+        ("garbage", "cannot be loaded: ImportError: "),
+        ("syntax", "cannot be loaded: SyntaxError: "),
+        ("imports_missing", "cannot be loaded: No module named 'cyclesim._no_such_module'"),
+        ("directory", f"{package / 'directory'} is not an extension module: make native"),
+    ]:
+        module, kind = loader.choose("dram_timer", native_name=f"damaged.{module_name}", environ={})
+        assert module is pure and kind.startswith("pure Python (") and why in kind, kind
+        assert "\n" not in kind
+
+
 def test_a_missing_or_uncompiled_module_falls_back_to_pure_python():
     missing = "cyclesim.engine._no_such_module"
     module, kind = loader.choose("dram_timer", native_name=missing, environ={})
@@ -248,6 +304,43 @@ def test_the_build_leaves_a_current_build_alone(capsys):
 
     assert dram_native_build.main([]) == 0
     assert capsys.readouterr().out == "DRAM timer: compiled (mypyc), up to date\n"
+
+
+def test_the_build_says_what_it_compiles_before_the_compilers_silent_minute(monkeypatch, capsys):
+    # `make native` printed nothing for the ~55 s mypyc and the C compiler take; the build
+    # (stubbed here: one module built, the next failing as without a C compiler) now says
+    # which module it compiles before it starts, and the one-line outcome after
+    from cyclesim.engine import dram_native_build
+
+    monkeypatch.setattr(dram_native_build, "built_stamp", lambda native_name: None)
+    monkeypatch.setattr(dram_native_build, "build", lambda name, *_: "stamp")
+    assert dram_native_build.main([]) == 0
+    assert capsys.readouterr().out == (
+        "DRAM timer: compiling dram_timer.py with mypyc (about a minute) ...\n"
+        "DRAM timer: compiling dram_slices.py with mypyc (about a minute) ...\n"
+        "DRAM timer: compiled (mypyc)\n"
+    )
+
+    def no_compiler(name, *_):
+        raise RuntimeError(f"mypyc could not compile {name}.py: error: command 'false' failed")
+
+    monkeypatch.setattr(dram_native_build, "build", no_compiler)
+    assert dram_native_build.main([]) == 1
+    assert capsys.readouterr().out == (
+        "DRAM timer: compiling dram_timer.py with mypyc (about a minute) ...\n"
+        "DRAM timer: not compiled, pure Python is used (mypyc could not compile dram_timer.py: "
+        "error: command 'false' failed)\n"
+    )
+
+    def read_only_tree(name, *_):  # the extension cannot be put next to its source
+        raise PermissionError(13, "Permission denied", f"cyclesim/engine/_{name}_native.so.new")
+
+    monkeypatch.setattr(dram_native_build, "build", read_only_tree)
+    assert dram_native_build.main([]) == 1  # it was a traceback
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "DRAM timer: not compiled, pure Python is used ([Errno 13] Permission denied: "
+        "'cyclesim/engine/_dram_timer_native.so.new')"
+    )
 
 
 @needs_native
@@ -273,3 +366,24 @@ def test_the_cli_gives_the_same_report_and_vcd_with_either_timer(tmp_path):
         out[label] = (document, vcd.read_text())
     assert out["compiled"] == out["pure"]
     assert "bank" in out["pure"][1] and out["pure"][0]["cycles"] == 132_715
+
+
+def test_a_compiler_that_fails_is_named_not_its_command_line():
+    # `CC=false make native` said "...(mypyc could not compile dram_timer.py: error: Command
+    # '['false', '-Wsign-compare', '-DNDEBUG', '-g', '-fwrapv', '-O3', '-Wall', '-fPIC',
+    # '-I/tmp/...)": cut at 160 characters before it said what failed
+    from cyclesim.engine.dram_native_build import compiler_failure
+
+    line = (
+        "error: Command '['false', '-Wsign-compare', '-DNDEBUG', '-g', '-fwrapv', '-O3', "
+        "'-I/tmp/clone/.venv/include', '-c', 'build/__native.c', '-o', 'x.o', '-Wno-cpp']' "
+        "returned non-zero exit status 1."
+    )
+    assert (
+        compiler_failure(line) == "error: the C compiler or linker 'false' failed (exit status 1)"
+    )
+    # setuptools' own wording of the same (its CompileError)
+    line = "error: Command '['gcc', '-shared', 'x.o', '-o', 'x.so']' failed with exit code 4"
+    assert compiler_failure(line) == "error: the C compiler or linker 'gcc' failed (exit status 4)"
+    mypy_error = "dram_timer.py:12: error: Incompatible types in assignment"
+    assert compiler_failure(mypy_error) == mypy_error

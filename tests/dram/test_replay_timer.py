@@ -10,6 +10,8 @@ rochrababgco a request is 64 B, a row 128 requests (8 KiB); rows of one bank are
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cyclesim.dram.config import load_dram_config
@@ -143,6 +145,41 @@ def test_the_controller_refuses_nothing_a_missing_clock_would_break():
     arch["memories"][0]["dram"] = {"config": "HBM2_8Gb_x12"}
     with pytest.raises(SpecError, match="did you mean HBM2_8Gb_x128.*found 'HBM2_8Gb_x12'"):
         architecture_from_dict(arch, "a.yaml")
+
+
+def test_a_dram_block_naming_a_missing_ini_says_where_it_looked(tmp_path, capsys):
+    # as a user writes it: `cyclesim run` on an architecture whose dram.config is a .ini path
+    # that is not there. It said "no such DRAM config (found 'configs/ddr4.ini')", leaving the
+    # user to guess where it was looked for (beside the architecture, then the working
+    # directory); a mistyped preset still gets the preset it is closest to
+    from cyclesim.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "hw_models/tpu_like_ddr4.yaml").read_text()
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if "config: DDR4" in x)
+    files = [str(root / "examples/resnet50_dram" / f) for f in ("workload.yaml", "mapping.yaml")]
+    arch = tmp_path / "arch.yaml"
+    for config, says in [
+        (
+            "configs/ddr4.ini",
+            f"no such DRAM config file: neither {tmp_path}/configs/ddr4.ini (beside the "
+            "architecture) nor configs/ddr4.ini (in the working directory) exists (found "
+            f"'configs/ddr4.ini'); expected a DRAMsim3 .ini relative to {arch} (or absolute), "
+            "or a preset: DDR4_8Gb_x8_2400, DDR4_8Gb_x16_3200, HBM2_8Gb_x128",
+        ),
+        ("/no/such/ddr4.ini", "no such DRAM config file: /no/such/ddr4.ini (found "),
+        ("DDR4_8Gb_x8_2401", "no such DRAM config: did you mean DDR4_8Gb_x8_2400? (found "),
+    ]:
+        arch.write_text(text.replace("config: DDR4_8Gb_x8_2400", f"config: {config}"))
+        assert main(["run", str(arch), *files]) == 2
+        err = capsys.readouterr().err
+        prefix = f"cyclesim: {arch}:{line}: field 'memories[0].dram.config': "
+        assert err.startswith(prefix + says) and err.count("\n") == 1, err
+    # the .ini beside the architecture is found, from any working directory
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "ddr4.ini").write_text("[dram_structure]\nprotocol = DDR4\n")
+    arch.write_text(text.replace("config: DDR4_8Gb_x8_2400", "config: configs/ddr4.ini"))
+    assert main(["run", str(arch), *files, "--no-progress", "--json"]) == 0
 
 
 STREAMS = {

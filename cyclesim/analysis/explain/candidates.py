@@ -1,8 +1,8 @@
 """The architectural changes that could remove one cause, each in words with its changed
 architecture; explain replays them (the DRAM causes' changes are in dram_remedies.py). A full
 buffer whose slot is held by a slow write-back also gets the write-back's own changes, and one
-whose write-back waited for the PE array's pipeline, and a write-back's wait for the pipeline
-itself (a latency with no port), a pipeline without that delay."""
+whose write-back waited for the PE array's pipeline, and a latency the pipeline causes, get a
+pipeline without that delay."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from cyclesim.results.attribution import (
     BUFFER_FULL,
     CONTENTION,
     LATENCY,
+    PIPELINE_DEPTH,
     SPATIAL,
     SYSTOLIC_DRAIN,
     SYSTOLIC_FILL,
@@ -73,9 +74,12 @@ def candidates(
             out.extend(_write_back_changes(c, arch, write_back))
         if holding is not None and holding.pipeline_cycles:
             out.append(_pipeline_cut(arch))
-    if c.cause == LATENCY and c.port is None and arch.pe_array.pipeline_depth_cycles:
-        # the one latency with no port: a write-back waiting for results still in the pipeline
-        out.append(_pipeline_cut(arch))
+    if (
+        c.cause == LATENCY
+        and c.chain.endswith(PIPELINE_DEPTH)
+        and arch.pe_array.pipeline_depth_cycles
+    ):
+        out.append(_pipeline_cut(arch))  # the run's last results, or a tile's, wait in it
     systolic = arch.pe_array.systolic
     if c.cause in (SYSTOLIC_FILL, SYSTOLIC_DRAIN) and systolic and not systolic.overlap_folds:
         out.append(
@@ -163,6 +167,16 @@ def candidates(
     return out
 
 
+def _pipeline_cut(arch: Architecture) -> tuple[str, Architecture]:
+    """The PE array without its pipeline delay, in words."""
+    depth = arch.pe_array.pipeline_depth_cycles
+    return (
+        f"cut the PE array's pipeline from {depth} to 0 cycles (its results land as they are "
+        "computed, so a tile's write-back starts at once)",
+        replace(arch, pe_array=replace(arch.pe_array, pipeline_depth_cycles=0)),
+    )
+
+
 def write_back_cause(c: Cause, end: PortRef) -> Cause:
     """The write-back that holds buffer_full cause c's slot, as a bandwidth cause at one of its
     ports: what the remedies of a slow transfer (widen, DRAM) are proposed for."""
@@ -195,16 +209,6 @@ def held_by(
             f"start; the write-back itself for {holding.write_back_cycles:,}"
         )
     return f"{text}; {kept}{most}"
-
-
-def _pipeline_cut(arch: Architecture) -> tuple[str, Architecture]:
-    """The PE array without its pipeline delay: results land as they are computed."""
-    depth = arch.pe_array.pipeline_depth_cycles
-    return (
-        f"cut the PE array's pipeline from {depth} to 0 cycles (its results land as they are "
-        "computed, so a tile's write-back starts at once)",
-        replace(arch, pe_array=replace(arch.pe_array, pipeline_depth_cycles=0)),
-    )
 
 
 def _write_back_changes(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from cyclesim.analysis.explain.candidates import GROW, candidates, held_by, write_back_cause
 from cyclesim.analysis.explain.causes import Cause, Explanation, Remedy, rank_causes
-from cyclesim.analysis.explain.text import percent
+from cyclesim.analysis.explain.text import cycles_text, percent
 from cyclesim.analysis.explain.transfer import (
     operand_demand,
     slot_holding,
@@ -76,7 +76,7 @@ def _largest_cause(res: SimResult, ranked: list[Cause]) -> str:
         if place.cycles < totals[cause]
         else f"at {place.where()}"
     )
-    return f"{cause} ({totals[cause]:,} cycles, {percent(totals[cause], res.cycles)} of the run; {most})"
+    return f"{cause} ({cycles_text(totals[cause])}, {percent(totals[cause], res.cycles)} of the run; {most})"
 
 
 def explain(

@@ -26,7 +26,7 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
         phases = ", ".join(f"{k} {v:,}" for k, v in c.by_phase.items())
         out.append("")
         out.append(
-            f"{i}. {c.cause} at {c.where()}: {_cycles(c.cycles)} "
+            f"{i}. {c.cause} at {c.where()}: {cycles_text(c.cycles)} "
             f"({percent(c.cycles, ex.cycles)} of the run; {phases})"
         )
         out.append(f"   chain:  {c.chain}")
@@ -42,7 +42,7 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
             span = f"({r.cycles_before:,} -> {r.cycles_after:,}"
             if r.saved < 0:  # a remedy that makes the run longer says so, not "saves -N"
                 out.append(
-                    f"   - {r.change}: costs {_cycles(-r.saved, 'more ')} "
+                    f"   - {r.change}: costs {cycles_text(-r.saved, 'more ')} "
                     f"{span}, +{percent(-r.saved, r.cycles_before)})"
                 )
                 if r.binds_after:
@@ -51,7 +51,7 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
                     out.append(f"     grew most: {r.grew}")
                 continue
             out.append(
-                f"   - {r.change}: saves {_cycles(r.saved)} "
+                f"   - {r.change}: saves {cycles_text(r.saved)} "
                 f"{span}, {percent(r.saved, r.cycles_before)})"
             )
             if r.saved < SAVES_LITTLE * c.cycles and r.binds_after:
@@ -65,15 +65,15 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
     if len(ex.causes) > top:
         rest = sum(c.cycles for c in ex.causes[top:])
         out.append(
-            f"\n... {len(ex.causes) - top} more causes, {rest:,} cycles (--top N, or --json)"
+            f"\n... {len(ex.causes) - top} more causes, {cycles_text(rest)} (--top N, or --json)"
         )
     return "\n".join(out)
 
 
+def cycles_text(n: int, more: str = "") -> str:
+    """'1 cycle', '2 more cycles', '1,000 cycles'."""
+    return f"{n:,} {more}cycle{'' if n == 1 else 's'}"
+
+
 def percent(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
-
-
-def _cycles(n: int, more: str = "") -> str:
-    """'1 cycle', '2 more cycles', '12,345 cycles'."""
-    return f"{n:,} {more}cycle{'' if n == 1 else 's'}"

@@ -20,6 +20,13 @@ def plot_network(df: pd.DataFrame, path: str | Path, title: str = "") -> None:
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
+    # matplotlib's own style, whatever the process set: importing zigzag-dse (in this process
+    # with --workers 1) sets rcParams globally (axes labels at 20 pt)
+    with plt.style.context("default"):
+        _plot(df, path, title, plt)
+
+
+def _plot(df: pd.DataFrame, path: str | Path, title: str, plt) -> None:
     ok = df.reset_index(drop=True)  # every layer: one not replayed still shows ZigZag's latency
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(8.0, 0.45 * len(ok) + 3), 8), sharex=True)
     x = range(len(ok))
