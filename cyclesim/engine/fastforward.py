@@ -131,8 +131,8 @@ class FastForward:
             if bound < MIN_BOUND:
                 continue
             below = []
-            for n, per in zip(plan.nodes, self.tiles_per, strict=True):
-                if period % per == 0 and n.dependency_groups == 1:
+            for per in self.tiles_per:
+                if period % per == 0:
                     below.append(period // per)
                 elif per % (period * bound) == 0:
                     below.append(0)

@@ -8,7 +8,7 @@ engine/fastforward_records.py.
 from __future__ import annotations
 
 from cyclesim.engine.fastforward_records import replicate
-from cyclesim.engine.fastforward_snapshot import COUNTDOWNS, TABLES, Snapshot
+from cyclesim.engine.fastforward_snapshot import BY_PART, COUNTDOWNS, TABLES, Snapshot
 from cyclesim.engine.state import DRAINED, PARENT
 
 
@@ -53,12 +53,11 @@ def jump(
     pe.g += K * m * period
     pe.start += dt
     # tile tables
-    for t, d in zip(r.tiles, below, strict=True):
+    for n, t, d in zip(r.plan.nodes, r.tiles, below, strict=True):
         if d:
-            for name in TABLES + COUNTDOWNS:
-                _rekey(getattr(t, name), K * d)
-            _rekey(t.produced, K * d)
-            _rekey(t.lands_at, K * d)
+            for name in (*TABLES, *COUNTDOWNS, "produced", "lands_at"):
+                unit = n.dependency_groups if name in BY_PART else 1
+                _rekey(getattr(t, name), K * d * unit)
         lands_at = t.lands_at
         for k in lands_at:  # the cycles results leave the PE pipeline move with the clock
             lands_at[k] += dt

@@ -22,6 +22,7 @@ TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # there once written back, until the next visit reloads it), so only its waiter is compared:
 # the fill's, when it waits at stage DRAINED for the mark of entry st.prev
 COUNTDOWNS = ("remaining", "prod_left")
+BY_PART = ("prod_left", "produced")  # keyed tile * dependency_groups + part, not by tile
 # `lands_at` (tile -> cycle its results leave the PE pipeline) is compared as the cycles left
 # until then, 0 once they have landed (a write-back reaching the tile later waits for nothing
 # either way); a jump moves its tiles with the node's and its cycles with the clock. Between
@@ -134,7 +135,8 @@ def describe(
         for name in COUNTDOWNS:
             table = getattr(t, name)
             if d:
-                rows.append(tuple(sorted((k - base, v) for k, v in table.items())))
+                at = base * n.dependency_groups if name in BY_PART else base
+                rows.append(tuple(sorted((k - at, v) for k, v in table.items())))
             else:
                 rows.append(tuple(sorted(table)))
                 for k, v in table.items():
