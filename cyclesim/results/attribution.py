@@ -572,7 +572,4 @@ def _where_text(where: tuple[int, int, int], memory: str, config) -> str:
     channel, bank, row = where
     if config is None:
         return f"channel {channel} bank {bank} row {row}"
-    rest = bank - channel * config.ranks * config.banks
-    rank, rest = divmod(rest, config.banks)
-    group, number = divmod(rest, config.banks_per_group)
-    return f"{memory} {' '.join(bank_path(channel, rank, group, number, config.ranks))} row {row}"
+    return f"{memory} {' '.join(bank_path(*config.bank_coords(bank), config.ranks))} row {row}"
