@@ -88,6 +88,13 @@ class DramConfig:
     def banks(self) -> int:
         return self.bankgroups * self.banks_per_group
 
+    def bank_coords(self, flat: int) -> tuple[int, int, int, int]:
+        """(channel, rank, bank group, bank) of a bank numbered across the whole device,
+        channel by channel and rank by rank, as the engine's timer records it."""
+        channel, rest = divmod(flat, self.ranks * self.banks)
+        rank, rest = divmod(rest, self.banks)
+        return (channel, rank, *divmod(rest, self.banks_per_group))
+
     @property
     def tRC(self) -> int:
         return self.tRAS + self.tRP

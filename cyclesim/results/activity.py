@@ -593,10 +593,7 @@ def _dram_banks(res, w0: int, w1: int, shown: set[str]) -> dict[str, list[DramBa
             out.append((value, 0, seq, BANK_IDLE, NO_ROW))
     result: dict[str, list[DramBank]] = {name: [] for name in configs}
     for (memory, b), items in sorted(changes.items()):
-        c = configs[memory]
-        channel, rest = divmod(b, c.ranks * c.banks)
-        rank, rest = divmod(rest, c.banks)
-        bank = DramBank(memory, channel, rank, rest // c.banks_per_group, rest % c.banks_per_group)
+        bank = DramBank(memory, *configs[memory].bank_coords(b))
         state, row = BANK_IDLE, NO_ROW
         items.sort()
         for t, _, _, kind, value in items:

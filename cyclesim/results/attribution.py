@@ -32,7 +32,7 @@ from cyclesim.engine.run import RawRun
 from cyclesim.results.spans import SpanList, SpanRepeat, same_moved
 
 BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer_full", "latency"
-# the last link of the chain of a latency the PE array's pipeline causes (explain cuts it)
+# the last link of the chain of a latency the PE array's pipeline causes
 PIPELINE_DEPTH = "PE pipeline depth"
 DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
 ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
@@ -64,6 +64,13 @@ class StallSpan:
         None  # what the root process was doing: fill, entry (reload), write-back, compute
     )
     holder: tuple[int, int] | None = None  # buffer_full: (node, the tile holding its slot)
+
+
+def is_pipeline_latency(span) -> bool:
+    """Whether a StallSpan (or a group of them, with the same cause and port) is the PE array's
+    pipeline depth: the one latency charged to no port (a port's latency and a DMA engine's
+    setup name theirs), what explain cuts."""
+    return span.cause == LATENCY and span.port is None
 
 
 class Attributor:
@@ -572,7 +579,4 @@ def _where_text(where: tuple[int, int, int], memory: str, config) -> str:
     channel, bank, row = where
     if config is None:
         return f"channel {channel} bank {bank} row {row}"
-    rest = bank - channel * config.ranks * config.banks
-    rank, rest = divmod(rest, config.banks)
-    group, number = divmod(rest, config.banks_per_group)
-    return f"{memory} {' '.join(bank_path(channel, rank, group, number, config.ranks))} row {row}"
+    return f"{memory} {' '.join(bank_path(*config.bank_coords(bank), config.ranks))} row {row}"

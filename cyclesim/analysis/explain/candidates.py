@@ -22,10 +22,10 @@ from cyclesim.results.attribution import (
     BUFFER_FULL,
     CONTENTION,
     LATENCY,
-    PIPELINE_DEPTH,
     SPATIAL,
     SYSTOLIC_DRAIN,
     SYSTOLIC_FILL,
+    is_pipeline_latency,
 )
 from cyclesim.schedule.types import PortRef
 from cyclesim.spec import Architecture, Workload
@@ -74,11 +74,7 @@ def candidates(
             out.extend(_write_back_changes(c, arch, write_back))
         if holding is not None and holding.pipeline_cycles:
             out.append(_pipeline_cut(arch))
-    if (
-        c.cause == LATENCY
-        and c.chain.endswith(PIPELINE_DEPTH)
-        and arch.pe_array.pipeline_depth_cycles
-    ):
+    if is_pipeline_latency(c) and arch.pe_array.pipeline_depth_cycles:
         out.append(_pipeline_cut(arch))  # the run's last results, or a tile's, wait in it
     systolic = arch.pe_array.systolic
     if c.cause in (SYSTOLIC_FILL, SYSTOLIC_DRAIN) and systolic and not systolic.overlap_folds:

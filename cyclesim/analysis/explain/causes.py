@@ -111,8 +111,31 @@ def _iteration(res: SimResult, ranks: dict[str, list[str]], li: int, g: int) -> 
     return f"{leaf.einsum} {idx}".strip()
 
 
-def rank_causes(res: SimResult, mapping: Mapping | None = None) -> Explanation:
-    """Group the stall spans by root, largest first, with cycle ranges and delayed iterations."""
+def rank_causes(
+    res: SimResult, mapping: Mapping | None = None, *, locate: bool = True
+) -> Explanation:
+    """Group the stall spans by root, largest first, with cycle ranges and delayed iterations.
+
+    locate=False: the cycles per root and phase only (no ranges, iterations or chain), summed
+    without writing out fast-forward's repeated spans: all a remedy's replay needs of its run.
+    """
+    causes = _located(res, mapping) if locate else _totals(res)
+    causes.sort(
+        key=lambda c: (
+            -c.cycles,
+            c.cause,
+            str(c.memory),
+            str(c.tensor),
+            str(c.port),
+            str(c.competitor),
+        )
+    )
+    non_compute = res.onload_cycles + res.stall_cycles + res.offload_cycles
+    return Explanation(res.cycles, non_compute, res.ideal_compute_cycles, causes)
+
+
+def _located(res: SimResult, mapping: Mapping | None) -> list[Cause]:
+    """A Cause per root, with its cycle ranges, delayed iterations and chain."""
     groups: dict[tuple, list] = {}
     for s in res.spans:
         groups.setdefault(tuple(getattr(s, k) for k in KEYS), []).append(s)
@@ -146,15 +169,16 @@ def rank_causes(res: SimResult, mapping: Mapping | None = None) -> Explanation:
                 chain,
             )
         )
-    causes.sort(
-        key=lambda c: (
-            -c.cycles,
-            c.cause,
-            str(c.memory),
-            str(c.tensor),
-            str(c.port),
-            str(c.competitor),
-        )
-    )
-    non_compute = res.onload_cycles + res.stall_cycles + res.offload_cycles
-    return Explanation(res.cycles, non_compute, res.ideal_compute_cycles, causes)
+    return causes
+
+
+def _totals(res: SimResult) -> list[Cause]:
+    """A Cause per root with its cycles by phase only, from SpanList.groups."""
+    by_root: dict[tuple, dict[str, int]] = {}
+    for (phase, *key), (cycles, _, _) in res.spans.groups(_phase_and_root).items():
+        by_root.setdefault(tuple(key), {})[phase] = cycles
+    return [Cause(*key, sum(p.values()), p, [], [], "") for key, p in by_root.items()]
+
+
+def _phase_and_root(s) -> tuple:
+    return (s.phase, *(getattr(s, k) for k in KEYS))

@@ -29,7 +29,7 @@ def verify(
     """Replay with the changed architecture: the cycles saved and what binds then, or why it could not run."""
     return _replay_remedy(
         (change, new_arch, workload, mapping, res.reuse, res.isolate_einsums, res.cycles,
-         res.raw.fast_forward_on, cycles_by_place(rank_causes(res).causes))
+         res.raw.fast_forward_on, cycles_by_place(rank_causes(res, locate=False).causes))
     )  # fmt: skip
 
 
@@ -43,7 +43,7 @@ def _replay_remedy(task: tuple) -> Remedy:
                      progress=False, check_counts=False, fast_forward=fast_forward)  # fmt: skip
     except CyclesimError as exc:
         return Remedy(change, before, None, str(exc).splitlines()[0])
-    ranked = rank_causes(new).causes
+    ranked = rank_causes(new, locate=False).causes  # places and cycles: no ranges needed
     return Remedy(change, before, new.cycles, binds_after=_largest_cause(new, ranked),
                   grew=grew_most(ranked, places))  # fmt: skip
 

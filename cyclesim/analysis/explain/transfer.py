@@ -31,9 +31,27 @@ class TransferEnds:
         """Child-side bits per cycle of a full burst with these ends (as engine/transfer.py
         times it: bursts of the smaller burst, each holding both ports for the slower side)."""
         parent, child = (near, far) if self.near_is_parent else (far, near)
-        burst = min(parent.burst_bits, child.burst_bits)
-        parent_cycles = math.ceil(burst * self.parent_bits_per_child_bit / parent.width_bits)
-        return Fraction(burst, max(parent_cycles, -(-burst // child.width_bits), 1))
+        parent_cycles, child_cycles = _burst_cycles(parent, child, self.parent_bits_per_child_bit)
+        return Fraction(
+            min(parent.burst_bits, child.burst_bits), max(parent_cycles, child_cycles, 1)
+        )
+
+
+def _burst_cycles(
+    parent: PortRef, child: PortRef, parent_bits_per_child_bit: Fraction
+) -> tuple[int, int]:
+    """The cycles one full burst (the smaller of the two ports' bursts) takes at the parent's
+    port and at the child's, as engine/transfer.py times it."""
+    burst = min(parent.burst_bits, child.burst_bits)
+    return (
+        math.ceil(burst * parent_bits_per_child_bit / parent.width_bits),
+        -(-burst // child.width_bits),
+    )
+
+
+def _parent_bits_per_child_bit(n) -> Fraction:
+    """A node's union over its tile: > 1 for a multicast or a spatial reduction."""
+    return Fraction(n.union_values, n.tile_values) if n.tile_values else Fraction(1)
 
 
 def per_cycle(rate: Fraction) -> str:
@@ -48,7 +66,7 @@ def transfer_ends(res: SimResult, c: Cause) -> TransferEnds | None:
     for n in res.raw.plan.nodes:
         if n.memory != c.memory or n.tensor != c.tensor:
             continue
-        ratio = Fraction(n.union_values, n.tile_values) if n.tile_values else Fraction(1)
+        ratio = _parent_bits_per_child_bit(n)
         # (parent end, child end) of the fill and of the write-back
         for parent, child in ((n.fill_src, n.fill_dst), (n.drain_dst, n.drain_src)):
             if parent is None or child is None:
@@ -74,11 +92,10 @@ def write_back_ends(res: SimResult, c: Cause) -> TransferEnds | None:
             continue
         if n.drain_dst is None:
             continue
-        ratio = Fraction(n.union_values, n.tile_values) if n.tile_values else Fraction(1)
+        ratio = _parent_bits_per_child_bit(n)
         parent, child = n.drain_dst, n.drain_src
-        burst = min(parent.burst_bits, child.burst_bits)
-        parent_binds = math.ceil(burst * ratio / parent.width_bits) >= -(-burst // child.width_bits)
-        if parent_binds:  # a tie goes to the parent's port, as attribution charges it
+        parent_cycles, child_cycles = _burst_cycles(parent, child, ratio)
+        if parent_cycles >= child_cycles:  # a tie goes to the parent's port, as attribution does
             return TransferEnds(parent, child, True, ratio)
         return TransferEnds(child, parent, False, ratio)
     return None

@@ -50,13 +50,6 @@ class StallGroup:
         return f"{self.cause} of the {self.what}{where}{vs} ({self.cycles:,})"
 
 
-def _text(value: object) -> str | None:
-    """A table cell as text, None for missing values."""
-    if value is None or (isinstance(value, float) and value != value):
-        return None
-    return str(value)
-
-
 def stall_groups(result: SimResult, phase: str) -> tuple[StallGroup, ...]:
     """The stall spans of one phase grouped by root transfer, largest first (ties in name order)."""
     if phase not in PHASES:
@@ -65,26 +58,14 @@ def stall_groups(result: SimResult, phase: str) -> tuple[StallGroup, ...]:
     for row in result.stall_rows:  # summed without writing out fast-forward's repeats
         if row.phase != phase:
             continue
-        cause, action, memory, tensor = row.cause, row.action, row.memory, row.tensor
-        port_memory, port, competitor, cycles = (
-            row.port_memory,
-            row.port,
-            row.competitor,
-            row.cycles,
-        )
+        action = row.action
         if action == "compute":
             action = _SPATIAL
         elif action not in ACTION_WORDS:
             action = ""
-        key = (
-            cause,
-            action,
-            _text(tensor or None),
-            _text(memory or None),
-            f"{port_memory}.{port}" if port_memory else _text(port or None),
-            _text(competitor or None),
-        )
-        totals[key] = totals.get(key, 0) + int(cycles)
+        port = f"{row.port_memory}.{row.port}" if row.port_memory else row.port
+        key = (row.cause, action, row.tensor, row.memory, port, row.competitor)
+        totals[key] = totals.get(key, 0) + row.cycles
     ordered = sorted(totals.items(), key=lambda kv: (-kv[1], [str(k) for k in kv[0]]))
     return tuple(StallGroup(phase, *key, cycles) for key, cycles in ordered)
 
