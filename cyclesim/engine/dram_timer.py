@@ -255,6 +255,14 @@ class DramTimer:
         if self.log is not None:  # the commands of what is rolled back were never given
             del self.log[logged:]
 
+    def set_last_request(self, who: object, request: int | None) -> None:
+        """Make `request` the last one `who` issued (None: none): its next call does not
+        issue it again where it would go first (a burst smaller than a request, _visits)."""
+        if request is None:
+            self.last_request.pop(who, None)
+        else:
+            self.last_request[who] = request
+
     # ------------------------------------------------------------- timing
     def issue(
         self,
@@ -289,10 +297,7 @@ class DramTimer:
         if ahead:
             mine = self.last_request.get(who)
             following = self._visits(ahead, who)
-            if mine is None:
-                self.last_request.pop(who, None)
-            else:
-                self.last_request[who] = mine
+            self.set_last_request(who, mine)
         if len(visits) > 2:
             visits = self._hits_first(visits)
         delays: list[Delay] = []
