@@ -87,18 +87,6 @@ class IssuedRun:
         self.saved, self.before, self.stream, self.mark, self.end = state
         self.kept: tuple[int, int] | None = None
 
-    def _issue(self, j: int) -> int:
-        """Issue the run's bursts [i, j); the accelerator cycle the run ends."""
-        i, byte_at, prefix = self.i, self.byte_at, self.prefix
-        if self.before is None:
-            self.side.timer.last_request.pop(self.who, None)
-        else:
-            self.side.timer.last_request[self.who] = self.before
-        return _run(
-            self.tl, self.side.timer, self.side, self.who, self.start, byte_at(i), byte_at(j),
-            prefix[j] - prefix[i], self.port_key,
-        )  # fmt: skip
-
     def cut(self, now: int) -> tuple[int, int]:
         """Cut the run after the burst in progress at `now`: (that burst, the next). Issued
         ahead, the DRAM goes back to the run's start and its bursts up to that one are issued
@@ -114,10 +102,7 @@ class IssuedRun:
         while low < high:
             mid = (low + high) // 2
             # the run's first bursts up to mid: their requests, timed as in the run
-            if self.before is None:
-                timer.last_request.pop(who, None)
-            else:
-                timer.last_request[who] = self.before
+            timer.set_last_request(who, self.before)
             visits = timer._visits(side.slice(byte_at(i), byte_at(mid + 1)), who)
             e = timer.to_accel(timer.prefix_end(pieces, sum(n for _, n in visits)))
             e = max(e, start + prefix[mid + 1] - prefix[i])
@@ -125,10 +110,13 @@ class IssuedRun:
                 high = mid
             else:
                 low = mid + 1
-        timer.restore(self.saved)
+        timer.restore(self.saved)  # last_request[who] as well: `before`, as the run found it
         side.stream = self.stream
         del self.tl[self.mark :]
-        self._issue(low + 1)
+        _run(
+            self.tl, timer, side, who, start, byte_at(i), byte_at(low + 1),
+            prefix[low + 1] - prefix[i], self.port_key,
+        )  # fmt: skip
         self.kept = (low, low + 1)
         return self.kept
 
@@ -190,9 +178,8 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         # in (a line's requests are its own: a new line issues its first request afresh)
         lo = byte_at(i)
         before = timer.last_request.get(who) if lo and side.mid_line(lo) else None
-        if before is None and who in timer.last_request:
-            del timer.last_request[who]
-        saved = None if single else timer.snapshot()
+        timer.set_last_request(who, before)
+        saved = None if single else timer.snapshot()  # with last_request[who] = before
         stream, mark = side.stream, len(tl)
         end = _run(tl, timer, side, who, start, lo, byte_at(j), prefix[j] - prefix[i], dram_key)
         issued = None

@@ -131,9 +131,7 @@ class DramTimer:
         self.bank_mask = sum(fields[k][1] << fields[k][0] for k in ("ch", "ra", "bg", "ba"))
         ro_pos, ro_mask = fields["ro"]
         self.row_of = lambda q: (q >> ro_pos) & ro_mask
-        ch_pos, ch_mask = fields["ch"]
-        self.channel_of = (lambda q: (q >> ch_pos) & ch_mask) if c.channels > 1 else None
-        self.channel_field = (ch_pos, ch_mask)
+        self.channel_field = fields["ch"]  # (position, mask) of a request's channel (_paces)
         self.columns = 1 << layout["co"][1]
         self.row_shift = self.shift + (layout["co"][1] if self.columns_low else 0)
         # the bytes of one row's requests (one request's without columns_low): _visits' unit
@@ -255,6 +253,14 @@ class DramTimer:
         if self.log is not None:  # the commands of what is rolled back were never given
             del self.log[logged:]
 
+    def set_last_request(self, who: object, request: int | None) -> None:
+        """Make `request` the last one `who` issued (None: none): its next call does not
+        issue it again where it would go first (a burst smaller than a request, _visits)."""
+        if request is None:
+            self.last_request.pop(who, None)
+        else:
+            self.last_request[who] = request
+
     # ------------------------------------------------------------- timing
     def issue(
         self,
@@ -289,10 +295,7 @@ class DramTimer:
         if ahead:
             mine = self.last_request.get(who)
             following = self._visits(ahead, who)
-            if mine is None:
-                self.last_request.pop(who, None)
-            else:
-                self.last_request[who] = mine
+            self.set_last_request(who, mine)
         if len(visits) > 2:
             visits = self._hits_first(visits)
         delays: list[Delay] = []
@@ -523,7 +526,7 @@ class DramTimer:
         total = len(keys)
         never = starts[-1] + 1
         paced = [never] * count
-        if self.channel_of is None:  # one channel: the next visit on it is the next one
+        if self.config.channels == 1:  # one channel: the next visit on it is the next one
             nexts: list[int | None] = list(range(1, total)) + [None]
         else:
             ch_pos, ch_mask = self.channel_field  # a key holds its visit's channel bits

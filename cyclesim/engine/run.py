@@ -691,17 +691,9 @@ def _compile_filter(rec: Recorder, plan: Plan, f: TraceFilter) -> None:
             out.add(n.dma)
         return out
 
-    operand_ports = {  # the ports the PE array reads and writes: a trace shows them too
-        name
-        for leaf in plan.leaves
-        for o in leaf.operands
-        for p in (o.read_port, o.write_port)
-        if p is not None
-        for name in (p.memory, p.key)
-    }
-    known = {"PE", *(leaf.einsum for leaf in plan.leaves), *operand_ports}.union(
-        *map(names, plan.nodes)
-    )
+    # every port the plan uses (the PE array's too: a trace shows them), the nodes' names
+    ports = {name for p in plan.ports for name in (p.memory, p.key)}
+    known = {"PE", *(leaf.einsum for leaf in plan.leaves), *ports}.union(*map(names, plan.nodes))
     unknown = [name for name in f.resources if name not in known]
     if unknown:  # a name that matches nothing would silently leave its resource out
         close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
