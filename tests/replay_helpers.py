@@ -30,6 +30,11 @@ def inputs_from_folder(folder: Path):
     return a, w, load_mapping(str(folder / "mapping.yaml"), a, w)
 
 
+def case_files(folder: Path) -> list[str]:
+    """A case folder's three inputs as the CLI takes them: arch, workload, mapping."""
+    return [str(folder / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]
+
+
 def port(name: str, kind: str, width: int, burst: int | None = None, latency: int = 0) -> dict:
     return {
         "name": name,
