@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from replay_helpers import gemm_einsum, inputs_from_dicts
+from replay_helpers import arch_with_dram, gemm_einsum, inputs_from_dicts
 from test_fast_forward import (
     _arch,
     _plan,
@@ -43,10 +43,7 @@ HBM = {"config": "HBM2_8Gb_x128", "channels": 1}
 def with_dram(case: tuple[dict, dict, dict], dram: dict = HBM, clock_mhz: int = 1000):
     """The same case with a DRAM model behind its memory `DRAM`."""
     arch, workload, mapping = case
-    arch = dict(arch, clock_mhz=clock_mhz)
-    arch["memories"] = [dict(m) for m in arch["memories"]]
-    arch["memories"][0]["dram"] = dram
-    return arch, workload, mapping
+    return arch_with_dram(arch, dram, clock_mhz), workload, mapping
 
 
 def loaded_once(m: int) -> tuple[dict, dict, dict]:

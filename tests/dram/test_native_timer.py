@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from replay_helpers import inputs_from_dicts  # noqa: E402
+from replay_helpers import arch_with_dram, inputs_from_dicts  # noqa: E402
 from test_replay_dram import HBM, gemv  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
 from test_timer_fast_path import TIMER_SETUPS, streams, timer_config  # noqa: E402
@@ -112,9 +112,7 @@ def test_a_replay_is_the_same_with_the_compiled_and_the_pure_timer(name, monkeyp
 def test_random_schedules_replay_the_same_with_both_timers(case, config, clock_mhz, mapping):
     # the replay's own paths: runs issued ahead and cut, two links of one DRAM, rollbacks
     arch, workload, loop_tree, reuse, _ = case
-    arch = dict(arch, clock_mhz=clock_mhz)
-    arch["memories"] = [dict(m) for m in arch["memories"]]
-    arch["memories"][0]["dram"] = {"config": config, "address_mapping": mapping}
+    arch = arch_with_dram(arch, {"config": config, "address_mapping": mapping}, clock_mhz)
     inputs = inputs_from_dicts(arch, workload, loop_tree)
     with pytest.MonkeyPatch.context() as monkeypatch:
         native_raw, native_report = replay_with(COMPILED_MODULES, monkeypatch, inputs)
