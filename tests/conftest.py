@@ -7,7 +7,7 @@ import os
 import pytest
 from replay_helpers import WORKED, inputs_from_dicts, inputs_from_folder
 
-from cyclesim.engine import replay
+from cyclesim.engine import fastforward, replay
 from cyclesim.engine.verify import VERIFY_ENVIRONMENT_VARIABLE
 
 # Every replay in the suite (the CLI's subprocesses included) that fast-forwards is replayed
@@ -34,3 +34,11 @@ def replay_case():
         return replay(*inputs_from_folder(WORKED / name), progress=False, **kw)
 
     return run
+
+
+@pytest.fixture
+def look_at_every_loop(monkeypatch):
+    """Fast-forward looks at every loop, however few events an iteration costs: in production
+    a loop of small iterations is not worth a snapshot, but the fast-forward property tests'
+    cases are small and the point is to make it fire (and prove it exact) as often as it can."""
+    monkeypatch.setattr(fastforward, "MIN_EVENTS", 0)

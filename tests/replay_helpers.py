@@ -30,6 +30,20 @@ def inputs_from_folder(folder: Path):
     return a, w, load_mapping(str(folder / "mapping.yaml"), a, w)
 
 
+def arch_with_dram(arch: dict, dram: dict, clock_mhz: float) -> dict:
+    """A copy of the architecture dict with the DRAM model `dram` (an architecture's `dram:`
+    block) behind its outermost memory, and the accelerator clock the DRAM timing needs."""
+    arch = dict(arch, clock_mhz=clock_mhz)
+    arch["memories"] = [dict(m) for m in arch["memories"]]
+    arch["memories"][0]["dram"] = dram
+    return arch
+
+
+def case_files(folder: Path) -> list[str]:
+    """A case folder's three inputs as the CLI takes them: arch, workload, mapping."""
+    return [str(folder / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]
+
+
 def port(name: str, kind: str, width: int, burst: int | None = None, latency: int = 0) -> dict:
     return {
         "name": name,

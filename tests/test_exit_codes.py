@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from replay_helpers import case_files
 from test_deadlock import ARCH, WORKLOAD, mapping
 
 from cyclesim import __version__
 from cyclesim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKED = [str(ROOT / "tests/cases/worked/03_single_buffer" / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]  # fmt: skip
+WORKED = case_files(ROOT / "tests/cases/worked/03_single_buffer")
 L1_REPLAY = ROOT / "examples" / "l1_replay"
 
 

@@ -13,14 +13,13 @@ VCD (bank signals included) and Perfetto files byte for byte; only SimPy's event
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from replay_helpers import gemm_einsum, inputs_from_dicts
+from replay_helpers import arch_with_dram, gemm_einsum, inputs_from_dicts
 from test_fast_forward import (
     _arch,
     _plan,
@@ -29,6 +28,7 @@ from test_fast_forward import (
     reduction,
     streaming,
 )
+from test_fast_forward_identity import PROPERTY, _identical_raw
 from test_replay_properties import schedules
 
 from cyclesim.engine import fastforward, replay_plan
@@ -43,10 +43,7 @@ HBM = {"config": "HBM2_8Gb_x128", "channels": 1}
 def with_dram(case: tuple[dict, dict, dict], dram: dict = HBM, clock_mhz: int = 1000):
     """The same case with a DRAM model behind its memory `DRAM`."""
     arch, workload, mapping = case
-    arch = dict(arch, clock_mhz=clock_mhz)
-    arch["memories"] = [dict(m) for m in arch["memories"]]
-    arch["memories"][0]["dram"] = dram
-    return arch, workload, mapping
+    return arch_with_dram(arch, dram, clock_mhz), workload, mapping
 
 
 def loaded_once(m: int) -> tuple[dict, dict, dict]:
@@ -183,11 +180,6 @@ def test_the_cli_says_why_it_stayed_off_with_dram(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------- random DRAM-backed GEMMs
-PROPERTY = settings(
-    max_examples=int(os.environ.get("CYCLESIM_EXAMPLES", "60")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
 # DDR4 with a refresh every 300 cycles of tCK = 1 ns (tRFC 60): random runs of a few thousand
 # cycles cross many refreshes, so jumps skip over refreshes that fall due and are applied late
 SHORT_REFRESH = Path(tempfile.mkdtemp(prefix="cyclesim-ff-dram-")) / "ddr4_short_refresh.ini"
@@ -208,13 +200,6 @@ DRAMS = st.fixed_dictionaries(
 )
 
 
-@pytest.fixture
-def look_at_every_loop(monkeypatch):
-    """Fast-forward looks at every loop, however few events an iteration costs (as in
-    tests/test_fast_forward_identity.py): the cases are small, the point is to make it fire."""
-    monkeypatch.setattr(fastforward, "MIN_EVENTS", 0)
-
-
 @st.composite
 def dram_gemms(draw):
     """A random small GEMM schedule (tests/test_replay_properties.py) with a long steady loop
@@ -232,23 +217,13 @@ def dram_gemms(draw):
     return with_dram((arch, workload, mapping), draw(DRAMS), clock_mhz), reuse
 
 
-def _jumps_if_identical(case, trace: bool) -> int:
-    """Replay a DRAM-backed case both ways; assert identical records; return the jumps."""
-    inputs, reuse = case
-    plan, _ = _plan(inputs, reuse)
-    fast = replay_plan(plan, trace=trace, progress=False)
-    full = replay_plan(plan, trace=trace, progress=False, fast_forward=False)
-    diffs = run_differences(fast, full)
-    assert not diffs, "fast-forward changed the replay:\n" + "\n".join(diffs)
-    return fast.fast_forward.jumps
-
-
 @PROPERTY
 @given(dram_gemms(), st.booleans())
 def test_random_dram_backed_gemms_are_identical_with_and_without_fast_forward(
     look_at_every_loop, case, trace
 ):
-    _jumps_if_identical(case, trace)
+    inputs, reuse = case
+    _identical_raw(*inputs, reuse, trace)
 
 
 def test_the_random_dram_backed_gemms_do_exercise_fast_forward(look_at_every_loop):
@@ -259,7 +234,8 @@ def test_the_random_dram_backed_gemms_do_exercise_fast_forward(look_at_every_loo
     @settings(max_examples=40, deadline=None, database=None, derandomize=True)
     @given(dram_gemms())
     def sample(case):
-        fired.append(_jumps_if_identical(case, False) > 0)
+        inputs, reuse = case
+        fired.append(_identical_raw(*inputs, reuse, False) > 0)
 
     sample()
     assert 5 * sum(fired) >= len(fired), f"fast-forward fired in {sum(fired)} of {len(fired)}"

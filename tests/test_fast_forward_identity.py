@@ -28,7 +28,7 @@ from test_fused_properties import chains
 from test_replay_properties import schedules
 
 import cyclesim
-from cyclesim.engine import fastforward, replay_plan
+from cyclesim.engine import replay_plan
 from cyclesim.engine.verify import run_differences
 from cyclesim.schedule import ReusePolicy, build_plan
 
@@ -186,14 +186,6 @@ def test_skipped_periods_are_most_of_a_steady_run():
 # test_replay_properties (plus a shared read-write port), fused chains as in test_fused_properties
 STEADY_GEMMS = schedules(steady=(5, 14), shared_ports=True)
 STEADY_CHAINS = chains(steady=(5, 12))
-
-
-@pytest.fixture
-def look_at_every_loop(monkeypatch):
-    """Fast-forward looks at every loop, however few events an iteration costs: in production
-    a loop of small iterations is not worth a snapshot, but here the cases are small and the
-    point is to make it fire (and prove it exact) as often as it can."""
-    monkeypatch.setattr(fastforward, "MIN_EVENTS", 0)
 
 
 PROPERTY = settings(

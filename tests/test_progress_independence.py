@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import copy
 import os
-import pty
-import select
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pandas.testing import assert_frame_equal
 from replay_helpers import ROOT, inputs_from_dicts, inputs_from_folder
+from terminal import on_a_terminal
 from test_deadlock import ARCH as DEADLOCK_ARCH
 from test_deadlock import WORKLOAD as DEADLOCK_WORKLOAD
 from test_deadlock import mapping as deadlock_mapping
@@ -147,43 +143,14 @@ def test_a_real_deadlock_names_every_stuck_process_the_same_way_with_or_without_
     assert "PE array: waiting since cycle" in text and "write-back AO@sram" in text
 
 
-def _cli(*args: str, tty: bool, cwd: Path = ROOT) -> tuple[int, str, str]:
-    """Run `python -m cyclesim` as a user would; with tty, stderr is a pseudo-terminal."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
-    cmd = [sys.executable, "-m", "cyclesim", *args]
-    if not tty:
-        p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-        return p.returncode, p.stdout, p.stderr
-    leader, follower = pty.openpty()
-    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=follower)
-    os.close(follower)
-    err = b""
-    while True:  # drain the terminal so the bar never blocks the run
-        ready, _, _ = select.select([leader], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the child closed its end
-                break
-            if not chunk:
-                break
-            err += chunk
-        elif p.poll() is not None:
-            break
-    out = p.stdout.read().decode()
-    p.wait(timeout=300)
-    os.close(leader)
-    return p.returncode, out, err.decode(errors="replace")
-
-
 def test_cli_runs_the_l1_replay_example_as_documented_on_a_terminal():
     # exactly the README's command, stderr on a terminal: the default path with the bar on
-    code, out, err = _cli(
+    code, out, err = on_a_terminal(
         "run",
         "examples/l1_replay/arch.yaml",
         "examples/l1_replay/workload.yaml",
         "examples/l1_replay/mapping.yaml",
-        tty=True,
+        columns=80,
     )
     assert code == 0, err
     assert "4,227,675" in out

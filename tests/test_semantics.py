@@ -10,7 +10,15 @@ import json
 
 import pandas as pd
 import pytest
-from replay_helpers import ROOT, gemm_einsum, inputs_from_folder, matvec_einsum, memory, port
+from replay_helpers import (
+    ROOT,
+    case_files,
+    gemm_einsum,
+    inputs_from_folder,
+    matvec_einsum,
+    memory,
+    port,
+)
 
 from cyclesim.cli import main
 from cyclesim.engine import replay
@@ -251,7 +259,7 @@ def test_pipeline_delay_starts_when_the_tile_is_done(tmp_path, capsys):
     # results landed at 32, before the write-back could take it, so no pipeline cycle is left).
     # (Before, a tile's 3 cycles started only when the write-back reached it: write-backs at
     # 9, 20, 31, 42 and 50 cycles.)
-    files = [str(PIPELINED_WRITE_BACK / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]  # fmt: skip
+    files = case_files(PIPELINED_WRITE_BACK)
     events = tmp_path / "events.csv"
     assert main(["run", *files, "--events", str(events)]) == 0  # as a user runs it
     out = capsys.readouterr().out

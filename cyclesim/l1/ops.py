@@ -40,6 +40,7 @@ from cyclesim.spec.yamlio import (
     line_of,
     parse_yaml_text,
     read_yaml,
+    require_mapping,
 )
 
 
@@ -121,13 +122,12 @@ def ops_from_dict(
 
 
 def _validate_file(data: Any, name: str, lines: Lines) -> tuple[_File, Any]:
-    if not isinstance(data, dict):
-        raise SpecError(
-            "the ops file is empty" if data is None else "the ops file must be a mapping",
-            file=name,
-            found=None if data is None else type(data).__name__,
-            expected="a mapping with `model:` (and `ops:` / `include:`; examples/l1_placement/)",
-        )
+    require_mapping(
+        data,
+        name,
+        "ops",
+        expected="a mapping with `model:` (and `ops:` / `include:`; examples/l1_placement/)",
+    )
     try:
         raw = _File.model_validate(data)
     except ValidationError as exc:

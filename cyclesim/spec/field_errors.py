@@ -42,16 +42,23 @@ def line_of(lines: Lines, loc: tuple) -> int | None:
     return lines.get(())
 
 
-def validate(model: type[BaseModel], data: Any, lines: Lines, name: str, what: str) -> BaseModel:
-    """Validate data against a pydantic model; the first fault becomes one SpecError."""
+def require_mapping(data: Any, name: str, what: str, expected: str | None = None) -> None:
+    """A YAML file's top level must be a mapping: an empty file, or a list or a scalar there,
+    is one SpecError saying which (`expected` says what the mapping holds)."""
     if not isinstance(data, dict):
         raise SpecError(
             f"the {what} file is empty"
             if data is None
             else f"the {what} file must be a YAML mapping at the top level, not {_kind(data)}",
             file=name,
-            expected=f"a mapping of the {what}'s fields (README: {_README_SECTION.get(what, 'its section')})",
+            expected=expected
+            or f"a mapping of the {what}'s fields (README: {_README_SECTION.get(what, 'its section')})",
         )
+
+
+def validate(model: type[BaseModel], data: Any, lines: Lines, name: str, what: str) -> BaseModel:
+    """Validate data against a pydantic model; the first fault becomes one SpecError."""
+    require_mapping(data, name, what)
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -22,6 +22,7 @@ from cyclesim.spec.field_errors import (
     format_path,
     line_of,
     pydantic_to_spec_error,
+    require_mapping,
     validate,
 )
 from cyclesim.spec.text_files import (
@@ -52,6 +53,7 @@ __all__ = [
     "read_json",
     "read_text",
     "read_yaml",
+    "require_mapping",
     "validate",
 ]
 

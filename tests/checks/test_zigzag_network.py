@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+from terminal import on_a_terminal
 
 from cyclesim.checks.zigzag import cases as zc
 from cyclesim.cli import main
@@ -118,45 +119,13 @@ def test_without_a_terminal_each_finished_layer_is_one_line_on_stderr(network, t
     assert capsys.readouterr().err == ""
 
 
-def _on_a_terminal(args: list[str]) -> str:
-    """What `python -m cyclesim ARGS` writes to stderr when stderr is a terminal: a pty 120
-    columns wide (tqdm draws nothing on a terminal of width 0, a new pty's)."""
-    import fcntl
-    import os
-    import pty
-    import struct
-    import subprocess
-    import sys
-    import termios
-    from pathlib import Path
-
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=root)
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
-    with subprocess.Popen([sys.executable, "-m", "cyclesim", *args], stderr=follower,
-                          stdout=subprocess.DEVNULL, env=env, cwd=root) as proc:  # fmt: skip
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        assert proc.wait() == 0
-    os.close(leader)
-    return b"".join(chunks).decode(errors="replace")
-
-
 @pytest.mark.peer
 @pytest.mark.parametrize("verbose", [False, True])
 def test_on_a_terminal_the_bar_stays_and_lines_come_only_with_verbose(network, tmp_path, verbose):
     _peer()
     args = _args(network, "--table", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png"))
-    err = _on_a_terminal(args + (["-v"] if verbose else []))
+    code, _, err = on_a_terminal(*args, *(["-v"] if verbose else []))
+    assert code == 0, err
     assert "layers:" in err and "%|" in err  # tqdm's bar, as before
     lines = [part for part in err.replace("\r", "\n").splitlines() if part.startswith("layer ")]
     assert len(lines) == (3 if verbose else 0), err

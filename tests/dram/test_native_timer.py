@@ -24,12 +24,11 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from replay_helpers import inputs_from_dicts  # noqa: E402
+from replay_helpers import arch_with_dram, inputs_from_dicts  # noqa: E402
 from test_replay_dram import HBM, gemv  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
-from test_timer_fast_path import CONFIGS, MAPPINGS, streams  # noqa: E402
+from test_timer_fast_path import TIMER_SETUPS, streams, timer_config  # noqa: E402
 
-from cyclesim.dram.config import load_dram_config  # noqa: E402
 from cyclesim.engine import dram_native as loader  # noqa: E402
 from cyclesim.engine import dram_slices  # noqa: E402
 from cyclesim.engine import dram_timer as pure  # noqa: E402
@@ -113,9 +112,7 @@ def test_a_replay_is_the_same_with_the_compiled_and_the_pure_timer(name, monkeyp
 def test_random_schedules_replay_the_same_with_both_timers(case, config, clock_mhz, mapping):
     # the replay's own paths: runs issued ahead and cut, two links of one DRAM, rollbacks
     arch, workload, loop_tree, reuse, _ = case
-    arch = dict(arch, clock_mhz=clock_mhz)
-    arch["memories"] = [dict(m) for m in arch["memories"]]
-    arch["memories"][0]["dram"] = {"config": config, "address_mapping": mapping}
+    arch = arch_with_dram(arch, {"config": config, "address_mapping": mapping}, clock_mhz)
     inputs = inputs_from_dicts(arch, workload, loop_tree)
     with pytest.MonkeyPatch.context() as monkeypatch:
         native_raw, native_report = replay_with(COMPILED_MODULES, monkeypatch, inputs)
@@ -154,24 +151,11 @@ def calls_and_answers(module, config, clock_mhz: int, calls, rollback_at: int) -
 
 @needs_native
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    CONFIGS,
-    MAPPINGS,
-    st.sampled_from([1, 2]),
-    st.sampled_from([100, 700, 1000, 2000]),
-    st.sampled_from([None, 3000, 600]),
-    st.booleans(),
-    streams(),
-    st.integers(0, 8),
-)
+@given(*TIMER_SETUPS, st.booleans(), streams(), st.integers(0, 8))
 def test_random_requests_are_timed_the_same_by_both_timers(
-    config, mapping, channels, clock_mhz, refresh_every, close_page, calls, rollback_at
+    config, mapping, channels, refresh_every, clock_mhz, close_page, calls, rollback_at
 ):
-    c = load_dram_config(config).with_changes(
-        channels=channels, address_mapping=mapping, close_page=close_page
-    )
-    if refresh_every is not None:  # refreshes often, inside row visits too
-        c = c.with_changes(tREFI=refresh_every, tRFC=60)
+    c = timer_config(config, mapping, channels, refresh_every, close_page=close_page)
     native = calls_and_answers(NATIVE, c, clock_mhz, calls, rollback_at)
     assert native == calls_and_answers(pure, c, clock_mhz, calls, rollback_at)
 

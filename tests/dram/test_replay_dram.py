@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from replay_helpers import inputs_from_dicts, memory, port  # noqa: E402
+from replay_helpers import arch_with_dram, inputs_from_dicts, memory, port  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
 
 from cyclesim.engine import replay  # noqa: E402
@@ -150,9 +150,7 @@ def test_causes_add_up_with_dram_on(case, config, clock_mhz, address_mapping):
     accelerator's clock: the run's own checks hold (counts equal the closed form, each phase's
     causes add up to its total), and no port moves more bits than its width allows."""
     arch, workload, mapping, reuse, fanout = case
-    arch = dict(arch, clock_mhz=clock_mhz)
-    arch["memories"] = [dict(m) for m in arch["memories"]]
-    arch["memories"][0]["dram"] = {"config": config, "address_mapping": address_mapping}
+    arch = arch_with_dram(arch, {"config": config, "address_mapping": address_mapping}, clock_mhz)
     a, w, m = inputs_from_dicts(arch, workload, mapping)
     res = replay(a, w, m, reuse=reuse, progress=False)
     total = res.onload_cycles + res.ideal_compute_cycles + res.stall_cycles + res.offload_cycles

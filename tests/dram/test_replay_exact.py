@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from replay_helpers import gemm_einsum, inputs_from_dicts, memory, port  # noqa: E402
+from replay_helpers import arch_with_dram, gemm_einsum, inputs_from_dicts, memory, port  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
 
 from cyclesim.cli import main  # noqa: E402
@@ -87,9 +87,7 @@ def test_every_request_of_every_transfer_reaches_the_timer_once(
     """Random small GEMM schedules (fills and write-backs on separate DRAM ports, or on one,
     a buffer's port shared, so runs are cut while the other DRAM port issues)."""
     arch, workload, mapping, reuse, _ = case
-    arch = dict(arch, clock_mhz=clock_mhz)
-    arch["memories"] = [dict(m) for m in arch["memories"]]
-    arch["memories"][0]["dram"] = {"config": config, "address_mapping": address_mapping}
+    arch = arch_with_dram(arch, {"config": config, "address_mapping": address_mapping}, clock_mhz)
     res, moved = replay_counting(*inputs_from_dicts(arch, workload, mapping), reuse=reuse)
     assert_every_request_counted(res, moved)
 

@@ -28,6 +28,24 @@ from cyclesim.engine.dram_native import DramTimer
 
 CONFIGS = st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128"])
 MAPPINGS = st.sampled_from(["rochrababgco", "rorabgbachco", "chrorababgco", "robgbarachco"])
+# a timer's set-up, as timer_config takes it: preset, address mapping, channels, refresh
+# interval (None: the preset's; 3000 or 600 cycles: often, inside row visits too); and the
+# accelerator's clock (MHz)
+TIMER_SETUPS = (
+    CONFIGS,
+    MAPPINGS,
+    st.sampled_from([1, 2]),
+    st.sampled_from([None, 3000, 600]),
+    st.sampled_from([100, 700, 1000, 2000]),
+)
+
+
+def timer_config(config: str, mapping: str, channels: int, refresh_every: int | None, **changes):
+    """The preset `config` with these channels, address mapping, refresh interval and changes."""
+    c = load_dram_config(config).with_changes(channels=channels, address_mapping=mapping, **changes)
+    if refresh_every is not None:
+        c = c.with_changes(tREFI=refresh_every, tRFC=60)
+    return c
 
 
 @st.composite
@@ -94,24 +112,14 @@ def outcomes(timer: DramTimer, calls) -> list:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    CONFIGS,
-    MAPPINGS,
-    st.sampled_from([1, 2]),
-    st.sampled_from([100, 700, 1000, 2000]),
-    st.sampled_from([None, 3000, 600]),
-    st.sampled_from([(32, 8), (4, 2)]),
-    streams(),
-)
+@given(*TIMER_SETUPS, st.sampled_from([(32, 8), (4, 2)]), streams())
 def test_a_row_visit_in_closed_form_equals_request_by_request(
-    config, mapping, channels, clock_mhz, refresh_every, queues, calls
+    config, mapping, channels, refresh_every, clock_mhz, queues, calls
 ):
-    c = load_dram_config(config).with_changes(
-        channels=channels, address_mapping=mapping, trans_queue_size=queues[0],
+    c = timer_config(
+        config, mapping, channels, refresh_every, trans_queue_size=queues[0],
         cmd_queue_size=queues[1],
     )  # fmt: skip
-    if refresh_every is not None:  # refreshes often, inside visits too
-        c = c.with_changes(tREFI=refresh_every, tRFC=60)
     fast = outcomes(DramTimer(c, clock_mhz), calls)
     # the timer the replay uses (compiled when built) against the pure one, request by request
     slow = outcomes(one_request_per_visit(pure.DramTimer(c, clock_mhz)), calls)

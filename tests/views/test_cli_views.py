@@ -6,6 +6,7 @@ import argparse
 
 import pandas as pd
 import pytest
+from replay_helpers import case_files
 from view_cases import CASES
 
 from cyclesim.cli import main
@@ -16,7 +17,7 @@ from cyclesim.views.tables import events, write_events
 
 
 def files(case: str) -> list[str]:
-    return [str(CASES[case] / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]
+    return case_files(CASES[case])
 
 
 def test_run_writes_every_requested_view(tmp_path, capsys):

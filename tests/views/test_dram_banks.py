@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from replay_helpers import gemm_einsum, memory, port  # noqa: E402
+from replay_helpers import case_files, gemm_einsum, memory, port  # noqa: E402
 from test_perfetto import assert_no_overlap, check_trace_event_format, load  # noqa: E402
 
 from cyclesim.cli import main  # noqa: E402
@@ -218,7 +218,7 @@ def test_bank_tracks_name_the_memory_once_and_read_like_the_vcd_scopes(tmp_path,
     # of rank 0's bank 0, and a refresh of rank 0 holds all 16 of its banks; rank 1 is never
     # touched. Each is named by the same words in both traces,
     # the memory's name said once ("DRAM ch0 rank0 bg2 bank3", not "DRAM DRAM ch0.rank0.bank2_3")
-    files = [str(tmp_path / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]
+    files = case_files(tmp_path)
     for path, spec in zip(files, gemm_files(tmp_path), strict=True):
         Path(path).write_text(yaml.safe_dump(spec, sort_keys=False))
     vcd, trace = tmp_path / "run.vcd", tmp_path / "run.json"

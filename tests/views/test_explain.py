@@ -8,7 +8,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from random_cases import schedules
-from replay_helpers import ROOT, inputs_from_dicts, inputs_from_folder
+from replay_helpers import ROOT, case_files, inputs_from_dicts, inputs_from_folder
 from test_fused_properties import chains
 from view_cases import CASES, load_case
 
@@ -250,7 +250,7 @@ def test_explain_cli_json_ranks_by_cycles(case, capsys):
 
 def test_explain_a_saved_run(tmp_path, capsys):
     d = CASES["03_single_buffer"]
-    files = [str(d / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]
+    files = case_files(d)
     assert main(["run", *files, "--save-run", str(tmp_path / "run.json")]) == 0
     capsys.readouterr()
     assert main(["explain", str(tmp_path / "run.json"), "-", "-"]) == 0
@@ -432,7 +432,7 @@ def test_a_slot_held_by_the_pe_arrays_pipeline_names_it_and_replays_its_remedies
     write-back port saves nothing: it moves 1 cycle of 7.
     Before, `held by` named only the write-back, and its widening (0 saved) was all it offered
     beside the double buffer."""
-    files = [str(CASES["pipeline_holds_slot"] / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]  # fmt: skip
+    files = case_files(CASES["pipeline_holds_slot"])
     assert main(["explain", *files]) == 0
     out = capsys.readouterr().out
     assert "cycles 46: ideal compute 16, non-compute 30" in out
@@ -503,7 +503,7 @@ def test_the_latency_of_results_still_in_the_pipeline_offers_the_pipeline_cut(tm
     arch = (case / "arch.yaml").read_text()
     assert "pipeline_depth_cycles: 3" in arch
     (tmp_path / "arch.yaml").write_text(arch.replace("depth_cycles: 3", "depth_cycles: 10"))
-    assert main(["explain", *(str(tmp_path / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml"))]) == 0  # fmt: skip
+    assert main(["explain", *case_files(tmp_path)]) == 0
     out = capsys.readouterr().out
     (latency,) = [c for c in out.split("\n\n") if "latency at Z@acc" in c]
     assert latency.splitlines()[1:] == [
@@ -513,7 +513,7 @@ def test_the_latency_of_results_still_in_the_pipeline_offers_the_pipeline_cut(tm
         "   - cut the PE array's pipeline from 10 to 0 cycles (its results land as they are "
         "computed, so a tile's write-back starts at once): saves 16 cycles (54 -> 38, 29.6%)",
     ]
-    files = [str(CASES["pipeline_holds_slot"] / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml")]  # fmt: skip
+    files = case_files(CASES["pipeline_holds_slot"])
     assert main(["explain", *files]) == 0
     (latency,) = [c for c in capsys.readouterr().out.split("\n\n") if "latency at Z@acc" in c]
     assert "   - cut the PE array's pipeline from 6 to 0 cycles" in latency  # saves 24, as above
@@ -523,7 +523,7 @@ def test_one_cycle_is_one_cycle(capsys):
     """pipelined_write_back: B's fill waits 1 cycle for A's on dram_rd (0..1) and takes 1 more
     cycle of bandwidth (1..2); B's own ports save that 1 cycle (41 -> 40). It said "1 cycles"."""
     case = ROOT / "tests" / "cases" / "pipelined_write_back"
-    assert main(["explain", *(str(case / f) for f in ("arch.yaml", "workload.yaml", "mapping.yaml"))]) == 0  # fmt: skip
+    assert main(["explain", *case_files(case)]) == 0
     out = capsys.readouterr().out
     assert "3. bandwidth at B@buf, port DRAM.dram_rd: 1 cycle (2.4% of the run; onload 1)" in out
     assert "(split from dram_rd and buf_wr): saves 1 cycle (41 -> 40, 2.4%)" in out
