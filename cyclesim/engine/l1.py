@@ -36,7 +36,8 @@ from typing import Any
 from cyclesim.engine.record import Recorder
 from cyclesim.errors import EngineError, FoundFailure
 from cyclesim.l1.config import AllocKind, L1Config, Policy, round_up
-from cyclesim.l1.model import L1, L1AllocationError
+from cyclesim.l1.errors import L1AllocationError
+from cyclesim.l1.model import L1
 from cyclesim.schedule.plan import Plan
 
 # columns of Recorder.l1_log rows

@@ -11,13 +11,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from cyclesim.errors import SpecError
 from cyclesim.results import SimResult
 from cyclesim.spec.yamlio import (
     MAX_FILE_BYTES,
     Lines,
+    StrictModel,
     check_depth,
     parse_yaml_text,
     pydantic_to_spec_error,
@@ -52,17 +53,15 @@ def save_run(
     Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
-class _Inputs(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class _Inputs(StrictModel):
     arch: str = Field(max_length=MAX_FILE_BYTES)
     workload: str = Field(max_length=MAX_FILE_BYTES)
     mapping: str = Field(max_length=MAX_FILE_BYTES)
 
 
-class _SavedRun(BaseModel):
+class _SavedRun(StrictModel):
     """The schema of a saved run; `schema_version` counts incompatible changes (absent: 1)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     format: Literal["cyclesim-run/1"]
     schema_version: Literal[1] = SCHEMA_VERSION
     inputs: _Inputs
