@@ -54,6 +54,10 @@ class Transaction:
     is_write: bool
     added: int = 0
     complete: int = -1
+    owner: object = None  # who issued it (the replay's link), for the causes of its delay
+    # at its column command: (cycle, its row's activate cycle, was the bank refreshed before
+    # that activate, the opener of the row before, did the bus turn around) (Channel.served_info)
+    served: tuple | None = None
 
 
 @dataclass(slots=True)
@@ -109,6 +113,15 @@ class Channel:
         self._shift = (c.request_bytes - 1).bit_length()
         self._fields = {k: (pos, (1 << width) - 1) for k, (pos, width) in layout.items()}
         self.changed = False
+        # what the causes of a request's delay read (Transaction.served): per bank, the cycle
+        # its row was activated, whether a refresh came since its last row closed, who opened
+        # the row open now and the row before; the direction of the last column command
+        self.activated_at = [-1] * n_banks
+        self.refreshed = [False] * n_banks
+        self.after_refresh = [False] * n_banks
+        self.opener: list[object] = [None] * n_banks
+        self.previous_opener: list[object] = [None] * n_banks
+        self.last_column_write: bool | None = None
 
     # ---- addresses -------------------------------------------------------------------
     def decode(self, address: int) -> tuple[int, int, int, int, int]:
@@ -389,13 +402,28 @@ class Channel:
         if s.log is not None:
             s.log.append((clk, kind, cmd.rank, cmd.bankgroup, cmd.bank, cmd.row, cmd.column))
         if kind in READS:
+            served = self._served(cmd, False)
             for trans in self.pending_reads.pop(cmd.address):
                 trans.complete = clk + c.read_delay
+                trans.served = served
                 s.read_latencies.append(trans.complete - trans.added)
             s.last_data_cycle = max(s.last_data_cycle, clk + c.read_delay)
         elif kind in WRITES:
-            del self.pending_writes[cmd.address]
+            self.pending_writes.pop(cmd.address).served = self._served(cmd, True)
             s.last_data_cycle = max(s.last_data_cycle, clk + c.write_delay)
+        elif kind == ACTIVATE:
+            b = cmd.bank_index
+            self.activated_at[b] = clk
+            self.after_refresh[b], self.refreshed[b] = self.refreshed[b], False
+            self.previous_opener[b] = self.opener[b]
+            waiting = self.pending_reads.get(cmd.address)
+            trans = waiting[0] if waiting else self.pending_writes.get(cmd.address)
+            self.opener[b] = trans.owner if trans is not None else None
+        elif kind == REFRESH:
+            first = cmd.rank * c.banks
+            self.refreshed[first : first + c.banks] = [True] * c.banks
+        elif kind == REFRESH_BANK:
+            self.refreshed[cmd.bank_index] = True
         s.commands[kind] += 1
         if kind in READS and self.row_hits[cmd.bank_index]:
             s.read_row_hits += 1
@@ -403,6 +431,18 @@ class Channel:
             s.write_row_hits += 1
         self._update_state(cmd)
         self._update_timing(cmd)
+
+    def _served(self, cmd: Command, is_write: bool) -> tuple:
+        b = cmd.bank_index
+        turned = self.last_column_write is not None and self.last_column_write != is_write
+        self.last_column_write = is_write
+        return (
+            self.clk,
+            self.activated_at[b],
+            self.after_refresh[b],
+            self.previous_opener[b],
+            turned,
+        )
 
     def _update_state(self, cmd: Command) -> None:
         kind = cmd.kind

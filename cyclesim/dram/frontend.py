@@ -58,6 +58,7 @@ class FrontEnd:
         self.resume_at = 0  # the next cycle at which a tick can change anything
         self.entered: list[Request] | None = None  # every request in entry order, if recording
         self.pushed = 0
+        self.n_entered = 0
         self._last_owner = None  # who issued the request that entered last
 
     def channel_of(self, address: int) -> Channel:
@@ -106,7 +107,9 @@ class FrontEnd:
                 ch = self.channel_of(head.address)
                 if ch.will_accept(head.is_write):
                     heapq.heappop(self.waiting)
-                    head.trans = ch.add(head.address, head.is_write)
+                    head.trans = trans = ch.add(head.address, head.is_write)
+                    trans.owner = head.owner
+                    self.n_entered += 1
                     if clk > head.arrival and self._last_owner != head.owner:
                         head.waited_behind = self._last_owner  # it entered behind another's
                     self._last_owner = head.owner
