@@ -58,6 +58,7 @@ class Transaction:
     # at its column command: (cycle, its row's activate cycle, was the bank refreshed before
     # that activate, the opener of the row before, did the bus turn around) (Channel.served_info)
     served: tuple | None = None
+    command: Command | None = None  # its column command, decoded once (Channel._to_command)
 
 
 @dataclass(slots=True)
@@ -527,6 +528,12 @@ class Channel:
                 break
 
     def _to_command(self, trans: Transaction) -> Command:
+        cmd = trans.command
+        if cmd is None:
+            cmd = trans.command = self._decode_command(trans)
+        return cmd
+
+    def _decode_command(self, trans: Transaction) -> Command:
         rank, bankgroup, bank, row, column = self.decode(trans.address)
         if self.config.close_page:
             kind = WRITE_PRECHARGE if trans.is_write else READ_PRECHARGE

@@ -207,11 +207,12 @@ def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[
 def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bits, child_bits):
     """transfer() for a link whose DRAM end is timed by the controller in the loop.
 
-    Bursts are granted as for any link; each burst pushes its requests as it reaches the
-    port. A run of bursts holds the ports for their width and until the controller accepted
-    its last request (`dram_queue`: the queue is full); after the last run the transfer waits
-    until every one of its requests completed (its read data back, its write accepted), the
-    last one's delay charged to its causes; then the port latency.
+    Bursts are granted and hold the ports as for any link; each burst pushes its requests
+    into the controller's front end as it reaches the port (a request that cannot enter a
+    full queue waits there, and so does every request behind it, as in DRAMsim3). After the
+    last burst the transfer waits until every one of its requests completed (its read data
+    back, its write accepted), the last one's delay charged to its causes; then the port
+    latency.
     """
     from cyclesim.engine.dram_port import _finish_burst
     from cyclesim.engine.transfer import _burst_bits, _timing, acquire_dma
@@ -290,14 +291,6 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         if run:
             prev = run[-1][1].address
             mine.extend(r for _, r in run)
-            # the ports are held until the controller has taken the run's last request
-            cycle, last = yield from loop.wait([run[-1][1]], True)
-            until = loop.to_accel(cycle)
-            if until > env.now:
-                info = (DRAM_QUEUE, dram_key, last.waited_behind, loop.where(last.address))
-                tl.append((env.now, S_DRAM, info))
-                yield env.timeout(until - env.now)
-                rec.events += 1
         end = env.now
         last_start = max(start, end - cycles[j - 1])
         i = j

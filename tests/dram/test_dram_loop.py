@@ -1,0 +1,165 @@
+"""The DRAM controller in the replay's loop (`timing: controller`, engine/dram_loop.py): the
+replay gives every request the completion `cyclesim dram` gives it on the recorded trace, and
+DMA streams through it land on DRAMsim3's recorded cycles."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import simpy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+from patterns import PATTERNS  # noqa: E402
+from replay_helpers import arch_with_dram, inputs_from_dicts  # noqa: E402
+from test_replay_properties import schedules  # noqa: E402
+
+from cyclesim.dram.config import load_dram_config  # noqa: E402
+from cyclesim.dram.trace import completion_cycles, read_trace, simulate_trace  # noqa: E402
+from cyclesim.engine.dram_loop import DramLoop, request_addresses  # noqa: E402
+from cyclesim.engine.run import replay_plan  # noqa: E402
+from cyclesim.results import build_result  # noqa: E402
+from cyclesim.schedule import ReusePolicy, build_plan  # noqa: E402
+
+ROOT = HERE.parents[1]
+REFERENCE = json.loads((HERE / "dramsim3_reference.json").read_text())["results"]
+CONFIGS = ("DDR4_8Gb_x8_2400", "HBM2_8Gb_x128")
+
+
+def replay_in_loop(case, config, clock_mhz, mapping, refresh_every, tmp_path):
+    """Replay a schedule with the controller in the loop; (its requests in entry order, the
+    trace it records, the config, the result)."""
+    arch, workload, tree, reuse, _ = case
+    block = {"config": config, "address_mapping": mapping, "timing": "controller"}
+    a, w, m = inputs_from_dicts(arch_with_dram(arch, block, clock_mhz), workload, tree)
+    plan = build_plan(a, w, m, ReusePolicy(reuse), False)
+    if refresh_every is not None:  # refresh every few hundred DRAM cycles
+        dram = tuple(
+            (name, c.with_changes(tREFI=refresh_every, tRFC=60), p, mhz)
+            for name, c, p, mhz in plan.dram
+        )
+        plan = dataclasses.replace(plan, dram=dram)
+    raw = replay_plan(plan, progress=False)
+    ((name, c, _, _),) = plan.dram
+    loop = raw.rec.dram_requests[name]
+    path = tmp_path / "dram.trace"
+    loop.write_trace(path)
+    return loop.front.entered, path, c, build_result(raw)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(
+    schedules(shared_ports=True),
+    st.sampled_from(CONFIGS),
+    st.sampled_from([100, 700, 2000]),
+    st.sampled_from(["rochrababgco", "rorabgbachco"]),
+    st.sampled_from([None, 300, 700]),
+)
+def test_the_replay_gives_each_request_the_completion_of_its_trace(
+    tmp_path, case, config, clock_mhz, mapping, refresh_every
+):
+    """The defining equality: `cyclesim dram` on the trace the replay records (every request
+    with its arrival cycle, in entry order) gives every request the completion cycle the
+    replay gave it; and the replay's causes still add up to each phase's total."""
+    entered, path, c, res = replay_in_loop(
+        case, config, clock_mhz, mapping, refresh_every, tmp_path
+    )
+    ours = [r.complete for r in entered]
+    assert all(x >= 0 for x in ours)
+    if ours:  # else the PE array reads the DRAM directly: nothing is DRAM-timed
+        assert completion_cycles(c, read_trace(path)) == ours
+    else:
+        assert path.read_text() == ""
+    by_phase = res.stall_spans.groupby("phase").cycles.sum().to_dict()
+    assert by_phase.get("onload", 0) == res.onload_cycles
+    assert by_phase.get("offload", 0) == res.offload_cycles
+
+
+# ---- DMA streams through the controller in the loop against DRAMsim3's recorded cycles ------
+STREAMS = {"two_streams": 2, "same_bank_conflict": 2, "read_write_mix": 3}  # else one stream
+
+
+def dma_stream(env, loop: DramLoop, requests, per_run: int, name: str):
+    """One DMA transfer as engine/dram_loop.py issues one: runs of `per_run` requests (a DRAM
+    row's worth), each pushed at the run's start to arrive at the cycle its burst reaches the
+    port (the pattern's cycle), the run over when its last burst is; the transfer done when
+    every request completed."""
+    mine = []
+    for lo in range(0, len(requests), per_run):
+        run = requests[lo : lo + per_run]
+        mine.extend(loop.push(a, op == "WRITE", cycle, name) for a, op, cycle in run)
+        if run[-1][2] + 1 > env.now:
+            yield env.timeout(run[-1][2] + 1 - env.now)
+    done, _ = yield from loop.wait(mine, False)
+    if loop.to_accel(done) > env.now:
+        yield env.timeout(loop.to_accel(done) - env.now)
+
+
+def cycles_through_the_loop(config_name: str, pattern: str) -> int:
+    c = load_dram_config(config_name)
+    env = simpy.Environment()
+    loop = DramLoop(env, c, 1000 / c.tck_ns, record=True)  # one accelerator cycle a DRAM cycle
+    requests = PATTERNS[pattern]()
+    k = STREAMS.get(pattern, 1)
+    per_run = c.row_bytes // c.request_bytes
+    for s in range(k):
+        env.process(dma_stream(env, loop, requests[s::k], per_run, f"stream{s}"))
+    env.run()
+    loop.finish()
+    return max(ch.stats.last_data_cycle for ch in loop.front.channels)
+
+
+# Before the controller was in the loop, the replay's closed-form timer, fed these patterns
+# request by request, gave DRAMsim3's cycles times (DDR4 / HBM2): seq_read 1.003 / 0.999,
+# seq_write 1.002 / 0.995, two_streams 1.009 / 1.075, row_strided 0.999 / 0.999, tile_2d
+# 0.988 / 0.999, read_write_mix 5.977 / 3.161, random_reads 1.101 / 1.259, rate_limited
+# 1.021 / 1.000, same_bank_conflict 0.997 / 1.081 (tests/dram/test_replay_timer.py).
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+def test_dma_streams_through_the_loop_land_on_dramsim3s_cycles(config, pattern):
+    """The nine validation patterns, one DMA transfer per stream (the mix: A, B and C; two
+    streams: each operand) through the controller in the loop: DRAMsim3's recorded cycles,
+    to the cycle (the issue asks for 3%; the controller is `cyclesim dram`'s, exact on them)."""
+    assert cycles_through_the_loop(config, pattern) == REFERENCE[f"{config}/{pattern}"]["cycles"]
+
+
+def test_the_trace_and_the_loop_are_one_controller():
+    # the same requests through simulate_trace and through the loop's front end, all known up
+    # front: every completion and the cycle count are equal
+    c = load_dram_config("DDR4_8Gb_x8_2400")
+    requests = PATTERNS["read_write_mix"]()[:300]
+    env = simpy.Environment()
+    loop = DramLoop(env, c, 1000 / c.tck_ns, record=True)
+    pushed = [loop.push(a, op == "WRITE", cycle, None) for a, op, cycle in requests]
+    done = env.process(_wait_all(loop, pushed))
+    env.run(done)
+    loop.finish()
+    from cyclesim.dram.trace import Request
+
+    trace = [Request(a, op == "WRITE", cycle) for a, op, cycle in requests]
+    assert [r.complete for r in pushed] == completion_cycles(c, trace)
+    ends = max(ch.stats.last_data_cycle for ch in loop.front.channels)
+    assert ends == simulate_trace(c, trace).cycles
+
+
+def _wait_all(loop, pushed):
+    yield from loop.wait(pushed, False)
+
+
+def test_a_lines_requests_are_its_own():
+    # 64 B requests; a 100 B line at 32 (bytes 32..131) covers requests 0, 64 and 128 (its last
+    # 4 B, from its byte 96); the next line (stride 96: bytes 128..227, from transfer byte 100)
+    # starts on request 128 again, as its own line, then 192 (its byte 64: transfer byte 164)
+    assert request_addresses([(32, 100, 96, 2)], 64, None) == [
+        (0, 0), (32, 64), (96, 128), (100, 128), (164, 192),
+    ]  # fmt: skip
+    # going on from a call whose last burst ended in request 0: it is not issued again
+    assert request_addresses([(32, 20, 0, 1)], 64, 0) == []
