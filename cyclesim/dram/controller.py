@@ -12,6 +12,7 @@ refresh falls due or a request arrives, so a long idle stretch costs one step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import (
@@ -200,10 +201,11 @@ class Channel:
         )
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
-        for times in self.ready_at:
-            for v in times:
-                if t <= v < nxt:
-                    nxt = v
+        # the earliest timing constraint still ahead (filter and min run in C: this is the
+        # skipping loop's cost per idle stretch)
+        ahead = min(filter(t.__le__, chain.from_iterable(self.ready_at)), default=nxt)
+        if ahead < nxt:
+            nxt = ahead
         for window in self.activation_windows:
             for v in window:
                 if t <= v < nxt:
@@ -347,21 +349,25 @@ class Channel:
         return not (window and self.clk < window[0] and len(window) >= 4)
 
     def _command_to_issue(self) -> Command | None:
-        n = self.num_queues
-        for _ in range(n):
-            self.queue_index = (self.queue_index + 1) % n
-            if self.in_refresh and self.queue_index in self.refresh_queues:
+        """The first ready command of the queues visited round-robin after the last one that
+        issued (empty queues, and a rank's queues while it refreshes, are passed over)."""
+        n, start, queues = self.num_queues, self.queue_index, self.queues
+        skip = self.refresh_queues if self.in_refresh else None
+        for step in range(1, n + 1):
+            index = (start + step) % n
+            queue = queues[index]
+            if not queue or (skip is not None and index in skip):
                 continue
-            queue = self.queues[self.queue_index]
             cmd = self._first_ready(queue)
             if cmd is not None:
+                self.queue_index = index
                 if cmd.kind <= WRITE_PRECHARGE:
                     for i, queued in enumerate(queue):
                         if queued.address == cmd.address and queued.kind == cmd.kind:
                             del queue[i]
                             break
                 return cmd
-        return None
+        return None  # the index went round to where it was
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
         for i, queued in enumerate(queue):
@@ -512,10 +518,11 @@ class Channel:
             queue = self.read_queue
         else:
             queue = self.write_buffer if self.write_draining > 0 else self.read_queue
+        queues, per_bank, size = self.queues, c.queue_per_bank, c.cmd_queue_size
         for i, trans in enumerate(queue):
-            cmd = self._to_command(trans)
-            q = self.queues[self._queue_of(cmd)]
-            if len(q) < c.cmd_queue_size:
+            cmd = trans.command or self._to_command(trans)
+            q = queues[cmd.bank_index if per_bank else cmd.rank]
+            if len(q) < size:
                 if not c.unified_queue and trans.is_write:
                     if trans.address in self.pending_reads:  # a read of it is older
                         self.write_draining = 0

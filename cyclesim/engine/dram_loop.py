@@ -21,8 +21,23 @@ import simpy
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.frontend import FrontEnd, Request
-from cyclesim.dram.timing import ACTIVATE, REFRESH, REFRESH_BANK
-from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
+from cyclesim.dram.timing import (
+    ACTIVATE,
+    PRECHARGE,
+    READ_PRECHARGE,
+    REFRESH,
+    REFRESH_BANK,
+    WRITE_PRECHARGE,
+)
+from cyclesim.engine.record import (
+    BANK_ACTIVATE,
+    BANK_PRECHARGE,
+    BANK_REFRESH,
+    S_BURST,
+    S_DRAM,
+    S_LATENCY,
+    S_PORT,
+)
 
 DRAM_QUEUE, ROW_MISS, BANK_CONFLICT, REFRESH_CAUSE, TURNAROUND = (
     "dram_queue",
@@ -64,12 +79,18 @@ class DramLoop:
     """A DRAM-modelled memory's controllers, driven by the replay's SimPy clock."""
 
     def __init__(
-        self, env: simpy.Environment, config: DramConfig, clock_mhz: float, *, record: bool = False
+        self,
+        env: simpy.Environment,
+        config: DramConfig,
+        clock_mhz: float,
+        *,
+        record: bool = False,
+        keep_commands: bool = False,
     ) -> None:
         self.env, self.config = env, config
         self.ratio = Fraction(str(config.tck_ns)) * Fraction(str(clock_mhz)) / 1000
         self._num, self._den = self.ratio.numerator, self.ratio.denominator
-        self.front = FrontEnd(config)
+        self.front = FrontEnd(config, keep_commands=keep_commands)
         if record:
             self.front.entered = []
         self.request_bytes = config.request_bytes
@@ -172,6 +193,26 @@ class DramLoop:
         ch = self.front.channel_of(address)
         rank, bankgroup, bank, row, _ = ch.decode(address)
         return (ch.index, ch.index * ch.n_banks + ch._bank_index(rank, bankgroup, bank), row)
+
+    def bank_records(self, name: str) -> list[tuple]:
+        """The bank commands the controllers issued (keep_commands), as the traces read them
+        (Recorder.dram_banks, results/activity.py): an activate opens a row, a precharge closes
+        it (tRP), a refresh holds the rank's banks (tRFC); in accelerator cycles."""
+        c, to_accel, out = self.config, self.to_accel, []
+        for ch in self.front.channels:
+            base = ch.index * ch.n_banks
+            for clk, kind, rank, bankgroup, bank, row, _ in ch.stats.log or ():
+                if kind == REFRESH:
+                    first = base + rank * c.banks
+                    out.append((to_accel(clk), name, first, BANK_REFRESH, to_accel(clk + c.tRFC)))
+                    continue
+                b = base + (rank * c.bankgroups + bankgroup) * c.banks_per_group + bank
+                if kind == ACTIVATE:
+                    out.append((to_accel(clk), name, b, BANK_ACTIVATE, row))
+                elif kind in (PRECHARGE, READ_PRECHARGE, WRITE_PRECHARGE):
+                    out.append((to_accel(clk), name, b, BANK_PRECHARGE, to_accel(clk + c.tRP)))
+        out.sort(key=lambda r: r[0])
+        return out
 
     def write_trace(self, path: str | Path) -> None:
         """Every request that entered, in entry order, as a DRAMsim3 trace (arrival cycles)."""
@@ -299,8 +340,9 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             break
         ev = fabric.release_and_request(who, keys, link.tensor, last_start)
     if mine:
-        cycle, last = yield from loop.wait(mine, False)
-        yield from _tail(env, rec, tl, loop, last, dram_key)
+        since = env.now
+        _, last = yield from loop.wait(mine, False)
+        yield from _tail(env, rec, tl, loop, last, dram_key, since)
     if link.latency:
         tl.append((env.now, S_LATENCY, link.latency_key))
         yield env.timeout(link.latency)
@@ -309,14 +351,14 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         dma[0].release(channel)
 
 
-def _tail(env, rec, tl, loop: DramLoop, last: Request, dram_key):
-    """Wait for the transfer's last request to complete, its delay charged by cause: waiting
-    to enter the controller (`dram_queue`), for its row (`row_miss`, `bank_conflict`,
-    `refresh`) or the bus's turnaround, or behind older requests (`dram_queue`), then the
-    data latency."""
+def _tail(env, rec, tl, loop: DramLoop, last: Request, dram_key, since: int):
+    """The wait from `since` (the last burst's end) until the transfer's last request
+    completed, charged by cause: waiting to enter the controller (`dram_queue`), for its row
+    (`row_miss`, `bank_conflict`, `refresh`) or the bus's turnaround, or behind older requests
+    (`dram_queue`), then the data latency. The controller told its completion at `env.now`."""
     trans = last.trans
     end = loop.to_accel(trans.complete)
-    if end <= env.now:
+    if end <= since:
         return
     where = loop.where(last.address)
     pieces = [(loop.to_accel(trans.added), (DRAM_QUEUE, dram_key, last.waited_behind, where))]
@@ -333,12 +375,13 @@ def _tail(env, rec, tl, loop: DramLoop, last: Request, dram_key):
         else:
             cause, who = (TURNAROUND, None) if turned else (DRAM_QUEUE, None)
         pieces.append((loop.to_accel(col), (cause, dram_key, who, where)))
-    t = env.now
+    t = since
     for until, info in pieces:
         if until > t:
             tl.append((t, S_DRAM, info))
             t = until
     if t < end:
         tl.append((t, S_LATENCY, dram_key))
-    yield env.timeout(end - env.now)
-    rec.events += 1
+    if end > env.now:
+        yield env.timeout(end - env.now)
+        rec.events += 1

@@ -131,7 +131,7 @@ class _Replay:
             from cyclesim.engine.dram_native import DramTimer
 
             self.dram = {
-                name: DramLoop(self.env, config, mhz, record=True)
+                name: DramLoop(self.env, config, mhz, record=True, keep_commands=trace)
                 if config.replay_controller
                 else DramTimer(config, mhz)
                 for name, config, _, mhz in plan.dram
@@ -771,6 +771,8 @@ def replay_plan(
         ):  # the controller in the loop drains its buffered writes
             timer.finish()
             r.rec.dram_requests[name] = timer
+            if r.rec.dram_banks is not None:  # the bank commands, for the traces' bank signals
+                r.rec.dram_banks.extend(timer.bank_records(name))
         r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)
