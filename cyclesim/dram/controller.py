@@ -424,8 +424,8 @@ class Channel:
             self.after_refresh[b], self.refreshed[b] = self.refreshed[b], False
             self.previous_opener[b] = self.opener[b]
             waiting = self.pending_reads.get(cmd.address)
-            trans = waiting[0] if waiting else self.pending_writes.get(cmd.address)
-            self.opener[b] = trans.owner if trans is not None else None
+            opening = waiting[0] if waiting else self.pending_writes.get(cmd.address)
+            self.opener[b] = opening.owner if opening is not None else None
         elif kind == REFRESH:
             first = cmd.rank * c.banks
             self.refreshed[first : first + c.banks] = [True] * c.banks

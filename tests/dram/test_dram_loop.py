@@ -165,3 +165,40 @@ def test_a_lines_requests_are_its_own():
     ]  # fmt: skip
     # going on from a call whose last burst ended in request 0: it is not issued again
     assert request_addresses([(32, 20, 0, 1)], 64, 0) == []
+
+
+def test_a_gemv_through_the_controller_in_the_loop():
+    # tests/dram/test_replay_dram.py's GEMV on one HBM2 channel, 1 accelerator cycle per DRAM
+    # cycle, with `timing: controller`: A (64 B, bank 0) and B (at 2048: bank 1 of the same
+    # bank group), one request each. A's burst holds the port over [0, 1), B's [1, 2) (B:
+    # `contention` first). A arrives at 0 and enters at 0; the tick of cycle 1 moves it to its
+    # command queue, the tick of 2 activates bank 0. B arrives at 1, enters at 1, reaches its
+    # command queue at 2, and its activate waits tRRD_L = 6 after A's: 8; its read at 8 +
+    # tRCDRD 14 = 22, its data done at 22 + CL 14 + 2 (a burst) = 38. So B's wait after its
+    # burst, [2, 38): its row opened after it entered (`row_miss`) until its read at 22, then
+    # the data `latency`. (The timer held B's port until A's column slot: 46 cycles.)
+    from test_replay_dram import HBM, gemv, spans
+
+    from cyclesim.engine import replay
+
+    res = replay(*gemv(dict(HBM, timing="controller")), progress=False)
+    assert spans(res, "onload") == [
+        (0, 1, "contention", "B"), (1, 2, "bandwidth", "B"), (2, 22, "row_miss", "B"),
+        (22, 38, "latency", "B"),
+    ]  # fmt: skip
+    assert res.onload_cycles == 38
+    # Z's write is done once it entered the write buffer: its port cycle, then the latency
+    assert spans(res, "offload") == [(102, 103, "bandwidth", "Z"), (103, 104, "latency", "Z")]
+    assert res.dram_summary[0]["requests"] == 3 and res.dram_summary[0]["activates"] == 3
+
+
+def test_dram_trace_needs_the_controller_and_writes_the_requests(tmp_path, capsys):
+    from cyclesim.cli import main
+
+    folder = ROOT / "examples" / "resnet50_dram"
+    inputs = [str(ROOT / "hw_models" / "tpu_like_ddr4.yaml")]
+    inputs += [str(folder / "workload.yaml"), str(folder / "mapping.yaml")]
+    trace = tmp_path / "r.trace"
+    assert main(["run", *inputs, "--dram-trace", str(trace), "--no-progress"]) == 2
+    assert "timing: controller" in capsys.readouterr().err
+    assert not trace.exists()
