@@ -109,11 +109,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     log_replay(res, mapping.name)
     if args.dram_trace:
+        from cyclesim.engine.dram_loop import write_dram_trace
+
         for name in in_loop:
             path = Path(args.dram_trace)
             if len(in_loop) > 1:
                 path = path.with_name(f"{path.name}.{name}")
-            res.raw.rec.dram_requests[name].write_trace(path)
+            write_dram_trace(path, res.raw.rec.dram_requests[name])
             log.info("wrote %s", path)
     args.title = f"{workload.name} on {arch.name}, mapping {mapping.name}"  # plots, Perfetto
     args.architecture, args.run_name = arch, mapping.name  # --csv summaries

@@ -214,13 +214,19 @@ class DramLoop:
         out.sort(key=lambda r: r[0])
         return out
 
-    def write_trace(self, path: str | Path) -> None:
-        """Every request that entered, in entry order, as a DRAMsim3 trace (arrival cycles)."""
-        lines = (
-            f"{r.address:#x} {'WRITE' if r.is_write else 'READ'} {r.arrival}\n"
+    def requests(self) -> tuple[tuple[int, bool, int, int, int], ...]:
+        """Every request that entered, in entry order: (address, is write, arrival, entered,
+        completed), in DRAM cycles (record=True; Recorder.dram_requests)."""
+        return tuple(
+            (r.address, r.is_write, r.arrival, r.entered, r.complete)
             for r in self.front.entered or ()
         )
-        Path(path).write_text("".join(lines))
+
+
+def write_dram_trace(path: str | Path, requests) -> None:
+    """Requests (DramLoop.requests) as a DRAMsim3 trace: `0xADDRESS READ|WRITE ARRIVAL`."""
+    lines = (f"{a:#x} {'WRITE' if w else 'READ'} {arrival}\n" for a, w, arrival, _, _ in requests)
+    Path(path).write_text("".join(lines))
 
 
 def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[int, int]]:

@@ -770,7 +770,7 @@ def replay_plan(
             timer, "trace_into"
         ):  # the controller in the loop drains its buffered writes
             timer.finish()
-            r.rec.dram_requests[name] = timer
+            r.rec.dram_requests[name] = timer.requests()
             if r.rec.dram_banks is not None:  # the bank commands, for the traces' bank signals
                 r.rec.dram_banks.extend(timer.bank_records(name))
         r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]

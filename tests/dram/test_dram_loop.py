@@ -23,7 +23,7 @@ from test_replay_properties import schedules  # noqa: E402
 
 from cyclesim.dram.config import load_dram_config  # noqa: E402
 from cyclesim.dram.trace import completion_cycles, read_trace, simulate_trace  # noqa: E402
-from cyclesim.engine.dram_loop import DramLoop, request_addresses  # noqa: E402
+from cyclesim.engine.dram_loop import DramLoop, request_addresses, write_dram_trace  # noqa: E402
 from cyclesim.engine.run import replay_plan  # noqa: E402
 from cyclesim.results import build_result  # noqa: E402
 from cyclesim.schedule import ReusePolicy, build_plan  # noqa: E402
@@ -50,10 +50,10 @@ def replay_in_loop(case, config, clock_mhz, mapping, refresh_every, tmp_path):
     # verify_fast_forward replays once more in full and compares every record when it fired
     raw = replay_plan(plan, progress=False, verify_fast_forward=True)
     ((name, c, _, _),) = plan.dram
-    loop = raw.rec.dram_requests[name]
+    requests = raw.rec.dram_requests[name]
     path = tmp_path / "dram.trace"
-    loop.write_trace(path)
-    return loop.front.entered, path, c, build_result(raw)
+    write_dram_trace(path, requests)
+    return requests, path, c, build_result(raw)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -74,7 +74,7 @@ def test_the_replay_gives_each_request_the_completion_of_its_trace(
     entered, path, c, res = replay_in_loop(
         case, config, clock_mhz, mapping, refresh_every, tmp_path
     )
-    ours = [r.complete for r in entered]
+    ours = [complete for _, _, _, _, complete in entered]
     assert all(x >= 0 for x in ours)
     if ours:  # else the PE array reads the DRAM directly: nothing is DRAM-timed
         assert completion_cycles(c, read_trace(path)) == ours
@@ -202,3 +202,33 @@ def test_dram_trace_needs_the_controller_and_writes_the_requests(tmp_path, capsy
     assert main(["run", *inputs, "--dram-trace", str(trace), "--no-progress"]) == 2
     assert "timing: controller" in capsys.readouterr().err
     assert not trace.exists()
+
+
+def test_fast_forward_skips_a_loop_without_requests_with_the_controller_in_the_loop(tmp_path):
+    # tests/test_fast_forward_dram.py's layer loaded once from HBM2, with `timing: controller`:
+    # no request is pushed and no transfer waits on the controller between its first and last
+    # m iterations, so the same 61 periods are skipped; every record (each request's arrival,
+    # entry and completion, the bank commands), the result and the VCD/Perfetto files are
+    # those of the full replay; the write-back after the jump meets the refreshes the
+    # controller did meanwhile
+    from test_fast_forward import _plan, assert_identical, assert_same_result
+    from test_fast_forward_dram import HBM, loaded_once
+
+    arch, workload, tree = loaded_once(64)
+    arch["memories"][0]["dram"] = dict(HBM, timing="controller")
+    plan, inputs = _plan((arch, workload, tree))
+    full = replay_plan(plan, trace=True, progress=False, fast_forward=False)
+    fast = replay_plan(plan, trace=True, progress=False)
+    assert (fast.fast_forward.jumps, fast.fast_forward.periods) == (1, 61)
+    assert fast.rec.dram_requests == full.rec.dram_requests
+    assert len(full.rec.dram_requests["DRAM"]) == 72  # A 64, B 4, Z 4 (64 B requests)
+    # as with the timer: A's two rows, B's and Z's activated; the refreshes due at 3,900 and
+    # 7,800 (the controller does them at their cycles, the timer when a request comes)
+    assert full.rec.dram_counts == fast.rec.dram_counts
+    assert full.rec.dram_counts["DRAM"] == {
+        "requests": 72, "row_hits": 68, "activates": 4, "refreshes": 2,
+    }  # fmt: skip
+    assert fast.rec.dram_banks == full.rec.dram_banks and fast.rec.dram_banks
+    assert_identical(full, fast)
+    assert_same_result(full, fast, inputs, tmp_path)
+    assert "open_row" in (tmp_path / "fast" / "run.vcd").read_text()
