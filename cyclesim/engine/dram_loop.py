@@ -164,8 +164,16 @@ class DramLoop:
         if still:
             self._schedule(self.to_accel(self.front.resume_at))
 
-    def finish(self) -> None:
-        """After the replay: drain the buffered writes, so the counts are the trace's."""
+    def finish(self, end: int) -> None:
+        """After the replay, which ended at accelerator cycle `end`: simulate the controllers
+        through the run's last cycle (DRAM cycles before `end`), so the counts, open rows and
+        bank commands are those of the run, as the traces show them (writes still buffered
+        then stay buffered)."""
+        self.front.run_until(max(self.front.clk, self.to_dram(end)))
+
+    def drain(self) -> None:
+        """Drain the buffered writes and finish every request, as `cyclesim dram` does at the
+        end of a trace (its cycle count: the end of the last data burst)."""
         for c in self.front.channels:
             c.flush_writes = True
         self.front.run_until(None)

@@ -769,7 +769,7 @@ def replay_plan(
         if not hasattr(
             timer, "trace_into"
         ):  # the controller in the loop drains its buffered writes
-            timer.finish()
+            timer.finish(int(r.end))
             r.rec.dram_requests[name] = timer.requests()
             if r.rec.dram_banks is not None:  # the bank commands, for the traces' bank signals
                 r.rec.dram_banks.extend(timer.bank_records(name))
