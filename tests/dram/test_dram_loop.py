@@ -51,6 +51,14 @@ def replay_in_loop(case, config, clock_mhz, mapping, refresh_every, tmp_path):
     # verify_fast_forward replays once more in full and compares every record when it fired
     raw = replay_plan(plan, progress=False, verify_fast_forward=True)
     ((name, c, _, _),) = plan.dram
+    # the same requests as the timer issues (a line's requests are its own, a cut run's later
+    # bursts taken back): the requests of the lines the transfers moved
+    timer_plan = dataclasses.replace(
+        plan, dram=tuple((n, c.with_changes(replay_controller=False), p, mhz)
+                         for n, c, p, mhz in plan.dram)
+    )  # fmt: skip
+    timed = replay_plan(timer_plan, progress=False).rec.dram_counts[name]["requests"]
+    assert len(raw.rec.dram_requests[name]) == timed
     requests = raw.rec.dram_requests[name]
     path = tmp_path / "dram.trace"
     write_dram_trace(path, requests)
