@@ -68,7 +68,7 @@ def replay_in_loop(case, config, clock_mhz, mapping, refresh_every, tmp_path):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(
-    schedules(shared_ports=True),
+    st.one_of(schedules(shared_ports=True), schedules(steady=(2, 8), shared_ports=True)),
     st.sampled_from(CONFIGS),
     st.sampled_from([100, 700, 2000]),
     st.sampled_from(["rochrababgco", "rorabgbachco"]),
