@@ -9,7 +9,9 @@ it (the default) and without it, with the jumps it made: the ratio of the replay
 compares the same amount of simulated work. Then cycles and non-compute cycles by cause, so
 the new causes show. The DDR4 replay is timed with the compiled DRAM timer (make native;
 engine/dram_native.py) and, without fast-forward, with the pure-Python one, side by side; a
-line says which the replay uses by default.
+line says which the replay uses by default. On the ResNet-50 layer the DDR4 replay is also timed
+with `cyclesim dram`'s controllers in the loop (`timing: controller`, engine/dram_loop.py) and
+its ratio to the bandwidth-only replay printed against the same 2x target (issue 28).
 
     PYTHONPATH=. python benchmarks/bench_dram.py [--repeat 5]
 """
