@@ -246,11 +246,13 @@ def _loop_tree(
             raise SpecError("no such mapping file", file=name, field=format_path(loc),
                             line=line_of(lines, loc), found=tree)  # fmt: skip
         mapping = load_mapping(str(path), arch, work)
+        _compiles(mapping, arch, work)
     else:
         sub = {("loop_tree",) + k[len(loc) :]: v for k, v in lines.items() if k[: len(loc)] == loc}
         mapping = Mapping(_convert(tree, "loop_tree"), work.name, name, sub)
         try:
             check_mapping(mapping, arch, work)
+            _compiles(mapping, arch, work)
         except SpecError as e:
             field_ = format_path(loc) + (e.field or "").removeprefix("loop_tree")
             raise SpecError(e.detail, file=name, field=field_, line=e.line, found=e.found,
@@ -375,3 +377,11 @@ def _check_dram_routes(
                     file=name, field=p.path, line=line_of(lines, loc),
                     expected="links or a bus joining them (interconnect), or another route",
                 )  # fmt: skip
+
+
+def _compiles(mapping: Mapping, arch: Any, work: Workload) -> None:
+    """The step's loop tree compiles on its core (storage below the spatial loops it must be
+    below, tiles that fit): found here, where the error can name this file's field."""
+    from cyclesim.schedule import ReusePolicy, build_plan
+
+    build_plan(arch, work, mapping, ReusePolicy("retain"), False)
