@@ -18,7 +18,9 @@ from cyclesim.errors import DeadlockError
 @dataclass
 class HopRecord:
     ready: int = -1  # the hop may start (its data is at its source)
-    bursts: list[tuple[int, int, int, int]] = field(default_factory=list)  # (asked, granted, end, bits)
+    bursts: list[tuple[int, int, int, int]] = field(
+        default_factory=list
+    )  # (asked, granted, end, bits)
     end: int = -1  # last burst and latency done: the data is at its ends
 
 
