@@ -60,7 +60,9 @@ class _Layer(StrictModel):
 class _Tensor(StrictModel):
     tensor: str
     home: str = Field(
-        "dram", description="inputs: where they start (dram or a core); outputs: dram or kept"
+        "dram",
+        description="inputs: where they start (dram, a core, or local: on every core that reads "
+        "them); outputs: dram or kept",
     )
     via: Literal["network", "dram", "kept"] = "network"
     route: list[str] | None = Field(None, description="links/buses the transfer may use")
@@ -98,7 +100,7 @@ class LayerMapping:
 @dataclass(frozen=True, slots=True)
 class TensorPlacement:
     tensor: str
-    home: str  # network input: 'dram' or a core; output: 'dram' or 'kept'; intermediate: unused
+    home: str  # network input: 'dram', 'local' or a core; output: 'dram' or 'kept'; intermediate: unused
     via: Via
     route: tuple[str, ...] | None  # None: any link/bus, shortest route
     multicast: bool
@@ -315,7 +317,7 @@ def _tensors(raw: list[_Tensor], workload: Workload, chip: Chip, err: Any) -> tu
         produced = workload.producer(t.tensor) is not None
         consumed = any(a.tensor == t.tensor for e in workload.einsums for a in e.inputs)
         if not produced:
-            homes = ["dram", *chip.core_names]
+            homes = ["dram", "local", *chip.core_names]
         elif not consumed:
             homes = ["dram", "kept"]
         else:

@@ -267,7 +267,7 @@ class _Builder:
             placement = self.mapping.placement(acc.tensor)
             producer = self.workload.producer(acc.tensor)
             if producer is None:
-                if placement.home != st.core:
+                if placement.home not in (st.core, "local"):
                     t = self.transfer(acc.tensor, box, placement.home, st, None, None)
                     self.need(st, acc.tensor, oi, t, None)
                 continue
