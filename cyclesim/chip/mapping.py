@@ -248,17 +248,32 @@ def _loop_tree(
             raise SpecError("no such mapping file", file=name, field=format_path(loc),
                             line=line_of(lines, loc), found=tree)  # fmt: skip
         mapping = load_mapping(str(path), arch, work)
+        _in_top_memory(mapping, arch, loc, name, lines)
         _compiles(mapping, arch, work)
-    else:
-        sub = {("loop_tree",) + k[len(loc) :]: v for k, v in lines.items() if k[: len(loc)] == loc}
-        mapping = Mapping(_convert(tree, "loop_tree"), work.name, name, sub)
-        try:
-            check_mapping(mapping, arch, work)
-            _compiles(mapping, arch, work)
-        except SpecError as e:
-            field_ = format_path(loc) + (e.field or "").removeprefix("loop_tree")
-            raise SpecError(e.detail, file=name, field=field_, line=e.line, found=e.found,
-                            expected=e.expected) from None  # fmt: skip
+        return mapping
+    sub = {("loop_tree",) + k[len(loc) :]: v for k, v in lines.items() if k[: len(loc)] == loc}
+    mapping = Mapping(_convert(tree, "loop_tree"), work.name, name, sub)
+    try:
+        check_mapping(mapping, arch, work)
+    except SpecError as e:
+        raise _at(e, loc, name) from None
+    _in_top_memory(mapping, arch, loc, name, lines)
+    try:
+        _compiles(mapping, arch, work)
+    except SpecError as e:
+        raise _at(e, loc, name) from None
+    return mapping
+
+
+def _at(e: SpecError, loc: tuple, name: str) -> SpecError:
+    """A single-core mapping error of an inline loop tree, at its field in the chip mapping."""
+    field_ = format_path(loc) + (e.field or "").removeprefix("loop_tree")
+    return SpecError(e.detail, file=name, field=field_, line=e.line, found=e.found,
+                     expected=e.expected)  # fmt: skip
+
+
+def _in_top_memory(mapping: Mapping, arch: Any, loc: tuple, name: str, lines: Lines) -> None:
+    """Every tensor of a step is first kept in the core's top memory."""
     top = arch.memories[0].name
     first: dict[str, str] = {}
     for node in _walk(mapping.loop_tree):
@@ -272,7 +287,6 @@ def _loop_tree(
                 "a step's tiles arrive and leave", file=name, field=format_path(loc),
                 line=line_of(lines, loc), expected=f"the loop tree's first storage node in '{top}'",
             )  # fmt: skip
-    return mapping
 
 
 def _walk(nodes: tuple) -> list:
