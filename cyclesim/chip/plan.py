@@ -197,18 +197,14 @@ def layer_steps(lm: LayerMapping, einsum: Einsum) -> dict[str, list[Box]]:
 def build_chip_plan(chip: Chip, workload: Workload, mapping: ChipMapping) -> ChipPlan:
     """Steps, program order, transfers and routes; SpecError for a transfer with no route or a
     `kept` tensor read on a core that did not produce it."""
-    steps: list[Step] = []
     boxes = {lm.einsum: layer_steps(lm, workload.einsum(lm.einsum)) for lm in mapping.layers}
+    steps: list[Step] = []
     programs: dict[str, list[int]] = {c: [] for c in chip.core_names}
-    for group in mapping.groups:
-        most = max(len(b) for e in group for b in boxes[e].values())
-        for si in range(most):
-            for e in group:
-                for core, bs in boxes[e].items():
-                    if si < len(bs):
-                        st = Step(len(steps), e, core, si, len(programs[core]), bs[si])
-                        steps.append(st)
-                        programs[core].append(st.id)
+    for key in _program_order(workload, mapping, boxes):
+        e, core, si = key
+        st = Step(len(steps), e, core, si, len(programs[core]), boxes[e][core][si])
+        steps.append(st)
+        programs[core].append(st.id)
     b = _Builder(chip, workload, mapping, steps)
     for st in sorted(steps, key=lambda s: (s.position, s.core)):  # deterministic id order
         b.add_needs(st)
@@ -223,6 +219,51 @@ def build_chip_plan(chip: Chip, workload: Workload, mapping: ChipMapping) -> Chi
                     {c: tuple(p) for c, p in programs.items()}, tuple(b.transfers),
                     tuple(b.hops), {s.id: tuple(b.needs.get(s.id, ())) for s in steps},
                     {k: tuple(v) for k, v in b.writes.items()}, tuple(keys), widths)  # fmt: skip
+
+
+def _program_order(workload: Workload, mapping: ChipMapping, boxes: dict) -> list[tuple]:
+    """Steps (layer, core, index) in the order cores run them: groups in mapping order; inside
+    a group, rounds in which each layer (workload order) puts the next step of each of its
+    cores, once every step it reads from has been put (so a consumer whose tile spans
+    several producer steps comes after them all)."""
+    ranks = {e.name: tuple(r for r, _ in e.ranks) for e in workload.einsums}
+    out_box = {}
+    for e in workload.einsums:
+        for core, bs in boxes[e.name].items():
+            for i, box in enumerate(bs):
+                out_box[(e.name, core, i)] = tensor_box(e.output, box, ranks[e.name])
+
+    def reads(key: tuple) -> list[tuple]:
+        e = workload.einsum(key[0])
+        box = boxes[key[0]][key[1]][key[2]]
+        deps = []
+        for acc in e.inputs:
+            producer = workload.producer(acc.tensor)
+            if producer is None:
+                continue
+            need = tensor_box(acc, box, ranks[e.name])
+            deps += [k for k, ob in out_box.items()
+                     if k[0] == producer.name and intersect(ob, need) is not None]  # fmt: skip
+        return deps
+
+    order: list[tuple] = []
+    put: set[tuple] = set()
+    for group in mapping.groups:
+        nxt = {(e, core): 0 for e in group for core in boxes[e]}
+        while any(i < len(boxes[e][c]) for (e, c), i in nxt.items()):
+            progress = False
+            for e in group:
+                for core in boxes[e]:
+                    i = nxt[(e, core)]
+                    if i < len(boxes[e][core]) and all(d in put for d in reads((e, core, i))):
+                        order.append((e, core, i))
+                        put.add((e, core, i))
+                        nxt[(e, core)] = i + 1
+                        progress = True
+            if not progress:  # a layer reads a later group's output: the groups are out of order
+                raise mapping.error(f"the layers of group {list(group)} read a tensor a later group "
+                                    "produces", "groups", expected="groups in dependency order")  # fmt: skip
+    return order
 
 
 class _Builder:
