@@ -197,6 +197,13 @@ def layer_steps(lm: LayerMapping, einsum: Einsum) -> dict[str, list[Box]]:
 def build_chip_plan(chip: Chip, workload: Workload, mapping: ChipMapping) -> ChipPlan:
     """Steps, program order, transfers and routes; SpecError for a transfer with no route or a
     `kept` tensor read on a core that did not produce it."""
+    if chip.offchip.dram is not None:
+        raise chip.error(
+            "the chip replay times the off-chip memory by its ports (width, burst, latency); "
+            "a DRAM timing model behind them is not replayed at chip level yet",
+            ("offchip", "dram"),
+            expected="no dram: block (the bandwidth-only model)",
+        )
     boxes = {lm.einsum: layer_steps(lm, workload.einsum(lm.einsum)) for lm in mapping.layers}
     steps: list[Step] = []
     programs: dict[str, list[int]] = {c: [] for c in chip.core_names}

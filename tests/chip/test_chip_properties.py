@@ -45,7 +45,9 @@ def chip_runs(draw):
         on = draw(st.sampled_from([cores[:1], cores[-1:], cores[:2]]))
         part = m // len(on)
         tile = draw(st.sampled_from([d for d in (1, 2, 3, 4, 6, 12) if part % d == 0]))
-        layers.append(layer(e, on, split=[("m", len(on))] if len(on) > 1 else [], tile=[("m", tile)]))
+        layers.append(
+            layer(e, on, split=[("m", len(on))] if len(on) > 1 else [], tile=[("m", tile)])
+        )
     tensors = [{"tensor": "X", "home": draw(st.sampled_from(["dram", "local", "c0"]))},
                {"tensor": "Y", "home": "local"}, {"tensor": "V", "home": "dram"},
                {"tensor": "A", "via": draw(st.sampled_from(["network", "dram"])),

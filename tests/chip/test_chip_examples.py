@@ -1,0 +1,61 @@
+"""examples/multicore as its README gives it: each command's cycles as the table says, every
+core's cycles accounted for, and the CLI's --json and error paths."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cyclesim.cli import main
+
+EX = Path("examples/multicore")
+README = (EX / "README.md").read_text()
+RUNS = [(m.group(1), m.group(2), int(m.group(3).replace(",", "")))
+        for m in re.finditer(r"^\| `(chip_\w+)`[^|]*\| `(\w+)` \| ([\d,]+) \|", README, re.M)]  # fmt: skip
+
+
+def test_readme_lists_every_example():
+    assert len(RUNS) == 8
+
+
+@pytest.mark.parametrize("chip, mapping, cycles", RUNS)
+def test_example_cycles_as_the_readme_says(chip, mapping, cycles, capsys):
+    args = [str(EX / f"{chip}.yaml"), str(EX / "workload.yaml"), str(EX / f"{mapping}.yaml")]
+    assert main(["chip", *args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cycles"] == cycles
+    for core in out["cores"]:
+        assert core["compute_cycles"] + sum(r["cycles"] for r in core["causes"]) == cycles
+    assert main(["chip", *args]) == 0
+    assert re.search(rf"^cycles +{cycles:,}$", capsys.readouterr().out, re.M)
+
+
+def test_bad_mapping_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "m.yaml"
+    bad.write_text(
+        (EX / "layer_by_layer_2core.yaml").read_text().replace("parts: 2", "parts: 3", 1)
+    )
+    code = main(["chip", str(EX / "chip_bus_2core.yaml"), str(EX / "workload.yaml"), str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "m.yaml:" in err and "layers[0].split[0].parts" in err
+
+
+def test_dram_timing_block_is_refused_not_ignored(tmp_path, capsys):
+    chip = tmp_path / "chip.yaml"
+    text = (
+        (EX / "chip_bus_2core.yaml")
+        .read_text()
+        .replace("core.yaml", str((EX / "core.yaml").resolve()))
+    )
+    chip.write_text(
+        text.replace("  name: dram\n", "  name: dram\n  dram: {config: DDR4_8Gb_x16_2400}\n")
+    )
+    code = main(
+        ["chip", str(chip), str(EX / "workload.yaml"), str(EX / "layer_by_layer_2core.yaml")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "offchip.dram" in err and "not replayed at chip level" in err
