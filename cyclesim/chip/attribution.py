@@ -17,6 +17,9 @@ CoreRow = namedtuple(
     ["core", "phase", "step_phase", "cause", "where", "tensor", "competitor", "competitor_core",
      "cycles"],
 )  # fmt: skip
+# one stretch of a core's time: a step (cause 'step', where = the step's name), or a wait with
+# its cause, in cycle order per core (the views draw these)
+CoreSpan = namedtuple("CoreSpan", ["core", "start", "end", "phase", "cause", "where", "competitor"])
 NEG = -(1 << 62)
 
 
@@ -128,8 +131,11 @@ def need_landing(run: ChipRun, need: Need, core: str) -> int:
     return run.step_end[need.producer]
 
 
-def core_rows(run: ChipRun) -> tuple[dict[str, int], list[CoreRow]]:
-    """Per core its compute cycles, and every other cycle's cause (rows summed per key)."""
+def core_rows(
+    run: ChipRun, spans: list[CoreSpan] | None = None
+) -> tuple[dict[str, int], list[CoreRow]]:
+    """Per core its compute cycles, and every other cycle's cause (rows summed per key);
+    `spans`, when given, receives every step and every wait placed in time."""
     plan = run.plan
     chains = _Chains(run)
     compute: dict[str, int] = {}
@@ -144,9 +150,13 @@ def core_rows(run: ChipRun) -> tuple[dict[str, int], list[CoreRow]]:
             lo, hi = max(s, a), min(e, b)
             if hi > lo:
                 add((core, phase, None, *row), hi - lo)
+                if spans is not None:
+                    spans.append(CoreSpan(core, lo, hi, phase, row[0], row[1], row[3]))
                 a = hi
         if b > a:  # after the chain (cannot happen for a binding need): named, not dropped
             add((core, phase, None, "idle", None, None, None, None), b - a)
+            if spans is not None:
+                spans.append(CoreSpan(core, a, b, phase, "idle", None, None))
 
     for core in plan.chip.core_names:
         compute[core] = 0
@@ -163,6 +173,8 @@ def core_rows(run: ChipRun) -> tuple[dict[str, int], list[CoreRow]]:
                 else:
                     chain = chains.producer_interval(binding.producer, binding.tensor)
                 charge(core, "onload" if k == 0 else "stall", chain, prev, start)
+            if spans is not None:
+                spans.append(CoreSpan(core, start, end, "step", "step", st.name, None))
             sim = run.step_replays[(st.layer, core)]
             compute[core] += sim.ideal_compute_cycles
             for row in sim.stall_rows:
@@ -179,5 +191,7 @@ def core_rows(run: ChipRun) -> tuple[dict[str, int], list[CoreRow]]:
             prev = max(prev, done)
         if run.cycles > prev:
             add((core, "idle", None, "idle", None, None, None, None), run.cycles - prev)
+            if spans is not None:
+                spans.append(CoreSpan(core, prev, run.cycles, "idle", "idle", None, None))
     rows = [CoreRow(*k, v) for k, v in sums.items()]
     return compute, rows

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from cyclesim.chip.attribution import CoreRow, core_rows
+from cyclesim.chip.attribution import CoreRow, CoreSpan, core_rows
 from cyclesim.chip.engine import ChipRun
 from cyclesim.results.schema import versioned
 
@@ -36,6 +36,13 @@ class ChipResult:
     @cached_property
     def _attribution(self) -> tuple[dict[str, int], list[CoreRow]]:
         return core_rows(self.run)
+
+    @cached_property
+    def spans(self) -> list[CoreSpan]:
+        """Every core's steps and waits placed in time (cycle order per core)."""
+        spans: list[CoreSpan] = []
+        core_rows(self.run, spans)
+        return sorted(spans, key=lambda s: (s.core, s.start))
 
     @property
     def compute_cycles(self) -> dict[str, int]:
