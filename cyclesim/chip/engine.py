@@ -41,6 +41,17 @@ class ChipRun:
     events: int
     wall_seconds: float
     step_seconds: float  # of it, the cores' step replays
+    fast_forward: bool = True  # inside the step replays (the chip level has none: FAST_FORWARD)
+
+
+# Why the chip level does not fast-forward: its events are per burst and per step, a few per
+# transfer; steps of a fused group repeat only when every transfer around them repeats with
+# the same arbitration state, which the examples never show for more than a step or two, and
+# each distinct step is replayed once (with the core replay's own fast-forward) and reused.
+FAST_FORWARD = (
+    "off at chip level (bursts and steps are its events; each (layer, core) step is replayed "
+    "once, with the core's fast-forward, and reused for every step of that shape)"
+)
 
 
 def replay_steps(plan: ChipPlan, fast_forward: bool = True) -> tuple[dict, float]:
@@ -68,7 +79,8 @@ def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
     hop_done = [env.event() for _ in plan.hops]
     rec = ChipRun(plan, replays, [-1] * n_steps, [-1] * n_steps, [-1] * n_transfers,
                   [-1] * n_transfers, [{} for _ in range(n_transfers)],
-                  [HopRecord() for _ in plan.hops], arb.grants, 0, 0, 0.0, step_seconds)  # fmt: skip
+                  [HopRecord() for _ in plan.hops], arb.grants, 0, 0, 0.0, step_seconds,
+                  fast_forward)  # fmt: skip
 
     def landed_on(tid: int, core: str) -> simpy.Event:
         hop = next(plan.hops[h] for h in plan.transfers[tid].hops if core in plan.hops[h].dsts)

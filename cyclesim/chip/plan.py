@@ -52,6 +52,7 @@ class Hop:
     port_key: str | None  # the arbiter's key of the DRAM port
     after: int | None
     bits: int
+    reads_dram: bool = False  # the hop leaves the off-chip memory (else it may arrive there)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -78,7 +79,7 @@ class Hop:
             return False
         b = self.burst_bits
         m, d = -(-b // self.medium.width_bits), -(-b // self.dram_port.width_bits)
-        return d > m or (d == m and self.src == self.port_key.split(".")[0])
+        return d > m or (d == m and self.reads_dram)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +99,6 @@ class Transfer:
     after_step: int | None
     after_transfer: int | None
     hops: tuple[int, ...]
-
-    def name(self, plan: ChipPlan) -> str:
-        return f"{self.tensor}:{self.source}>{'+'.join(self.targets)}#{self.id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,7 +411,7 @@ class _Builder:
                 port_key = f"{self.dram}.{port.name}"
             hid = len(self.hops)
             self.hops.append(Hop(hid, t.id, a, tuple(dsts), m, port, port_key, arrive.get(a),
-                                 t.bits))  # fmt: skip
+                                 t.bits, a == self.dram))  # fmt: skip
             for d in dsts:
                 arrive[d] = hid
             ids.append(hid)

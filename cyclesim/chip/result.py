@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from cyclesim.chip.attribution import CoreRow, CoreSpan, core_rows
-from cyclesim.chip.engine import ChipRun
+from cyclesim.chip.engine import FAST_FORWARD, ChipRun
 from cyclesim.results.schema import versioned
 
 
@@ -114,5 +114,6 @@ class ChipResult:
             chip=plan.chip.name, workload=plan.workload.name, mapping=plan.mapping.name,
             cycles=self.cycles, cores=cores, interconnect=ports, steps=self.steps(),
             transfers=self.transfers(), events=self.run.events,
+            fast_forward=dict(chip=FAST_FORWARD, steps=self.run.fast_forward),
             wall_seconds=round(self.run.wall_seconds, 6),
         ))  # fmt: skip

@@ -59,3 +59,20 @@ def test_dram_timing_block_is_refused_not_ignored(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 2 and "offchip.dram" in err and "not replayed at chip level" in err
+
+
+def test_no_fast_forward_gives_the_same_run(capsys):
+    """The cores' step replays without fast-forward: the same chip run, bit for bit."""
+    args = [
+        str(EX / "chip_bus_2core.yaml"),
+        str(EX / "workload.yaml"),
+        str(EX / "fused_rows_2core.yaml"),
+    ]
+    runs = []
+    for extra in ([], ["--no-fast-forward"]):
+        assert main(["chip", *args, "--json", *extra]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out.pop("fast_forward")["steps"] is not bool(extra)
+        out.pop("wall_seconds")
+        runs.append(out)
+    assert runs[0] == runs[1]
