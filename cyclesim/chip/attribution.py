@@ -89,6 +89,9 @@ class _Chains:
             out += self.waiting(hop, tensor, asked, granted)
             out.append((granted, end, moving))
         last = r.bursts[-1][2] if r.bursts else r.ready
+        if r.dram_end > last:  # waiting for the DRAM's data: its timer's causes, else latency
+            out += self.dram_wait(hop, tensor, last, r.dram_end, r.dram_delays)
+            last = r.dram_end
         if r.end > last:
             where = hop.medium.name
             if (
@@ -97,6 +100,21 @@ class _Chains:
             ):
                 where = hop.port_key
             out.append((last, r.end, ("latency", where, tensor, None, None)))
+        return out
+
+    def dram_wait(self, hop: Hop, tensor: str, a: int, b: int, delays: list) -> list[tuple]:
+        """[a, b): the timer's delay spans (row_miss, bank_conflict, refresh, turnaround) where
+        they fall, the DRAM's data latency (`latency`, naming the off-chip memory) elsewhere."""
+        out = []
+        for start, end, cause, _opener, _where in sorted(delays):
+            lo, hi = max(start, a), min(end, b)
+            if hi > lo:
+                if lo > a:
+                    out.append((a, lo, ("latency", self.dram, tensor, None, None)))
+                out.append((lo, hi, (cause, self.dram, tensor, None, None)))
+                a = hi
+        if b > a:
+            out.append((a, b, ("latency", self.dram, tensor, None, None)))
         return out
 
     def waiting(self, hop: Hop, tensor: str, a: int, b: int) -> list[tuple]:

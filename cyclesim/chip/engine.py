@@ -18,9 +18,10 @@ from cyclesim.errors import DeadlockError
 @dataclass
 class HopRecord:
     ready: int = -1  # the hop may start (its data is at its source)
-    bursts: list[tuple[int, int, int, int]] = field(
-        default_factory=list
-    )  # (asked, granted, end, bits)
+    # (asked, granted, end, bits) per burst
+    bursts: list[tuple[int, int, int, int]] = field(default_factory=list)
+    dram_end: int = -1  # the DRAM timer: the cycle the data of the hop's last request is done
+    dram_delays: list = field(default_factory=list)  # the timer's (start, end, cause, ...) spans
     end: int = -1  # last burst and latency done: the data is at its ends
 
 
@@ -124,6 +125,13 @@ def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
     def landed_on_dram(tid: int) -> simpy.Event:
         return landed_on(tid, plan.chip.offchip.name)
 
+    timer = None
+    if plan.chip.offchip.dram is not None:
+        from cyclesim.chip.dram import runs
+        from cyclesim.engine.dram_native import DramTimer
+
+        timer = DramTimer(plan.chip.offchip.dram.config, plan.chip.clock_mhz)
+
     def hop_proc(hop: Hop):
         if hop.after is not None:
             yield hop_done[hop.after]
@@ -135,10 +143,17 @@ def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
             asked = env.now
             yield arb.request(hop.id, keys, bits)
             granted = env.now
+            if timer is not None and hop.port_key is not None and r.dram_end < 0:
+                t = plan.transfers[hop.transfer]  # its requests, queued at its first grant
+                r.dram_end, r.dram_delays = timer.issue(
+                    runs(plan.placements[t.tensor], t.box), not hop.reads_dram, hop.id, granted
+                )
             yield env.timeout(hop.burst_cycles(bits))
             arb.release(hop.id, keys)
             r.bursts.append((asked, granted, env.now, bits))
             left -= bits
+        if r.dram_end > env.now:  # the DRAM's data of the last request is not done yet
+            yield env.timeout(r.dram_end - env.now)
         if hop.latency:
             yield env.timeout(hop.latency)
         r.end = env.now

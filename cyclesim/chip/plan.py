@@ -126,6 +126,7 @@ class ChipPlan:
     writes: dict[int, tuple[int, ...]] = field(default_factory=dict)  # step -> transfers it sends
     port_keys: tuple[str, ...] = ()  # media then DRAM ports: the arbiter's ports, in order
     widths: dict[str, int] = field(default_factory=dict)
+    placements: dict = field(default_factory=dict)  # tensor -> its DRAM Placement (dram: only)
 
     def path_to(self, transfer: int, target: str) -> list[Hop]:
         """The hops that bring a transfer to one target, source first."""
@@ -195,13 +196,6 @@ def layer_steps(lm: LayerMapping, einsum: Einsum) -> dict[str, list[Box]]:
 def build_chip_plan(chip: Chip, workload: Workload, mapping: ChipMapping) -> ChipPlan:
     """Steps, program order, transfers and routes; SpecError for a transfer with no route or a
     `kept` tensor read on a core that did not produce it."""
-    if chip.offchip.dram is not None:
-        raise chip.error(
-            "the chip replay times the off-chip memory by its ports (width, burst, latency); "
-            "a DRAM timing model behind them is not replayed at chip level yet",
-            ("offchip", "dram"),
-            expected="no dram: block (the bandwidth-only model)",
-        )
     boxes = {lm.einsum: layer_steps(lm, workload.einsum(lm.einsum)) for lm in mapping.layers}
     steps: list[Step] = []
     programs: dict[str, list[int]] = {c: [] for c in chip.core_names}
@@ -214,6 +208,11 @@ def build_chip_plan(chip: Chip, workload: Workload, mapping: ChipMapping) -> Chi
     for st in sorted(steps, key=lambda s: (s.position, s.core)):  # deterministic id order
         b.add_needs(st)
     b.route_all()
+    placements = {}
+    if chip.offchip.dram is not None:
+        from cyclesim.chip.dram import dram_placements
+
+        placements = dram_placements(chip, workload)
     keys = [m.name for m in chip.media]
     widths = {m.name: m.width_bits for m in chip.media}
     for p in chip.offchip.ports:
@@ -223,7 +222,8 @@ def build_chip_plan(chip: Chip, workload: Workload, mapping: ChipMapping) -> Chi
     return ChipPlan(chip, workload, mapping, tuple(steps),
                     {c: tuple(p) for c, p in programs.items()}, tuple(b.transfers),
                     tuple(b.hops), {s.id: tuple(b.needs.get(s.id, ())) for s in steps},
-                    {k: tuple(v) for k, v in b.writes.items()}, tuple(keys), widths)  # fmt: skip
+                    {k: tuple(v) for k, v in b.writes.items()}, tuple(keys), widths,
+                    placements)  # fmt: skip
 
 
 def _program_order(workload: Workload, mapping: ChipMapping, boxes: dict) -> list[tuple]:

@@ -20,14 +20,18 @@ TINY_CORE = {
 }  # fmt: skip
 
 
-def make_chip(cores=("c0", "c1"), links=(), buses=(), dram=None, prefer=None):
+def make_chip(cores=("c0", "c1"), links=(), buses=(), dram=None, prefer=None, device=None):
+    """A chip of TINY_CORE cores; `device` a DRAM preset behind the off-chip port (1 GHz)."""
     dram = dram or {"name": "rw", "kind": "read_write", "width_bits": 64}
     ic = {"links": list(links), "buses": list(buses)}
     if prefer:
         ic["prefer"] = prefer
+    offchip = {"ports": [dram]}
+    if device:
+        offchip["dram"] = {"config": device}
     return chip_from_dict({
         "name": "chip", "cores": [{"name": c, "architecture": TINY_CORE} for c in cores],
-        "offchip": {"ports": [dram]}, "interconnect": ic,
+        "offchip": offchip, "interconnect": ic, "clock_mhz": 1000,
     })  # fmt: skip
 
 
@@ -109,7 +113,8 @@ def chip_runs(draw):
         links = [{"name": f"l{i}{j}", "cores": [a, b], "width_bits": width, "latency_cycles": lat,
                   "bidirectional": True, **({"burst_bits": burst} if burst else {})}
                  for i, a in enumerate(ends) for j, b in enumerate(ends) if i < j]  # fmt: skip
-    chip = make_chip(cores=tuple(cores), links=links, buses=buses, dram=dram)
+    device = draw(st.sampled_from([None, "DDR4_8Gb_x16_3200"]))
+    chip = make_chip(cores=tuple(cores), links=links, buses=buses, dram=dram, device=device)
     m = draw(st.sampled_from([4, 8, 12]))
     e1, e2 = CHAIN[0](m), CHAIN[1](m)
     layers = []

@@ -18,7 +18,7 @@ RUNS = [(m.group(1), m.group(2), int(m.group(3).replace(",", "")))
 
 
 def test_readme_lists_every_example():
-    assert len(RUNS) == 8
+    assert len(RUNS) == 10
 
 
 @pytest.mark.parametrize("chip, mapping, cycles", RUNS)
@@ -44,21 +44,15 @@ def test_bad_mapping_is_one_line_exit_2(tmp_path, capsys):
     assert "m.yaml:" in err and "layers[0].split[0].parts" in err
 
 
-def test_dram_timing_block_is_refused_not_ignored(tmp_path, capsys):
+def test_dram_device_needs_the_chip_clock(tmp_path, capsys):
     chip = tmp_path / "chip.yaml"
-    text = (
-        (EX / "chip_bus_2core.yaml")
-        .read_text()
-        .replace("core.yaml", str((EX / "core.yaml").resolve()))
-    )
-    chip.write_text(
-        text.replace("  name: dram\n", "  name: dram\n  dram: {config: DDR4_8Gb_x16_2400}\n")
-    )
+    text = (EX / "chip_bus_2core_ddr4.yaml").read_text().replace("clock_mhz: 1000\n", "")
+    chip.write_text(text.replace("core.yaml", str((EX / "core.yaml").resolve())))
     code = main(
         ["chip", str(chip), str(EX / "workload.yaml"), str(EX / "layer_by_layer_2core.yaml")]
     )
     err = capsys.readouterr().err
-    assert code == 2 and "offchip.dram" in err and "not replayed at chip level" in err
+    assert code == 2 and "clock_mhz" in err and err.count("\n") == 1
 
 
 def test_no_fast_forward_gives_the_same_run(capsys):

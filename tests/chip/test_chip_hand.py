@@ -3,7 +3,9 @@ here is chip_helpers.TINY_CORE: a step of m iterations lasts m cycles."""
 
 from __future__ import annotations
 
-from chip_helpers import CHAIN, assert_sums, causes, einsum, layer, make_chip, run
+from chip_helpers import CHAIN, TINY_CORE, assert_sums, causes, einsum, layer, make_chip, run
+
+from cyclesim.chip import chip_from_dict
 
 LOCAL = [{"tensor": t, "home": "local"} for t in ("X", "Y", "V")] + [
     {"tensor": "Z", "home": "kept"}
@@ -178,3 +180,39 @@ def test_fused_pipeline_over_two_cores():
     whole = run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c1"])], LOCAL)
     assert whole.cycles == 23
     assert_sums(fused)
+
+
+def test_ddr4_behind_the_dram_port_times_each_hop_with_the_device():
+    """One DRAM read of 64 b (X, 8 values) to c0 over a 64-b link, through a 16-b DRAM port
+    (32-b bursts: 2 bursts of 2 cycles, 0..4) with DDR4-3200 behind it: the hop lands when its
+    bursts and the device's data of its requests (issued at cycle 0, timed by the same timer
+    the core replay uses) are done, then the port latency 5. Every cycle of c0 before its step
+    is the port's bandwidth, the device's row miss or latency, or the port latency."""
+    from cyclesim.chip.dram import runs
+    from cyclesim.engine.dram_native import DramTimer
+
+    data = {"name": "chip", "clock_mhz": 1000,
+            "cores": [{"name": "c0", "architecture": TINY_CORE}],
+            "offchip": {"ports": [{"name": "rw", "kind": "read_write", "width_bits": 16,
+                                   "burst_bits": 32, "latency_cycles": 5}],
+                        "dram": {"config": "DDR4_8Gb_x16_3200"}},
+            "interconnect": {"links": [{"name": "d0", "cores": ["dram", "c0"], "width_bits": 64}]}}  # fmt: skip
+    chip = chip_from_dict(data)
+    e1 = CHAIN[0](8)
+    res = run(chip, [e1], [layer(e1, ["c0"])],
+              [{"tensor": "X", "home": "dram"}, {"tensor": "Y", "home": "local"},
+               {"tensor": "A", "home": "kept"}])  # fmt: skip
+    plan = res.run.plan
+    timer = DramTimer(chip.offchip.dram.config, 1000)
+    device_end, delays = timer.issue(runs(plan.placements["X"], plan.transfers[0].box), False, 0, 0)
+    lands = max(4, device_end) + 5
+    assert res.run.step_start[0] == lands and res.cycles == lands + 8
+    assert device_end > 4  # the device, not the port, binds this short read
+    # the first request opens its row: the timer's row_miss, where it falls after the bursts
+    miss = sum(
+        max(0, min(z, device_end) - max(a, 4)) for a, z, cause, *_ in delays if cause == "row_miss"
+    )
+    assert miss > 0
+    waits = {r.cause: r.cycles for r in res.rows if r.where == "dram"}
+    assert waits == {"row_miss": miss, "latency": device_end - 4 - miss}
+    assert_sums(res)
