@@ -26,6 +26,7 @@ def register(sub) -> None:
     p.add_argument("--no-fast-forward", action="store_true",
                    help="replay every iteration inside each core's steps (same result)")  # fmt: skip
     p.add_argument("--vcd", metavar="FILE", help="VCD waveform: a scope per core and per link")
+    p.add_argument("--fst", metavar="FILE", help="the same waveform as FST (GTKWave, Surfer)")
     p.add_argument("--perfetto", metavar="FILE",
                    help="Perfetto trace: a process per core, a track per link, bus and DRAM port")  # fmt: skip
     p.add_argument("--plot", metavar="DIR",
@@ -40,11 +41,13 @@ def run(args: argparse.Namespace) -> int:
     res = replay_chip(args.arch, args.workload, args.mapping,
                       fast_forward=not args.no_fast_forward)  # fmt: skip
     written = []
-    if args.vcd or args.perfetto or args.plot:
+    if args.vcd or args.fst or args.perfetto or args.plot:
         from cyclesim.chip import views
 
         if args.vcd:
             written.append(views.write_chip_vcd(res, args.vcd))
+        if args.fst:
+            written.append(views.write_chip_fst(res, args.fst))
         if args.perfetto:
             written.append(views.write_chip_perfetto(res, args.perfetto))
         if args.plot:

@@ -62,50 +62,110 @@ def write_chip_perfetto(res: ChipResult, path: str | Path) -> Path:
     return path
 
 
+def scope_name(key: str) -> str:
+    """A link's, bus's or DRAM port's name as a waveform scope ('l[c0>c1]' -> 'l_c0_to_c1')."""
+    return key.replace("[", "_").replace("]", "").replace(">", "_to_").replace(".", "_")
+
+
+def chip_waves(res: ChipResult) -> tuple[list[tuple], list[tuple]]:
+    """The waveform: signals (scope, name, type, initial value) and their changes (cycle,
+    signal index, value) in time order. Per core `state` (step, or the cause of the wait, or
+    idle) and `step` (its name); per link, bus and DRAM port `busy`, `transfer` (what holds
+    it) and `bits_total`."""
+    plan = res.run.plan
+    signals: list[tuple] = []
+    index: dict[tuple, int] = {}
+    for core in plan.chip.core_names:
+        for name, init in (("state", "idle"), ("step", "-")):
+            index[(core, name)] = len(signals)
+            signals.append((("chip", core), name, "string", init))
+    for key in plan.port_keys:
+        for name, kind, init in (("busy", "wire", 0), ("transfer", "string", "-"),
+                                 ("bits_total", "integer", 0)):  # fmt: skip
+            index[(key, name)] = len(signals)
+            signals.append((("chip", scope_name(key)), name, kind, init))
+    changes: list[tuple] = []  # (cycle, a grant's end before a start, order, signal, value)
+    for s in res.spans:
+        step = s.cause == "step"
+        changes.append(
+            (s.start, 1, len(changes), index[(s.core, "state")], "step" if step else s.cause)
+        )
+        changes.append(
+            (s.start, 1, len(changes), index[(s.core, "step")], s.where if step else "-")
+        )
+    for key, grants in res.run.grants.items():
+        moved = 0
+        for start, end, hop, bits in grants:
+            moved += bits
+            changes.append((start, 1, len(changes), index[(key, "busy")], 1))
+            changes.append(
+                (start, 1, len(changes), index[(key, "transfer")], _transfer_name(res, hop))
+            )
+            changes.append((end, 0, len(changes), index[(key, "bits_total")], moved))
+            changes.append((end, 0, len(changes), index[(key, "busy")], 0))
+            changes.append((end, 0, len(changes), index[(key, "transfer")], "-"))
+    changes.sort()  # in a cycle where one grant ends and the next starts, the end goes first
+    out = [
+        (c, sig, v.replace(" ", "_") if isinstance(v, str) else v) for c, _, _, sig, v in changes
+    ]
+    return signals, out
+
+
 def write_chip_vcd(res: ChipResult, path: str | Path) -> Path:
-    """VCD: per core `state` (step, or the cause of the wait, or idle) and `step` (its name);
-    per link, bus and DRAM port `busy`, `transfer` (what holds it) and `bits_total`."""
+    """The waveform (chip_waves) as VCD, written with pyvcd."""
     from vcd import VCDWriter
 
     path = Path(path)
-    plan = res.run.plan
-    changes: list[tuple[int, int, object]] = []  # (cycle, order, (var, value))
+    signals, changes = chip_waves(res)
     with path.open("w", encoding="ascii") as f, VCDWriter(f, timescale="1 ns", date="-") as w:
-        core_vars = {}
-        for core in plan.chip.core_names:
-            scope = f"chip.{core}"
-            core_vars[core] = (w.register_var(scope, "state", "string", init="idle"),
-                               w.register_var(scope, "step", "string", init="-"))  # fmt: skip
-        port_vars = {}
-        for key in plan.port_keys:
-            scope = "chip." + key.replace("[", "_").replace("]", "").replace(">", "_to_").replace(
-                ".", "_"
-            )
-            port_vars[key] = (w.register_var(scope, "busy", "wire", size=1, init=0),
-                              w.register_var(scope, "transfer", "string", init="-"),
-                              w.register_var(scope, "bits_total", "integer", size=64, init=0))  # fmt: skip
-        n = 0
-        for s in res.spans:
-            state, step = core_vars[s.core]
-            changes.append((s.start, n, state, "step" if s.cause == "step" else s.cause))
-            changes.append((s.start, n + 1, step, s.where if s.cause == "step" else "-"))
-            n += 2
-        for key, grants in res.run.grants.items():
-            busy, holder, total = port_vars[key]
-            moved = 0
-            for start, end, hop, bits in grants:
-                moved += bits
-                changes.append((start, n, busy, 1))
-                changes.append((start, n + 1, holder, _transfer_name(res, hop).replace(" ", "_")))
-                changes.append((end, n + 2, total, moved))
-                changes.append((end, n + 3, busy, 0))
-                changes.append((end, n + 4, holder, "-"))
-                n += 5
-        # a grant ending in the cycle the next starts: its busy=0 goes first, then busy=1
-        changes.sort(key=lambda c: (c[0], 0 if c[3] in (0, "-") else 1, c[1]))
-        for cycle, _, var, value in changes:
-            w.change(var, cycle, value.replace(" ", "_") if isinstance(value, str) else value)
-        w.change(core_vars[plan.chip.core_names[0]][0], res.cycles, "end")
+        sizes = {"wire": 1, "integer": 64, "string": None}
+        var = [w.register_var(".".join(scope), name, kind, size=sizes[kind], init=init)
+               for scope, name, kind, init in signals]  # fmt: skip
+        for cycle, sig, value in changes:
+            w.change(var[sig], cycle, value)
+        w.change(var[0], res.cycles, "end")
+    return path
+
+
+def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
+    """The waveform (chip_waves) as FST, written with pylibfst (GTKWave's libfst)."""
+    from pylibfst import ffi, lib
+
+    from cyclesim.errors import TraceError
+    from cyclesim.views.fst import _fst_value, _register
+    from cyclesim.views.vcd import Signal
+
+    path = Path(path)
+    signals, changes = chip_waves(res)
+    ctx = lib.fstWriterCreate(str(path).encode(), 1)
+    if ctx == ffi.NULL:
+        raise TraceError(f"FST {path}: cannot create the file")
+    try:
+        lib.fstWriterSetTimescaleFromString(ctx, b"1ns")
+        lib.fstWriterSetVersion(ctx, b"cyclesim")
+        handles = _register(lib, ffi, ctx, [Signal(sc, n, k, "") for sc, n, k, _ in signals])
+        fmt = [_fst_value(k, h) for (_, _, k, _), h in zip(signals, handles, strict=True)]
+
+        def emit(sig: int, value) -> None:
+            h, data, is_string = fmt[sig](value)
+            if is_string:
+                lib.fstWriterEmitVariableLengthValueChange(ctx, h, data, len(data))
+            else:
+                lib.fstWriterEmitValueChange(ctx, h, data)
+
+        lib.fstWriterEmitTimeChange(ctx, 0)
+        for sig, (_, _, _, init) in enumerate(signals):
+            emit(sig, init)
+        now = 0
+        for cycle, sig, value in changes:
+            if cycle != now:
+                lib.fstWriterEmitTimeChange(ctx, cycle)
+                now = cycle
+            emit(sig, value)
+        lib.fstWriterEmitTimeChange(ctx, max(res.cycles, now))
+        emit(0, "end")
+    finally:
+        lib.fstWriterClose(ctx)
     return path
 
 

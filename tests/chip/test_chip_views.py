@@ -5,12 +5,20 @@ steps as ChipResult has them; the plots are written."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
+import pywellen
 import vcdvcd
 from chip_helpers import chip_runs, run
 from hypothesis import HealthCheck, given, settings
 
-from cyclesim.chip.views import write_chip_perfetto, write_chip_plots, write_chip_vcd
+from cyclesim.chip.views import (
+    scope_name,
+    write_chip_fst,
+    write_chip_perfetto,
+    write_chip_plots,
+    write_chip_vcd,
+)
 
 SOME = settings(
     max_examples=12,
@@ -51,8 +59,23 @@ def test_traces_equal_the_report(tmp_path_factory, case):
     assert sorted(steps) == sorted((s["step"], s["start"], s["end"]) for s in res.steps())
     vcd = vcdvcd.VCDVCD(str(write_chip_vcd(res, folder / "t.vcd")))
     for p in res.ports:
-        scope = p.name.replace("[", "_").replace("]", "").replace(">", "_to_").replace(".", "_")
-        assert vcd_busy(vcd, f"chip.{scope}.busy", res.cycles) == p.busy_cycles, p.name
+        assert vcd_busy(vcd, f"chip.{scope_name(p.name)}.busy", res.cycles) == p.busy_cycles, p.name
+    # the FST, read by pywellen (Surfer's reader): per port busy; per core the cycles in steps
+    wave = pywellen.Waveform(str(write_chip_fst(res, folder / "t.fst")))
+    tvs = {v.full_name: list(v.tv) for v in wave.all_vars()}
+    for p in res.ports:
+        assert held(tvs[f"chip.{scope_name(p.name)}.busy"], res.cycles)[1] == p.busy_cycles, p.name
+    for core in res.run.plan.chip.core_names:
+        in_steps = sum(s["end"] - s["start"] for s in res.steps() if s["core"] == core)
+        assert held(tvs[f"chip.{core}.state"], res.cycles)["step"] == in_steps, core
+
+
+def held(tv: list, end: int) -> Counter:
+    """Cycles each value is held, from the changes, up to end."""
+    out: Counter = Counter()
+    for (t, val), (t_next, _) in zip(tv, tv[1:] + [(end, None)], strict=True):
+        out[val] += min(t_next, end) - t
+    return out
 
 
 def test_plots_are_written(tmp_path):
