@@ -47,6 +47,14 @@ CHAIN = [  # A = X * Y on one layer, Z = A * V on the next, 8 bits each
 ]
 
 
+# X, Y and V already on the cores that read them; Z stays where it is made
+LOCAL = [{"tensor": t, "home": "local"} for t in ("X", "Y", "V")] + [
+    {"tensor": "Z", "home": "kept"}
+]
+# Z = A * V over m and n: split over n, every core reads all of A
+MC = einsum("e2", [("A", ["m"]), ("V", ["n"])], ("Z", ["m", "n"]), {"m": 8, "n": 2})
+
+
 def make_workload(einsums):
     return workload_from_dict({"name": "w", "default_bits_per_value": 8, "einsums": einsums})
 

@@ -70,3 +70,19 @@ def test_no_fast_forward_gives_the_same_run(capsys):
         out.pop("wall_seconds")
         runs.append(out)
     assert runs[0] == runs[1]
+
+
+def test_readme_explain_figures(capsys):
+    """The README's --explain figures for the 2-core bus, fused in row tiles."""
+    args = [
+        str(EX / "chip_bus_2core.yaml"),
+        str(EX / "workload.yaml"),
+        str(EX / "fused_rows_2core.yaml"),
+    ]
+    assert main(["chip", *args, "--explain", "--json"]) == 0
+    found = {r["remedy"]: r["cycles"] for r in json.loads(capsys.readouterr().out)["explain"]}
+    assert found["conv1: tile of 4 along oy (was 2)"] == 12638
+    assert found["W2 sent to each core on its own (no multicast)"] == 13166
+    assert found["DRAM port twice as wide (16 -> 32 b/cycle)"] == 14270
+    for cycles in ("12,638", "13,166", "14,270"):
+        assert cycles in README

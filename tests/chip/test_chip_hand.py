@@ -3,13 +3,9 @@ here is chip_helpers.TINY_CORE: a step of m iterations lasts m cycles."""
 
 from __future__ import annotations
 
-from chip_helpers import CHAIN, TINY_CORE, assert_sums, causes, einsum, layer, make_chip, run
+from chip_helpers import CHAIN, LOCAL, MC, TINY_CORE, assert_sums, causes, layer, make_chip, run
 
 from cyclesim.chip import chip_from_dict
-
-LOCAL = [{"tensor": t, "home": "local"} for t in ("X", "Y", "V")] + [
-    {"tensor": "Z", "home": "kept"}
-]
 
 
 def test_transfer_over_one_link():
@@ -69,9 +65,6 @@ def test_two_transfers_contend_on_a_bus():
     ]
     assert (res.port("b").busy_cycles, res.port("b").bits) == (8, 128)  # 2 parts x 64 b
     assert_sums(res)
-
-
-MC = einsum("e2", [("A", ["m"]), ("V", ["n"])], ("Z", ["m", "n"]), {"m": 8, "n": 2})
 
 
 def test_multicast_to_two_cores():
