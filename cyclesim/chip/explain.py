@@ -129,5 +129,5 @@ def explain_section(res: ChipResult, remedies: list[Remedy]) -> str:
             lines.append(f"  {'refused':>12}            {r.what}: {r.note}")
             continue
         saved = res.cycles - r.cycles
-        lines.append(f"  {r.cycles:>12,} {saved:>+9,}  {r.what}  [{r.why}]")
+        lines.append(f"  {r.cycles:>12,} {-saved:>+9,}  {r.what}  [{r.why}]")
     return "\n".join(lines)
