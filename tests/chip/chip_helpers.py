@@ -124,15 +124,22 @@ def chip_runs(draw):
     device = draw(st.sampled_from([None, "DDR4_8Gb_x16_3200"]))
     chip = make_chip(cores=tuple(cores), links=links, buses=buses, dram=dram, device=device)
     m = draw(st.sampled_from([4, 8, 12]))
-    e1, e2 = CHAIN[0](m), CHAIN[1](m)
+    e1 = CHAIN[0](m)
+    # e2 reads A whole on every core when split over n (a multicast of A), else its own part
+    over_n = draw(st.booleans())
+    e2 = (
+        einsum("e2", [("A", ["m"]), ("V", ["n"])], ("Z", ["m", "n"]), {"m": m, "n": 2})
+        if over_n
+        else CHAIN[1](m)
+    )
     layers = []
     for e in (e1, e2):
-        on = draw(st.sampled_from([cores[:1], cores[-1:], cores[:2]]))
-        part = m // len(on)
+        on = draw(st.sampled_from([cores[:1], cores[-1:], cores[:2], cores[1:3] or cores[:1]]))
+        split_rank = "n" if e is e2 and over_n else "m"
+        part = e["ranks"][split_rank] // len(on) if split_rank == "m" else m
         tile = draw(st.sampled_from([d for d in (1, 2, 3, 4, 6, 12) if part % d == 0]))
-        layers.append(
-            layer(e, on, split=[("m", len(on))] if len(on) > 1 else [], tile=[("m", tile)])
-        )
+        split = [(split_rank, len(on))] if len(on) > 1 else []
+        layers.append(layer(e, on, split=split, tile=[("m", tile)]))
     tensors = [{"tensor": "X", "home": draw(st.sampled_from(["dram", "local", "c0"]))},
                {"tensor": "Y", "home": "local"}, {"tensor": "V", "home": "dram"},
                {"tensor": "A", "via": draw(st.sampled_from(["network", "dram"])),
