@@ -173,6 +173,13 @@ def load_chip(path: str) -> Chip:
 def chip_from_dict(data: Any, name: str = "<chip>", lines: Lines | None = None) -> Chip:
     """Validate a parsed chip architecture; every fault is one SpecError."""
     lines = lines or {}
+    if isinstance(data, dict) and "pe_array" in data and "cores" not in data:
+        raise SpecError(
+            "this is one core's architecture (pe_array:, memories:), not a chip", file=name,
+            field="pe_array", line=line_of(lines, ("pe_array",)),
+            expected="a chip listing it as a core: cores: [{name: c0, architecture: FILE}], "
+            "offchip:, interconnect: (docs/multicore.md), or `cyclesim run` for one core",
+        )  # fmt: skip
     raw: _Chip = validate(_Chip, data, lines, name, "chip architecture")  # type: ignore[assignment]
 
     def err(msg: str, loc: tuple, **kw: Any) -> SpecError:

@@ -86,3 +86,16 @@ def test_readme_explain_figures(capsys):
     assert found["DRAM port twice as wide (16 -> 32 b/cycle)"] == 14270
     for cycles in ("12,638", "13,166", "14,270"):
         assert cycles in README
+
+
+def test_run_and_chip_point_to_each_other(capsys):
+    """A chip given to `run`, or one core's architecture given to `chip`: one line saying which
+    command reads it, exit 2."""
+    code = main(["run", str(EX / "chip_bus_2core.yaml"), str(EX / "workload.yaml"),
+                 str(EX / "layer_by_layer_2core.yaml")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "cyclesim chip ARCH WORKLOAD MAPPING" in err and err.count("\n") == 1
+    code = main(["chip", str(EX / "core.yaml"), str(EX / "workload.yaml"),
+                 str(EX / "layer_by_layer_2core.yaml")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "one core's architecture" in err and "cyclesim run" in err
