@@ -209,3 +209,61 @@ def test_ddr4_behind_the_dram_port_times_each_hop_with_the_device():
     waits = {r.cause: r.cycles for r in res.rows if r.where == "dram"}
     assert waits == {"row_miss": miss, "latency": device_end - 4 - miss}
     assert_sums(res)
+
+
+LINE = [  # c0 -> c1 -> c2, 16 b/cycle, 32-b bursts, latency 3 each
+    {"name": "l01", "cores": ["c0", "c1"], "width_bits": 16, "latency_cycles": 3, "burst_bits": 32},
+    {"name": "l12", "cores": ["c1", "c2"], "width_bits": 16, "latency_cycles": 3, "burst_bits": 32},
+]
+
+
+def test_store_and_forward_over_two_hops():
+    """A (64 b) from e1 on c0 to e2 on c2 through c1, store-and-forward per hop: l01 moves it
+    8..12 and its latency ends at 15; only then l12 moves it, 15..19, latency to 22; e2 runs
+    22..30. (Cut-through per burst would land it at 8 + 4 + 2 + 3 = 17 or so: not the rule.)"""
+    chip = make_chip(cores=("c0", "c1", "c2"), links=LINE)
+    e1, e2 = CHAIN[0](8), CHAIN[1](8)
+    res = run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c2"])], LOCAL)
+    assert res.cycles == 30
+    hops = res.transfers()[0]["hops"]
+    assert [(h["medium"], h["start"], h["end"]) for h in hops] == [("l01", 8, 15), ("l12", 15, 22)]
+    assert causes(res, "c2") == [
+        ("onload", "dependency", "e1#0@c0", "c0", 8),
+        ("onload", "latency", "l01", None, 3),
+        ("onload", "latency", "l12", None, 3),
+        ("onload", "link", "l01", None, 4),
+        ("onload", "link", "l12", None, 4),
+    ]
+    assert causes(res, "c1") == [("idle", "idle", None, None, 30)]  # it relays, it does not wait
+
+
+def test_multicast_tree_over_links_moves_each_hop_once():
+    """e2 split over n on c1 and c2, both reading all of A from c0: one tree, l01 then l12;
+    l01 carries A once for both (busy 4), c1 has it at 15, c2 at 22; e2 runs 15..23 on c1 and
+    22..30 on c2."""
+    chip = make_chip(cores=("c0", "c1", "c2"), links=LINE)
+    e1 = CHAIN[0](8)
+    res = run(chip, [e1, MC], [layer(e1, ["c0"]), layer(MC, ["c1", "c2"], split=[("n", 2)])], LOCAL)
+    assert res.cycles == 30
+    assert (res.port("l01").busy_cycles, res.port("l12").busy_cycles) == (4, 4)
+    assert [(s["step"], s["start"]) for s in res.steps()][1:] == [("e2#0@c1", 15), ("e2#0@c2", 22)]
+
+
+def test_prefer_picks_the_link_over_the_bus():
+    """c0 and c1 joined by a link (16 b/cycle) and a bus (64 b/cycle): `prefer: link` routes A
+    over the link (4 burst cycles), `prefer: bus` over the bus (32-b bursts of 1 cycle: 2)."""
+    bus = {
+        "name": "b",
+        "cores": ["c0", "c1"],
+        "width_bits": 64,
+        "burst_bits": 32,
+        "latency_cycles": 3,
+    }
+    e1, e2 = CHAIN[0](8), CHAIN[1](8)
+    cycles = {}
+    for prefer in ("link", "bus"):
+        chip = make_chip(links=LINE[:1], buses=[bus], prefer=prefer)
+        res = run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c1"])], LOCAL)
+        cycles[prefer] = res.cycles
+        assert res.transfers()[0]["hops"][0]["medium"] == ("l01" if prefer == "link" else "b")
+    assert cycles == {"link": 8 + 4 + 3 + 8, "bus": 8 + 2 + 3 + 8}
