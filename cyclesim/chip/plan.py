@@ -148,7 +148,8 @@ def build_chip_plan(chip: Chip, workload: Workload, mapping: ChipMapping) -> Chi
         steps.append(st)
         programs[core].append(st.id)
     b = _Builder(chip, workload, mapping, steps)
-    for st in sorted(steps, key=lambda s: (s.position, s.core)):  # deterministic id order
+    order = {c: i for i, c in enumerate(chip.core_names)}
+    for st in sorted(steps, key=lambda s: (s.position, order[s.core])):  # the arbitration rank
         b.add_needs(st)
     b.route_all()
     placements = {}
