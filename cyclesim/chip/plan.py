@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from cyclesim.chip.arch import Chip, Medium, MediumKind
 from cyclesim.chip.mapping import ChipMapping, Via
 from cyclesim.chip.routes import route_tree
-from cyclesim.chip.steps import Box, intersect, layer_steps, program_order, tensor_box, volume
+from cyclesim.chip.steps import (
+    Box,
+    intersect,
+    layer_steps,
+    program_order,
+    remainder,
+    tensor_box,
+    volume,
+)
 from cyclesim.spec.arch_types import Port
 from cyclesim.spec.workload import Workload
 
@@ -180,7 +188,7 @@ class _Builder:
         self.by_layer = {}
         for s in steps:
             self.by_layer.setdefault(s.layer, []).append(s)
-        self.multicast: dict[tuple, int] = {}  # (tensor, box, source, after) -> transfer
+        self.multicast: dict[tuple, int] = {}  # (part, source, after, step) -> transfer
         self.written: dict[int, int] = {}  # producer step -> its write to DRAM
         self.dram = chip.offchip.name
 
@@ -207,8 +215,10 @@ class _Builder:
         prev = self.previous(st)
         for oi, acc in enumerate(e.inputs):
             box = tensor_box(acc, st.box, ranks)
-            if prev is not None and tensor_box(acc, prev.box, ranks) == box:
-                continue  # the previous step's tile stays
+            if prev is not None:  # what the previous step held stays: only the rest moves
+                box = remainder(box, tensor_box(acc, prev.box, ranks))
+                if box is None:
+                    continue
             placement = self.mapping.placement(acc.tensor)
             producer = self.workload.producer(acc.tensor)
             if producer is None:
@@ -259,7 +269,9 @@ class _Builder:
         self, tensor: str, box: Box, source: str, st: Step, after_step, after_transfer
     ) -> int:
         placement = self.mapping.placement(tensor)
-        key = (tensor, box, source, after_step, after_transfer)
+        # one multicast serves the cores that need the same part for the same step: grouping
+        # steps far apart would hold the part until the latest of them has a slot
+        key = (tensor, box, source, after_step, after_transfer, st.layer, st.index)
         if placement.multicast and key in self.multicast:
             tid = self.multicast[key]
             t = self.transfers[tid]

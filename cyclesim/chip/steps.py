@@ -31,6 +31,25 @@ def intersect(a: Box, b: Box) -> Box | None:
     return None if any(lo >= hi for lo, hi in out) else out
 
 
+def remainder(box: Box, held: Box) -> Box | None:
+    """The part of `box` not in `held` when that part is a box (they differ along one dimension
+    at most: a sliding window's new rows); all of `box` otherwise; None when `held` covers it."""
+    common = intersect(box, held)
+    if common is None:
+        return box
+    if common == box:
+        return None
+    differ = [d for d, (a, b) in enumerate(zip(box, common, strict=True)) if a != b]
+    if len(differ) != 1:
+        return box
+    d = differ[0]
+    (lo, hi), (clo, chi) = box[d], common[d]
+    if clo > lo and chi < hi:  # held sits inside: two pieces, so move the whole box
+        return box
+    rest = (chi, hi) if clo == lo else (lo, clo)
+    return box[:d] + (rest,) + box[d + 1 :]
+
+
 def volume(box: Box) -> int:
     return math.prod(hi - lo for lo, hi in box)
 

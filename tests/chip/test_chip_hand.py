@@ -3,7 +3,18 @@ here is chip_helpers.TINY_CORE: a step of m iterations lasts m cycles."""
 
 from __future__ import annotations
 
-from chip_helpers import CHAIN, LOCAL, MC, TINY_CORE, assert_sums, causes, layer, make_chip, run
+from chip_helpers import (
+    CHAIN,
+    LOCAL,
+    MC,
+    TINY_CORE,
+    assert_sums,
+    causes,
+    einsum,
+    layer,
+    make_chip,
+    run,
+)
 
 from cyclesim.chip import chip_from_dict
 
@@ -267,3 +278,26 @@ def test_prefer_picks_the_link_over_the_bus():
         cycles[prefer] = res.cycles
         assert res.transfers()[0]["hops"][0]["medium"] == ("l01" if prefer == "link" else "b")
     assert cycles == {"link": 8 + 4 + 3 + 8, "bus": 8 + 2 + 3 + 8}
+
+
+def test_a_sliding_window_moves_only_its_new_rows():
+    """e2 (Z[m] += A[m + f] * W[f], f = 3) on c1 in tiles of 2 outputs reads A[2s : 2s + 4]
+    at step s; what step s - 1 read stays, so step 0 gets 4 values (32 b) and every later step
+    only its 2 new ones (16 b), each from e1's step that made them. W (same every step) moves
+    once."""
+    chip = make_chip(links=LINE[:1])
+    e1 = CHAIN[0](10)
+    e2 = einsum("e2", [("A", ["m + f"]), ("W", ["f"])], ("Z", ["m"]), {"m": 8, "f": 3})
+    tensors = [{"tensor": t, "home": "local"} for t in ("X", "Y", "W")] + [
+        {"tensor": "Z", "home": "kept"}
+    ]
+    res = run(chip, [e1, e2], [layer(e1, ["c0"], tile=[("m", 2)]), layer(e2, ["c1"], tile=[("m", 2)])],
+              tensors, groups=[("e1", "e2")])  # fmt: skip
+    moved = [(t["tensor"], t["bits"]) for t in res.transfers()]
+    assert moved == [("A", 16), ("A", 16), ("A", 16), ("A", 16), ("A", 16)]  # e1's 5 tiles
+    needs = res.run.plan.needs
+    e2_steps = [s for s in res.run.plan.steps if s.layer == "e2"]
+    assert [
+        sum(res.run.plan.transfers[n.transfer].bits for n in needs[s.id]) for s in e2_steps
+    ] == [32, 16, 16, 16]
+    assert_sums(res)
