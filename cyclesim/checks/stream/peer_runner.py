@@ -114,6 +114,17 @@ def _zigzag_case(node: Any, core: Any, entry: Any) -> dict[str, Any] | None:
     }
 
 
+_STATE: dict[str, Any] = {}
+
+
+def _fill_parts(model: Any, value: Any) -> dict[str, Any]:
+    """Stream's fill split as it adds it: drains along the longest chain, warm-up, resident fill."""
+    drain = _STATE["drain"](model.space) if "drain" in _STATE else None
+    expr = _STATE.get("warmups", {}).get(id(model.model))
+    warmup = value(expr) if expr is not None else 0.0
+    return {"drain": _number(drain), "warmup": _number(warmup)}
+
+
 def _group(model: Any, solution: Any, memory_accesses: Any) -> dict[str, Any]:
     """One fused group's solved steady state as plain data."""
     problem = model.space.problem if hasattr(model.space, "problem") else None
@@ -227,6 +238,7 @@ def _group(model: Any, solution: Any, memory_accesses: Any) -> dict[str, Any]:
             "overlap": latency.overlap,
             "fill": latency.fill,
         },
+        "fill_parts": _fill_parts(model, value),
         "slot_latencies": {str(k): _number(v) for k, v in sorted(solution.slot_latencies.items())},
         "nodes": nodes,
         "transfers": transfers,
@@ -266,6 +278,19 @@ def main() -> int:
                 return solution
 
             allocation_model.AllocationModel.solve = keep
+            from stream.opt.allocation.constraint_optimization.families import overlap
+
+            warmups: dict[int, Any] = {}
+            original_warmup = overlap._warmup
+
+            def keep_warmup(ctx: Any) -> Any:
+                expr = original_warmup(ctx)
+                warmups[id(ctx.model)] = expr
+                return expr
+
+            overlap._warmup = keep_warmup
+            _STATE["warmups"] = warmups
+            _STATE["drain"] = overlap._drain
             estimate = evaluate_mapping(
                 args.accelerator,
                 args.workload,

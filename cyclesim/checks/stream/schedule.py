@@ -92,6 +92,8 @@ class StreamGroup:
     per_iteration: int
     overlap: int
     fill: int
+    fill_drain: float  # systolic drains along the longest chain of dependent nodes
+    fill_warmup: float  # sliding windows' longer first tiles, along the chain of waiting readers
     slot_latencies: dict[int, float]
     nodes: tuple[StreamNode, ...]
     transfers: tuple[StreamTransfer, ...]
@@ -185,6 +187,8 @@ def _group(index: int, g: dict[str, Any]) -> StreamGroup:
         per_iteration=int(latency["per_iteration"]),
         overlap=int(latency["overlap"]),
         fill=int(latency["fill"]),
+        fill_drain=float((g.get("fill_parts") or {}).get("drain") or 0),
+        fill_warmup=float((g.get("fill_parts") or {}).get("warmup") or 0),
         slot_latencies={int(k): float(v) for k, v in g["slot_latencies"].items()},
         nodes=nodes,
         transfers=transfers,

@@ -1,0 +1,413 @@
+"""`cyclesim check stream`: Stream's solved schedule term by term, each term re-derived from the
+parts Stream itself reports, and each node's tile replayed alone on its core.
+
+Rows: the total; per group N, iteration latency, interval and fill; per slot its latency and the
+term that binds it; per transfer the cycles charged against what its moved bits take on its
+busiest link; per link its busy time per iteration; per (node, core) the tile replayed alone.
+A row that differs says why, naming the mechanism.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from math import ceil
+
+import pandas as pd
+
+from cyclesim.checks.stream.pernode import NodeCheck
+from cyclesim.checks.stream.schedule import StreamGroup, StreamRun, StreamTransfer
+
+SCHEMA_COLUMNS = ("section", "group", "item", "stream", "check", "difference", "mechanism")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One compared term: Stream's value, the value re-derived (or replayed), and why they differ."""
+
+    section: str  # total, group, slot, transfer, link, port, node, energy
+    group: int | None
+    item: str
+    stream: float | None
+    check: float | None
+    mechanism: str  # "" when the two agree
+
+    @property
+    def difference(self) -> float | None:
+        if self.stream is None or self.check is None:
+            return None
+        return self.check - self.stream
+
+
+@dataclass(frozen=True, slots=True)
+class StreamCheck:
+    """The whole comparison of one Stream case."""
+
+    accelerator: str
+    workload: str
+    mapping: str | None
+    run: StreamRun
+    rows: tuple[Row, ...]
+    nodes: tuple[NodeCheck, ...]
+    seconds_check: float
+
+    def table(self) -> pd.DataFrame:
+        """One long table, one row per term (the CSV)."""
+        return pd.DataFrame(
+            [
+                {**{k: v for k, v in asdict(r).items()}, "difference": r.difference}
+                for r in self.rows
+            ],
+            columns=list(SCHEMA_COLUMNS),
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "accelerator": self.accelerator,
+            "workload": self.workload,
+            "mapping": self.mapping,
+            "stream": {
+                "version": self.run.stream_version,
+                "zigzag_version": self.run.zigzag_version,
+                "total_cycles": self.run.total_cycles,
+                "seconds": self.run.seconds,
+                "cached": self.run.cached,
+            },
+            "check_seconds": self.seconds_check,
+            "rows": json.loads(self.table().to_json(orient="records")),
+            "nodes": [
+                {**asdict(n), "explanations": list(n.explanations), "difference": n.difference}
+                for n in self.nodes
+            ],
+        }
+
+
+def run_check(
+    accelerator: str,
+    workload: str,
+    mapping: str | None,
+    *,
+    use_cache: bool = True,
+    use_zigzag: bool = True,
+) -> StreamCheck:
+    """Read and validate Stream's inputs, run Stream (cached), check every node. Raise SpecError
+    for bad inputs, PeerUnavailable / StreamRejected when Stream cannot or will not run."""
+    import time
+
+    from cyclesim.checks.stream.importer import verdict
+    from cyclesim.checks.stream.peer import run_stream
+    from cyclesim.checks.stream.pernode import check_nodes
+    from cyclesim.checks.stream.read import (
+        check_mapping,
+        read_accelerator,
+        read_mapping,
+        read_onnx_nodes,
+    )
+    from cyclesim.errors import SpecError
+
+    hardware = read_accelerator(accelerator)
+    onnx_nodes = read_onnx_nodes(workload)
+    if mapping is not None:
+        check_mapping(read_mapping(mapping), hardware, onnx_nodes)
+    refused = verdict(hardware)
+    if not refused.imported:
+        raise SpecError(
+            f"accelerator '{hardware.name}' is not replayed: {refused.reason}", file=accelerator
+        )
+    run = run_stream(accelerator, workload, mapping, use_cache=use_cache)
+    started = time.perf_counter()
+    nodes = check_nodes(run, hardware, use_peer=use_zigzag)
+    rows = compare(run, nodes)
+    return StreamCheck(
+        str(accelerator), str(workload), None if mapping is None else str(mapping), run, rows, nodes,
+        time.perf_counter() - started,
+    )  # fmt: skip
+
+
+def compare(run: StreamRun, nodes: tuple[NodeCheck, ...]) -> tuple[Row, ...]:
+    """Every term of Stream's schedule with its re-derivation."""
+    rows = [_total(run)]
+    for group in run.groups:
+        rows += _group_rows(group)
+        rows += _slot_rows(group)
+        rows += _transfer_rows(group)
+        rows += _link_rows(group)
+        if group.energy_pj is not None:
+            rows.append(Row("energy", group.index, "energy (pJ)", group.energy_pj, None, ""))
+    rows += [_node_row(n) for n in nodes]
+    return tuple(rows)
+
+
+def _total(run: StreamRun) -> Row:
+    added = sum(g.total for g in run.groups) + run.dispatch_cycles
+    return Row(
+        "total",
+        None,
+        "cycles",
+        run.total_cycles,
+        added,
+        "" if added == run.total_cycles else "groups do not add up to Stream's total",
+    )
+
+
+def _group_rows(g: StreamGroup) -> list[Row]:
+    slots = sum(g.slot_latencies.values())
+    recombined = g.iterations * g.per_iteration - (g.iterations - 1) * g.overlap + g.fill
+    busy = _busiest(g)
+    rows = [
+        Row("group", g.index, "N (iterations)", g.iterations, g.iterations, ""),
+        Row(
+            "group",
+            g.index,
+            "iteration latency",
+            g.per_iteration,
+            slots,
+            "" if round(slots) == g.per_iteration else "slot latencies are rounded per slot",
+        ),
+        Row(
+            "group",
+            g.index,
+            "total = N x L - (N-1) x overlap + fill",
+            g.total,
+            recombined,
+            "" if recombined == g.total else "Stream rounds the fill and the overlap separately",
+        ),
+    ]
+    if busy is not None and g.iterations > 1:
+        resource, cycles = busy
+        mechanism = ""
+        if ceil(cycles) < g.interval:
+            mechanism = (
+                f"the interval is longer than the busiest resource ({resource}, {cycles:,.0f} cycles "
+                "per iteration): an off-chip port bound or a loop-carried recurrence sets it"
+            )
+        elif ceil(cycles) > g.interval:
+            mechanism = (
+                f"OCCUPANCY overlap: Stream lets iteration k+1 use every idle slot of {resource} "
+                "without checking that the shifted schedule fits in slot order, so its interval is "
+                f"shorter than the {cycles:,.0f} cycles that resource is busy"
+            )
+        rows.append(
+            Row(
+                "group",
+                g.index,
+                f"interval (busiest: {resource})",
+                g.interval,
+                ceil(cycles),
+                mechanism,
+            )
+        )
+    rows.append(Row("group", g.index, "fill", g.fill, _fill(g), _fill_mechanism(g)))
+    return rows
+
+
+def _busiest(g: StreamGroup) -> tuple[str, float] | None:
+    """The resource busy longest per iteration (L_iter - its idle time, or port bits / rate)."""
+    busy = {res: g.per_iteration - idle for res, idle in g.idle.items()}
+    for port, (bits, rate) in g.port_bits_per_iteration.items():
+        busy[f"port {port}"] = bits / rate
+    if not busy:
+        return None
+    resource = max(busy, key=busy.get)
+    return resource, busy[resource]
+
+
+def _fill(g: StreamGroup) -> float:
+    """Stream's fill re-added from its parts: the largest first fetch of an input it holds
+    resident (at its route time), the drains along the longest chain, the warm-up."""
+    resident = [
+        t.route_cycles for t in g.transfers if t.reuse_factor > 1 and t.kind == "MEM_TO_COMPUTE"
+    ]
+    return max(resident, default=0) + g.fill_drain + g.fill_warmup
+
+
+def _fill_mechanism(g: StreamGroup) -> str:
+    if _fill(g) == g.fill:
+        return ""
+    parts = []
+    if g.fill_warmup:
+        parts.append(
+            f"warm-up {g.fill_warmup:,.0f}: a sliding window makes the first tiles longer, and "
+            "Stream adds the extra interior-tile cost along the chain of waiting readers"
+        )
+    if g.fill_drain:
+        parts.append(
+            f"drain {g.fill_drain:,.0f}: the systolic drains along the longest chain of dependent "
+            "nodes, counted once at the end"
+        )
+    resident = [t for t in g.transfers if t.reuse_factor > 1 and t.kind == "MEM_TO_COMPUTE"]
+    if resident:
+        largest = max(resident, key=lambda t: t.route_cycles)
+        parts.append(
+            f"resident fill {largest.route_cycles:,.0f}: the first fetch of {largest.tensor}, held "
+            f"for {largest.reuse_factor:g} iterations, timed at link speed and only the largest "
+            "such fetch counted"
+        )
+    if _fill(g) != g.fill:
+        parts.append(
+            f"{g.fill - _fill(g):+,.0f} left: a held input's fill is a constraint per transfer, "
+            "and the MILP may hold one in a single buffer that delays its next window"
+        )
+    return "; ".join(parts)
+
+
+def _slot_terms(g: StreamGroup, slot: int) -> dict[str, float]:
+    terms: dict[str, float] = {}
+    for n in g.nodes:
+        if n.slot == slot:
+            terms[f"compute {n.name}"] = n.active_cycles
+    for t in g.transfers:
+        if t.slot == slot:
+            terms[f"route {t.name}"] = t.charged_cycles
+    for p in g.ports:
+        if p.slot == slot:
+            terms[f"port {p.port} ({p.bits:,.0f} b / {p.rate:g} b/cycle)"] = ceil(p.cycles)
+    return terms
+
+
+def _slot_rows(g: StreamGroup) -> list[Row]:
+    rows = []
+    for slot, latency in sorted(g.slot_latencies.items()):
+        terms = _slot_terms(g, slot)
+        if not terms and not latency:
+            continue
+        binding = max(terms, key=terms.get) if terms else "nothing"
+        value = terms.get(binding, 0.0)
+        mechanism = ""
+        if value != latency:
+            mechanism = (
+                f"Stream's slot is {latency - value:+,.0f} cycles off its largest term ({binding}): "
+                "its slot variable is only bounded below, and the solver left slack where the "
+                "latency objective did not need it tight"
+            )
+        rows.append(Row("slot", g.index, f"slot {slot}: {binding}", latency, value, mechanism))
+    return rows
+
+
+def _transfer_rows(g: StreamGroup) -> list[Row]:
+    rows = []
+    for t in g.transfers:
+        if not t.links:
+            continue
+        full = t.link_cycles() / t.reuse_factor
+        rows.append(
+            Row(
+                "transfer",
+                g.index,
+                f"{t.name} (slot {t.slot})",
+                t.charged_cycles,
+                ceil(full),
+                _transfer_mechanism(t),
+            )
+        )
+    return rows
+
+
+def _transfer_mechanism(t: StreamTransfer) -> str:
+    link = max(t.links, key=lambda x: t.moved_bits / x.bandwidth)
+    full = ceil(t.moved_bits / link.bandwidth)
+    parts = []
+    if link.share < 1 and t.kind == "COMPUTE_TO_COMPUTE" and t.moved_bits < t.tensor_bits:
+        parts.append(
+            f"a halo charged at its share of the route: Stream's moved bits ({t.moved_bits:,.0f}) are "
+            f"already only the exchanged halo, yet it multiplies them by the route's share "
+            f"({link.share:g}) of all delivered data, so {link.link} is charged "
+            f"{t.route_cycles:,.0f} cycles where the halo needs {full:,} at {link.bandwidth:g} b/cycle"
+        )
+    elif link.share < 1:
+        parts.append(
+            f"{link.link} carries {link.share:g} of the delivered bits (multicast and reduction "
+            f"on the way), so Stream charges {t.route_cycles:,.0f} cycles of its {full:,} at full width"
+        )
+    if t.reuse_factor > 1:
+        parts.append(
+            f"amortised: one firing serves {t.reuse_factor:g} iterations, so each iteration's slot is "
+            f"charged 1/{t.reuse_factor:g} of the route time; the first fetch goes into the fill"
+        )
+    if not parts and ceil(t.charged_cycles) != ceil(full / max(t.reuse_factor, 1)):
+        parts.append(
+            "active fraction: the node this transfer feeds runs only every k-th step, and Stream "
+            "charges every iteration that fraction of the route time"
+        )
+    return "; ".join(parts)
+
+
+def _link_rows(g: StreamGroup) -> list[Row]:
+    rows = []
+    per_link: dict[str, float] = {}
+    for t in g.transfers:
+        for link in t.links:
+            per_link[link.link] = (
+                per_link.get(link.link, 0.0) + ceil(t.moved_bits / link.bandwidth) / t.reuse_factor
+            )
+    for link, busy in sorted(g.link_busy_per_iteration.items()):
+        derived = per_link.get(link, 0.0)
+        mechanism = ""
+        if ceil(derived) != ceil(busy):
+            halos = [
+                t.name for t in g.transfers if any(x.link == link and x.share < 1 for x in t.links)
+            ]
+            mechanism = (
+                f"busy time per iteration summed from shares: {', '.join(halos)} "
+                "charged at a share below 1 of their moved bits"
+                if halos
+                else "Stream's link load rounds each transfer's share"
+            )
+        rows.append(
+            Row("link", g.index, f"{link} busy per iteration", busy, ceil(derived), mechanism)
+        )
+    return rows
+
+
+def _node_row(n: NodeCheck) -> Row:
+    item = f"{n.node} on core {n.core}"
+    if n.replay_cycles is None:
+        return Row("node", n.group, item, n.stream_cycles, None, n.missing or "")
+    mechanism = ""
+    if n.zigzag_cycles is not None and n.zigzag_cycles != n.stream_cycles:
+        mechanism = (
+            f"zigzag-dse at Stream's mapping gives {n.zigzag_cycles:,.0f}: Stream's cost comes "
+            "from its own search, not this mapping"
+        )
+    elif n.replay_cycles != n.stream_cycles:
+        mechanism = n.explanations[0] if n.explanations else "the replay's tile differs"
+    return Row("node", n.group, item, n.stream_cycles, n.replay_cycles, mechanism)
+
+
+def format_report(check: StreamCheck) -> str:
+    """The text report: Stream's total, then every term, then the per-node notes."""
+    run = check.run
+    lines = [
+        f"Stream {run.stream_version} (zigzag-dse {run.zigzag_version}): {run.total_cycles:,.0f} cycles "
+        f"in {len(run.groups)} group(s); Stream took {run.seconds:.1f} s"
+        + (" (cached)" if run.cached else "")
+        + f", the check {check.seconds_check:.1f} s",
+        "",
+        f"{'section':<9}{'grp':>4}  {'term':<58}{'stream':>12}{'check':>12}{'diff':>10}",
+    ]
+    for r in check.rows:
+        stream = "-" if r.stream is None else f"{r.stream:,.0f}"
+        derived = "-" if r.check is None else f"{r.check:,.0f}"
+        diff = "" if r.difference in (None, 0) else f"{r.difference:+,.0f}"
+        group = "" if r.group is None else str(r.group)
+        lines.append(
+            f"{r.section:<9}{group:>4}  {r.item[:58]:<58}{stream:>12}{derived:>12}{diff:>10}"
+        )
+    notes = [r for r in check.rows if r.mechanism]
+    if notes:
+        lines.append("")
+        lines += [f"* {r.section} {r.item}: {r.mechanism}" for r in notes]
+    lines += [
+        "",
+        "check column: total, group and slot rows re-add Stream's own parts; transfer and link rows "
+        "time the moved bits on the route's busiest link at full width; node rows replay the tile "
+        "alone on its core at the mapping Stream's ZigZag search chose",
+    ]
+    return "\n".join(lines)
+
+
+def report_json(check: StreamCheck) -> str:
+    """The --json text."""
+    from cyclesim.results.schema import versioned
+
+    return json.dumps(versioned(check.to_json()), indent=2)
