@@ -370,7 +370,9 @@ def _node_row(n: NodeCheck) -> Row:
             "from its own search, not this mapping"
         )
     elif n.replay_cycles != n.stream_cycles:
-        mechanism = n.explanations[0] if n.explanations else "the replay's tile differs"
+        # the latency terms' sentences first; the buffer notes say how the tile was replayed
+        ranked = sorted(n.explanations, key=lambda text: text.startswith(("buffers:", "drain:")))
+        mechanism = "; ".join(ranked[:2])
     return Row("node", n.group, item, n.stream_cycles, n.replay_cycles, mechanism)
 
 
