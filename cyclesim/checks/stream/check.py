@@ -183,9 +183,9 @@ def _group_rows(g: StreamGroup) -> list[Row]:
             )
         elif ceil(cycles) > g.interval:
             mechanism = (
-                f"OCCUPANCY overlap: Stream lets iteration k+1 use every idle slot of {resource} "
-                "without checking that the shifted schedule fits in slot order, so its interval is "
-                f"shorter than the {cycles:,.0f} cycles that resource is busy"
+                f"{resource} is busy {cycles:,.0f} cycles per iteration, yet Stream's interval is "
+                "shorter: that resource bounds no overlap in its model (a link without timed "
+                "transfers, or a port without the interval bound)"
             )
         rows.append(
             Row(
@@ -202,8 +202,11 @@ def _group_rows(g: StreamGroup) -> list[Row]:
 
 
 def _busiest(g: StreamGroup) -> tuple[str, float] | None:
-    """The resource busy longest per iteration (L_iter - its idle time, or port bits / rate)."""
+    """The resource busy longest per iteration, as Stream's overlap bounds count it: a core by the
+    slots it is not idle in, a link by the sum of share x latency of its transfers, a memory port
+    by its bits per iteration over its rate."""
     busy = {res: g.per_iteration - idle for res, idle in g.idle.items()}
+    busy.update(g.link_busy_per_iteration)
     for port, (bits, rate) in g.port_bits_per_iteration.items():
         busy[f"port {port}"] = bits / rate
     if not busy:
