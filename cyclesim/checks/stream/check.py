@@ -72,6 +72,8 @@ class StreamCheck:
                 "total_cycles": self.run.total_cycles,
                 "seconds": self.run.seconds,
                 "cached": self.run.cached,
+                # per group, Stream's port-width word counts per core and tensor (without halos)
+                "memory_accesses": [g.memory_accesses for g in self.run.groups],
             },
             "check_seconds": self.seconds_check,
             "rows": json.loads(self.table().to_json(orient="records")),
@@ -221,7 +223,8 @@ def _fill(g: StreamGroup) -> float:
     resident = [
         t.route_cycles for t in g.transfers if t.reuse_factor > 1 and t.kind == "MEM_TO_COMPUTE"
     ]
-    return max(resident, default=0) + g.fill_drain + g.fill_warmup
+    # Stream rounds the fill once, after adding its continuous warm-up (Latency.fill = round(fill))
+    return round(max(resident, default=0) + g.fill_drain + g.fill_warmup)
 
 
 def _fill_mechanism(g: StreamGroup) -> str:
@@ -246,10 +249,16 @@ def _fill_mechanism(g: StreamGroup) -> str:
             f"for {largest.reuse_factor:g} iterations, timed at link speed and only the largest "
             "such fetch counted"
         )
-    if _fill(g) != g.fill:
+    held = max((t.route_cycles for t in resident), default=0)
+    if g.fill_resident is not None and round(g.fill_resident) != held:
         parts.append(
-            f"{g.fill - _fill(g):+,.0f} left: a held input's fill is a constraint per transfer, "
-            "and the MILP may hold one in a single buffer that delays its next window"
+            f"Stream's resident fill is {g.fill_resident:,.1f}, not the largest first fetch "
+            f"({held:,.0f}): an input held in a single buffer (the MILP's z_single) also waits "
+            "for its window, and shared-bandwidth cores sum their loads"
+        )
+    elif g.fill_warmup != round(g.fill_warmup):
+        parts.append(
+            f"rounding: Stream rounds the fill once, with its warm-up of {g.fill_warmup:,.2f} cycles in it"
         )
     return "; ".join(parts)
 

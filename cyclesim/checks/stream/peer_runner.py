@@ -122,7 +122,9 @@ def _fill_parts(model: Any, value: Any) -> dict[str, Any]:
     drain = _STATE["drain"](model.space) if "drain" in _STATE else None
     expr = _STATE.get("warmups", {}).get(id(model.model))
     warmup = value(expr) if expr is not None else 0.0
-    return {"drain": _number(drain), "warmup": _number(warmup)}
+    fill = value(model.quantities.get("fill").expr)
+    resident = fill - (drain or 0) - warmup
+    return {"drain": _number(drain), "warmup": _number(warmup), "resident": _number(resident)}
 
 
 def _group(model: Any, solution: Any, memory_accesses: Any) -> dict[str, Any]:

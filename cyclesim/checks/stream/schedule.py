@@ -94,6 +94,7 @@ class StreamGroup:
     fill: int
     fill_drain: float  # systolic drains along the longest chain of dependent nodes
     fill_warmup: float  # sliding windows' longer first tiles, along the chain of waiting readers
+    fill_resident: float | None  # first fetches of held inputs, as the MILP's fill variable has it
     slot_latencies: dict[int, float]
     nodes: tuple[StreamNode, ...]
     transfers: tuple[StreamTransfer, ...]
@@ -189,6 +190,7 @@ def _group(index: int, g: dict[str, Any]) -> StreamGroup:
         fill=int(latency["fill"]),
         fill_drain=float((g.get("fill_parts") or {}).get("drain") or 0),
         fill_warmup=float((g.get("fill_parts") or {}).get("warmup") or 0),
+        fill_resident=(g.get("fill_parts") or {}).get("resident"),
         slot_latencies={int(k): float(v) for k, v in g["slot_latencies"].items()},
         nodes=nodes,
         transfers=transfers,
