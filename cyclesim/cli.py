@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(check_sub, "cyclesim.checks.stream.cli")
     _optional(sub, "cyclesim.l1.cli")
     _optional(sub, "cyclesim.dram.cli")
+    _optional(sub, "cyclesim.chip.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")
     _add_verbosity(parser, top_level=True)
     return parser
