@@ -12,13 +12,17 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from math import ceil
+from typing import Any
 
 import pandas as pd
 
 from cyclesim.checks.stream.pernode import NodeCheck
 from cyclesim.checks.stream.schedule import StreamGroup, StreamRun, StreamTransfer
 
-SCHEMA_COLUMNS = ("section", "group", "item", "stream", "check", "difference", "mechanism")
+SCHEMA_COLUMNS = (
+    "section", "group", "item", "stream", "check", "as_scheduled", "dependency", "difference",
+    "mechanism",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,13 +34,17 @@ class Row:
     item: str
     stream: float | None
     check: float | None
-    mechanism: str  # "" when the two agree
+    mechanism: str  # "" when they agree
+    as_scheduled: float | None = None  # replay rows: Stream's slots as barriers, replayed times
+    dependency: float | None = None  # replay rows: the chip replay, dependency-driven
 
     @property
     def difference(self) -> float | None:
-        if self.stream is None or self.check is None:
+        """The check (or, on replay rows, the as-scheduled replay) minus Stream."""
+        other = self.check if self.check is not None else self.as_scheduled
+        if self.stream is None or other is None:
             return None
-        return self.check - self.stream
+        return other - self.stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +58,8 @@ class StreamCheck:
     rows: tuple[Row, ...]
     nodes: tuple[NodeCheck, ...]
     seconds_check: float
+    replays: Replays | None = None
+    replay_missing: str | None = None
 
     def table(self) -> pd.DataFrame:
         """One long table, one row per term (the CSV)."""
@@ -76,6 +86,14 @@ class StreamCheck:
                 "memory_accesses": [g.memory_accesses for g in self.run.groups],
             },
             "check_seconds": self.seconds_check,
+            "replay": None
+            if self.replays is None
+            else {
+                "as_scheduled_cycles": self.replays.as_scheduled.total,
+                "dependency_driven_cycles": self.replays.result.cycles,
+                "seconds": self.replays.seconds,
+            },
+            "replay_missing": self.replay_missing,
             "rows": json.loads(self.table().to_json(orient="records")),
             "nodes": [
                 {**asdict(n), "explanations": list(n.explanations), "difference": n.difference}
@@ -120,10 +138,45 @@ def run_check(
     started = time.perf_counter()
     nodes = check_nodes(run, hardware, use_peer=use_zigzag)
     rows = compare(run, nodes)
+    seconds_check = time.perf_counter() - started
+    replay, missing = _replay(hardware, onnx_nodes, workload, run, nodes)
     return StreamCheck(
-        str(accelerator), str(workload), None if mapping is None else str(mapping), run, rows, nodes,
-        time.perf_counter() - started,
+        str(accelerator), str(workload), None if mapping is None else str(mapping), run,
+        rows + (replay.rows if replay else ()), nodes, seconds_check, replay, missing,
     )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Replays:
+    """Stream's schedule replayed on the chip import, both ways."""
+
+    rows: tuple[Row, ...]
+    as_scheduled: Any  # replay.AsScheduled
+    result: Any  # cyclesim.chip.result.ChipResult (dependency-driven)
+    seconds: float
+
+
+def _replay(hardware, onnx_nodes, workload, run, nodes) -> tuple[Replays | None, str | None]:
+    """Import into the chip and replay; (None, the reason) when the chip cannot take the case."""
+    import time
+
+    from cyclesim.checks.stream.replay import as_scheduled
+    from cyclesim.checks.stream.replay_rows import replay_rows
+    from cyclesim.checks.stream.to_chip import onnx_shapes, to_chip
+    from cyclesim.errors import SpecError
+
+    started = time.perf_counter()
+    shapes = onnx_shapes(workload)
+    try:
+        chip = to_chip(hardware, onnx_nodes, shapes, run)
+    except SpecError as exc:
+        return None, f"not replayed on the chip: {exc.detail if hasattr(exc, 'detail') else exc}"
+    from cyclesim.chip.api import replay_chip
+
+    result = replay_chip(chip.chip, chip.workload, chip.mapping)
+    scheduled = as_scheduled(run, result.run)
+    rows = tuple(replay_rows(run, scheduled, result, nodes, shapes))
+    return Replays(rows, scheduled, result, time.perf_counter() - started), None
 
 
 def compare(run: StreamRun, nodes: tuple[NodeCheck, ...]) -> tuple[Row, ...]:
@@ -388,24 +441,35 @@ def _node_row(n: NodeCheck) -> Row:
     return Row("node", n.group, item, n.stream_cycles, n.replay_cycles, mechanism)
 
 
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
 def format_report(check: StreamCheck) -> str:
-    """The text report: Stream's total, then every term, then the per-node notes."""
+    """The text report: Stream's total and both replays, then every term, then the notes."""
     run = check.run
     lines = [
         f"Stream {run.stream_version} (zigzag-dse {run.zigzag_version}): {run.total_cycles:,.0f} cycles "
         f"in {len(run.groups)} group(s); Stream took {run.seconds:.1f} s"
         + (" (cached)" if run.cached else "")
-        + f", the check {check.seconds_check:.1f} s",
-        "",
-        f"{'section':<9}{'grp':>4}  {'term':<58}{'stream':>12}{'check':>12}{'diff':>10}",
+        + f", the per-node check {check.seconds_check:.1f} s",
     ]
+    if check.replays is not None:
+        r = check.replays
+        lines.append(
+            f"replayed on the chip: as scheduled {r.as_scheduled.total:,} cycles, "
+            f"dependency-driven {r.result.cycles:,} cycles ({r.seconds:.1f} s)"
+        )
+    else:
+        lines.append(check.replay_missing or "not replayed on the chip")
+    head = f"{'section':<9}{'grp':>4}  {'term':<52}{'stream':>12}{'check':>11}{'as sched.':>11}{'dep.-driven':>12}{'diff':>9}"
+    lines += ["", head]
     for r in check.rows:
-        stream = "-" if r.stream is None else f"{r.stream:,.0f}"
-        derived = "-" if r.check is None else f"{r.check:,.0f}"
         diff = "" if r.difference in (None, 0) else f"{r.difference:+,.0f}"
         group = "" if r.group is None else str(r.group)
         lines.append(
-            f"{r.section:<9}{group:>4}  {r.item[:58]:<58}{stream:>12}{derived:>12}{diff:>10}"
+            f"{r.section:<9}{group:>4}  {r.item[:52]:<52}{_cell(r.stream):>12}{_cell(r.check):>11}"
+            f"{_cell(r.as_scheduled):>11}{_cell(r.dependency):>12}{diff:>9}"
         )
     notes = [r for r in check.rows if r.mechanism]
     if notes:
@@ -413,9 +477,12 @@ def format_report(check: StreamCheck) -> str:
         lines += [f"* {r.section} {r.item}: {r.mechanism}" for r in notes]
     lines += [
         "",
-        "check column: total, group and slot rows re-add Stream's own parts; transfer and link rows "
-        "time the moved bits on the route's busiest link at full width; node rows replay the tile "
-        "alone on its core at the mapping Stream's ZigZag search chose",
+        "check: total, group and slot rows re-add Stream's own parts; transfer and link rows time "
+        "the moved bits on the route's busiest link at full width; node rows replay the tile alone "
+        "on its core at the mapping Stream's ZigZag search chose. as sched.: Stream's slots as "
+        "barriers, iteration k released at k x interval, every member timed by the chip replay; "
+        "dep.-driven: the chip replay (`cyclesim chip`) of the imported schedule; diff: check, else "
+        "as scheduled, minus Stream",
     ]
     return "\n".join(lines)
 
