@@ -199,17 +199,20 @@ def chip_group_spans(run: StreamRun, chip_run: Any) -> list[tuple[int, int]]:
 
 
 def chip_interval(g: StreamGroup, chip_run: Any) -> float | None:
-    """Mean distance between consecutive step starts of the group's first layer on one core."""
+    """The steady rate of the dependency-driven replay: per layer of the group and core, the mean
+    distance between consecutive step starts; the slowest (largest) of them."""
     plan = chip_run.plan
-    first = g.layers[0]
-    by_core: dict[str, list[int]] = {}
+    layers = set(g.layers)
+    by_lane: dict[tuple[str, str], list[int]] = {}
     for s in plan.steps:
-        if s.layer == first:
-            by_core.setdefault(s.core, []).append(chip_run.step_start[s.id])
-    starts = sorted(next(iter(by_core.values()), []))
-    if len(starts) < 2:
-        return None
-    return (starts[-1] - starts[0]) / (len(starts) - 1)
+        if s.layer in layers:
+            by_lane.setdefault((s.layer, s.core), []).append(chip_run.step_start[s.id])
+    rates = [
+        (max(starts) - min(starts)) / (len(starts) - 1)
+        for starts in by_lane.values()
+        if len(starts) > 1
+    ]
+    return max(rates, default=None)
 
 
 def dram_bits(chip_run: Any) -> dict[str, int]:

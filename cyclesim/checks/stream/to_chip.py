@@ -79,7 +79,6 @@ def to_chip(
                     inputs = load_zigzag_inputs(
                         files.accelerator, files.workload, files.mapping, files.temporal_mapping
                     )
-                    _refuse_padding(inputs, node.name)
                     flags, _ = slot_flags(inputs)
                     arch = _renamed_architecture(to_architecture(inputs, flags), names)
                     architectures[on_core.core] = _merged(architectures.get(on_core.core), arch)
@@ -87,6 +86,7 @@ def to_chip(
                     tree = mapping_to_dict(to_mapping(inputs, to_architecture(inputs, flags), tile))
                     trees[on_core.core] = _renamed_tree(tree["loop_tree"], names)
                     cuts = _cuts(inputs, onnx, shapes, len(node.cores), group.iterations, node.name)
+                    _refuse_padding(inputs, node.name, cuts)
                     trees[on_core.core] = _split_ranks_in_tree(trees[on_core.core], cuts)
                     einsum = _einsum(inputs, onnx, names, shapes, cuts)
                 for core in list(trees)[1:]:
@@ -112,14 +112,16 @@ def to_chip(
     return ChipInputs(chip, workload, mapping)
 
 
-def _refuse_padding(inputs: Any, node: str) -> None:
+def _refuse_padding(inputs: Any, node: str, cuts: dict) -> None:
+    """A rank ZigZag unrolls unevenly is padded to whole spatial steps (as the ZigZag import
+    does); the chip takes it only where Stream does not cut it over cores or steps."""
     layer, mapping = inputs.layer, inputs.mapping
     for dim in layer.loop_dims:
-        if mapping.padded_size(layer, dim) != layer.loop_size(dim):
+        if mapping.padded_size(layer, dim) != layer.loop_size(dim) and dim in cuts:
             raise SpecError(
                 f"node '{node}': the ZigZag mapping Stream chose unrolls {dim} unevenly "
-                f"({layer.loop_size(dim)} iterations padded to {mapping.padded_size(layer, dim)}); "
-                "the chip replay moves whole tensor boxes and would move the padded iterations too"
+                f"({layer.loop_size(dim)} iterations padded to {mapping.padded_size(layer, dim)}) "
+                "and Stream cuts that rank over cores or steps: the padded parts would not line up"
             )
 
 
@@ -163,7 +165,7 @@ def _merged(old: Any, new: Any) -> Any:
             for p, q in zip(a.ports, b.ports, strict=True)
         )
         doubled = (
-            union(a.double_buffered, b.double_buffered)
+            _doubled(a, b)
             if not isinstance(a.double_buffered, bool) and not isinstance(b.double_buffered, bool)
             else a.double_buffered
         )
@@ -176,6 +178,15 @@ def _merged(old: Any, new: Any) -> Any:
             )
         )
     return dataclasses.replace(old, memories=tuple(memories))
+
+
+def _doubled(a: Any, b: Any) -> tuple[str, ...]:
+    """Two slots for a tensor only where every layer that keeps it in this memory gives it two
+    (a layer's output may be too large to double where its reader's input tile is not)."""
+    held_a, held_b = set(a.tensors or ()), set(b.tensors or ())
+    out = [t for t in a.double_buffered if t not in held_b or t in b.double_buffered]
+    out += [t for t in b.double_buffered if t not in held_a and t not in out]
+    return tuple(out)
 
 
 def _renamed_tree(nodes: list[dict], names: dict[str, str]) -> list[dict]:
@@ -291,8 +302,8 @@ def _einsum(
         projections = []
         for position, dim in enumerate(layer.dims_of(op)):
             rel = relations.get(dim)
-            if rel is None:
-                projections.append(Projection(terms_of(1, dim)))
+            if rel is None:  # its real extent: a rank padded to whole spatial steps is clipped
+                projections.append(Projection(terms_of(1, dim), int(extents[op][position])))
             else:
                 terms = terms_of(rel.first_coefficient, rel.first_dim) + terms_of(
                     rel.second_coefficient, rel.second_dim
@@ -305,6 +316,8 @@ def _einsum(
         cut = cuts.get(d)
         if cut is not None and cut.interleaved:
             ranks += [(d + "o", cut.iterations), (d + "i", cut.parts * cut.step)]
+        elif cut is None:  # whole on every core: padded to whole spatial steps, as the tile is
+            ranks.append((d, inputs.mapping.padded_size(layer, d)))
         else:
             ranks.append((d, int(full[d])))
     inputs_access = tuple(access(op) for op in layer.operands if op != layer.output_operand)
