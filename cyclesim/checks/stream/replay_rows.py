@@ -49,14 +49,12 @@ def replay_rows(
             )  # fmt: skip
         )
         if g.iterations > 1:
-            starts = sorted(
-                s.start
-                for s in scheduled.slots
-                if s.group == g.index
-                and s.slot
-                == min(g.slot_latencies, key=lambda x: x if g.slot_latencies[x] else 1 << 30)
-            )
-            mine = (starts[-1] - starts[0]) / (len(starts) - 1) if len(starts) > 1 else None
+            ends: dict[int, int] = {}  # the steady rate: iterations finishing one after another
+            for s in scheduled.slots:
+                if s.group == g.index:
+                    ends[s.iteration] = max(ends.get(s.iteration, s.end), s.end)
+            first, last = ends.get(0), ends.get(g.iterations - 1)
+            mine = None if first is None or last is None else (last - first) / (g.iterations - 1)
             theirs = chip_interval(g, chip_run)
             rows.append(
                 Row(
