@@ -266,17 +266,33 @@ def _dram_rows(run: StreamRun, chip_run: Any, shapes: dict) -> list[Row]:
             if beyond.get(tensor):
                 notes.append(
                     f"{beyond[tensor]:,} of the replay's bits lie beyond the tensor's edge: the chip's "
-                    "tensor boxes are not clipped at a convolution's border"
+                    "tensor boxes are not clipped at a convolution's border or a rank padded to whole spatial steps"
                 )
+            fetches = _stream_firings(run, tensor, tensors)
+            moves = sum(
+                1
+                for t in plan.transfers
+                if t.tensor == tensor and any(plan.hops[h].dram_port is not None for h in t.hops)
+            )
             notes.append(
-                "Stream's moved bits keep the halo a sliding window leaves resident and may re-fetch a "
-                "weight every iteration (reuse 1) or hold it; the replay sends each step's whole "
-                "window, halo rows included, and each weight once per core and layer"
+                f"Stream moves it in {fetches} firing(s) (N / reuse factor per transfer), each its "
+                f"moved bits, which leave out the halo a sliding window keeps resident; the replay "
+                f"in {moves} DRAM transfer(s), each step's whole window with its halo rows, a "
+                "weight once per core and layer (multicast)"
             )
             mechanism = "; ".join(notes)
         rows.append(Row(SECTION, None, f"DRAM words ({width}-bit) of {tensor}", ceil(a / width), None,
                         mechanism, ceil(b / width), ceil(b / width)))  # fmt: skip
     return rows
+
+
+def _stream_firings(run: StreamRun, tensor: str, tensors: set[str]) -> int:
+    return sum(
+        ceil(g.iterations / max(t.reuse_factor, 1))
+        for g in run.groups
+        for t in g.transfers
+        if t.kind in ("MEM_TO_COMPUTE", "COMPUTE_TO_MEM") and tensor_of(t.tensor, tensors) == tensor
+    )
 
 
 def _beyond_edge(plan: Any, shapes: dict) -> dict[str, int]:
