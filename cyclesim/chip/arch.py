@@ -18,7 +18,7 @@ from pydantic import Field
 from cyclesim.errors import SpecError
 from cyclesim.spec.arch import architecture_from_dict, load_architecture
 from cyclesim.spec.arch_schema import _DramBlock, _Port
-from cyclesim.spec.arch_types import Architecture, Port, PortKind
+from cyclesim.spec.arch_types import Architecture, DramModel, Port, PortKind
 from cyclesim.spec.limits import MAX_CLOCK_MHZ, MAX_LATENCY_CYCLES, MAX_WIDTH_BITS
 from cyclesim.spec.yamlio import Lines, StrictModel, format_path, line_of, read_yaml, validate
 
@@ -115,7 +115,7 @@ class Offchip:
 
     name: str
     ports: tuple[Port, ...]
-    dram: dict | None = None  # the `dram:` block as written (preset/config, channels, ...)
+    dram: DramModel | None = None  # banks, rows and timing behind the ports (`dram:`)
 
     def port(self, read: bool) -> Port:
         """The port that moves data out of (read) or into (write) the off-chip memory."""
@@ -173,6 +173,13 @@ def load_chip(path: str) -> Chip:
 def chip_from_dict(data: Any, name: str = "<chip>", lines: Lines | None = None) -> Chip:
     """Validate a parsed chip architecture; every fault is one SpecError."""
     lines = lines or {}
+    if isinstance(data, dict) and "pe_array" in data and "cores" not in data:
+        raise SpecError(
+            "this is one core's architecture (pe_array:, memories:), not a chip", file=name,
+            field="pe_array", line=line_of(lines, ("pe_array",)),
+            expected="a chip listing it as a core: cores: [{name: c0, architecture: FILE}], "
+            "offchip:, interconnect: (docs/multicore.md), or `cyclesim run` for one core",
+        )  # fmt: skip
     raw: _Chip = validate(_Chip, data, lines, name, "chip architecture")  # type: ignore[assignment]
 
     def err(msg: str, loc: tuple, **kw: Any) -> SpecError:
@@ -229,14 +236,18 @@ def chip_from_dict(data: Any, name: str = "<chip>", lines: Lines | None = None) 
             raise err("a bus lists a member twice", loc + ("cores",), found=bus.cores)
         add(Medium(bus.name, MediumKind.BUS, tuple(bus.cores), bus.width_bits, bus.latency_cycles,
                    bus.burst_bits or bus.width_bits, format_path(loc)), loc)  # fmt: skip
-    chip = Chip(raw.name, tuple(cores), Offchip(off.name, ports, _dram_block(off)), tuple(media),
+    dram = None
+    if off.dram is not None:  # validated as a memory's `dram:` block is (spec/arch.py)
+        from types import SimpleNamespace
+
+        from cyclesim.spec.arch import _dram_model
+
+        memory = SimpleNamespace(name=off.name, dram=off.dram, tensors=None)
+        dram = _dram_model(memory, ("offchip",), raw.clock_mhz, name, err)
+    chip = Chip(raw.name, tuple(cores), Offchip(off.name, ports, dram), tuple(media),
                 MediumKind(ic.prefer) if ic.prefer else None, raw.clock_mhz, name, lines)  # fmt: skip
     _check_pairs(chip, err)
     return chip
-
-
-def _dram_block(off: _Offchip) -> dict | None:
-    return None if off.dram is None else off.dram.model_dump(exclude_none=True)
 
 
 def _check_ends(names: list[str], ends: list[str], loc: tuple, err: Any) -> None:

@@ -17,6 +17,9 @@ CoreRow = namedtuple(
     ["core", "phase", "step_phase", "cause", "where", "tensor", "competitor", "competitor_core",
      "cycles"],
 )  # fmt: skip
+# one stretch of a core's time: a step (cause 'step', where = the step's name), or a wait with
+# its cause, in cycle order per core (the views draw these)
+CoreSpan = namedtuple("CoreSpan", ["core", "start", "end", "phase", "cause", "where", "competitor"])
 NEG = -(1 << 62)
 
 
@@ -86,6 +89,9 @@ class _Chains:
             out += self.waiting(hop, tensor, asked, granted)
             out.append((granted, end, moving))
         last = r.bursts[-1][2] if r.bursts else r.ready
+        if r.dram_end > last:  # waiting for the DRAM's data: its timer's causes, else latency
+            out += self.dram_wait(hop, tensor, last, r.dram_end, r.dram_delays)
+            last = r.dram_end
         if r.end > last:
             where = hop.medium.name
             if (
@@ -94,6 +100,21 @@ class _Chains:
             ):
                 where = hop.port_key
             out.append((last, r.end, ("latency", where, tensor, None, None)))
+        return out
+
+    def dram_wait(self, hop: Hop, tensor: str, a: int, b: int, delays: list) -> list[tuple]:
+        """[a, b): the timer's delay spans (row_miss, bank_conflict, refresh, turnaround) where
+        they fall, the DRAM's data latency (`latency`, naming the off-chip memory) elsewhere."""
+        out = []
+        for start, end, cause, _opener, _where in sorted(delays):
+            lo, hi = max(start, a), min(end, b)
+            if hi > lo:
+                if lo > a:
+                    out.append((a, lo, ("latency", self.dram, tensor, None, None)))
+                out.append((lo, hi, (cause, self.dram, tensor, None, None)))
+                a = hi
+        if b > a:
+            out.append((a, b, ("latency", self.dram, tensor, None, None)))
         return out
 
     def waiting(self, hop: Hop, tensor: str, a: int, b: int) -> list[tuple]:
@@ -128,8 +149,11 @@ def need_landing(run: ChipRun, need: Need, core: str) -> int:
     return run.step_end[need.producer]
 
 
-def core_rows(run: ChipRun) -> tuple[dict[str, int], list[CoreRow]]:
-    """Per core its compute cycles, and every other cycle's cause (rows summed per key)."""
+def core_rows(
+    run: ChipRun, spans: list[CoreSpan] | None = None
+) -> tuple[dict[str, int], list[CoreRow]]:
+    """Per core its compute cycles, and every other cycle's cause (rows summed per key);
+    `spans`, when given, receives every step and every wait placed in time."""
     plan = run.plan
     chains = _Chains(run)
     compute: dict[str, int] = {}
@@ -144,9 +168,13 @@ def core_rows(run: ChipRun) -> tuple[dict[str, int], list[CoreRow]]:
             lo, hi = max(s, a), min(e, b)
             if hi > lo:
                 add((core, phase, None, *row), hi - lo)
+                if spans is not None:
+                    spans.append(CoreSpan(core, lo, hi, phase, row[0], row[1], row[3]))
                 a = hi
         if b > a:  # after the chain (cannot happen for a binding need): named, not dropped
             add((core, phase, None, "idle", None, None, None, None), b - a)
+            if spans is not None:
+                spans.append(CoreSpan(core, a, b, phase, "idle", None, None))
 
     for core in plan.chip.core_names:
         compute[core] = 0
@@ -163,6 +191,8 @@ def core_rows(run: ChipRun) -> tuple[dict[str, int], list[CoreRow]]:
                 else:
                     chain = chains.producer_interval(binding.producer, binding.tensor)
                 charge(core, "onload" if k == 0 else "stall", chain, prev, start)
+            if spans is not None:
+                spans.append(CoreSpan(core, start, end, "step", "step", st.name, None))
             sim = run.step_replays[(st.layer, core)]
             compute[core] += sim.ideal_compute_cycles
             for row in sim.stall_rows:
@@ -179,5 +209,7 @@ def core_rows(run: ChipRun) -> tuple[dict[str, int], list[CoreRow]]:
             prev = max(prev, done)
         if run.cycles > prev:
             add((core, "idle", None, "idle", None, None, None, None), run.cycles - prev)
+            if spans is not None:
+                spans.append(CoreSpan(core, prev, run.cycles, "idle", "idle", None, None))
     rows = [CoreRow(*k, v) for k, v in sums.items()]
     return compute, rows

@@ -18,9 +18,10 @@ from cyclesim.errors import DeadlockError
 @dataclass
 class HopRecord:
     ready: int = -1  # the hop may start (its data is at its source)
-    bursts: list[tuple[int, int, int, int]] = field(
-        default_factory=list
-    )  # (asked, granted, end, bits)
+    # (asked, granted, end, bits) per burst
+    bursts: list[tuple[int, int, int, int]] = field(default_factory=list)
+    dram_end: int = -1  # the DRAM timer: the cycle the data of the hop's last request is done
+    dram_delays: list = field(default_factory=list)  # the timer's (start, end, cause, ...) spans
     end: int = -1  # last burst and latency done: the data is at its ends
 
 
@@ -41,6 +42,17 @@ class ChipRun:
     events: int
     wall_seconds: float
     step_seconds: float  # of it, the cores' step replays
+    fast_forward: bool = True  # inside the step replays (the chip level has none: FAST_FORWARD)
+
+
+# Why the chip level does not fast-forward: its events are per burst and per step, a few per
+# transfer; steps of a fused group repeat only when every transfer around them repeats with
+# the same arbitration state, which the examples never show for more than a step or two, and
+# each distinct step is replayed once (with the core replay's own fast-forward) and reused.
+FAST_FORWARD = (
+    "off at chip level (bursts and steps are its events; each (layer, core) step is replayed "
+    "once, with the core's fast-forward, and reused for every step of that shape)"
+)
 
 
 def replay_steps(plan: ChipPlan, fast_forward: bool = True) -> tuple[dict, float]:
@@ -68,7 +80,8 @@ def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
     hop_done = [env.event() for _ in plan.hops]
     rec = ChipRun(plan, replays, [-1] * n_steps, [-1] * n_steps, [-1] * n_transfers,
                   [-1] * n_transfers, [{} for _ in range(n_transfers)],
-                  [HopRecord() for _ in plan.hops], arb.grants, 0, 0, 0.0, step_seconds)  # fmt: skip
+                  [HopRecord() for _ in plan.hops], arb.grants, 0, 0, 0.0, step_seconds,
+                  fast_forward)  # fmt: skip
 
     def landed_on(tid: int, core: str) -> simpy.Event:
         hop = next(plan.hops[h] for h in plan.transfers[tid].hops if core in plan.hops[h].dsts)
@@ -112,6 +125,13 @@ def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
     def landed_on_dram(tid: int) -> simpy.Event:
         return landed_on(tid, plan.chip.offchip.name)
 
+    timer = None
+    if plan.chip.offchip.dram is not None:
+        from cyclesim.chip.dram import runs
+        from cyclesim.engine.dram_native import DramTimer
+
+        timer = DramTimer(plan.chip.offchip.dram.config, plan.chip.clock_mhz)
+
     def hop_proc(hop: Hop):
         if hop.after is not None:
             yield hop_done[hop.after]
@@ -123,10 +143,17 @@ def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
             asked = env.now
             yield arb.request(hop.id, keys, bits)
             granted = env.now
+            if timer is not None and hop.port_key is not None and r.dram_end < 0:
+                t = plan.transfers[hop.transfer]  # its requests, queued at its first grant
+                r.dram_end, r.dram_delays = timer.issue(
+                    runs(plan.placements[t.tensor], t.box), not hop.reads_dram, hop.id, granted
+                )
             yield env.timeout(hop.burst_cycles(bits))
             arb.release(hop.id, keys)
             r.bursts.append((asked, granted, env.now, bits))
             left -= bits
+        if r.dram_end > env.now:  # the DRAM's data of the last request is not done yet
+            yield env.timeout(r.dram_end - env.now)
         if hop.latency:
             yield env.timeout(hop.latency)
         r.end = env.now

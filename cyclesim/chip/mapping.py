@@ -401,3 +401,46 @@ def _compiles(mapping: Mapping, arch: Any, work: Workload) -> None:
     from cyclesim.schedule import ReusePolicy, build_plan
 
     build_plan(arch, work, mapping, ReusePolicy("retain"), False)
+
+
+def with_tile(
+    mapping: ChipMapping, einsum: str, rank: str, size: int, workload: Workload, chip: Chip
+) -> ChipMapping:
+    """A copy with one layer's step tile along `rank` set to `size`: its step workload follows,
+    and each core's loop tree scales its outermost temporal loop over `rank` (checked again;
+    SpecError when the tile does not divide or no longer compiles)."""
+    from dataclasses import replace
+
+    from cyclesim.spec.mapping import Temporal
+
+    lm = mapping.layer(einsum)
+    old = dict(lm.tile)[rank]
+    part = workload.einsum(einsum).rank_sizes[rank] // dict(lm.split).get(rank, 1)
+    if size % old or part % size:
+        raise mapping.error(f"a tile of {size} does not divide rank '{rank}' ({part} per core)",
+                            lm.path)  # fmt: skip
+    factor = size // old
+    e = lm.step_workload.einsums[0]
+    ranks = tuple((r, s * factor if r == rank else s) for r, s in e.ranks)
+    work = replace(lm.step_workload, einsums=(replace(e, ranks=ranks),))
+    trees = []
+    for core, tree in lm.loop_trees:
+        nodes = list(tree.loop_tree)
+        at = next(
+            (i for i, n in enumerate(nodes) if isinstance(n, Temporal) and n.rank == rank), None
+        )
+        if at is None:
+            raise mapping.error(
+                f"the loop tree on {core} has no temporal loop over {rank}", lm.path
+            )
+        nodes[at] = replace(nodes[at], bound=nodes[at].bound * factor)
+        new = replace(tree, loop_tree=tuple(nodes))
+        arch = chip.core(core).architecture
+        check_mapping(new, arch, work)
+        _compiles(new, arch, work)
+        trees.append((core, new))
+    tile = tuple((r, size if r == rank else s) for r, s in lm.tile)
+    layer = replace(lm, tile=tile, loop_trees=tuple(trees), step_workload=work)
+    return replace(
+        mapping, layers=tuple(layer if x.einsum == einsum else x for x in mapping.layers)
+    )

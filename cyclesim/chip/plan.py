@@ -2,22 +2,27 @@
 boxes, each core's program order, and the transfers that bring each step the parts it reads
 (their sources, targets, routes as hops, what they wait for).
 
-A box is a tuple of half-open (lo, hi) ranges: over an Einsum's ranks (a step's iterations) or
-over a tensor's dimensions (the values a step reads or writes).
+Boxes and the order of steps: chip/steps.py.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from cyclesim.chip.arch import Chip, Medium, MediumKind
-from cyclesim.chip.mapping import ChipMapping, LayerMapping, Via
+from cyclesim.chip.mapping import ChipMapping, Via
 from cyclesim.chip.routes import route_tree
+from cyclesim.chip.steps import (
+    Box,
+    intersect,
+    layer_steps,
+    program_order,
+    remainder,
+    tensor_box,
+    volume,
+)
 from cyclesim.spec.arch_types import Port
-from cyclesim.spec.workload import Einsum, TensorAccess, Workload
-
-Box = tuple[tuple[int, int], ...]
+from cyclesim.spec.workload import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,7 @@ class Hop:
     port_key: str | None  # the arbiter's key of the DRAM port
     after: int | None
     bits: int
+    reads_dram: bool = False  # the hop leaves the off-chip memory (else it may arrive there)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -78,7 +84,7 @@ class Hop:
             return False
         b = self.burst_bits
         m, d = -(-b // self.medium.width_bits), -(-b // self.dram_port.width_bits)
-        return d > m or (d == m and self.src == self.port_key.split(".")[0])
+        return d > m or (d == m and self.reads_dram)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +104,6 @@ class Transfer:
     after_step: int | None
     after_transfer: int | None
     hops: tuple[int, ...]
-
-    def name(self, plan: ChipPlan) -> str:
-        return f"{self.tensor}:{self.source}>{'+'.join(self.targets)}#{self.id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,7 @@ class ChipPlan:
     writes: dict[int, tuple[int, ...]] = field(default_factory=dict)  # step -> transfers it sends
     port_keys: tuple[str, ...] = ()  # media then DRAM ports: the arbiter's ports, in order
     widths: dict[str, int] = field(default_factory=dict)
+    placements: dict = field(default_factory=dict)  # tensor -> its DRAM Placement (dram: only)
 
     def path_to(self, transfer: int, target: str) -> list[Hop]:
         """The hops that bring a transfer to one target, source first."""
@@ -140,75 +144,27 @@ class ChipPlan:
         return path[::-1]
 
 
-def tensor_box(access: TensorAccess, box: Box, ranks: tuple[str, ...]) -> Box:
-    """The values of a tensor an iteration box touches (a dense span per dimension)."""
-    at = dict(zip(ranks, box, strict=True))
-    out = []
-    for proj in access.projection:
-        lo = sum(c * at[r][0] for c, r in proj.terms)
-        hi = sum(c * (at[r][1] - 1) for c, r in proj.terms) + 1
-        out.append((lo, hi))
-    return tuple(out)
-
-
-def intersect(a: Box, b: Box) -> Box | None:
-    out = tuple((max(x0, y0), min(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b, strict=True))
-    return None if any(lo >= hi for lo, hi in out) else out
-
-
-def volume(box: Box) -> int:
-    return math.prod(hi - lo for lo, hi in box)
-
-
-def _multi_index(n: int, sizes: list[int]) -> list[int]:
-    out = []
-    for s in reversed(sizes):
-        out.append(n % s)
-        n //= s
-    return out[::-1]
-
-
-def layer_steps(lm: LayerMapping, einsum: Einsum) -> dict[str, list[Box]]:
-    """Per core of the layer, its steps' iteration boxes in step order."""
-    ranks = [r for r, _ in einsum.ranks]
-    size = einsum.rank_sizes
-    part = dict(size)
-    for r, p in lm.split:
-        part[r] //= p
-    step = dict(part)
-    for r, s in lm.tile:
-        step[r] = s
-    out = {}
-    for ci, core in enumerate(lm.cores):
-        origin = dict.fromkeys(ranks, 0)
-        for (r, _), i in zip(lm.split, _multi_index(ci, [p for _, p in lm.split]), strict=True):
-            origin[r] += i * part[r]
-        counts = [part[r] // s for r, s in lm.tile]
-        boxes = []
-        for si in range(math.prod(counts)):
-            lo = dict(origin)
-            for (r, s), i in zip(lm.tile, _multi_index(si, counts), strict=True):
-                lo[r] += i * s
-            boxes.append(tuple((lo[r], lo[r] + step[r]) for r in ranks))
-        out[core] = boxes
-    return out
-
-
 def build_chip_plan(chip: Chip, workload: Workload, mapping: ChipMapping) -> ChipPlan:
     """Steps, program order, transfers and routes; SpecError for a transfer with no route or a
     `kept` tensor read on a core that did not produce it."""
     boxes = {lm.einsum: layer_steps(lm, workload.einsum(lm.einsum)) for lm in mapping.layers}
     steps: list[Step] = []
     programs: dict[str, list[int]] = {c: [] for c in chip.core_names}
-    for key in _program_order(workload, mapping, boxes):
+    for key in program_order(workload, mapping, boxes):
         e, core, si = key
         st = Step(len(steps), e, core, si, len(programs[core]), boxes[e][core][si])
         steps.append(st)
         programs[core].append(st.id)
     b = _Builder(chip, workload, mapping, steps)
-    for st in sorted(steps, key=lambda s: (s.position, s.core)):  # deterministic id order
+    order = {c: i for i, c in enumerate(chip.core_names)}
+    for st in sorted(steps, key=lambda s: (s.position, order[s.core])):  # the arbitration rank
         b.add_needs(st)
     b.route_all()
+    placements = {}
+    if chip.offchip.dram is not None:
+        from cyclesim.chip.dram import dram_placements
+
+        placements = dram_placements(chip, workload)
     keys = [m.name for m in chip.media]
     widths = {m.name: m.width_bits for m in chip.media}
     for p in chip.offchip.ports:
@@ -218,52 +174,8 @@ def build_chip_plan(chip: Chip, workload: Workload, mapping: ChipMapping) -> Chi
     return ChipPlan(chip, workload, mapping, tuple(steps),
                     {c: tuple(p) for c, p in programs.items()}, tuple(b.transfers),
                     tuple(b.hops), {s.id: tuple(b.needs.get(s.id, ())) for s in steps},
-                    {k: tuple(v) for k, v in b.writes.items()}, tuple(keys), widths)  # fmt: skip
-
-
-def _program_order(workload: Workload, mapping: ChipMapping, boxes: dict) -> list[tuple]:
-    """Steps (layer, core, index) in the order cores run them: groups in mapping order; inside
-    a group, rounds in which each layer (workload order) puts the next step of each of its
-    cores, once every step it reads from has been put (so a consumer whose tile spans
-    several producer steps comes after them all)."""
-    ranks = {e.name: tuple(r for r, _ in e.ranks) for e in workload.einsums}
-    out_box = {}
-    for e in workload.einsums:
-        for core, bs in boxes[e.name].items():
-            for i, box in enumerate(bs):
-                out_box[(e.name, core, i)] = tensor_box(e.output, box, ranks[e.name])
-
-    def reads(key: tuple) -> list[tuple]:
-        e = workload.einsum(key[0])
-        box = boxes[key[0]][key[1]][key[2]]
-        deps = []
-        for acc in e.inputs:
-            producer = workload.producer(acc.tensor)
-            if producer is None:
-                continue
-            need = tensor_box(acc, box, ranks[e.name])
-            deps += [k for k, ob in out_box.items()
-                     if k[0] == producer.name and intersect(ob, need) is not None]  # fmt: skip
-        return deps
-
-    order: list[tuple] = []
-    put: set[tuple] = set()
-    for group in mapping.groups:
-        nxt = {(e, core): 0 for e in group for core in boxes[e]}
-        while any(i < len(boxes[e][c]) for (e, c), i in nxt.items()):
-            progress = False
-            for e in group:
-                for core in boxes[e]:
-                    i = nxt[(e, core)]
-                    if i < len(boxes[e][core]) and all(d in put for d in reads((e, core, i))):
-                        order.append((e, core, i))
-                        put.add((e, core, i))
-                        nxt[(e, core)] = i + 1
-                        progress = True
-            if not progress:  # a layer reads a later group's output: the groups are out of order
-                raise mapping.error(f"the layers of group {list(group)} read a tensor a later group "
-                                    "produces", "groups", expected="groups in dependency order")  # fmt: skip
-    return order
+                    {k: tuple(v) for k, v in b.writes.items()}, tuple(keys), widths,
+                    placements)  # fmt: skip
 
 
 class _Builder:
@@ -276,7 +188,7 @@ class _Builder:
         self.by_layer = {}
         for s in steps:
             self.by_layer.setdefault(s.layer, []).append(s)
-        self.multicast: dict[tuple, int] = {}  # (tensor, box, source, after) -> transfer
+        self.multicast: dict[tuple, int] = {}  # (part, source, after, step) -> transfer
         self.written: dict[int, int] = {}  # producer step -> its write to DRAM
         self.dram = chip.offchip.name
 
@@ -303,8 +215,10 @@ class _Builder:
         prev = self.previous(st)
         for oi, acc in enumerate(e.inputs):
             box = tensor_box(acc, st.box, ranks)
-            if prev is not None and tensor_box(acc, prev.box, ranks) == box:
-                continue  # the previous step's tile stays
+            if prev is not None:  # what the previous step held stays: only the rest moves
+                box = remainder(box, tensor_box(acc, prev.box, ranks))
+                if box is None:
+                    continue
             placement = self.mapping.placement(acc.tensor)
             producer = self.workload.producer(acc.tensor)
             if producer is None:
@@ -355,7 +269,9 @@ class _Builder:
         self, tensor: str, box: Box, source: str, st: Step, after_step, after_transfer
     ) -> int:
         placement = self.mapping.placement(tensor)
-        key = (tensor, box, source, after_step, after_transfer)
+        # one multicast serves the cores that need the same part for the same step: grouping
+        # steps far apart would hold the part until the latest of them has a slot
+        key = (tensor, box, source, after_step, after_transfer, st.layer, st.index)
         if placement.multicast and key in self.multicast:
             tid = self.multicast[key]
             t = self.transfers[tid]
@@ -406,7 +322,7 @@ class _Builder:
                 port_key = f"{self.dram}.{port.name}"
             hid = len(self.hops)
             self.hops.append(Hop(hid, t.id, a, tuple(dsts), m, port, port_key, arrive.get(a),
-                                 t.bits))  # fmt: skip
+                                 t.bits, a == self.dram))  # fmt: skip
             for d in dsts:
                 arrive[d] = hid
             ids.append(hid)

@@ -3,6 +3,7 @@ its causes, per link, bus and DRAM port its use."""
 
 from __future__ import annotations
 
+from cyclesim.chip.engine import FAST_FORWARD
 from cyclesim.chip.result import ChipResult
 
 
@@ -39,6 +40,8 @@ def chip_report(res: ChipResult, top: int = 8) -> str:
         out.append(f"  {p.kind:<10}{p.name:<20}{p.busy_cycles:>10,}{p.bits:>12,} b  "
                    f"{_pct(p.busy_cycles, res.cycles)}  ({p.bursts:,} bursts, {p.width_bits} b/cycle)")  # fmt: skip
     out.append("")
+    out.append(f"fast-forward: {FAST_FORWARD}; inside the steps "
+               f"{'on' if res.run.fast_forward else 'off (--no-fast-forward)'}")  # fmt: skip
     out.append(f"replayed in {res.run.wall_seconds:.3f} s ({res.run.step_seconds:.3f} s in the "
                f"cores' step replays), {res.run.events:,} chip engine events")  # fmt: skip
     return "\n".join(out)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from cyclesim.chip.attribution import CoreRow, core_rows
-from cyclesim.chip.engine import ChipRun
+from cyclesim.chip.attribution import CoreRow, CoreSpan, core_rows
+from cyclesim.chip.engine import FAST_FORWARD, ChipRun
 from cyclesim.results.schema import versioned
 
 
@@ -36,6 +36,13 @@ class ChipResult:
     @cached_property
     def _attribution(self) -> tuple[dict[str, int], list[CoreRow]]:
         return core_rows(self.run)
+
+    @cached_property
+    def spans(self) -> list[CoreSpan]:
+        """Every core's steps and waits placed in time (cycle order per core)."""
+        spans: list[CoreSpan] = []
+        core_rows(self.run, spans)
+        return sorted(spans, key=lambda s: (s.core, s.start))
 
     @property
     def compute_cycles(self) -> dict[str, int]:
@@ -107,5 +114,6 @@ class ChipResult:
             chip=plan.chip.name, workload=plan.workload.name, mapping=plan.mapping.name,
             cycles=self.cycles, cores=cores, interconnect=ports, steps=self.steps(),
             transfers=self.transfers(), events=self.run.events,
+            fast_forward=dict(chip=FAST_FORWARD, steps=self.run.fast_forward),
             wall_seconds=round(self.run.wall_seconds, 6),
         ))  # fmt: skip

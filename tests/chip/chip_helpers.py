@@ -4,6 +4,8 @@ resident in the backing store, one iteration per cycle, no onload or offload).""
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from cyclesim.chip import chip_from_dict, chip_mapping_from_dict
 from cyclesim.chip.api import replay_chip
 from cyclesim.spec import workload_from_dict
@@ -18,14 +20,18 @@ TINY_CORE = {
 }  # fmt: skip
 
 
-def make_chip(cores=("c0", "c1"), links=(), buses=(), dram=None, prefer=None):
+def make_chip(cores=("c0", "c1"), links=(), buses=(), dram=None, prefer=None, device=None):
+    """A chip of TINY_CORE cores; `device` a DRAM preset behind the off-chip port (1 GHz)."""
     dram = dram or {"name": "rw", "kind": "read_write", "width_bits": 64}
     ic = {"links": list(links), "buses": list(buses)}
     if prefer:
         ic["prefer"] = prefer
+    offchip = {"ports": [dram]}
+    if device:
+        offchip["dram"] = {"config": device}
     return chip_from_dict({
         "name": "chip", "cores": [{"name": c, "architecture": TINY_CORE} for c in cores],
-        "offchip": {"ports": [dram]}, "interconnect": ic,
+        "offchip": offchip, "interconnect": ic, "clock_mhz": 1000,
     })  # fmt: skip
 
 
@@ -39,6 +45,14 @@ CHAIN = [  # A = X * Y on one layer, Z = A * V on the next, 8 bits each
     lambda m: einsum("e1", [("X", ["m"]), ("Y", ["m"])], ("A", ["m"]), {"m": m}),
     lambda m: einsum("e2", [("A", ["m"]), ("V", ["m"])], ("Z", ["m"]), {"m": m}),
 ]
+
+
+# X, Y and V already on the cores that read them; Z stays where it is made
+LOCAL = [{"tensor": t, "home": "local"} for t in ("X", "Y", "V")] + [
+    {"tensor": "Z", "home": "kept"}
+]
+# Z = A * V over m and n: split over n, every core reads all of A
+MC = einsum("e2", [("A", ["m"]), ("V", ["n"])], ("Z", ["m", "n"]), {"m": 8, "n": 2})
 
 
 def make_workload(einsums):
@@ -84,3 +98,52 @@ def assert_sums(res) -> None:
     for core in res.run.plan.chip.core_names:
         total = res.compute_cycles[core] + sum(r.cycles for r in res.rows if r.core == core)
         assert total == res.cycles, core
+
+
+@st.composite
+def chip_runs(draw):
+    """Two layers (A = X * Y, Z = A * V) over 2-3 cores joined by a bus or links, split and
+    tiled at random, A sent over the network or through DRAM, multicast or not."""
+    n_cores = draw(st.integers(2, 3))
+    cores = [f"c{i}" for i in range(n_cores)]
+    width = draw(st.sampled_from([8, 16, 64]))
+    burst = draw(st.sampled_from([None, 32, 128]))
+    lat = draw(st.integers(0, 4))
+    dram = {"name": "rw", "kind": "read_write", "width_bits": draw(st.sampled_from([8, 32, 64])),
+            "latency_cycles": draw(st.integers(0, 6)), "burst_bits": draw(st.sampled_from([32, 64]))}  # fmt: skip
+    if draw(st.booleans()):
+        buses = [{"name": "b", "cores": cores + ["dram"], "width_bits": width,
+                  "latency_cycles": lat, **({"burst_bits": burst} if burst else {})}]  # fmt: skip
+        links = []
+    else:
+        buses = []
+        ends = cores + ["dram"]
+        links = [{"name": f"l{i}{j}", "cores": [a, b], "width_bits": width, "latency_cycles": lat,
+                  "bidirectional": True, **({"burst_bits": burst} if burst else {})}
+                 for i, a in enumerate(ends) for j, b in enumerate(ends) if i < j]  # fmt: skip
+    device = draw(st.sampled_from([None, "DDR4_8Gb_x16_3200"]))
+    chip = make_chip(cores=tuple(cores), links=links, buses=buses, dram=dram, device=device)
+    m = draw(st.sampled_from([4, 8, 12]))
+    e1 = CHAIN[0](m)
+    # e2 reads A whole on every core when split over n (a multicast of A), else its own part
+    over_n = draw(st.booleans())
+    e2 = (
+        einsum("e2", [("A", ["m"]), ("V", ["n"])], ("Z", ["m", "n"]), {"m": m, "n": 2})
+        if over_n
+        else CHAIN[1](m)
+    )
+    layers = []
+    for e in (e1, e2):
+        on = draw(st.sampled_from([cores[:1], cores[-1:], cores[:2], cores[1:3] or cores[:1]]))
+        split_rank = "n" if e is e2 and over_n else "m"
+        part = e["ranks"][split_rank] // len(on) if split_rank == "m" else m
+        tile = draw(st.sampled_from([d for d in (1, 2, 3, 4, 6, 12) if part % d == 0]))
+        split = [(split_rank, len(on))] if len(on) > 1 else []
+        layers.append(layer(e, on, split=split, tile=[("m", tile)]))
+    tensors = [{"tensor": "X", "home": draw(st.sampled_from(["dram", "local", "c0"]))},
+               {"tensor": "Y", "home": "local"}, {"tensor": "V", "home": "dram"},
+               {"tensor": "A", "via": draw(st.sampled_from(["network", "dram"])),
+                "multicast": draw(st.booleans())},
+               {"tensor": "Z", "home": draw(st.sampled_from(["dram", "kept"]))}]  # fmt: skip
+    groups = [("e1", "e2")] if draw(st.booleans()) else []
+    return chip, [e1, e2], layers, tensors, groups

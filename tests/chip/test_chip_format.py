@@ -136,8 +136,8 @@ def test_example_mapping_loads(inputs):
         (lambda d: d["tensors"].append({"tensor": "Z"}), "tensors[1].tensor", "unknown tensor"),
         (lambda d: d["tensors"].append({"tensor": "I", "via": "dram"}), "tensors[1].via",
          "between layers"),
-        (lambda d: d["layers"][0]["loop_tree"].__setitem__(1, {"type": "temporal", "rank": "oy",
-         "bound": 4}), "layers[0].loop_tree[1]", "multiply to 4"),
+        (lambda d: d["layers"][0]["loop_tree"].__setitem__(2, {"type": "temporal", "rank": "oy",
+         "bound": 4}), "layers[0].loop_tree[2]", "multiply to 4"),
         (lambda d: d["layers"][0]["loop_tree"].__setitem__(0, {"type": "storage", "memory": "rf",
          "tensors": ["I", "W1"]}), "layers[0].loop_tree", "top memory"),
     ],
@@ -161,3 +161,24 @@ def test_unroutable_dram_transfer_is_refused(inputs):
     with pytest.raises(SpecError, match="tensor A has no route from c0 to dram") as e:
         load_chip_mapping(f"{EX}/layer_by_layer_2core.yaml", chip, work)
     assert e.value.field == "tensors[0]" and e.value.line is not None
+
+
+def test_unroutable_transfer_between_cores_is_refused():
+    """c0 -> c1 only: A made on c1 cannot reach e2 on c0 (refused when the parts are known)."""
+    from chip_helpers import CHAIN, LOCAL, layer, make_chip, run
+
+    chip = make_chip(links=[{"name": "l", "cores": ["c0", "c1"], "width_bits": 8}])
+    e1, e2 = CHAIN[0](8), CHAIN[1](8)
+    with pytest.raises(SpecError, match="tensor A has no route from c1 to c0"):
+        run(chip, [e1, e2], [layer(e1, ["c1"]), layer(e2, ["c0"])], LOCAL)
+
+
+def test_kept_tensor_read_on_another_core_is_refused():
+    from chip_helpers import CHAIN, LOCAL, layer, make_chip, run
+
+    chip = make_chip(links=[{"name": "l", "cores": ["c0", "c1"], "width_bits": 8}])
+    e1, e2 = CHAIN[0](8), CHAIN[1](8)
+    with pytest.raises(SpecError, match="kept on its producer's core, but e2#0@c1 reads") as e:
+        run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c1"])],
+            LOCAL + [{"tensor": "A", "via": "kept"}])  # fmt: skip
+    assert e.value.field == "tensors[4]"

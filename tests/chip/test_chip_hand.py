@@ -3,11 +3,20 @@ here is chip_helpers.TINY_CORE: a step of m iterations lasts m cycles."""
 
 from __future__ import annotations
 
-from chip_helpers import CHAIN, assert_sums, causes, einsum, layer, make_chip, run
+from chip_helpers import (
+    CHAIN,
+    LOCAL,
+    MC,
+    TINY_CORE,
+    assert_sums,
+    causes,
+    einsum,
+    layer,
+    make_chip,
+    run,
+)
 
-LOCAL = [{"tensor": t, "home": "local"} for t in ("X", "Y", "V")] + [
-    {"tensor": "Z", "home": "kept"}
-]
+from cyclesim.chip import chip_from_dict
 
 
 def test_transfer_over_one_link():
@@ -67,9 +76,6 @@ def test_two_transfers_contend_on_a_bus():
     ]
     assert (res.port("b").busy_cycles, res.port("b").bits) == (8, 128)  # 2 parts x 64 b
     assert_sums(res)
-
-
-MC = einsum("e2", [("A", ["m"]), ("V", ["n"])], ("Z", ["m", "n"]), {"m": 8, "n": 2})
 
 
 def test_multicast_to_two_cores():
@@ -178,3 +184,120 @@ def test_fused_pipeline_over_two_cores():
     whole = run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c1"])], LOCAL)
     assert whole.cycles == 23
     assert_sums(fused)
+
+
+def test_ddr4_behind_the_dram_port_times_each_hop_with_the_device():
+    """One DRAM read of 64 b (X, 8 values) to c0 over a 64-b link, through a 16-b DRAM port
+    (32-b bursts: 2 bursts of 2 cycles, 0..4) with DDR4-3200 behind it: the hop lands when its
+    bursts and the device's data of its requests (issued at cycle 0, timed by the same timer
+    the core replay uses) are done, then the port latency 5. Every cycle of c0 before its step
+    is the port's bandwidth, the device's row miss or latency, or the port latency."""
+    from cyclesim.chip.dram import runs
+    from cyclesim.engine.dram_native import DramTimer
+
+    data = {"name": "chip", "clock_mhz": 1000,
+            "cores": [{"name": "c0", "architecture": TINY_CORE}],
+            "offchip": {"ports": [{"name": "rw", "kind": "read_write", "width_bits": 16,
+                                   "burst_bits": 32, "latency_cycles": 5}],
+                        "dram": {"config": "DDR4_8Gb_x16_3200"}},
+            "interconnect": {"links": [{"name": "d0", "cores": ["dram", "c0"], "width_bits": 64}]}}  # fmt: skip
+    chip = chip_from_dict(data)
+    e1 = CHAIN[0](8)
+    res = run(chip, [e1], [layer(e1, ["c0"])],
+              [{"tensor": "X", "home": "dram"}, {"tensor": "Y", "home": "local"},
+               {"tensor": "A", "home": "kept"}])  # fmt: skip
+    plan = res.run.plan
+    timer = DramTimer(chip.offchip.dram.config, 1000)
+    device_end, delays = timer.issue(runs(plan.placements["X"], plan.transfers[0].box), False, 0, 0)
+    lands = max(4, device_end) + 5
+    assert res.run.step_start[0] == lands and res.cycles == lands + 8
+    assert device_end > 4  # the device, not the port, binds this short read
+    # the first request opens its row: the timer's row_miss, where it falls after the bursts
+    miss = sum(
+        max(0, min(z, device_end) - max(a, 4)) for a, z, cause, *_ in delays if cause == "row_miss"
+    )
+    assert miss > 0
+    waits = {r.cause: r.cycles for r in res.rows if r.where == "dram"}
+    assert waits == {"row_miss": miss, "latency": device_end - 4 - miss}
+    assert_sums(res)
+
+
+LINE = [  # c0 -> c1 -> c2, 16 b/cycle, 32-b bursts, latency 3 each
+    {"name": "l01", "cores": ["c0", "c1"], "width_bits": 16, "latency_cycles": 3, "burst_bits": 32},
+    {"name": "l12", "cores": ["c1", "c2"], "width_bits": 16, "latency_cycles": 3, "burst_bits": 32},
+]
+
+
+def test_store_and_forward_over_two_hops():
+    """A (64 b) from e1 on c0 to e2 on c2 through c1, store-and-forward per hop: l01 moves it
+    8..12 and its latency ends at 15; only then l12 moves it, 15..19, latency to 22; e2 runs
+    22..30. (Cut-through per burst would land it at 8 + 4 + 2 + 3 = 17 or so: not the rule.)"""
+    chip = make_chip(cores=("c0", "c1", "c2"), links=LINE)
+    e1, e2 = CHAIN[0](8), CHAIN[1](8)
+    res = run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c2"])], LOCAL)
+    assert res.cycles == 30
+    hops = res.transfers()[0]["hops"]
+    assert [(h["medium"], h["start"], h["end"]) for h in hops] == [("l01", 8, 15), ("l12", 15, 22)]
+    assert causes(res, "c2") == [
+        ("onload", "dependency", "e1#0@c0", "c0", 8),
+        ("onload", "latency", "l01", None, 3),
+        ("onload", "latency", "l12", None, 3),
+        ("onload", "link", "l01", None, 4),
+        ("onload", "link", "l12", None, 4),
+    ]
+    assert causes(res, "c1") == [("idle", "idle", None, None, 30)]  # it relays, it does not wait
+
+
+def test_multicast_tree_over_links_moves_each_hop_once():
+    """e2 split over n on c1 and c2, both reading all of A from c0: one tree, l01 then l12;
+    l01 carries A once for both (busy 4), c1 has it at 15, c2 at 22; e2 runs 15..23 on c1 and
+    22..30 on c2."""
+    chip = make_chip(cores=("c0", "c1", "c2"), links=LINE)
+    e1 = CHAIN[0](8)
+    res = run(chip, [e1, MC], [layer(e1, ["c0"]), layer(MC, ["c1", "c2"], split=[("n", 2)])], LOCAL)
+    assert res.cycles == 30
+    assert (res.port("l01").busy_cycles, res.port("l12").busy_cycles) == (4, 4)
+    assert [(s["step"], s["start"]) for s in res.steps()][1:] == [("e2#0@c1", 15), ("e2#0@c2", 22)]
+
+
+def test_prefer_picks_the_link_over_the_bus():
+    """c0 and c1 joined by a link (16 b/cycle) and a bus (64 b/cycle): `prefer: link` routes A
+    over the link (4 burst cycles), `prefer: bus` over the bus (32-b bursts of 1 cycle: 2)."""
+    bus = {
+        "name": "b",
+        "cores": ["c0", "c1"],
+        "width_bits": 64,
+        "burst_bits": 32,
+        "latency_cycles": 3,
+    }
+    e1, e2 = CHAIN[0](8), CHAIN[1](8)
+    cycles = {}
+    for prefer in ("link", "bus"):
+        chip = make_chip(links=LINE[:1], buses=[bus], prefer=prefer)
+        res = run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c1"])], LOCAL)
+        cycles[prefer] = res.cycles
+        assert res.transfers()[0]["hops"][0]["medium"] == ("l01" if prefer == "link" else "b")
+    assert cycles == {"link": 8 + 4 + 3 + 8, "bus": 8 + 2 + 3 + 8}
+
+
+def test_a_sliding_window_moves_only_its_new_rows():
+    """e2 (Z[m] += A[m + f] * W[f], f = 3) on c1 in tiles of 2 outputs reads A[2s : 2s + 4]
+    at step s; what step s - 1 read stays, so step 0 gets 4 values (32 b) and every later step
+    only its 2 new ones (16 b), each from e1's step that made them. W (same every step) moves
+    once."""
+    chip = make_chip(links=LINE[:1])
+    e1 = CHAIN[0](10)
+    e2 = einsum("e2", [("A", ["m + f"]), ("W", ["f"])], ("Z", ["m"]), {"m": 8, "f": 3})
+    tensors = [{"tensor": t, "home": "local"} for t in ("X", "Y", "W")] + [
+        {"tensor": "Z", "home": "kept"}
+    ]
+    res = run(chip, [e1, e2], [layer(e1, ["c0"], tile=[("m", 2)]), layer(e2, ["c1"], tile=[("m", 2)])],
+              tensors, groups=[("e1", "e2")])  # fmt: skip
+    moved = [(t["tensor"], t["bits"]) for t in res.transfers()]
+    assert moved == [("A", 16), ("A", 16), ("A", 16), ("A", 16), ("A", 16)]  # e1's 5 tiles
+    needs = res.run.plan.needs
+    e2_steps = [s for s in res.run.plan.steps if s.layer == "e2"]
+    assert [
+        sum(res.run.plan.transfers[n.transfer].bits for n in needs[s.id]) for s in e2_steps
+    ] == [32, 16, 16, 16]
+    assert_sums(res)

@@ -4,7 +4,7 @@ bit; the same inputs give the same run."""
 
 from __future__ import annotations
 
-from chip_helpers import CHAIN, TINY_CORE, assert_sums, einsum, layer, make_chip, run
+from chip_helpers import TINY_CORE, assert_sums, chip_runs, einsum, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,45 +14,6 @@ from cyclesim.engine import replay
 from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@st.composite
-def chip_runs(draw):
-    """Two layers (A = X * Y, Z = A * V) over 2-3 cores joined by a bus or links, split and
-    tiled at random, A sent over the network or through DRAM, multicast or not."""
-    n_cores = draw(st.integers(2, 3))
-    cores = [f"c{i}" for i in range(n_cores)]
-    width = draw(st.sampled_from([8, 16, 64]))
-    burst = draw(st.sampled_from([None, 32, 128]))
-    lat = draw(st.integers(0, 4))
-    dram = {"name": "rw", "kind": "read_write", "width_bits": draw(st.sampled_from([8, 32, 64])),
-            "latency_cycles": draw(st.integers(0, 6)), "burst_bits": draw(st.sampled_from([32, 64]))}  # fmt: skip
-    if draw(st.booleans()):
-        buses = [{"name": "b", "cores": cores + ["dram"], "width_bits": width,
-                  "latency_cycles": lat, **({"burst_bits": burst} if burst else {})}]  # fmt: skip
-        links = []
-    else:
-        buses = []
-        ends = cores + ["dram"]
-        links = [{"name": f"l{i}{j}", "cores": [a, b], "width_bits": width, "latency_cycles": lat,
-                  "bidirectional": True, **({"burst_bits": burst} if burst else {})}
-                 for i, a in enumerate(ends) for j, b in enumerate(ends) if i < j]  # fmt: skip
-    chip = make_chip(cores=tuple(cores), links=links, buses=buses, dram=dram)
-    m = draw(st.sampled_from([4, 8, 12]))
-    e1, e2 = CHAIN[0](m), CHAIN[1](m)
-    layers = []
-    for e in (e1, e2):
-        on = draw(st.sampled_from([cores[:1], cores[-1:], cores[:2]]))
-        part = m // len(on)
-        tile = draw(st.sampled_from([d for d in (1, 2, 3, 4, 6, 12) if part % d == 0]))
-        layers.append(layer(e, on, split=[("m", len(on))] if len(on) > 1 else [], tile=[("m", tile)]))
-    tensors = [{"tensor": "X", "home": draw(st.sampled_from(["dram", "local", "c0"]))},
-               {"tensor": "Y", "home": "local"}, {"tensor": "V", "home": "dram"},
-               {"tensor": "A", "via": draw(st.sampled_from(["network", "dram"])),
-                "multicast": draw(st.booleans())},
-               {"tensor": "Z", "home": draw(st.sampled_from(["dram", "kept"]))}]  # fmt: skip
-    groups = [("e1", "e2")] if draw(st.booleans()) else []
-    return chip, [e1, e2], layers, tensors, groups
 
 
 @FAST
