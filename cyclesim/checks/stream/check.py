@@ -1,10 +1,11 @@
 """`cyclesim check stream`: Stream's solved schedule term by term, each term re-derived from the
-parts Stream itself reports, and each node's tile replayed alone on its core.
+parts Stream itself reports, each node's tile replayed alone on its core, and (when the case
+imports into the multi-core chip) the schedule replayed as scheduled and dependency-driven.
 
 Rows: the total; per group N, iteration latency, interval and fill; per slot its latency and the
 term that binds it; per transfer the cycles charged against what its moved bits take on its
-busiest link; per link its busy time per iteration; per (node, core) the tile replayed alone.
-A row that differs says why, naming the mechanism.
+busiest link; per link its busy time per iteration; per (node, core) the tile replayed alone;
+then the replay rows (replay_rows.py). A row that differs says why, naming the mechanism.
 """
 
 from __future__ import annotations

@@ -20,7 +20,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "by term: total; per fused group N, iteration latency, interval and fill; per slot its "
             "latency and binding term; per transfer and link the cycles charged against the moved "
             "bits at full link width; per node and core the tile replayed alone on the core at the "
-            "mapping Stream's ZigZag search chose. Every differing row names its mechanism."
+            "mapping Stream's ZigZag search chose; then, when the case imports into the multi-core "
+            "chip (`cyclesim chip`), the schedule replayed as scheduled (Stream's slots as "
+            "barriers, iteration k released at k x interval) and dependency-driven. Every "
+            "differing row names its mechanism."
         ),
     )
     parser.add_argument("--accelerator", required=True, help="Stream accelerator YAML")

@@ -200,7 +200,8 @@ def _transfer_mechanism(t: StreamTransfer, medium: str, cycles: int, moved: int)
     ]
     if moved > t.moved_bits and t.kind == "COMPUTE_TO_COMPUTE":
         parts.append(
-            "the replay sends each consumer step its whole window, halo rows included, from every "
+            "the replay sends each consumer step what its window needs and its core does not hold "
+            "yet, halo rows included, from every "
             "producer core holding a part of it"
         )
     if medium.startswith("dram") or t.kind in ("MEM_TO_COMPUTE", "COMPUTE_TO_MEM"):
@@ -243,7 +244,7 @@ def _media_rows(run: StreamRun, scheduled: AsScheduled, result: Any) -> list[Row
             "DRAM port, for every part, halo and border column it moves"
             if use.kind != "dram_port"
             else "Stream's DRAM port demand counts halo-free tiles and amortised weights; the replay "
-            "moves each step's whole window and each core's own copy"
+            "moves what each step's window needs and its core does not hold yet, for each core"
         )
         rows.append(Row(SECTION, None, f"{use.name} busy over the run", stream_value, None, mechanism,
                         mine.get(use.name, 0) or None, use.busy_cycles))  # fmt: skip
@@ -277,7 +278,8 @@ def _dram_rows(run: StreamRun, chip_run: Any, shapes: dict) -> list[Row]:
             notes.append(
                 f"Stream moves it in {fetches} firing(s) (N / reuse factor per transfer), each its "
                 f"moved bits, which leave out the halo a sliding window keeps resident; the replay "
-                f"in {moves} DRAM transfer(s), each step's whole window with its halo rows, a "
+                f"in {moves} DRAM transfer(s), each what a step's window needs and its core does "
+                "not hold yet (halo rows included where the core's previous step was elsewhere), a "
                 "weight once per core and layer (multicast)"
             )
             mechanism = "; ".join(notes)
