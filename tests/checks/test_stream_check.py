@@ -4,7 +4,7 @@ row's re-derivation and the mechanism it names. Numbers are those of stream.md 5
 
 from __future__ import annotations
 
-from cyclesim.checks.stream.check import compare
+from cyclesim.checks.stream.arithmetic import compare
 from cyclesim.checks.stream.schedule import parse_run
 
 

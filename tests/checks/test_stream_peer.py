@@ -49,7 +49,7 @@ def test_stream_reproduces_the_reference_runs():
     ids=lambda v: Path(v).stem,
 )
 def test_stream_arithmetic_holds_on_every_example(accelerator, mapping):
-    from cyclesim.checks.stream.check import compare
+    from cyclesim.checks.stream.arithmetic import compare
 
     run = _run(accelerator, mapping)
     assert sum(g.total for g in run.groups) == run.total_cycles

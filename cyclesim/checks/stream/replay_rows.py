@@ -6,7 +6,6 @@ from __future__ import annotations
 from math import ceil, prod
 from typing import Any
 
-from cyclesim.checks.stream.check import Row
 from cyclesim.checks.stream.pernode import NodeCheck
 from cyclesim.checks.stream.replay import (
     AsScheduled,
@@ -17,6 +16,7 @@ from cyclesim.checks.stream.replay import (
     tensor_of,
     transfer_bits,
 )
+from cyclesim.checks.stream.rows import Row
 from cyclesim.checks.stream.schedule import StreamRun, StreamTransfer
 
 SECTION = "replay"
