@@ -48,6 +48,23 @@ def replay_rows(
                 chip_end,
             )  # fmt: skip
         )
+        first = [x for x in scheduled.slots if x.group == g.index and x.iteration == 0]
+        length = sum(x.end - x.start for x in first)
+        rows.append(
+            Row(
+                SECTION,
+                g.index,
+                "iteration latency (iteration 0's slots)",
+                g.per_iteration,
+                None,
+                ""
+                if length == g.per_iteration
+                else "the sum of the replayed slots of the first iteration; the slot rows below name "
+                "each slot's member and why it takes longer or shorter",
+                length,
+                None,
+            )  # fmt: skip
+        )
         if g.iterations > 1:
             ends: dict[int, int] = {}  # the steady rate: iterations finishing one after another
             for s in scheduled.slots:
