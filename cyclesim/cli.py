@@ -1,4 +1,4 @@
-"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim, l1, dram, sweep."""
+"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim|stream, l1, dram, sweep."""
 
 from __future__ import annotations
 
@@ -196,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(check_sub, "cyclesim.checks.zigzag.cli")
     _optional(check_sub, "cyclesim.checks.accelforge.cli")
     _optional(check_sub, "cyclesim.checks.scalesim.cli")
+    _optional(check_sub, "cyclesim.checks.stream.cli")
     _optional(sub, "cyclesim.l1.cli")
     _optional(sub, "cyclesim.dram.cli")
     _optional(sub, "cyclesim.chip.cli")
