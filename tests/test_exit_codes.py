@@ -176,5 +176,6 @@ def test_running_out_of_memory_is_one_line_exit_4_and_removes_begun_outputs(
     assert main(["run", *WORKED, "--events", str(events)]) == 4
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert "ran out of memory replaying run" in err and "--layer" in err
+    assert "ran out of memory running run" in err and "--window" in err
+    assert "--layer" not in err and "--workers" not in err  # options `run` does not have
     assert not events.exists()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from vcd.gtkw import GTKWSave
 
+from cyclesim.outputs import atomic_output
 from cyclesim.views.vcd import Signal
 
 
@@ -16,6 +17,7 @@ def gtkw_name(sig: Signal) -> str:
     return sig.path
 
 
+@atomic_output
 def write_gtkw(
     signals: list[Signal], vcd_path: str | Path, path: str | Path, *, start: int = 0
 ) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cyclesim.errors import CyclesimError, PeerUnavailable
+from cyclesim.outputs import run_peer
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_SCALESIM_PYTHON"
 RUNNER = Path(__file__).with_name("runner.py")
@@ -74,7 +75,7 @@ def run_scalesim(
     command = [interpreter(), str(RUNNER), str(Path(config).resolve())]
     command += [str(Path(topology).resolve()), "gemm" if gemm else "conv", *layers]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        done = run_peer(command, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise CyclesimError(f"SCALE-Sim did not finish within {timeout:.0f} s") from None
     if done.returncode != 0:
