@@ -311,8 +311,17 @@ def _new_outputs(args: argparse.Namespace) -> list[Path]:
         if option == "out" and getattr(args, "command", None) == "sweep":
             continue  # a sweep's folder keeps its cache of finished points, even when cut short
         value = getattr(args, option, None)
-        if isinstance(value, str) and value not in ("", "-") and not Path(value).exists():
-            out.append(Path(value))
+        if not isinstance(value, str) or value in ("", "-"):
+            continue
+        companions = [Path(value).with_suffix(".gtkw")] if option in ("vcd", "fst") else []
+        out += [p for p in (Path(value), *companions) if not p.exists()]
+        made = None  # the outermost folder the output's path still lacks: made by this run
+        for parent in Path(value).absolute().parents:
+            if parent.exists():
+                break
+            made = parent
+        if made is not None:
+            out.append(made)
     return out
 
 
@@ -328,7 +337,7 @@ def _remove_begun(fresh: list[Path]) -> None:
     from cyclesim.outputs import remove_temporary_files
 
     remove_temporary_files()
-    for path in fresh:
+    for path in sorted(fresh, key=lambda p: p.is_dir()):  # files, then the folders made
         try:
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
