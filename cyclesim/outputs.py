@@ -18,6 +18,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -102,9 +103,17 @@ def remove_temporary_files() -> None:
 
 
 # ---------------------------------------------------------------- peer processes
-def run_peer(command: list[str], *, timeout: float, **kwargs: Any) -> subprocess.CompletedProcess:
+def run_peer(
+    command: list[str],
+    *,
+    timeout: float,
+    heartbeat: Callable[[float], None] | None = None,
+    every: float = 5.0,
+    **kwargs: Any,
+) -> subprocess.CompletedProcess:
     """subprocess.run for a peer, registered while it runs so that an interrupt terminates it
-    (and the processes it started: it leads a process group of its own)."""
+    (and the processes it started: it leads a process group of its own). heartbeat(seconds)
+    is called every `every` seconds while the peer runs (a line saying it still does)."""
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -114,8 +123,18 @@ def run_peer(command: list[str], *, timeout: float, **kwargs: Any) -> subprocess
     )
     with _LOCK:
         _CHILDREN.add(process)
+    start = time.monotonic()
     try:
-        out, err = process.communicate(timeout=timeout)
+        while True:
+            left = timeout - (time.monotonic() - start)
+            try:
+                out, err = process.communicate(timeout=max(0.0, min(left, every)))
+                break
+            except subprocess.TimeoutExpired:
+                if left <= every:
+                    raise
+                if heartbeat is not None:
+                    heartbeat(time.monotonic() - start)
     except BaseException:  # a timeout or an interrupt: the peer must not outlive us
         _terminate(process)
         raise

@@ -64,8 +64,14 @@ def run(args: argparse.Namespace) -> int:
         from cyclesim.results.schema import print_json
 
         print_json(result.to_json_dict())
-        return 0
-    from cyclesim.analysis.sweep import summary_text
+    else:
+        from cyclesim.analysis.sweep import summary_text
 
-    print(summary_text(result))
+        print(summary_text(result))
+    table = result.table
+    if len(table) and result.failed == len(table):  # nothing was measured: not a success
+        first = str(table["error"].iloc[0])[:300]
+        raise CyclesimError(
+            f"every point of the sweep failed ({result.failed}); the first: {first}"
+        )
     return 0

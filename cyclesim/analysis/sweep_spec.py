@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.yamlio import StrictModel, format_path, line_of, read_yaml, validate
@@ -42,7 +42,17 @@ Scalar = int | float | str | bool
 
 MAX_POINTS = 100_000  # points of one sweep (product of its axes), checked before building any
 MAX_AXIS_VALUE = 2**62  # a number an axis sets: inside a 64-bit column of the table
-Number = int | Annotated[float, Field(allow_inf_nan=False)]
+
+
+def _finite(value: int | float) -> int | float:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number")
+    if abs(value) > MAX_AXIS_VALUE:
+        raise ValueError("the magnitude is above 2**62")
+    return value
+
+
+Number = Annotated[int | float, AfterValidator(_finite)]
 
 
 class _Range(StrictModel):

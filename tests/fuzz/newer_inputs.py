@@ -36,6 +36,60 @@ def _scalesim(old: str = "", new: str = "", *, topology: str | bytes | None = No
     return build
 
 
+def _dram(
+    config: str | bytes | None = None, trace: str | bytes = TRACE
+) -> Callable[[Path], list[str]]:
+    """`dram CONFIG TRACE`, the config a preset unless given as a file's text."""
+
+    def build(tmp: Path) -> list[str]:
+        ini = _write(tmp, "bad.ini", config) if config is not None else "DDR4_8Gb_x8_2400"
+        path = trace if trace == "/dev/zero" else _write(tmp, "bad.trc", trace)
+        return ["dram", ini, path]
+
+    return build
+
+
+WORKED_FILES = [ROOT / "tests/cases/worked/03_single_buffer" / f"{p}.yaml"
+                for p in ("arch", "workload", "mapping")]  # fmt: skip
+
+
+def _sweep(axes: str, *, base: dict | None = None, extra: str = "") -> Callable[[Path], list[str]]:
+    """`sweep` of worked example 03 with these axes (YAML text) and base files."""
+
+    def build(tmp: Path) -> list[str]:
+        files = dict(zip(("architecture", "workload", "mapping"), WORKED_FILES, strict=True))
+        files.update(base or {})
+        head = "".join(f"{k}: {v}\n" for k, v in files.items())
+        path = _write(tmp, "sweep.yaml", head + extra + "axes:\n" + axes)
+        return ["sweep", path, "--out", str(tmp / "out"), "--no-progress", "--no-plots",
+                "--workers", "1"]  # fmt: skip
+
+    return build
+
+
+def _symlink_loop(tmp: Path) -> list[str]:
+    (tmp / "loop.yaml").symlink_to(tmp / "loop.yaml")
+    return _sweep(WIDTH_AXIS, base={"architecture": "loop.yaml"})(tmp)
+
+
+def _dram_passwd_in_architecture(tmp: Path) -> list[str]:
+    text = _text(ROOT / "hw_models" / "eyeriss_like_small_ddr4.yaml")
+    arch = _write(tmp, "arch.yaml", text.replace("dram: {config: DDR4_8Gb_x8_2400}",
+                                                 "dram: {config: /etc/passwd}"))  # fmt: skip
+    return [
+        "run",
+        arch,
+        *(
+            str(ROOT / "examples/eyeriss_memsize" / f)
+            for f in ("workload.yaml", "mapping_small.yaml")
+        ),
+    ]
+
+
+WIDTH_AXIS = "  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n    values: [4, 8]\n"
+LIVELOCK = "[dram_structure]\nprotocol = DDR4\n[timing]\ntREFI = 100\ntRFC = 90\n"
+
+
 CASES: tuple[Case, ...] = (
     # check scalesim: tracebacks
     Case("traceback", "scalesim: a '%' in a .cfg value", _scalesim("run_name = ws_8x16_calc", "run_name = 50%_load"),
@@ -65,6 +119,51 @@ CASES: tuple[Case, ...] = (
     Case("vague", "scalesim: a topology that is /etc/passwd-like is not quoted",
          _scalesim(topology="root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"),
          says=("topo.csv:1", "not a SCALE-Sim topology")),
+    # dram
+    Case("hang", "dram: tREFI 100, tRFC 90 (a refresh livelock)",
+         _dram(LIVELOCK, "0x0 READ 0\n0x40 READ 2000\n"),
+         says=("bad.ini:4", "tREFI", "refresh leaves no time to serve a request")),
+    Case("unbounded", "dram: the trace is /dev/zero", _dram(trace="/dev/zero"),
+         says=("/dev/zero:1", "longer than 256 bytes")),
+    Case("accepted", "dram: a trace address in Python's 0x4_0", _dram(trace="0x4_0 READ 0\n"),
+         says=("bad.trc:1", "hexadecimal")),
+    Case("accepted", "dram: .ini key CWL-x (beyond did-you-mean)",
+         _dram("[timing]\nCL = 17\nCWL-x = 30\n"), says=("bad.ini:3", "unknown key 'CWL-x'")),
+    Case("echo", "dram: /etc/passwd-like text as the .ini",
+         _dram("root:x:0:0:root:/root:/bin/bash\n"), says=("bad.ini:1", "not a DRAMsim3 .ini")),
+    Case("echo", "dram: /etc/passwd-like text as the trace",
+         _dram(trace="root:x:0:0:root:/root:/bin/bash\n"), says=("bad.trc:1", "not a trace line")),
+    Case("echo", "run: an architecture's dram config is /etc/passwd", _dram_passwd_in_architecture,
+         says=("/etc/passwd:1", "not a DRAMsim3 .ini")),
+    Case("traceback", "dram: a non-ASCII byte in the trace", _dram(trace=b"0x40 RE\xffAD 0\n"),
+         says=("bad.trc:1", "not ASCII")),
+    # sweep
+    Case("traceback", "sweep: range with .nan", _sweep(
+        "  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n"
+        "    range: {start: 1, stop: .nan, step: 1}\n"), says=("sweep.yaml:6", "finite")),
+    Case("traceback", "sweep: geometric with .inf", _sweep(
+        "  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n"
+        "    geometric: {start: 1, stop: .inf, points: 3}\n"), says=("sweep.yaml:6", "finite")),
+    Case("traceback", "sweep: an axis value above 2**63", _sweep(
+        "  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n"
+        "    values: [4, 18446744073709551616]\n"), says=("sweep.yaml:6", "out of range")),
+    Case("traceback", "sweep: a base file that is a symlink loop", _symlink_loop,
+         says=("sweep.yaml:1", "field 'architecture'", "symlink loop")),
+    Case("hang", "sweep: three ranges of 10**5 values (10**15 points)", _sweep("".join(
+        f"  - field: architecture.memories.DRAM.ports.dram_rd.{f}\n"
+        "    range: {start: 1, stop: 100000, step: 1}\n"
+        for f in ("width_bits", "latency_cycles", "burst_bits"))),
+        says=("sweep.yaml", "field 'axes'", "too many points", "1000000000000000")),
+    Case("hang", "sweep: geometric with 10**9 points", _sweep(
+        "  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n"
+        "    geometric: {start: 1, stop: 64, points: 1000000000}\n"),
+        says=("sweep.yaml:6", "points", "less than or equal to 100000")),
+    Case("accepted", "sweep: every point failed", _sweep(
+        "  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n    values: [-1, 0]\n"),
+        says=("every point of the sweep failed",)),
+    Case("vague", "sweep: architecture: /etc/passwd-like", lambda t: _sweep(
+        WIDTH_AXIS, base={"architecture": _write(t, "passwd", "root:x:0:0:root:/root:/bin/bash\n")})(t),
+        says=("passwd",)),
 )  # fmt: skip
 
 

@@ -7,6 +7,7 @@ The interpreter is `$CYCLESIM_SCALESIM_PYTHON`, else `<repo>/.venv-scalesim/bin/
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 from dataclasses import dataclass
@@ -15,10 +16,12 @@ from pathlib import Path
 from cyclesim.errors import CyclesimError, PeerUnavailable
 from cyclesim.outputs import run_peer
 
+log = logging.getLogger("cyclesim")
 ENVIRONMENT_VARIABLE = "CYCLESIM_SCALESIM_PYTHON"
 RUNNER = Path(__file__).with_name("runner.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TIMEOUT_SECONDS = 1800.0
+HEARTBEAT_SECONDS = 30.0  # a line saying SCALE-Sim still runs (a layer can take minutes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +78,15 @@ def run_scalesim(
     command = [interpreter(), str(RUNNER), str(Path(config).resolve())]
     command += [str(Path(topology).resolve()), "gemm" if gemm else "conv", *layers]
     try:
-        done = run_peer(command, text=True, timeout=timeout)
+        what = f"{len(layers)} layer{'s' if len(layers) != 1 else ''}" if layers else "every layer"
+        log.warning("running SCALE-Sim 3.0.0 on %s of %s (its own process)", what, topology)
+        done = run_peer(
+            command,
+            text=True,
+            timeout=timeout,
+            heartbeat=lambda s: log.warning("SCALE-Sim still running on %s (%.0f s)", what, s),
+            every=HEARTBEAT_SECONDS,
+        )
     except subprocess.TimeoutExpired:
         raise CyclesimError(f"SCALE-Sim did not finish within {timeout:.0f} s") from None
     if done.returncode != 0:
