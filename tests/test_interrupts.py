@@ -187,3 +187,24 @@ def test_out_of_memory_under_an_address_space_cap_is_one_line_and_exit_4(tmp_pat
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert "ran out of memory running run" in done.stderr
     assert files_in(tmp_path) == []
+
+
+def test_a_full_disk_names_the_file_and_leaves_no_empty_folder(tmp_path, monkeypatch, capsys):
+    # issue 29: "No space left on device" named no file and left an empty plots/
+    import errno
+
+    import matplotlib.figure
+
+    from cyclesim.cli import main
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")  # as a write() raises it
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", *WORKED, "--no-progress", "--plot", "plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cyclesim: cannot write plots/") and err.endswith(
+        ".png: No space left on device\n"
+    ), err
+    assert files_in(tmp_path) == []

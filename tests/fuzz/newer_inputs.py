@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from bad_inputs import Case, _text, _write, run_case
+from bad_inputs import Case, _accelforge, _arch, _run_with, _text, _write, _zigzag, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALESIM = ROOT / "examples" / "scalesim"
@@ -84,6 +84,24 @@ def _dram_passwd_in_architecture(tmp: Path) -> list[str]:
             for f in ("workload.yaml", "mapping_small.yaml")
         ),
     ]
+
+
+def _workload(old: str, new: str) -> Callable[[Path], list[str]]:
+    def build(tmp: Path) -> list[str]:
+        text = _text(WORKED_FILES[1])
+        assert old in text, old
+        return _run_with(tmp, workload=text.replace(old, new, 1))
+
+    return build
+
+
+def _zigzag_operand_source(tmp: Path) -> list[str]:
+    argv = _zigzag(tmp)
+    workload = Path(next(a for a in argv if a.startswith("--workload=")).split("=", 1)[1])
+    text = workload.read_text()
+    assert "operand_source:" in text, text
+    workload.write_text(text.replace("operand_source:", "operand_source:\n    X: 0", 1))
+    return argv
 
 
 WIDTH_AXIS = "  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n    values: [4, 8]\n"
@@ -164,6 +182,18 @@ CASES: tuple[Case, ...] = (
     Case("vague", "sweep: architecture: /etc/passwd-like", lambda t: _sweep(
         WIDTH_AXIS, base={"architecture": _write(t, "passwd", "root:x:0:0:root:/root:/bin/bash\n")})(t),
         says=("passwd",)),
+    # the older commands' formats, reproducers of issue 29
+    Case("traceback", "run: a projection coefficient 0 ([m, 0*k])",
+         _workload("projection: [m, k]", "projection: [m, 0*k]"),
+         says=("workload.yaml:13", "a coefficient must be from 1")),
+    Case("accepted", "run: double_buffered: [NOPE] on a memory without tensors:",
+         _arch("  tensors: [B]\n  double_buffered: false", "  double_buffered: [NOPE]"),
+         says=("arch.yaml:20", "double_buffered of memory 'wbuf'", "'NOPE'")),
+    Case("unbounded", "accelforge: 'x'|center(3000000000) in a spec",
+         _accelforge("name: GLB", "name: \"{{ 'x'|center(3000000000) }}\""),
+         says=("spec.yaml", "center() with a width of 3,000,000,000")),
+    Case("accepted", "zigzag: operand_source with an unknown operand", _zigzag_operand_source,
+         says=("operand_source.X", "unknown field 'X'")),
 )  # fmt: skip
 
 
