@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--workers",
         type=int,
         metavar="N",
-        help="worker processes of the local cluster (default: one per core)",
+        help="worker processes of the local cluster (default: one per core; 1: the points "
+        "one by one in this process, no cluster started)",
     )
     p.add_argument(
         "--scheduler",
@@ -56,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         out,
         workers=args.workers,
         scheduler=args.scheduler,
+        # one worker and no cluster named: nothing to gain from starting a cluster
+        backend="processes" if args.workers == 1 and args.scheduler is None else "dask",
         progress=False if args.no_progress else None,
         use_cache=not args.no_cache,
         plots=not args.no_plots,
