@@ -208,3 +208,32 @@ def test_a_full_disk_names_the_file_and_leaves_no_empty_folder(tmp_path, monkeyp
         ".png: No space left on device\n"
     ), err
     assert files_in(tmp_path) == []
+
+
+L1_OPS = ROOT / "examples" / "l1_placement" / "softmax.yaml"
+COMMANDS = {  # a command line, and the function the interrupt arrives in
+    "run": ("cyclesim.engine:replay", ["run", *WORKED]),
+    "explain": ("cyclesim.engine:replay", ["explain", *WORKED]),
+    "l1": ("cyclesim.l1.ops:load_ops", ["l1", str(L1_OPS)]),
+    "dram": ("cyclesim.dram.trace:simulate_trace", ["dram", "DDR4_8Gb_x8_2400", "TRACE"]),
+    "check scalesim": (
+        "cyclesim.checks.scalesim.check:import_layer",
+        [
+            "check",
+            "scalesim",
+            str(SCALESIM / "ws_8x16_calc.cfg"),
+            str(SCALESIM / "gemm_small.csv"),
+            "--no-peer",
+        ],
+    ),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_ctrl_c_in_every_command_is_one_line_and_exit_130(tmp_path, command):
+    # issue 29: Ctrl-C printed a KeyboardInterrupt traceback in every command
+    target, argv = COMMANDS[command]
+    (tmp_path / "TRACE").write_text("0x0 READ 0\n0x40 WRITE 9\n")
+    done = run_interrupted(tmp_path, target, signal.SIGINT, *argv)
+    assert (done.returncode, done.stderr) == (130, "cyclesim: interrupted\n")
+    assert files_in(tmp_path) == ["TRACE"]

@@ -89,10 +89,17 @@ def run_scalesim(
         )
     except subprocess.TimeoutExpired:
         raise CyclesimError(f"SCALE-Sim did not finish within {timeout:.0f} s") from None
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-6:])
-        raise CyclesimError(f"SCALE-Sim failed (exit {done.returncode}):\n{tail}")
-    data = json.loads(done.stdout)
+    if done.returncode != 0:  # its last line says why (its traceback is not ours to show)
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1].strip()[:300]
+        raise CyclesimError(
+            f"SCALE-Sim 3.0.0 failed on {config} and {topology} (exit {done.returncode}): {last}"
+        )
+    try:
+        data = json.loads(done.stdout)
+    except ValueError:
+        raise CyclesimError(
+            f"SCALE-Sim 3.0.0 printed no result for {config} and {topology}"
+        ) from None
     return ScaleSimRun(
         tuple(ScaleSimLayer(**layer) for layer in data["layers"]),
         data["peak_rss_mib"],
