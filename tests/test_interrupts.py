@@ -93,11 +93,35 @@ def _wait_for(path: Path, seconds: float = 60) -> str:
     raise AssertionError(f"{path} never appeared")
 
 
+def test_sigterm_while_the_accelforge_peer_runs_leaves_no_orphan(tmp_path):
+    # issue 29: SIGTERM killed cyclesim but left the AccelForge peer runner running
+    fake = tmp_path / "fake_python"
+    fake.write_text(f"#!/bin/sh\nsleep 120 &\necho $! > {tmp_path}/child.pid\necho $$ > {tmp_path}/peer.pid\nwait\n")  # fmt: skip
+    fake.chmod(0o755)
+    spec = ROOT / "tests" / "checks" / "accelforge_specs" / "matmul_3level.yaml"
+    environment = dict(os.environ, PYTHONPATH=str(ROOT), CYCLESIM_ACCELFORGE_PYTHON=str(fake),
+                       XDG_CACHE_HOME=str(tmp_path / "cache"))  # fmt: skip
+    cyclesim = subprocess.Popen(
+        [sys.executable, "-m", "cyclesim", "check", "accelforge", str(spec)], cwd=tmp_path,
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        peer = int(_wait_for(tmp_path / "peer.pid"))
+        child = int((tmp_path / "child.pid").read_text())
+        cyclesim.send_signal(signal.SIGTERM)
+        _, err = cyclesim.communicate(timeout=30)
+    finally:
+        cyclesim.kill()
+    assert cyclesim.returncode == 143 and err.splitlines()[-1] == "cyclesim: interrupted", err
+    time.sleep(0.2)
+    assert not _alive(peer) and not _alive(child)
+
+
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_an_interrupt_while_the_scalesim_peer_runs_leaves_no_orphan(tmp_path, sig, code):
     # a stand-in for SCALE-Sim's interpreter: records its pid and its own child's, then waits
     fake = tmp_path / "fake_python"
-    fake.write_text("#!/bin/sh\nsleep 120 &\necho $! > child.pid\necho $$ > peer.pid\nwait\n")
+    fake.write_text(f"#!/bin/sh\nsleep 120 &\necho $! > {tmp_path}/child.pid\necho $$ > {tmp_path}/peer.pid\nwait\n")  # fmt: skip
     fake.chmod(0o755)
     environment = dict(os.environ, PYTHONPATH=str(ROOT), CYCLESIM_SCALESIM_PYTHON=str(fake))
     cyclesim = subprocess.Popen(
