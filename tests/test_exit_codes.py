@@ -179,3 +179,17 @@ def test_running_out_of_memory_is_one_line_exit_4_and_removes_begun_outputs(
     assert "ran out of memory running run" in err and "--window" in err
     assert "--layer" not in err and "--workers" not in err  # options `run` does not have
     assert not events.exists()
+
+
+def test_every_exit_code_is_in_help_and_in_docs():
+    """`cyclesim --help` and docs/exit_codes.md list the same codes, 4 and 130/143 included."""
+    import re
+
+    from cyclesim.cli import EXIT_CODES, build_parser
+
+    assert EXIT_CODES in build_parser().format_help()
+    codes = set(re.findall(r"^\s+(\d+)(?:, (\d+))?\s", EXIT_CODES, re.M))
+    listed = {c for pair in codes for c in pair if c}
+    assert listed == {"0", "1", "2", "3", "4", "130", "143"}
+    doc = (ROOT / "docs" / "exit_codes.md").read_text()
+    assert {c for c in re.findall(r"^\| (\d+) \|", doc, re.M)} == listed
