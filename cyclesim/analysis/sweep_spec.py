@@ -262,7 +262,7 @@ def _check_paths(spec: SweepSpec, raw: _Sweep, err: Any) -> None:
     if heads - swapped:  # a wrong base file is its own error, not the swept field's
         if "architecture" not in swapped:
             load_architecture(str(spec.architecture))
-        if "mapping" in heads - swapped and "workload" not in swapped:
+        if "mapping" in heads - swapped and not {"architecture", "workload"} & swapped:
             from cyclesim.spec import load_mapping
 
             load_mapping(
