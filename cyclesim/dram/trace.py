@@ -25,6 +25,7 @@ from cyclesim.errors import SpecError
 WRITE_WORDS = {"WRITE", "write", "P_MEM_WR", "BOFF"}  # DRAMsim3's spellings of a write
 READ_WORDS = {"READ", "read", "P_MEM_RD", "P_FETCH", "P_LOCK_RD", "P_LOCK_WR"}
 MAX_REQUESTS = 10_000_000
+MAX_LINES = MAX_REQUESTS  # comments and blank lines included
 MAX_LINE_BYTES = 256  # '0x' + 16 hex digits, a command word, a cycle: far below this
 MAX_TRACE_BYTES = 1 << 30  # about 40 bytes a request: the request limit's worth, and then some
 PROGRESS_SECONDS = 5.0
@@ -125,6 +126,9 @@ def read_trace(path: str | Path) -> list[Request]:
         if whole > MAX_TRACE_BYTES:  # a regular file says its size: refused before reading it
             raise SpecError(f"the trace is larger than {MAX_TRACE_BYTES >> 20} MiB",
                             file=name, found=f"{whole:,} bytes", expected="a shorter trace")  # fmt: skip
+        if whole and _count_lines(handle) > MAX_LINES:  # counted at C speed, before parsing any
+            raise SpecError("too many lines", file=name, line=MAX_LINES + 1,
+                            expected=f"at most {MAX_LINES:,}")  # fmt: skip
         while True:
             try:
                 raw = handle.readline(MAX_LINE_BYTES + 1)
@@ -134,6 +138,9 @@ def read_trace(path: str | Path) -> list[Request]:
                 break
             number += 1
             size += len(raw)
+            if number > MAX_LINES:  # a pipe: counted as it streams
+                raise SpecError("too many lines", file=name, line=number,
+                                expected=f"at most {MAX_LINES:,}")  # fmt: skip
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 raise SpecError(f"a line longer than {MAX_LINE_BYTES} bytes: not a trace",
                                 file=name, line=number, expected=_LINE)  # fmt: skip
@@ -172,6 +179,15 @@ def read_trace(path: str | Path) -> list[Request]:
     if not out:  # else a report of 0 cycles and a read latency of 0, as if measured
         raise SpecError("no requests in the trace", file=name, expected=_LINE)
     return out
+
+
+def _count_lines(handle) -> int:
+    """Newlines in a regular file, in 1 MiB blocks (the file is left at its start)."""
+    count = 0
+    while block := handle.read(1 << 20):
+        count += block.count(b"\n")
+    handle.seek(0)
+    return count
 
 
 def simulate_trace(
