@@ -87,6 +87,7 @@ bench: $(VENV)/.base $(SSVENV)/.installed native
 	$(BIN)/python benchmarks/bench_traces.py
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python $(BIN)/python benchmarks/bench_scalesim.py
 	$(BIN)/python benchmarks/bench_dram.py
+	$(BIN)/python benchmarks/bench_chip.py
 
 traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces

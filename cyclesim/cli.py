@@ -198,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(check_sub, "cyclesim.checks.scalesim.cli")
     _optional(sub, "cyclesim.l1.cli")
     _optional(sub, "cyclesim.dram.cli")
+    _optional(sub, "cyclesim.chip.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")
     _add_verbosity(parser, top_level=True)
     return parser
@@ -278,8 +279,11 @@ def check_outputs(args: argparse.Namespace) -> None:
             continue
         path = Path(value)
         flag = "--" + option.replace("_", "-")
-        # `run --plot` and `--csv` name folders (`l1 --plot` and `check zigzag --plot` an image)
-        folder = option in DIRECTORY_OPTIONS and (option != "plot" or args.command == "run")
+        # `run --plot`, `chip --plot` and `--csv` name folders (`l1 --plot` and `check zigzag
+        # --plot` an image)
+        folder = option in DIRECTORY_OPTIONS and (
+            option != "plot" or args.command in ("run", "chip")
+        )
         if path.is_dir() and not folder:
             raise OptionError(f"{flag} {value} is a directory; a file path is expected")
         if folder and path.exists() and not path.is_dir():
