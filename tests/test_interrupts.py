@@ -175,6 +175,15 @@ def test_an_interrupted_sweep_keeps_its_finished_points_and_no_worker(tmp_path):
     assert files_in(tmp_path / "out") == ["cache", *(f"cache/{p.name}" for p in cached)]
     time.sleep(0.5)
     assert tagged_processes(tag) == []  # no Dask worker or nanny left running
+    # the rerun reads the three finished points back and computes the other five
+    again = subprocess.run(
+        [sys.executable, "-m", "cyclesim", "sweep", str(sweep_file), "--out", "out", "--json",
+         "--no-progress", "--workers", "1"],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    summary = json.loads(again.stdout)
+    assert (summary["cached"], summary["computed"], summary["failed"]) == (3, 5, 0)
 
 
 # Out of memory for real: the child caps its address space 300 MB above what it uses after its
