@@ -4,6 +4,8 @@ PY312   ?= PYENV_VERSION=3.12.1 python3.12
 VENV    := .venv
 AFVENV  := .venv-af
 SSVENV  := .venv-scalesim
+# Stream's environment; override (make STVENV=/work/envs/stream ...) to build it elsewhere.
+STVENV  ?= .venv-stream
 BIN     := $(VENV)/bin
 AF_VERSION := 1.0.467
 
@@ -54,7 +56,15 @@ $(SSVENV)/.installed:
 	$(SSVENV)/bin/pip install -q scalesim==3.0.0 "numpy<2.4"
 	touch $@
 
-peers: $(VENV)/.test $(AFVENV)/.installed $(AFVENV)/.cacti $(SSVENV)/.installed
+# Stream (stream-dse 2.1.1) needs Python >= 3.12; zigzag-dse 3.9.1, which it pins, imports `six`
+# without declaring it. Called as a subprocess by cyclesim.checks.stream.peer.
+$(STVENV)/.installed:
+	$(PY312) -m venv $(STVENV)
+	$(STVENV)/bin/pip install -q --upgrade pip
+	$(STVENV)/bin/pip install -q stream-dse==2.1.1 six
+	touch $@
+
+peers: $(VENV)/.test $(AFVENV)/.installed $(AFVENV)/.cacti $(SSVENV)/.installed $(STVENV)/.installed
 
 # GTKWave under Xvfb loads our VCDs in a test; Debian packages, installed once per machine.
 # Without root (a developer's laptop) the test says why it skipped.
@@ -69,6 +79,7 @@ demo: $(VENV)/.base native
 test: peers gtkwave-deps native
 	CYCLESIM_ACCELFORGE_PYTHON=$(abspath $(AFVENV))/bin/python \
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python \
+	CYCLESIM_STREAM_PYTHON=$(abspath $(STVENV))/bin/python \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider
 
 test-fast: $(VENV)/.test native
@@ -87,9 +98,10 @@ bench: $(VENV)/.base $(SSVENV)/.installed native
 	$(BIN)/python benchmarks/bench_traces.py
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python $(BIN)/python benchmarks/bench_scalesim.py
 	$(BIN)/python benchmarks/bench_dram.py
+	$(BIN)/python benchmarks/bench_chip.py
 
 traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces
 
 clean:
-	rm -rf $(VENV) $(AFVENV) $(SSVENV) out build *.egg-info cyclesim/engine/_dram_*_native*
+	rm -rf $(VENV) $(AFVENV) $(SSVENV) $(STVENV) out build *.egg-info cyclesim/engine/_dram_*_native*

@@ -11,6 +11,8 @@ gets the same completion cycle from either.
 from __future__ import annotations
 
 import heapq
+import time
+from collections.abc import Callable
 from itertools import count
 
 from cyclesim.dram.config import DramConfig
@@ -88,16 +90,28 @@ class FrontEnd:
         return waiting[0][2] if waiting else None
 
     def run_until(
-        self, limit: int | None, *, flush_at_end: bool = False, skip_idle: bool = True
+        self,
+        limit: int | None,
+        *,
+        flush_at_end: bool = False,
+        skip_idle: bool = True,
+        progress: Callable[[int, int, int], None] | None = None,
+        progress_seconds: float = 5.0,
     ) -> None:
         """Simulate cycles up to `limit` (exclusive), or, with limit None, until every request
         pushed is done (a trace: `flush_at_end` drains the writes once the last has entered).
-        `skip_idle=False` ticks every cycle (the reference the skipping is tested against)."""
+        `skip_idle=False` ticks every cycle (the reference the skipping is tested against).
+        `progress(requests in, requests, cycle)` is called every `progress_seconds` or so."""
+        looks, next_line = 0, time.monotonic() + progress_seconds
         channels = self.channels
         period = max(_refresh_period(c) for c in channels) if limit is None else 0
         seen: dict[tuple, tuple[int, list]] = {}
         clk = self.clk
         while limit is None or clk < limit:
+            looks += 1
+            if progress is not None and looks & 0xFFF == 0 and time.monotonic() >= next_line:
+                next_line = time.monotonic() + progress_seconds
+                progress(self.n_entered, self.pushed, clk)
             for ch in channels:
                 ch.changed = False
                 ch.tick()

@@ -36,6 +36,12 @@ def architecture_from_dict(
 ) -> Architecture:
     """Validate a parsed architecture; every fault is one SpecError."""
     lines = lines or {}
+    if isinstance(data, dict) and "cores" in data and "pe_array" not in data:
+        raise SpecError(
+            "this is a chip of several cores (cores:, interconnect:), not one core's architecture",
+            file=name, field="cores", line=line_of(lines, ("cores",)),
+            expected="`cyclesim chip ARCH WORKLOAD MAPPING` for a chip (docs/multicore.md)",
+        )  # fmt: skip
     raw: _Arch = validate(_Arch, data, lines, name, "architecture")  # type: ignore[assignment]
 
     def err(msg: str, loc: tuple, **kw: Any) -> SpecError:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 from cyclesim.results.activity import COMPUTE, Activity, busy_runs
 from cyclesim.views.cycle_ranges import merge_ranges
@@ -81,6 +82,7 @@ def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
+@atomic_output
 def _save(fig, path) -> None:
     fig.savefig(path, metadata=_META, dpi=110, bbox_inches="tight")
     _plt().close(fig)

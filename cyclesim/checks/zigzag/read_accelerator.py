@@ -25,13 +25,14 @@ from cyclesim.checks.zigzag.reader import (
 )
 
 
-def parse_accelerator(path: str) -> ZigZagAccelerator:
-    """Read a ZigZag 3.x accelerator YAML."""
+def parse_accelerator(path: str, *, extra_fields: frozenset[str] = frozenset()) -> ZigZagAccelerator:
+    """Read a ZigZag 3.x accelerator YAML; `extra_fields` are top-level keys a wrapping format
+    (Stream's core files) adds and checks itself."""
     r = Reader(path)
     top = r.mapping(
         r.data,
         (),
-        {"name", "memories", "operational_array", "dataflows"},
+        {"name", "memories", "operational_array", "dataflows"} | extra_fields,
         {"name", "memories", "operational_array"},
     )
     operational = top["operational_array"]

@@ -1,0 +1,255 @@
+"""Views of a chip replay (read ChipResult only): a VCD waveform with a scope per core and
+per link, bus and DRAM port; a Perfetto trace with a process per core and a track per link,
+bus and DRAM port; a per-core Gantt of steps and waits and a link/DRAM utilisation plot.
+One cycle is one time unit (the VCD's 1 ns, Perfetto's 1 us)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cyclesim.chip.result import ChipResult
+from cyclesim.outputs import atomic_open, atomic_path, write_atomically
+
+
+def _transfer_name(res: ChipResult, hop: int) -> str:
+    plan = res.run.plan
+    t = plan.transfers[plan.hops[hop].transfer]
+    return f"{t.tensor}#{t.id} {t.source}->{'+'.join(t.targets)}"
+
+
+def perfetto_events(res: ChipResult) -> list[dict]:
+    """Chrome-trace events: pid 1.. a core each (tracks: steps, waits), then one process for
+    the interconnect with a track per link, bus and DRAM port (a slice per burst)."""
+    plan = res.run.plan
+    events: list[dict] = []
+    cores = plan.chip.core_names
+    for i, core in enumerate(cores, start=1):
+        events.append(
+            {"ph": "M", "name": "process_name", "pid": i, "args": {"name": f"core {core}"}}
+        )
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": i, "tid": 1, "args": {"name": "steps"}}
+        )
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": i, "tid": 2, "args": {"name": "waits"}}
+        )
+    for s in res.spans:
+        pid = cores.index(s.core) + 1
+        if s.cause == "step":
+            events.append({"ph": "X", "name": s.where, "cat": "step", "pid": pid, "tid": 1,
+                           "ts": s.start, "dur": s.end - s.start})  # fmt: skip
+        else:
+            args = {"phase": s.phase, "where": s.where, "competitor": s.competitor}
+            events.append({"ph": "X", "name": s.cause, "cat": "wait", "pid": pid, "tid": 2,
+                           "ts": s.start, "dur": s.end - s.start, "args": args})  # fmt: skip
+    net = len(cores) + 1
+    events.append({"ph": "M", "name": "process_name", "pid": net, "args": {"name": "interconnect"}})
+    for tid, key in enumerate(plan.port_keys, start=1):
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": net, "tid": tid, "args": {"name": key}}
+        )
+        for start, end, hop, bits in res.run.grants[key]:
+            events.append({"ph": "X", "name": _transfer_name(res, hop), "cat": "burst", "pid": net,
+                           "tid": tid, "ts": start, "dur": end - start, "args": {"bits": bits}})  # fmt: skip
+    return events
+
+
+def write_chip_perfetto(res: ChipResult, path: str | Path) -> Path:
+    """A Perfetto (Chrome JSON) trace; ui.perfetto.dev opens it."""
+    path = Path(path)
+    doc = {"displayTimeUnit": "ns", "traceEvents": perfetto_events(res)}
+    write_atomically(path, json.dumps(doc, separators=(",", ":")) + "\n")
+    return path
+
+
+def scope_name(key: str) -> str:
+    """A link's, bus's or DRAM port's name as a waveform scope ('l[c0>c1]' -> 'l_c0_to_c1')."""
+    return key.replace("[", "_").replace("]", "").replace(">", "_to_").replace(".", "_")
+
+
+def chip_waves(res: ChipResult) -> tuple[list[tuple], list[tuple]]:
+    """The waveform: signals (scope, name, type, initial value) and their changes (cycle,
+    signal index, value) in time order. Per core `state` (step, or the cause of the wait, or
+    idle) and `step` (its name); per link, bus and DRAM port `busy`, `transfer` (what holds
+    it) and `bits_total`."""
+    plan = res.run.plan
+    signals: list[tuple] = []
+    index: dict[tuple, int] = {}
+    for core in plan.chip.core_names:
+        for name, init in (("state", "idle"), ("step", "-")):
+            index[(core, name)] = len(signals)
+            signals.append((("chip", core), name, "string", init))
+    for key in plan.port_keys:
+        for name, kind, init in (("busy", "wire", 0), ("transfer", "string", "-"),
+                                 ("bits_total", "integer", 0)):  # fmt: skip
+            index[(key, name)] = len(signals)
+            signals.append((("chip", scope_name(key)), name, kind, init))
+    changes: list[tuple] = []  # (cycle, a grant's end before a start, order, signal, value)
+    for s in res.spans:
+        step = s.cause == "step"
+        changes.append(
+            (s.start, 1, len(changes), index[(s.core, "state")], "step" if step else s.cause)
+        )
+        changes.append(
+            (s.start, 1, len(changes), index[(s.core, "step")], s.where if step else "-")
+        )
+    for key, grants in res.run.grants.items():
+        moved = 0
+        for start, end, hop, bits in grants:
+            moved += bits
+            changes.append((start, 1, len(changes), index[(key, "busy")], 1))
+            changes.append(
+                (start, 1, len(changes), index[(key, "transfer")], _transfer_name(res, hop))
+            )
+            changes.append((end, 0, len(changes), index[(key, "bits_total")], moved))
+            changes.append((end, 0, len(changes), index[(key, "busy")], 0))
+            changes.append((end, 0, len(changes), index[(key, "transfer")], "-"))
+    changes.sort()  # in a cycle where one grant ends and the next starts, the end goes first
+    out = [
+        (c, sig, v.replace(" ", "_") if isinstance(v, str) else v) for c, _, _, sig, v in changes
+    ]
+    return signals, out
+
+
+def write_chip_vcd(res: ChipResult, path: str | Path) -> Path:
+    """The waveform (chip_waves) as VCD, written with pyvcd."""
+    from vcd import VCDWriter
+
+    path = Path(path)
+    signals, changes = chip_waves(res)
+    with (
+        atomic_open(path, "w", encoding="ascii") as f,
+        VCDWriter(f, timescale="1 ns", date="-") as w,
+    ):
+        sizes = {"wire": 1, "integer": 64, "string": None}
+        var = [w.register_var(".".join(scope), name, kind, size=sizes[kind], init=init)
+               for scope, name, kind, init in signals]  # fmt: skip
+        for cycle, sig, value in changes:
+            w.change(var[sig], cycle, value)
+        w.change(var[0], res.cycles, "end")
+    return path
+
+
+def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
+    """The waveform (chip_waves) as FST, written with pylibfst (GTKWave's libfst)."""
+    from pylibfst import ffi, lib
+
+    from cyclesim.errors import TraceError
+    from cyclesim.views.fst import _fst_value, _register
+    from cyclesim.views.vcd import Signal
+
+    path = Path(path)
+    signals, changes = chip_waves(res)
+    ctx = lib.fstWriterCreate(str(path).encode(), 1)
+    if ctx == ffi.NULL:
+        raise TraceError(f"FST {path}: cannot create the file")
+    try:
+        lib.fstWriterSetTimescaleFromString(ctx, b"1ns")
+        lib.fstWriterSetVersion(ctx, b"cyclesim")
+        handles = _register(lib, ffi, ctx, [Signal(sc, n, k, "") for sc, n, k, _ in signals])
+        fmt = [_fst_value(k, h) for (_, _, k, _), h in zip(signals, handles, strict=True)]
+
+        def emit(sig: int, value) -> None:
+            h, data, is_string = fmt[sig](value)
+            if is_string:
+                lib.fstWriterEmitVariableLengthValueChange(ctx, h, data, len(data))
+            else:
+                lib.fstWriterEmitValueChange(ctx, h, data)
+
+        lib.fstWriterEmitTimeChange(ctx, 0)
+        for sig, (_, _, _, init) in enumerate(signals):
+            emit(sig, init)
+        now = 0
+        for cycle, sig, value in changes:
+            if cycle != now:
+                lib.fstWriterEmitTimeChange(ctx, cycle)
+                now = cycle
+            emit(sig, value)
+        lib.fstWriterEmitTimeChange(ctx, max(res.cycles, now))
+        emit(0, "end")
+    finally:
+        lib.fstWriterClose(ctx)
+    return path
+
+
+def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
+    """chip_gantt.png (per core its steps by layer and its waits by cause; per link, bus and
+    DRAM port its bursts) and chip_links.png (utilisation over time, in 50 bins)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    plan = res.run.plan
+    cores, keys = plan.chip.core_names, plan.port_keys
+    palette = plt.get_cmap("tab10").colors
+    layers = [lm.einsum for lm in plan.mapping.layers]
+    causes = sorted({s.cause for s in res.spans if s.cause != "step"})
+    rows = len(cores) + len(keys)
+    fig, ax = plt.subplots(figsize=(12, 1.6 + 0.45 * rows))
+    seen: set[str] = set()
+    for i, core in enumerate(cores):
+        y = rows - 1 - i
+        for s in (s for s in res.spans if s.core == core):
+            if s.cause == "step":
+                label = s.where.split("#")[0]
+                color = palette[layers.index(label) % 10]
+            else:
+                label = s.cause
+                color = plt.get_cmap("Set2").colors[causes.index(s.cause) % 8]
+            ax.broken_barh([(s.start, s.end - s.start)], (y - 0.4, 0.8), facecolor=color,
+                           edgecolor="white", linewidth=0.8,
+                           label=None if label in seen else label)  # fmt: skip
+            seen.add(label)
+    for j, key in enumerate(keys):
+        y = rows - 1 - len(cores) - j
+        bars = [(a, b - a) for a, b, _, _ in res.run.grants[key]]
+        ax.broken_barh(bars, (y - 0.3, 0.6), color="tab:red" if "." in key else "tab:purple")
+    ax.set_yticks(range(rows))
+    ax.set_yticklabels(list(reversed([f"core {c}" for c in cores] + list(keys))))
+    ax.set_xlabel("cycle")
+    ax.set_xlim(0, max(res.cycles, 1))
+    ax.set_title(f"{plan.workload.name} on {plan.chip.name} ({plan.mapping.name}): "
+                 f"{res.cycles:,} cycles; steps by layer, waits by cause, bursts per link")  # fmt: skip
+    fig.legend(loc="lower center", ncol=min(len(seen), 8), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.45 / fig.get_figheight(), 1, 1))
+    gantt = directory / "chip_gantt.png"
+    with atomic_path(gantt) as temporary:
+        fig.savefig(temporary, dpi=110)
+    plt.close(fig)
+
+    bins = 50
+    width = max(res.cycles, 1) / bins
+    fig, ax = plt.subplots(figsize=(12, 4))
+    for n, key in enumerate(keys):
+        use = [0.0] * bins
+        for a, b, _, _ in res.run.grants[key]:
+            for k in range(int(a // width), min(int((b - 1) // width), bins - 1) + 1):
+                lo, hi = max(a, k * width), min(b, (k + 1) * width)
+                use[k] += max(0.0, hi - lo) / width
+        if any(use):
+            ax.step(
+                [k * width for k in range(bins)],
+                [100 * u for u in use],
+                where="post",
+                label=key,
+                linewidth=2.2 if "." in key else 1.2,
+                linestyle=("-", "--", ":", "-.")[n % 4],
+            )
+    ax.set_ylim(0, 105)
+    ax.set_xlim(0, max(res.cycles, 1))
+    ax.set_xlabel("cycle")
+    ax.set_ylabel("busy, % of each bin")
+    ax.set_title(
+        f"link, bus and DRAM port utilisation over time ({bins} bins of {width:,.0f} cycles)"
+    )
+    ax.legend(fontsize=8, ncol=3)
+    fig.tight_layout()
+    links = directory / "chip_links.png"
+    with atomic_path(links) as temporary:
+        fig.savefig(temporary, dpi=110)
+    plt.close(fig)
+    return [gantt, links]

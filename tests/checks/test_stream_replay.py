@@ -1,0 +1,161 @@
+"""Stream's schedule replayed: the as-scheduled placement on hand-built inputs (derivations in
+the comments), and, against the real Stream (cached), the chip import of the examples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from cyclesim.checks.stream.replay import as_scheduled
+from cyclesim.checks.stream.schedule import parse_run
+from cyclesim.errors import PeerUnavailable
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "stream"
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """A hop alone on an 8-bit-per-cycle bus, one 64-bit burst, no latency."""
+
+    bits: int = 64
+    burst_bits: int = 64
+    latency: int = 0
+    keys: tuple[str, ...] = ("bus",)
+
+    def burst_cycles(self, bits: int) -> int:
+        return -(-bits // 8)
+
+
+def _case(interval: int):
+    """Two iterations of [slot 1: transfer x on the bus | slot 2: A on core c0]; every step of A
+    replays in 8 cycles and every fetch of x takes 64 / 8 = 8 cycles."""
+    node = {
+        "name": "A",
+        "type": "Conv",
+        "slot": 2,
+        "runtime_cycles": 5,
+        "active_runtime_cycles": 5,
+        "cores": [
+            {"core": 0, "latency_cycles": 5, "energy_pj": None, "metadata": {}, "zigzag": None}
+        ],
+    }
+    transfer = {"name": "Transfer(x)", "tensor": "x", "tensor_bits": 64, "type": "MEM_TO_COMPUTE",
+                "slot": 1, "sources": [9], "targets": [0], "moved_bits": 64, "route_cycles": 4,
+                "reuse_factor": 1, "charged_cycles": 4,
+                "links": [{"link": "Bus", "bandwidth": 16, "share": 1, "load": 1}]}  # fmt: skip
+    group = {
+        "iterations": 2, "layers": ["A"], "slot_latencies": {"1": 4, "2": 5},
+        "latency": {"total": 9 + interval, "per_iteration": 9, "overlap": 9 - interval, "fill": 0},
+        "nodes": [node], "transfers": [transfer], "port_slot_demand": [],
+        "port_iteration_demand": [], "link_busy_per_iteration": {}, "idle_latency": {},
+        "solve_status": "OPTIMAL",
+    }  # fmt: skip
+    run = parse_run(
+        {
+            "stream_version": "2.1.1",
+            "zigzag_version": "3.9.1",
+            "total_cycles": 9 + interval,
+            "groups": [group],
+        }  # fmt: skip
+    )
+    steps = [SimpleNamespace(id=i, layer="A", core="c0", index=i) for i in (0, 1)]
+    transfers = [
+        SimpleNamespace(id=i, tensor="x", for_steps=(i,), after_step=None, hops=(i,), bits=64)
+        for i in (0, 1)
+    ]
+    plan = SimpleNamespace(
+        steps=steps, transfers=transfers, hops=[_Hop(), _Hop()],
+        workload=SimpleNamespace(tensors=[SimpleNamespace(name="x")]),
+    )  # fmt: skip
+    chip_run = SimpleNamespace(plan=plan, step_start=[0, 100], step_end=[8, 108])
+    return run, chip_run
+
+
+def test_iterations_released_at_the_interval_fill_the_gaps():
+    # interval 10: iteration 0 = x [0, 8) on the bus, A [8, 16) on c0; iteration 1 is released
+    # at 10: x [10, 18) (the bus is free), A [18, 26) after its own slot 1. Total 26.
+    scheduled = as_scheduled(*_case(10))
+    spans = [(s.iteration, s.slot, s.start, s.end, s.waited_for) for s in scheduled.slots]
+    assert spans == [(0, 1, 0, 8, ""), (0, 2, 8, 16, ""), (1, 1, 10, 18, ""), (1, 2, 18, 26, "")]
+    assert scheduled.total == 26
+    assert scheduled.busy == {"bus": 16, "c0": 16}
+
+
+def test_a_slot_waits_for_the_resource_the_previous_iteration_holds():
+    # interval 4: iteration 1 is released at 4 but the bus carries iteration 0's x until 8, so its
+    # x runs [8, 16), named as waiting for the bus; A then runs [16, 24) (c0 is free at 16).
+    scheduled = as_scheduled(*_case(4))
+    second = [s for s in scheduled.slots if s.iteration == 1]
+    assert [(s.start, s.end, s.waited_for) for s in second] == [(8, 16, "bus"), (16, 24, "")]
+    assert scheduled.total == 24
+
+
+def _check(accelerator: str, mapping: str):
+    from cyclesim.checks.stream.check import run_check
+
+    try:
+        return run_check(
+            str(EXAMPLES / accelerator), str(EXAMPLES / "two_conv.onnx"), str(EXAMPLES / mapping)
+        )
+    except PeerUnavailable as error:
+        pytest.skip(f"Stream unavailable: {error}")
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize(
+    ("accelerator", "mapping"),
+    [
+        ("tpu_like_quad_core.yaml", f"quad_{m}.yaml")
+        for m in ("layer_by_layer", "fused_rows", "pipeline")
+    ]
+    + [("eyeriss_like_dual_core.yaml", f"dual_{m}.yaml") for m in ("fused_rows", "pipeline")],
+    ids=lambda v: Path(v).stem,
+)
+def test_examples_replay_both_ways_and_name_every_difference(accelerator, mapping):
+    check = _check(accelerator, mapping)
+    assert check.replays is not None, check.replay_missing
+    rows = [r for r in check.rows if r.section == "replay"]
+    assert rows[0].item == "total cycles"
+    assert rows[0].as_scheduled == check.replays.as_scheduled.total > 0
+    assert rows[0].dependency == check.replays.result.cycles > 0
+    for row in check.rows:
+        if row.difference not in (None, 0):
+            assert row.mechanism and "unexplained" not in row.mechanism, row
+
+
+@pytest.mark.peer
+def test_stream_steps_outside_its_cores_and_the_import_keeps_that_order():
+    """quad fused rows: each iteration covers 8 rows over 4 cores (2 each), so every step needs
+    halo rows from a neighbour core: the import splits an inner rank (D2i, 4 parts of 2 rows) and
+    steps an outer one (D2o), and conv1_out moves between cores in every iteration."""
+    check = _check("tpu_like_quad_core.yaml", "quad_fused_rows.yaml")
+    plan = check.replays.result.run.plan
+    conv1 = next(layer for layer in plan.mapping.layers if layer.einsum == "Conv1")
+    assert conv1.split == (("D2i", 4),) and conv1.tile == (("D2o", 1),)
+    halo_steps = {
+        plan.steps[t.for_steps[0]].index for t in plan.transfers if t.tensor == "conv1_out"
+    }
+    assert halo_steps == {0, 1, 2, 3}
+
+
+@pytest.mark.peer
+def test_as_scheduled_interval_is_the_busiest_cores_replayed_slots():
+    # dual fused rows: Stream releases an iteration every 17,366 cycles (core 0: Conv1 3,506 +
+    # Conv2 13,860). Replayed, iteration k+1's Conv1 waits for core 0 until iteration k's Conv2
+    # ends, then the slot barriers run Conv1 (4,153), the conv1_out halo slot (504 cycles on the
+    # bus, 252 in the last iteration: a neighbour on one side only) and Conv2 (16,161): the
+    # iterations finish 20,818, 20,818 and 20,566 cycles apart, 20,734 on average
+    check = _check("eyeriss_like_dual_core.yaml", "dual_fused_rows.yaml")
+    interval = next(r for r in check.rows if r.section == "replay" and r.item == "interval")
+    assert interval.stream == 17366
+    assert interval.as_scheduled == round((2 * (4153 + 504 + 16161) + 4153 + 252 + 16161) / 3)
+    assert "c0" in interval.mechanism
+
+
+@pytest.mark.peer
+def test_a_case_the_chip_cannot_take_is_refused_by_name():
+    check = _check("eyeriss_like_dual_core.yaml", "dual_layer_by_layer.yaml")
+    assert check.replays is None and check.replay_missing.startswith("not replayed on the chip: ")
