@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import simpy
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -278,3 +279,30 @@ def test_bank_signals_with_the_controller_equal_its_counts(tmp_path):
     assert activates == counts["activates"]
     # (a refresh may still run when the run ends: counted here by its start)
     assert sum(len(starts) for starts in refreshes.values()) == counts["refreshes"]
+
+
+def test_run_writes_the_dram_trace_that_cyclesim_dram_times_the_same(tmp_path, capsys):
+    # the CLI as a user runs it: `cyclesim run ... --dram-trace FILE` writes every request the
+    # replay made (reads and writes), and `cyclesim dram` on FILE with the same device times
+    # them (each request's completion equal to the replay's: the property above)
+    sys.path.insert(0, str(HERE.parent / "views"))
+    from test_dram_banks import gemm_files
+
+    from cyclesim.cli import main
+
+    arch, workload, mapping = gemm_files(tmp_path)
+    arch["memories"][0]["dram"]["timing"] = "controller"
+    files = []
+    for name, data in (("arch", arch), ("workload", workload), ("mapping", mapping)):
+        files.append(tmp_path / f"{name}.yaml")
+        files[-1].write_text(yaml.safe_dump(data))
+    trace = tmp_path / "run.trace"
+    args = ["run", *map(str, files), "--dram-trace", str(trace), "--json", "--no-progress"]
+    assert main(args) == 0
+    ran = json.loads(capsys.readouterr().out)
+    requests = read_trace(trace)
+    assert len(requests) == ran["dram"][0]["requests"] > 100
+    assert {r.is_write for r in requests} == {False, True}  # A's fills and Z's write-backs
+    assert main(["dram", str(tmp_path / "ddr4.ini"), str(trace), "--json"]) == 0
+    timed = json.loads(capsys.readouterr().out)
+    assert timed["requests"] == len(requests)
