@@ -77,6 +77,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from cyclesim.report import text_report
 
     arch, workload, mapping = _load(args)
+    in_loop = [
+        m.name for m in arch.memories if m.dram is not None and m.dram.config.replay_controller
+    ]
+    if args.dram_trace and not in_loop:
+        raise OptionError(
+            "--dram-trace records the requests of a DRAM controller in the replay's loop: "
+            "give a memory's dram: block `timing: controller`"
+        )
     try:
         from cyclesim.views import tracing_requested
     except ImportError:  # views not installed: nothing to trace
@@ -100,6 +108,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         fast_forward=not args.no_fast_forward,
     )
     log_replay(res, mapping.name)
+    if args.dram_trace:
+        from cyclesim.engine.dram_loop import write_dram_trace
+
+        for name in in_loop:
+            path = Path(args.dram_trace)
+            if len(in_loop) > 1:
+                path = path.with_name(f"{path.name}.{name}")
+            write_dram_trace(path, res.raw.rec.dram_requests[name])
+            log.info("wrote %s", path)
     args.title = f"{workload.name} on {arch.name}, mapping {mapping.name}"  # plots, Perfetto
     args.architecture, args.run_name = arch, mapping.name  # --csv summaries
     for path in _write_views(args, res):
@@ -187,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
         add_view_arguments(run)
     except ImportError:
         pass
+    run.add_argument(
+        "--dram-trace",
+        metavar="FILE",
+        help="write every DRAM request, with the DRAM cycle it arrived, as a DRAMsim3 trace "
+        "(`cyclesim dram` on it gives each request the completion the replay gave it); needs "
+        "a memory whose dram: block says timing: controller (FILE.<memory> for each of several)",
+    )
     run.set_defaults(func=cmd_run)
     _optional(sub, "cyclesim.analysis.explain_cli")
     check = sub.add_parser(
@@ -255,7 +279,9 @@ EXIT_CODES = """exit codes:
 
 # Output options of every sub-command: checked before anything runs; "-" is stdout. Some name
 # a directory (plots of `run`, CSV summaries, a sweep's output folder), the others a file.
-OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out", "table")
+OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out", "table") + (
+    "dram_trace",
+)
 DIRECTORY_OPTIONS = ("plot", "csv", "out")
 # outputs whose suffix chooses a format and that have no default (views/tables.py); a
 # Perfetto trace of any other suffix is JSON, which ui.perfetto.dev opens

@@ -82,6 +82,9 @@ class DramConfig:
     trans_queue_size: int = 32
     unified_queue: bool = False
     hbm_dual_cmd: bool = True
+    # the replay times this DRAM with these controllers in its loop (a `dram:` block's
+    # `timing: controller`, engine/dram_loop.py), not the closed-form timer
+    replay_controller: bool = False
 
     # ---- derived, as DRAMsim3 derives them -------------------------------------------
     @property

@@ -12,13 +12,14 @@ import os
 import re
 import stat
 import statistics
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.controller import Channel
+from cyclesim.dram.frontend import FrontEnd
+from cyclesim.dram.frontend import Request as FrontRequest
 from cyclesim.dram.timing import ACTIVATE, NAMES, PRECHARGE, READS, REFRESH, REFRESH_BANK, WRITES
 from cyclesim.errors import SpecError
 
@@ -204,88 +205,28 @@ def simulate_trace(
     `progress(requests in, requests, cycle)` is called every PROGRESS_SECONDS or so.
     """
     reqs = list(requests)
-    channels = [Channel(config, i, keep_log=keep_commands) for i in range(config.channels)]
-    layout = config.field_layout()
-    ch_pos, ch_width = layout["ch"]
-    shift = (config.request_bytes - 1).bit_length()
-    ch_mask = (1 << ch_width) - 1
-
-    def channel_of(address: int) -> Channel:
-        return channels[(address >> shift >> ch_pos) & ch_mask]
-
-    head = 0
-    clk = 0
-    n = len(reqs)
-    looks, next_line = 0, time.monotonic() + PROGRESS_SECONDS
-    # idle with refresh only, the channels repeat every `period` cycles (the refresh visits every
-    # rank, or bank, in turn): a long gap between requests is skipped whole periods at a time
-    period = max(_refresh_period(c) for c in channels)
-    seen: dict[tuple, tuple[int, list]] = {}
-    while True:
-        looks += 1
-        if progress is not None and looks & 0xFFF == 0 and time.monotonic() >= next_line:
-            next_line = time.monotonic() + PROGRESS_SECONDS
-            progress(head, n, clk)
-        for ch in channels:
-            ch.changed = False
-            ch.tick()
-        injected = False
-        if head < n and reqs[head].cycle <= clk:
-            r = reqs[head]
-            ch = channel_of(r.address)
-            if ch.will_accept(r.is_write):
-                ch.add(r.address, r.is_write)
-                head += 1
-                injected = True
-                if head == n:
-                    for c in channels:
-                        c.flush_writes = True
-        clk += 1
-        if (
-            head == n
-            and all(c.idle() for c in channels)
-            and not any(c.pending_reads or c.pending_writes for c in channels)
-        ):
-            break
-        if injected or not skip_idle or any(c.changed for c in channels):
-            continue
-        # nothing changed this cycle: jump to the next cycle at which anything can
-        nxt = min(c.next_change() for c in channels)
-        # the next request is tried at its cycle; one already refused (its cycle has passed)
-        # waits for a channel's queue to drain, which is a change counted above
-        if head < n and reqs[head].cycle >= clk:
-            nxt = min(nxt, reqs[head].cycle)
-        if nxt > clk:
-            for c in channels:
-                c.clk = nxt
-            clk = nxt
-        if head < n and reqs[head].cycle - clk > 2 * period and all(c.quiet() for c in channels):
-            state = tuple(c.idle_state(period) for c in channels)
-            if state in seen:
-                before, marks = seen.pop(state)
-                span = clk - before
-                repeats = (reqs[head].cycle - clk - period) // span
-                if repeats > 0:
-                    for c, mark in zip(channels, marks, strict=True):
-                        c.advance(span, repeats, mark)
-                    clk += span * repeats
-                    seen.clear()
-                    continue
-            marks = [(list(c.stats.commands), len(c.stats.log or ())) for c in channels]
-            seen[state] = (clk, marks)
-        elif seen:
-            seen.clear()
-    return _summarise(config, reqs, channels)
+    front = FrontEnd(config, keep_commands=keep_commands)
+    for r in reqs:
+        front.push(FrontRequest(r.address, r.is_write, r.cycle))
+    front.run_until(
+        None,
+        flush_at_end=True,
+        skip_idle=skip_idle,
+        progress=progress,
+        progress_seconds=PROGRESS_SECONDS,
+    )
+    return _summarise(config, reqs, front.channels)
 
 
-def _refresh_period(channel: Channel) -> int:
-    """Cycles after which an idle channel's refresh is back where it started."""
-    c = channel.config
-    if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":
-        return channel.refresh_interval
-    if c.refresh_policy == "BANK_LEVEL_STAGGERED":
-        return channel.refresh_interval * c.ranks * c.banks
-    return channel.refresh_interval * c.ranks
+def completion_cycles(config: DramConfig, requests: Iterable[Request]) -> list[int]:
+    """Each request's completion cycle (its read data back, its write accepted), in trace
+    order: what the replay's in-loop controller gives the same requests (engine/dram_loop.py)."""
+    pushed = [FrontRequest(r.address, r.is_write, r.cycle) for r in requests]
+    front = FrontEnd(config)
+    for r in pushed:
+        front.push(r)
+    front.run_until(None, flush_at_end=True)
+    return [r.complete for r in pushed]
 
 
 def _summarise(config: DramConfig, reqs: list[Request], channels: list[Channel]) -> DramRun:

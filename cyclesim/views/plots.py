@@ -33,6 +33,7 @@ CAUSE_COLORS = {
     "bank_conflict": "#AA3377",
     "refresh": "#666633",
     "turnaround": "#225555",
+    "dram_queue": "#110011",
     "systolic_fill": "#222255",
     "systolic_drain": "#90C987",
 }  # fmt: skip  one colour per cause (tests/views check every cause has its own)
