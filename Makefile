@@ -82,11 +82,12 @@ format: $(VENV)/.test
 	$(BIN)/ruff format cyclesim tests examples benchmarks
 	$(BIN)/ruff check --fix cyclesim tests examples benchmarks
 
+# Every benchmark's output goes to docs/performance.md as printed (never typed by hand).
 bench: $(VENV)/.base $(SSVENV)/.installed native
-	$(BIN)/python benchmarks/bench_engine.py
-	$(BIN)/python benchmarks/bench_traces.py
-	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python $(BIN)/python benchmarks/bench_scalesim.py
-	$(BIN)/python benchmarks/bench_dram.py
+	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python PYTHONPATH=$(CURDIR) \
+	  $(BIN)/python benchmarks/performance_md.py docs/performance.md \
+	  benchmarks/bench_engine.py benchmarks/bench_traces.py benchmarks/bench_scalesim.py \
+	  benchmarks/bench_dram.py
 
 traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces
