@@ -30,9 +30,20 @@ SLOW = {
     "resnet18.csv": ("--no-peer", "SCALE-Sim itself takes ~4 minutes on the 21 layers"),
     "resnet50_conv2x.csv": ("--no-peer", "SCALE-Sim itself takes a minute on conv2_x"),
     "bench_dram.py": ("skip", "a benchmark: `make bench` runs it"),
+    "eyeriss_memsize/sweep.yaml": (
+        "skip",
+        "2.5 minutes, mostly ZigZag's own mapping search at each of 14 points; "
+        "tests/analysis/test_sweep.py runs sweeps",
+    ),
 }
 # runs that take more than a few seconds even so: marked slow
-SLOW_MARK = ("examples/eyeriss_memsize/run.py", "sweep", "explain", "check zigzag", "l1_placement/run.py")
+SLOW_MARK = (
+    "examples/eyeriss_memsize/run.py",
+    "sweep",
+    "explain",
+    "check zigzag",
+    "l1_placement/run.py",
+)
 
 
 def _all_commands() -> list[Command]:
