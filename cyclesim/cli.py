@@ -116,7 +116,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             out["energy"] = energy_json(energy, arch.energy_unit)
         json.dump(out, sys.stdout, indent=1)
         sys.stdout.write("\n")
-    else:
+    elif not args.quiet:  # -q: errors only, no report
         print(text_report(res, args.title))
         if energy is not None:
             print(energy_section(energy, arch.energy_unit))
@@ -253,9 +253,12 @@ EXIT_CODES = """exit codes:
 # a directory (plots of `run`, CSV summaries, a sweep's output folder), the others a file.
 OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out", "table")
 DIRECTORY_OPTIONS = ("plot", "csv", "out")
-# outputs whose suffix chooses a format and that have no default (views/tables.py); a
-# Perfetto trace of any other suffix is JSON, which ui.perfetto.dev opens
-FORMAT_SUFFIXES = {"events": (".csv", ".parquet", ".pq")}
+# outputs whose suffix chooses a format and that have no default (views/tables.py; a Perfetto
+# trace is Chrome JSON, gzipped or not, or Perfetto's protobuf: views.write_perfetto)
+FORMAT_SUFFIXES = {
+    "events": (".csv", ".parquet", ".pq"),
+    "perfetto": (".json", ".json.gz", ".pftrace", ".pb"),
+}
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 
 

@@ -156,11 +156,16 @@ def test_the_writers_show_a_progress_bar(traced, tmp_path, capsys):
     assert "VCD t.vcd" in err and "cycle" in err
 
 
-def test_a_bad_perfetto_suffix_still_writes_json(tmp_path):
-    """Any suffix but .pftrace/.pb is JSON (gzipped for .gz): --perfetto never does nothing."""
-    assert main(["run", *files("01_compute_bound"), "--perfetto", str(tmp_path / "t.trace"),
-                 "--no-progress"]) == 0  # fmt: skip
-    assert (tmp_path / "t.trace").read_text().startswith('{"otherData"')
+def test_an_unknown_perfetto_suffix_is_refused_with_the_accepted_ones(tmp_path, capsys):
+    """`--perfetto x.txt` wrote Chrome JSON to a .txt without a word: now the suffix must name a
+    format Perfetto opens, and the one line lists them; nothing runs, nothing is written."""
+    assert main(["run", *files("01_compute_bound"), "--perfetto", str(tmp_path / "x.txt"),
+                 "--no-progress"]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "x.txt" in err
+    for suffix in (".json", ".json.gz", ".pftrace", ".pb"):
+        assert suffix in err
+    assert not (tmp_path / "x.txt").exists()
 
 
 def test_the_timeline_legend_says_what_each_colour_is(traced, tmp_path, monkeypatch):
