@@ -142,6 +142,11 @@ def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) 
         getattr(args, "title", None) or f"{Path(args.workload).stem} / {Path(args.mapping).stem}"
     )
     progress = False if getattr(args, "no_progress", False) else None
+    from cyclesim.results.activity import ACTIVITY_STAGES
+    from cyclesim.views.progress import steps_bar
+
+    with steps_bar(len(ACTIVITY_STAGES), "building the activity", progress) as tick:
+        res.activity(None, on_stage=tick)  # every writer below draws from it
     if args.vcd:
         written.extend(
             write_vcd_files(res, args.vcd, clock_mhz=_clock(args.arch), progress=progress)
@@ -155,7 +160,7 @@ def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) 
     if args.plot:
         from cyclesim.views.plots import write_plots
 
-        written.extend(write_plots(res, args.plot, title=title))
+        written.extend(write_plots(res, args.plot, title=title, progress=progress))
     if getattr(args, "events", None):
         from cyclesim.views.tables import write_events
 

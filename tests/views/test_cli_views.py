@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -261,3 +262,19 @@ def test_only_accepts_every_port_the_trace_shows(tmp_path):
         == 0
     )
     assert "abuf_rd" in vcd.read_text()
+
+
+def test_progress_is_shown_while_the_activity_is_built_and_the_plots_drawn(tmp_path):
+    # `run --vcd --plot` on the memory-size example showed nothing for ~50 of 90 seconds:
+    # building the activity and drawing the plots had no bar (only the VCD writer had one)
+    from terminal import on_a_terminal
+
+    case = Path(__file__).resolve().parents[1] / "cases" / "worked" / "03_single_buffer"
+    code, _, err = on_a_terminal(
+        "run", *(str(case / f"{p}.yaml") for p in ("arch", "workload", "mapping")),
+        "--vcd", str(tmp_path / "run.vcd"), "--plot", str(tmp_path / "plots"),
+    )  # fmt: skip
+    assert code == 0
+    for bar in ("building the activity", "VCD run.vcd", "plots"):
+        assert bar in err, (bar, err)
+    assert "7/7" in err and "5/5" in err  # every stage of the activity, every plot
