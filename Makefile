@@ -7,7 +7,7 @@ SSVENV  := .venv-scalesim
 BIN     := $(VENV)/bin
 AF_VERSION := 1.0.467
 
-.PHONY: demo test test-fast lint format bench traces peers clean gtkwave-deps native
+.PHONY: demo test test-fast lint format bench traces peers clean gtkwave-deps browser-deps native
 
 $(VENV)/.base: pyproject.toml
 	$(PY311) -m venv $(VENV)
@@ -63,10 +63,17 @@ gtkwave-deps:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gtkwave xvfb xauth >/dev/null; } || \
 	  echo "gtkwave/xvfb could not be installed: the GTKWave test will skip"
 
+# Headless Chromium loads the HTML report in a test (what it renders, a screenshot); Debian's
+# package, installed once per machine like GTKWave. Without root the test says why it skipped.
+browser-deps:
+	@command -v chromium >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
+	  echo "chromium could not be installed: the HTML report's browser test will skip"
+
 demo: $(VENV)/.base native
 	$(BIN)/python examples/eyeriss_memsize/run.py --out out/eyeriss_memsize
 
-test: peers gtkwave-deps native
+test: peers gtkwave-deps browser-deps native
 	CYCLESIM_ACCELFORGE_PYTHON=$(abspath $(AFVENV))/bin/python \
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider

@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(sub, "cyclesim.l1.cli")
     _optional(sub, "cyclesim.dram.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")
+    _optional(sub, "cyclesim.analysis.report_cli")
     _add_verbosity(parser, top_level=True)
     return parser
 
@@ -251,13 +252,25 @@ EXIT_CODES = """exit codes:
 
 # Output options of every sub-command: checked before anything runs; "-" is stdout. Some name
 # a directory (plots of `run`, CSV summaries, a sweep's output folder), the others a file.
-OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out", "table")
+OUTPUT_OPTIONS = (
+    "vcd",
+    "perfetto",
+    "plot",
+    "events",
+    "save_run",
+    "csv",
+    "fst",
+    "out",
+    "table",
+    "html",
+)
 DIRECTORY_OPTIONS = ("plot", "csv", "out")
 # outputs whose suffix chooses a format and that have no default (views/tables.py; a Perfetto
 # trace is Chrome JSON, gzipped or not, or Perfetto's protobuf: views.write_perfetto)
 FORMAT_SUFFIXES = {
     "events": (".csv", ".parquet", ".pq"),
     "perfetto": (".json", ".json.gz", ".pftrace", ".pb"),
+    "html": (".html", ".htm"),
 }
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 

@@ -14,7 +14,7 @@ from cyclesim.errors import CyclesimError, OptionError
 if TYPE_CHECKING:  # `cyclesim --help` must not import the engine, pandas or the writers
     from cyclesim.results import SimResult
 
-VIEW_OPTIONS = ("vcd", "fst", "perfetto", "plot", "events", "save_run")
+VIEW_OPTIONS = ("vcd", "fst", "perfetto", "plot", "events", "save_run", "html")
 
 
 def add_view_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,6 +41,12 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write breakdown.png, stalls.png, ports.png, timeline.png (a window around the first "
         "steady stretch, or --window) and occupancy.png into DIR",
+    )
+    g.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write a one-page report (.html): summary, causes, accesses, energy, plots and a "
+        "zoomable timeline, in one file that opens offline",
     )
     g.add_argument("--events", metavar="PATH", help="write the events table (.csv or .parquet)")
     g.add_argument(
@@ -79,7 +85,7 @@ def parse_window(text: str) -> tuple[int, int | None]:
 
 def tracing_requested(args: argparse.Namespace) -> bool:
     """Does any requested view need the trace records?"""
-    return any(getattr(args, k, None) for k in ("vcd", "fst", "perfetto", "plot", "events"))
+    return any(getattr(args, k, None) for k in ("vcd", "fst", "perfetto", "plot", "events", "html"))
 
 
 WAVES = ("vcd", "fst")  # written with a .gtkw save file beside them
@@ -92,7 +98,7 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
     writer fails, the files this call wrote are removed: no half set of outputs is left.
     """
     written: list[Path] = []
-    for option in ("save_run", "vcd", "fst", "perfetto", "events"):
+    for option in ("save_run", "vcd", "fst", "perfetto", "events", "html"):
         value = getattr(args, option, None)
         if isinstance(value, str) and value not in ("", "-"):
             try:
@@ -102,7 +108,7 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
                 raise OptionError(f"{flag} {value} cannot be written: {exc.strerror}") from None
     new_files = [  # the files this call creates; a failing writer removes them again
         path
-        for option in ("save_run", "vcd", "fst", "perfetto", "events")
+        for option in ("save_run", "vcd", "fst", "perfetto", "events", "html")
         if isinstance(value := getattr(args, option, None), str) and value not in ("", "-")
         for path in (Path(value), *([Path(value).with_suffix(".gtkw")] if option in WAVES else []))
         if not path.exists()
@@ -161,6 +167,15 @@ def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) 
         from cyclesim.views.plots import write_plots
 
         written.extend(write_plots(res, args.plot, title=title, progress=progress))
+    if getattr(args, "html", None):
+        from cyclesim.views.html import write_html_report
+
+        architecture = getattr(args, "architecture", None)
+        written.append(
+            write_html_report(
+                res, args.html, title=title, architecture=architecture, progress=progress
+            )
+        )
     if getattr(args, "events", None):
         from cyclesim.views.tables import write_events
 
