@@ -21,7 +21,7 @@ SCRIPT = r"""
 (function(){
 const D = JSON.parse(document.getElementById('timeline-data').textContent);
 const cv = document.getElementById('timeline'), ctx = cv.getContext('2d');
-const LEFT = 170, ROW = 26, TOP = 24;
+const LEFT = 250, ROW = 26, TOP = 24;
 const rows = [{name: 'PE array state', runs: D.pe, colors: D.state_colors}]
   .concat(D.ports.map(p => ({name: p.name, runs: p.runs, colors: ['#0072B2']})));
 let v0 = 0, v1 = D.cycles;
