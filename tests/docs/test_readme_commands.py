@@ -96,3 +96,22 @@ def test_command_runs_as_written(command: Command, clean_clone: Path) -> None:
         f"{command.source}: `{text}` exited {done.returncode} "
         f"(announced {command.exit_code})\n{done.stderr[-3000:]}"
     )
+
+
+def test_the_first_report_the_readme_shows_is_what_the_command_prints(capsys, monkeypatch):
+    # the README teaches by a real report: the block after the first run's command is its
+    # output, all but the replay's wall time, which varies from run to run
+    from cyclesim.cli import main
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## A first run") :]
+    blocks = section.split("```")
+    command, shown = blocks[1].removeprefix("sh\n").strip(), blocks[3].removeprefix("text\n")
+    argv = command.split()[1:]  # after `cyclesim`
+    monkeypatch.chdir(ROOT)
+    assert main([*argv, "--no-progress"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    wall = "replayed in "
+    assert [x for x in printed if not x.startswith(wall)] == [
+        x for x in shown.strip("\n").splitlines() if not x.startswith(wall)
+    ]
