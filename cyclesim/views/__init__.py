@@ -91,6 +91,17 @@ def tracing_requested(args: argparse.Namespace) -> bool:
 WAVES = ("vcd", "fst")  # written with a .gtkw save file beside them
 
 
+def save_file_of(args: argparse.Namespace, option: str) -> Path:
+    """The .gtkw save file of the waveform `option` names: X.gtkw beside X.vcd or X.fst, and
+    X.fst.gtkw for an FST whose X.gtkw the VCD of the same run already takes."""
+    path = Path(getattr(args, option))
+    gtkw = path.with_suffix(".gtkw")
+    vcd = getattr(args, "vcd", None)
+    if option == "fst" and vcd and Path(vcd).with_suffix(".gtkw") == gtkw:
+        return path.with_name(path.name + ".gtkw")
+    return gtkw
+
+
 def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
     """Write every view asked for on the command line; return the files written.
 
@@ -110,7 +121,7 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
         path
         for option in ("save_run", "vcd", "fst", "perfetto", "events", "html")
         if isinstance(value := getattr(args, option, None), str) and value not in ("", "-")
-        for path in (Path(value), *([Path(value).with_suffix(".gtkw")] if option in WAVES else []))
+        for path in (Path(value), *([save_file_of(args, option)] if option in WAVES else []))
         if not path.exists()
     ]
     if getattr(args, "plot", None):
@@ -159,7 +170,14 @@ def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) 
         )
     if getattr(args, "fst", None):
         written.extend(
-            write_vcd_files(res, args.fst, clock_mhz=_clock(args.arch), progress=progress, fst=True)
+            write_vcd_files(
+                res,
+                args.fst,
+                clock_mhz=_clock(args.arch),
+                progress=progress,
+                fst=True,
+                save_file=save_file_of(args, "fst"),
+            )
         )
     if args.perfetto:
         written.extend(write_perfetto_files(res, args.perfetto, title=title, progress=progress))
@@ -201,8 +219,10 @@ def write_vcd_files(
     window: tuple[int, int] | None = None,
     progress: bool | None = False,
     fst: bool | None = None,
+    save_file: Path | None = None,
 ) -> list[Path]:
-    """The waveform (FST when fst, or by default when path ends in .fst; else VCD) and its .gtkw."""
+    """The waveform (FST when fst, or by default when path ends in .fst; else VCD) and its .gtkw
+    (save_file, or path with the suffix .gtkw)."""
     from cyclesim.views.gtkw import write_gtkw
 
     path = Path(path)
@@ -211,9 +231,20 @@ def write_vcd_files(
     else:
         from cyclesim.views.vcd import write_vcd as write
     signals = write(res, path, clock_mhz=clock_mhz, window=window, progress=progress)
-    gtkw = path.with_suffix(".gtkw")
-    write_gtkw(signals, path, gtkw, start=res.activity(window).start)
+    start, end = _plots_window(res, window)  # the save file opens where the timeline plot looks
+    gtkw = save_file if save_file is not None else path.with_suffix(".gtkw")
+    write_gtkw(signals, path, gtkw, start=start, end=end)
     return [path, gtkw]
+
+
+def _plots_window(res: SimResult, window: tuple[int, int] | None) -> tuple[int, int]:
+    """The window plots.write_plots draws its timeline over: around the first steady stretch
+    of a whole run, else the traced window."""
+    from cyclesim.views.plots import steady_window
+
+    act = res.activity(window)
+    whole = act.start == 0 and act.end == res.cycles
+    return steady_window(act) if whole and window is None else (act.start, act.end)
 
 
 def write_perfetto_files(

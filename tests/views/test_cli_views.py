@@ -278,3 +278,31 @@ def test_progress_is_shown_while_the_activity_is_built_and_the_plots_drawn(tmp_p
     for bar in ("building the activity", "VCD run.vcd", "plots"):
         assert bar in err, (bar, err)
     assert "7/7" in err and "5/5" in err  # every stage of the activity, every plot
+
+
+def test_each_waveform_gets_its_own_save_file(tmp_path):
+    # `--vcd X.vcd --fst X.fst` wrote one X.gtkw, the FST's overwriting the VCD's: each save
+    # file names its own dump file, so the two need two names
+    pytest.importorskip("pylibfst", reason="FST is written with pylibfst (or vcd2fst)")
+    vcd, fst = tmp_path / "X.vcd", tmp_path / "X.fst"
+    assert main(["run", *files("03_single_buffer"), "--vcd", str(vcd), "--fst", str(fst),
+                 "--no-progress", "-q"]) == 0  # fmt: skip
+    assert '[dumpfile] "X.vcd"' in (tmp_path / "X.gtkw").read_text()
+    assert '[dumpfile] "X.fst"' in (tmp_path / "X.fst.gtkw").read_text()
+
+
+def test_the_save_file_names_every_port_and_tensor_and_opens_on_the_plots_window(tmp_path):
+    # GTKWave showed each port's signals as `busy`, `tensor`, `bits` under the memory's group,
+    # alike for every port, and opened on cycles 0..2. Each trace now shows its path below
+    # `cyclesim` (GTKWave shows a dotted name by its last part, so spaces) and the file opens
+    # where the timeline plot looks. Case 03 is one stretch: its window is the whole run.
+    from cyclesim.views.gtkw import gtkw_zoom
+
+    vcd = tmp_path / "t.vcd"
+    assert main(["run", *files("03_single_buffer"), "--vcd", str(vcd), "-q"]) == 0
+    text = (tmp_path / "t.gtkw").read_text()
+    assert "+{DRAM dram_rd busy} cyclesim.DRAM.dram_rd.busy" in text
+    assert "+{abuf A tiles} cyclesim.abuf.A.tiles" in text
+    traces = [line for line in text.splitlines() if "cyclesim." in line and "} " in line]
+    assert len({line.split("} ")[0] for line in traces}) == len(traces)  # no two alike
+    assert "[timestart] 0" in text and f"*{gtkw_zoom(52):.6f} " in text
