@@ -93,7 +93,8 @@ format: $(VENV)/.test
 bench: $(VENV)/.base $(SSVENV)/.installed native
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python PYTHONPATH=$(CURDIR) \
 	  $(BIN)/python benchmarks/performance_md.py docs/performance.md \
-	  benchmarks/bench_engine.py benchmarks/bench_traces.py benchmarks/bench_scalesim.py \
+	  benchmarks/bench_engine.py benchmarks/bench_whole_run.py benchmarks/bench_traces.py \
+	  benchmarks/bench_scalesim.py \
 	  benchmarks/bench_dram.py
 
 traces: $(VENV)/.base
