@@ -9,7 +9,7 @@ STVENV  ?= .venv-stream
 BIN     := $(VENV)/bin
 AF_VERSION := 1.0.467
 
-.PHONY: demo test test-fast lint format bench traces peers clean gtkwave-deps native
+.PHONY: demo test test-fast lint format bench traces peers clean gtkwave-deps browser-deps native
 
 $(VENV)/.base: pyproject.toml
 	$(PY311) -m venv $(VENV)
@@ -73,10 +73,17 @@ gtkwave-deps:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gtkwave xvfb xauth >/dev/null; } || \
 	  echo "gtkwave/xvfb could not be installed: the GTKWave test will skip"
 
+# Headless Chromium loads the HTML report in a test (what it renders, a screenshot); Debian's
+# package, installed once per machine like GTKWave. Without root the test says why it skipped.
+browser-deps:
+	@command -v chromium >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
+	  echo "chromium could not be installed: the HTML report's browser test will skip"
+
 demo: $(VENV)/.base native
 	$(BIN)/python examples/eyeriss_memsize/run.py --out out/eyeriss_memsize
 
-test: peers gtkwave-deps native
+test: peers gtkwave-deps browser-deps native
 	CYCLESIM_ACCELFORGE_PYTHON=$(abspath $(AFVENV))/bin/python \
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python \
 	CYCLESIM_STREAM_PYTHON=$(abspath $(STVENV))/bin/python \
@@ -93,12 +100,13 @@ format: $(VENV)/.test
 	$(BIN)/ruff format cyclesim tests examples benchmarks
 	$(BIN)/ruff check --fix cyclesim tests examples benchmarks
 
+# Every benchmark's output goes to docs/performance.md as printed (never typed by hand).
 bench: $(VENV)/.base $(SSVENV)/.installed native
-	$(BIN)/python benchmarks/bench_engine.py
-	$(BIN)/python benchmarks/bench_traces.py
-	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python $(BIN)/python benchmarks/bench_scalesim.py
-	$(BIN)/python benchmarks/bench_dram.py
-	$(BIN)/python benchmarks/bench_chip.py
+	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python PYTHONPATH=$(CURDIR) \
+	  $(BIN)/python benchmarks/performance_md.py docs/performance.md \
+	  benchmarks/bench_engine.py benchmarks/bench_whole_run.py benchmarks/bench_traces.py \
+	  benchmarks/bench_scalesim.py \
+	  benchmarks/bench_dram.py benchmarks/bench_chip.py
 
 traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces

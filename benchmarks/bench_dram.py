@@ -1,9 +1,9 @@
-"""DRAM in the replay's loop (issue 16): engine time with DDR4 vs bandwidth-only, side by side.
+"""DRAM in the replay's loop: engine time with DDR4 vs bandwidth-only, side by side.
 
 For each case the same workload and mapping replay on the bandwidth-only architecture and on
 its copy with a `dram:` block, in turn (side by side, so a busy machine slows both alike); the
 engine's CPU time (replay_plan, process_time, best of --repeat) and the ratio DDR4 /
-bandwidth-only (target: within 2x). With a DRAM model, fast-forward (issue 14) skips only
+bandwidth-only (target: within 2x). With a DRAM model, fast-forward skips only
 periods that issue no DRAM request (engine/fastforward_dram.py), so every replay is timed with
 it (the default) and without it, with the jumps it made: the ratio of the replays without it
 compares the same amount of simulated work. Then cycles and non-compute cycles by cause, so

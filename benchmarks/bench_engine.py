@@ -1,4 +1,4 @@
-"""Engine speed, measured side by side in one run (`make bench`): the figures of issue 14.
+"""Engine speed, measured side by side in one run (`make bench`): fast-forward's figures.
 
 Per case: simulated cycles; engine CPU seconds with and without fast-forward and their ratio;
 SimPy events with and without; the whole `cyclesim run` process (CPU seconds and peak RSS);
@@ -7,7 +7,7 @@ the cost per event without fast-forward against a bare SimPy loop of the same ev
 process, and the engine time when the outermost loop's bound doubles (steady-state cases).
 
 Times are CPU time (process_time, or the child's rusage), best of --repeat runs, because wall
-time on a shared machine swings more than the effects measured. Targets (issue 14): memsize
+time on a shared machine swings more than the effects measured. Targets: memsize
 example >= 10x faster with fast-forward; GEMM 2048^3 < 0.1 s of engine time; doubling the
 outermost loop adds <= 10 % engine time; --help < 0.2 s and a worked example < 0.5 s as whole
 processes, < 100 MB; cost per event <= 3x bare SimPy.

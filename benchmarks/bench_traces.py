@@ -1,4 +1,4 @@
-"""Trace writing at the replay's speed, measured side by side in one run (issue 9).
+"""Trace writing at the replay's speed, measured side by side in one run.
 
 On the ZigZag memory-size example (small SRAMs, 311,514 cycles): CPU seconds of the replay
 (as `cyclesim run` does it, untraced) and of writing the VCD + Perfetto JSON + plots from a

@@ -1,4 +1,4 @@
-"""ZigZag's shipped inputs, every digital hardware x mapping pair on every resnet18 layer (issue 11).
+"""ZigZag's shipped inputs, every digital hardware x mapping pair on every resnet18 layer.
 
 Per pair: layers imported of all, layers where zigzag-dse itself finds no mapping, our model
 == zigzag-dse, layers replayed, DRAM word rows equal, the pair's summed wall time (CPU of

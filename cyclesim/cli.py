@@ -133,7 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             out["energy"] = energy_json(energy, arch.energy_unit)
         json.dump(out, sys.stdout, indent=1)
         sys.stdout.write("\n")
-    else:
+    elif not args.quiet:  # -q: errors only, no report
         print(text_report(res, args.title))
         if energy is not None:
             print(energy_section(energy, arch.energy_unit))
@@ -225,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(sub, "cyclesim.dram.cli")
     _optional(sub, "cyclesim.chip.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")
+    _optional(sub, "cyclesim.analysis.report_cli")
     _add_verbosity(parser, top_level=True)
     return parser
 
@@ -279,13 +280,27 @@ EXIT_CODES = """exit codes:
 
 # Output options of every sub-command: checked before anything runs; "-" is stdout. Some name
 # a directory (plots of `run`, CSV summaries, a sweep's output folder), the others a file.
-OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out", "table") + (
+OUTPUT_OPTIONS = (
+    "vcd",
+    "perfetto",
+    "plot",
+    "events",
+    "save_run",
+    "csv",
+    "fst",
+    "out",
+    "table",
+    "html",
     "dram_trace",
 )
 DIRECTORY_OPTIONS = ("plot", "csv", "out")
-# outputs whose suffix chooses a format and that have no default (views/tables.py); a
-# Perfetto trace of any other suffix is JSON, which ui.perfetto.dev opens
-FORMAT_SUFFIXES = {"events": (".csv", ".parquet", ".pq")}
+# outputs whose suffix chooses a format and that have no default (views/tables.py; a Perfetto
+# trace is Chrome JSON, gzipped or not, or Perfetto's protobuf: views.write_perfetto)
+FORMAT_SUFFIXES = {
+    "events": (".csv", ".parquet", ".pq"),
+    "perfetto": (".json", ".json.gz", ".pftrace", ".pb"),
+    "html": (".html", ".htm"),
+}
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 
 

@@ -12,6 +12,7 @@ from cyclesim.cli import main
 
 CASE = Path(__file__).resolve().parent / "cases" / "worked" / "03_single_buffer"
 FILES = [str(CASE / f"{part}.yaml") for part in ("arch", "workload", "mapping")]
+FILES_OF_A_CASE = ("workload.yaml", "mapping.yaml")
 
 
 def test_run_json_starts_with_the_schema_version(capsys):
@@ -77,3 +78,32 @@ def test_dram_and_l1_json_start_with_the_schema_version(tmp_path, capsys):
     assert main(["l1", str(ops), "--compare", "--json", "--no-timeline"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1
+
+
+def test_bandwidth_used_is_over_every_instance_of_a_memory(tmp_path):
+    # tpu_like's acc holds one column of accumulators per array column: shared across rows, so
+    # 32 instances, each with a 64-b read and a 64-b write port. The run reads and writes Z there
+    # 2 x 1,073,741,824 bits in 1,179,854 cycles (the report's accesses): 1,820.1 b/cycle over
+    # all 32 instances' 32 x 128 = 4,096 b/cycle is 44.4 % (over one instance's 128: 1,422 %,
+    # the bug). wreg: one per PE, 32 x 32 = 1,024 instances of 8 + 8 b.
+    root = Path(__file__).resolve().parents[1]
+    gemm = root / "examples" / "tpu_gemm"
+    files = [str(root / "hw_models" / "tpu_like.yaml"), *(str(gemm / f) for f in FILES_OF_A_CASE)]
+    assert main(["run", *files, "--csv", str(tmp_path), "-q"]) == 0
+    memories = {row["memory"]: row for row in read_csv(tmp_path / "memory_report.csv")}
+    acc = memories["acc"]
+    assert acc["instances"] == "32" and acc["port_width_bits"] == "128"
+    assert float(acc["bandwidth_used_pct"]) == pytest.approx(
+        100 * 2 * 1_073_741_824 / 1_179_854 / 4096, abs=1e-3
+    )
+    for row in memories.values():
+        assert 0 <= float(row["bandwidth_used_pct"]) <= 100, row
+
+
+def test_quiet_prints_no_report(capsys):
+    # -q is "errors only": the 35-line report was printed all the same; --json, asked for by
+    # name, still goes to stdout
+    assert main(["run", *FILES, "-q"]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert main(["-q", "run", *FILES, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cycles"] == 52

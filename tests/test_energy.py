@@ -165,7 +165,7 @@ def test_energy_scales_linearly_and_totals_add_up(read, write, bits_per_action):
 
 @pytest.mark.slow
 def test_strict_replay_of_accelforges_3level_matmul_has_accelforges_energy():
-    # reference/accelforge.md §7.3 (accelforge 1.0.467, the mapper's mapping, energies DRAM 100,
+    # docs/reference/accelforge.md §7.3 (accelforge 1.0.467, the mapper's mapping, energies DRAM 100,
     # GLB 5, Reg 1 per bit, MAC 1): energy 38,731,776 = DRAM A 6553600 + B 6553600 + Z 3276800,
     # GLB A 2949120 + B 10813440 + Z 1310720, Reg A 2621440 + Z 4390912, MAC 262144. Under
     # `strict` the replay's counts are AccelForge's, so its energy is too.

@@ -1,4 +1,4 @@
-"""Fast-forward with a DRAM model (issue 16): it fires where a period issues no DRAM request.
+"""Fast-forward with a DRAM model: it fires where a period issues no DRAM request.
 
 The DRAM timer's state is absolute (open rows, bank ready cycles, calendars, each rank's next
 refresh) and does not shift by a period; but it changes only when a request reaches it, and a

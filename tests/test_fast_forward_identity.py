@@ -1,4 +1,4 @@
-"""Fast-forward is exact or it does not fire (issue 14): the proof obligation, as tests.
+"""Fast-forward is exact or it does not fire: the proof obligation, as tests.
 
 Every case replays twice, with fast-forward (the default) and with `fast_forward=False`, and
 everything a user can see must be identical: cycles, phase totals, stall rows by cause and the

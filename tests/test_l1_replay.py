@@ -1,4 +1,4 @@
-"""The replay places tile slots and intermediates through an L1 allocator (issue 6, part 4).
+"""The replay places tile slots and intermediates through an L1 allocator.
 
 Hand-derived: a 4096-B L1 with 1024 B reserved below and 32-B alignment. Every tile is
 rounded up to 32 B per slot; CBs go bottom-up from 1024 in the order nodes take their first

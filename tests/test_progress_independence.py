@@ -175,3 +175,33 @@ def test_cli_exits_3_for_a_real_deadlock(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 3
     assert "cannot progress" in err and "Traceback" not in err
+
+
+def test_the_replay_bar_rates_only_what_it_saw_happen(capsys):
+    """The bar appears after work is done; it read "714902112.86seg/s" because it divided every
+    segment done before it appeared by the instant since. Here a process finishes 200,000
+    one-cycle segments; the bar shows at the first look (progress=True, after 4,096 events,
+    ~2,000 segments done). Whatever the machine's speed, no rate it prints may exceed what the
+    whole loop averaged by more than 5x (the bug's first rate was ~1,000x that average)."""
+    import re
+    import time
+
+    import simpy
+
+    from cyclesim.engine.loop import run_to_empty_queue
+
+    env = simpy.Environment()
+    done = [0]
+
+    def segments():
+        for _ in range(200_000):
+            yield env.timeout(1)
+            done[0] += 1
+
+    env.process(segments())
+    t0 = time.perf_counter()
+    run_to_empty_queue(env, progress=True, total=200_000, done=lambda: done[0], wall0=t0)
+    average = 200_000 / (time.perf_counter() - t0)
+    rates = [float(r) for r in re.findall(r"([\d.]+(?:e[+-]\d+)?)seg/s", capsys.readouterr().err)]
+    assert rates, "the bar drew no rate"
+    assert max(rates) <= 5 * average, (rates, average)

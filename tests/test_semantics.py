@@ -1,4 +1,4 @@
-"""Hand-derived replays of DESIGN.md's precise rules, one small case per rule.
+"""Hand-derived replays of the precise rules of docs/design.md, one small case per rule.
 
 Convention: [a, b) are the cycles a..b-1; a tile whose last burst ends at b is usable at b.
 """

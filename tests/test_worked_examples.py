@@ -1,8 +1,8 @@
-"""The worked examples of shared/cases/worked_examples, replayed to their hand-derived numbers.
+"""The worked examples of tests/cases/worked/*.json, replayed to their hand-derived numbers.
 
 Each case's derivation is in its JSON under `derivation`; the essential steps are repeated in
 the comments here. The examples name the narrow-port stall `spatial_stall`; cyclesim's cause
-vocabulary (DESIGN.md) calls it `spatial`.
+vocabulary (docs/causes.md) calls it `spatial`.
 """
 
 from __future__ import annotations

@@ -388,7 +388,10 @@ def summary_text(run: SweepRun, head: int = 12) -> str:
         if c in table
     ]
     extra = [c for c in table.columns if c not in columns and not _is_standard(c)]
-    shown = table[columns + extra[:3]].head(head)
+    # the points that replayed first (in point order), then the failed ones: a failure's
+    # rows (its error is listed below) must not hide the one row that has numbers
+    ordered = table.iloc[table["status"].ne("ok").argsort(kind="stable")]
+    shown = ordered[columns + extra[:3]].head(head)
     lines = [
         f"sweep {run.spec.name}: {len(table)} points ({run.computed} computed, {run.cached} from "
         f"the cache, {run.failed} failed) in {run.wall_seconds:.1f} s",

@@ -92,7 +92,9 @@ def run_to_empty_queue(
                     continue
                 from tqdm import tqdm
 
-                bar = tqdm(total=total, unit="seg", desc=desc, file=sys.stderr, leave=False)
+                # the work done before the bar appeared is its starting point: its rate counts
+                # only what it saw happen (else the first rate is all of it over an instant)
+                bar = tqdm(total=total, initial=done(), unit="seg", desc=desc, file=sys.stderr, leave=False)  # fmt: skip
             if now - last_draw >= REFRESH_SECONDS:
                 bar.n = done()
                 bar.refresh()

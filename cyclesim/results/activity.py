@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -280,17 +280,26 @@ def _spread(bursts: list[int], durations: list[int]) -> list[int]:
     return out
 
 
-def build_activity(res, window: tuple[int, int] | None = None) -> Activity:
+# what build_activity does, in order: on_stage is called with each name once it is done
+ACTIVITY_STAGES = ("transfers", "ports", "PE segments", "PE array", "DMA", "buffers", "DRAM")
+
+
+def build_activity(
+    res, window: tuple[int, int] | None = None, on_stage: Callable[[str], None] | None = None
+) -> Activity:
     """Gather the traced records of res (a SimResult) into an Activity clipped to window.
 
     Raise TraceError if the run was not traced or the window is empty. Views call
-    SimResult.activity(window), which builds it once per window.
+    SimResult.activity(window), which builds it once per window; on_stage(name) hears each
+    of ACTIVITY_STAGES as it is done (a progress bar's ticks: building can take seconds).
     """
     with gc_paused():
-        return _build_activity(res, window)
+        return _build_activity(res, window, on_stage or (lambda name: None))
 
 
-def _build_activity(res, window: tuple[int, int] | None) -> Activity:
+def _build_activity(
+    res, window: tuple[int, int] | None, on_stage: Callable[[str], None]
+) -> Activity:
     _require_trace(res)
     plan, rec = res.raw.plan, res.raw.rec
     w0, w1 = window_of(res, window)
@@ -338,6 +347,7 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
             ):
                 bits_of[gi] = bits
                 kind_of[gi] = kind
+    on_stage("transfers")
     labels: dict[int, str] = {}
     ports: dict[str, Track] = {}
     for key in keys:
@@ -353,9 +363,19 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
                 label = labels[who] = who_label(res, who)
             add(max(gs, w0), min(ge, w1), tensor, label, bits_of[i], kind_of[i])
         ports[key] = out
+    on_stage("ports")
     segments = _segments(res, w0, w1)
     pe_ports, pieces = _pe_use(res, w0, w1)
     shown = _shown_ports(rec.trace_filter, keys, port_memory, ports, pe_ports)
+    on_stage("PE segments")
+    pe_states = _pe_states(res, w0, w1, pieces)
+    on_stage("PE array")
+    dma = _dma_channels(res, w0, w1)
+    on_stage("DMA")
+    buffers = _buffers(res, w0, w1)
+    on_stage("buffers")
+    banks = _dram_banks(res, w0, w1, {port_memory[k] for k in shown})
+    on_stage("DRAM")
     return Activity(
         w0,
         w1,
@@ -364,13 +384,13 @@ def _build_activity(res, window: tuple[int, int] | None) -> Activity:
         {k: pe_ports[k] for k in shown},
         {k: port_memory[k] for k in shown},
         {p.key: p.width_bits for p in plan.ports if p.key in shown},
-        _dma_channels(res, w0, w1),
+        dma,
         segments,
-        _pe_states(res, w0, w1, pieces),
-        _buffers(res, w0, w1),
+        pe_states,
+        buffers,
         _memories(res),
         _l1_occupancy(res, w0, w1),
-        _dram_banks(res, w0, w1, {port_memory[k] for k in shown}),
+        banks,
         {name: config.ranks for name, config, _, _ in plan.dram},
     )
 

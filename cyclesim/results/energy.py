@@ -60,8 +60,7 @@ def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
     dims = arch.pe_array.dim_sizes
     for memory in arch.memories:
         if memory.energy is not None and memory.energy.leak_per_cycle:
-            instances = math.prod(n for d, n in dims.items() if d not in memory.shared_across)
-            cycles = res.cycles * instances
+            cycles = res.cycles * arch.instances_of(memory)
             leak = cycles * memory.energy.leak_per_cycle
             rows.append((WHOLE_RUN, memory.name, LEAK, "leak", 0, cycles, leak))
     if compute is not None and compute.leak_per_cycle:

@@ -196,17 +196,18 @@ class SimResult:
                 out[cause] = out.get(cause, 0) + cycles
         return {k: v for k, v in out.items() if v}
 
-    def activity(self, window: tuple[int, int] | None = None):
+    def activity(self, window: tuple[int, int] | None = None, on_stage=None):
         """The traced run as one Activity over window (ports, DMA, PE array, buffers), built once.
 
         Every trace view (VCD, FST, Perfetto, plots) draws from it. Raise TraceError if untraced.
+        on_stage(name) hears each stage of building it (results.activity.ACTIVITY_STAGES).
         """
         from cyclesim.results.activity import build_activity
 
         cache = self.__dict__.setdefault("_activity", {})
         if window not in cache:
             cache.clear()  # one window at a time: an Activity of a long run is large
-            cache[window] = build_activity(self, window)
+            cache[window] = build_activity(self, window, on_stage)
         return cache[window]
 
     def port_table(self, window: tuple[int, int] | None = None) -> pd.DataFrame:

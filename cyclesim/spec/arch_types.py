@@ -4,6 +4,7 @@ engines, as frozen dataclasses with full names and units (spec/arch.py loads the
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +155,12 @@ class Architecture:
             if mem.name == name:
                 return mem
         raise KeyError(name)
+
+    def instances_of(self, memory: Memory) -> int:
+        """How many copies of a memory the chip has: one per position of every array dimension
+        it is not shared across (accesses and port traffic are totals over them)."""
+        dims = self.pe_array.dim_sizes
+        return math.prod(n for d, n in dims.items() if d not in memory.shared_across)
 
     def memory_index(self, name: str) -> int:
         return [m.name for m in self.memories].index(name)

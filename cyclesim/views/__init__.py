@@ -14,7 +14,7 @@ from cyclesim.errors import CyclesimError, OptionError
 if TYPE_CHECKING:  # `cyclesim --help` must not import the engine, pandas or the writers
     from cyclesim.results import SimResult
 
-VIEW_OPTIONS = ("vcd", "fst", "perfetto", "plot", "events", "save_run")
+VIEW_OPTIONS = ("vcd", "fst", "perfetto", "plot", "events", "save_run", "html")
 
 
 def add_view_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,6 +41,12 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write breakdown.png, stalls.png, ports.png, timeline.png (a window around the first "
         "steady stretch, or --window) and occupancy.png into DIR",
+    )
+    g.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write a one-page report (.html): summary, causes, accesses, energy, plots and a "
+        "zoomable timeline, in one file that opens offline",
     )
     g.add_argument("--events", metavar="PATH", help="write the events table (.csv or .parquet)")
     g.add_argument(
@@ -79,10 +85,21 @@ def parse_window(text: str) -> tuple[int, int | None]:
 
 def tracing_requested(args: argparse.Namespace) -> bool:
     """Does any requested view need the trace records?"""
-    return any(getattr(args, k, None) for k in ("vcd", "fst", "perfetto", "plot", "events"))
+    return any(getattr(args, k, None) for k in ("vcd", "fst", "perfetto", "plot", "events", "html"))
 
 
 WAVES = ("vcd", "fst")  # written with a .gtkw save file beside them
+
+
+def save_file_of(args: argparse.Namespace, option: str) -> Path:
+    """The .gtkw save file of the waveform `option` names: X.gtkw beside X.vcd or X.fst, and
+    X.fst.gtkw for an FST whose X.gtkw the VCD of the same run already takes."""
+    path = Path(getattr(args, option))
+    gtkw = path.with_suffix(".gtkw")
+    vcd = getattr(args, "vcd", None)
+    if option == "fst" and vcd and Path(vcd).with_suffix(".gtkw") == gtkw:
+        return path.with_name(path.name + ".gtkw")
+    return gtkw
 
 
 def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
@@ -92,7 +109,7 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
     writer fails, the files this call wrote are removed: no half set of outputs is left.
     """
     written: list[Path] = []
-    for option in ("save_run", "vcd", "fst", "perfetto", "events"):
+    for option in ("save_run", "vcd", "fst", "perfetto", "events", "html"):
         value = getattr(args, option, None)
         if isinstance(value, str) and value not in ("", "-"):
             try:
@@ -102,9 +119,9 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
                 raise OptionError(f"{flag} {value} cannot be written: {exc.strerror}") from None
     new_files = [  # the files this call creates; a failing writer removes them again
         path
-        for option in ("save_run", "vcd", "fst", "perfetto", "events")
+        for option in ("save_run", "vcd", "fst", "perfetto", "events", "html")
         if isinstance(value := getattr(args, option, None), str) and value not in ("", "-")
-        for path in (Path(value), *([Path(value).with_suffix(".gtkw")] if option in WAVES else []))
+        for path in (Path(value), *([save_file_of(args, option)] if option in WAVES else []))
         if not path.exists()
     ]
     if getattr(args, "plot", None):
@@ -142,20 +159,41 @@ def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) 
         getattr(args, "title", None) or f"{Path(args.workload).stem} / {Path(args.mapping).stem}"
     )
     progress = False if getattr(args, "no_progress", False) else None
+    from cyclesim.results.activity import ACTIVITY_STAGES
+    from cyclesim.views.progress import steps_bar
+
+    with steps_bar(len(ACTIVITY_STAGES), "building the activity", progress) as tick:
+        res.activity(None, on_stage=tick)  # every writer below draws from it
     if args.vcd:
         written.extend(
             write_vcd_files(res, args.vcd, clock_mhz=_clock(args.arch), progress=progress)
         )
     if getattr(args, "fst", None):
         written.extend(
-            write_vcd_files(res, args.fst, clock_mhz=_clock(args.arch), progress=progress, fst=True)
+            write_vcd_files(
+                res,
+                args.fst,
+                clock_mhz=_clock(args.arch),
+                progress=progress,
+                fst=True,
+                save_file=save_file_of(args, "fst"),
+            )
         )
     if args.perfetto:
         written.extend(write_perfetto_files(res, args.perfetto, title=title, progress=progress))
     if args.plot:
         from cyclesim.views.plots import write_plots
 
-        written.extend(write_plots(res, args.plot, title=title))
+        written.extend(write_plots(res, args.plot, title=title, progress=progress))
+    if getattr(args, "html", None):
+        from cyclesim.views.html import write_html_report
+
+        architecture = getattr(args, "architecture", None)
+        written.append(
+            write_html_report(
+                res, args.html, title=title, architecture=architecture, progress=progress
+            )
+        )
     if getattr(args, "events", None):
         from cyclesim.views.tables import write_events
 
@@ -181,8 +219,10 @@ def write_vcd_files(
     window: tuple[int, int] | None = None,
     progress: bool | None = False,
     fst: bool | None = None,
+    save_file: Path | None = None,
 ) -> list[Path]:
-    """The waveform (FST when fst, or by default when path ends in .fst; else VCD) and its .gtkw."""
+    """The waveform (FST when fst, or by default when path ends in .fst; else VCD) and its .gtkw
+    (save_file, or path with the suffix .gtkw)."""
     from cyclesim.views.gtkw import write_gtkw
 
     path = Path(path)
@@ -191,9 +231,20 @@ def write_vcd_files(
     else:
         from cyclesim.views.vcd import write_vcd as write
     signals = write(res, path, clock_mhz=clock_mhz, window=window, progress=progress)
-    gtkw = path.with_suffix(".gtkw")
-    write_gtkw(signals, path, gtkw, start=res.activity(window).start)
+    start, end = _plots_window(res, window)  # the save file opens where the timeline plot looks
+    gtkw = save_file if save_file is not None else path.with_suffix(".gtkw")
+    write_gtkw(signals, path, gtkw, start=start, end=end)
     return [path, gtkw]
+
+
+def _plots_window(res: SimResult, window: tuple[int, int] | None) -> tuple[int, int]:
+    """The window plots.write_plots draws its timeline over: around the first steady stretch
+    of a whole run, else the traced window."""
+    from cyclesim.views.plots import steady_window
+
+    act = res.activity(window)
+    whole = act.start == 0 and act.end == res.cycles
+    return steady_window(act) if whole and window is None else (act.start, act.end)
 
 
 def write_perfetto_files(

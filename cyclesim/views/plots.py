@@ -336,12 +336,16 @@ def write_plots(
     window: tuple[int, int] | None = None,
     fmt: str = "png",
     title: str = "",
+    progress: bool | None = False,
 ) -> list[Path]:
     """breakdown, stalls, ports, timeline and occupancy plots into out_dir; return the files.
 
     The timeline and occupancy show window when given or when the trace was recorded over a
     window (--window); otherwise a window around the first steady stretch (steady_window).
+    A bar counts the plots drawn (progress: None = on a terminal).
     """
+    from cyclesim.views.progress import steps_bar
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     act = res.activity(window)
@@ -349,9 +353,15 @@ def write_plots(
     span = steady_window(act) if whole and window is None else (act.start, act.end)
     files = [out / f"{n}.{fmt}" for n in PLOT_NAMES]
     suffix = f" — {title}" if title else ""
-    plot_breakdown(res, files[0], f"where the {res.cycles:,} cycles went{suffix}")
-    plot_stalls(res, files[1])
-    plot_ports(act, files[2])
-    plot_timeline(act, files[3], span)
-    plot_occupancy(act, files[4], span)
+    draw = (
+        lambda: plot_breakdown(res, files[0], f"where the {res.cycles:,} cycles went{suffix}"),
+        lambda: plot_stalls(res, files[1]),
+        lambda: plot_ports(act, files[2]),
+        lambda: plot_timeline(act, files[3], span),
+        lambda: plot_occupancy(act, files[4], span),
+    )
+    with steps_bar(len(draw), "plots", progress) as tick:
+        for name, plot in zip(PLOT_NAMES, draw, strict=True):
+            plot()
+            tick(name)
     return files

@@ -4,7 +4,8 @@ BANDWIDTH_REPORT, one row per run and one per memory, for spreadsheets and other
 compute_report.csv: cycles, the four phases, non-compute cycles per cause (cause_<name>_cycles,
 summing onload + stall + offload), MACs, PE utilisation.
 memory_report.csv: per memory, values and bits read and written, the average bandwidth used
-(bits per cycle over the run) and its share of the memory's ports' total width.
+(bits per cycle over the run) and its share of the total width of its ports over all its
+instances (`instances`: one per array position it is not shared across; accesses are totals).
 With per-action energies in the architecture, both add `energy` (the run's total; each
 memory's share with its leak, empty for a memory without energies) and `energy_unit` (the
 architecture's, as `run` prints it), and energy_report.csv holds the energy table itself: one
@@ -68,7 +69,8 @@ def memory_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.Da
         reads = mine[mine["action"] == "read"]
         writes = mine[mine["action"] == "write"]
         bits = int(mine["bits"].sum())
-        width = sum(p.width_bits for p in mem.ports)
+        width = sum(p.width_bits for p in mem.ports)  # of one instance
+        instances = arch.instances_of(mem)  # the accesses are totals over every instance
         per_cycle = bits / res.cycles if res.cycles else 0.0
         rows.append(
             dict(
@@ -78,9 +80,12 @@ def memory_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.Da
                 read_bits=int(reads["bits"].sum()),
                 write_values=int(writes["values"].sum()),
                 write_bits=int(writes["bits"].sum()),
+                instances=instances,
                 port_width_bits=width,
                 bandwidth_bits_per_cycle=round(per_cycle, 6),
-                bandwidth_used_pct=round(100.0 * per_cycle / width, 3) if width else 0.0,
+                bandwidth_used_pct=round(100.0 * per_cycle / (width * instances), 3)
+                if width
+                else 0.0,
             )
         )
         if energy is not None:

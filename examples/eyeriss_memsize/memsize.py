@@ -52,7 +52,7 @@ def zigzag_case(
 ) -> zc.CaseFiles:
     """ZigZag input files of one setting and port layout; by default with ZigZag's chosen mapping.
 
-    temporal_mapping: 'reference' = the mapping ZigZag chose (reference/zigzag.md §6.1), None =
+    temporal_mapping: 'reference' = the mapping ZigZag chose (docs/reference/zigzag.md §6.1), None =
     leave it to ZigZag's search, or a tm_*_setting dict.
     """
     folder = Path(directory or tempfile.mkdtemp(prefix="eyeriss_memsize_"))

@@ -11,7 +11,8 @@
    imported from ZigZag's files and replayed too (skip it with --issue-only).
 3. Which setting is really faster, and by how much, in the replay and for ZigZag.
 
-Everything printed is also written to --out (reports, checks, summary.json).
+Everything printed is also written to --out (reports, checks, summary.json), and the small
+setting's one-page HTML report (report_small.html), whose path is the last line printed.
 """
 
 from __future__ import annotations
@@ -202,8 +203,20 @@ def main(argv: list[str] | None = None) -> int:
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     (out / "printed.txt").write_text("\n".join(printed) + "\n")
+    page = html_report("small", out / "report_small.html")
     print(f"\nwritten to {out}/ in {summary['wall_seconds']} s", file=sys.stderr)
+    print(f"one-page report of the small-SRAM replay (open it in a browser): {page}")
     return 0
+
+
+def html_report(setting: str, path: Path) -> Path:
+    """The one-page HTML report of one setting's replay (traced: it draws the timeline)."""
+    from cyclesim.engine import replay
+    from cyclesim.views.html import write_html_report
+
+    arch, workload, mapping = load_example(setting)
+    result = replay(arch, workload, mapping, trace=True, progress=False)
+    return write_html_report(result, path, title=title_of(setting), architecture=arch)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from cyclesim.checks.zigzag.stalls import stall_groups
 from cyclesim.checks.zigzag.terms import JSON_NAMES, TERMS, Terms
 from cyclesim.results import SimResult
 
-# zigzag-dse 3.6.3, the version of the original report (reference/zigzag.md §6.3, issue layout)
+# zigzag-dse 3.6.3, the version of the original report (docs/reference/zigzag.md §6.3, issue layout)
 ZIGZAG_363 = {"large": (260144, 5020), "small": (250294, 220)}  # latency_total2, onloading
 
 
@@ -133,7 +133,7 @@ def verdict(results: dict[str, SimResult], sides: list[ZigZagSide]) -> str:
     )
     (l363, lon), (s363, son) = ZIGZAG_363["large"], ZIGZAG_363["small"]
     out.append(
-        f"zigzag-dse 3.6.3, the issue's version (reference/zigzag.md §6.3): large {l363:,}, small "
+        f"zigzag-dse 3.6.3, the issue's version (docs/reference/zigzag.md §6.3): large {l363:,}, small "
         f"{s363:,} (onloading {lon:,} vs {son:,}): small faster by {l363 - s363:,}, the replay's order."
     )
     worst = " + ".join(g.short() for g in stall_groups(rs, "compute")[:3])

@@ -321,3 +321,25 @@ def test_a_value_of_the_wrong_type_is_that_points_error_row(tmp_path):
     assert table.loc["wide", "status"] == "error"
     assert "valid integer (found 'wide')" in table.loc["wide", "error"]
     assert pd.read_parquet(tmp_path / "out" / "sweep.parquet")["status"].tolist() == ["ok", "error"]
+
+
+def test_the_summary_shows_the_successful_points_first():
+    # a sweep whose first points fail (memory too small) hid its one successful row under
+    # "... 2 more rows"; the summary lists what replayed first, in point order
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from cyclesim.analysis.sweep import summary_text
+
+    table = pd.DataFrame({
+        "point": [0, 1, 2, 3], "size": [1, 2, 4, 8],
+        "status": ["error", "error", "ok", "ok"], "error": ["too small", "too small", "", ""],
+        "cycles": pd.array([None, None, 300, 200], dtype="Int64"),
+    })  # fmt: skip
+    spec = SimpleNamespace(axis_columns=["size"], name="s")
+    run = SimpleNamespace(table=table, spec=spec, computed=4, cached=0, failed=2,
+                          wall_seconds=1.0, files=[])  # fmt: skip
+    lines = summary_text(run, head=2).splitlines()
+    assert lines[2].split()[:3] == ["4", "ok", "300"] and lines[3].split()[:3] == ["8", "ok", "200"]
+    assert lines[4] == "... 2 more rows"

@@ -25,7 +25,7 @@ from cyclesim.errors import PeerUnavailable, SpecError
 
 SEEDS = (
     Path(__file__).resolve().parents[2] / "examples" / "accelforge_persist"
-)  # = shared/cases/accelforge_persist
+)  # = examples/accelforge_persist
 SPECS = Path(__file__).with_name("accelforge_specs")
 SUITE = sorted(SEEDS.glob("*.yaml")) + sorted(SPECS.glob("*.yaml"))
 CORE_REQUEST = {}

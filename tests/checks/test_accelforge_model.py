@@ -1,6 +1,6 @@
 """cyclesim's reimplementation of AccelForge's counting rules reproduces the reference numbers.
 
-Every number below is an accelforge 1.0.467 output quoted in /work/shared/reference/accelforge.md
+Every number below is an accelforge 1.0.467 output quoted in docs/reference/accelforge.md
 (section given per case), with the derivation in AccelForge's conventions (fills = tile x P,
 first read of an output skipped, write-back on every exit, multicast over irrelevant spatial
 loops, copy moves booked under the source tensor). Counts are bits (bits_per_action = 1).
@@ -18,7 +18,7 @@ from cyclesim.checks.accelforge.read import load_accelforge_spec
 
 SEEDS = (
     Path(__file__).resolve().parents[2] / "examples" / "accelforge_persist"
-)  # = shared/cases/accelforge_persist
+)  # = examples/accelforge_persist
 SPECS = Path(__file__).with_name("accelforge_specs")
 
 

@@ -22,7 +22,7 @@ from cyclesim.errors import SpecError
 SPECS = Path(__file__).with_name("accelforge_specs")
 SEEDS = (
     Path(__file__).resolve().parents[2] / "examples" / "accelforge_persist"
-)  # = shared/cases/accelforge_persist
+)  # = examples/accelforge_persist
 BASE = (SPECS / "matmul_3level.yaml").read_text()
 
 

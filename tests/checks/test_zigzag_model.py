@@ -1,4 +1,4 @@
-"""ZigZag 3.9.1's latency model, reimplemented: reference numbers (reference/zigzag.md §6) and the real peer.
+"""ZigZag 3.9.1's latency model, reimplemented: reference numbers (docs/reference/zigzag.md §6) and the real peer.
 
 The plain tests need no zigzag-dse: they check our model against the numbers measured with
 zigzag-dse 3.9.1 on the Eyeriss-like 4x4 GEMM (B=K=C=100, 32 bit). The `peer` tests run the

@@ -24,7 +24,7 @@ sys.path.insert(0, str(EXAMPLE))
 
 import memsize  # noqa: E402
 
-# (sram_8KB, sram_64KB, sram_1M) in bits, reference/zigzag.md §6.1
+# (sram_8KB, sram_64KB, sram_1M) in bits, docs/reference/zigzag.md §6.1
 SIZES = {"large": (65536, 524288, 8388608), "small": (8192, 16384, 32768)}
 
 

@@ -1,4 +1,4 @@
-"""Every class of bad input from issue 10, built from a shipped file, with what the user now sees.
+"""Every class of bad input built from a shipped file, with what the user now sees.
 
 `python tests/fuzz/bad_inputs.py` prints each case's exit code and message (the issue's closing
 note); tests/fuzz/test_bad_inputs.py asserts them.

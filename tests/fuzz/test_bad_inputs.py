@@ -1,4 +1,4 @@
-"""Each class of bad input from issue 10 gives its exit code and one message naming the file."""
+"""Each class of bad input gives its exit code and one message naming the file."""
 
 from __future__ import annotations
 

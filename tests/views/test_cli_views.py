@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -156,11 +157,16 @@ def test_the_writers_show_a_progress_bar(traced, tmp_path, capsys):
     assert "VCD t.vcd" in err and "cycle" in err
 
 
-def test_a_bad_perfetto_suffix_still_writes_json(tmp_path):
-    """Any suffix but .pftrace/.pb is JSON (gzipped for .gz): --perfetto never does nothing."""
-    assert main(["run", *files("01_compute_bound"), "--perfetto", str(tmp_path / "t.trace"),
-                 "--no-progress"]) == 0  # fmt: skip
-    assert (tmp_path / "t.trace").read_text().startswith('{"otherData"')
+def test_an_unknown_perfetto_suffix_is_refused_with_the_accepted_ones(tmp_path, capsys):
+    """`--perfetto x.txt` wrote Chrome JSON to a .txt without a word: now the suffix must name a
+    format Perfetto opens, and the one line lists them; nothing runs, nothing is written."""
+    assert main(["run", *files("01_compute_bound"), "--perfetto", str(tmp_path / "x.txt"),
+                 "--no-progress"]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "x.txt" in err
+    for suffix in (".json", ".json.gz", ".pftrace", ".pb"):
+        assert suffix in err
+    assert not (tmp_path / "x.txt").exists()
 
 
 def test_the_timeline_legend_says_what_each_colour_is(traced, tmp_path, monkeypatch):
@@ -256,3 +262,47 @@ def test_only_accepts_every_port_the_trace_shows(tmp_path):
         == 0
     )
     assert "abuf_rd" in vcd.read_text()
+
+
+def test_progress_is_shown_while_the_activity_is_built_and_the_plots_drawn(tmp_path):
+    # `run --vcd --plot` on the memory-size example showed nothing for ~50 of 90 seconds:
+    # building the activity and drawing the plots had no bar (only the VCD writer had one)
+    from terminal import on_a_terminal
+
+    case = Path(__file__).resolve().parents[1] / "cases" / "worked" / "03_single_buffer"
+    code, _, err = on_a_terminal(
+        "run", *(str(case / f"{p}.yaml") for p in ("arch", "workload", "mapping")),
+        "--vcd", str(tmp_path / "run.vcd"), "--plot", str(tmp_path / "plots"),
+    )  # fmt: skip
+    assert code == 0
+    for bar in ("building the activity", "VCD run.vcd", "plots"):
+        assert bar in err, (bar, err)
+    assert "7/7" in err and "5/5" in err  # every stage of the activity, every plot
+
+
+def test_each_waveform_gets_its_own_save_file(tmp_path):
+    # `--vcd X.vcd --fst X.fst` wrote one X.gtkw, the FST's overwriting the VCD's: each save
+    # file names its own dump file, so the two need two names
+    pytest.importorskip("pylibfst", reason="FST is written with pylibfst (or vcd2fst)")
+    vcd, fst = tmp_path / "X.vcd", tmp_path / "X.fst"
+    assert main(["run", *files("03_single_buffer"), "--vcd", str(vcd), "--fst", str(fst),
+                 "--no-progress", "-q"]) == 0  # fmt: skip
+    assert '[dumpfile] "X.vcd"' in (tmp_path / "X.gtkw").read_text()
+    assert '[dumpfile] "X.fst"' in (tmp_path / "X.fst.gtkw").read_text()
+
+
+def test_the_save_file_names_every_port_and_tensor_and_opens_on_the_plots_window(tmp_path):
+    # GTKWave showed each port's signals as `busy`, `tensor`, `bits` under the memory's group,
+    # alike for every port, and opened on cycles 0..2. Each trace now shows its path below
+    # `cyclesim` (GTKWave shows a dotted name by its last part, so spaces) and the file opens
+    # where the timeline plot looks. Case 03 is one stretch: its window is the whole run.
+    from cyclesim.views.gtkw import gtkw_zoom
+
+    vcd = tmp_path / "t.vcd"
+    assert main(["run", *files("03_single_buffer"), "--vcd", str(vcd), "-q"]) == 0
+    text = (tmp_path / "t.gtkw").read_text()
+    assert "+{DRAM dram_rd busy} cyclesim.DRAM.dram_rd.busy" in text
+    assert "+{abuf A tiles} cyclesim.abuf.A.tiles" in text
+    traces = [line for line in text.splitlines() if "cyclesim." in line and "} " in line]
+    assert len({line.split("} ")[0] for line in traces}) == len(traces)  # no two alike
+    assert "[timestart] 0" in text and f"*{gtkw_zoom(52):.6f} " in text

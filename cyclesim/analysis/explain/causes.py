@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from cyclesim.results import SimResult
 from cyclesim.results.attribution import SPATIAL
-from cyclesim.spec import Mapping, Temporal, leaves
+from cyclesim.spec import Mapping, Storage, Temporal, leaves
 from cyclesim.views.cycle_ranges import merge_ranges
 
 KEYS = ("cause", "memory", "tensor", "port_memory", "port", "competitor")
@@ -25,6 +25,9 @@ class Remedy:
     note: str = ""
     binds_after: str = ""  # the largest cause of the changed run, in words
     grew: str = ""  # the cause and place of the changed run that gained the most cycles
+    # the causes and places of the run before that the change shortened most, with the cycles
+    # each lost: what a remedy saving more than its own cause's cycles saved besides
+    shrank: tuple[tuple[str, int], ...] = ()
 
     @property
     def saved(self) -> int | None:
@@ -81,23 +84,33 @@ class Explanation:
                      by_phase=c.by_phase, cycle_ranges=[list(r) for r in c.ranges], iterations=c.iterations,
                      chain=c.chain, held_by=c.held_by,
                      remedies=[dict(change=r.change, cycles_before=r.cycles_before, cycles_after=r.cycles_after,
-                                    cycles_saved=r.saved, note=r.note, binds_after=r.binds_after, grew=r.grew)
+                                    cycles_saved=r.saved, note=r.note, binds_after=r.binds_after, grew=r.grew,
+                                    shrank=[dict(place=p, cycles=n) for p, n in r.shrank])
                                for r in c.remedies])
                 for c in self.causes
             ],
         )  # fmt: skip
 
 
-def _loop_names(mapping: Mapping) -> dict[str, list[str]]:
-    """Per compute node path: the ranks of its temporal loops with bound > 1, outer first."""
+def _loop_names(mapping: Mapping) -> dict[str, list[tuple[str, str]]]:
+    """Per compute node path: (memory, rank) of its temporal loops with bound > 1, outer first;
+    the memory is the one whose storage node is nearest above the loop (the loop walks its
+    tiles), '' above every storage node."""
     out = {}
     for path, comp in leaves(mapping.loop_tree):
-        out[comp.path] = [n.rank for n in path if isinstance(n, Temporal) and n.bound > 1]
+        memory, names = "", []
+        for n in path:
+            if isinstance(n, Storage):
+                memory = n.memory
+            elif isinstance(n, Temporal) and n.bound > 1:
+                names.append((memory, n.rank))
+        out[comp.path] = names
     return out
 
 
-def _iteration(res: SimResult, ranks: dict[str, list[str]], li: int, g: int) -> str:
-    """Segment g of leaf li as loop indices, e.g. 'matvec m=1'."""
+def _iteration(res: SimResult, ranks: dict[str, list[tuple[str, str]]], li: int, g: int) -> str:
+    """Segment g of leaf li as loop indices grouped by the memory each loop level walks, e.g.
+    'gemm100 sram_1M: B=0 / sram_8KB: C=0, K=1' (a rank can appear at several levels)."""
     leaf = res.raw.plan.leaves[li]
     names = ranks.get(leaf.path, [])
     digits = []
@@ -105,9 +118,13 @@ def _iteration(res: SimResult, ranks: dict[str, list[str]], li: int, g: int) -> 
         g, d = divmod(g, bound)
         digits.append(d)
     digits.reverse()
-    idx = ", ".join(
-        f"{names[i] if i < len(names) else f'loop{i}'}={d}" for i, d in enumerate(digits)
-    )
+    levels: list[tuple[str, list[str]]] = []
+    for i, d in enumerate(digits):
+        memory, rank = names[i] if i < len(names) else ("", f"loop{i}")
+        if not levels or levels[-1][0] != memory:
+            levels.append((memory, []))
+        levels[-1][1].append(f"{rank}={d}")
+    idx = " / ".join(f"{m}: {', '.join(r)}" if m else ", ".join(r) for m, r in levels)
     return f"{leaf.einsum} {idx}".strip()
 
 

@@ -45,7 +45,7 @@ def _replay_remedy(task: tuple) -> Remedy:
         return Remedy(change, before, None, str(exc).splitlines()[0])
     ranked = rank_causes(new, locate=False).causes  # places and cycles: no ranges needed
     return Remedy(change, before, new.cycles, binds_after=_largest_cause(new, ranked),
-                  grew=grew_most(ranked, places))  # fmt: skip
+                  grew=grew_most(ranked, places), shrank=shrank_most(ranked, places))  # fmt: skip
 
 
 def cycles_by_place(causes: list[Cause]) -> dict[str, int]:
@@ -59,6 +59,16 @@ def grew_most(ranked: list[Cause], before: dict[str, int]) -> str:
     gains = [(cycles - before.get(key, 0), key) for key, cycles in cycles_by_place(ranked).items()]
     gain, key = max(gains, default=(0, ""))
     return f"{key} (+{gain:,})" if gain > 0 else ""
+
+
+def shrank_most(ranked: list[Cause], before: dict[str, int], n: int = 3) -> tuple:
+    """The n causes and places that lost the most cycles against the run before the change,
+    with what each lost, most first: where a remedy's saving came from."""
+    after = cycles_by_place(ranked)
+    losses = sorted(
+        ((cycles - after.get(key, 0), key) for key, cycles in before.items()), reverse=True
+    )
+    return tuple((key, loss) for loss, key in losses[:n] if loss > 0)
 
 
 def _largest_cause(res: SimResult, ranked: list[Cause]) -> str:

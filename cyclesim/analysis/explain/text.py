@@ -35,21 +35,16 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
             out.append(f"   delays: {_list(c.iterations, 4, str, '; ')}")
         if c.held_by:
             out.append(f"   held by: {c.held_by}")
+        # only the changes that save cycles are remedies; the others are counted in one line
+        # (--json lists every one with its cycles)
+        useless = [r for r in c.remedies if r.saved is not None and r.saved <= 0]
         for r in c.remedies:
             if r.cycles_after is None:
                 out.append(f"   - {r.change}: cannot be replayed ({r.note})")
                 continue
-            span = f"({r.cycles_before:,} -> {r.cycles_after:,}"
-            if r.saved < 0:  # a remedy that makes the run longer says so, not "saves -N"
-                out.append(
-                    f"   - {r.change}: costs {cycles_text(-r.saved, 'more ')} "
-                    f"{span}, +{percent(-r.saved, r.cycles_before)})"
-                )
-                if r.binds_after:
-                    out.append(f"     makes it worse: then {r.binds_after} binds")
-                if r.grew:
-                    out.append(f"     grew most: {r.grew}")
+            if r.saved <= 0:
                 continue
+            span = f"({r.cycles_before:,} -> {r.cycles_after:,}"
             out.append(
                 f"   - {r.change}: saves {cycles_text(r.saved)} "
                 f"{span}, {percent(r.saved, r.cycles_before)})"
@@ -58,6 +53,16 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
                 out.append(f"     saves little: then {r.binds_after} binds")
                 if r.grew:
                     out.append(f"     grew most: {r.grew}")
+            elif r.saved > c.cycles:
+                out.append(
+                    f"     saves more than this cause's {cycles_text(c.cycles)}: {_besides(r, c)}"
+                )
+        if useless:
+            worse = sum(1 for r in useless if r.saved < 0)
+            out.append(
+                f"   ({len(useless)} other change{'s' if len(useless) > 1 else ''} replayed saved "
+                f"nothing{f', {worse} made the run longer' if worse else ''}: --json lists them)"
+            )
         if not c.remedies and c.cause not in (SPATIAL,):
             out.append(
                 "   - no architectural change proposed for this cause (a mapping change may help)"
@@ -68,6 +73,16 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
             f"\n... {len(ex.causes) - top} more causes, {cycles_text(rest)} (--top N, or --json)"
         )
     return "\n".join(out)
+
+
+def _besides(r, c) -> str:
+    """What else a remedy shortened: the places it took the most cycles from, its own cause's
+    place left out (a wider port speeds up every transfer through it, say)."""
+    own = f"{c.cause} at {c.where()}"
+    others = [(place, n) for place, n in r.shrank if place != own]
+    if not others:
+        return "the change also shortens what followed this cause"
+    return "it also shortens " + "; ".join(f"{p} (-{n:,})" for p, n in others[:2])
 
 
 def cycles_text(n: int, more: str = "") -> str:

@@ -4,7 +4,7 @@ A row's difference is taken apart with the schedule's closed form under other po
 no replay): what changes when the Einsums are isolated is cross-Einsum residency; what then
 changes under `strict` is reuse across loops that do not index the tensor; what remains is a
 counting convention of AccelForge's (first-read skipping, spatial multicast) or a copy's
-bookkeeping under its source tensor (reference/accelforge.md §3.3, §4, §6).
+bookkeeping under its source tensor (docs/reference/accelforge.md §3.3, §4, §6).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the example and the sweep can vary one parameter: SRAM sizes, port layout, register-file width.
 
 `eyeriss_accelerator` reproduces cases/zigzag_memsize/eyeriss4x4_{issue,shipped}_{large,small}.yaml
-(reference/zigzag.md §6.1) exactly; the temporal mappings are the ones ZigZag chose (§6.1 table).
+(docs/reference/zigzag.md §6.1) exactly; the temporal mappings are the ones ZigZag chose (§6.1 table).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def eyeriss_accelerator(
     register_bandwidth_bits: tuple[int, int] = (8, 24),
     dram_bandwidth_bits: int = 64,
 ) -> dict:
-    """The Eyeriss-like 4x4 hierarchy of issue #52: 'issue' or 'shipped' port layout, given SRAM sizes."""
+    """The Eyeriss-like 4x4 hierarchy of ZigZag issue #52: 'issue' or 'shipped' port layout, given SRAM sizes."""
     if layout not in ("issue", "shipped"):
         raise ValueError(f"layout must be 'issue' or 'shipped', not {layout!r}")
     rf_in, rf_out = register_bandwidth_bits

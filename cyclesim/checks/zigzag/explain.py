@@ -1,4 +1,4 @@
-"""One sentence per differing row of a ZigZag comparison, naming the mechanism (reference/zigzag.md §3.11).
+"""One sentence per differing row of a ZigZag comparison, naming the mechanism (docs/reference/zigzag.md §3.11).
 
 The replay's side of each sentence comes from its stall table (`stalls.stall_groups`):
 which transfer the PE array waited for, through which port, on whom. ZigZag's side comes from

@@ -1,5 +1,5 @@
 """ZigZag's periodic transfer of each (operand, memory level, direction): Mapping.calc_data_access and
-calc_req_mem_bw_and_data_transfer_rate, reimplemented (reference/zigzag.md §3.3)."""
+calc_req_mem_bw_and_data_transfer_rate, reimplemented (docs/reference/zigzag.md §3.3)."""
 
 from __future__ import annotations
 

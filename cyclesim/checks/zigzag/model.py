@@ -1,6 +1,6 @@
 """ZigZag 3.9.1's latency model and word-access counts, reimplemented as pure functions.
 
-`evaluate(inputs)` follows reference/zigzag.md §3 term by term and returns one frozen
+`evaluate(inputs)` follows docs/reference/zigzag.md §3 term by term and returns one frozen
 `ZigZagLatency`. ZigZag's attribute names map to ours as follows:
 
 * `latency_total2` -> `latency_total_cycles` (what ZigZag reports),

@@ -1,7 +1,7 @@
 """Run the real zigzag-dse (3.9.1) on ZigZag input files and return its terms as `ZigZagLatency`.
 
 Two routes: a fixed temporal mapping (tm_*_setting file) is evaluated directly through
-ZigZag's Python classes (reference/zigzag.md §5.2); without one, ZigZag's own search (LOMA, or
+ZigZag's Python classes (docs/reference/zigzag.md §5.2); without one, ZigZag's own search (LOMA, or
 its allocator on a complete `temporal_ordering`) chooses the mapping and the chosen loops come
 back as a `TemporalMapping`. Nothing is written to disk and ZigZag's logging is silenced.
 zigzag-dse is imported lazily; `PeerUnavailable` says why it cannot be used.
@@ -191,7 +191,7 @@ def _parsed_layers(wl_path: str, map_path: str, stamps: tuple[int, ...]) -> tupl
 
 
 def _evaluate_fixed(acc: Any, layer: Any, tm_path: str) -> Any:
-    """reference/zigzag.md §5.2: spatial mapping, TemporalMapping(tm), CostModelEvaluation."""
+    """docs/reference/zigzag.md §5.2: spatial mapping, TemporalMapping(tm), CostModelEvaluation."""
     from zigzag.cost_model.cost_model import CostModelEvaluation
     from zigzag.datatypes import LayerDim
     from zigzag.mapping.temporal_mapping import TemporalMapping as ZZTemporalMapping

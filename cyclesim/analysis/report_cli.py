@@ -1,0 +1,59 @@
+"""`cyclesim report SAVED.json`: the one-page HTML report of a run saved with `run --save-run`.
+
+A saved run holds its three inputs verbatim and its policy; the report replays them, traced,
+and writes the same page as `cyclesim run ... --html` (views/html.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+log = logging.getLogger("cyclesim")
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add `report` to the top-level commands."""
+    p = subparsers.add_parser(
+        "report",
+        help="write the one-page HTML report of a run saved with `cyclesim run --save-run`",
+        description="Replay a saved run (its inputs and policy are in the file) and write one "
+        "self-contained HTML page: summary, causes, accesses, energy, plots and a zoomable "
+        "timeline.",
+    )
+    p.add_argument("saved", metavar="SAVED.json", help="a run saved with `cyclesim run --save-run`")
+    p.add_argument(
+        "--html", metavar="PATH", help="the page to write (default: SAVED with the suffix .html)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from cyclesim.engine import replay
+    from cyclesim.views.html import write_html_report
+    from cyclesim.views.saved import load_inputs
+
+    arch, workload, mapping, saved = load_inputs(args.saved, "-", "-")
+    path = Path(args.html) if args.html else Path(args.saved).with_suffix(".html")
+    progress = False if args.no_progress else None
+    res = replay(
+        arch,
+        workload,
+        mapping,
+        reuse=saved["reuse"],
+        isolate_einsums=saved["isolate_einsums"],
+        trace=True,
+        progress=progress,
+    )
+    title = f"cyclesim: {workload.name} on {arch.name}, mapping {mapping.name}"  # as `run`
+    tmp = path.with_name(path.name + ".part")  # the page appears whole or not at all
+    try:
+        write_html_report(res, tmp, title=title, architecture=arch, progress=progress)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    print(path)
+    return 0

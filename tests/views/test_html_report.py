@@ -1,0 +1,75 @@
+"""The one-page HTML report: one file that opens offline, and what a real browser renders of it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cyclesim.cli import main
+
+CASE = Path(__file__).resolve().parents[1] / "cases" / "worked" / "03_single_buffer"
+FILES = [str(CASE / f"{part}.yaml") for part in ("arch", "workload", "mapping")]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("html") / "report.html"
+    assert main(["run", *FILES, "--html", str(out), "-q"]) == 0
+    return out
+
+
+def test_the_page_is_one_file_with_every_section_and_nothing_fetched(page):
+    text = page.read_text(encoding="utf-8")
+    # nothing from a network: no external script, style, font or image
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+    assert "<link" not in text and "@import" not in text
+    for heading in ("Summary", "Non-compute cycles by cause and where", "Timeline",
+                    "Accesses", "Energy", "Plots"):  # fmt: skip
+        assert f"<h2>{heading}</h2>" in text
+    # case 03's numbers (8 onload + 16 compute + 24 stall + 4 offload = 52, all bandwidth of A
+    # through DRAM.dram_rd or of Z through DRAM.dram_wr), read from the result, not re-derived
+    assert '<td>cycles</td><td class="n">52</td>' in text
+    assert text.count("<td>bandwidth</td>") == 3 and "A@abuf" in text and "12..44" in text
+    assert text.count('src="data:image/png;base64,') == 5  # the five plots, inline
+
+
+def test_a_saved_run_gives_the_same_page(page, tmp_path, capsys):
+    saved = tmp_path / "run.json"
+    assert main(["run", *FILES, "--save-run", str(saved), "-q"]) == 0
+    assert main(["report", str(saved), "--no-progress"]) == 0
+    written = tmp_path / "run.html"
+    assert capsys.readouterr().out.strip() == str(written)
+    assert written.read_bytes() == page.read_bytes()
+
+
+def test_a_page_needs_the_html_suffix(tmp_path, capsys):
+    assert main(["run", *FILES, "--html", str(tmp_path / "report.txt"), "-q"]) == 2
+    assert ".html" in capsys.readouterr().err and not (tmp_path / "report.txt").exists()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium: `make browser-deps` installs it")
+def test_headless_chromium_renders_the_timeline(page, tmp_path):
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,1600"]
+    url = page.resolve().as_uri()
+    dom = subprocess.run(
+        [CHROMIUM, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120
+    ).stdout
+    # the script ran: it marks the canvas drawn, over the whole run, and builds the legend
+    assert 'data-rendered="yes"' in dom and 'data-window="0..52"' in dom
+    legend = re.search(r'<div class="legend" id="timeline-legend">(.*?)</div>', dom).group(1)
+    assert "compute" in legend and "bandwidth" in legend
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [CHROMIUM, *flags, f"--screenshot={shot}", url], capture_output=True, timeout=120
+    )
+    from PIL import Image
+
+    image = Image.open(shot).convert("RGB")
+    pixels = {image.getpixel((x, y)) for x in range(0, image.width, 2) for y in range(image.height)}
+    # compute's green and bandwidth's orange (views/plots.py) are on the screen
+    assert (0x00, 0x9E, 0x73) in pixels and (0xD5, 0x5E, 0x00) in pixels
