@@ -4,7 +4,7 @@ PY312   ?= PYENV_VERSION=3.12.1 python3.12
 VENV    := .venv
 AFVENV  := .venv-af
 SSVENV  := .venv-scalesim
-# Stream's environment; override (make STVENV=/work/envs/stream ...) to build it elsewhere.
+# Stream's environment; override (make STVENV=DIR ...) to build it elsewhere.
 STVENV  ?= .venv-stream
 BIN     := $(VENV)/bin
 AF_VERSION := 1.0.467

@@ -1,4 +1,4 @@
-"""Chip replay speed and scale (`make bench`, issue 23): side by side in one run.
+"""Chip replay speed and scale (`make bench`): side by side in one run.
 
 * 4 cores, 2 layers, 8 steps each (examples/multicore's conv chain on the 4-core bus):
   target under 2 s of CPU for the whole replay (the cores' step replays included).

@@ -11,7 +11,7 @@ the new causes show. The DDR4 replay is timed with the compiled DRAM timer (make
 engine/dram_native.py) and, without fast-forward, with the pure-Python one, side by side; a
 line says which the replay uses by default. On the ResNet-50 layer the DDR4 replay is also timed
 with `cyclesim dram`'s controllers in the loop (`timing: controller`, engine/dram_loop.py) and
-its ratio to the bandwidth-only replay printed against the same 2x target (issue 28).
+its ratio to the bandwidth-only replay printed against the same 2x target.
 
     PYTHONPATH=. python benchmarks/bench_dram.py [--repeat 5]
 """
@@ -52,7 +52,7 @@ PURE = (dram_timer, dram_slices)
 NATIVE_KIND = dram_native.choose("dram_timer", environ={})[1]
 PURE_LABEL = "DDR4, pure timer"
 # the DDR4 replay with `timing: controller`: cyclesim dram's controllers in the loop
-# (engine/dram_loop.py), on the case issue 28 sets its 2x target on (the GEMM takes minutes)
+# (engine/dram_loop.py), on the case the 2x target is set on (the GEMM takes minutes)
 CONTROLLER_LABEL = "DDR4, controller"
 CONTROLLER_CASES = ("ResNet-50 res2a_branch2c on tpu_like",)
 

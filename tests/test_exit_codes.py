@@ -196,7 +196,7 @@ def test_every_exit_code_is_in_help_and_in_docs():
 
 
 def test_the_out_of_memory_line_of_dram_suggests_only_what_dram_has(tmp_path, capsys, monkeypatch):
-    """issue 29: dram's line suggested --layer, --workers and a trace --window, options it lacks."""
+    """dram's line suggested --layer, --workers and a trace --window, options it lacks."""
     import cyclesim.dram.trace as trace
 
     def out_of_memory(*args, **kwargs):

@@ -64,7 +64,7 @@ def test_an_interrupt_inside_the_vcd_writer_leaves_no_file(tmp_path, sig, code):
 
 
 def test_sigterm_between_trace_files_leaves_no_half_set(tmp_path):
-    # issue 27: SIGTERM during trace writing left a complete VCD, a truncated FST and no Perfetto
+    # found: SIGTERM during trace writing left a complete VCD, a truncated FST and no Perfetto
     (tmp_path / "old.vcd").write_text("an earlier run's VCD\n")
     done = run_interrupted(tmp_path, "cyclesim.views.perfetto:write_chrome_json",
                            signal.SIGTERM, "run", *WORKED, "--vcd", "old.vcd",
@@ -94,7 +94,7 @@ def _wait_for(path: Path, seconds: float = 60) -> str:
 
 
 def test_sigterm_while_the_accelforge_peer_runs_leaves_no_orphan(tmp_path):
-    # issue 29: SIGTERM killed cyclesim but left the AccelForge peer runner running
+    # found: SIGTERM killed cyclesim but left the AccelForge peer runner running
     fake = tmp_path / "fake_python"
     fake.write_text(f"#!/bin/sh\nsleep 120 &\necho $! > {tmp_path}/child.pid\necho $$ > {tmp_path}/peer.pid\nwait\n")  # fmt: skip
     fake.chmod(0o755)
@@ -223,7 +223,7 @@ def test_out_of_memory_under_an_address_space_cap_is_one_line_and_exit_4(tmp_pat
 
 
 def test_a_full_disk_names_the_file_and_leaves_no_empty_folder(tmp_path, monkeypatch, capsys):
-    # issue 29: "No space left on device" named no file and left an empty plots/
+    # found: "No space left on device" named no file and left an empty plots/
     import errno
 
     import matplotlib.figure
@@ -264,7 +264,7 @@ COMMANDS = {  # a command line, and the function the interrupt arrives in
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_ctrl_c_in_every_command_is_one_line_and_exit_130(tmp_path, command):
-    # issue 29: Ctrl-C printed a KeyboardInterrupt traceback in every command
+    # found: Ctrl-C printed a KeyboardInterrupt traceback in every command
     target, argv = COMMANDS[command]
     (tmp_path / "TRACE").write_text("0x0 READ 0\n0x40 WRITE 9\n")
     done = run_interrupted(tmp_path, target, signal.SIGINT, *argv)

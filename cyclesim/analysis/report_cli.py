@@ -49,11 +49,6 @@ def run(args: argparse.Namespace) -> int:
         progress=progress,
     )
     title = f"cyclesim: {workload.name} on {arch.name}, mapping {mapping.name}"  # as `run`
-    tmp = path.with_name(path.name + ".part")  # the page appears whole or not at all
-    try:
-        write_html_report(res, tmp, title=title, architecture=arch, progress=progress)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_html_report(res, path, title=title, architecture=arch, progress=progress)
     print(path)
     return 0

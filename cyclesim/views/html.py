@@ -15,6 +15,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from cyclesim.outputs import write_atomically
 from cyclesim.results import SimResult
 from cyclesim.views.html_page import SCRIPT, STYLE
 
@@ -195,5 +196,5 @@ def write_html_report(
         f"<script>{SCRIPT}</script></body></html>\n"
     )
     path = Path(path)
-    path.write_text(page, encoding="utf-8")
+    write_atomically(path, page)  # whole or not at all, like every other output
     return path

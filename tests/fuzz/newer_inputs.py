@@ -1,4 +1,4 @@
-"""Every bad input of issue 29 for `sweep`, `check scalesim` and `dram`, with what the user sees.
+"""Every bad input found by fuzzing `sweep`, `check scalesim` and `dram`, with what the user sees.
 
 The reproducers of the issue, each built from a shipped file; `python tests/fuzz/newer_inputs.py`
 prints each case's exit code and message, tests/fuzz/test_newer_inputs.py asserts them.
@@ -182,7 +182,7 @@ CASES: tuple[Case, ...] = (
     Case("vague", "sweep: architecture: /etc/passwd-like", lambda t: _sweep(
         WIDTH_AXIS, base={"architecture": _write(t, "passwd", "root:x:0:0:root:/root:/bin/bash\n")})(t),
         says=("passwd",)),
-    # the older commands' formats, reproducers of issue 29
+    # the older commands' formats, their fuzzed reproducers
     Case("traceback", "run: a projection coefficient 0 ([m, 0*k])",
          _workload("projection: [m, k]", "projection: [m, 0*k]"),
          says=("workload.yaml:13", "a coefficient must be from 1")),

@@ -1,4 +1,4 @@
-"""Each bad input of issue 29 (sweep, check scalesim, dram) gives its exit code and one line."""
+"""Each fuzzed bad input of the newer commands (sweep, check scalesim, dram) gives its exit code and one line."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_bad_input_gets_one_clear_message(case, tmp_path, monkeypatch):
 
 
 def test_a_sweep_never_writes_a_foreign_file_into_its_table(tmp_path, monkeypatch):
-    # issue 29: `dram: {config: ../../etc/passwd}` put the passwd line into sweep.csv
+    # found: `dram: {config: ../../etc/passwd}` put the passwd line into sweep.csv
     from bad_inputs import WORKED
 
     from cyclesim.cli import main
