@@ -25,7 +25,9 @@ from cyclesim.checks.zigzag.reader import (
 )
 
 
-def parse_accelerator(path: str, *, extra_fields: frozenset[str] = frozenset()) -> ZigZagAccelerator:
+def parse_accelerator(
+    path: str, *, extra_fields: frozenset[str] = frozenset()
+) -> ZigZagAccelerator:
     """Read a ZigZag 3.x accelerator YAML; `extra_fields` are top-level keys a wrapping format
     (Stream's core files) adds and checks itself."""
     r = Reader(path)
