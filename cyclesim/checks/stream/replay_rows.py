@@ -96,7 +96,7 @@ def _round(value: float | None) -> float | None:
 
 
 def _total(run: StreamRun, scheduled: AsScheduled, result: Any) -> Row:
-    causes = _largest_waits(result, 3)
+    causes = largest_waits(result, 3)
     mechanism = (
         f"as scheduled: Stream adds its fill instead of placing it and charges each slot its "
         f"ZigZag and link estimates; the replay places every slot with replayed times "
@@ -114,7 +114,7 @@ def _total(run: StreamRun, scheduled: AsScheduled, result: Any) -> Row:
     )
 
 
-def _largest_waits(result: Any, count: int) -> str:
+def largest_waits(result: Any, count: int) -> str:
     """The largest non-compute causes of the dependency-driven replay, by core, named."""
     rows = [r for r in result.rows if r.cause not in ("idle",)]
     parts = []
@@ -207,10 +207,10 @@ def _slot_mechanism(g: Any, s: Any, stream: float, alone: dict, bits: dict) -> s
         return f"{binding} takes {cycles:,} cycles"
     names = {key[0] for key in bits}
     moved = bits.get((tensor_of(t.tensor, names), 0, t.kind == "COMPUTE_TO_MEM"), 0)
-    return _transfer_mechanism(t, medium, cycles, moved)
+    return _chip_transfer_mechanism(t, medium, cycles, moved)
 
 
-def _transfer_mechanism(t: StreamTransfer, medium: str, cycles: int, moved: int) -> str:
+def _chip_transfer_mechanism(t: StreamTransfer, medium: str, cycles: int, moved: int) -> str:
     parts = [
         f"{t.name} takes {cycles:,} cycles on {medium} in the replay for {moved:,} bits, Stream "
         f"charges {t.charged_cycles:,.0f} for {t.moved_bits:,.0f}"
@@ -330,4 +330,4 @@ def _beyond_edge(plan: Any, shapes: dict) -> dict[str, int]:
     return out
 
 
-__all__ = ["replay_rows", "tensor_of"]
+__all__ = ["largest_waits", "replay_rows", "tensor_of"]

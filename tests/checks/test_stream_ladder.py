@@ -1,0 +1,131 @@
+"""The ladder from Stream's arithmetic to the dependency-driven replay: on hand-built schedules
+(derivations in the comments) and, against the real Stream (cached), on the examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cyclesim.checks.stream.ladder import Rung, build, ladder_rows
+from cyclesim.checks.stream.schedule import parse_run
+from cyclesim.errors import PeerUnavailable
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "stream"
+
+
+def _run(interval: int, *, share: float = 1.0, charged: float = 4, reuse: float = 1):
+    """Two iterations of [slot 1: transfer x on Bus (16 b/cycle) | slot 2: A on core 0 (5 cycles)].
+    x moves 64 bits: 4 cycles at full width; Stream charges it `charged` cycles."""
+    node = {"name": "A", "type": "Conv", "slot": 2, "runtime_cycles": 5,
+            "active_runtime_cycles": 5,
+            "cores": [{"core": 0, "latency_cycles": 5, "energy_pj": None, "metadata": {},
+                       "zigzag": None}]}  # fmt: skip
+    halo = share < 1
+    transfer = {"name": "Transfer(x)", "tensor": "x", "tensor_bits": 256 if halo else 64,
+                "type": "COMPUTE_TO_COMPUTE" if halo else "MEM_TO_COMPUTE", "slot": 1,
+                "sources": [1] if halo else [9], "targets": [0], "moved_bits": 64,
+                "route_cycles": charged * reuse, "reuse_factor": reuse, "charged_cycles": charged,
+                "links": [{"link": "Bus", "bandwidth": 16, "share": share, "load": 1}]}  # fmt: skip
+    latency = charged + 5
+    group = {"iterations": 2, "layers": ["A"], "slot_latencies": {"1": charged, "2": 5},
+             "latency": {"total": latency + interval, "per_iteration": latency,
+                         "overlap": latency - interval, "fill": 0},
+             "nodes": [node], "transfers": [transfer], "port_slot_demand": [],
+             "port_iteration_demand": [], "link_busy_per_iteration": {},
+             "idle_latency": {"Core(0, zigzag.compute)": latency - 5}, "solve_status": "OPTIMAL"}  # fmt: skip
+    return parse_run({"stream_version": "2.1.1", "zigzag_version": "3.9.1",
+                      "total_cycles": latency + interval, "groups": [group]})  # fmt: skip
+
+
+def test_stream_terms_replayed_as_barriers_equal_a_consistent_streams_total():
+    # L = 4 + 5 = 9, interval 10: iteration 0 runs [0, 4) x, [4, 9) A; iteration 1 is released at
+    # 10: [10, 14), [14, 19). Stream: N x L - (N-1) x overlap + fill = 18 - (9 - 10) + 0 = 19.
+    run = _run(10)
+    ladder = build(run, None, None)
+    assert ladder.totals[Rung.STREAM_TERMS] == 19 == run.total_cycles
+    # x is charged at full width already, nothing is amortised: every Stream-only rung agrees
+    assert ladder.totals[Rung.FULL_WIDTH] == ladder.totals[Rung.AMORTISED_IN_FULL] == 19
+    assert all(not r.mechanism for r in ladder_rows(run, ladder))
+
+
+def test_an_overlap_longer_than_a_cores_idle_time_is_named():
+    # interval 4 (overlap 5): iteration 1's x runs [4, 8) on the free bus, but A needs core 0,
+    # which iteration 0 holds until 9 (its idle time per iteration is 4 < overlap 5): A runs
+    # [9, 14). Stream says 13, the barriers give 14: named by the core it waited for.
+    run = _run(4)
+    ladder = build(run, None, None)
+    assert run.total_cycles == 13 and ladder.totals[Rung.STREAM_TERMS] == 14
+    row = ladder_rows(run, ladder)[0]
+    assert row.difference == 1
+    assert (
+        "core 0 (iteration 1's slot 2 up to 1 cycles behind iteration 0's slot 2)" in row.mechanism
+    )
+    assert "Stream's overlap (5) exceeds core 0's idle time per iteration (4)" in row.mechanism
+
+
+def test_a_halo_charged_at_its_share_of_the_route_is_the_full_width_rungs_difference():
+    # the halo's 64 bits are charged at share 0.25: 1 cycle, where Bus needs 64 / 16 = 4.
+    # Stream: L = 1 + 5 = 6, total 6 + 10 = 16 (consistent with its own terms: rung 0 = 16).
+    # At full width slot 1 lasts 4: iteration 0 runs [0, 4), [4, 9); iteration 1, released at
+    # 10, runs [10, 14), [14, 19): 19.
+    run = _run(10, share=0.25, charged=1)
+    ladder = build(run, None, None)
+    assert ladder.totals[Rung.STREAM_TERMS] == 16 == run.total_cycles
+    assert ladder.totals[Rung.FULL_WIDTH] == 19
+    rows = ladder_rows(run, ladder)
+    assert rows[0].mechanism == ""
+    assert rows[1].difference == 3 and "halo charged at its share" in rows[1].mechanism
+
+
+def test_an_amortised_fetch_moved_in_full_in_its_firing_iteration():
+    # reuse 2: Stream charges x 4 / 2 = 2 cycles per iteration (fill 0 here). Moved in full:
+    # iteration 0's slot 1 lasts 4 ([0, 4), A [4, 9)); iteration 1 (released at 10) has no x,
+    # its slot 1 is empty: A runs [10, 15). Stream: L = 2 + 5 = 7, total 7 + 10 = 17; rung 2: 15.
+    run = _run(10, charged=2, reuse=2)
+    ladder = build(run, None, None)
+    assert ladder.totals[Rung.STREAM_TERMS] == 17 == run.total_cycles
+    assert ladder.totals[Rung.FULL_WIDTH] == 17
+    assert ladder.totals[Rung.AMORTISED_IN_FULL] == 15
+    assert "one firing serves 2 iterations" in ladder_rows(run, ladder)[2].mechanism
+
+
+def _check(accelerator: str, mapping: str):
+    from cyclesim.checks.stream.check import run_check
+
+    try:
+        return run_check(
+            str(EXAMPLES / accelerator), str(EXAMPLES / "two_conv.onnx"), str(EXAMPLES / mapping)
+        )
+    except PeerUnavailable as error:
+        pytest.skip(f"Stream unavailable: {error}")
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize(
+    ("accelerator", "mapping"),
+    [
+        ("eyeriss_like_dual_core.yaml", "dual_pipeline.yaml"),
+        ("eyeriss_like_dual_core.yaml", "dual_layer_by_layer.yaml"),
+    ],  # fmt: skip
+    ids=lambda v: Path(v).stem,
+)
+def test_stream_terms_equal_streams_total_where_its_accounting_is_consistent(accelerator, mapping):
+    check = _check(accelerator, mapping)
+    assert check.ladder.totals[Rung.STREAM_TERMS] == check.run.total_cycles
+
+
+@pytest.mark.peer
+def test_dual_fused_rows_names_the_dram_port_streams_overlap_leaves_out():
+    # Stream overlaps iteration k+1's weights_2 fetch (slot 3, 73,728 b / 64 = 1,152 cycles on the
+    # DRAM port) with iteration k's output write (slot 6, 2,048 cycles on the same port): its
+    # overlap bounds count the cores' and the bus's idle time, not the port's
+    check = _check("eyeriss_like_dual_core.yaml", "dual_fused_rows.yaml")
+    row = next(r for r in check.rows if r.section == "ladder")
+    assert row.check > check.run.total_cycles
+    assert "port 4.dram.rw_port_1" in row.mechanism and "leaves out" in row.mechanism
+    halo = next(r for r in check.rows if r.section == "ladder" and r.item.startswith("1."))
+    assert "halo charged at its share" in halo.mechanism
+    for r in check.rows:
+        if r.section == "ladder" and r.difference:
+            assert r.mechanism and "unexplained" not in r.mechanism
