@@ -116,14 +116,22 @@ def test_stream_terms_equal_streams_total_where_its_accounting_is_consistent(acc
 
 
 @pytest.mark.peer
-def test_dual_fused_rows_names_the_dram_port_streams_overlap_leaves_out():
+def test_dual_fused_rows_names_the_dram_port_slots_streams_overlap_lets_collide():
     # Stream overlaps iteration k+1's weights_2 fetch (slot 3, 73,728 b / 64 = 1,152 cycles on the
-    # DRAM port) with iteration k's output write (slot 6, 2,048 cycles on the same port): its
-    # overlap bounds count the cores' and the bus's idle time, not the port's
+    # DRAM port) with iteration k's output write (slot 6, 2,048 cycles on the same port): it bounds
+    # the port by its busy time per iteration (704 + 72 + 1,152 + 2,048 < the interval 17,366),
+    # not by where its slots fall. As barriers, slot 3 waits for slot 6 of the previous
+    # iteration: 20,233 - 18,142 = 2,091 cycles (fractional: 2,090.7) more in every iteration,
+    # 3 x 2,090.7 = 6,272 by the last.
     check = _check("eyeriss_like_dual_core.yaml", "dual_fused_rows.yaml")
     row = next(r for r in check.rows if r.section == "ladder")
     assert row.check > check.run.total_cycles
-    assert "port 4.dram.rw_port_1" in row.mechanism and "leaves out" in row.mechanism
+    assert row.check - check.run.total_cycles == 6272
+    assert (
+        "port 4.dram.rw_port_1 (iteration 3's slot 3 up to 6,272 cycles behind iteration 2's slot 6)"
+        in row.mechanism
+    )
+    assert "not by where in the iteration its slots fall" in row.mechanism
     halo = next(r for r in check.rows if r.section == "ladder" and r.item.startswith("1."))
     assert "halo charged at its share" in halo.mechanism
     for r in check.rows:

@@ -48,6 +48,8 @@ class AsScheduled:
     # (group, slot, member) -> cycles in iteration 0
     member_cycles: dict[tuple[int, int, str], int] = field(default_factory=dict)
     busy: dict[str, int] = field(default_factory=dict)  # resource -> cycles held over the run
+    # (group, resource) -> cycles held by that group's iterations
+    group_busy: dict[tuple[int, str], float] = field(default_factory=dict)
 
 
 def tensor_of(name: str, tensors: set[str]) -> str:
@@ -132,7 +134,7 @@ def place(
     resource of its members is free for as long as that member holds it; an earlier
     iteration's use of a resource is never moved (the gaps it leaves are used, as Stream's
     overlap assumes)."""
-    clock, spans, slots, members, held = 0.0, [], [], {}, {}
+    clock, spans, slots, members, held, per_group = 0.0, [], [], {}, {}, {}
     for g in run.groups:
         start_group = clock
         busy: dict[str, list[tuple[float, float, tuple[int, int]]]] = {}
@@ -152,6 +154,7 @@ def place(
                         if cycles:
                             busy.setdefault(r, []).append((start, start + cycles, (k, slot)))
                             held[r] = held.get(r, 0) + cycles
+                            per_group[g.index, r] = per_group.get((g.index, r), 0) + cycles
                     if k == 0:
                         members[(g.index, slot, member)] = cycles
                 slots.append(
@@ -172,7 +175,7 @@ def place(
         clock = max(ends, default=start_group) + (tail(g) if tail else 0)
         spans.append((start_group, clock))
     total = int(clock) if float(clock).is_integer() else clock
-    return AsScheduled(total, tuple(spans), tuple(slots), members, held)
+    return AsScheduled(total, tuple(spans), tuple(slots), members, held, per_group)
 
 
 def _earliest(
