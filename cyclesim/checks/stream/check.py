@@ -173,6 +173,11 @@ def _replay(hardware, onnx_nodes, workload, run, nodes) -> tuple[Replays | None,
     result = replay_chip(chip.chip, chip.workload, chip.mapping)
     scheduled = as_scheduled(run, result.run)
     rows = tuple(replay_rows(run, scheduled, result, nodes, shapes))
+    if chip.single_slot:
+        rows += (
+            Row("replay", None, "one slot where ZigZag double-buffers", None, None,
+                "; ".join(chip.single_slot)),
+        )  # fmt: skip
     return Replays(rows, scheduled, result, time.perf_counter() - started), None
 
 

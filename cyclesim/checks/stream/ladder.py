@@ -261,13 +261,31 @@ def _why(
                         "in the fill"
                     )
     elif rung is Rung.REAL_TILES:
-        for n in sorted(nodes, key=lambda n: -(n.difference or 0))[:3]:
-            if n.difference:
-                parts.append(
-                    f"{n.node} on core {n.core} replays in {n.replay_cycles:,.0f} where Stream "
-                    f"charges {n.stream_cycles:,.0f}"
-                    + (f" ({_first_sentence(n.explanations)})" if n.explanations else "")
+        explained = {(n.group, n.node, n.core): n for n in nodes}
+        stream_cost = {
+            (g.index, n.name, c.core): c.latency_cycles
+            for g in run.groups
+            for n in g.nodes
+            for c in n.cores
+        }
+        changed = []
+        for (group, _, member), cycles in p.member_cycles.items():
+            node, _, core = member.removeprefix("compute ").partition(" on ")
+            key = (group, node, int(core.lstrip("c") or -1)) if core else None
+            if key in stream_cost and round(cycles) != round(stream_cost[key]):
+                changed.append((cycles - stream_cost[key], key, cycles))
+        for _, key, cycles in sorted(changed, key=lambda c: -abs(c[0]))[:3]:
+            check = explained.get(key)
+            why = check.explanations if check is not None else ()
+            parts.append(
+                f"{key[1]} on core {key[2]} replays in {cycles:,.0f} where Stream charges "
+                f"{stream_cost[key]:,.0f}"
+                + (
+                    f" ({_first_sentence(why)})"
+                    if why
+                    else " (its tile alone is not replayed by the per-node check: see its node row)"
                 )
+            )
         parts.append(
             "every step carries its own drain, so the fill's drain and warm-up are not added"
         )
