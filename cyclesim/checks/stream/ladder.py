@@ -119,7 +119,7 @@ def build(run: StreamRun, result: Any | None, scheduled: AsScheduled | None) -> 
             return {
                 **_nodes_stream(g, slot),
                 **_transfers(g, slot, k, rung),
-                **_ports(g, slot, k, rung is not Rung.STREAM_TERMS),
+                **_ports(g, slot, k, rung is Rung.AMORTISED_IN_FULL),
             }
 
         placements[rung] = place(run, members, _tail(rung))
@@ -248,8 +248,13 @@ def _why(
     elif rung is Rung.FULL_WIDTH:
         for g in run.groups:
             for t in g.transfers:
-                if t.links and round(_full(t) / t.reuse_factor) != round(t.charged_cycles):
-                    parts.append(transfer_mechanism(t))
+                full = _full(t) / t.reuse_factor
+                if t.links and full != t.charged_cycles:
+                    parts.append(
+                        transfer_mechanism(t)
+                        or f"{t.name}: Stream charges {t.charged_cycles:,.2f} cycles, its moved "
+                        f"bits take {full:,.2f} at full width in whole cycles"
+                    )
     elif rung is Rung.AMORTISED_IN_FULL:
         for g in run.groups:
             for t in g.transfers:
