@@ -14,7 +14,9 @@ from cyclesim.errors import PeerUnavailable
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "stream"
 
 
-def _run(interval: int, *, share: float = 1.0, charged: float = 4, reuse: float = 1):
+def _run(
+    interval: int, *, share: float = 1.0, charged: float = 4, reuse: float = 1, port_bits: int = 0
+):
     """Two iterations of [slot 1: transfer x on Bus (16 b/cycle) | slot 2: A on core 0 (5 cycles)].
     x moves 64 bits: 4 cycles at full width; Stream charges it `charged` cycles."""
     node = {"name": "A", "type": "Conv", "slot": 2, "runtime_cycles": 5,
@@ -27,11 +29,15 @@ def _run(interval: int, *, share: float = 1.0, charged: float = 4, reuse: float 
                 "sources": [1] if halo else [9], "targets": [0], "moved_bits": 64,
                 "route_cycles": charged * reuse, "reuse_factor": reuse, "charged_cycles": charged,
                 "links": [{"link": "Bus", "bandwidth": 16, "share": share, "load": 1}]}  # fmt: skip
-    latency = charged + 5
-    group = {"iterations": 2, "layers": ["A"], "slot_latencies": {"1": charged, "2": 5},
+    first = max(charged, port_bits / 8)  # the DRAM port (core 9) moves 8 b/cycle
+    latency = first + 5
+    ports = (
+        [{"port": "9.dram.rw_port_1", "slot": 1, "bits": port_bits, "rate": 8}] if port_bits else []
+    )
+    group = {"iterations": 2, "layers": ["A"], "slot_latencies": {"1": first, "2": 5},
              "latency": {"total": latency + interval, "per_iteration": latency,
                          "overlap": latency - interval, "fill": 0},
-             "nodes": [node], "transfers": [transfer], "port_slot_demand": [],
+             "nodes": [node], "transfers": [transfer], "port_slot_demand": ports,
              "port_iteration_demand": [], "link_busy_per_iteration": {},
              "idle_latency": {"Core(0, zigzag.compute)": latency - 5}, "solve_status": "OPTIMAL"}  # fmt: skip
     return parse_run({"stream_version": "2.1.1", "zigzag_version": "3.9.1",
@@ -88,6 +94,18 @@ def test_an_amortised_fetch_moved_in_full_in_its_firing_iteration():
     assert ladder.totals[Rung.FULL_WIDTH] == 17
     assert ladder.totals[Rung.AMORTISED_IN_FULL] == 15
     assert "one firing serves 2 iterations" in ladder_rows(run, ladder)[2].mechanism
+
+
+def test_an_amortised_fetchs_port_demand_moves_in_full_in_its_firing_iteration():
+    # reuse 2, x from DRAM: Stream's port demand in slot 1 is 64 / 2 = 32 bits at 8 b/cycle = 4
+    # cycles, more than x's charged 2: L = 4 + 5 = 9, total 9 + 10 = 19 (rung 0 agrees).
+    # Moved in full: iteration 0's slot 1 is the port's 64 / 8 = 8 cycles, A runs [8, 13);
+    # iteration 1 (released at 10) fetches nothing, but A waits for core 0 until 13: [13, 18).
+    run = _run(10, charged=2, reuse=2, port_bits=32)
+    ladder = build(run, None, None)
+    assert ladder.totals[Rung.STREAM_TERMS] == 19 == run.total_cycles
+    assert ladder.totals[Rung.FULL_WIDTH] == 19  # still amortised: 4 / 2 on the link, 4 on the port
+    assert ladder.totals[Rung.AMORTISED_IN_FULL] == 18
 
 
 def _check(accelerator: str, mapping: str):
