@@ -11,7 +11,7 @@ replaced by what the replay finds. Each rung's total minus the previous one is t
    in every r-th iteration (the first in iteration 0), so the fill keeps only drain and warm-up.
 3. real tile times: each node's step at its replay on each chip core (drain inside every step).
 4. real interconnect: the chip's transfers (as_scheduled): DRAM hops at the port's width, the
-   parts Stream bundles queueing on the bus, every halo row and border column moved.
+   parts Stream bundles queueing on the bus, every halo part moved from its producer core.
 5. dependency-driven: no slot barriers, the chip replay itself.
 """
 
@@ -306,7 +306,7 @@ def _why(
                 parts.append(f"slot {s.slot} ({s.binding}) {delta:+,.0f} in iteration 0")
         parts.append(
             "the chip's transfers: a DRAM hop holds the bus at the DRAM port's width, parts "
-            "Stream bundles queue on the bus, every halo row and border column moves, weights "
+            "Stream bundles queue on the bus, every halo part moves from its producer core, weights "
             "come once per core and layer"
         )
     if previous is not None and rung is not Rung.DEPENDENCY:

@@ -269,7 +269,7 @@ def _busy_per_iteration(g: Any, scheduled: AsScheduled, result: Any) -> list[Row
             why = (
                 "Stream charges each transfer share x route latency at the link's own width; as "
                 "scheduled, the replay holds the medium for every burst at the slower of the "
-                "medium and the DRAM port, for every part, halo row and border column it moves"
+                "medium and the DRAM port, for every part and halo it moves"
             )
         rows.append(
             Row(
@@ -305,7 +305,7 @@ def _media_rows(run: StreamRun, scheduled: AsScheduled, result: Any) -> list[Row
         mechanism = (
             "per iteration Stream charges each transfer its share x route latency at the link's own "
             "width; the replay holds the medium for every burst at the slower of the medium and the "
-            "DRAM port, for every part, halo and border column it moves"
+            "DRAM port, for every part and halo it moves"
             if use.kind != "dram_port"
             else "Stream's DRAM port demand counts halo-free tiles and amortised weights; the replay "
             "moves what each step's window needs and its core does not hold yet, for each core"
@@ -330,8 +330,9 @@ def _dram_rows(run: StreamRun, chip_run: Any, shapes: dict) -> list[Row]:
             notes = []
             if beyond.get(tensor):
                 notes.append(
-                    f"{beyond[tensor]:,} of the replay's bits lie beyond the tensor's edge: the chip's "
-                    "tensor boxes are not clipped at a convolution's border or a rank padded to whole spatial steps"
+                    f"{beyond[tensor]:,} of the replay's bits lie beyond the tensor's ONNX shape: the "
+                    "import gave a dimension no extent to clip at (Projection.size), so a "
+                    "convolution's border or a rank padded to whole spatial steps moves too"
                 )
             fetches = _stream_firings(run, tensor, tensors)
             moves = sum(
