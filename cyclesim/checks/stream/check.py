@@ -226,8 +226,9 @@ def format_report(check: StreamCheck) -> str:
         "the moved bits on the route's busiest link at full width; node rows replay the tile alone "
         "on its core at the mapping Stream's ZigZag search chose. as sched.: Stream's slots as "
         "barriers, iteration k released at k x interval, every member timed by the chip replay; "
-        "dep.-driven: the chip replay (`cyclesim chip`) of the imported schedule; diff: check, else "
-        "as scheduled, minus Stream",
+        "dep.-driven: the chip replay (`cyclesim chip`) of the imported schedule; ladder: Stream's "
+        "slots placed as barriers with one of its assumptions replaced per rung (docs/stream.md); "
+        "diff: check, else as scheduled, minus Stream",
     ]
     return "\n".join(lines)
 
