@@ -187,3 +187,16 @@ def test_clipped_boxes_move_the_tensors_real_bits():
         "input": (2048, 2048), "weights_1": (288, 288), "conv1_out": (8192, 8192),
         "weights_2": (1152, 1152), "output": (8192, 8192),
     }  # fmt: skip
+
+
+@pytest.mark.peer
+def test_busy_per_iteration_is_the_groups_share_of_the_run():
+    # dual fused rows is one group of 4 iterations: each medium's busy time per iteration, both
+    # ways, is its busy time over the run / 4; Stream's bus column is its link's busy time
+    # per iteration (2,020: input 352 + weights_1 36 + conv1_out 32 + weights_2 576 + output 1,024)
+    check = _check("eyeriss_like_dual_core.yaml", "dual_fused_rows.yaml")
+    rows = {r.item: r for r in check.rows if r.section == "replay"}
+    for medium in ("bus5", "dram.rw"):
+        per, run = rows[f"{medium} busy per iteration"], rows[f"{medium} busy over the run"]
+        assert per.as_scheduled * 4 == run.as_scheduled and per.dependency * 4 == run.dependency
+    assert rows["bus5 busy per iteration"].stream == 352 + 36 + 32 + 576 + 1024

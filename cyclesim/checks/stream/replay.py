@@ -237,6 +237,26 @@ def chip_group_spans(run: StreamRun, chip_run: Any) -> list[tuple[int, int]]:
     return spans
 
 
+def chip_group_busy(run: StreamRun, chip_run: Any) -> dict[tuple[int, str], int]:
+    """(group, medium or DRAM port) -> cycles it was granted to the transfers of that group's
+    steps (a read by its consumer step, a write by its producer) in the dependency-driven replay."""
+    plan = chip_run.plan
+    group_of = {layer: g.index for g in run.groups for layer in g.layers}
+    hop_group: dict[int, int] = {}
+    for t in plan.transfers:
+        step_id = t.for_steps[0] if t.for_steps else t.after_step
+        if step_id is not None and plan.steps[step_id].layer in group_of:
+            for h in t.hops:
+                hop_group[h] = group_of[plan.steps[step_id].layer]
+    out: dict[tuple[int, str], int] = {}
+    for port, grants in chip_run.grants.items():
+        for start, end, hop, _ in grants:
+            if hop in hop_group:
+                key = (hop_group[hop], port)
+                out[key] = out.get(key, 0) + end - start
+    return out
+
+
 def chip_interval(g: StreamGroup, chip_run: Any) -> float | None:
     """The steady rate of the dependency-driven replay: per layer of the group and core, the mean
     distance between consecutive step starts; the slowest (largest) of them."""

@@ -9,6 +9,7 @@ from typing import Any
 from cyclesim.checks.stream.pernode import NodeCheck
 from cyclesim.checks.stream.replay import (
     AsScheduled,
+    chip_group_busy,
     chip_group_spans,
     chip_interval,
     dram_bits,
@@ -86,7 +87,7 @@ def replay_rows(
                 )  # fmt: skip
             )
         rows += _slot_rows(run, g, scheduled, nodes, transfer_bits(chip_run.plan))
-        rows += _busy_per_iteration(g, scheduled, result)
+        rows += _busy_per_iteration(g, scheduled, result, chip_group_busy(run, chip_run))
     rows += _media_rows(run, scheduled, result)
     rows += _dram_rows(run, chip_run, shapes)
     return rows
@@ -244,9 +245,12 @@ def _is_dram_port(port: str) -> bool:
     return ".dram." in port or port.split(".")[1:2] == ["dram"]
 
 
-def _busy_per_iteration(g: Any, scheduled: AsScheduled, result: Any) -> list[Row]:
+def _busy_per_iteration(
+    g: Any, scheduled: AsScheduled, result: Any, dependency: dict[tuple[int, str], int]
+) -> list[Row]:
     """Per medium and the DRAM port: the cycles one iteration of this group holds it, as
-    scheduled (the group's holds / N) next to Stream's (its links' busy time, its DRAM port's
+    scheduled (the group's holds / N) and dependency-driven (its grants to the group's transfers
+    / N, bursts included) next to Stream's (its links' busy time, its DRAM port's
     bits per iteration / rate). With several chip media, Stream's links are not paired to them."""
     media = [u for u in result.ports if u.kind != "dram_port"]
     rows = []
@@ -280,7 +284,7 @@ def _busy_per_iteration(g: Any, scheduled: AsScheduled, result: Any) -> list[Row
                 None,
                 why if theirs is not None and round(theirs) != round(mine) else "",
                 round(mine),
-                None,
+                round(dependency.get((g.index, use.name), 0) / g.iterations),
             )  # fmt: skip
         )
     return rows
