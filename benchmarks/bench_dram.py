@@ -9,7 +9,9 @@ it (the default) and without it, with the jumps it made: the ratio of the replay
 compares the same amount of simulated work. Then cycles and non-compute cycles by cause, so
 the new causes show. The DDR4 replay is timed with the compiled DRAM timer (make native;
 engine/dram_native.py) and, without fast-forward, with the pure-Python one, side by side; a
-line says which the replay uses by default.
+line says which the replay uses by default. On the ResNet-50 layer the DDR4 replay is also timed
+with `cyclesim dram`'s controllers in the loop (`timing: controller`, engine/dram_loop.py) and
+its ratio to the bandwidth-only replay printed against the same 2x target (issue 28).
 
     PYTHONPATH=. python benchmarks/bench_dram.py [--repeat 5]
 """
@@ -17,6 +19,7 @@ line says which the replay uses by default.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
@@ -48,6 +51,19 @@ NATIVE = tuple(dram_native.choose(name, environ={})[0] for name in ("dram_timer"
 PURE = (dram_timer, dram_slices)
 NATIVE_KIND = dram_native.choose("dram_timer", environ={})[1]
 PURE_LABEL = "DDR4, pure timer"
+# the DDR4 replay with `timing: controller`: cyclesim dram's controllers in the loop
+# (engine/dram_loop.py), on the case issue 28 sets its 2x target on (the GEMM takes minutes)
+CONTROLLER_LABEL = "DDR4, controller"
+CONTROLLER_CASES = ("ResNet-50 res2a_branch2c on tpu_like",)
+
+
+def with_controller(plan):
+    """The plan with every DRAM-modelled memory timed by the controller in the loop."""
+    dram = tuple(
+        (name, config.with_changes(replay_controller=True), placed, mhz)
+        for name, config, placed, mhz in plan.dram
+    )
+    return dataclasses.replace(plan, dram=dram)
 
 
 def side_by_side(plans: dict, repeat: int) -> tuple[dict, dict]:
@@ -85,7 +101,7 @@ def main() -> None:
     if NATIVE == PURE:
         print(f"  (no compiled timer to compare: {NATIVE_KIND}; make native builds it)")
     print()
-    ratios, ratios_full, ratios_pure = {}, {}, {}
+    ratios, ratios_full, ratios_pure, ratios_controller = {}, {}, {}, {}
     for name, (plain, ddr4, workload_path, mapping_path) in CASES.items():
         print(name)
         plans = {}
@@ -102,6 +118,8 @@ def main() -> None:
             workload = load_workload(str(ROOT / workload_path))
             mapping = load_mapping(str(ROOT / mapping_path), arch, workload)
             plans[label] = (build_plan(arch, workload, mapping), fast_forward, modules)
+        if name in CONTROLLER_CASES:
+            plans[CONTROLLER_LABEL] = (with_controller(plans["DDR4"][0]), True, NATIVE)
         seconds, raws = side_by_side(plans, args.repeat)
         for label, raw in raws.items():
             res = build_result(raw)
@@ -112,6 +130,8 @@ def main() -> None:
                 f" {ff.cycles_skipped:,} cycles skipped{', off: ' + ff.off_because if ff.off_because else ''}"
             )
             if "no ff" not in label and label != PURE_LABEL:  # the same cycles and causes
+                if label == CONTROLLER_LABEL:
+                    print(f"      DRAM: {raw.rec.dram_counts}")
                 print(causes(res))
         ratios[name] = seconds["DDR4"] / seconds["bandwidth-only"]
         ratios_full[name] = seconds["DDR4, no ff"] / seconds["bandwidth, no ff"]
@@ -119,6 +139,12 @@ def main() -> None:
             f"  engine time DDR4 / bandwidth-only: {ratios[name]:.2f}x with its fast-forward, "
             f"{ratios_full[name]:.2f}x without (target <= 2x)"
         )
+        if CONTROLLER_LABEL in seconds:
+            ratios_controller[name] = seconds[CONTROLLER_LABEL] / seconds["bandwidth-only"]
+            print(
+                f"  engine time DDR4 with the controller in the loop / bandwidth-only: "
+                f"{ratios_controller[name]:.1f}x (target <= 2x)"
+            )
         if PURE_LABEL in seconds:
             assert raws[PURE_LABEL].cycles == raws["DDR4, no ff"].cycles  # the same numbers
             ratios_pure[name] = seconds[PURE_LABEL] / seconds["bandwidth, no ff"]
@@ -133,6 +159,8 @@ def main() -> None:
     for name, ratio in ratios.items():
         pure = f"{ratios_pure[name]:6.2f}x" if name in ratios_pure else "     -"
         print(f"  {ratio:6.2f}x  {ratios_full[name]:6.2f}x  {pure:>19s}  {name}")
+    for name, ratio in ratios_controller.items():
+        print(f"controller in the loop / bandwidth-only: {ratio:.1f}x, target <= 2x  ({name})")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from cyclesim.report import text_report
 
     arch, workload, mapping = _load(args)
+    in_loop = [
+        m.name for m in arch.memories if m.dram is not None and m.dram.config.replay_controller
+    ]
+    if args.dram_trace and not in_loop:
+        raise OptionError(
+            "--dram-trace records the requests of a DRAM controller in the replay's loop: "
+            "give a memory's dram: block `timing: controller`"
+        )
     try:
         from cyclesim.views import tracing_requested
     except ImportError:  # views not installed: nothing to trace
@@ -100,6 +108,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         fast_forward=not args.no_fast_forward,
     )
     log_replay(res, mapping.name)
+    if args.dram_trace:
+        from cyclesim.engine.dram_loop import write_dram_trace
+
+        for name in in_loop:
+            path = Path(args.dram_trace)
+            if len(in_loop) > 1:
+                path = path.with_name(f"{path.name}.{name}")
+            write_dram_trace(path, res.raw.rec.dram_requests[name])
+            log.info("wrote %s", path)
     args.title = f"{workload.name} on {arch.name}, mapping {mapping.name}"  # plots, Perfetto
     args.architecture, args.run_name = arch, mapping.name  # --csv summaries
     for path in _write_views(args, res):
@@ -187,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
         add_view_arguments(run)
     except ImportError:
         pass
+    run.add_argument(
+        "--dram-trace",
+        metavar="FILE",
+        help="write every DRAM request, with the DRAM cycle it arrived, as a DRAMsim3 trace "
+        "(`cyclesim dram` on it gives each request the completion the replay gave it); needs "
+        "a memory whose dram: block says timing: controller (FILE.<memory> for each of several)",
+    )
     run.set_defaults(func=cmd_run)
     _optional(sub, "cyclesim.analysis.explain_cli")
     check = sub.add_parser(
@@ -249,11 +273,15 @@ EXIT_CODES = """exit codes:
   0  success
   1  a failure you asked about was found (an L1 clash or out-of-memory, a check beyond tolerance)
   2  bad input: a wrong file, field or option, or an output path that cannot be written
-  3  the replay cannot progress (a deadlock between its processes)"""
+  3  the replay cannot progress (a deadlock between its processes)
+  4  out of memory: nothing was written (one layer at a time, fewer workers, no trace)
+  130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM: no partial output, no peer left running"""
 
 # Output options of every sub-command: checked before anything runs; "-" is stdout. Some name
 # a directory (plots of `run`, CSV summaries, a sweep's output folder), the others a file.
-OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out", "table")
+OUTPUT_OPTIONS = ("vcd", "perfetto", "plot", "events", "save_run", "csv", "fst", "out", "table") + (
+    "dram_trace",
+)
 DIRECTORY_OPTIONS = ("plot", "csv", "out")
 # outputs whose suffix chooses a format and that have no default (views/tables.py); a
 # Perfetto trace of any other suffix is JSON, which ui.perfetto.dev opens
@@ -311,29 +339,126 @@ def _new_outputs(args: argparse.Namespace) -> list[Path]:
     """The output files named on the command line that do not exist yet."""
     out = []
     for option in OUTPUT_OPTIONS:
+        if option == "out" and getattr(args, "command", None) == "sweep":
+            continue  # a sweep's folder keeps its cache of finished points, even when cut short
         value = getattr(args, option, None)
-        if isinstance(value, str) and value not in ("", "-") and not Path(value).exists():
-            out.append(Path(value))
+        if not isinstance(value, str) or value in ("", "-"):
+            continue
+        companions = [Path(value).with_suffix(".gtkw")] if option in ("vcd", "fst") else []
+        out += [p for p in (Path(value), *companions) if not p.exists()]
+        made = None  # the outermost folder the output's path still lacks: made by this run
+        for parent in Path(value).absolute().parents:
+            if parent.exists():
+                break
+            made = parent
+        if made is not None:
+            out.append(made)
     return out
 
 
+RESERVE_BYTES = 8 << 20  # freed first when memory runs out, so that the handler itself can run
+_reserve: list[bytearray] = []
+
+
+def _remove_begun(fresh: list[Path]) -> None:
+    """Remove the outputs this run created (files, and folders it made) and every output still
+    under its temporary name."""
+    import shutil
+
+    from cyclesim.outputs import remove_temporary_files
+
+    remove_temporary_files()
+    for path in sorted(fresh, key=lambda p: p.is_dir()):  # files, then the folders made
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _remedies(args: argparse.Namespace) -> str:
+    """What the user can change to need less memory: only options this command has."""
+    tips = []
+    if hasattr(args, "layer"):
+        tips.append("one layer at a time (--layer)")
+    if hasattr(args, "workers"):
+        tips.append("fewer --workers")
+    if hasattr(args, "window"):
+        tips.append("a trace --window or no trace")
+    if getattr(args, "command", None) == "dram":
+        tips.append("a shorter trace")
+    return ", ".join([*tips, "or a machine with more memory"])
+
+
 def _out_of_memory(args: argparse.Namespace, fresh: list[Path]) -> int:
-    """One line for a run that ran out of memory; the outputs it began are removed."""
-    for path in fresh:
-        if path.is_file():
-            path.unlink()
-    what = [" ".join(v for v in (getattr(args, "command", None), getattr(args, "peer", None)) if v)]
-    for option in ("layer", "accelerator", "architecture", "arch", "workload", "mapping"):
-        value = getattr(args, option, None)
-        if isinstance(value, str) and value:
-            what.append(f"--{option} {value}")
-    print(
-        f"{getattr(args, 'error_prefix', 'cyclesim')}: ran out of memory replaying "
-        f"{' '.join(what)}; nothing was written. Try one layer at a time (--layer), fewer "
-        "--workers, a trace --window or no trace, or a machine with more memory",
-        file=sys.stderr,
-    )
+    """One line for a run that ran out of memory; the outputs it began are removed. The reserve
+    is freed first: the handler itself needs memory to build its line."""
+    _reserve.clear()
+    try:
+        _remove_begun(fresh)
+        what = [
+            " ".join(v for v in (getattr(args, "command", None), getattr(args, "peer", None)) if v)
+        ]
+        for option in ("layer", "accelerator", "architecture", "arch", "workload", "mapping"):
+            value = getattr(args, option, None)
+            if isinstance(value, str) and value:
+                what.append(f"--{option} {value}")
+        line = (
+            f"{getattr(args, 'error_prefix', 'cyclesim')}: ran out of memory running "
+            f"{' '.join(what)}; nothing was written. Try {_remedies(args)}\n"
+        )
+    except MemoryError:  # even the reserve was not enough: the fixed line
+        line = "cyclesim: ran out of memory; nothing was written\n"
+    _say(line)
     return OUT_OF_MEMORY
+
+
+def _interrupted(signum: int, fresh: list[Path]) -> int:
+    """SIGINT or SIGTERM: peers terminated, outputs begun removed, one line, 128 + signal."""
+    import signal
+
+    from cyclesim.outputs import terminate_peers
+
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the cleanup short
+        signal.signal(sig, signal.SIG_IGN)
+    terminate_peers()
+    _remove_begun(fresh)
+    _say("cyclesim: interrupted\n")
+    return 128 + signum
+
+
+def _say(line: str) -> None:
+    """One line on stderr, written even when the stream object cannot allocate."""
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except (OSError, MemoryError, ValueError):
+        try:
+            os.write(2, line.encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+
+def _install_interrupt_handler() -> dict:
+    """SIGINT and SIGTERM raise Interrupted in the main thread (one path for both); returns the
+    handlers it replaced (restored when main returns: tests call main in-process)."""
+    import signal
+    import threading
+
+    from cyclesim.outputs import Interrupted
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handler(signum: int, _frame) -> None:
+        raise Interrupted(signum)
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    return previous
 
 
 def _environment_error() -> str | None:
@@ -360,22 +485,36 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.quiet, args.verbose)
     if args.quiet and hasattr(args, "no_progress"):
         args.no_progress = True  # quiet: no progress bar in any command
-    fresh = []  # outputs this run would create: removed again if it runs out of memory
+    from cyclesim.outputs import Interrupted
+
+    fresh: list[Path] = []  # outputs this run creates: removed again if it is cut short
+    previous = {}
     try:
+        previous = _install_interrupt_handler()
+        _reserve[:] = [bytearray(RESERVE_BYTES)]
         check_outputs(args)
         fresh = _new_outputs(args)
         return int(args.func(args) or 0)
     except MemoryError:
         return _out_of_memory(args, fresh)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        return _interrupted(getattr(exc, "signum", 2), fresh)
     except CyclesimError as exc:  # prefixed with the sub-command where it declares one
         print(f"{getattr(args, 'error_prefix', 'cyclesim')}: {exc}", file=sys.stderr)
         return exit_code(exc)
     except BrokenPipeError:
         return 0
     except OSError as exc:  # an output that could not be written after all (disk full, ...)
+        _remove_begun(fresh)
         where = f" {exc.filename}" if exc.filename else ""
         print(f"cyclesim: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    finally:
+        _reserve.clear()
+        import signal
+
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

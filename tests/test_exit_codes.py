@@ -176,5 +176,36 @@ def test_running_out_of_memory_is_one_line_exit_4_and_removes_begun_outputs(
     assert main(["run", *WORKED, "--events", str(events)]) == 4
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert "ran out of memory replaying run" in err and "--layer" in err
+    assert "ran out of memory running run" in err and "--window" in err
+    assert "--layer" not in err and "--workers" not in err  # options `run` does not have
     assert not events.exists()
+
+
+def test_every_exit_code_is_in_help_and_in_docs():
+    """`cyclesim --help` and docs/exit_codes.md list the same codes, 4 and 130/143 included."""
+    import re
+
+    from cyclesim.cli import EXIT_CODES, build_parser
+
+    assert EXIT_CODES in build_parser().format_help()
+    codes = set(re.findall(r"^\s+(\d+)(?:, (\d+))?\s", EXIT_CODES, re.M))
+    listed = {c for pair in codes for c in pair if c}
+    assert listed == {"0", "1", "2", "3", "4", "130", "143"}
+    doc = (ROOT / "docs" / "exit_codes.md").read_text()
+    assert {c for c in re.findall(r"^\| (\d+) \|", doc, re.M)} == listed
+
+
+def test_the_out_of_memory_line_of_dram_suggests_only_what_dram_has(tmp_path, capsys, monkeypatch):
+    """issue 29: dram's line suggested --layer, --workers and a trace --window, options it lacks."""
+    import cyclesim.dram.trace as trace
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(trace, "simulate_trace", out_of_memory)
+    (tmp_path / "t.trc").write_text("0x0 READ 0\n")
+    assert main(["dram", "DDR4_8Gb_x8_2400", str(tmp_path / "t.trc")]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ran out of memory running dram" in err
+    assert "a shorter trace" in err
+    assert not any(option in err for option in ("--layer", "--workers", "--window")), err

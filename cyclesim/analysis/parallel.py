@@ -132,14 +132,41 @@ def map_tasks(
                 finished(_call(fn, i, item))
         else:
             fresh = {"max_tasks_per_child": 1} if fresh_process else {}
-            with ProcessPoolExecutor(max_workers=min(n_workers, len(tasks)), **fresh) as pool:
+            pool = ProcessPoolExecutor(
+                max_workers=min(n_workers, len(tasks)), initializer=_worker_signals, **fresh
+            )
+            try:
                 futures = [pool.submit(_call, fn, i, item) for i, item in enumerate(tasks)]
                 for fut in as_completed(futures):
                     finished(fut.result())
+            except BaseException:  # an interrupt: no queued task runs, no worker outlives us
+                _stop_pool(pool)
+                raise
+            pool.shutdown()
     finally:
         if bar is not None:
             bar.close()
     return [o for o in outcomes if o is not None]
+
+
+def _worker_signals() -> None:
+    """In a worker process: Ctrl-C (sent to the whole process group) is the main process's to
+    handle, SIGTERM ends the worker; neither prints a traceback of the worker's."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued tasks and terminate the workers now (not after their current task)."""
+    processes = list(getattr(pool, "_processes", {}).values())  # the executor names no API
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
 
 
 def _dask_outcomes(

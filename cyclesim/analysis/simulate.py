@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cyclesim.errors import CyclesimError
+from cyclesim.outputs import write_atomically
 from cyclesim.results.schema import versioned
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ class Result:
         """The `cyclesim run --json` text; also written to path when given."""
         text = json.dumps(self.to_dict(), indent=1) + "\n"
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+            write_atomically(path, text)
         return text
 
     def to_vcd(self, path: str | Path) -> list[Path]:

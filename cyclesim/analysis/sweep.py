@@ -20,9 +20,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from cyclesim.analysis.parallel import map_tasks
+from cyclesim.analysis.parallel import TaskOutcome, map_tasks
 from cyclesim.analysis.sweep_spec import Point, SweepSpec, load_sweep
 from cyclesim.errors import CyclesimError
+from cyclesim.outputs import atomic_path, write_atomically
 from cyclesim.results.schema import versioned
 from cyclesim.spec.energy_units import DEFAULT_ENERGY_UNIT, to_picojoules
 
@@ -304,7 +305,19 @@ def sweep(
     log.info(
         "sweep %s: %d points, %d cached, %d to compute", spec.name, len(points), cached, len(todo)
     )
-    outcomes = map_tasks(
+
+    def arrived(outcome: TaskOutcome, _finished: int) -> None:
+        """Each point into the cache as it finishes: an interrupted sweep keeps what it did."""
+        task, key = todo[outcome.index]
+        if outcome.ok:
+            row = outcome.value
+            if row["status"] != "ok" or row.get("error") is None:  # a failed hook is retried
+                write_atomically(cache_dir / f"{key}.json", json.dumps(row))  # keeps column order
+        else:  # the worker itself failed (not an input fault): not cached, retried next time
+            row = {"status": "error", "error": outcome.error}
+        rows[task.index] = row | {"cached": False}
+
+    map_tasks(
         run_point,
         [task for task, _ in todo],
         workers=workers,
@@ -312,15 +325,8 @@ def sweep(
         desc=f"sweep {spec.name}",
         backend=backend,
         scheduler=scheduler,
+        on_done=arrived,
     )
-    for (task, key), outcome in zip(todo, outcomes, strict=True):
-        if outcome.ok:
-            row = outcome.value
-            if row["status"] != "ok" or row.get("error") is None:  # a failed hook is retried
-                (cache_dir / f"{key}.json").write_text(json.dumps(row))  # keeps column order
-        else:  # the worker itself failed (not an input fault): not cached, retried next time
-            row = {"status": "error", "error": outcome.error}
-        rows[task.index] = row | {"cached": False}
     table = _table(spec, points, rows)
     run = SweepRun(spec, table)
     run.computed = len(todo)
@@ -366,8 +372,10 @@ def _table(spec: SweepSpec, points: list[Point], rows: dict[int, dict]) -> Any:
 def write_table(table: Any, out: Path) -> list[Path]:
     """sweep.parquet and sweep.csv in out."""
     parquet, csv = out / f"{TABLE_NAME}.parquet", out / f"{TABLE_NAME}.csv"
-    table.to_parquet(parquet, index=False)
-    table.to_csv(csv, index=False)
+    with atomic_path(parquet) as temporary:
+        table.to_parquet(temporary, index=False)
+    with atomic_path(csv) as temporary:
+        table.to_csv(temporary, index=False)
     return [parquet, csv]
 
 

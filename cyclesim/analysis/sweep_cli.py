@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--workers",
         type=int,
         metavar="N",
-        help="worker processes of the local cluster (default: one per core)",
+        help="worker processes of the local cluster (default: one per core; 1: the points "
+        "one by one in this process, no cluster started)",
     )
     p.add_argument(
         "--scheduler",
@@ -56,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         out,
         workers=args.workers,
         scheduler=args.scheduler,
+        # one worker and no cluster named: nothing to gain from starting a cluster
+        backend="processes" if args.workers == 1 and args.scheduler is None else "dask",
         progress=False if args.no_progress else None,
         use_cache=not args.no_cache,
         plots=not args.no_plots,
@@ -64,8 +67,14 @@ def run(args: argparse.Namespace) -> int:
         from cyclesim.results.schema import print_json
 
         print_json(result.to_json_dict())
-        return 0
-    from cyclesim.analysis.sweep import summary_text
+    else:
+        from cyclesim.analysis.sweep import summary_text
 
-    print(summary_text(result))
+        print(summary_text(result))
+    table = result.table
+    if len(table) and result.failed == len(table):  # nothing was measured: not a success
+        first = str(table["error"].iloc[0])[:300]
+        raise CyclesimError(
+            f"every point of the sweep failed ({result.failed}); the first: {first}"
+        )
     return 0

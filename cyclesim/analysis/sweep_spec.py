@@ -24,11 +24,13 @@ YAML loader, so a wrong file gets the same file/field/line message as the three 
 from __future__ import annotations
 
 import itertools
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from cyclesim.errors import SpecError
 from cyclesim.spec.yamlio import StrictModel, format_path, line_of, read_yaml, validate
@@ -38,16 +40,31 @@ POLICIES = ("reuse", "isolate_einsums")
 Scalar = int | float | str | bool
 
 
+MAX_POINTS = 100_000  # points of one sweep (product of its axes), checked before building any
+MAX_AXIS_VALUE = 2**62  # a number an axis sets: inside a 64-bit column of the table
+
+
+def _finite(value: int | float) -> int | float:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number")
+    if abs(value) > MAX_AXIS_VALUE:
+        raise ValueError("the magnitude is above 2**62")
+    return value
+
+
+Number = Annotated[int | float, AfterValidator(_finite)]
+
+
 class _Range(StrictModel):
-    start: int | float
-    stop: int | float = Field(description="included when a whole number of steps away")
-    step: int | float = Field(gt=0)
+    start: Number
+    stop: Number = Field(description="included when a whole number of steps away")
+    step: Number = Field(gt=0)
 
 
 class _Geometric(StrictModel):
-    start: int | float | list[int | float]
-    stop: int | float | list[int | float]
-    points: int = Field(ge=2)
+    start: Number | list[Number]
+    stop: Number | list[Number]
+    points: int = Field(ge=2, le=MAX_POINTS)
     multiple_of: int | None = Field(
         None, gt=0, description="round every value to a multiple of this (at least one multiple)"
     )
@@ -150,7 +167,7 @@ class SweepSpec:
 
     def resolve(self, value: str) -> Path:
         """A path named in the sweep file, relative to its folder."""
-        return (self.folder / value).resolve() if not Path(value).is_absolute() else Path(value)
+        return Path(os.path.abspath(self.folder / value))  # a symlink loop: the loader says so
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
@@ -169,6 +186,18 @@ def load_sweep(path: str | Path) -> SweepSpec:
             raise err(
                 "two axes fill the same column; give them distinct names", ("axes",), found=col
             )
+    count = (
+        math.prod(len(a.values) for a in axes)
+        if raw.combine == "product"
+        else min(len(a.values) for a in axes)
+    )
+    if count > MAX_POINTS:  # counted from the axes' lengths, before any point is built
+        raise err(
+            "the sweep has too many points",
+            ("axes",),
+            found=count,
+            expected=f"at most {MAX_POINTS:,} (the product of the axes' lengths)",
+        )
     if raw.combine == "zip":
         lengths = {a.name: len(a.values) for a in axes}
         if len(set(lengths.values())) > 1:
@@ -183,17 +212,32 @@ def load_sweep(path: str | Path) -> SweepSpec:
         file, sep, function = raw.columns.rpartition(":")
         if not sep or not file.endswith(".py") or not function.isidentifier():
             raise err("expected FILE.py:FUNCTION", ("columns",), found=raw.columns)
-        hook_path = (folder / file).resolve()
+        hook_path = Path(os.path.abspath(folder / file))
         if not hook_path.is_file():
             raise err("the columns hook file does not exist", ("columns",), found=str(hook_path))
         hook = (hook_path, function)
+
+    def base(key: str) -> Path:
+        """A base input's path, resolved; a missing file, a folder or a symlink loop is refused
+        at the line naming it, not later as every point's failure."""
+        given = getattr(raw, key)
+        target = folder / given
+        try:
+            resolved = target.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+            reason = getattr(exc, "strerror", None) or "a symlink loop"
+            raise err(f"cannot read the {key} file: {reason}", (key,), found=given) from None
+        if not resolved.is_file():
+            raise err(f"the {key} file is not a file", (key,), found=given)
+        return resolved
+
     spec = SweepSpec(
         raw.name or Path(path).stem,
         name,
         folder,
-        (folder / raw.architecture).resolve(),
-        (folder / raw.workload).resolve(),
-        (folder / raw.mapping).resolve(),
+        base("architecture"),
+        base("workload"),
+        base("mapping"),
         raw.reuse,
         raw.isolate_einsums,
         raw.combine,
@@ -209,10 +253,23 @@ def load_sweep(path: str | Path) -> SweepSpec:
 def _check_paths(spec: SweepSpec, raw: _Sweep, err: Any) -> None:
     """Every swept architecture./mapping. path must exist in its base file (unless an axis swaps
     that whole file): a misspelt memory is one error at its line, not a failed row per point."""
+    from cyclesim.spec import load_architecture, load_workload
     from cyclesim.spec.override import set_field
 
     swapped = {f for a in spec.axes for f in a.fields if f in WHOLE_INPUTS}
     base = {"architecture": spec.architecture, "mapping": spec.mapping}
+    heads = {f.partition(".")[0] for a in spec.axes for f in a.fields if "." in f}
+    if heads - swapped:  # a wrong base file is its own error, not the swept field's
+        if "architecture" not in swapped:
+            load_architecture(str(spec.architecture))
+        if "mapping" in heads - swapped and not {"architecture", "workload"} & swapped:
+            from cyclesim.spec import load_mapping
+
+            load_mapping(
+                str(spec.mapping),
+                load_architecture(str(spec.architecture)),
+                load_workload(str(spec.workload)),
+            )
     data: dict[str, Any] = {}
     for index, (axis, raw_axis) in enumerate(zip(spec.axes, raw.axes, strict=True)):
         for position, field in enumerate(axis.fields):
@@ -311,6 +368,14 @@ def _axis(raw: _Axis, index: int, err: Any) -> Axis:
                         loc + ("values", vi),
                         found=entry,
                     )
+                if isinstance(entry, (int, float)) and not isinstance(entry, bool):
+                    if not math.isfinite(entry) or abs(entry) > MAX_AXIS_VALUE:
+                        raise err(
+                            "an axis value out of range",
+                            loc + ("values", vi),
+                            found=entry,
+                            expected="a finite number of magnitude at most 2**62",
+                        )
             values.append(row)
     elif raw.range is not None:
         values = [(v,) * len(fields) for v in _arange(raw.range, loc + ("range",), err)]
@@ -362,9 +427,14 @@ def column_name(field: str) -> str:
 def _arange(r: _Range, loc: tuple, err: Any) -> list[Scalar]:
     if r.stop < r.start:
         raise err("range stop is below its start", loc, found=(r.start, r.stop))
+    for key in ("start", "stop", "step"):
+        value = getattr(r, key)
+        if abs(value) > MAX_AXIS_VALUE:
+            raise err("out of range", loc + (key,), found=value,
+                      expected="a number of magnitude at most 2**62")  # fmt: skip
     n = int((r.stop - r.start) / r.step + 1e-9) + 1
-    if n > 100_000:
-        raise err("the range has too many values", loc, found=n, expected="at most 100,000")
+    if n > MAX_POINTS:
+        raise err("the range has too many values", loc, found=n, expected=f"at most {MAX_POINTS:,}")
     whole = all(isinstance(v, int) for v in (r.start, r.stop, r.step))
     return [r.start + k * r.step if whole else round(r.start + k * r.step, 12) for k in range(n)]
 
@@ -377,6 +447,8 @@ def _geometric(g: _Geometric, n_fields: int, loc: tuple, err: Any) -> list[tuple
     for s, e in zip(starts, stops, strict=True):
         if s <= 0 or e <= 0:
             raise err("a geometric axis needs positive start and stop", loc, found=(s, e))
+        if max(s, e) > MAX_AXIS_VALUE or (g.multiple_of or 0) > MAX_AXIS_VALUE:
+            raise err("out of range", loc, found=(s, e), expected="values of at most 2**62")
     out = []
     for k in range(g.points):
         t = k / (g.points - 1)

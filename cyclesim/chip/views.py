@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from cyclesim.chip.result import ChipResult
+from cyclesim.outputs import atomic_open, atomic_path, write_atomically
 
 
 def _transfer_name(res: ChipResult, hop: int) -> str:
@@ -58,7 +59,7 @@ def write_chip_perfetto(res: ChipResult, path: str | Path) -> Path:
     """A Perfetto (Chrome JSON) trace; ui.perfetto.dev opens it."""
     path = Path(path)
     doc = {"displayTimeUnit": "ns", "traceEvents": perfetto_events(res)}
-    path.write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
+    write_atomically(path, json.dumps(doc, separators=(",", ":")) + "\n")
     return path
 
 
@@ -117,7 +118,10 @@ def write_chip_vcd(res: ChipResult, path: str | Path) -> Path:
 
     path = Path(path)
     signals, changes = chip_waves(res)
-    with path.open("w", encoding="ascii") as f, VCDWriter(f, timescale="1 ns", date="-") as w:
+    with (
+        atomic_open(path, "w", encoding="ascii") as f,
+        VCDWriter(f, timescale="1 ns", date="-") as w,
+    ):
         sizes = {"wire": 1, "integer": 64, "string": None}
         var = [w.register_var(".".join(scope), name, kind, size=sizes[kind], init=init)
                for scope, name, kind, init in signals]  # fmt: skip
@@ -213,7 +217,8 @@ def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     fig.legend(loc="lower center", ncol=min(len(seen), 8), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.45 / fig.get_figheight(), 1, 1))
     gantt = directory / "chip_gantt.png"
-    fig.savefig(gantt, dpi=110)
+    with atomic_path(gantt) as temporary:
+        fig.savefig(temporary, dpi=110)
     plt.close(fig)
 
     bins = 50
@@ -244,6 +249,7 @@ def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     ax.legend(fontsize=8, ncol=3)
     fig.tight_layout()
     links = directory / "chip_links.png"
-    fig.savefig(links, dpi=110)
+    with atomic_path(links) as temporary:
+        fig.savefig(temporary, dpi=110)
     plt.close(fig)
     return [gantt, links]

@@ -45,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
         flag = "--" + exc.field.replace("_", "-")
         expected = f"; expected {exc.expected}" if exc.expected else ""
         raise OptionError(f"{flag} {overrides[exc.field]}: {exc.detail}{expected}") from None
-    result = simulate_trace(config, read_trace(args.trace))
+    requests = read_trace(args.trace)
+    show = None if args.quiet else _progress_line(len(requests))
+    result = simulate_trace(config, requests, progress=show)
     if args.json:
         from cyclesim.results.schema import versioned
 
@@ -72,6 +74,23 @@ def run(args: argparse.Namespace) -> int:
           f"{result.write_commands:,} write, {result.activates:,} activate, "
           f"{result.precharges:,} precharge, {result.refreshes:,} refresh")  # fmt: skip
     return 0
+
+
+def _progress_line(total: int):
+    """A line every few seconds on stderr: requests in, the cycle reached, the time so far."""
+    import logging
+    import time
+
+    start = time.monotonic()
+    log = logging.getLogger("cyclesim")
+
+    def show(done: int, _total: int, cycle: int) -> None:
+        log.warning(
+            "dram: %s of %s requests in, cycle %s, after %.0f s",
+            f"{done:,}", f"{total:,}", f"{cycle:,}", time.monotonic() - start,
+        )  # fmt: skip
+
+    return show
 
 
 def _count(n: int, noun: str) -> str:

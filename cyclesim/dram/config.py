@@ -82,6 +82,9 @@ class DramConfig:
     trans_queue_size: int = 32
     unified_queue: bool = False
     hbm_dual_cmd: bool = True
+    # the replay times this DRAM with these controllers in its loop (a `dram:` block's
+    # `timing: controller`, engine/dram_loop.py), not the closed-form timer
+    replay_controller: bool = False
 
     # ---- derived, as DRAMsim3 derives them -------------------------------------------
     @property
@@ -446,11 +449,14 @@ def _refuse_misplaced_keys(parser: configparser.ConfigParser, path: Path, lines:
             else:
                 folded = [k for k in missing if k.lower() == key.lower()]
                 close = folded or difflib.get_close_matches(key, missing, n=2, cutoff=0.8)
-                if not close:
-                    continue
-                names = " or ".join(f"'{k}'" for k in close)
-                hint = "keys are case-sensitive; " if folded else ""
-                problem = f"unknown key '{key}' in [{section}]: {hint}did you mean {names}?"
+                if not close:  # no key DRAMsim3 reads: a typo all the same (CWL-x)
+                    section_keys = _INI_KEYS.get(section)
+                    known = f"; [{section}] takes {', '.join(section_keys)}" if section_keys else ""
+                    problem = f"unknown key '{key[:40]}' in [{section[:40]}]{known}"
+                else:
+                    names = " or ".join(f"'{k}'" for k in close)
+                    hint = "keys are case-sensitive; " if folded else ""
+                    problem = f"unknown key '{key}' in [{section}]: {hint}did you mean {names}?"
             raise SpecError(
                 f"{problem} (DRAMsim3 would ignore it and use its default)",
                 file=str(path),
@@ -461,11 +467,12 @@ def _refuse_misplaced_keys(parser: configparser.ConfigParser, path: Path, lines:
 def _ini_error(exc: configparser.Error, lines: list[str]) -> tuple[str, int | None, str | None]:
     """configparser's complaint as (message, line, the line's text): its own text repeats the
     file name and, for a line it cannot parse, gives no line number."""
+    # the offending text is not quoted: the file may not be an .ini at all (/etc/passwd)
     if isinstance(exc, configparser.MissingSectionHeaderError):
-        return "a key before the first [section]", exc.lineno, exc.line.strip()
+        return "not a DRAMsim3 .ini: a line before the first [section]", exc.lineno, None
     if isinstance(exc, configparser.ParsingError):
         line = exc.errors[0][0]  # (line, repr of its text)
-        return "neither a [section] nor a 'key = value' line", line, lines[line - 1].strip()
+        return "neither a [section] nor a 'key = value' line", line, None
     if isinstance(exc, configparser.DuplicateOptionError):
         return f"key '{exc.option}' given twice in [{exc.section}]", exc.lineno, None
     if isinstance(exc, configparser.DuplicateSectionError):
@@ -608,10 +615,10 @@ def _build(raw: dict, name: str, origin: str, lines: dict) -> DramConfig:
         unified_queue=boolean("unified_queue"),
         hbm_dual_cmd=boolean("hbm_dual_cmd"),
     )
-    return validate(config, source=origin)
+    return validate(config, source=origin, lines=lines)
 
 
-def validate(config: DramConfig, source: str) -> DramConfig:
+def validate(config: DramConfig, source: str, lines: dict | None = None) -> DramConfig:
     """Checks that need several fields at once (a changed copy goes through them again)."""
     if config.tREFI // config.ranks < 1:
         raise SpecError(
@@ -620,6 +627,7 @@ def validate(config: DramConfig, source: str) -> DramConfig:
             field="tREFI",
             found=config.tREFI,
         )
+    _check_refresh_leaves_time(config, source, lines or {})
     for f in fields(config):
         if f.name.startswith("t") and f.name != "tck_ns":
             value = getattr(config, f.name)
@@ -643,3 +651,40 @@ def validate(config: DramConfig, source: str) -> DramConfig:
             expected="ch ra bg ba ro co, each once, most significant first",
         )
     return config
+
+
+def _check_refresh_leaves_time(config: DramConfig, source: str, lines: dict) -> None:
+    """Refuse refresh timing that leaves a bank no time to serve a request between refreshes.
+
+    As in DRAMsim3 (controller.cc: a waiting refresh is issued first, and the command queues of
+    the rank it refreshes are skipped until it is), a request is served only if its activate and
+    column command fit between the end of one refresh of its bank and the next refresh, which
+    first precharges: with tREFI = 100 and tRFC = 90 neither tool ever serves a read (DRAMsim3
+    runs forever too). So the refresh period of a bank must exceed the refresh's own time plus
+    tRP + the activate-to-column delay; every real standard clears this by far.
+    """
+    c = config
+    if c.is_gddr or c.is_hbm:
+        act_to_column = max(c.tRCDRD, c.tRCDWR)
+    else:
+        act_to_column = max(0, c.tRCD - c.AL)
+    if c.refresh_policy == "BANK_LEVEL_STAGGERED":
+        period, busy, names = c.tREFIb * c.ranks * c.banks, max(c.tRFC, c.tRFCb), "tREFIb"
+        every = f"tREFIb x {c.ranks * c.banks} banks"
+    elif c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":
+        period, busy, names, every = c.tREFI, c.tRFC, "tREFI", "tREFI"
+    else:
+        period, busy, names = c.tREFI // c.ranks * c.ranks, c.tRFC, "tREFI"
+        every = "tREFI" if c.ranks == 1 else f"tREFI / {c.ranks} ranks x {c.ranks}"
+    need = busy + c.tRP + act_to_column
+    if period <= need:
+        raise SpecError(
+            f"refresh leaves no time to serve a request: each bank is refreshed every {period} "
+            f"cycles ({every}) and a refresh, a precharge and an activate take {need} "
+            f"(tRFC {busy} + tRP {c.tRP} + activate to column {act_to_column})",
+            file=source,
+            field=names,
+            line=lines.get(names),
+            found=getattr(c, names),
+            expected=f"a refresh period above {need} cycles (DRAMsim3 would never serve it either)",
+        )

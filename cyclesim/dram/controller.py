@@ -12,6 +12,7 @@ refresh falls due or a request arrives, so a long idle stretch costs one step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import (
@@ -54,6 +55,11 @@ class Transaction:
     is_write: bool
     added: int = 0
     complete: int = -1
+    owner: object = None  # who issued it (the replay's link), for the causes of its delay
+    # at its column command: (cycle, its row's activate cycle, was the bank refreshed before
+    # that activate, the opener of the row before, did the bus turn around) (Channel.served_info)
+    served: tuple | None = None
+    command: Command | None = None  # its column command, decoded once (Channel._to_command)
 
 
 @dataclass(slots=True)
@@ -109,6 +115,15 @@ class Channel:
         self._shift = (c.request_bytes - 1).bit_length()
         self._fields = {k: (pos, (1 << width) - 1) for k, (pos, width) in layout.items()}
         self.changed = False
+        # what the causes of a request's delay read (Transaction.served): per bank, the cycle
+        # its row was activated, whether a refresh came since its last row closed, who opened
+        # the row open now and the row before; the direction of the last column command
+        self.activated_at = [-1] * n_banks
+        self.refreshed = [False] * n_banks
+        self.after_refresh = [False] * n_banks
+        self.opener: list[object] = [None] * n_banks
+        self.previous_opener: list[object] = [None] * n_banks
+        self.last_column_write: bool | None = None
 
     # ---- addresses -------------------------------------------------------------------
     def decode(self, address: int) -> tuple[int, int, int, int, int]:
@@ -186,10 +201,11 @@ class Channel:
         )
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
-        for times in self.ready_at:
-            for v in times:
-                if t <= v < nxt:
-                    nxt = v
+        # the earliest timing constraint still ahead (filter and min run in C: this is the
+        # skipping loop's cost per idle stretch)
+        ahead = min(filter(t.__le__, chain.from_iterable(self.ready_at)), default=nxt)
+        if ahead < nxt:
+            nxt = ahead
         for window in self.activation_windows:
             for v in window:
                 if t <= v < nxt:
@@ -333,21 +349,25 @@ class Channel:
         return not (window and self.clk < window[0] and len(window) >= 4)
 
     def _command_to_issue(self) -> Command | None:
-        n = self.num_queues
-        for _ in range(n):
-            self.queue_index = (self.queue_index + 1) % n
-            if self.in_refresh and self.queue_index in self.refresh_queues:
+        """The first ready command of the queues visited round-robin after the last one that
+        issued (empty queues, and a rank's queues while it refreshes, are passed over)."""
+        n, start, queues = self.num_queues, self.queue_index, self.queues
+        skip = self.refresh_queues if self.in_refresh else None
+        for step in range(1, n + 1):
+            index = (start + step) % n
+            queue = queues[index]
+            if not queue or (skip is not None and index in skip):
                 continue
-            queue = self.queues[self.queue_index]
             cmd = self._first_ready(queue)
             if cmd is not None:
+                self.queue_index = index
                 if cmd.kind <= WRITE_PRECHARGE:
                     for i, queued in enumerate(queue):
                         if queued.address == cmd.address and queued.kind == cmd.kind:
                             del queue[i]
                             break
                 return cmd
-        return None
+        return None  # the index went round to where it was
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
         for i, queued in enumerate(queue):
@@ -389,13 +409,28 @@ class Channel:
         if s.log is not None:
             s.log.append((clk, kind, cmd.rank, cmd.bankgroup, cmd.bank, cmd.row, cmd.column))
         if kind in READS:
+            served = self._served(cmd, False)
             for trans in self.pending_reads.pop(cmd.address):
                 trans.complete = clk + c.read_delay
+                trans.served = served
                 s.read_latencies.append(trans.complete - trans.added)
             s.last_data_cycle = max(s.last_data_cycle, clk + c.read_delay)
         elif kind in WRITES:
-            del self.pending_writes[cmd.address]
+            self.pending_writes.pop(cmd.address).served = self._served(cmd, True)
             s.last_data_cycle = max(s.last_data_cycle, clk + c.write_delay)
+        elif kind == ACTIVATE:
+            b = cmd.bank_index
+            self.activated_at[b] = clk
+            self.after_refresh[b], self.refreshed[b] = self.refreshed[b], False
+            self.previous_opener[b] = self.opener[b]
+            waiting = self.pending_reads.get(cmd.address)
+            opening = waiting[0] if waiting else self.pending_writes.get(cmd.address)
+            self.opener[b] = opening.owner if opening is not None else None
+        elif kind == REFRESH:
+            first = cmd.rank * c.banks
+            self.refreshed[first : first + c.banks] = [True] * c.banks
+        elif kind == REFRESH_BANK:
+            self.refreshed[cmd.bank_index] = True
         s.commands[kind] += 1
         if kind in READS and self.row_hits[cmd.bank_index]:
             s.read_row_hits += 1
@@ -403,6 +438,18 @@ class Channel:
             s.write_row_hits += 1
         self._update_state(cmd)
         self._update_timing(cmd)
+
+    def _served(self, cmd: Command, is_write: bool) -> tuple:
+        b = cmd.bank_index
+        turned = self.last_column_write is not None and self.last_column_write != is_write
+        self.last_column_write = is_write
+        return (
+            self.clk,
+            self.activated_at[b],
+            self.after_refresh[b],
+            self.previous_opener[b],
+            turned,
+        )
 
     def _update_state(self, cmd: Command) -> None:
         kind = cmd.kind
@@ -471,10 +518,11 @@ class Channel:
             queue = self.read_queue
         else:
             queue = self.write_buffer if self.write_draining > 0 else self.read_queue
+        queues, per_bank, size = self.queues, c.queue_per_bank, c.cmd_queue_size
         for i, trans in enumerate(queue):
-            cmd = self._to_command(trans)
-            q = self.queues[self._queue_of(cmd)]
-            if len(q) < c.cmd_queue_size:
+            cmd = trans.command or self._to_command(trans)
+            q = queues[cmd.bank_index if per_bank else cmd.rank]
+            if len(q) < size:
                 if not c.unified_queue and trans.is_write:
                     if trans.address in self.pending_reads:  # a read of it is older
                         self.write_draining = 0
@@ -487,6 +535,12 @@ class Channel:
                 break
 
     def _to_command(self, trans: Transaction) -> Command:
+        cmd = trans.command
+        if cmd is None:
+            cmd = trans.command = self._decode_command(trans)
+        return cmd
+
+    def _decode_command(self, trans: Transaction) -> Command:
         rank, bankgroup, bank, row, column = self.decode(trans.address)
         if self.config.close_page:
             kind = WRITE_PRECHARGE if trans.is_write else READ_PRECHARGE

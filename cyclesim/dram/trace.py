@@ -8,19 +8,29 @@ burst; writes still buffered when the trace ends are drained.
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.controller import Channel
+from cyclesim.dram.frontend import FrontEnd
+from cyclesim.dram.frontend import Request as FrontRequest
 from cyclesim.dram.timing import ACTIVATE, NAMES, PRECHARGE, READS, REFRESH, REFRESH_BANK, WRITES
 from cyclesim.errors import SpecError
 
 WRITE_WORDS = {"WRITE", "write", "P_MEM_WR", "BOFF"}  # DRAMsim3's spellings of a write
 READ_WORDS = {"READ", "read", "P_MEM_RD", "P_FETCH", "P_LOCK_RD", "P_LOCK_WR"}
 MAX_REQUESTS = 10_000_000
+MAX_LINES = MAX_REQUESTS  # comments and blank lines included
+MAX_LINE_BYTES = 256  # '0x' + 16 hex digits, a command word, a cycle: far below this
+MAX_TRACE_BYTES = 1 << 30  # about 40 bytes a request: the request limit's worth, and then some
+PROGRESS_SECONDS = 5.0
+_LINE = "lines '0xADDRESS READ|WRITE CYCLE'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,49 +98,97 @@ class DramRun:
         }
 
 
+_ADDRESS = re.compile(r"(?:0[xX])?[0-9a-fA-F]{1,16}")  # DRAMsim3: `>> std::hex`, no '_'
+_CYCLE = re.compile(r"[0-9]{1,15}")
+
+
 def read_trace(path: str | Path) -> list[Request]:
-    """Parse a DRAMsim3 trace; a bad line is refused with the file and line, a trace without
-    requests (empty, or comments only) with the file."""
+    """Parse a DRAMsim3 trace, streaming: a bad line is refused with the file and line, a trace
+    without requests (empty, or comments only) with the file. The line length, the bytes and the
+    requests are bounded as they are read, so /dev/zero or a 10-million-line file is refused at
+    once, not after it was read into memory. A line is quoted in a message only once the file
+    has shown itself a trace (a request read before it)."""
     name = str(path)
+    out: list[Request] = []
+    last, number, size = 0, 0, 0
     try:
-        data = Path(path).read_bytes()
+        handle = open(path, "rb")  # noqa: SIM115 - closed below; OSError handled in one place
     except OSError as exc:
         raise SpecError(f"cannot read the trace ({exc.strerror})", file=name) from None
-    try:
-        text = data.decode("ascii")
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"not a text trace (byte {exc.start} is not ASCII)", file=name,
-                        expected="lines '0xADDRESS READ|WRITE CYCLE'") from None  # fmt: skip
-    out: list[Request] = []
-    last = 0
-    for number, line in enumerate(text.splitlines(), 1):
-        parts = line.split()
-        if not parts or parts[0].startswith("#"):
-            continue
-        if len(parts) != 3 or (parts[1] not in WRITE_WORDS and parts[1] not in READ_WORDS):
-            raise SpecError("not a trace line", file=name, line=number, found=line[:80],
-                            expected="'0xADDRESS READ|WRITE CYCLE'")  # fmt: skip
+    with handle:
         try:
-            address = int(parts[0], 16)
-            cycle = int(parts[2], 10)
-        except ValueError:
-            raise SpecError("address must be hexadecimal and cycle decimal", file=name,
-                            line=number, found=line[:80]) from None  # fmt: skip
-        if not 0 <= address < 1 << 64 or not 0 <= cycle < 1 << 48:
-            raise SpecError("out of range", file=name, line=number, found=line[:80],
-                            expected="a 64-bit address and a cycle below 2**48")  # fmt: skip
-        if cycle < last:
-            raise SpecError("cycles go backwards", file=name, line=number, found=cycle,
-                            expected=f"at least {last} (requests enter in order)")  # fmt: skip
-        last = cycle
-        out.append(Request(address, parts[1] in WRITE_WORDS, cycle))
-        if len(out) > MAX_REQUESTS:
-            raise SpecError("too many requests", file=name, line=number,
-                            expected=f"at most {MAX_REQUESTS}")  # fmt: skip
+            whole = (
+                os.fstat(handle.fileno()).st_size
+                if stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+                else 0
+            )
+        except OSError:
+            whole = 0
+        if whole > MAX_TRACE_BYTES:  # a regular file says its size: refused before reading it
+            raise SpecError(f"the trace is larger than {MAX_TRACE_BYTES >> 20} MiB",
+                            file=name, found=f"{whole:,} bytes", expected="a shorter trace")  # fmt: skip
+        if whole and _count_lines(handle) > MAX_LINES:  # counted at C speed, before parsing any
+            raise SpecError("too many lines", file=name, line=MAX_LINES + 1,
+                            expected=f"at most {MAX_LINES:,}")  # fmt: skip
+        while True:
+            try:
+                raw = handle.readline(MAX_LINE_BYTES + 1)
+            except OSError as exc:
+                raise SpecError(f"cannot read the trace ({exc.strerror})", file=name) from None
+            if not raw:
+                break
+            number += 1
+            size += len(raw)
+            if number > MAX_LINES:  # a pipe: counted as it streams
+                raise SpecError("too many lines", file=name, line=number,
+                                expected=f"at most {MAX_LINES:,}")  # fmt: skip
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise SpecError(f"a line longer than {MAX_LINE_BYTES} bytes: not a trace",
+                                file=name, line=number, expected=_LINE)  # fmt: skip
+            if size > MAX_TRACE_BYTES:
+                raise SpecError(f"the trace is larger than {MAX_TRACE_BYTES >> 20} MiB",
+                                file=name, line=number, expected="a shorter trace")  # fmt: skip
+            try:
+                line = raw.decode("ascii")
+            except UnicodeDecodeError as exc:
+                raise SpecError(f"not a text trace (byte {exc.start} of the line is not ASCII)",
+                                file=name, line=number, expected=_LINE) from None  # fmt: skip
+            parts = line.split()
+            if not parts or parts[0].startswith("#"):
+                continue
+            shown = line.strip()[:80] if out else None  # nothing of a file of another kind
+            if len(parts) != 3 or (parts[1] not in WRITE_WORDS and parts[1] not in READ_WORDS):
+                raise SpecError("not a trace line", file=name, line=number, found=shown,
+                                expected=_LINE)  # fmt: skip
+            if not _ADDRESS.fullmatch(parts[0]) or not _CYCLE.fullmatch(parts[2]):
+                raise SpecError(
+                    "address must be hexadecimal (at most 16 digits) and cycle decimal",
+                    file=name, line=number, found=shown, expected=_LINE,
+                )  # fmt: skip
+            address, cycle = int(parts[0], 16), int(parts[2], 10)
+            if cycle >= 1 << 48:
+                raise SpecError("out of range", file=name, line=number, found=shown,
+                                expected="a cycle below 2**48")  # fmt: skip
+            if cycle < last:
+                raise SpecError("cycles go backwards", file=name, line=number, found=cycle,
+                                expected=f"at least {last} (requests enter in order)")  # fmt: skip
+            last = cycle
+            if len(out) == MAX_REQUESTS:
+                raise SpecError("too many requests", file=name, line=number,
+                                expected=f"at most {MAX_REQUESTS:,}")  # fmt: skip
+            out.append(Request(address, parts[1] in WRITE_WORDS, cycle))
     if not out:  # else a report of 0 cycles and a read latency of 0, as if measured
-        raise SpecError("no requests in the trace", file=name,
-                        expected="lines '0xADDRESS READ|WRITE CYCLE'")  # fmt: skip
+        raise SpecError("no requests in the trace", file=name, expected=_LINE)
     return out
+
+
+def _count_lines(handle) -> int:
+    """Newlines in a regular file, in 1 MiB blocks (the file is left at its start)."""
+    count = 0
+    while block := handle.read(1 << 20):
+        count += block.count(b"\n")
+    handle.seek(0)
+    return count
 
 
 def simulate_trace(
@@ -139,89 +197,36 @@ def simulate_trace(
     *,
     keep_commands: bool = False,
     skip_idle: bool = True,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> DramRun:
     """Replay requests through one controller per channel; exact per cycle, idle spans skipped.
 
     `skip_idle=False` ticks every cycle (the reference the skipping is tested against).
+    `progress(requests in, requests, cycle)` is called every PROGRESS_SECONDS or so.
     """
     reqs = list(requests)
-    channels = [Channel(config, i, keep_log=keep_commands) for i in range(config.channels)]
-    layout = config.field_layout()
-    ch_pos, ch_width = layout["ch"]
-    shift = (config.request_bytes - 1).bit_length()
-    ch_mask = (1 << ch_width) - 1
-
-    def channel_of(address: int) -> Channel:
-        return channels[(address >> shift >> ch_pos) & ch_mask]
-
-    head = 0
-    clk = 0
-    n = len(reqs)
-    # idle with refresh only, the channels repeat every `period` cycles (the refresh visits every
-    # rank, or bank, in turn): a long gap between requests is skipped whole periods at a time
-    period = max(_refresh_period(c) for c in channels)
-    seen: dict[tuple, tuple[int, list]] = {}
-    while True:
-        for ch in channels:
-            ch.changed = False
-            ch.tick()
-        injected = False
-        if head < n and reqs[head].cycle <= clk:
-            r = reqs[head]
-            ch = channel_of(r.address)
-            if ch.will_accept(r.is_write):
-                ch.add(r.address, r.is_write)
-                head += 1
-                injected = True
-                if head == n:
-                    for c in channels:
-                        c.flush_writes = True
-        clk += 1
-        if (
-            head == n
-            and all(c.idle() for c in channels)
-            and not any(c.pending_reads or c.pending_writes for c in channels)
-        ):
-            break
-        if injected or not skip_idle or any(c.changed for c in channels):
-            continue
-        # nothing changed this cycle: jump to the next cycle at which anything can
-        nxt = min(c.next_change() for c in channels)
-        # the next request is tried at its cycle; one already refused (its cycle has passed)
-        # waits for a channel's queue to drain, which is a change counted above
-        if head < n and reqs[head].cycle >= clk:
-            nxt = min(nxt, reqs[head].cycle)
-        if nxt > clk:
-            for c in channels:
-                c.clk = nxt
-            clk = nxt
-        if head < n and reqs[head].cycle - clk > 2 * period and all(c.quiet() for c in channels):
-            state = tuple(c.idle_state(period) for c in channels)
-            if state in seen:
-                before, marks = seen.pop(state)
-                span = clk - before
-                repeats = (reqs[head].cycle - clk - period) // span
-                if repeats > 0:
-                    for c, mark in zip(channels, marks, strict=True):
-                        c.advance(span, repeats, mark)
-                    clk += span * repeats
-                    seen.clear()
-                    continue
-            marks = [(list(c.stats.commands), len(c.stats.log or ())) for c in channels]
-            seen[state] = (clk, marks)
-        elif seen:
-            seen.clear()
-    return _summarise(config, reqs, channels)
+    front = FrontEnd(config, keep_commands=keep_commands)
+    for r in reqs:
+        front.push(FrontRequest(r.address, r.is_write, r.cycle))
+    front.run_until(
+        None,
+        flush_at_end=True,
+        skip_idle=skip_idle,
+        progress=progress,
+        progress_seconds=PROGRESS_SECONDS,
+    )
+    return _summarise(config, reqs, front.channels)
 
 
-def _refresh_period(channel: Channel) -> int:
-    """Cycles after which an idle channel's refresh is back where it started."""
-    c = channel.config
-    if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":
-        return channel.refresh_interval
-    if c.refresh_policy == "BANK_LEVEL_STAGGERED":
-        return channel.refresh_interval * c.ranks * c.banks
-    return channel.refresh_interval * c.ranks
+def completion_cycles(config: DramConfig, requests: Iterable[Request]) -> list[int]:
+    """Each request's completion cycle (its read data back, its write accepted), in trace
+    order: what the replay's in-loop controller gives the same requests (engine/dram_loop.py)."""
+    pushed = [FrontRequest(r.address, r.is_write, r.cycle) for r in requests]
+    front = FrontEnd(config)
+    for r in pushed:
+        front.push(r)
+    front.run_until(None, flush_at_end=True)
+    return [r.complete for r in pushed]
 
 
 def _summarise(config: DramConfig, reqs: list[Request], channels: list[Channel]) -> DramRun:

@@ -17,6 +17,7 @@ import simpy
 
 # compiled with mypyc when built from the current sources, else pure Python (dram_native.py)
 from cyclesim.engine import dram_native
+from cyclesim.engine.dram_loop import DramLoop, loop_transfer
 from cyclesim.engine.dram_native import DramTimer
 from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
 
@@ -135,6 +136,9 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
 
     side: DramSide = link.dram
     timer = side.timer
+    if isinstance(timer, DramLoop):  # the controller in the loop (engine/dram_loop.py)
+        yield from loop_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
+        return
     dma = link.dma
     channel = yield from acquire_dma(env, rec, tl, dma)
     burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who

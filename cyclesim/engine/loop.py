@@ -24,12 +24,13 @@ from cyclesim.engine.record import S_PRODUCER
 STEPS_PER_LOOK = 4096  # events processed between two looks at the wall clock
 SHOW_AFTER_SECONDS = 1.0  # progress=None: show the bar once a run lasts this long (on a tty)
 REFRESH_SECONDS = 0.1  # at most this often the bar is redrawn
+LOG_SECONDS = 5.0  # stderr not a terminal: a progress line this often
 
 
 def run_to_empty_queue(
     env: simpy.Environment,
     *,
-    progress: bool | None,
+    progress: bool | None | str,
     total: int,
     done: Callable[[], int],
     wall0: float,
@@ -40,14 +41,16 @@ def run_to_empty_queue(
     """Process every event of env until none is left; show a progress bar of done()/total.
 
     progress: True shows the bar at once, False never, None after SHOW_AFTER_SECONDS when
-    stderr is a terminal. Whether the bar is shown never changes which events run or when:
+    stderr is a terminal, and else a log line every LOG_SECONDS. Whether the bar is shown never changes which events run or when:
     the loop only looks between events. With `boundaries` (fast-forward on), after each step
     that appended a segment (or, negative, a grant) to it the loop calls at_boundary(that),
     between two events. The caller decides what a non-empty set of live
     processes at the end means (a deadlock).
     """
     step = env.step
-    if progress is False or (progress is None and not sys.stderr.isatty()):
+    if progress is None and not sys.stderr.isatty():  # a log, a CI job: a line now and then
+        progress = "log"
+    if progress is False:
         if boundaries is None:
             env.run()
             return
@@ -73,11 +76,17 @@ def run_to_empty_queue(
     clock = time.perf_counter
     bar = None
     last_draw = 0.0
+    last_line = wall0
     try:
         while True:
             for _ in range(STEPS_PER_LOOK):
                 step()
             now = clock()
+            if progress == "log":
+                if now - last_line >= LOG_SECONDS:
+                    last_line = now
+                    _log_progress(desc, done(), total, now - wall0)
+                continue
             if bar is None:
                 if progress is not True and now - wall0 < SHOW_AFTER_SECONDS:
                     continue
@@ -94,6 +103,16 @@ def run_to_empty_queue(
         if bar is not None:
             bar.n = done()
             bar.close()
+
+
+def _log_progress(desc: str, done: int, total: int, seconds: float) -> None:
+    """How far and how long, one line (progress where no bar can be drawn: stderr is a file)."""
+    import logging
+
+    share = f" ({100 * done / total:.0f} %)" if total else ""
+    logging.getLogger("cyclesim").warning(
+        "%s: %s of %s segments%s after %.0f s", desc, f"{done:,}", f"{total:,}", share, seconds
+    )
 
 
 @contextmanager

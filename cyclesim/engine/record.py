@@ -104,6 +104,10 @@ class Recorder:
     systolic_spans: Rows | None = None
     dram_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     dram_open_rows: dict[str, list[int]] = field(default_factory=dict)
+    # per memory timed by the controller in the loop (engine/dram_loop.py): every request in
+    # entry order, (address, is write, arrival, entered, completed) in DRAM cycles
+    # (`cyclesim run --dram-trace`)
+    dram_requests: dict[str, tuple] = field(default_factory=dict)
 
     def keep_transfer(self, node: int, start: int, end: int) -> bool:
         """A traced span of a node passes the filter (overlaps the window, resource wanted)."""

@@ -127,13 +127,20 @@ class _Replay:
         self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_timer.py)
         if plan.dram:
             # the compiled timer when it is current, else dram_timer.py (dram_native.py)
+            from cyclesim.engine.dram_loop import DramLoop
             from cyclesim.engine.dram_native import DramTimer
 
-            self.dram = {name: DramTimer(config, mhz) for name, config, _, mhz in plan.dram}
+            self.dram = {
+                name: DramLoop(self.env, config, mhz, record=True, keep_commands=trace)
+                if config.replay_controller
+                else DramTimer(config, mhz)
+                for name, config, _, mhz in plan.dram
+            }
             if trace:  # each row visit's bank commands, for the per-bank trace signals
                 self.rec.dram_banks = []
                 for name, timer in self.dram.items():
-                    timer.trace_into(self.rec.dram_banks, name)
+                    if not isinstance(timer, DramLoop):
+                        timer.trace_into(self.rec.dram_banks, name)
         self.l1 = None  # L1 placement (engine/l1.py) when a memory has an `allocator:`
         if plan.allocators:
             from cyclesim.engine.l1 import L1Places
@@ -759,6 +766,13 @@ def replay_plan(
     if pe.is_alive or stuck:
         raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
     for name, timer in r.dram.items():  # the DRAM timers' own counts and open rows
+        if not hasattr(
+            timer, "trace_into"
+        ):  # the controller in the loop drains its buffered writes
+            timer.finish(int(r.end))
+            r.rec.dram_requests[name] = timer.requests()
+            if r.rec.dram_banks is not None:  # the bank commands, for the traces' bank signals
+                r.rec.dram_banks.extend(timer.bank_records(name))
         r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = next(env._eid)

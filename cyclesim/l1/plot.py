@@ -6,6 +6,8 @@ from pathlib import Path
 
 import matplotlib
 
+from cyclesim.outputs import atomic_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import PatchCollection  # noqa: E402
@@ -84,6 +86,7 @@ def plot_l1_map(results: list[ReplayResult], path: str | Path) -> Path:
     fig.suptitle(f"L1 map over time: {results[0].source}", fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, dpi=120)
     plt.close(fig)
     return path

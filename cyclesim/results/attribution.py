@@ -36,7 +36,8 @@ BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer
 PIPELINE_DEPTH = "PE pipeline depth"
 DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
 ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
-DRAM_CAUSES = (ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND)  # docs/dram_causes.md
+DRAM_QUEUE = "dram_queue"  # the DRAM controller's queue full, or older requests served first
+DRAM_CAUSES = (ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND, DRAM_QUEUE)  # docs/dram_causes.md
 SYSTOLIC_FILL, SYSTOLIC_DRAIN = "systolic_fill", "systolic_drain"  # a systolic fold's wavefront
 CAUSES = (
     (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC)
@@ -229,6 +230,8 @@ class Attributor:
                     REFRESH: f"refresh at {where}",
                     TURNAROUND: f"read/write turnaround at {where}",
                     CONTENTION: f"DRAM data bus busy with {competitor} at {where}",
+                    DRAM_QUEUE: f"DRAM controller queue at {where}"
+                    + (f", behind {competitor}" if competitor is not None else ""),
                 }[cause]
                 yield span(t, end, phase, cause, n, key, None, competitor, here + (words,))
             elif state == S_LATENCY:

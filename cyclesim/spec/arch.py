@@ -226,6 +226,8 @@ def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err:
             if block.ranks & (block.ranks - 1):
                 raise err("ranks must be a power of two", loc + ("ranks",), found=block.ranks)
             config = config.with_changes(ranks=block.ranks)
+        if block.timing == "controller":
+            config = config.with_changes(replay_controller=True)
     except SpecError as e:
         field = {"channels": "channels", "address_mapping": "address_mapping"}.get(e.field or "")
         if e.line is not None and field is None:  # a fault inside the .ini: name its line
@@ -239,7 +241,7 @@ def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err:
             ) from None
         where = loc + ((field,) if field else ("config",))
         raise err(e.detail, where, found=e.found, expected=e.expected) from None
-    if config.refresh_policy == "BANK_LEVEL_STAGGERED":
+    if config.refresh_policy == "BANK_LEVEL_STAGGERED" and not config.replay_controller:
         raise err(
             "the replay's DRAM timer refreshes whole ranks; per-bank refresh is timed only by "
             "`cyclesim dram`",

@@ -73,6 +73,11 @@ class _DramBlock(StrictModel):
     ranks: int | None = Field(None, ge=1, le=16)
     address_mapping: str | None = None
     placements: dict[str, _Placement] = {}
+    timing: Literal["timer", "controller"] = Field(
+        "timer",
+        description="the replay's DRAM timing: the closed-form timer, or the controller "
+        "`cyclesim dram` runs, in the loop (docs/dram_causes.md)",
+    )
 
 
 class _Memory(StrictModel):

@@ -372,8 +372,21 @@ def _check_paths(mapping: Mapping, arch: Architecture) -> None:
 
 
 def _check_no_multicast(arch: Architecture, workload: Workload) -> None:
-    """Every tensor `no_multicast` names exists in the workload (a typo would silently multicast)."""
+    """Every tensor `no_multicast` and `double_buffered` name exists in the workload (a typo
+    would silently multicast, or single-buffer; a memory with `tensors:` is checked on load)."""
     names = [t.name for t in workload.tensors]
+    for mi, memory in enumerate(arch.memories):
+        if isinstance(memory.double_buffered, bool):
+            continue
+        for index, tensor in enumerate(memory.double_buffered):
+            if tensor not in names:
+                raise arch.error(
+                    f"double_buffered of memory '{memory.name}' names a tensor the workload "
+                    "does not have",
+                    ("memories", mi, "double_buffered", index),
+                    found=tensor,
+                    expected=f"one of {names}",
+                )
     for dim, tensors in arch.pe_array.no_multicast:
         for index, tensor in enumerate(tensors):
             if tensor not in names:

@@ -9,6 +9,7 @@ bounded. Every fault is a SpecError naming the file and, where Jinja knows it, t
 from __future__ import annotations
 
 import math
+import re
 import signal
 import threading
 from collections.abc import Callable, Mapping
@@ -64,6 +65,20 @@ def _sandbox() -> Any:
             super().__init__(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
             self.iterations_left = MAX_ITERATIONS
             self.globals["range"] = self.bounded_range
+            for name in WIDTH_TAKERS & set(self.filters):  # 'x'|center(3000000000)
+                self.filters[name] = _bounded_widths(self.filters[name], name)
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            if attribute in ("format", "format_map") and isinstance(obj, str):
+                _check_widths(attribute, (obj,), {})  # the format string itself: '{:>3000000000}'
+            return super().getattr(obj, attribute)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+            name = getattr(__obj, "__name__", "")
+            # 'x'.center(3000000000); str.format's own string was checked by getattr
+            if name in WIDTH_TAKERS and not name.startswith("format"):
+                _check_widths(name, (getattr(__obj, "__self__", None), *args), kwargs)
+            return super().call(__context, __obj, *args, **kwargs)
 
         def bounded_range(self, *args: int) -> range:
             items = range(*args)
@@ -89,6 +104,40 @@ def _sandbox() -> Any:
             return result
 
     return BoundedSandbox()
+
+
+# filters and str methods whose arguments size their result: a width, a format's field width
+WIDTH_TAKERS = frozenset(
+    "center ljust rjust zfill expandtabs indent wordwrap format format_map".split()
+)
+# a field width (or precision) of a million characters or more in a %- or {}-format string
+_WIDE_FIELD = re.compile(r"%[-+ #0]*\d*\.?\d{7,}|\{[^{}]*:[^{}]*\d{7,}")
+_STAR_FIELD = re.compile(r"%[-+ #0]*\*|%[-+ #0]*\d*\.\*")  # '%*d': the width is an argument
+
+
+def _check_widths(name: str, args: tuple, kwargs: dict) -> None:
+    """Refuse a width argument, or a format string's field width, beyond the output bound
+    (a large number formatted as a value is fine: only widths size the result)."""
+    formats = [v for v in args if isinstance(v, str)] if name.startswith("format") else []
+    if any(_WIDE_FIELD.search(text) for text in formats):
+        raise _Budget(f"{name}() with a field width over {MAX_OUTPUT_CHARS:,} characters")
+    if formats and not any(_STAR_FIELD.search(text) for text in formats):
+        return  # a format's numbers are values, not widths
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_OUTPUT_CHARS:
+            raise _Budget(f"{name}() with a width of {value:,} (at most {MAX_OUTPUT_CHARS:,})")
+
+
+def _bounded_widths(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A Jinja filter with its width arguments bounded (its pass-context marks kept)."""
+    import functools
+
+    @functools.wraps(function)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        _check_widths(name, args, kwargs)
+        return function(*args, **kwargs)
+
+    return bounded
 
 
 @contextmanager

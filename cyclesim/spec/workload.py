@@ -181,7 +181,10 @@ def parse_projection(text: str) -> Projection:
         m = _TERM.match(part)
         if not m:
             raise ValueError(part.strip() or text)
-        terms.append((int(m.group(1) or 1), m.group(2)))
+        coefficient = int(m.group(1) or 1)
+        if not 1 <= coefficient <= 1 << 32:  # 0*k: the rank would not move the index at all
+            raise ValueError(f"{part.strip()[:40]} (a coefficient must be from 1 to 2**32)")
+        terms.append((coefficient, m.group(2)))
     return Projection(tuple(terms))
 
 

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from cyclesim.errors import TraceError
+from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 from cyclesim.results.activity import gc_paused
 from cyclesim.views.progress import writing_bar
@@ -28,6 +29,7 @@ def fst_writer() -> str | None:
     return "pylibfst"
 
 
+@atomic_output
 def write_fst(
     res: SimResult,
     path: str | Path,

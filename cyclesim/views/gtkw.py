@@ -8,6 +8,7 @@ from pathlib import Path
 
 from vcd.gtkw import GTKWSave
 
+from cyclesim.outputs import atomic_open
 from cyclesim.views.vcd import Signal
 
 
@@ -25,7 +26,7 @@ def write_gtkw(
         dump = str(vcd_path.resolve().relative_to(path.resolve().parent))
     except ValueError:
         dump = str(vcd_path)
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
+    with atomic_open(path, "w", encoding="utf-8", newline="\n") as f:
         save = GTKWSave(f)
         save.comment(
             "cyclesim: one group per resource; open from this folder: gtkwave " + path.name

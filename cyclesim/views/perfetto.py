@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cyclesim.errors import TraceError
+from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 from cyclesim.results.activity import (
     BANK_ACTIVE,
@@ -168,6 +169,7 @@ def _dump(e: dict, names: dict[str, str]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
+@atomic_output
 def write_chrome_json(
     res: SimResult,
     path: str | Path,
@@ -322,6 +324,7 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
+@atomic_output
 def write_perfetto_proto(
     res: SimResult,
     path: str | Path,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 from cyclesim.results.activity import COMPUTE, Activity, busy_runs
 from cyclesim.views.cycle_ranges import merge_ranges
@@ -32,6 +33,7 @@ CAUSE_COLORS = {
     "bank_conflict": "#AA3377",
     "refresh": "#666633",
     "turnaround": "#225555",
+    "dram_queue": "#110011",
     "systolic_fill": "#222255",
     "systolic_drain": "#90C987",
 }  # fmt: skip  one colour per cause (tests/views check every cause has its own)
@@ -80,6 +82,7 @@ def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
+@atomic_output
 def _save(fig, path) -> None:
     fig.savefig(path, metadata=_META, dpi=110, bbox_inches="tight")
     _plt().close(fig)

@@ -15,6 +15,9 @@ def writing_bar(total_cycles: int, desc: str, progress: bool | None):
         return
     from tqdm import tqdm
 
+    from cyclesim.outputs import final_names
+
+    desc = final_names(desc)  # the file the user asked for, not its temporary name
     bar = tqdm(total=total_cycles, desc=desc, unit="cycle", unit_scale=True, file=sys.stderr, leave=False)  # fmt: skip
     try:
         yield bar

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from cyclesim.errors import SpecError
+from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 from cyclesim.spec.yamlio import (
     MAX_FILE_BYTES,
@@ -30,6 +31,7 @@ FORMAT = "cyclesim-run/1"
 SCHEMA_VERSION = 1
 
 
+@atomic_output
 def save_run(
     res: SimResult, arch_path: str, workload_path: str, mapping_path: str, path: str | Path
 ) -> None:

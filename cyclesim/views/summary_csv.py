@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from cyclesim.outputs import atomic_path
 from cyclesim.results import SimResult
 from cyclesim.results.attribution import CAUSES
 from cyclesim.results.energy import energy_table, has_energies
@@ -110,8 +111,8 @@ def write_summary_csv(
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in CSV_NAMES[: 3 if has_energies(arch) else 2]]
-    compute_report(res, arch, run).to_csv(paths[0], index=False)
-    memory_report(res, arch, run).to_csv(paths[1], index=False)
-    if len(paths) > 2:
-        energy_report(res, arch, run).to_csv(paths[2], index=False)
+    reports = (compute_report, memory_report, energy_report)
+    for report, path in zip(reports, paths, strict=False):
+        with atomic_path(path) as temporary:
+            report(res, arch, run).to_csv(temporary, index=False)
     return paths

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from cyclesim.outputs import atomic_path
+
 MARKERS = "osD^vP*X"
 DASHES = ("-", "--", ":", "-.")
 
@@ -83,7 +85,8 @@ def write_sweep_plots(
             ax.legend()
         fig.tight_layout()
         path = Path(out) / plot_name(x, series, ys)
-        fig.savefig(path, dpi=110)
+        with atomic_path(path) as temporary:
+            fig.savefig(temporary, dpi=110)
         plt.close(fig)
         written.append(path)
     return written

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from cyclesim.errors import TraceError
+from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 
 
@@ -21,6 +22,7 @@ def events(res: SimResult) -> pd.DataFrame:
     return df.astype({"start": "int64", "end": "int64", "tile": "int64", "bits": "int64"})
 
 
+@atomic_output
 def write_events(res: SimResult, path: str | Path) -> pd.DataFrame:
     """Write the events table as CSV or Parquet, chosen by the suffix (.csv, .parquet)."""
     df = events(res)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 from cyclesim.results.activity import (
     COMPUTE,
@@ -362,6 +363,7 @@ def _vcd_header(w: Waves, codes: list[str], timescale: str, comment: str) -> lis
     return out
 
 
+@atomic_output
 def write_vcd(
     res: SimResult,
     path: str | Path,

@@ -140,7 +140,9 @@ def test_a_bad_config_names_file_field_and_line(tmp_path, text, field, line):
         # configparser says "Source contains parsing errors" with no line for these two
         ("[dram_structure]\nprotocol = DDR4\ntiming]\nCL = 17\n", 3, "neither a [section]"),
         ("[timing]\nCL = 17\ntRCD  17\n", 3, "neither a [section]"),
-        ("tCK = 1\n[timing]\n", 1, "a key before the first [section]"),
+        ("tCK = 1\n[timing]\n", 1, "not a DRAMsim3 .ini: a line before the first [section]"),
+        # issue 29: a key no DRAMsim3 config has, even beyond the "did you mean" distance
+        ("[timing]\nCL = 17\nCWL-x = 30\n", 3, "unknown key 'CWL-x' in [timing]; [timing] takes"),
         ("[timing]\nCL = 17\n\nCL = 18\n", 4, "key 'CL' given twice in [timing]"),
         ("[timing]\nCL = 17\n[timing]\n", 3, "section [timing] given twice"),
         # A key DRAMsim3 would silently ignore, putting its default in place of the value meant:

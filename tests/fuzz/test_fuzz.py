@@ -3,8 +3,10 @@
 Hypothesis mutates the shipped files (text: delete or duplicate a line, change a value to an
 extreme or a wrong type, rename a name, break the bytes, truncate, re-indent; parsed documents:
 delete a key, wrong types, duplicate list items; whole files: alias bombs, deep nesting, binary)
-and runs `run`, `explain` (live and on a saved run), `l1`, `check zigzag` and `check accelforge`
-on them. Every example must end with exit code 0, 1, 2 or 3, no traceback, a message naming an
+and runs `run`, `explain` (live and on a saved run), `l1`, `check zigzag`, `check accelforge`,
+`check scalesim` (its .cfg and topology .csv), `dram` (a DRAMsim3 .ini and trace) and `sweep`
+(its YAML) on them; the text formats also get one field replaced by a value that broke a reader
+once (a '%', 0.666, -inf, 0x4_0, ...). Every example must end with exit code 0, 1, 2 or 3, no traceback, a message naming an
 input file for code 2, within a time bound, and no file written beside the inputs.
 
 Most examples call `cyclesim.cli.main` in-process; one in fifty runs `python -m cyclesim` as a
@@ -42,11 +44,58 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKED = ROOT / "tests" / "cases" / "worked" / "03_single_buffer"
 AF_SPECS = ROOT / "tests" / "checks" / "accelforge_specs"
 L1_EXAMPLES = ROOT / "examples" / "l1_placement"
+SCALESIM = ROOT / "examples" / "scalesim"
+DDR4_INI = """[dram_structure]
+protocol = DDR4
+bankgroups = 4
+banks_per_group = 4
+rows = 65536
+columns = 1024
+device_width = 8
+BL = 8
+
+[timing]
+tCK = 0.83
+CL = 17
+CWL = 12
+tRCD = 17
+tRP = 17
+tRAS = 39
+tRFC = 420
+tREFI = 9360
+tRRD_S = 4
+tRRD_L = 6
+tFAW = 26
+
+[system]
+channel_size = 16384
+channels = 1
+bus_width = 64
+address_mapping = rochrababgco
+queue_structure = PER_BANK
+refresh_policy = RANK_LEVEL_STAGGERED
+cmd_queue_size = 8
+trans_queue_size = 32
+"""
+TRACE = "# address command cycle\n0x0 READ 0\n0x40 READ 3\n0x10000 WRITE 10\n0x40 READ 400\n"
+SWEEP = """name: fuzz
+architecture: ../worked/arch.yaml
+workload: ../worked/workload.yaml
+mapping: ../worked/mapping.yaml
+reuse: retain
+axes:
+  - field: architecture.memories.DRAM.ports.dram_rd.width_bits
+    values: [4, 8]
+  - field: architecture.memories.abuf.size_bits
+    range: {start: 32, stop: 64, step: 32}
+plots:
+  - {x: DRAM.dram_rd.width_bits, series: abuf.size_bits, y: cycles}
+"""
 
 FIXED_SEED = 20261201
 ROTATING_SEED = int(os.environ.get("CYCLESIM_FUZZ_SEED", datetime.date.today().toordinal()))
 _SCALE = float(os.environ.get("CYCLESIM_FUZZ_SCALE", "1"))  # e.g. 10 for a long local hunt
-EXAMPLES = {"fixed": int(600 * _SCALE), "rotating": int(500 * _SCALE)}  # >= 1,000 in CI
+EXAMPLES = {"fixed": int(700 * _SCALE), "rotating": int(600 * _SCALE)}  # >= 1,300 in CI
 TIME_BOUND_SECONDS = 30  # the slowest valid case here takes about 1 s
 HANG_SECONDS = 120  # a hang: dump every thread's stack and stop the test process
 SUBPROCESS_ONE_IN = 50
@@ -83,6 +132,11 @@ def _seed_files(folder: Path) -> dict[str, str]:
     files["l1/softmax.yaml"] = (L1_EXAMPLES / "softmax.yaml").read_text()
     files["l1/bert_ops.yaml"] = (L1_EXAMPLES / "bert_ops.yaml").read_text()
     files["l1/tensix_like.yaml"] = (ROOT / "hw_models" / "tensix_like.yaml").read_text()
+    files["scalesim/config.cfg"] = (SCALESIM / "ws_8x16_calc.cfg").read_text()
+    files["scalesim/topology.csv"] = "Layer, M, N, K,\nsmall, 8, 16, 12,\nconvish, 4, 4, 40,\n"
+    files["dram/ddr4.ini"] = DDR4_INI
+    files["dram/trace.trc"] = TRACE
+    files["sweep/sweep.yaml"] = SWEEP
     return files
 
 
@@ -106,7 +160,19 @@ def _argv(command: str, folder: Path, mutated: str) -> list[str]:
                 "--temporal-mapping", p["zigzag/tm.json"], "--no-peer"]  # fmt: skip
     if command == "accelforge":
         return ["check", "accelforge", str(folder / mutated), "--no-peer"]
+    if command == "scalesim":
+        return ["check", "scalesim", p["scalesim/config.cfg"], p["scalesim/topology.csv"],
+                "--no-peer"]  # fmt: skip
+    if command == "dram":
+        return ["dram", p["dram/ddr4.ini"], p["dram/trace.trc"]]
+    if command == "sweep":  # its output folder is beside the inputs' folder, emptied each time
+        return ["sweep", p["sweep/sweep.yaml"], "--out", str(sweep_out(folder)), "--no-progress",
+                "--no-plots", "--workers", "1"]  # fmt: skip
     raise AssertionError(command)
+
+
+def sweep_out(folder: Path) -> Path:
+    return folder.parent / f"{folder.name}-sweep-out"
 
 
 with contextlib.ExitStack() as _stack:
@@ -120,7 +186,14 @@ TARGETS = (
     + [Target("l1", f"l1/{n}") for n in ("softmax.yaml", "bert_ops.yaml", "tensix_like.yaml")]
     + [Target("zigzag", f"zigzag/{n}") for n in ("accelerator.yaml", "workload.yaml", "mapping.yaml", "tm.json")]
     + [Target("accelforge", f"accelforge/{n}") for n in ("copy_prefetch.yaml", "fused_tiled_finite_sram.yaml")]
+    + [Target("scalesim", f"scalesim/{n}") for n in ("config.cfg", "topology.csv")]
+    + [Target("dram", f"dram/{n}") for n in ("ddr4.ini", "trace.trc")]
+    + [Target("sweep", "sweep/sweep.yaml")] * 2
 )  # fmt: skip
+ONLY = os.environ.get("CYCLESIM_FUZZ_ONLY")  # e.g. "dram,sweep" for a local hunt on some commands
+if ONLY:
+    TARGETS = [t for t in TARGETS if t.command in ONLY.split(",")]
+TEXT_FORMATS = (".cfg", ".csv", ".ini", ".trc")  # not YAML: no document mutations
 
 EXTREMES = (
     "-1", "0", "1", "-0.0", "0.5", "1e400", ".inf", "-.inf", ".nan", "null", "~", "[]", "{}",
@@ -193,6 +266,24 @@ def truncate(draw, text: str) -> str:
     return text[: draw(st.integers(0, len(text)))]
 
 
+FIELD_EXTREMES = (
+    "%", "50%_load", "%(x)s", "0.666", "-inf", "nan", "1e400", "0x4_0", "1_000", "-1", "0", "",
+    "99999999999999999999", "18446744073709551616", "0xffffffffffffffffff", "65536", "1048576",
+    "true", "maybe", "ws", "USER", "DDR9", "READ", "P_MEM_WR", "[x]", "\u00e9", "1 ; c", "0x",
+    "rochrababgco", "RANK_LEVEL_SIMULTANEOUS", "BANK_LEVEL_STAGGERED", "CLOSE_PAGE",
+)  # fmt: skip
+_TOKEN = re.compile(r"[^\s=:,;\[\]#]+")
+
+
+def field_value(draw, text: str) -> str:
+    """A .cfg / .csv / .ini / trace token (a key, a value, an address) replaced by an extreme."""
+    tokens = list(_TOKEN.finditer(text))
+    if not tokens:
+        return text
+    m = _pick(draw, tokens)
+    return text[: m.start()] + _pick(draw, FIELD_EXTREMES) + text[m.end() :]
+
+
 def whole_file(draw, text: str) -> str | bytes:
     return _pick(draw, (BILLION_LAUGHS, "a: " + "[" * 2000 + "]" * 2000, "", "---\n...\n",
                         "just a string", "- [1, 2]", ONNX_BYTES, "\t\x00\x01", "\ufeffa: 1",
@@ -260,7 +351,9 @@ def mutated_inputs(draw):
     target = draw(st.sampled_from(TARGETS))
     text = SEEDS[target.file]
     mutations = list(TEXT_MUTATIONS)
-    if not target.file.startswith("accelforge/"):  # tags: not plain YAML
+    if target.file.endswith(TEXT_FORMATS):
+        mutations += [field_value] * 4
+    elif not target.file.startswith("accelforge/"):  # tags: not plain YAML
         mutations += [document, document]
     if target.file == "saved/run.json":
         mutations += [inner_yaml, inner_yaml]
@@ -357,8 +450,9 @@ def test_mutated_inputs_never_crash_hang_or_write(which, tmp_path_factory):
     @given(mutated_inputs())
     def run(example):
         target, mutation, content, draw = example
-        for old in folder.iterdir():  # a fresh folder per example
-            _remove(old)
+        for old in [*folder.iterdir(), sweep_out(folder)]:  # a fresh folder per example
+            if old.exists() or old.is_symlink():
+                _remove(old)
         check_one(folder, target, mutation, content, draw)
 
     repository_before = sorted(os.listdir(ROOT))

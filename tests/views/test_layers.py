@@ -74,7 +74,7 @@ def test_the_timeline_never_draws_a_tensor_in_a_causes_colour():
 def test_every_cause_and_phase_colour_stays_distinguishable_under_colour_blindness(vision):
     """buffer_full, systolic_fill and systolic_drain were three purples 14-19 apart in CAM02-UCS,
     and contention's orange and compute's green 1.6 apart under simulated protanomaly (they read
-    the same). Every two of the 13 causes and 3 phases are now at least 17.8 apart under normal
+    the same). Every two of the 14 causes and 3 phases are now at least 17.8 apart under normal
     vision (onload's and offload's greys, at the two ends of the breakdown, 11.3) and 11.0 with
     a full-severity deficiency simulated (Machado 2009, as colorspacious implements it)."""
     import itertools

@@ -12,7 +12,7 @@ from cyclesim.schedule.addresses import memory_placements
 from cyclesim.spec import Architecture, Mapping, Storage, Temporal, Workload
 from cyclesim.spec.arch_types import DramModel
 
-DRAM_CAUSES = ("row_miss", "bank_conflict", "refresh", "turnaround")
+DRAM_CAUSES = ("row_miss", "bank_conflict", "refresh", "turnaround", "dram_queue")
 # address mappings worth a replay: DRAMsim3's default (a row, then the next bank group and bank),
 # channels interleaved right above the columns (consecutive rows alternate channels), and banks
 # interleaved before bank groups

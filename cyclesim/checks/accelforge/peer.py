@@ -22,6 +22,7 @@ import pandas as pd
 
 from cyclesim.checks.accelforge.spec import AfActionCost
 from cyclesim.errors import CyclesimError, PeerUnavailable
+from cyclesim.outputs import run_peer, write_atomically
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_ACCELFORGE_PYTHON"
 RUNNER = Path(__file__).with_name("peer_runner.py")
@@ -171,7 +172,7 @@ def component_costs(
         )
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            cached.write_text(json.dumps(payload))
+            write_atomically(cached, json.dumps(payload))
         except OSError:
             pass  # a read-only home: no disk cache, the answer is still right
     costs = {
@@ -203,9 +204,7 @@ def _run_runner(
     command = [str(python), "-I", "-B", str(RUNNER), *arguments]
     with tempfile.TemporaryDirectory(prefix="cyclesim-af-") as workdir:
         try:
-            completed = subprocess.run(
-                command, cwd=workdir, capture_output=True, text=True, timeout=timeout_seconds
-            )
+            completed = run_peer(command, cwd=workdir, text=True, timeout=timeout_seconds)
         except subprocess.TimeoutExpired:
             raise PeerUnavailable(
                 f"accelforge did not finish within {timeout_seconds:g} s"

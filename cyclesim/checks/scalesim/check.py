@@ -157,12 +157,14 @@ def run_check(
             arch = architecture_from_dict(imported.arch, f"<architecture of {where}>")
             work = workload_from_dict(imported.workload, f"<workload of {where}>")
             mapping = mapping_from_dict(imported.mapping, arch, work, f"<mapping of {where}>")
-        except SpecError as exc:  # a limit of the imported spec: the user wrote the topology row
+        except SpecError as exc:  # a limit of the imported spec: the user wrote the file
+            # the architecture comes from the .cfg, the workload and mapping from the row
+            from_config = str(exc.file).startswith("<architecture")
             raise SpecError(
                 f"layer {x.name} cannot be replayed: {exc.detail}"
                 + (f" (in the imported {exc.field})" if exc.field else ""),
-                file=str(topology_path),
-                line=x.line,
+                file=str(config_path) if from_config else str(topology_path),
+                line=None if from_config else x.line,
                 expected=exc.expected,
             ) from None
         t0 = time.perf_counter()

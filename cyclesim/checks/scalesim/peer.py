@@ -7,17 +7,21 @@ The interpreter is `$CYCLESIM_SCALESIM_PYTHON`, else `<repo>/.venv-scalesim/bin/
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from cyclesim.errors import CyclesimError, PeerUnavailable
+from cyclesim.outputs import run_peer
 
+log = logging.getLogger("cyclesim")
 ENVIRONMENT_VARIABLE = "CYCLESIM_SCALESIM_PYTHON"
 RUNNER = Path(__file__).with_name("runner.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TIMEOUT_SECONDS = 1800.0
+HEARTBEAT_SECONDS = 30.0  # a line saying SCALE-Sim still runs (a layer can take minutes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +78,28 @@ def run_scalesim(
     command = [interpreter(), str(RUNNER), str(Path(config).resolve())]
     command += [str(Path(topology).resolve()), "gemm" if gemm else "conv", *layers]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        what = f"{len(layers)} layer{'s' if len(layers) != 1 else ''}" if layers else "every layer"
+        log.warning("running SCALE-Sim 3.0.0 on %s of %s (its own process)", what, topology)
+        done = run_peer(
+            command,
+            text=True,
+            timeout=timeout,
+            heartbeat=lambda s: log.warning("SCALE-Sim still running on %s (%.0f s)", what, s),
+            every=HEARTBEAT_SECONDS,
+        )
     except subprocess.TimeoutExpired:
         raise CyclesimError(f"SCALE-Sim did not finish within {timeout:.0f} s") from None
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-6:])
-        raise CyclesimError(f"SCALE-Sim failed (exit {done.returncode}):\n{tail}")
-    data = json.loads(done.stdout)
+    if done.returncode != 0:  # its last line says why (its traceback is not ours to show)
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1].strip()[:300]
+        raise CyclesimError(
+            f"SCALE-Sim 3.0.0 failed on {config} and {topology} (exit {done.returncode}): {last}"
+        )
+    try:
+        data = json.loads(done.stdout)
+    except ValueError:
+        raise CyclesimError(
+            f"SCALE-Sim 3.0.0 printed no result for {config} and {topology}"
+        ) from None
     return ScaleSimRun(
         tuple(ScaleSimLayer(**layer) for layer in data["layers"]),
         data["peak_rss_mib"],

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cyclesim.errors import SpecError
-from cyclesim.spec.limits import MAX_RANK_SIZE
+from cyclesim.spec.limits import (
+    MAX_ARRAY_DIM,
+    MAX_COUNT,
+    MAX_RANK_SIZE,
+    MAX_SIZE_BITS,
+    MAX_WIDTH_BITS,
+)
 from cyclesim.spec.systolic import Dataflow
 
 DATAFLOWS = {
@@ -18,6 +24,9 @@ DATAFLOWS = {
     "os": Dataflow.OUTPUT_STATIONARY,
     "is": Dataflow.INPUT_STATIONARY,
 }
+WORD_BITS = 8  # SCALE-Sim's word is one byte for every operand
+MAX_SRAM_KIB = MAX_SIZE_BITS // (1024 * WORD_BITS)  # what an imported SRAM may hold
+MAX_WORDS_PER_CYCLE = MAX_WIDTH_BITS // WORD_BITS  # what an imported DRAM port may move
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,18 +79,84 @@ class Layer:
         return self.ofmap_pixels * self.window * self.filters
 
 
-def read_config(path: str | Path) -> ScaleConfig:
-    """Read a SCALE-Sim .cfg; raise SpecError naming the file, section and key on a fault."""
-    path = str(path)
-    parser = configparser.ConfigParser()
-    try:
-        with open(path) as f:
-            parser.read_file(f)
-    except (OSError, configparser.Error) as exc:
-        raise SpecError(f"cannot read the SCALE-Sim config: {exc}", file=path) from None
+# Every key SCALE-Sim 3.0.0 reads (scale_config.py: read_conf_file) and how it reads it: int()
+# of the raw value, getboolean(), or a word; (section, key, kind, low, high). The sparsity keys
+# are read only when SparsitySupport is true, as SCALE-Sim reads them.
+_WORDS = {"true", "false"}
+_KEYS = (
+    ("general", "run_name", "text", None, None),
+    ("run_presets", "InterfaceBandwidth", "text", None, None),
+    ("run_presets", "UseRamulatorTrace", "text", None, None),
+    ("architecture_presets", "ArrayHeight", "int", 1, MAX_ARRAY_DIM),
+    ("architecture_presets", "ArrayWidth", "int", 1, MAX_ARRAY_DIM),
+    ("architecture_presets", "IfmapSramSzkB", "int", 1, MAX_SRAM_KIB),
+    ("architecture_presets", "FilterSramSzkB", "int", 1, MAX_SRAM_KIB),
+    ("architecture_presets", "OfmapSramSzkB", "int", 1, MAX_SRAM_KIB),
+    ("architecture_presets", "IfmapOffset", "int", 0, 1 << 62),
+    ("architecture_presets", "FilterOffset", "int", 0, 1 << 62),
+    ("architecture_presets", "OfmapOffset", "int", 0, 1 << 62),
+    ("architecture_presets", "Dataflow", "text", None, None),
+    ("architecture_presets", "ReadRequestBuffer", "int", 1, MAX_COUNT),
+    ("architecture_presets", "WriteRequestBuffer", "int", 1, MAX_COUNT),
+    ("architecture_presets", "Bandwidth", "ints", 1, MAX_WORDS_PER_CYCLE),
+    ("layout", "IfmapCustomLayout", "bool", None, None),
+    ("layout", "FilterCustomLayout", "bool", None, None),
+    ("layout", "IfmapSRAMBankBandwidth", "int", 1, MAX_WORDS_PER_CYCLE),
+    ("layout", "IfmapSRAMBankNum", "int", 1, MAX_COUNT),
+    ("layout", "IfmapSRAMBankPort", "int", 1, MAX_COUNT),
+    ("layout", "FilterSRAMBankBandwidth", "int", 1, MAX_WORDS_PER_CYCLE),
+    ("layout", "FilterSRAMBankNum", "int", 1, MAX_COUNT),
+    ("layout", "FilterSRAMBankPort", "int", 1, MAX_COUNT),
+    ("sparsity", "SparsitySupport", "word", None, None),
+)
+_SPARSE_KEYS = (
+    ("sparsity", "SparseRep", "text", None, None),
+    ("sparsity", "OptimizedMapping", "word", None, None),
+    ("sparsity", "RandomNumberGeneratorSeed", "int", 0, 1 << 32),
+)
 
-    with open(path) as f:
-        lines = f.read().splitlines()
+
+def _read_text(path: str, what: str) -> str:
+    """A file's text; a missing file or one that is not UTF-8 text is a SpecError naming it
+    (without quoting its content: it may not be a SCALE-Sim file at all)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise SpecError(f"cannot read the {what}: {exc.strerror}", file=path) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"not a text file (byte {exc.start} is not UTF-8)",
+            file=path,
+            expected=f"a SCALE-Sim {what}",
+        ) from None
+
+
+def read_config(path: str | Path) -> ScaleConfig:
+    """Read a SCALE-Sim .cfg as SCALE-Sim 3.0.0 reads it (ConfigParser with its interpolation,
+    int() of every number, getboolean of the layout switches), so a file SCALE-Sim refuses is
+    refused here too, before any replay; raise SpecError naming the file, section, key, line."""
+    path = str(path)
+    text = _read_text(path, "config")
+    lines = text.splitlines()
+    parser = configparser.ConfigParser()  # SCALE-Sim's own: '%' starts an interpolation
+    try:
+        parser.read_string(text, source=path)
+    except configparser.MissingSectionHeaderError:  # not a .cfg at all: quote nothing of it
+        raise SpecError(
+            "not a SCALE-Sim config: the first key comes before any [section]",
+            file=path,
+            expected="INI sections [general], [architecture_presets], [layout], [run_presets]",
+        ) from None
+    except configparser.Error as exc:
+        line = getattr(exc, "lineno", None) or (
+            exc.errors[0][0] if isinstance(exc, configparser.ParsingError) else None
+        )
+        kind = type(exc).__name__.removesuffix("Error")
+        raise SpecError(
+            f"not a valid .cfg ({kind})", file=path, line=line, expected="INI sections and keys"
+        ) from None
 
     def line_of(section: str, key: str | None = None) -> int | None:
         """The line of `[section]`, or of `key = ...` inside it (keys compare like configparser's)."""
@@ -100,14 +175,16 @@ def read_config(path: str | Path) -> ScaleConfig:
 
     def get(section: str, key: str) -> str:
         try:
-            return parser.get(section, key).split(";")[0].strip()
+            return parser.get(section, key)
         except configparser.NoSectionError:
             raise SpecError(
                 "a section SCALE-Sim requires is missing", file=path, field=f"[{section}]"
             ) from None
         except configparser.NoOptionError:
             # a misspelt key (ArrayHieght) is the usual cause: name it and its line
-            near = difflib.get_close_matches(key.lower(), parser.options(section), n=1)
+            known = {k.lower() for _, k, *_ in _KEYS + _SPARSE_KEYS}
+            others = [k for k in parser.options(section) if k not in known]
+            near = difflib.get_close_matches(key.lower(), others, n=1)
             raise SpecError(
                 "a key SCALE-Sim requires is missing",
                 file=path,
@@ -115,56 +192,105 @@ def read_config(path: str | Path) -> ScaleConfig:
                 line=line_of(section, near[0]) if near else line_of(section),
                 found=near[0] if near else None,
             ) from None
-
-    def number(section: str, key: str) -> int:
-        value = get(section, key).split(",")[0].strip()
-        try:
-            n = int(value)
-        except ValueError:
-            n = -1
-        if n <= 0:
+        except configparser.InterpolationError:
             raise SpecError(
-                "expected a positive whole number",
+                "a '%' in a value: SCALE-Sim reads its .cfg with interpolation and refuses it",
                 file=path,
                 field=f"[{section}] {key}",
                 line=line_of(section, key),
-                found=value,
-            )
-        return n
+                expected="'%%' for a percent sign, or no '%'",
+            ) from None
 
-    flow = get("architecture_presets", "Dataflow").lower()
+    values: dict[str, object] = {}
+
+    def read(section: str, key: str, kind: str, low: int | None, high: int | None) -> None:
+        raw = get(section, key)
+        where = dict(file=path, field=f"[{section}] {key}", line=line_of(section, key))
+        if kind in ("int", "ints"):
+            parts = raw.strip().split(",") if kind == "ints" else [raw]
+            numbers = []
+            for part in parts:
+                try:
+                    numbers.append(int(part.strip()))
+                except ValueError:
+                    raise SpecError(
+                        "not a whole number (SCALE-Sim reads it with int())",
+                        found=part.strip()[:40],
+                        expected=f"a whole number from {low} to {high:,}",
+                        **where,
+                    ) from None
+            for n, part in zip(numbers, parts, strict=True):
+                if not low <= n <= high:  # type: ignore[operator]
+                    raise SpecError(
+                        "out of range",
+                        found=part.strip()[:40],
+                        expected=f"a whole number from {low} to {high:,}",
+                        **where,
+                    )
+            values[key] = numbers[0]
+        elif kind == "bool":
+            try:
+                values[key] = parser.getboolean(section, key)
+            except ValueError:
+                raise SpecError(
+                    "not a boolean", found=raw.strip()[:40], expected="True or False", **where
+                ) from None
+        elif kind == "word":
+            if raw.strip().lower() not in _WORDS:
+                raise SpecError(
+                    "not true or false", found=raw.strip()[:40], expected="true or false", **where
+                )
+            values[key] = raw.strip().lower() == "true"
+        else:
+            values[key] = raw
+
+    for entry in _KEYS:
+        read(*entry)
+    for entry in _SPARSE_KEYS:  # SCALE-Sim reads them for sparse layers only; check them if given
+        if parser.has_option(entry[0], entry[1]):
+            read(*entry)
+    if values["SparsitySupport"]:
+        raise SpecError(
+            "sparse layers are not supported by this check",
+            file=path,
+            field="[sparsity] SparsitySupport",
+            line=line_of("sparsity", "SparsitySupport"),
+            found="true",
+            expected="false",
+        )
+    flow = str(values["Dataflow"]).strip().lower()
     if flow not in DATAFLOWS:
         raise SpecError(
             "unknown dataflow",
             file=path,
             field="[architecture_presets] Dataflow",
             line=line_of("architecture_presets", "Dataflow"),
-            found=flow,
+            found=flow[:40],
             expected="ws, os or is",
         )
-    mode = get("run_presets", "InterfaceBandwidth").upper()
-    if mode not in ("CALC", "USER"):
+    mode = str(values["InterfaceBandwidth"])
+    if mode not in ("CALC", "USER"):  # SCALE-Sim compares the raw value, case and all
         raise SpecError(
             "unknown interface bandwidth mode",
             file=path,
             field="[run_presets] InterfaceBandwidth",
             line=line_of("run_presets", "InterfaceBandwidth"),
-            found=mode,
+            found=mode[:40],
             expected="CALC or USER",
         )
     return ScaleConfig(
         path,
-        get("general", "run_name"),
-        number("architecture_presets", "ArrayHeight"),
-        number("architecture_presets", "ArrayWidth"),
-        number("architecture_presets", "IfmapSramSzkB"),
-        number("architecture_presets", "FilterSramSzkB"),
-        number("architecture_presets", "OfmapSramSzkB"),
+        str(values["run_name"]),
+        int(values["ArrayHeight"]),  # type: ignore[call-overload]
+        int(values["ArrayWidth"]),  # type: ignore[call-overload]
+        int(values["IfmapSramSzkB"]),  # type: ignore[call-overload]
+        int(values["FilterSramSzkB"]),  # type: ignore[call-overload]
+        int(values["OfmapSramSzkB"]),  # type: ignore[call-overload]
         DATAFLOWS[flow],
         mode == "CALC",
-        number("layout", "IfmapSRAMBankBandwidth"),
-        number("layout", "FilterSRAMBankBandwidth"),
-        number("architecture_presets", "Bandwidth"),
+        int(values["IfmapSRAMBankBandwidth"]),  # type: ignore[call-overload]
+        int(values["FilterSRAMBankBandwidth"]),  # type: ignore[call-overload]
+        int(values["Bandwidth"]),  # type: ignore[call-overload]
     )
 
 
@@ -176,12 +302,23 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
     (a name containing 'DP') is refused (SCALE-Sim splits it into one layer per channel).
     """
     path = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise SpecError(f"cannot read the topology: {exc.strerror}", file=path) from None
-    layers = []
-    for line, row in enumerate(text.splitlines()[1:], start=2):
+    text = _read_text(path, "topology")
+    rows = text.splitlines()
+    if not rows or "," not in rows[0]:  # quote nothing of a file that is not a topology
+        raise SpecError(
+            "not a SCALE-Sim topology: the first line is not a comma-separated header",
+            file=path,
+            line=1,
+            expected="a header line, then rows 'name, M, N, K,' or 'name, H, W, R, S, C, filters, stride,'",
+        )
+    layers: list[Layer] = []
+
+    def shown(row: str) -> str | None:
+        """A row quoted in a message once the file has shown itself a topology (a layer read,
+        or a header that starts 'Layer'), else nothing of it."""
+        return row.strip()[:80] if layers or rows[0].strip().lower().startswith("layer") else None
+
+    for line, row in enumerate(rows[1:], start=2):
         if not row.strip():
             continue
         fields = [f.strip() for f in row.split(",")]
@@ -195,7 +332,7 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
                 f"a {'GEMM' if kind else 'conv'} topology row has {want} numbers after the name",
                 file=path,
                 line=line,
-                found=row.strip(),
+                found=shown(row),
                 expected="name, M, N, K," if kind else "name, H, W, R, S, C, filters, stride,",
             )
         try:
@@ -207,14 +344,14 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
                 "topology numbers must be positive whole numbers",
                 file=path,
                 line=line,
-                found=row.strip(),
+                found=shown(row),
             )
         if max(nums) > MAX_RANK_SIZE:  # named here, not as the imported workload's rank
             raise SpecError(
                 f"a topology number is larger than a rank may be ({MAX_RANK_SIZE:,})",
                 file=path,
                 line=line,
-                found=row.strip(),
+                found=shown(row),
             )
         name = fields[0]
         if "DP" in name:
@@ -231,7 +368,7 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
             h, w, r, s, c, f, stride = nums
             if r > h or s > w:
                 raise SpecError(
-                    "the filter is larger than the input", file=path, line=line, found=row.strip()
+                    "the filter is larger than the input", file=path, line=line, found=shown(row)
                 )
             layers.append(Layer(name, line, h, w, r, s, c, f, stride, False))
     if not layers:

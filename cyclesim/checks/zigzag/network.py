@@ -16,6 +16,7 @@ import pandas as pd
 
 from cyclesim.analysis.parallel import TaskOutcome
 from cyclesim.errors import CyclesimError, SpecError
+from cyclesim.outputs import atomic_output
 
 TERM_COLUMNS = ("cycles", "ideal", "stall", "onload", "offload")
 SOURCES = ("replay", "model", "zigzag")
@@ -330,6 +331,7 @@ def _largest(row: pd.Series, columns: list[str]) -> str:
     return f"{cause} {values[cause]:,}"
 
 
+@atomic_output
 def write_table(df: pd.DataFrame, path: str | Path) -> None:
     """The per-layer table as CSV or Parquet, chosen by the suffix. Raise CyclesimError otherwise."""
     suffix = Path(path).suffix.lower()

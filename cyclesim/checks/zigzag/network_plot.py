@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from cyclesim.checks.zigzag.network import OK, status_counts
+from cyclesim.outputs import atomic_path
 from cyclesim.results.attribution import CAUSES
 from cyclesim.views.plots import CAUSE_COLORS
 
@@ -70,7 +71,10 @@ def _plot(df: pd.DataFrame, path: str | Path, title: str, plt) -> None:
     stamps = {".svg": {"Creator": None, "Date": None}, ".pdf": {"Creator": None,
               "Producer": None, "CreationDate": None}}  # fmt: skip
     with plt.rc_context({"svg.hashsalt": "cyclesim"}):  # SVG ids from a fixed salt, not random
-        fig.savefig(path, metadata=stamps.get(Path(path).suffix.lower(), {"Software": None}))
+        with atomic_path(path) as temporary:
+            fig.savefig(
+                temporary, metadata=stamps.get(Path(path).suffix.lower(), {"Software": None})
+            )
     plt.close(fig)
 
 

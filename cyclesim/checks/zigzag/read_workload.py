@@ -111,6 +111,12 @@ def parse_layer(r: Reader, layer_name: str | None) -> ZigZagLayer:
         (op, r.integer(prec[op], base + ("operand_precision", op), 0 if op != operands[0] else 1))
         for op in operands
     )
+    if d.get("operand_source") is not None:  # which layer feeds an input: inputs only, by id
+        sources = r.mapping(
+            d["operand_source"], base + ("operand_source",), set(operands[1:]), set()
+        )
+        for op, source in sources.items():
+            r.integer(source, base + ("operand_source", op), 0)
     targets = {rel.target for rel in relations}
     padding = _parse_padding(r, base, d, targets)
     extents = _parse_extents(r, base, d, targets)

@@ -1,0 +1,193 @@
+"""DRAMsim3's front end over one controller per channel: requests enter in arrival order.
+
+One FIFO for the whole device: the request at its head enters its channel's transaction
+queue at the first cycle at or after its arrival at which that queue has room, at most one
+request a cycle; a request whose queue is full holds back every request behind it. Both
+`cyclesim dram` (a trace, every request known up front) and the replay (requests pushed as
+the transfers' bursts reach the port, engine/dram_loop.py) drive the same loop, so a request
+gets the same completion cycle from either.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable
+from itertools import count
+
+from cyclesim.dram.config import DramConfig
+from cyclesim.dram.controller import Channel, Transaction
+
+
+class Request:
+    """A request pushed into the front end: when it arrived, entered its queue and completed."""
+
+    __slots__ = ("address", "is_write", "arrival", "trans", "owner", "cancelled", "waited_behind")
+
+    def __init__(self, address: int, is_write: bool, arrival: int, owner=None) -> None:
+        self.address = address
+        self.is_write = is_write
+        self.arrival = arrival  # DRAM cycle it reached the front end
+        self.trans: Transaction | None = None  # set when it enters its channel's queue
+        self.owner = owner  # who issued it (the replay: the link's name), for causes
+        self.cancelled = False  # taken back before it entered (the replay: a cut run)
+        self.waited_behind = None  # the owner of the head request it waited behind, if another
+
+    @property
+    def entered(self) -> int:
+        """DRAM cycle it entered its channel's transaction queue (-1: not yet)."""
+        return self.trans.added if self.trans is not None else -1
+
+    @property
+    def complete(self) -> int:
+        """DRAM cycle its read data is back or its write is accepted (-1: not yet known)."""
+        return self.trans.complete if self.trans is not None else -1
+
+
+class FrontEnd:
+    """The channels' controllers and the FIFO before them, advanced cycle by cycle where
+    anything can happen (idle stretches skipped, as `simulate_trace` always did)."""
+
+    def __init__(self, config: DramConfig, *, keep_commands: bool = False) -> None:
+        self.config = config
+        self.channels = [Channel(config, i, keep_log=keep_commands) for i in range(config.channels)]
+        ch_pos, ch_width = config.field_layout()["ch"]
+        self._ch_shift = (config.request_bytes - 1).bit_length() + ch_pos
+        self._ch_mask = (1 << ch_width) - 1
+        self.waiting: list[tuple[int, int, Request]] = []  # heap of (arrival, order, request)
+        self._order = count()
+        self.clk = 0  # the next cycle to simulate
+        self.resume_at = 0  # the next cycle at which a tick can change anything
+        self.entered: list[Request] | None = None  # every request in entry order, if recording
+        self.pushed = 0
+        self.n_entered = 0
+        self._last_owner = None  # who issued the request that entered last
+
+    def channel_of(self, address: int) -> Channel:
+        return self.channels[(address >> self._ch_shift) & self._ch_mask]
+
+    def push(self, request: Request) -> None:
+        """Queue a request; its arrival may not be before the next cycle to simulate."""
+        if request.arrival < self.clk:
+            raise ValueError(
+                f"request arrives at {request.arrival}, already simulated to {self.clk}"
+            )
+        heapq.heappush(self.waiting, (request.arrival, next(self._order), request))
+        self.pushed += 1
+        if request.arrival < self.resume_at:
+            self.resume_at = request.arrival
+
+    def busy(self) -> bool:
+        """Is a request waiting, queued or in flight anywhere?"""
+        return bool(self.waiting) or any(
+            not c.idle() or c.pending_reads or c.pending_writes for c in self.channels
+        )
+
+    def _head(self) -> Request | None:
+        waiting = self.waiting
+        while waiting and waiting[0][2].cancelled:
+            heapq.heappop(waiting)
+        return waiting[0][2] if waiting else None
+
+    def run_until(
+        self,
+        limit: int | None,
+        *,
+        flush_at_end: bool = False,
+        skip_idle: bool = True,
+        progress: Callable[[int, int, int], None] | None = None,
+        progress_seconds: float = 5.0,
+    ) -> None:
+        """Simulate cycles up to `limit` (exclusive), or, with limit None, until every request
+        pushed is done (a trace: `flush_at_end` drains the writes once the last has entered).
+        `skip_idle=False` ticks every cycle (the reference the skipping is tested against).
+        `progress(requests in, requests, cycle)` is called every `progress_seconds` or so."""
+        looks, next_line = 0, time.monotonic() + progress_seconds
+        channels = self.channels
+        period = max(_refresh_period(c) for c in channels) if limit is None else 0
+        seen: dict[tuple, tuple[int, list]] = {}
+        clk = self.clk
+        while limit is None or clk < limit:
+            looks += 1
+            if progress is not None and looks & 0xFFF == 0 and time.monotonic() >= next_line:
+                next_line = time.monotonic() + progress_seconds
+                progress(self.n_entered, self.pushed, clk)
+            for ch in channels:
+                ch.changed = False
+                ch.tick()
+            injected = False
+            head = self._head()
+            if head is not None and head.arrival <= clk:
+                ch = self.channel_of(head.address)
+                if ch.will_accept(head.is_write):
+                    heapq.heappop(self.waiting)
+                    head.trans = trans = ch.add(head.address, head.is_write)
+                    trans.owner = head.owner
+                    self.n_entered += 1
+                    if clk > head.arrival and self._last_owner != head.owner:
+                        head.waited_behind = self._last_owner  # it entered behind another's
+                    self._last_owner = head.owner
+                    if self.entered is not None:
+                        self.entered.append(head)
+                    injected = True
+                    if flush_at_end and self._head() is None:
+                        for c in channels:
+                            c.flush_writes = True
+            clk += 1
+            self.clk = clk
+            if limit is None and not self.busy():
+                break
+            if injected or not skip_idle or any(c.changed for c in channels):
+                self.resume_at = clk
+                continue
+            # nothing changed this cycle: jump to the next cycle at which anything can
+            nxt = min(c.next_change() for c in channels)
+            head = self._head()
+            if head is not None and head.arrival >= clk:
+                nxt = min(nxt, head.arrival)
+            self.resume_at = max(nxt, clk)
+            if limit is not None:
+                nxt = min(nxt, limit)
+            if nxt > clk:
+                for c in channels:
+                    c.clk = nxt
+                clk = nxt
+                self.clk = clk
+            if limit is not None:
+                continue
+            # a trace: idle with refresh only, the channels repeat every `period` cycles (the
+            # refresh visits every rank, or bank, in turn): skip whole periods of a long gap
+            if (
+                head is not None
+                and head.arrival - clk > 2 * period
+                and all(c.quiet() for c in channels)
+            ):
+                state = tuple(c.idle_state(period) for c in channels)
+                if state in seen:
+                    before, marks = seen.pop(state)
+                    span = clk - before
+                    repeats = (head.arrival - clk - period) // span
+                    if repeats > 0:
+                        for c, mark in zip(channels, marks, strict=True):
+                            c.advance(span, repeats, mark)
+                        clk += span * repeats
+                        self.clk = clk
+                        seen.clear()
+                        continue
+                marks = [(list(c.stats.commands), len(c.stats.log or ())) for c in channels]
+                seen[state] = (clk, marks)
+            elif seen:
+                seen.clear()
+
+
+def _refresh_period(channel: Channel) -> int:
+    """Cycles after which an idle channel's refresh is back where it started."""
+    c = channel.config
+    if c.refresh_policy == "RANK_LEVEL_SIMULTANEOUS":
+        return channel.refresh_interval
+    if c.refresh_policy == "BANK_LEVEL_STAGGERED":
+        return channel.refresh_interval * c.ranks * c.banks
+    return channel.refresh_interval * c.ranks
+
+
+__all__ = ["FrontEnd", "Request"]

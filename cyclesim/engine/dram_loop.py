@@ -1,0 +1,401 @@
+"""The DRAM controller in the replay's loop: every transfer's requests in one controller.
+
+A memory whose `dram:` block says `timing: controller` is timed by the front end and the
+per-channel controllers `cyclesim dram` runs (cyclesim/dram/frontend.py): each transfer's
+bursts push their requests as they reach the port, so the requests of every transfer, reads
+and writes, meet in the same transaction queues, command queues and write buffer and are
+reordered there as DRAMsim3 reorders them. The controller is advanced lazily, to the end of
+an accelerator cycle once every process of that cycle has run, and only while a transfer
+waits on it; a request's arrival is the DRAM cycle its burst reaches the port (never before
+the controller's next cycle). So recording every request with its arrival (`--dram-trace`)
+and running `cyclesim dram` on that trace gives every request the completion cycle the
+replay gave it (tests/dram/test_dram_loop.py). docs/dram_causes.md has the rules.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import simpy
+
+from cyclesim.dram.config import DramConfig
+from cyclesim.dram.frontend import FrontEnd, Request
+from cyclesim.dram.timing import (
+    ACTIVATE,
+    PRECHARGE,
+    READ_PRECHARGE,
+    REFRESH,
+    REFRESH_BANK,
+    WRITE_PRECHARGE,
+)
+from cyclesim.engine.record import (
+    BANK_ACTIVATE,
+    BANK_PRECHARGE,
+    BANK_REFRESH,
+    S_BURST,
+    S_DRAM,
+    S_LATENCY,
+    S_PORT,
+)
+
+DRAM_QUEUE, ROW_MISS, BANK_CONFLICT, REFRESH_CAUSE, TURNAROUND = (
+    "dram_queue",
+    "row_miss",
+    "bank_conflict",
+    "refresh",
+    "turnaround",
+)
+
+
+class _Waiter:
+    """A transfer waiting until all its `requests` entered the controller's queue (entered)
+    or completed; `cycle` the DRAM cycle the last of them did, `last` that request."""
+
+    __slots__ = ("requests", "entered", "k", "cycle", "last", "event")
+
+    def __init__(self, requests: list[Request], entered: bool) -> None:
+        self.requests, self.entered = requests, entered
+        self.k, self.cycle, self.last, self.event = 0, -1, None, None
+
+    def check(self) -> bool:
+        reqs, k, entered = self.requests, self.k, self.entered
+        while k < len(reqs):
+            r = reqs[k]
+            t = r.trans
+            if t is None:
+                break
+            c = t.added if entered else t.complete
+            if c < 0:
+                break
+            if c >= self.cycle:
+                self.cycle, self.last = c, r
+            k += 1
+        self.k = k
+        return k == len(reqs)
+
+
+class DramLoop:
+    """A DRAM-modelled memory's controllers, driven by the replay's SimPy clock."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        config: DramConfig,
+        clock_mhz: float,
+        *,
+        record: bool = False,
+        keep_commands: bool = False,
+    ) -> None:
+        self.env, self.config = env, config
+        self.ratio = Fraction(str(config.tck_ns)) * Fraction(str(clock_mhz)) / 1000
+        self._num, self._den = self.ratio.numerator, self.ratio.denominator
+        self.front = FrontEnd(config, keep_commands=keep_commands)
+        if record:
+            self.front.entered = []
+        self.request_bytes = config.request_bytes
+        self.waiters: list[_Waiter] = []
+        self._fire_event = None
+        self._fire_at: int | None = None
+        self.calls = 0  # requests pushed (fast-forward pairs two moments only if equal)
+
+    # ------------------------------------------------------------- clock conversion
+    def to_accel(self, d: int) -> int:
+        """Accelerator cycle of DRAM cycle d (ceil)."""
+        return -(-d * self._num // self._den)
+
+    def to_dram(self, a: int) -> int:
+        """The first DRAM cycle d with to_accel(d) >= a."""
+        if a <= 0:
+            return 0
+        return (a - 1) * self._den // self._num + 1
+
+    @property
+    def ahead(self) -> bool:
+        """Does a transfer wait on the controller (fast-forward takes no snapshot then)?"""
+        return bool(self.waiters)
+
+    # ------------------------------------------------------------- requests
+    def push(self, address: int, is_write: bool, at: int, owner) -> Request:
+        """A request reaching the controller's front end at accelerator cycle `at`."""
+        r = Request(address, is_write, max(self.to_dram(at), self.front.clk), owner)
+        self.front.push(r)
+        self.calls += 1
+        return r
+
+    def wait(self, requests: list[Request], entered: bool):
+        """Generator: the DRAM cycle by which all `requests` entered their queues (entered) or
+        completed, and the request that did last."""
+        w = _Waiter(requests, entered)
+        if not w.check():
+            w.event = self.env.event()
+            self.waiters.append(w)
+            self._schedule(self.to_accel(self.front.resume_at))
+            yield w.event
+        return w.cycle, w.last
+
+    def _schedule(self, at: int) -> None:
+        now = self.env.now
+        at = max(at, now)
+        if self._fire_at is not None and self._fire_at <= at:
+            return
+        self._fire_at = at
+        ev = self._fire_event = self.env.timeout(at - now)
+        ev.callbacks.append(self._fire)
+
+    def _fire(self, ev) -> None:
+        if ev is not self._fire_event:
+            return
+        env = self.env
+        now = env.now
+        if env.peek() <= now:  # other processes run at this cycle yet: go after them
+            ev = self._fire_event = env.timeout(0)
+            ev.callbacks.append(self._fire)
+            return
+        self._fire_event = self._fire_at = None
+        self.front.run_until(self.to_dram(now + 1))  # every DRAM cycle up to this one's end
+        still = []
+        for w in self.waiters:
+            if w.check():
+                w.event.succeed()
+            else:
+                still.append(w)
+        self.waiters = still
+        if still:
+            self._schedule(self.to_accel(self.front.resume_at))
+
+    def finish(self, end: int) -> None:
+        """After the replay, which ended at accelerator cycle `end`: simulate the controllers
+        through the run's last cycle (DRAM cycles before `end`), so the counts, open rows and
+        bank commands are those of the run, as the traces show them (writes still buffered
+        then stay buffered)."""
+        self.front.run_until(max(self.front.clk, self.to_dram(end)))
+
+    def drain(self) -> None:
+        """Drain the buffered writes and finish every request, as `cyclesim dram` does at the
+        end of a trace (its cycle count: the end of the last data burst)."""
+        for c in self.front.channels:
+            c.flush_writes = True
+        self.front.run_until(None)
+
+    # ------------------------------------------------------------- what it did
+    @property
+    def counts(self) -> dict[str, int]:
+        chans = self.front.channels
+        return {
+            "requests": self.front.n_entered,
+            "row_hits": sum(c.stats.read_row_hits + c.stats.write_row_hits for c in chans),
+            "activates": sum(c.stats.commands[ACTIVATE] for c in chans),
+            "refreshes": sum(
+                c.stats.commands[REFRESH] + c.stats.commands[REFRESH_BANK] for c in chans
+            ),
+        }
+
+    @property
+    def open_row(self) -> list[int]:
+        """Each bank's open row (-1: closed), banks numbered across the device."""
+        return [row for c in self.front.channels for row in c.open_row]
+
+    def where(self, address: int) -> tuple[int, int, int]:
+        """(channel, bank numbered across the device, row) of an address."""
+        ch = self.front.channel_of(address)
+        rank, bankgroup, bank, row, _ = ch.decode(address)
+        return (ch.index, ch.index * ch.n_banks + ch._bank_index(rank, bankgroup, bank), row)
+
+    def bank_records(self, name: str) -> list[tuple]:
+        """The bank commands the controllers issued (keep_commands), as the traces read them
+        (Recorder.dram_banks, results/activity.py): an activate opens a row, a precharge closes
+        it (tRP), a refresh holds the rank's banks (tRFC); in accelerator cycles."""
+        c, to_accel, out = self.config, self.to_accel, []
+        for ch in self.front.channels:
+            base = ch.index * ch.n_banks
+            for clk, kind, rank, bankgroup, bank, row, _ in ch.stats.log or ():
+                if kind == REFRESH:
+                    first = base + rank * c.banks
+                    out.append((to_accel(clk), name, first, BANK_REFRESH, to_accel(clk + c.tRFC)))
+                    continue
+                b = base + (rank * c.bankgroups + bankgroup) * c.banks_per_group + bank
+                if kind == ACTIVATE:
+                    out.append((to_accel(clk), name, b, BANK_ACTIVATE, row))
+                elif kind in (PRECHARGE, READ_PRECHARGE, WRITE_PRECHARGE):
+                    out.append((to_accel(clk), name, b, BANK_PRECHARGE, to_accel(clk + c.tRP)))
+        out.sort(key=lambda r: r[0])
+        return out
+
+    def requests(self) -> tuple[tuple[int, bool, int, int, int], ...]:
+        """Every request that entered, in entry order: (address, is write, arrival, entered,
+        completed), in DRAM cycles (record=True; Recorder.dram_requests)."""
+        return tuple(
+            (r.address, r.is_write, r.arrival, r.entered, r.complete)
+            for r in self.front.entered or ()
+        )
+
+
+def write_dram_trace(path: str | Path, requests) -> None:
+    """Requests (DramLoop.requests) as a DRAMsim3 trace: `0xADDRESS READ|WRITE ARRIVAL`."""
+    lines = (f"{a:#x} {'WRITE' if w else 'READ'} {arrival}\n" for a, w, arrival, _, _ in requests)
+    Path(path).write_text("".join(lines))
+
+
+def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[int, int]]:
+    """(offset in these bytes, request address) of each request the strided byte runs cover,
+    in order; a line's requests are its own, and a first line that goes on from the previous
+    call does not issue `prev` (the request the last burst ended in) again."""
+    out = []
+    off = 0
+    mask = ~(request_bytes - 1)
+    for address, size, stride, count in runs:
+        for k in range(count):
+            a = address + k * stride
+            r, last = a & mask, (a + size - 1) & mask
+            o = off
+            while r <= last:
+                if r != prev:
+                    out.append((o, r))
+                o += r + request_bytes - max(r, a)
+                r += request_bytes
+            prev = None
+            off += size
+    return out
+
+
+def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bits, child_bits):
+    """transfer() for a link whose DRAM end is timed by the controller in the loop.
+
+    Bursts are granted and hold the ports as for any link; each burst pushes its requests
+    into the controller's front end as it reaches the port (a request that cannot enter a
+    full queue waits there, and so does every request behind it, as in DRAMsim3). After the
+    last burst the transfer waits until every one of its requests completed (its read data
+    back, its write accepted), the last one's delay charged to its causes; then the port
+    latency.
+    """
+    from cyclesim.engine.dram_port import _finish_burst
+    from cyclesim.engine.transfer import _burst_bits, _timing, acquire_dma
+
+    side = link.dram
+    loop: DramLoop = side.timer
+    dma = link.dma
+    channel = yield from acquire_dma(env, rec, tl, dma)
+    burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
+    dram_key = pk
+    width, reserved = fabric.width, fabric.reserved
+    big, small, total = parent_bits, child_bits, side.total
+    n_bursts = -(-small // burst)
+    per_row = max(1, loop.config.row_bytes * small // max(1, total * burst))
+    rb, is_write = loop.request_bytes, side.is_write
+
+    def byte_at(j: int) -> int:  # transfer bytes before burst j (the DRAM side, pro rata)
+        return total * min(small, j * burst) // small
+
+    mine: list[Request] = []
+    prev = None  # the request the last burst ended in
+    i = 0
+    proc = env.active_process
+    ev = fabric.request(who, keys, link.tensor)
+    while True:
+        if ev is not None:
+            tl.append((env.now, S_PORT, keys))
+            yield ev
+        while True:
+            wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
+            if wp > 0 and wc > 0:
+                break
+            tl.append((env.now, S_PORT, keys))
+            yield fabric.wait_for_width(keys)
+            rec.events += 1
+        start = env.now
+        shape = (big, small, wp, wc)
+        timing = link.timings.get(shape)
+        if timing is None:
+            timing = link.timings[shape] = _timing(big, small, burst, wp, wc)
+        cycles, _, prefix = timing
+        single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
+        j = i + 1 if single else min(n_bursts, i + per_row)
+        # push the run's requests, each at the cycle its burst reaches the port
+        lo, hi = byte_at(i), byte_at(j)
+        go_on = prev if lo and side.mid_line(lo) else None
+        run: list[tuple[int, Request]] = []
+        x = i
+        for o, address in request_addresses(side.slice(lo, hi), rb, go_on):
+            while x + 1 < j and byte_at(x + 1) <= lo + o:
+                x += 1
+            r = loop.push(address, is_write, start + prefix[x] - prefix[i], who)
+            run.append((x, r))
+        tl.append((start, S_BURST, dram_key))
+        fabric.start_run(keys, proc, single)
+        try:
+            yield env.timeout(prefix[j] - prefix[i])
+            rec.events += 2
+            fabric.end_run(keys)
+        except simpy.Interrupt:
+            fabric.end_run(keys)
+            now = env.now
+            # the burst in progress at `now`: its requests are pushed, the later ones taken back
+            x = i
+            while x + 1 < j and start + prefix[x + 1] - prefix[i] <= now:
+                x += 1
+            for y, r in run:
+                if y > x:
+                    r.cancelled = True
+            run = [(y, r) for y, r in run if y <= x]
+            j = x + 1
+            moved = now - (start + prefix[x] - prefix[i])
+            bits = _burst_bits(big, small, burst, x)
+            rest = (max(0, bits[0] - moved * wp), max(0, bits[1] - moved * wc))
+            yield from _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, dram_key)
+        if run:
+            prev = run[-1][1].address
+            mine.extend(r for _, r in run)
+        end = env.now
+        last_start = max(start, end - cycles[j - 1])
+        i = j
+        if i >= n_bursts:
+            fabric.release(who, keys, last_start)
+            break
+        ev = fabric.release_and_request(who, keys, link.tensor, last_start)
+    if mine:
+        since = env.now
+        _, last = yield from loop.wait(mine, False)
+        yield from _tail(env, rec, tl, loop, last, dram_key, since)
+    if link.latency:
+        tl.append((env.now, S_LATENCY, link.latency_key))
+        yield env.timeout(link.latency)
+        rec.events += 1
+    if channel is not None:
+        dma[0].release(channel)
+
+
+def _tail(env, rec, tl, loop: DramLoop, last: Request, dram_key, since: int):
+    """The wait from `since` (the last burst's end) until the transfer's last request
+    completed, charged by cause: waiting to enter the controller (`dram_queue`), for its row
+    (`row_miss`, `bank_conflict`, `refresh`) or the bus's turnaround, or behind older requests
+    (`dram_queue`), then the data latency. The controller told its completion at `env.now`."""
+    trans = last.trans
+    end = loop.to_accel(trans.complete)
+    if end <= since:
+        return
+    where = loop.where(last.address)
+    pieces = [(loop.to_accel(trans.added), (DRAM_QUEUE, dram_key, last.waited_behind, where))]
+    served = None if last.is_write else trans.served  # a write is done once accepted
+    if served is not None:  # a read: its column command
+        col, activated, after_refresh, opener, turned = served
+        if activated >= trans.added:
+            if after_refresh:
+                cause, who = REFRESH_CAUSE, None
+            elif opener is not None and opener != last.owner:
+                cause, who = BANK_CONFLICT, opener
+            else:
+                cause, who = ROW_MISS, None
+        else:
+            cause, who = (TURNAROUND, None) if turned else (DRAM_QUEUE, None)
+        pieces.append((loop.to_accel(col), (cause, dram_key, who, where)))
+    t = since
+    for until, info in pieces:
+        if until > t:
+            tl.append((t, S_DRAM, info))
+            t = until
+    if t < end:
+        tl.append((t, S_LATENCY, dram_key))
+    if end > env.now:
+        yield env.timeout(end - env.now)
+        rec.events += 1
