@@ -36,3 +36,28 @@ def test_iterations_padded_past_the_edge_touch_nothing():
     assert tensor_box(out, ((28, 42),), ("oy",)) == ((28, 32),)
     # a step only over padded rows 32..41 touches no value (the plan moves nothing for it)
     assert volume(tensor_box(out, ((32, 42),), ("oy",))) == 0
+
+
+def test_a_core_double_buffering_two_layers_tensors_replays_each_layers_step():
+    # one core runs e1 (A = X * Y) and e2 (Z = A * V); its sram double-buffers A and Z. A step
+    # of e1 sees only its own tensors (X, Y, A): the single-core spec would refuse Z as a name
+    # its workload does not have, so the step's architecture keeps (A,) there and e2's (A, Z)
+    from chip_helpers import CHAIN, LOCAL, TINY_CORE, layer, run
+
+    from cyclesim.chip import chip_from_dict
+    from cyclesim.chip.mapping import step_architecture
+    from cyclesim.spec import workload_from_dict
+
+    core = {**TINY_CORE, "memories": [{**TINY_CORE["memories"][0], "double_buffered": ["A", "Z"]}]}
+    chip = chip_from_dict({
+        "name": "chip", "cores": [{"name": "c0", "architecture": core}],
+        "offchip": {"ports": [{"name": "rw", "kind": "read_write", "width_bits": 64}]},
+        "interconnect": {"links": [], "buses": []}, "clock_mhz": 1000,
+    })  # fmt: skip
+    e1, e2 = CHAIN[0](8), CHAIN[1](8)
+    res = run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c0"])], LOCAL)
+    assert res.cycles > 0
+    arch = chip.core("c0").architecture
+    for einsum, doubled in ((e1, ("A",)), (e2, ("A", "Z"))):
+        work = workload_from_dict({"name": "w", "default_bits_per_value": 8, "einsums": [einsum]})
+        assert step_architecture(arch, work).memories[0].double_buffered == doubled
