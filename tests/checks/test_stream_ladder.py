@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cyclesim.checks.stream.ladder import Rung, build, ladder_rows
 from cyclesim.checks.stream.schedule import parse_run
@@ -155,3 +157,38 @@ def test_dual_fused_rows_names_the_dram_port_slots_streams_overlap_lets_collide(
     for r in check.rows:
         if r.section == "ladder" and r.difference:
             assert r.mechanism and "unexplained" not in r.mechanism
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    terms=st.lists(st.integers(1, 50), min_size=1, max_size=5),
+    iterations=st.integers(1, 5),
+    fill=st.integers(0, 30),
+    overlap=st.integers(0, 60),
+)
+def test_stream_terms_equal_streams_formula_when_the_overlap_leaves_every_core_free(
+    terms, iterations, fill, overlap
+):
+    # slot s holds one node on its own core s: nothing is shared between slots, so an iteration
+    # released k x interval after the first never waits for an earlier one as long as the
+    # overlap is no longer than each core's idle time (L minus its own slot), and the barriers
+    # give exactly N x L - (N-1) x overlap + fill
+    latency = sum(terms)
+    overlap = min(overlap, latency - max(terms))
+    nodes = [{"name": f"n{s}", "type": "Conv", "slot": s, "runtime_cycles": c,
+              "active_runtime_cycles": c,
+              "cores": [{"core": s, "latency_cycles": c, "energy_pj": None, "metadata": {},
+                         "zigzag": None}]} for s, c in enumerate(terms)]  # fmt: skip
+    total = iterations * latency - (iterations - 1) * overlap + fill
+    group = {"iterations": iterations, "layers": [n["name"] for n in nodes],
+             "slot_latencies": {str(s): c for s, c in enumerate(terms)},
+             "latency": {"total": total, "per_iteration": latency, "overlap": overlap,
+                         "fill": fill},
+             "nodes": nodes, "transfers": [], "port_slot_demand": [],
+             "port_iteration_demand": [], "link_busy_per_iteration": {}, "idle_latency": {},
+             "solve_status": "OPTIMAL"}  # fmt: skip
+    run = parse_run({"stream_version": "2.1.1", "zigzag_version": "3.9.1",
+                     "total_cycles": total, "groups": [group]})  # fmt: skip
+    ladder = build(run, None, None)
+    assert ladder.totals[Rung.STREAM_TERMS] == total
+    assert not ladder_rows(run, ladder)[0].mechanism
