@@ -257,6 +257,12 @@ def _why(
                     )
     elif rung is Rung.AMORTISED_IN_FULL:
         for g in run.groups:
+            resident = g.fill - g.fill_drain - g.fill_warmup
+            if round(resident):
+                parts.append(
+                    f"group {g.index}'s fill keeps only its drain and warm-up: its resident part "
+                    f"({resident:,.0f}, the first fetches) is placed in iteration 0 instead"
+                )
             for t in g.transfers:
                 if t.reuse_factor > 1:
                     parts.append(
