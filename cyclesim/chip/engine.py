@@ -57,13 +57,14 @@ FAST_FORWARD = (
 
 def replay_steps(plan: ChipPlan, fast_forward: bool = True) -> tuple[dict, float]:
     """Today's single-core replay of one step of every (layer, core)."""
+    from cyclesim.chip.mapping import step_architecture
     from cyclesim.engine import replay
 
     t0 = time.perf_counter()
     out = {}
     for lm in plan.mapping.layers:
         for core, tree in lm.loop_trees:
-            arch = plan.chip.core(core).architecture
+            arch = step_architecture(plan.chip.core(core).architecture, lm.step_workload)
             out[(lm.einsum, core)] = replay(arch, lm.step_workload, tree, fast_forward=fast_forward)
     return out, time.perf_counter() - t0
 

@@ -224,7 +224,7 @@ def _layer(
         if tree is None:
             raise err(f"no loop tree for core '{core}'", loc,
                       expected="loop_tree (every core) or loop_trees: {core: ...}")  # fmt: skip
-        arch = chip.core(core).architecture
+        arch = step_architecture(chip.core(core).architecture, step_work)
         trees.append((core, _loop_tree(tree, tloc, arch, step_work, name, lines)))
     for core in layer.loop_trees:
         if core not in layer.cores:
@@ -395,6 +395,22 @@ def _check_dram_routes(
                 )  # fmt: skip
 
 
+def step_architecture(arch: Any, work: Workload) -> Any:
+    """A core's architecture as one step of one layer sees it: `double_buffered` lists only the
+    tensors of that step's workload (the core's memories may double-buffer another layer's
+    tensors too, which the single-core spec would refuse as unknown names)."""
+    from dataclasses import replace
+
+    names = {t.name for t in work.tensors}
+    memories = tuple(
+        m
+        if isinstance(m.double_buffered, bool)
+        else replace(m, double_buffered=tuple(t for t in m.double_buffered if t in names))
+        for m in arch.memories
+    )
+    return replace(arch, memories=memories)
+
+
 def _compiles(mapping: Mapping, arch: Any, work: Workload) -> None:
     """The step's loop tree compiles on its core (storage below the spatial loops it must be
     below, tiles that fit): found here, where the error can name this file's field."""
@@ -435,7 +451,7 @@ def with_tile(
             )
         nodes[at] = replace(nodes[at], bound=nodes[at].bound * factor)
         new = replace(tree, loop_tree=tuple(nodes))
-        arch = chip.core(core).architecture
+        arch = step_architecture(chip.core(core).architecture, work)
         check_mapping(new, arch, work)
         _compiles(new, arch, work)
         trees.append((core, new))

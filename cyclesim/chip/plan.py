@@ -219,6 +219,8 @@ class _Builder:
                 box = remainder(box, tensor_box(acc, prev.box, ranks))
                 if box is None:
                     continue
+            if volume(box) == 0:  # the step reads only beyond the tensor's edge
+                continue
             placement = self.mapping.placement(acc.tensor)
             producer = self.workload.producer(acc.tensor)
             if producer is None:

@@ -16,12 +16,16 @@ Box = tuple[tuple[int, int], ...]
 
 
 def tensor_box(access: TensorAccess, box: Box, ranks: tuple[str, ...]) -> Box:
-    """The values of a tensor an iteration box touches (a dense span per dimension)."""
+    """The values of a tensor an iteration box touches (a dense span per dimension), clipped at
+    the tensor's extent where the projection has one (Projection.size: a convolution's border and
+    iterations padded to whole spatial steps are never stored, so they are never moved)."""
     at = dict(zip(ranks, box, strict=True))
     out = []
     for proj in access.projection:
         lo = sum(c * at[r][0] for c, r in proj.terms)
         hi = sum(c * (at[r][1] - 1) for c, r in proj.terms) + 1
+        if proj.size is not None:
+            lo, hi = min(lo, proj.size), min(hi, proj.size)
         out.append((lo, hi))
     return tuple(out)
 

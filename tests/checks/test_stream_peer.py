@@ -93,3 +93,8 @@ def test_cli_default_path_writes_table_and_plot(tmp_path, monkeypatch, capsys):
     assert main([*argv, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "schema_version" in data and data["stream"]["total_cycles"] == 73006
+    # the ladder: Stream's own slot terms placed as barriers, then one assumption per rung
+    assert "ladder: 79,278 (Stream's slot terms + its fill)" in out
+    rungs = [r["rung"] for r in data["ladder"]]
+    assert rungs[0] == "stream_terms" and rungs[-1] == "dependency"
+    assert data["ladder"][-1]["cycles"] == data["replay"]["dependency_driven_cycles"]

@@ -111,7 +111,10 @@ def _check(accelerator: str, mapping: str):
         ("tpu_like_quad_core.yaml", f"quad_{m}.yaml")
         for m in ("layer_by_layer", "fused_rows", "pipeline")
     ]
-    + [("eyeriss_like_dual_core.yaml", f"dual_{m}.yaml") for m in ("fused_rows", "pipeline")],
+    + [
+        ("eyeriss_like_dual_core.yaml", f"dual_{m}.yaml")
+        for m in ("layer_by_layer", "fused_rows", "pipeline")
+    ],
     ids=lambda v: Path(v).stem,
 )
 def test_examples_replay_both_ways_and_name_every_difference(accelerator, mapping):
@@ -145,17 +148,55 @@ def test_stream_steps_outside_its_cores_and_the_import_keeps_that_order():
 def test_as_scheduled_interval_is_the_busiest_cores_replayed_slots():
     # dual fused rows: Stream releases an iteration every 17,366 cycles (core 0: Conv1 3,506 +
     # Conv2 13,860). Replayed, iteration k+1's Conv1 waits for core 0 until iteration k's Conv2
-    # ends, then the slot barriers run Conv1 (4,153), the conv1_out halo slot (504 cycles on the
-    # bus, 252 in the last iteration: a neighbour on one side only) and Conv2 (16,161): the
-    # iterations finish 20,818, 20,818 and 20,566 cycles apart, 20,734 on average
+    # ends, then the slot barriers run Conv1 (4,153), the conv1_out halo slot and Conv2 (16,161).
+    # The halo slot moves two parts of 2 rows x 16 channels x 32 columns x 16 b = 16,384 bits
+    # (Stream's own moved bits) at 128 b/cycle: 256 cycles, 128 in the last iteration (a
+    # neighbour on one side only). The iterations finish 20,570, 20,570 and 20,442 cycles apart.
     check = _check("eyeriss_like_dual_core.yaml", "dual_fused_rows.yaml")
     interval = next(r for r in check.rows if r.section == "replay" and r.item == "interval")
     assert interval.stream == 17366
-    assert interval.as_scheduled == round((2 * (4153 + 504 + 16161) + 4153 + 252 + 16161) / 3)
+    assert interval.as_scheduled == round((2 * (4153 + 256 + 16161) + 4153 + 128 + 16161) / 3)
     assert "c0" in interval.mechanism
 
 
 @pytest.mark.peer
-def test_a_case_the_chip_cannot_take_is_refused_by_name():
+def test_a_tile_zigzag_double_buffers_from_its_average_gets_one_slot_where_two_do_not_fit():
+    # dual layer by layer, Conv2: ZigZag spreads 32 output columns and rows over a 14 x 12 array
+    # as 3 steps of 32 / 3 each, so its O tile in sram_8KB averages 16 x 32/3 x 32/3 = 1,820
+    # values and two fit (2 x 1,820 x 16 = 58,240 <= 65,536 bits); the largest real tile is
+    # 16 x 14 x 12 = 2,688 values, two of which need 86,016 bits: the replay keeps one slot
     check = _check("eyeriss_like_dual_core.yaml", "dual_layer_by_layer.yaml")
-    assert check.replays is None and check.replay_missing.startswith("not replayed on the chip: ")
+    assert check.replays is not None, check.replay_missing
+    row = next(r for r in check.rows if r.item == "one slot where ZigZag double-buffers")
+    assert (
+        "Conv2 on core 0: ZigZag double-buffers O in sram_8KB from its average tile (1,820 values), but two of its largest (2,688 values) need 86,016 bits where sram_8KB has 65,536"
+        in row.mechanism
+    )
+
+
+@pytest.mark.peer
+def test_clipped_boxes_move_the_tensors_real_bits():
+    # dual layer by layer: every tensor goes through DRAM once, whole (input 8 x 32 x 32 x 16 b
+    # = 131,072 b = 2,048 words of 64 b; conv1_out, 16 x 32 x 32 values, written once and read
+    # once: 2 x 4,096 words; output, 32 x 32 x 32 values: 8,192 words; weights 16 x 8 x 9 and
+    # 32 x 16 x 9 values: 288 and 1,152 words). The chip's boxes stop at each tensor's edge, so it moves exactly
+    # Stream's words (unclipped, the 3 x 3 windows' border columns and rows moved too).
+    check = _check("eyeriss_like_dual_core.yaml", "dual_layer_by_layer.yaml")
+    words = {r.item.rsplit(" ", 1)[-1]: r for r in check.rows if r.item.startswith("DRAM words")}
+    assert {t: (r.stream, r.as_scheduled) for t, r in words.items()} == {
+        "input": (2048, 2048), "weights_1": (288, 288), "conv1_out": (8192, 8192),
+        "weights_2": (1152, 1152), "output": (8192, 8192),
+    }  # fmt: skip
+
+
+@pytest.mark.peer
+def test_busy_per_iteration_is_the_groups_share_of_the_run():
+    # dual fused rows is one group of 4 iterations: each medium's busy time per iteration, both
+    # ways, is its busy time over the run / 4; Stream's bus column is its link's busy time
+    # per iteration (2,020: input 352 + weights_1 36 + conv1_out 32 + weights_2 576 + output 1,024)
+    check = _check("eyeriss_like_dual_core.yaml", "dual_fused_rows.yaml")
+    rows = {r.item: r for r in check.rows if r.section == "replay"}
+    for medium in ("bus5", "dram.rw"):
+        per, run = rows[f"{medium} busy per iteration"], rows[f"{medium} busy over the run"]
+        assert per.as_scheduled * 4 == run.as_scheduled and per.dependency * 4 == run.dependency
+    assert rows["bus5 busy per iteration"].stream == 352 + 36 + 32 + 576 + 1024

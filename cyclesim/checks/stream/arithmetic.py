@@ -194,13 +194,13 @@ def _transfer_rows(g: StreamGroup) -> list[Row]:
                 f"{t.name} (slot {t.slot})",
                 t.charged_cycles,
                 ceil(full),
-                _transfer_mechanism(t),
+                transfer_mechanism(t),
             )
         )
     return rows
 
 
-def _transfer_mechanism(t: StreamTransfer) -> str:
+def transfer_mechanism(t: StreamTransfer) -> str:
     link = max(t.links, key=lambda x: t.moved_bits / x.bandwidth)
     full = ceil(t.moved_bits / link.bandwidth)
     parts = []

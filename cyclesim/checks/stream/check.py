@@ -35,6 +35,7 @@ class StreamCheck:
     seconds_check: float
     replays: Replays | None = None
     replay_missing: str | None = None
+    ladder: Any = None  # ladder.Ladder: Stream's arithmetic -> the dependency-driven replay
 
     def table(self) -> pd.DataFrame:
         """One long table, one row per term (the CSV)."""
@@ -69,6 +70,13 @@ class StreamCheck:
                 "seconds": self.replays.seconds,
             },
             "replay_missing": self.replay_missing,
+            # each rung's total: one of Stream's assumptions replaced per rung (ladder.py)
+            "ladder": None
+            if self.ladder is None
+            else [
+                {"rung": r.name.lower(), "label": r.value, "cycles": t}
+                for r, t in self.ladder.totals.items()
+            ],
             "rows": json.loads(self.table().to_json(orient="records")),
             "nodes": [
                 {**asdict(n), "explanations": list(n.explanations), "difference": n.difference}
@@ -115,10 +123,24 @@ def run_check(
     rows = compare(run, nodes)
     seconds_check = time.perf_counter() - started
     replay, missing = _replay(hardware, onnx_nodes, workload, run, nodes)
+    steps = ladder_of(run, replay, nodes)
     return StreamCheck(
         str(accelerator), str(workload), None if mapping is None else str(mapping), run,
-        rows + (replay.rows if replay else ()), nodes, seconds_check, replay, missing,
+        rows + tuple(steps[1]) + (replay.rows if replay else ()), nodes, seconds_check, replay,
+        missing, steps[0],
     )  # fmt: skip
+
+
+def ladder_of(run: StreamRun, replay: Replays | None, nodes: tuple[NodeCheck, ...]):
+    """The ladder from Stream's arithmetic to the dependency-driven replay, and its rows."""
+    from cyclesim.checks.stream.ladder import build, ladder_rows
+    from cyclesim.checks.stream.replay_rows import largest_waits
+
+    if replay is None:
+        ladder = build(run, None, None)
+        return ladder, ladder_rows(run, ladder, nodes)
+    ladder = build(run, replay.result, replay.as_scheduled)
+    return ladder, ladder_rows(run, ladder, nodes, largest_waits(replay.result, 3))
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +173,11 @@ def _replay(hardware, onnx_nodes, workload, run, nodes) -> tuple[Replays | None,
     result = replay_chip(chip.chip, chip.workload, chip.mapping)
     scheduled = as_scheduled(run, result.run)
     rows = tuple(replay_rows(run, scheduled, result, nodes, shapes))
+    if chip.single_slot:
+        rows += (
+            Row("replay", None, "one slot where ZigZag double-buffers", None, None,
+                "; ".join(chip.single_slot)),
+        )  # fmt: skip
     return Replays(rows, scheduled, result, time.perf_counter() - started), None
 
 
@@ -175,6 +202,11 @@ def format_report(check: StreamCheck) -> str:
         )
     else:
         lines.append(check.replay_missing or "not replayed on the chip")
+    if check.ladder is not None:
+        lines.append(
+            "ladder: "
+            + " -> ".join(f"{t:,.0f} ({r.value})" for r, t in check.ladder.totals.items())
+        )
     head = f"{'section':<9}{'grp':>4}  {'term':<52}{'stream':>12}{'check':>11}{'as sched.':>11}{'dep.-driven':>12}{'diff':>9}"
     lines += ["", head]
     for r in check.rows:
@@ -194,8 +226,9 @@ def format_report(check: StreamCheck) -> str:
         "the moved bits on the route's busiest link at full width; node rows replay the tile alone "
         "on its core at the mapping Stream's ZigZag search chose. as sched.: Stream's slots as "
         "barriers, iteration k released at k x interval, every member timed by the chip replay; "
-        "dep.-driven: the chip replay (`cyclesim chip`) of the imported schedule; diff: check, else "
-        "as scheduled, minus Stream",
+        "dep.-driven: the chip replay (`cyclesim chip`) of the imported schedule; ladder: Stream's "
+        "slots placed as barriers with one of its assumptions replaced per rung (docs/stream.md); "
+        "diff: check, else as scheduled, minus Stream",
     ]
     return "\n".join(lines)
 

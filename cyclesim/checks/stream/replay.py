@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import ceil
 from typing import Any
@@ -33,18 +34,22 @@ class SlotReplay:
     end: int
     binding: str  # 'compute Conv2 on c2', 'transfer input on bus12', ...
     waited_for: str  # '' or the resource an earlier iteration still held
+    waited: float = 0  # cycles it started after its previous slot (or release) for that resource
+    behind: tuple[int, int] | None = None  # (iteration, slot) that held waited_for last
 
 
 @dataclass(frozen=True, slots=True)
 class AsScheduled:
     """The as-scheduled replay: per group its span and slots, and the total."""
 
-    total: int
-    group_spans: tuple[tuple[int, int], ...]
+    total: float  # an int when every member's cycles are
+    group_spans: tuple[tuple[float, float], ...]
     slots: tuple[SlotReplay, ...]
     # (group, slot, member) -> cycles in iteration 0
     member_cycles: dict[tuple[int, int, str], int] = field(default_factory=dict)
     busy: dict[str, int] = field(default_factory=dict)  # resource -> cycles held over the run
+    # (group, resource) -> cycles held by that group's iterations
+    group_busy: dict[tuple[int, str], float] = field(default_factory=dict)
 
 
 def tensor_of(name: str, tensors: set[str]) -> str:
@@ -94,68 +99,102 @@ def transfer_bits(plan: Any) -> dict[tuple[str, int, bool], int]:
 
 
 def as_scheduled(run: StreamRun, chip_run: Any) -> AsScheduled:
-    """Replay Stream's slots as barriers with the chip's step and transfer times.
+    """Replay Stream's slots as barriers with the chip's step and transfer times (see place)."""
+    plan = chip_run.plan
+    tensors = {t.name for t in plan.workload.tensors}
+    steps = step_cycles(chip_run)
+    moves = transfer_cycles(plan)
+    return place(run, lambda g, slot, k: _slot_members(g, slot, k, steps, moves, tensors))
+
+
+def step_cycles(chip_run: Any) -> dict[tuple[str, int], dict[str, int]]:
+    """Per (layer, step index): each chip core's replayed time of that step."""
+    steps: dict[tuple[str, int], dict[str, int]] = {}
+    for s in chip_run.plan.steps:
+        steps.setdefault((s.layer, s.index), {})[s.core] = (
+            chip_run.step_end[s.id] - chip_run.step_start[s.id]
+        )
+    return steps
+
+
+Members = dict[str, tuple[tuple[str, ...], float]]
+
+
+def place(
+    run: StreamRun,
+    members_of: Callable[[StreamGroup, int, int], Members],
+    tail: Callable[[StreamGroup], float] | None = None,
+) -> AsScheduled:
+    """Place Stream's slots as barriers, each member timed by members_of(group, slot, iteration)
+    (name -> (resources it holds, cycles)); tail(group) cycles are added after a group's last
+    iteration (Stream's fill, where a rung keeps it).
 
     Iterations are placed in order: iteration k's slot s starts at the earliest cycle after its
     release (k x interval, from the group's start) and the end of its slot s-1 at which every
     resource of its members is free for as long as that member holds it; an earlier
     iteration's use of a resource is never moved (the gaps it leaves are used, as Stream's
     overlap assumes)."""
-    plan = chip_run.plan
-    tensors = {t.name for t in plan.workload.tensors}
-    steps: dict[tuple[str, int], dict[str, int]] = {}
-    for s in plan.steps:
-        steps.setdefault((s.layer, s.index), {})[s.core] = (
-            chip_run.step_end[s.id] - chip_run.step_start[s.id]
-        )
-    moves = transfer_cycles(plan)
-    clock, spans, slots, members, held = 0, [], [], {}, {}
+    clock, spans, slots, members, held, per_group = 0.0, [], [], {}, {}, {}
     for g in run.groups:
         start_group = clock
-        busy: dict[str, list[tuple[int, int]]] = {}
-        ends: list[int] = []
+        busy: dict[str, list[tuple[float, float, tuple[int, int]]]] = {}
+        ends: list[float] = []
         for k in range(g.iterations):
             release = start_group + k * g.interval
             previous_end = release
             for slot in sorted(g.slot_latencies):
-                parts = _slot_members(g, slot, k, steps, moves, tensors)
+                parts = members_of(g, slot, k)
                 if not parts:
                     continue
-                start, waited = _earliest(previous_end, parts, busy)
+                start, waited, behind = _earliest(previous_end, parts, busy)
                 length = max(c for _, c in parts.values())
                 binding = max(parts, key=lambda m: parts[m][1])
                 for member, (resources, cycles) in parts.items():
                     for r in resources:
                         if cycles:
-                            busy.setdefault(r, []).append((start, start + cycles))
+                            busy.setdefault(r, []).append((start, start + cycles, (k, slot)))
                             held[r] = held.get(r, 0) + cycles
+                            per_group[g.index, r] = per_group.get((g.index, r), 0) + cycles
                     if k == 0:
                         members[(g.index, slot, member)] = cycles
-                slots.append(SlotReplay(g.index, k, slot, start, start + length, binding, waited))
+                slots.append(
+                    SlotReplay(
+                        g.index,
+                        k,
+                        slot,
+                        start,
+                        start + length,
+                        binding,
+                        waited,
+                        start - previous_end,
+                        behind,
+                    )  # fmt: skip
+                )
                 previous_end = start + length
             ends.append(previous_end)
-        clock = max(ends, default=start_group)
+        clock = max(ends, default=start_group) + (tail(g) if tail else 0)
         spans.append((start_group, clock))
-    return AsScheduled(clock, tuple(spans), tuple(slots), members, held)
+    total = int(clock) if float(clock).is_integer() else clock
+    return AsScheduled(total, tuple(spans), tuple(slots), members, held, per_group)
 
 
 def _earliest(
     ready: int,
     parts: dict[str, tuple[tuple[str, ...], int]],
-    busy: dict[str, list[tuple[int, int]]],
-) -> tuple[int, str]:
+    busy: dict[str, list[tuple[float, float, tuple[int, int]]]],
+) -> tuple[float, str, tuple[int, int] | None]:
     """The first cycle >= ready at which every member's resources are free for its duration,
-    and the resource that pushed it later ('' if none)."""
-    start, waited = ready, ""
+    and the resource that pushed it later ("" if none) with the (iteration, slot) holding it."""
+    start, waited, behind = ready, "", None
     moved = True
     while moved:
         moved = False
         for resources, cycles in parts.values():
             for r in resources:
-                for lo, hi in busy.get(r, ()):
+                for lo, hi, owner in busy.get(r, ()):
                     if cycles and lo < start + cycles and start < hi:
-                        start, waited, moved = hi, r, True
-    return start, waited
+                        start, waited, behind, moved = hi, r, owner, True
+    return start, waited, behind
 
 
 def _slot_members(
@@ -198,6 +237,26 @@ def chip_group_spans(run: StreamRun, chip_run: Any) -> list[tuple[int, int]]:
     return spans
 
 
+def chip_group_busy(run: StreamRun, chip_run: Any) -> dict[tuple[int, str], int]:
+    """(group, medium or DRAM port) -> cycles it was granted to the transfers of that group's
+    steps (a read by its consumer step, a write by its producer) in the dependency-driven replay."""
+    plan = chip_run.plan
+    group_of = {layer: g.index for g in run.groups for layer in g.layers}
+    hop_group: dict[int, int] = {}
+    for t in plan.transfers:
+        step_id = t.for_steps[0] if t.for_steps else t.after_step
+        if step_id is not None and plan.steps[step_id].layer in group_of:
+            for h in t.hops:
+                hop_group[h] = group_of[plan.steps[step_id].layer]
+    out: dict[tuple[int, str], int] = {}
+    for port, grants in chip_run.grants.items():
+        for start, end, hop, _ in grants:
+            if hop in hop_group:
+                key = (hop_group[hop], port)
+                out[key] = out.get(key, 0) + end - start
+    return out
+
+
 def chip_interval(g: StreamGroup, chip_run: Any) -> float | None:
     """The steady rate of the dependency-driven replay: per layer of the group and core, the mean
     distance between consecutive step starts; the slowest (largest) of them."""
@@ -238,4 +297,12 @@ def stream_dram_bits(run: StreamRun, tensors: set[str]) -> dict[str, float]:
     return out
 
 
-__all__ = ["AsScheduled", "SlotReplay", "as_scheduled", "chip_group_spans", "core_name"]
+__all__ = [
+    "AsScheduled",
+    "SlotReplay",
+    "as_scheduled",
+    "place",
+    "step_cycles",
+    "chip_group_spans",
+    "core_name",
+]

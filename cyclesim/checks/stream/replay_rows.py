@@ -9,6 +9,7 @@ from typing import Any
 from cyclesim.checks.stream.pernode import NodeCheck
 from cyclesim.checks.stream.replay import (
     AsScheduled,
+    chip_group_busy,
     chip_group_spans,
     chip_interval,
     dram_bits,
@@ -86,6 +87,7 @@ def replay_rows(
                 )  # fmt: skip
             )
         rows += _slot_rows(run, g, scheduled, nodes, transfer_bits(chip_run.plan))
+        rows += _busy_per_iteration(g, scheduled, result, chip_group_busy(run, chip_run))
     rows += _media_rows(run, scheduled, result)
     rows += _dram_rows(run, chip_run, shapes)
     return rows
@@ -96,7 +98,7 @@ def _round(value: float | None) -> float | None:
 
 
 def _total(run: StreamRun, scheduled: AsScheduled, result: Any) -> Row:
-    causes = _largest_waits(result, 3)
+    causes = largest_waits(result, 3)
     mechanism = (
         f"as scheduled: Stream adds its fill instead of placing it and charges each slot its "
         f"ZigZag and link estimates; the replay places every slot with replayed times "
@@ -114,7 +116,7 @@ def _total(run: StreamRun, scheduled: AsScheduled, result: Any) -> Row:
     )
 
 
-def _largest_waits(result: Any, count: int) -> str:
+def largest_waits(result: Any, count: int) -> str:
     """The largest non-compute causes of the dependency-driven replay, by core, named."""
     rows = [r for r in result.rows if r.cause not in ("idle",)]
     parts = []
@@ -207,10 +209,10 @@ def _slot_mechanism(g: Any, s: Any, stream: float, alone: dict, bits: dict) -> s
         return f"{binding} takes {cycles:,} cycles"
     names = {key[0] for key in bits}
     moved = bits.get((tensor_of(t.tensor, names), 0, t.kind == "COMPUTE_TO_MEM"), 0)
-    return _transfer_mechanism(t, medium, cycles, moved)
+    return _chip_transfer_mechanism(t, medium, cycles, moved)
 
 
-def _transfer_mechanism(t: StreamTransfer, medium: str, cycles: int, moved: int) -> str:
+def _chip_transfer_mechanism(t: StreamTransfer, medium: str, cycles: int, moved: int) -> str:
     parts = [
         f"{t.name} takes {cycles:,} cycles on {medium} in the replay for {moved:,} bits, Stream "
         f"charges {t.charged_cycles:,.0f} for {t.moved_bits:,.0f}"
@@ -239,6 +241,55 @@ def _transfer_mechanism(t: StreamTransfer, medium: str, cycles: int, moved: int)
     return "; ".join(parts)
 
 
+def _is_dram_port(port: str) -> bool:
+    return ".dram." in port or port.split(".")[1:2] == ["dram"]
+
+
+def _busy_per_iteration(
+    g: Any, scheduled: AsScheduled, result: Any, dependency: dict[tuple[int, str], int]
+) -> list[Row]:
+    """Per medium and the DRAM port: the cycles one iteration of this group holds it, as
+    scheduled (the group's holds / N) and dependency-driven (its grants to the group's transfers
+    / N, bursts included) next to Stream's (its links' busy time, its DRAM port's
+    bits per iteration / rate). With several chip media, Stream's links are not paired to them."""
+    media = [u for u in result.ports if u.kind != "dram_port"]
+    rows = []
+    for use in result.ports:
+        mine = scheduled.group_busy.get((g.index, use.name), 0) / g.iterations
+        if use.kind == "dram_port":
+            theirs = sum(
+                bits / rate
+                for port, (bits, rate) in g.port_bits_per_iteration.items()
+                if _is_dram_port(port)
+            )
+            why = (
+                "Stream's DRAM port demand per iteration counts halo-free tiles and amortised "
+                "weights at 1/r; as scheduled, the replay holds the port for every burst of what "
+                "each step's window needs and its core does not hold yet, weights in full once "
+                "per core and layer"
+            )
+        else:
+            theirs = sum(g.link_busy_per_iteration.values()) if len(media) == 1 else None
+            why = (
+                "Stream charges each transfer share x route latency at the link's own width; as "
+                "scheduled, the replay holds the medium for every burst at the slower of the "
+                "medium and the DRAM port, for every part and halo it moves"
+            )
+        rows.append(
+            Row(
+                SECTION,
+                g.index,
+                f"{use.name} busy per iteration",
+                theirs,
+                None,
+                why if theirs is not None and round(theirs) != round(mine) else "",
+                round(mine),
+                round(dependency.get((g.index, use.name), 0) / g.iterations),
+            )  # fmt: skip
+        )
+    return rows
+
+
 def _media_rows(run: StreamRun, scheduled: AsScheduled, result: Any) -> list[Row]:
     """Per link, bus and DRAM port: cycles busy over the run."""
     rows = []
@@ -250,7 +301,7 @@ def _media_rows(run: StreamRun, scheduled: AsScheduled, result: Any) -> list[Row
     dram_stream = 0.0
     for g in run.groups:
         for port, (bits, rate) in g.port_bits_per_iteration.items():
-            if ".dram." in port or port.split(".")[1:2] == ["dram"]:
+            if _is_dram_port(port):
                 dram_stream += bits / rate * g.iterations
     mine = scheduled.busy
     for use in result.ports:
@@ -258,7 +309,7 @@ def _media_rows(run: StreamRun, scheduled: AsScheduled, result: Any) -> list[Row
         mechanism = (
             "per iteration Stream charges each transfer its share x route latency at the link's own "
             "width; the replay holds the medium for every burst at the slower of the medium and the "
-            "DRAM port, for every part, halo and border column it moves"
+            "DRAM port, for every part and halo it moves"
             if use.kind != "dram_port"
             else "Stream's DRAM port demand counts halo-free tiles and amortised weights; the replay "
             "moves what each step's window needs and its core does not hold yet, for each core"
@@ -283,8 +334,9 @@ def _dram_rows(run: StreamRun, chip_run: Any, shapes: dict) -> list[Row]:
             notes = []
             if beyond.get(tensor):
                 notes.append(
-                    f"{beyond[tensor]:,} of the replay's bits lie beyond the tensor's edge: the chip's "
-                    "tensor boxes are not clipped at a convolution's border or a rank padded to whole spatial steps"
+                    f"{beyond[tensor]:,} of the replay's bits lie beyond the tensor's ONNX shape: the "
+                    "import gave a dimension no extent to clip at (Projection.size), so a "
+                    "convolution's border or a rank padded to whole spatial steps moves too"
                 )
             fetches = _stream_firings(run, tensor, tensors)
             moves = sum(
@@ -330,4 +382,4 @@ def _beyond_edge(plan: Any, shapes: dict) -> dict[str, int]:
     return out
 
 
-__all__ = ["replay_rows", "tensor_of"]
+__all__ = ["largest_waits", "replay_rows", "tensor_of"]

@@ -15,7 +15,7 @@ SCHEMA_COLUMNS = (
 class Row:
     """One compared term: Stream's value, the value re-derived (or replayed), and why they differ."""
 
-    section: str  # total, group, slot, transfer, link, port, node, energy
+    section: str  # total, group, slot, transfer, link, port, node, energy, ladder, replay
     group: int | None
     item: str
     stream: float | None

@@ -36,6 +36,8 @@ class ChipInputs:
     chip: Any  # cyclesim.chip.arch.Chip
     workload: Any  # cyclesim.spec.Workload
     mapping: Any  # cyclesim.chip.mapping.ChipMapping
+    # where ZigZag double-buffers a tile two of whose largest instances do not fit: one slot
+    single_slot: tuple[str, ...] = ()
 
 
 def to_chip(
@@ -52,6 +54,7 @@ def to_chip(
     by_name = {n.name: n for n in nodes}
     architectures: dict[int, Any] = {}
     layers, einsums, tensors = [], [], {}
+    single: list[str] = []
     with tempfile.TemporaryDirectory(prefix="cyclesim-stream-chip-") as folder:
         for group in run.groups:
             for node in group.nodes:
@@ -80,6 +83,10 @@ def to_chip(
                         files.accelerator, files.workload, files.mapping, files.temporal_mapping
                     )
                     flags, _ = slot_flags(inputs)
+                    flags, notes = _fitting_flags(
+                        inputs, flags, f"{node.name} on core {on_core.core}"
+                    )
+                    single += [n for n in notes if n not in single]
                     arch = _renamed_architecture(to_architecture(inputs, flags), names)
                     architectures[on_core.core] = _merged(architectures.get(on_core.core), arch)
                     tile = to_workload(inputs)
@@ -109,7 +116,53 @@ def to_chip(
         mapping = chip_mapping_from_dict(
             _mapping_dict(layers, run, workload), chip, workload, "<stream mapping>"
         )
-    return ChipInputs(chip, workload, mapping)
+    return ChipInputs(chip, workload, mapping, tuple(single))
+
+
+def _fitting_flags(
+    inputs: Any, flags: dict[tuple[str, str], bool], where: str
+) -> tuple[dict[tuple[str, str], bool], list[str]]:
+    """ZigZag's double-buffer flags with one slot where two of the tile's largest instances do not
+    fit (a memory never holds more than its size), and a sentence per tensor given one slot.
+
+    ZigZag infers double buffering from its average tile (an uneven spatial unrolling spreads a
+    rank's iterations evenly over its steps, e.g. 32 columns as 3 x 10.67), the replay sizes a
+    memory's slots at the largest tile it holds (3 x 14 with 4 left over keeps 14). The single-core
+    plan's capacity check names the memory; its tensor holding the most bits loses its second slot.
+    """
+    import re
+
+    from cyclesim.checks.zigzag.mapping import mapping_quantities
+    from cyclesim.checks.zigzag.to_spec import to_architecture, to_mapping, to_workload
+    from cyclesim.schedule.plan import build_plan
+
+    flags = dict(flags)
+    notes: list[str] = []
+    averages = mapping_quantities(inputs).elements_per_instance
+    while True:
+        arch = to_architecture(inputs, flags)
+        tile = to_workload(inputs)
+        try:
+            build_plan(arch, tile, to_mapping(inputs, arch, tile))
+            return flags, notes
+        except SpecError as exc:
+            found = re.search(
+                r"tiles kept in memory '([^']+)' need (\d+) bits .* has (\d+)", str(exc)
+            )
+            doubled = [op for (op, m), db in flags.items() if found and m == found[1] and db]
+            if not doubled:
+                raise
+            sizes = dict(re.findall(r"(\w+): (\d+) values x 2 slot", str(exc)))
+            op = max(doubled, key=lambda o: int(sizes.get(o, 0)))
+            flags[(op, found[1])] = False
+            levels = inputs.accelerator.levels(inputs.mapping.memory_operand(op))
+            level = next(i for i, m in enumerate(levels) if m.name == found[1])
+            notes.append(
+                f"{where}: ZigZag double-buffers {op} in {found[1]} from its average tile "
+                f"({averages[op][level + 1]:,.0f} values), but two of its largest "
+                f"({int(sizes.get(op, 0)):,} values) need {int(found[2]):,} bits where {found[1]} has "
+                f"{int(found[3]):,}: the replay gives {op} one slot there (refills wait for its use)"
+            )
 
 
 def _refuse_padding(inputs: Any, node: str, cuts: dict) -> None:
