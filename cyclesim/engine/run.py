@@ -458,7 +458,12 @@ class _Replay:
         if plan.systolic is not None:
             wave = Wavefront(plan, rec.systolic, rec.systolic_spans)
         boundaries, every = self.boundaries, self.boundary_every
+        previous = None  # the leaf of the block run before this one
         for li, g0, g1 in program_blocks(plan):
+            # DESIGN "Operand registers hold the previous cycle's value only": the first step
+            # after another Einsum's step re-reads every operand (level 0)
+            after_other = previous is not None and previous != li
+            previous = li
             leaf = plan.leaves[li]
             who = ("pe", li)
             classify = segment_classifier(leaf)
@@ -514,6 +519,8 @@ class _Replay:
                 if rec.first_step is None:
                     rec.first_step = env.now
                 level, first = classify(g)
+                if after_other and g == g0:
+                    level = 0
                 sk = kinds.get((li, level, first))
                 if sk is None:  # a handful of kinds of segment per leaf: compute each once
                     sk = kinds[(li, level, first)] = _SegmentKind(leaf, level, first)
