@@ -76,3 +76,152 @@ def test_an_operand_is_read_again_after_the_other_einsums_step(replay_dicts):
     for reuse in ("retain", "strict"):
         res = replay_dicts(arch, REGISTER_WORKLOAD, mapping, reuse=reuse)
         assert reads(res, "producer", "I", "sram") == 2, reuse
+
+
+# ------------------------------------------------------ bursts are counted where the bits meet
+def per_pe_accumulators(parent_burst: int = 8) -> tuple[dict, dict, dict]:
+    """Z[m] = A[m] * B[0] over two PEs (m spatial on X); each PE accumulates its Z[m] in its
+    own acc instance (8 b), written back to DRAM through 64-b ports with 8-b bursts; DRAM's
+    write port has a latency of 1."""
+    arch = {
+        "name": "per_pe_acc",
+        "pe_array": {"dims": {"X": 2}},
+        "memories": [
+            memory(
+                "DRAM",
+                None,
+                None,
+                [port("rd", "read", 64, 8), port("wr", "write", 64, parent_burst, latency=1)],
+            ),
+            memory(
+                "acc",
+                None,
+                ["Z"],
+                [port("rd", "read", 64, 8), port("wr", "write", 64, 8)],
+                shared_across=[],  # one instance per PE
+            ),
+        ],
+    }
+    workload = {
+        "default_bits_per_value": 8,
+        "einsums": [
+            {
+                "name": "scale",
+                "ranks": {"m": 2, "k": 1},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m"]},
+                    {"tensor": "B", "projection": ["k"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m"]}],
+            }
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "spatial", "rank": "m", "bound": 2, "dim": "X"},
+            {"type": "storage", "memory": "acc", "tensors": ["Z"]},
+            {"type": "temporal", "rank": "k", "bound": 1},
+            {"type": "compute", "einsum": "scale"},
+        ]
+    }
+    return arch, workload, mapping
+
+
+def test_two_instances_write_back_in_two_bursts_on_the_parent_port(replay_dicts):
+    # The PE array's one step [0,1) (A and B are read from DRAM, its backing store). acc's
+    # write-back: 8 b from each of the two instances, 16 b through DRAM.wr. Bursts are counted
+    # where the bits meet: 16 b on DRAM.wr in 8-b bursts are 2 bursts, [1,2) and [2,3) (each
+    # instance's own port moves its 8 b in parallel); DRAM.wr's latency 1: lands at 4.
+    # Before the rule, bursts were counted per instance: one burst [1,2), landed at 3.
+    arch, workload, mapping = per_pe_accumulators()
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.ideal_compute_cycles, res.offload_cycles) == (4, 1, 3)
+    assert res.stall_cycles_by_cause(("offload",)) == {"bandwidth": 2, "latency": 1}
+
+
+# ------------------------------------------------------------ naming a stalled transfer's port
+def spatial_rows(res) -> dict[tuple, int]:
+    """(tensor, memory, port) -> spatial stall cycles."""
+    df = res.stalls[res.stalls.cause == "spatial"]
+    return {(r.tensor, r.memory, r.port): int(r.cycles) for r in df.itertuples()}
+
+
+def _narrow_arch(acc_ports: list[dict], buf_ports: list[dict], b_bits: int = 8):
+    arch = {
+        "name": "narrow",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, None, WIDE),
+            memory("buf", None, ["A", "B"], buf_ports),
+            memory("acc", None, ["Z"], acc_ports),
+        ],
+    }
+    workload = {
+        "tensors": {
+            "A": {"bits_per_value": 8},
+            "B": {"bits_per_value": b_bits},
+            "Z": {"bits_per_value": 8},
+        },
+        "einsums": [
+            {
+                "name": "matvec",
+                "ranks": {"m": 2, "k": 1},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m", "k"]},
+                    {"tensor": "B", "projection": ["k"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m"]}],
+            }
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "B"]},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "storage", "memory": "acc", "tensors": ["Z"]},
+            {"type": "temporal", "rank": "k", "bound": 1},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    return arch, workload, mapping
+
+
+def test_a_spatial_stall_names_the_write_port_an_output_goes_through(replay_dicts):
+    # Z[m] is visited once per m (k = 1): both steps are first visits, which only write Z
+    # (8 b) through acc.wr at 4 b/cycle: 2 cycles a step, 1 spatial. acc.rd moves no bits in
+    # these steps, so the stall names acc.wr (the replay named acc.rd, the output's read port,
+    # before the rule). A and B (8 b each on buf.rd, 64 b/cycle) take 1 cycle.
+    arch, workload, mapping = _narrow_arch(
+        [port("rd", "read", 64), port("wr", "write", 4)], [port("rd", "read", 64), *WIDE[1:]]
+    )
+    res = replay_dicts(arch, workload, mapping)
+    assert res.ideal_compute_cycles == 2
+    assert spatial_rows(res) == {("Z", "acc", "wr"): 2}
+
+
+def test_a_spatial_stall_on_a_shared_port_names_the_operand_with_most_bits(replay_dicts):
+    # buf.rd (8 b/cycle) serves A (8 b) and B (16 b): a step's first read moves 24 b, 3
+    # cycles, so the first step has 2 spatial cycles; in the second B has not changed (retain:
+    # k does not move) and A's 8 b take 1 cycle. The stall names B, the operand with the most
+    # bits through the port (A, the first operand on it, before the rule).
+    arch, workload, mapping = _narrow_arch(
+        WIDE, [port("rd", "read", 8), port("wr", "write", 64)], b_bits=16
+    )
+    res = replay_dicts(arch, workload, mapping)
+    assert spatial_rows(res) == {("B", "buf", "rd"): 2}
+
+
+def test_a_write_back_tie_names_the_port_the_data_leaves(replay_dicts):
+    # per_pe_accumulators: 16 b to DRAM in 8-b bursts, each 8 b on DRAM.wr (64 b/cycle, 1
+    # cycle) and 4 b on each instance's acc.rd (64 b/cycle, 1 cycle): a tie every burst, so
+    # the write-back's 2 bandwidth cycles name acc.rd, the port the data leaves, not DRAM.wr
+    # (the parent's port, before the rule). The latency is DRAM.wr's.
+    arch, workload, mapping = per_pe_accumulators()
+    res = replay_dicts(arch, workload, mapping)
+    rows = {
+        (r.cause, r.port_memory, r.port): int(r.cycles)
+        for r in res.stalls[res.stalls.phase == "offload"].itertuples()
+    }
+    assert rows == {("bandwidth", "acc", "rd"): 2, ("latency", "DRAM", "wr"): 1}

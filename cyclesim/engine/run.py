@@ -372,6 +372,7 @@ class _Replay:
         env, rec, fabric = self.env, self.rec, self.fabric
         node, tl, t = n.index, rec.drain_tl[n.index], self.tiles[n.index]
         link = Link(2 * node + 1, n.tensor, n.drain_dst, n.drain_src, self._dma(n))
+        link.child_on_tie = True  # a write-back's data leaves the child's read port
         self._dram_side(link, n, True)
         p = self.plan.nodes[n.parent]
         pt = self.tiles[p.index]
@@ -551,10 +552,10 @@ class _Replay:
                     wave.note(li, DRAIN, now, env.now)
                 if pe_segments is not None and rec.keep_segment(li, start, now):
                     pe_segments.append((start, now, li, g))
-                for oi, c in sk.spatial:
-                    cur = spatial.get((li, oi))
+                for (oi, pk), c in sk.spatial:
+                    cur = spatial.get((li, oi, pk))
                     if cur is None:
-                        spatial[(li, oi)] = [c, start, now]
+                        spatial[(li, oi, pk)] = [c, start, now]
                     else:
                         cur[0] += c
                         cur[2] = now
