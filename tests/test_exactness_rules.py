@@ -225,3 +225,58 @@ def test_a_write_back_tie_names_the_port_the_data_leaves(replay_dicts):
         for r in res.stalls[res.stalls.phase == "offload"].itertuples()
     }
     assert rows == {("bandwidth", "acc", "rd"): 2, ("latency", "DRAM", "wr"): 1}
+
+
+# ------------------------------------------------ arbitration sees every request of the cycle
+def test_round_robin_is_decided_among_every_request_of_the_cycle(replay_dicts):
+    # Z[m] += A[m,0] * B[0], M = 3, strict (B is refilled every m). A (abuf, two slots) and B
+    # (bbuf, one slot) fill through DRAM.rd, one 8-b burst a tile, 1 cycle each.
+    #   0: A0 and B0 ask; nobody served yet: A0 (first in loop-tree order) [0,1).
+    #   1: A asks for A1 (its second slot); B0 waits; the port served A last: B0 [1,2).
+    #   2: A1 [2,3); the PE array has A0 and B0: step m0 [2,3).
+    #   3: step m0 frees A0's and B0's slots: A2 and B1 ask in the same cycle, A's fill first
+    #      (operand order). The port served A last, so B1 [3,4), then A2 [4,5). Step m1 [4,5).
+    #      (Before the rule, the port fell free with nobody waiting and went at once to A2,
+    #      which happened to ask first: B1 [4,5), step m1 [5,6), 8 cycles in all.)
+    #   5: B2 [5,6); step m2 [6,7). 7 = onload 2 + ideal 3 + stall 2 (B's bandwidth).
+    arch = {
+        "name": "round_robin",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", 8), port("wr", "write", 64)]),
+            memory("abuf", 16, ["A"], WIDE, double_buffered=True),
+            memory("bbuf", 8, ["B"], WIDE),
+        ],
+    }
+    workload = {
+        "default_bits_per_value": 8,
+        "einsums": [
+            {
+                "name": "matvec",
+                "ranks": {"m": 3, "k": 1},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m", "k"]},
+                    {"tensor": "B", "projection": ["k"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m"]}],
+            }
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "temporal", "rank": "m", "bound": 3},
+            {"type": "storage", "memory": "abuf", "tensors": ["A"]},
+            {"type": "storage", "memory": "bbuf", "tensors": ["B"]},
+            {"type": "temporal", "rank": "k", "bound": 1},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping, reuse="strict")
+    assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles, res.stall_cycles) == (
+        7,
+        2,
+        3,
+        2,
+    )
+    assert res.stall_cycles_by_cause() == {"bandwidth": 2}

@@ -153,10 +153,9 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     i = 0
     side.stream = None
     proc = env.active_process
-    ev = fabric.request(who, keys, link.tensor)
+    ev = fabric.request(who, keys, link.tensor, tl)  # (the fabric notes a wait in tl)
     while True:
         if ev is not None:
-            tl.append((env.now, S_PORT, keys))
             yield ev
         while True:
             wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
@@ -220,7 +219,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         if i >= n_bursts:
             fabric.release(who, keys, last_start)
             break
-        ev = fabric.release_and_request(who, keys, link.tensor, last_start)
+        ev = fabric.release_and_request(who, keys, link.tensor, last_start, tl)
     tail = timer.to_accel(side.data_end) - env.now
     if tail > 0:  # the DRAM's read (or write) latency of the last request
         tl.append((env.now, S_LATENCY, dram_key))

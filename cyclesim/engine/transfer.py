@@ -195,10 +195,9 @@ def transfer(
     # the same bursts, all instances in lockstep
     n_bursts = n_bursts_of(big, small, burst)
     proc = env.active_process
-    ev = fabric.request(who, keys, link.tensor)
+    ev = fabric.request(who, keys, link.tensor, tl)  # (the fabric notes a wait in tl)
     while True:
         if ev is not None:
-            tl.append((env.now, S_PORT, keys))
             x.stage = GRANT
             yield ev
         x.stopping = False
@@ -274,7 +273,7 @@ def transfer(
         if x.i >= n_bursts:
             fabric.release(who, keys, x.last_start)
             break
-        ev = fabric.release_and_request(who, keys, link.tensor, x.last_start)
+        ev = fabric.release_and_request(who, keys, link.tensor, x.last_start, tl)
     latency = link.latency
     if latency:
         tl.append((env.now, S_LATENCY, link.latency_key))
