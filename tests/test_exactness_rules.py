@@ -280,3 +280,52 @@ def test_round_robin_is_decided_among_every_request_of_the_cycle(replay_dicts):
         2,
     )
     assert res.stall_cycles_by_cause() == {"bandwidth": 2}
+
+
+def test_contention_names_the_transfers_binding_port(replay_dicts):
+    # DRAM.rd moves 8 b/cycle, buf.wr 4 b/cycle, bursts of 8 b: a burst holds both ports 2
+    # cycles (ceil(8/4) on buf.wr, ceil(8/8) on DRAM.rd). A (16 b, 2 bursts) and B (8 b) fill
+    # at 0: A [0,2), B [2,4), A [4,6). The PE waits for A until 6 (A binds): [0,2) and [4,6)
+    # bandwidth, [2,4) contention with B's fill. Both name buf.wr, the port whose
+    # ceil(bits / width) per burst is largest; before the rule the contention named DRAM.rd,
+    # the first of the two ports B held.
+    arch = {
+        "name": "contention_port",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", 8), port("wr", "write", 64)]),
+            memory("buf", None, ["A", "B"], [port("rd", "read", 64), port("wr", "write", 4, 8)]),
+        ],
+    }
+    workload = {
+        "default_bits_per_value": 8,
+        "einsums": [
+            {
+                "name": "matvec",
+                "ranks": {"m": 2, "k": 1},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m", "k"]},
+                    {"tensor": "B", "projection": ["k"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m"]}],
+            }
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "B"]},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "temporal", "rank": "k", "bound": 1},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    onload = {
+        (r.cause, r.tensor, r.port_memory, r.port, r.competitor): int(r.cycles)
+        for r in res.stalls[res.stalls.phase == "onload"].itertuples()
+    }
+    assert onload == {
+        ("bandwidth", "A", "buf", "wr", None): 4,
+        ("contention", "A", "buf", "wr", "fill of B@buf"): 2,
+    }

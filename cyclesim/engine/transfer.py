@@ -134,6 +134,17 @@ def _parent_named(cp: int, cc: int, child_on_tie: bool) -> bool:
     return cp > cc or (cp == cc and not child_on_tie)
 
 
+def named_keys(link: Link, big: int, small: int, width: dict[str, int]) -> tuple[str, ...]:
+    """The link's port keys, the one its waits are named after first: the port whose
+    ceil(bits / width) per burst is largest, on a tie the port the data leaves (DESIGN
+    "Naming a stalled transfer's port")."""
+    if len(link.keys) == 1:
+        return link.keys
+    pb, cb = _burst_bits(big, small, link.burst, 0)
+    cp, cc = -(-pb // width[link.pk]), -(-cb // width[link.ck])
+    return link.keys if _parent_named(cp, cc, link.child_on_tie) else (link.ck, link.pk)
+
+
 def acquire_dma(env: simpy.Environment, rec: Recorder, tl: list, dma, x=None) -> object:
     """Take a channel of the link's DMA engine (waiting if all are busy) and pay its setup;
     return the channel request to release when the transfer ends (None without a DMA engine).
@@ -195,7 +206,8 @@ def transfer(
     # the same bursts, all instances in lockstep
     n_bursts = n_bursts_of(big, small, burst)
     proc = env.active_process
-    ev = fabric.request(who, keys, link.tensor, tl)  # (the fabric notes a wait in tl)
+    asking = named_keys(link, big, small, width)  # keys, the port a wait names first
+    ev = fabric.request(who, asking, link.tensor, tl)  # (the fabric notes a wait in tl)
     while True:
         if ev is not None:
             x.stage = GRANT
@@ -273,7 +285,7 @@ def transfer(
         if x.i >= n_bursts:
             fabric.release(who, keys, x.last_start)
             break
-        ev = fabric.release_and_request(who, keys, link.tensor, x.last_start, tl)
+        ev = fabric.release_and_request(who, asking, link.tensor, x.last_start, tl)
     latency = link.latency
     if latency:
         tl.append((env.now, S_LATENCY, link.latency_key))

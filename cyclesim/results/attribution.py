@@ -303,35 +303,34 @@ class Attributor:
     def _contention(
         self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain, action=None
     ):
-        """Split [a, b) by who held the wanted ports; the PE array when no transfer did."""
+        """Split [a, b) by who held the wanted ports; the PE array when no transfer did.
+
+        Every cycle names keys[0], the transfer's binding port (engine/transfer.py
+        named_keys), whichever of its ports the competitor holds."""
         t = a
         while t < b:
-            holder, until = None, b
+            holder, until, busy = None, b, keys[0]
             for k in keys:
                 grants = self.rec.grants.get(k, [])
                 starts = self._grant_starts[k]
                 j = _bisect(starts, t) - 1
                 if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
                     end = grants[j][1] if grants[j][1] is not None else b
-                    holder, until, port = grants[j][2], min(b, end), k
+                    holder, until, busy = grants[j][2], min(b, end), k
                     break
                 if j + 1 < len(starts):
                     until = min(until, max(starts[j + 1], t + 1))
-            if holder is None:
-                port = keys[0]
-                competitor = "PE array"
-            else:
-                competitor = self._label(holder)
+            competitor = "PE array" if holder is None else self._label(holder)
             yield self._span(
                 t,
                 until,
                 phase,
                 CONTENTION,
                 n,
-                port,
+                keys[0],
                 None,
                 competitor,
-                chain + (f"{port} busy with {competitor}",),
+                chain + (f"{busy} busy with {competitor}",),
                 action=action,
             )
             t = until
