@@ -25,6 +25,7 @@ from cyclesim.engine.record import (
     S_PRODUCER,
     S_SETUP,
     S_SLOT,
+    S_SPACE,
     S_USES,
 )
 from cyclesim.engine.rows import Repeat, Rows
@@ -183,6 +184,20 @@ class Attributor:
                     f"an earlier tile of {n.label()}",
                     here + (f"no free slot in {n.memory}: tile {info} still holds it",),
                     holder=(node, info),
+                )
+            elif state == S_SPACE:  # no room in the memory (engine/space.py)
+                holder = self.nodes[info[0]]
+                yield span(
+                    t,
+                    end,
+                    phase,
+                    BUFFER_FULL,
+                    n,
+                    None,
+                    None,
+                    f"a tile of {holder.label()}",
+                    here + (f"no room in {n.memory}: tile {info[1]} of {holder.label()} holds it",),
+                    holder=info,
                 )
             elif state == S_PRODUCER:
                 einsum, pkey = info
