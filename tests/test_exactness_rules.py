@@ -428,3 +428,63 @@ def test_the_invariant_check_fails_loudly_when_a_memory_is_overfilled(replay_dic
     arch, workload, mapping = _sharing_branches(8)
     with pytest.raises(CapacityOverflow, match=r"memory 'buf' holds 16 b > its 8 b at cycle 0"):
         replay_dicts(arch, workload, mapping)
+
+
+def test_a_fill_issued_as_its_previous_fills_latency_ends_takes_part_in_that_cycles_arbitration(
+    replay_dicts,
+):
+    # (refmodel's case D6, strict.) DRAM.rd 4 b/cycle, 4-b bursts; buf.x (latency 1) takes
+    # every fill. A (2 values x 8 b, 4 bursts) is kept above m; B (2 values x 4 b, 2 bursts)
+    # below m, two slots, refilled per m. Rank: A before B (loop-tree order).
+    #   c0 A, c1 B, c2 A, c3 B: B0's last burst ends at 4, its latency at 5. c4 A (alone).
+    #   c5: A's burst ended, and B1 is issued (B0 done at 5): both ask in cycle 5. The port
+    #   served A last: B1 [5,6), A [6,7) (A resident at 8 after its latency), B1 [7,8).
+    #   First step at 8: onload 8. (Before, A's run kept the port at 5: onload 7.)
+    # The whole run: 25 cycles, as the reference model (tests/reference/) counts them.
+    rw = [port("x", "read_write", 4, latency=1), port("pr", "read", 4), port("pw", "write", 4)]
+    rw[0]["serves"] = [
+        {"tensor": "Z", "direction": "read_to_above"},
+        {"tensor": "A", "direction": "write_from_above"},
+        {"tensor": "B", "direction": "write_from_above"},
+        {"tensor": "Z", "direction": "write_from_above"},
+    ]
+    rw[1]["serves"] = [{"tensor": t, "direction": "read_to_below"} for t in ("A", "B", "Z")]
+    rw[2]["serves"] = [{"tensor": "Z", "direction": "write_from_below"}]
+    arch = {
+        "name": "issued_after_latency",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", 4), port("wr", "write", 4)]),
+            memory("buf", 1 << 20, None, rw, double_buffered=["B"]),
+        ],
+    }
+    workload = {
+        "tensors": {
+            "A": {"bits_per_value": 8},
+            "B": {"bits_per_value": 4},
+            "Z": {"bits_per_value": 4, "partial_sum_bits": 4},
+        },
+        "einsums": [
+            {
+                "name": "gemm",
+                "ranks": {"m": 2, "n": 2, "k": 1},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m", "k"]},
+                    {"tensor": "B", "projection": ["k", "n"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m", "n"]}],
+            }
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "Z"]},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "storage", "memory": "buf", "tensors": ["B"]},
+            {"type": "temporal", "rank": "n", "bound": 2},
+            {"type": "compute", "einsum": "gemm"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping, reuse="strict")
+    assert (res.onload_cycles, res.cycles) == (8, 25)

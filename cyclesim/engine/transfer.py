@@ -274,6 +274,13 @@ def transfer(
                     b, sm = rest if rest is not None else _burst_bits(big, small, burst, i)
                 begun = base + prefix[i + done] if done else start
                 moved = now - begun  # cycles of burst i already spent at the old widths
+                if done and not moved and irq.cause == "competitor":
+                    # a competitor asked in the cycle a burst ended: the next burst is
+                    # arbitrated among every request of this cycle (DESIGN "Arbitration sees
+                    # every request of the cycle"), not kept by the run
+                    x.rest = None
+                    x.last_start = base + prefix[i + done - 1] if done > 1 else start
+                    break
                 rest = (max(0, b - moved * x.wp), max(0, sm - moved * x.wc))
                 if rest == (0, 0):
                     x.i, x.rest = x.i + 1, None
