@@ -488,3 +488,143 @@ def test_a_fill_issued_as_its_previous_fills_latency_ends_takes_part_in_that_cyc
     }
     res = replay_dicts(arch, workload, mapping, reuse="strict")
     assert (res.onload_cycles, res.cycles) == (8, 25)
+
+
+# ------------------------------------------------ settled readings the replay already follows
+def test_a_value_broadcast_to_several_pes_is_read_once(replay_dicts):
+    # Two PEs (m spatial on X) read B[k] from buf, shared across X, through an 8 b/cycle port;
+    # m does not index B, so one read of B[k] serves both PEs: 8 b a step, 1 cycle (2 if each
+    # PE read its own copy), and 2 values read in all for k = 0, 1 (4 if per PE).
+    #   B's fill [0,1) (16 b through 64-b ports); steps [1,2), [2,3); 3 cycles, no stall.
+    arch = {
+        "name": "broadcast",
+        "pe_array": {"dims": {"X": 2}},
+        "memories": [
+            memory("DRAM", None, None, WIDE),
+            memory("buf", None, ["B"], [port("rd", "read", 8), port("wr", "write", 64)]),
+        ],
+    }
+    workload = {"default_bits_per_value": 8, "einsums": [_matvec(2, 2)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["B"]},
+            {"type": "spatial", "rank": "m", "bound": 2, "dim": "X"},
+            {"type": "temporal", "rank": "k", "bound": 2},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.onload_cycles, res.stall_cycles) == (3, 1, 0)
+    assert reads(res, "matvec", "B", "buf") == 2
+
+
+def _matvec(m: int, k: int) -> dict:
+    return {
+        "name": "matvec",
+        "ranks": {"m": m, "k": k},
+        "inputs": [
+            {"tensor": "A", "projection": ["m", "k"]},
+            {"tensor": "B", "projection": ["k"]},
+        ],
+        "outputs": [{"tensor": "Z", "projection": ["m"]}],
+    }
+
+
+def test_one_write_back_at_a_time_latency_included(replay_dicts):
+    # acc keeps Z[m] in two slots; each value goes to DRAM through a 64-b port of latency 2.
+    # Steps m0 [0,1), m1 [1,2). Z0's write-back: burst [1,2), latency [2,4). Z1's write-back
+    # starts its burst only once Z0's latency has passed: [4,5), latency [5,7): 7 cycles
+    # (5 if the latency did not hold the node's next write-back back). Offload [2,7): Z1's
+    # write-back waits [2,4) for Z0's (its latency), moves [4,5), pays its own [5,7).
+    arch = {
+        "name": "write_back_latency",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory(
+                "DRAM", None, None, [port("rd", "read", 64), port("wr", "write", 64, latency=2)]
+            ),
+            memory("acc", 16, ["Z"], WIDE, double_buffered=True),
+        ],
+    }
+    workload = {"default_bits_per_value": 8, "einsums": [_matvec(2, 1)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "storage", "memory": "acc", "tensors": ["Z"]},
+            {"type": "temporal", "rank": "k", "bound": 1},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.ideal_compute_cycles, res.offload_cycles) == (7, 2, 5)
+    assert res.stall_cycles_by_cause(("offload",)) == {"latency": 4, "bandwidth": 1}
+
+
+def test_isolate_einsums_runs_each_einsums_whole_nest_alone(replay_dicts):
+    # The rule-of-registers case (n1 above the split) with isolate_einsums: the producer's
+    # whole nest (n1 = 0, 1) runs before the consumer's, not interleaved per n1; AO goes to
+    # DRAM and is read back from there.
+    arch = {
+        "name": "register",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [memory("DRAM", None, None, WIDE), memory("sram", None, None, WIDE)],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["I", "AO", "O"]},
+            {"type": "storage", "memory": "sram", "tensors": ["I"]},
+            {"type": "temporal", "rank": "n1", "bound": 2},
+            {"type": "storage", "memory": "sram", "tensors": ["AO"]},
+            {
+                "type": "sequential",
+                "branches": [
+                    [
+                        {"type": "temporal", "rank": "c", "bound": 1},
+                        {"type": "compute", "einsum": "producer"},
+                    ],
+                    [{"type": "compute", "einsum": "consumer"}],
+                ],
+            },
+        ]
+    }
+    res = replay_dicts(arch, REGISTER_WORKLOAD, mapping, isolate_einsums=True, trace=True)
+    plan = res.raw.plan
+    order = [plan.leaves[li].einsum for _, _, li, _ in sorted(res.raw.rec.pe_segments)]
+    assert order == ["producer", "producer", "consumer", "consumer"]
+    assert reads(res, "consumer", "AO", "DRAM") == 2
+
+
+def test_narrow_per_instance_ports_move_in_parallel(replay_dicts):
+    # Two PEs, each with its own reg (shared_across []) holding A[m, 0..1] (2 x 8 b) written
+    # through its own 4 b/cycle port. The fill reads 32 b from DRAM (64 b/cycle) in 8-b
+    # bursts (reg.wr's): 4 bursts; each moves 8 b on DRAM.rd (1 cycle) and 4 b of each
+    # instance's share on every reg.wr at once (1 cycle): [0,4). In series the two
+    # instances' ports would take 2 x 16 b / 4 = 8 cycles. Steps k0, k1 [4,6).
+    arch = {
+        "name": "per_instance",
+        "pe_array": {"dims": {"X": 2}},
+        "memories": [
+            memory("DRAM", None, None, WIDE),
+            memory(
+                "reg",
+                None,
+                ["A"],
+                [port("rd", "read", 64), port("wr", "write", 4, 8)],
+                shared_across=[],
+            ),
+        ],
+    }
+    workload = {"default_bits_per_value": 8, "einsums": [_matvec(2, 2)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "spatial", "rank": "m", "bound": 2, "dim": "X"},
+            {"type": "storage", "memory": "reg", "tensors": ["A"]},
+            {"type": "temporal", "rank": "k", "bound": 2},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles) == (6, 4, 2)
