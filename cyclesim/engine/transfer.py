@@ -257,6 +257,8 @@ def transfer(
             except simpy.Interrupt as irq:
                 now = env.now
                 fabric.end_run(keys)
+                if irq.cause == "revoke":  # granted at once, then someone ahead asked this
+                    break  # cycle: nothing moved; ask again (engine/fabric.py request)
                 i, rest, start, first, j = x.i, x.rest, x.start, x.first, x.j
                 prefix = timings[(big, small, x.wp, x.wc)][2]
                 # the bursts i..j-1 of the interrupted run, as they were timed: burst i + q
