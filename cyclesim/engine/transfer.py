@@ -42,6 +42,7 @@ class Link:
         "timings",
         "dram",
         "child_on_tie",
+        "splits",
     )
 
     def __init__(
@@ -65,6 +66,7 @@ class Link:
         self.timings: dict[tuple, tuple[list, list, list]] = {}  # (bits, widths) -> _timing
         self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
         self.child_on_tie = False  # a write-back: a tie names the child's port, which data leaves
+        self.splits: dict[tuple, list[int]] = {}  # (bits, widths) -> _splits of its timing
 
 
 def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
@@ -127,6 +129,11 @@ def _timing(
         t += c
         prefix.append(t)
     return cycles, parent_slower, prefix
+
+
+def _splits(parent_named: list) -> list[int]:
+    """The bursts that name another port than the burst before them."""
+    return [m for m in range(1, len(parent_named)) if parent_named[m] != parent_named[m - 1]]
 
 
 def _parent_named(cp: int, cc: int, child_on_tie: bool) -> bool:
@@ -240,10 +247,23 @@ def transfer(
             # someone waits (or we were told to stop): this burst, then round-robin
             if x.stopping or i + 1 == n_bursts or fabric.contested(keys):
                 j, end, last = i + 1, start + first, start
-            else:  # nobody competes: all the remaining bursts in one run
+            else:  # nobody competes: the remaining bursts in one run, up to the first burst
+                # that names the other port (a short last burst may tie: DESIGN "Naming a
+                # stalled transfer's port"), which starts a run of its own
                 j = n_bursts
-                end = start + first + prefix[n_bursts] - prefix[i + 1]
-                last = end - cycles[n_bursts - 1]
+                if parent_slower[i + 1] != slower:
+                    j = i + 1
+                else:
+                    splits = link.splits.get(shape)
+                    if splits is None:
+                        splits = link.splits[shape] = _splits(parent_slower)
+                    if splits and splits[-1] > i + 1:
+                        j = splits[bisect_right(splits, i + 1)]
+                if j == i + 1:
+                    end, last = start + first, start
+                else:
+                    end = start + first + prefix[j] - prefix[i + 1]
+                    last = end - cycles[j - 1]
             x.first, x.j, x.end, x.last, x.wp, x.wc = first, j, end, last, wp, wc
             fabric.start_run(keys, proc, x.stopping)
             x.stage = RUN

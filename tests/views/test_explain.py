@@ -65,14 +65,18 @@ def test_widening_a_port_widens_the_far_sides_burst_too(traced):
     1 cycle each: 4 offload cycles. A transfer moves bursts of the smaller of its two ports'
     bursts, so widening dram_wr to 16 b/cycle (burst 16) alone still moves 4 bursts of 8 bits,
     1 cycle each, and saved 0; with acc.acc_rd's burst at 16 too: 2 bursts, 1 cycle each,
-    saves 2 (52 -> 50). The explanation had said 'saves 0 cycles' for this remedy."""
+    saves 2 (52 -> 50). The explanation had said 'saves 0 cycles' for this remedy.
+    Each burst takes 1 cycle on either port, a tie, so the write-back's cycles name acc.acc_rd,
+    the port the data leaves (DESIGN "Naming a stalled transfer's port"), and the remedy widens
+    that port together with the far side."""
     arch, workload, mapping = load_case("03_single_buffer")
     ex = explain(traced("03_single_buffer"), arch, workload, mapping, top=2, workers=1)
     (z,) = [c for c in ex.causes if c.tensor == "Z"]
     widen = {r.change: r.saved for r in z.remedies if r.change.startswith("widen")}
     assert widen == {
-        "widen port DRAM.dram_wr from 8 to 16 bits/cycle (burst 8 -> 16 bits, acc.acc_rd's "
-        "burst 8 -> 16 bits)": 2
+        "widen ports acc.acc_rd and DRAM.dram_wr together from 64 and 8 to 128 and 16 "
+        "bits/cycle, bursts 8 and 8 -> 16 and 16 bits (each burst holds both ports for the "
+        "slower side's cycles; acc.acc_rd alone: 8 b/cycle per acc instance, as now)": 2
     }
 
 
