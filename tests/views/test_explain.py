@@ -84,12 +84,13 @@ def test_a_remedy_that_saves_little_says_what_grew_most(traced):
     """Where the cycles went: the place that gained most over the run before the change. On
     the Eyeriss memory-size case, widening I's 8-bit port removes 100,000 spatial cycles at
     I@rf_64B_I but saves 1,700: 'grew most: spatial at O@rf_16B, port rf_16B.r_port_1
-    (+50,000)'. Here 03's places (A: 32 cycles at DRAM.dram_rd, Z: 4 at DRAM.dram_wr) against
-    hand-made 'before' runs."""
+    (+50,000)'. Here 03's places (A: 32 cycles at DRAM.dram_rd, Z: 4 at acc.acc_rd) against
+    hand-made 'before' runs. (Z's write-back bursts tie, 1 cycle on either port: its cycles
+    name acc.acc_rd, the port the data leaves, DESIGN "Naming a stalled transfer's port".)"""
     from cyclesim.analysis.explain.replays import cycles_by_place, grew_most
 
     ranked = rank_causes(traced("03_single_buffer")).causes
-    a, z = "bandwidth at A@abuf, port DRAM.dram_rd", "bandwidth at Z@acc, port DRAM.dram_wr"
+    a, z = "bandwidth at A@abuf, port DRAM.dram_rd", "bandwidth at Z@acc, port acc.acc_rd"
     assert cycles_by_place(ranked) == {a: 32, z: 4}
     assert grew_most(ranked, {}) == f"{a} (+32)"
     assert grew_most(ranked, {a: 30}) == f"{z} (+4)"  # A gained 2, Z (absent before) 4
@@ -188,7 +189,9 @@ def test_memsize_bandwidth_causes_at_two_narrow_ends_get_remedies_that_save():
     into the 16 rf_64B_W move 16 x 8 bits per cycle out of sram_64KB's 128-bit port and 8 into
     each rf_64B_W, so widening sram_64KB.r_port_1 alone saved 0 of W's 500 bandwidth cycles;
     likewise O between sram_8KB (128) and the 16 rf_16B (24 each, 4 positions reduced).
-    Widening both ends now saves cycles in both."""
+    Widening both ends now saves cycles in both. O's write-back bursts tie (1 cycle on either
+    port), so its cycles name rf_16B.rw_port_1, the port the data leaves (DESIGN "Naming a
+    stalled transfer's port"), and the far end is sram_8KB.rw_port_2."""
     from cyclesim.analysis.explain import candidates, verify
     from cyclesim.analysis.explain.transfer import transfer_ends
     from cyclesim.spec import load_architecture, load_mapping, load_workload
@@ -202,7 +205,7 @@ def test_memsize_bandwidth_causes_at_two_narrow_ends_get_remedies_that_save():
     causes = {(c.cause, c.tensor, c.memory): c for c in rank_causes(res, mapping).causes}
     for key, port in [
         (("bandwidth", "W", "rf_64B_W"), "rf_64B_W.w_port_1"),
-        (("bandwidth", "O", "rf_16B"), "rf_16B.rw_port_1"),
+        (("bandwidth", "O", "rf_16B"), "sram_8KB.rw_port_2"),
     ]:
         c = causes[key]
         (change, changed), *_ = [
