@@ -141,13 +141,15 @@ def _parent_named(cp: int, cc: int, child_on_tie: bool) -> bool:
     return cp > cc or (cp == cc and not child_on_tie)
 
 
-def named_keys(link: Link, big: int, small: int, width: dict[str, int]) -> tuple[str, ...]:
-    """The link's port keys, the one its waits are named after first: the port whose
-    ceil(bits / width) per burst is largest, on a tie the port the data leaves (DESIGN
+def named_keys(
+    link: Link, big: int, small: int, width: dict[str, int], j: int = 0
+) -> tuple[str, ...]:
+    """The link's port keys, the one a wait for burst j is named after first: the port whose
+    ceil(bits / width) for that burst is largest, on a tie the port the data leaves (DESIGN
     "Naming a stalled transfer's port")."""
     if len(link.keys) == 1:
         return link.keys
-    pb, cb = _burst_bits(big, small, link.burst, 0)
+    pb, cb = _burst_bits(big, small, link.burst, j)
     cp, cc = -(-pb // width[link.pk]), -(-cb // width[link.ck])
     return link.keys if _parent_named(cp, cc, link.child_on_tie) else (link.ck, link.pk)
 
@@ -314,6 +316,7 @@ def transfer(
         if x.i >= n_bursts:
             fabric.release(who, keys, x.last_start)
             break
+        asking = named_keys(link, big, small, width, x.i)  # (a short last burst may tie)
         ev = fabric.release_and_request(who, asking, link.tensor, x.last_start, tl)
     latency = link.latency
     if latency:
