@@ -29,6 +29,7 @@ from cyclesim.dram.timing import (
     REFRESH_BANK,
     WRITE_PRECHARGE,
 )
+from cyclesim.engine.fabric import DECIDE
 from cyclesim.engine.record import (
     BANK_ACTIVATE,
     BANK_PRECHARGE,
@@ -38,6 +39,12 @@ from cyclesim.engine.record import (
     S_LATENCY,
     S_PORT,
 )
+
+# SimPy priority of advancing the controllers: after every process (NORMAL, 1) and the
+# fabric's end-of-cycle grant decision (DECIDE, 2) of the cycle, and the processes that
+# decision resumes; an event of lower priority always runs first at the same time, so
+# nothing of this cycle is left to run when the controllers advance
+ADVANCE = DECIDE + 1
 
 DRAM_QUEUE, ROW_MISS, BANK_CONFLICT, REFRESH_CAUSE, TURNAROUND = (
     "dram_queue",
@@ -140,18 +147,15 @@ class DramLoop:
         if self._fire_at is not None and self._fire_at <= at:
             return
         self._fire_at = at
-        ev = self._fire_event = self.env.timeout(at - now)
+        ev = self._fire_event = simpy.Event(self.env)
+        ev._ok, ev._value = True, None
         ev.callbacks.append(self._fire)
+        self.env.schedule(ev, ADVANCE, at - now)
 
     def _fire(self, ev) -> None:
         if ev is not self._fire_event:
             return
-        env = self.env
-        now = env.now
-        if env.peek() <= now:  # other processes run at this cycle yet: go after them
-            ev = self._fire_event = env.timeout(0)
-            ev.callbacks.append(self._fire)
-            return
+        now = self.env.now
         self._fire_event = self._fire_at = None
         self.front.run_until(self.to_dram(now + 1))  # every DRAM cycle up to this one's end
         still = []
@@ -270,7 +274,13 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     latency.
     """
     from cyclesim.engine.dram_port import _finish_burst
-    from cyclesim.engine.transfer import _burst_bits, _timing, acquire_dma
+    from cyclesim.engine.transfer import (
+        _burst_bits,
+        _timing,
+        acquire_dma,
+        n_bursts_of,
+        named_keys,
+    )
 
     side = link.dram
     loop: DramLoop = side.timer
@@ -280,21 +290,24 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     dram_key = pk
     width, reserved = fabric.width, fabric.reserved
     big, small, total = parent_bits, child_bits, side.total
-    n_bursts = -(-small // burst)
-    per_row = max(1, loop.config.row_bytes * small // max(1, total * burst))
+    n_bursts = n_bursts_of(big, small, burst)
+    count = max(big, small)  # the side bursts are counted on (engine/transfer.py _burst_bits)
+    per_row = max(1, loop.config.row_bytes * count // max(1, total * burst))
     rb, is_write = loop.request_bytes, side.is_write
 
     def byte_at(j: int) -> int:  # transfer bytes before burst j (the DRAM side, pro rata)
-        return total * min(small, j * burst) // small
+        return total * min(count, j * burst) // count
 
     mine: list[Request] = []
     prev = None  # the request the last burst ended in
     i = 0
     proc = env.active_process
-    ev = fabric.request(who, keys, link.tensor)
+    asking = named_keys(link, big, small, width)  # keys, the port a wait names first
+    # (the fabric notes a wait in tl; never granted before the cycle's end: a request pushed
+    # into the controller cannot be taken back)
+    ev = fabric.request(who, asking, link.tensor, tl, at_once=False)
     while True:
         if ev is not None:
-            tl.append((env.now, S_PORT, keys))
             yield ev
         while True:
             wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
@@ -307,7 +320,7 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         shape = (big, small, wp, wc)
         timing = link.timings.get(shape)
         if timing is None:
-            timing = link.timings[shape] = _timing(big, small, burst, wp, wc)
+            timing = link.timings[shape] = _timing(big, small, burst, wp, wc, link.child_on_tie)
         cycles, _, prefix = timing
         single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
         j = i + 1 if single else min(n_bursts, i + per_row)
@@ -352,7 +365,7 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         if i >= n_bursts:
             fabric.release(who, keys, last_start)
             break
-        ev = fabric.release_and_request(who, keys, link.tensor, last_start)
+        ev = fabric.release_and_request(who, asking, link.tensor, last_start, tl, False)
     if mine:
         since = env.now
         _, last = yield from loop.wait(mine, False)
