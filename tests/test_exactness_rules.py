@@ -1,4 +1,4 @@
-"""Hand-derived cases of DESIGN.md's seven exactness rules (issue 22) and of the settled
+"""Hand-derived cases of the seven exactness rules (docs/design.md, docs/exactness.md) and of the settled
 readings the replay follows, one small case each.
 
 Convention: [a, b) are the cycles a..b-1; a tile whose last burst ends at b is usable at b.

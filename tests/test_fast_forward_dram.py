@@ -152,7 +152,7 @@ def test_without_the_dram_rule_a_jump_over_dram_requests_changes_the_replay(monk
     # the rule is what keeps `streaming` exact: with it switched off (the timers' calls never
     # change, no transfer is ever under way, no loop is left out) the snapshots of its steady
     # loop match, the jump skips A's and B's DRAM reads as if they had been issued: the full
-    # replay issues 33 DRAM requests, the jumping one 13 (both end at 751 since grants are
+    # replay sends 33 DRAM requests, the jumping one 13 (both end at 751 since grants are
     # decided at the end of each cycle; before, the jump also ended 2 cycles early, 749):
     # the verification catches it
     from cyclesim.engine import fastforward_dram
