@@ -182,3 +182,18 @@ def test_kept_tensor_read_on_another_core_is_refused():
         run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c1"])],
             LOCAL + [{"tensor": "A", "via": "kept"}])  # fmt: skip
     assert e.value.field == "tensors[4]"
+
+
+@pytest.mark.parametrize("text, what", [("", "is empty"), ("- a\n", "not a list")])
+def test_chip_files_that_are_not_a_mapping_point_to_the_chip_docs(tmp_path, text, what):
+    # an empty chip or chip mapping file, or one whose top level is a list, says so and points
+    # to where its format is written down (docs/multicore.md), not to a README section it lacks
+    path = str(tmp_path / "f.yaml")
+    open(path, "w").write(text)
+    chip, work = load_chip(f"{EX}/chip_bus_2core.yaml"), load_workload(f"{EX}/workload.yaml")
+    for load in (lambda: load_chip(path), lambda: load_chip_mapping(path, chip, work)):
+        with pytest.raises(SpecError) as e:
+            load()
+        message = str(e.value)
+        assert what in message and "docs/multicore.md" in message, message
+        assert "its section" not in message
