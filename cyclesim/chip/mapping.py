@@ -10,6 +10,7 @@ naming file, field and line.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import dataclass, field
@@ -20,8 +21,16 @@ from pydantic import Field
 
 from cyclesim.chip.arch import Chip
 from cyclesim.errors import SpecError
+from cyclesim.spec.arch_types import Architecture
 from cyclesim.spec.limits import MAX_RANK_SIZE
-from cyclesim.spec.mapping import Mapping, Storage, _AnyNode, _convert, check_mapping
+from cyclesim.spec.mapping import (
+    Mapping,
+    Storage,
+    _AnyNode,
+    _check_no_multicast,
+    _convert,
+    check_mapping,
+)
 from cyclesim.spec.workload import Einsum, Workload
 from cyclesim.spec.yamlio import Lines, StrictModel, format_path, line_of, read_yaml, validate
 
@@ -154,6 +163,8 @@ def chip_mapping_from_dict(
         return SpecError(msg, file=name, field=format_path(loc), line=line_of(lines, loc), **kw)
 
     einsums = [e.name for e in workload.einsums]
+    for core in chip.core_names:  # the names a core's memories and PEs single out: any layer's
+        _check_no_multicast(chip.core(core).architecture, workload)
     by_name: dict[str, LayerMapping] = {}
     for li, layer in enumerate(raw.layers):
         loc = ("layers", li)
@@ -224,7 +235,7 @@ def _layer(
         if tree is None:
             raise err(f"no loop tree for core '{core}'", loc,
                       expected="loop_tree (every core) or loop_trees: {core: ...}")  # fmt: skip
-        arch = chip.core(core).architecture
+        arch = _for_step(chip.core(core).architecture, used)
         trees.append((core, _loop_tree(tree, tloc, arch, step_work, name, lines)))
     for core in layer.loop_trees:
         if core not in layer.cores:
@@ -233,6 +244,24 @@ def _layer(
     return LayerMapping(einsum.name, tuple(layer.cores), tuple((s.rank, s.parts) for s in layer.split),
                         tuple((t.rank, t.size) for t in layer.tile), tuple(trees), step_work,
                         format_path(loc))  # fmt: skip
+
+
+def _for_step(arch: Architecture, used: list[str]) -> Architecture:
+    """The core's architecture as one layer's step sees it: `double_buffered` and `no_multicast`
+    keep only the step's tensors (the core's names were checked against the whole workload)."""
+    memories = tuple(
+        m
+        if isinstance(m.double_buffered, bool)
+        else dataclasses.replace(
+            m, double_buffered=tuple(t for t in m.double_buffered if t in used)
+        )
+        for m in arch.memories
+    )
+    no_multicast = tuple(
+        (d, tuple(t for t in ts if t in used)) for d, ts in arch.pe_array.no_multicast
+    )
+    pe_array = dataclasses.replace(arch.pe_array, no_multicast=no_multicast)
+    return dataclasses.replace(arch, memories=memories, pe_array=pe_array)
 
 
 def _loop_tree(

@@ -197,3 +197,42 @@ def test_chip_files_that_are_not_a_mapping_point_to_the_chip_docs(tmp_path, text
         message = str(e.value)
         assert what in message and "docs/multicore.md" in message, message
         assert "its section" not in message
+
+
+def test_a_core_may_double_buffer_tensors_of_any_layer_on_the_chip(tmp_path):
+    # a core serves several layers: `double_buffered: [I, A]` on its SRAM names conv1's input and
+    # conv2's input, each a tensor of the chip's workload; each layer's step sees only its own
+    # tensors, yet neither name is a typo, so the mapping loads (check stream's imports hit this)
+    text = (
+        open(f"{EX}/core.yaml")
+        .read()
+        .replace(
+            "double_buffered: true\n    ports:\n      - {name: rw, kind: read_write, width_bits: 128",
+            "double_buffered: [I, A]\n    ports:\n      - {name: rw, kind: read_write, width_bits: 128",
+            1,
+        )
+    )
+    assert "[I, A]" in text
+    (tmp_path / "core.yaml").write_text(text)
+    chip_text = open(f"{EX}/chip_bus_2core.yaml").read()
+    (tmp_path / "chip.yaml").write_text(chip_text)
+    chip = load_chip(str(tmp_path / "chip.yaml"))
+    work = load_workload(f"{EX}/workload.yaml")
+    mapping = load_chip_mapping(f"{EX}/layer_by_layer_2core.yaml", chip, work)
+    assert [layer.einsum for layer in mapping.layers] == ["conv1", "conv2"]
+
+
+def test_a_core_double_buffering_a_tensor_no_layer_has_is_refused(tmp_path):
+    # the other side: a name no tensor of the chip's workload has is a typo, refused at the core
+    # architecture's line
+    text = (
+        open(f"{EX}/core.yaml").read().replace("double_buffered: true", "double_buffered: [Q]", 1)
+    )
+    (tmp_path / "core.yaml").write_text(text)
+    (tmp_path / "chip.yaml").write_text(open(f"{EX}/chip_bus_2core.yaml").read())
+    chip = load_chip(str(tmp_path / "chip.yaml"))
+    work = load_workload(f"{EX}/workload.yaml")
+    with pytest.raises(SpecError) as e:
+        load_chip_mapping(f"{EX}/layer_by_layer_2core.yaml", chip, work)
+    assert e.value.found == "Q" and e.value.field == "memories[0].double_buffered[0]"
+    assert e.value.file.endswith("core.yaml") and e.value.line is not None
