@@ -7,6 +7,8 @@ Without a Stream environment these tests skip, saying why."""
 from __future__ import annotations
 
 import json
+import logging
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,24 @@ def test_cli_default_path_writes_table_and_plot(tmp_path, monkeypatch, capsys):
     assert main([*argv, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "schema_version" in data and data["stream"]["total_cycles"] == 73006
+
+
+def test_a_stream_run_says_it_runs_and_still_runs(tmp_path, monkeypatch, caplog):
+    # Stream takes 20-70 s uncached: a line says it started (in its own process, cached
+    # after), another every HEARTBEAT_SECONDS while it runs, as SCALE-Sim's do; the runner is
+    # started through the shared run_peer, so an interrupt ends it and its children.
+    # Here a stand-in runner sleeps 0.5 s and prints no JSON: Stream is unavailable.
+    from cyclesim.checks.stream import peer
+
+    runner = tmp_path / "runner.py"
+    runner.write_text("import time\ntime.sleep(0.5)\nprint('no json')\n")
+    monkeypatch.setattr(peer, "RUNNER", runner)
+    monkeypatch.setattr(peer, "HEARTBEAT_SECONDS", 0.1)
+    monkeypatch.setattr(peer, "stream_python", lambda: Path(sys.executable))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="cyclesim"):
+        with pytest.raises(PeerUnavailable, match="printed no JSON"):
+            peer.run_stream(EXAMPLES / "eyeriss_like_dual_core.yaml", ONNX, use_cache=False)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("running Stream 2.1.1 on two_conv.onnx"), lines
+    assert any("Stream still running" in line for line in lines[1:]), lines
