@@ -56,10 +56,18 @@ def perfetto_events(res: ChipResult) -> list[dict]:
 
 
 def write_chip_perfetto(res: ChipResult, path: str | Path) -> Path:
-    """A Perfetto (Chrome JSON) trace; ui.perfetto.dev opens it."""
+    """A Perfetto (Trace Event JSON) trace, gzipped when path ends in .gz (as `cyclesim run`
+    writes it, no time stamp in the header); ui.perfetto.dev opens either."""
     path = Path(path)
     doc = {"displayTimeUnit": "ns", "traceEvents": perfetto_events(res)}
-    write_atomically(path, json.dumps(doc, separators=(",", ":")) + "\n")
+    text = json.dumps(doc, separators=(",", ":")) + "\n"
+    if path.suffix != ".gz":
+        write_atomically(path, text)
+        return path
+    import gzip
+
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=5, mtime=0))
     return path
 
 

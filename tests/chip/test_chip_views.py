@@ -90,3 +90,23 @@ def test_plots_are_written(tmp_path):
     paths = write_chip_plots(res, tmp_path / "plots")
     assert [p.name for p in paths] == ["chip_gantt.png", "chip_links.png"]
     assert all(p.stat().st_size > 10_000 for p in paths)
+
+
+def test_perfetto_trace_in_the_format_its_suffix_names(tmp_path, capsys):
+    # `--perfetto F.json.gz` is the gzipped Trace Event JSON, as `cyclesim run` writes it (a
+    # plain JSON under .gz fails gunzip); a suffix naming Perfetto's protobuf (.pftrace, .pb),
+    # which the chip does not write, is refused before the replay, with nothing written
+    import gzip
+
+    from cyclesim.cli import main
+
+    ex = "examples/multicore"
+    argv = ["chip", f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml"]
+    argv += [f"{ex}/layer_by_layer_2core.yaml", "--perfetto"]
+    assert main([*argv, str(tmp_path / "t.json.gz")]) == 0
+    doc = json.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
+    assert any(e["ph"] == "X" for e in doc["traceEvents"])
+    assert main([*argv, str(tmp_path / "t.pftrace")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--perfetto" in err[0] and ".json.gz" in err[0], err
+    assert not (tmp_path / "t.pftrace").exists()
