@@ -350,6 +350,10 @@ def _tensors(raw: list[_Tensor], workload: Workload, chip: Chip, err: Any) -> tu
     names = [t.name for t in workload.tensors]
     given: dict[str, TensorPlacement] = {}
     media = [m.name for m in chip.media]
+    both_ways: dict[str, list[str]] = {}  # a bidirectional link's own name: its two directions
+    for m in media:
+        if m.endswith("]") and "[" in m:
+            both_ways.setdefault(m[: m.index("[")], []).append(m)
     for ti, t in enumerate(raw):
         loc = ("tensors", ti)
         if t.tensor not in names:
@@ -371,12 +375,14 @@ def _tensors(raw: list[_Tensor], workload: Workload, chip: Chip, err: Any) -> tu
         if t.via != "network" and not (produced and consumed):
             raise err(f"via: {t.via} is for a tensor between layers", loc + ("via",),
                       expected="network (the default) for a network input or output")  # fmt: skip
+        route: list[str] = []
         for ri, m in enumerate(t.route or ()):
-            if m not in media:
+            if m not in media and m not in both_ways:
                 raise err("names an unknown link or bus", loc + ("route", ri), found=m,
-                          expected=f"one of {media}")  # fmt: skip
+                          expected=f"one of {media + sorted(both_ways)}")  # fmt: skip
+            route += [m] if m in media else both_ways[m]
         given[t.tensor] = TensorPlacement(t.tensor, t.home, Via(t.via),
-                                          tuple(t.route) if t.route is not None else None,
+                                          tuple(route) if t.route is not None else None,
                                           t.multicast, format_path(loc))  # fmt: skip
     return tuple(given.get(n) or TensorPlacement(n, "dram", Via.NETWORK, None, True, "tensors")
                  for n in names)  # fmt: skip

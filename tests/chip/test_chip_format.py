@@ -236,3 +236,21 @@ def test_a_core_double_buffering_a_tensor_no_layer_has_is_refused(tmp_path):
         load_chip_mapping(f"{EX}/layer_by_layer_2core.yaml", chip, work)
     assert e.value.found == "Q" and e.value.field == "memories[0].double_buffered[0]"
     assert e.value.file.endswith("core.yaml") and e.value.line is not None
+
+
+def test_a_route_may_name_a_bidirectional_link_by_its_own_name(tmp_path):
+    # docs/multicore.md's example `route: [l01]` names a bidirectional link as the chip file
+    # does; it stands for both its directions, l01[c0>c1] and l01[c1>c0]. On chip_links_2core
+    # A's rows go from c0 to c1 over c01 by default, so pinning A to c01 changes no cycle.
+    from cyclesim.chip.api import replay_chip
+
+    text = open(f"{EX}/fused_rows_2core.yaml").read()
+    assert "  - {tensor: A, via: network}" in text
+    pinned = tmp_path / "pinned.yaml"
+    pinned.write_text(text.replace("{tensor: A, via: network}", "{tensor: A, route: [c01]}"))
+    chip = load_chip(f"{EX}/chip_links_2core.yaml")
+    work = load_workload(f"{EX}/workload.yaml")
+    mapping = load_chip_mapping(str(pinned), chip, work)
+    assert mapping.placement("A").route == ("c01[c0>c1]", "c01[c1>c0]")
+    default = replay_chip(chip, work, f"{EX}/fused_rows_2core.yaml")
+    assert replay_chip(chip, work, mapping).cycles == default.cycles == 14_994
