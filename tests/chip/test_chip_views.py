@@ -110,3 +110,25 @@ def test_perfetto_trace_in_the_format_its_suffix_names(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--perfetto" in err[0] and ".json.gz" in err[0], err
     assert not (tmp_path / "t.pftrace").exists()
+
+
+def test_utilisation_line_covers_the_last_bin():
+    # chip_links.png draws each medium's busy share per bin as a post-step line; its corners
+    # must run to the run's last cycle (the last bin drawn, not only its left edge), and the
+    # shares weighted by bin width give the busy cycles the report has
+    from chip_helpers import CHAIN, layer, make_chip
+
+    from cyclesim.chip.views import utilisation_steps
+
+    chip = make_chip(links=[{"name": "l", "cores": ["c0", "c1"], "width_bits": 16}])
+    e1, e2 = CHAIN[0](8), CHAIN[1](8)
+    local = [{"tensor": t, "home": "local"} for t in ("X", "Y", "V")] + [
+        {"tensor": "Z", "home": "kept"}
+    ]
+    res = run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c1"])], local)
+    for port in res.ports:
+        xs, ys = utilisation_steps(res, port.name, 50)
+        assert len(xs) == len(ys) == 51 and xs[0] == 0 and xs[-1] == res.cycles
+        assert ys[-1] == ys[-2]
+        busy = sum(y / 100 * (b - a) for y, a, b in zip(ys, xs, xs[1:], strict=False))
+        assert abs(busy - port.busy_cycles) < 1e-6 * max(1, res.cycles), port.name
