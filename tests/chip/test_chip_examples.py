@@ -130,3 +130,14 @@ def test_readme_try_next_as_it_says(tmp_path, chip, mapping, edits, cycles, caps
     assert main(["chip", str(EX / f"{chip}.yaml"), str(EX / "workload.yaml"), path]) == 0
     assert re.search(rf"^cycles +{cycles:,}$", capsys.readouterr().out, re.M)
     assert f"{cycles:,}" in README
+
+
+def test_the_fast_forward_note_reads_on_a_terminal(capsys):
+    # the note was one 200-column line ending "...of that shape); inside the steps on": it
+    # now says the steps' setting first and wraps at 96 columns
+    args = [str(EX / "chip_bus_2core.yaml"), str(EX / "workload.yaml")]
+    assert main(["chip", *args, str(EX / "layer_by_layer_2core.yaml"), "--no-fast-forward"]) == 0
+    out = capsys.readouterr().out
+    note = out[out.index("fast-forward:") : out.index("replayed in")].splitlines()
+    assert note[0].startswith("fast-forward: inside the steps off (--no-fast-forward); off at")
+    assert len(note) > 1 and all(len(line) <= 96 for line in note)
