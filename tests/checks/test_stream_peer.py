@@ -116,3 +116,32 @@ def test_a_stream_run_says_it_runs_and_still_runs(tmp_path, monkeypatch, caplog)
     lines = [r.getMessage() for r in caplog.records]
     assert lines[0].startswith("running Stream 2.1.1 on two_conv.onnx"), lines
     assert any("Stream still running" in line for line in lines[1:]), lines
+
+
+@pytest.mark.peer
+def test_cli_outputs_are_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
+    # the table and the plot are one set of outputs: a plot that cannot be written (a full
+    # disk) leaves neither it nor the table, and says so in one line, exit 2; an output path
+    # error before the run carries the command's prefix like every other error of it
+    import errno
+
+    import matplotlib.figure
+
+    from cyclesim.cli import main
+
+    _run(DUAL, "dual_fused_rows.yaml")  # skips without Stream
+    monkeypatch.chdir(tmp_path)
+    argv = ["check", "stream", "--accelerator", DUAL, "--workload", ONNX]
+    argv += ["--mapping", str(EXAMPLES / "dual_fused_rows.yaml"), "--table", "t/table.csv"]
+
+    def full(self, path, *args, **kwargs):
+        open(path, "wb").write(b"\x89PNG half")  # a part written, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err and "table.png" in err, err
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) in ([], ["t"])
+    assert main([*argv, "--plot", "p.gif"]) == 2
+    assert capsys.readouterr().err.startswith("cyclesim check stream: --plot p.gif")
