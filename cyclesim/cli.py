@@ -1,4 +1,4 @@
-"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim, l1, dram, sweep."""
+"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim, l1, dram, sweep, rank."""
 
 from __future__ import annotations
 
@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(sub, "cyclesim.l1.cli")
     _optional(sub, "cyclesim.dram.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")
+    _optional(sub, "cyclesim.analysis.rank_cli")
     _add_verbosity(parser, top_level=True)
     return parser
 

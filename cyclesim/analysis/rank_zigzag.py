@@ -1,0 +1,322 @@
+"""`cyclesim rank zigzag`: replay the mappings zigzag-dse's search ranks best, and rank them again.
+
+Per layer, ZigZag's own search (LOMA) runs once and every candidate it evaluates is kept
+(`checks.zigzag.candidates`); the K best by ZigZag's latency (then energy, then ZigZag's
+evaluation order, which is how its reduce stage keeps the first of equals), plus its pick,
+are replayed. Searches and replays are tasks of the one parallel runner, cached on disk by
+content hash (input files' bytes, layer, candidate loops, cyclesim's source, zigzag-dse's
+version), so a rerun with a larger K replays only the new candidates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+
+from cyclesim.analysis.parallel import TaskOutcome, map_tasks
+from cyclesim.analysis.rank import (
+    NOT_REPLAYED,
+    OK,
+    RankRun,
+    candidate_table,
+    layer_table,
+)
+
+TOP_CAUSES = 3  # mechanisms kept per candidate
+
+
+@dataclass(frozen=True, slots=True)
+class LayerSearch:
+    """One layer's search (plain data, pickles to a worker)."""
+
+    index: int
+    layer: str
+    accelerator: str
+    workload: str
+    mapping: str
+    lpf_limit: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateReplay:
+    """One candidate's replay (plain data, pickles to a worker)."""
+
+    layer: str
+    accelerator: str
+    workload: str
+    mapping: str
+    candidate: dict  # Candidate.to_json()
+    key: str
+
+
+def search_layer(task: LayerSearch) -> dict:
+    """ZigZag's candidates of one layer as JSON: {'candidates': [...], 'pick': i}."""
+    from cyclesim.checks.zigzag.candidates import search_candidates
+
+    found = search_candidates(
+        task.accelerator,
+        task.workload,
+        task.mapping,
+        layer_name=task.layer,
+        lpf_limit=task.lpf_limit,
+    )
+    return {"candidates": [c.to_json() for c in found.candidates], "pick": found.pick}
+
+
+def replay_candidate(task: CandidateReplay) -> dict:
+    """Replay one candidate, evaluate it with zigzag-dse, and name the mechanisms between them.
+
+    A mapping the replay cannot represent is a row with status 'not replayed' and its reason.
+    """
+    from cyclesim.checks.zigzag.candidates import Candidate, evaluate_candidate
+    from cyclesim.checks.zigzag.check import compare, replay_case
+    from cyclesim.checks.zigzag.inputs import ZigZagInputs
+    from cyclesim.checks.zigzag.read import load_zigzag_inputs
+    from cyclesim.errors import SpecError
+
+    candidate = Candidate.from_json(task.candidate)
+    inputs = load_zigzag_inputs(
+        task.accelerator, task.workload, task.mapping, layer_name=task.layer
+    )
+    mapping = replace(inputs.mapping, spatial=candidate.spatial, spatial_complete=True)
+    inputs = ZigZagInputs(inputs.accelerator, inputs.layer, mapping, candidate.temporal_mapping)
+    theirs = evaluate_candidate(
+        task.accelerator, task.workload, task.mapping, task.layer, candidate
+    )
+    row: dict = {
+        "zigzag_reevaluated": float(theirs.latency.latency_total_cycles),
+        "status": OK,
+        "error": "",
+    }
+    try:
+        check = compare(inputs, replay_case(inputs), theirs, None)
+    except SpecError as exc:
+        return row | {"status": NOT_REPLAYED, "error": f"{type(exc).__name__}: {exc}"}
+    r = check.replay
+    row |= {
+        "replay_cycles": int(r.latency_total),
+        "replay_ideal": int(r.ideal_cycles),
+        "replay_stall": int(r.stall),
+        "replay_onload": int(r.onloading),
+        "replay_offload": int(r.offloading),
+        "causes": {f"{phase}/{cause}": int(c) for phase, cause, c in check.stall_causes},
+        "mechanisms": list(check.explanations[:TOP_CAUSES]),
+    }
+    return row
+
+
+@cache
+def _file_digest(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@cache
+def _zigzag_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("zigzag-dse")
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
+# bump when a cached row's content changes (replay_candidate, search_layer): the rank modules
+# themselves are left out of the source hash so that a change in how rows are ranked, printed
+# or plotted keeps hours of replays
+ROW_VERSION = 1
+
+
+@cache
+def simulator_fingerprint() -> str:
+    """A hash of cyclesim's source except the rank modules (analysis/rank*.py)."""
+    import cyclesim
+
+    root = Path(cyclesim.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        if path.parent.name == "analysis" and path.name.startswith("rank"):
+            continue
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def content_key(*parts: object) -> str:
+    """The cache key of a task: its parts, the simulator's source, zigzag-dse's version, hashed."""
+    text = json.dumps(
+        [ROW_VERSION, simulator_fingerprint(), _zigzag_version(), *parts],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cyclesim" / "rank"
+
+
+class _Cache:
+    """JSON files named by content hash; a failed write (read-only home) only costs a rerun."""
+
+    def __init__(self, folder: Path | None):
+        self.folder = folder
+
+    def get(self, key: str) -> dict | None:
+        if self.folder is None:
+            return None
+        try:
+            return json.loads((self.folder / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, value: dict) -> None:
+        if self.folder is None:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp = self.folder / f".{key}.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps(value))
+            tmp.replace(self.folder / f"{key}.json")
+        except OSError:
+            pass
+
+
+def rank_zigzag(
+    accelerator: str,
+    workload: str,
+    mapping: str,
+    *,
+    layers: list[str] | None = None,
+    top: int | None = 20,
+    lpf_limit: int = 6,
+    cache_dir: Path | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    backend: str = "processes",
+    progress: bool | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> RankRun:
+    """Search, replay the top `top` candidates (None: all) per layer, and rank both orders.
+
+    Raise SpecError if the inputs cannot be read or a named layer does not exist.
+    """
+    from cyclesim.checks.zigzag.network import _status_of
+    from cyclesim.checks.zigzag.read import workload_layers
+    from cyclesim.checks.zigzag.read_accelerator import parse_accelerator
+    from cyclesim.checks.zigzag.read_workload import layers_found
+    from cyclesim.errors import SpecError
+
+    parse_accelerator(accelerator)
+    names = workload_layers(workload, mapping)
+    unknown = [n for n in layers or () if n not in names]
+    if unknown:
+        hint, listing = layers_found(names, unknown[0])
+        raise SpecError(f"no layer named {unknown[0]!r}{hint}", file=workload, found=listing)
+    chosen = [n for n in names if not layers or n in layers]
+    files = [_file_digest(p) for p in (accelerator, workload, mapping)]
+    store = _Cache(cache_dir)
+    parallel = dict(workers=workers, progress=progress, backend=backend, scheduler=scheduler)
+    if scheduler is not None:
+        parallel["backend"] = "dask"
+
+    # 1. ZigZag's search, one task per layer not in the cache
+    searches = {}
+    todo = []
+    for name in chosen:
+        key = content_key("search", files, name, lpf_limit)
+        found = store.get(key)
+        if found is not None:
+            searches[name] = found
+        else:
+            todo.append(LayerSearch(names.index(name), name, accelerator, workload, mapping,
+                                    lpf_limit, key))  # fmt: skip
+    errors: dict[str, str] = {}
+    if todo:
+        if on_line:
+            on_line(f"searching {len(todo)} layer(s) with zigzag-dse's LOMA")
+        for task, outcome in zip(todo, map_tasks(search_layer, todo, desc="searches", **parallel),
+                                 strict=True):  # fmt: skip
+            if outcome.ok:
+                searches[task.layer] = outcome.value
+                store.put(task.key, outcome.value)
+            else:
+                errors[task.layer] = outcome.error or ""
+
+    # 2. the replays: ZigZag's top K and its pick, per layer; cached ones read back
+    ranked: dict[str, list[dict]] = {}
+    replays: list[CandidateReplay] = []
+    rows: dict[tuple[str, int], dict] = {}
+    for name in chosen:
+        if name not in searches:
+            continue
+        found = searches[name]
+        order = sorted(found["candidates"], key=lambda c: (c["latency"], c["energy"], c["order"]))
+        ranked[name] = order
+        for rank, c in enumerate(order, start=1):
+            if top is not None and rank > top and c["order"] != found["pick"]:
+                continue
+            key = content_key("replay", files, name, c["spatial"], c["levels"])
+            cached = store.get(key)
+            if cached is not None:
+                rows[(name, c["order"])] = cached | {"cached": True}
+            else:
+                replays.append(CandidateReplay(name, accelerator, workload, mapping, c, key))
+    best: dict[str, int] = {}
+
+    def postfix(outcome: TaskOutcome) -> str | None:
+        task = replays[outcome.index]
+        if outcome.ok and outcome.value.get("replay_cycles") is not None:
+            cycles = outcome.value["replay_cycles"]
+            best[task.layer] = min(cycles, best.get(task.layer, cycles))
+            return f"{task.layer}: best {best[task.layer]:,} cycles"
+        return None
+
+    def done(outcome: TaskOutcome, finished: int) -> None:
+        assert on_line is not None
+        task = replays[outcome.index]
+        what = (
+            f"{outcome.value.get('replay_cycles', outcome.value['status'])}"
+            if outcome.ok
+            else outcome.error
+        )
+        on_line(
+            f"{task.layer} candidate {task.candidate['order']}: {what} "
+            f"({finished} of {len(replays)} replayed)"
+        )
+
+    if on_line and replays:
+        on_line(f"replaying {len(replays)} candidate(s) ({len(rows)} from the cache)")
+    outcomes = map_tasks(
+        replay_candidate,
+        replays,
+        desc="candidates",
+        postfix=postfix,
+        on_done=done if on_line is not None and progress is False else None,
+        **parallel,
+    )
+    for task, outcome in zip(replays, outcomes, strict=True):
+        if outcome.ok:
+            store.put(task.key, outcome.value)
+            row = outcome.value | {"cached": False}
+        else:
+            row = {"status": _status_of(outcome.error or ""), "error": outcome.error}
+        rows[(task.layer, task.candidate["order"])] = row
+    candidates = candidate_table(chosen, ranked, {n: s["pick"] for n, s in searches.items()}, rows)
+    return RankRun(
+        peer="zigzag-dse",
+        candidates=candidates,
+        layers=layer_table(chosen, candidates, errors, top),
+        replayed=len(replays),
+        from_cache=sum(bool(r.get("cached")) for r in rows.values()),
+    )
