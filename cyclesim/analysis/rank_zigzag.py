@@ -106,9 +106,30 @@ def replay_candidate(task: CandidateReplay) -> dict:
         "replay_onload": int(r.onloading),
         "replay_offload": int(r.offloading),
         "causes": {f"{phase}/{cause}": int(c) for phase, cause, c in check.stall_causes},
-        "mechanisms": list(check.explanations[:TOP_CAUSES]),
+        "mechanisms": top_mechanisms(check),
     }
     return row
+
+
+def top_mechanisms(check, n: int = TOP_CAUSES) -> list[str]:
+    """The sentences of `check zigzag` behind the largest gaps between ZigZag and the replay:
+    each stall cause by its cycles, onloading and offloading by their gap to ZigZag's term."""
+    import re
+
+    theirs = check.zigzag or check.analytical
+    gaps = {
+        "onloading": abs(check.replay.onloading - theirs.onloading),
+        "offloading": abs(check.replay.offloading - theirs.offloading),
+    }
+    scored = []
+    for text in check.explanations:
+        if text.startswith("stall, "):  # 'stall, latency (100 cycles): ...'
+            cycles = re.search(r"\(([\d,]+) cycles?\)", text)
+            scored.append((int(cycles.group(1).replace(",", "")) if cycles else 0, text))
+        elif text.startswith(("onloading", "offloading")):
+            scored.append((gaps[text.split(":")[0]], text))
+    scored.sort(key=lambda pair: -pair[0])
+    return [text for cycles, text in scored[:n] if cycles > 0]
 
 
 @cache
@@ -190,6 +211,13 @@ class _Cache:
             tmp.replace(self.folder / f"{key}.json")
         except OSError:
             pass
+
+
+def _bar_shown(progress: bool | None) -> bool:
+    """As map_tasks decides: a bar when asked, or by default when stderr is a terminal."""
+    import sys
+
+    return sys.stderr.isatty() if progress is None else progress
 
 
 def rank_zigzag(
@@ -302,7 +330,7 @@ def rank_zigzag(
         replays,
         desc="candidates",
         postfix=postfix,
-        on_done=done if on_line is not None and progress is False else None,
+        on_done=done if on_line is not None and not _bar_shown(progress) else None,
         **parallel,
     )
     for task, outcome in zip(replays, outcomes, strict=True):
