@@ -32,12 +32,14 @@ CANDIDATE_COLUMNS = (
 
 @dataclass(frozen=True)
 class RankRun:
-    """The two tables of one rank run and how many replays ran (the rest came from the cache)."""
+    """The two tables of one rank run; how many candidates were replayed (timed), how many
+    replays explained a pick or a winner, and how many of either came from the cache."""
 
     peer: str
     candidates: pd.DataFrame
     layers: pd.DataFrame
     replayed: int
+    explained: int
     from_cache: int
 
 
@@ -226,7 +228,10 @@ def format_rank(run: RankRun, worst: int = 3) -> str:
                 lines.append(f"  pick: {r.pick_mechanism}")
             if r.winner_mechanism:
                 lines.append(f"  winner: {r.winner_mechanism}")
-    lines.append(f"({run.replayed} candidate(s) replayed now, {run.from_cache} from the cache)")
+    lines.append(
+        f"({run.replayed} candidate(s) replayed now and {run.explained} explained (the picks and "
+        f"winners), {run.from_cache} read from the cache)"
+    )
     return "\n".join(lines)
 
 

@@ -53,6 +53,7 @@ class CandidateReplay:
     mapping: str
     candidate: dict  # Candidate.to_json()
     key: str
+    explain: bool = False  # False: the cycles only; True: terms, causes and mechanisms too
 
 
 def search_layer(task: LayerSearch) -> dict:
@@ -70,15 +71,21 @@ def search_layer(task: LayerSearch) -> dict:
 
 
 def replay_candidate(task: CandidateReplay) -> dict:
-    """Replay one candidate, evaluate it with zigzag-dse, and name the mechanisms between them.
+    """Replay one candidate and evaluate it again with zigzag-dse; with `task.explain`, also the
+    replay's terms, its stall causes and the mechanisms `check zigzag` names.
 
-    A mapping the replay cannot represent is a row with status 'not replayed' and its reason.
+    Without explain only the engine runs (no stall attribution, which costs most of a replay
+    with it): every candidate is timed that way, and only each layer's pick and winner are
+    explained. A mapping the replay cannot represent is a row 'not replayed' with its reason.
     """
     from cyclesim.checks.zigzag.candidates import Candidate, evaluate_candidate
     from cyclesim.checks.zigzag.check import compare, replay_case
     from cyclesim.checks.zigzag.inputs import ZigZagInputs
     from cyclesim.checks.zigzag.read import load_zigzag_inputs
+    from cyclesim.checks.zigzag.to_spec import import_zigzag
+    from cyclesim.engine import replay_plan
     from cyclesim.errors import SpecError
+    from cyclesim.schedule import ReusePolicy, build_plan
 
     candidate = Candidate.from_json(task.candidate)
     inputs = load_zigzag_inputs(
@@ -95,11 +102,15 @@ def replay_candidate(task: CandidateReplay) -> dict:
         "error": "",
     }
     try:
+        if not task.explain:
+            spec = import_zigzag(inputs)  # as replay_case, without building the SimResult
+            plan = build_plan(spec.architecture, spec.workload, spec.mapping, ReusePolicy("retain"))
+            return row | {"replay_cycles": int(replay_plan(plan, progress=False).cycles)}
         check = compare(inputs, replay_case(inputs), theirs, None)
     except SpecError as exc:
         return row | {"status": NOT_REPLAYED, "error": f"{type(exc).__name__}: {exc}"}
     r = check.replay
-    row |= {
+    return row | {
         "replay_cycles": int(r.latency_total),
         "replay_ideal": int(r.ideal_cycles),
         "replay_stall": int(r.stall),
@@ -108,7 +119,6 @@ def replay_candidate(task: CandidateReplay) -> dict:
         "causes": {f"{phase}/{cause}": int(c) for phase, cause, c in check.stall_causes},
         "mechanisms": top_mechanisms(check),
     }
-    return row
 
 
 def top_mechanisms(check, n: int = TOP_CAUSES) -> list[str]:
@@ -154,7 +164,7 @@ def _zigzag_version() -> str:
 # bump when a cached row's content changes (replay_candidate, search_layer): the rank modules
 # themselves are left out of the source hash so that a change in how rows are ranked, printed
 # or plotted keeps hours of replays
-ROW_VERSION = 1
+ROW_VERSION = 2
 
 
 @cache
@@ -239,7 +249,6 @@ def rank_zigzag(
 
     Raise SpecError if the inputs cannot be read or a named layer does not exist.
     """
-    from cyclesim.checks.zigzag.network import _status_of
     from cyclesim.checks.zigzag.read import workload_layers
     from cyclesim.checks.zigzag.read_accelerator import parse_accelerator
     from cyclesim.checks.zigzag.read_workload import layers_found
@@ -281,70 +290,118 @@ def rank_zigzag(
             else:
                 errors[task.layer] = outcome.error or ""
 
-    # 2. the replays: ZigZag's top K and its pick, per layer; cached ones read back
+    # 2. the replays: ZigZag's top K and its pick per layer, the cycles only; cached ones read back
     ranked: dict[str, list[dict]] = {}
-    replays: list[CandidateReplay] = []
     rows: dict[tuple[str, int], dict] = {}
+    timed: list[CandidateReplay] = []
+    picks = {name: found["pick"] for name, found in searches.items()}
     for name in chosen:
         if name not in searches:
             continue
-        found = searches[name]
-        order = sorted(found["candidates"], key=lambda c: (c["latency"], c["energy"], c["order"]))
+        order = sorted(
+            searches[name]["candidates"], key=lambda c: (c["latency"], c["energy"], c["order"])
+        )
         ranked[name] = order
         for rank, c in enumerate(order, start=1):
-            if top is not None and rank > top and c["order"] != found["pick"]:
-                continue
-            key = content_key("replay", files, name, c["spatial"], c["levels"])
-            cached = store.get(key)
-            if cached is not None:
-                rows[(name, c["order"])] = cached | {"cached": True}
-            else:
-                replays.append(CandidateReplay(name, accelerator, workload, mapping, c, key))
+            if top is None or rank <= top or c["order"] == picks[name]:
+                key = content_key("replay", files, name, c["spatial"], c["levels"])
+                timed.append(CandidateReplay(name, accelerator, workload, mapping, c, key))
+    ran = _replay(timed, rows, store, parallel, on_line, "candidates")
+
+    # 3. each layer's pick and winner again, explained (terms, stall causes, mechanisms)
+    explained = []
+    for name, order in ranked.items():
+        done = [(c, rows[(name, c["order"])]) for c in order if (name, c["order"]) in rows]
+        replayed = [(rank, c) for rank, (c, row) in enumerate(done)
+                    if row.get("replay_cycles") is not None]  # fmt: skip
+        if not replayed:
+            continue
+        winner = min(
+            replayed, key=lambda rc: (rows[(name, rc[1]["order"])]["replay_cycles"], rc[0])
+        )
+        for c in {picks[name]: None, winner[1]["order"]: None}:
+            candidate = next(x for x in order if x["order"] == c)
+            key = content_key("explain", files, name, candidate["spatial"], candidate["levels"])
+            explained.append(
+                CandidateReplay(name, accelerator, workload, mapping, candidate, key, explain=True)
+            )
+    ran_explained = _replay(explained, rows, store, parallel, on_line, "pick and winner")
+    candidates = candidate_table(chosen, ranked, picks, rows)
+    return RankRun(
+        peer="zigzag-dse",
+        candidates=candidates,
+        layers=layer_table(chosen, candidates, errors, top),
+        replayed=ran,
+        explained=ran_explained,
+        from_cache=len(timed) + len(explained) - ran - ran_explained,
+    )
+
+
+def _replay(
+    tasks: list[CandidateReplay],
+    rows: dict[tuple[str, int], dict],
+    store: _Cache,
+    parallel: dict,
+    on_line: Callable[[str], None] | None,
+    desc: str,
+) -> int:
+    """Run the tasks not in the cache through the one parallel runner; put every task's row
+    into `rows` (an explained row over the timed one). Return how many ran."""
+    from cyclesim.checks.zigzag.network import _status_of
+
+    todo = []
+    for task in tasks:
+        cached = store.get(task.key)
+        if cached is None:
+            todo.append(task)
+        else:
+            _merge(rows, task, cached | {"cached": True})
     best: dict[str, int] = {}
 
     def postfix(outcome: TaskOutcome) -> str | None:
-        task = replays[outcome.index]
+        task = todo[outcome.index]
         if outcome.ok and outcome.value.get("replay_cycles") is not None:
             cycles = outcome.value["replay_cycles"]
             best[task.layer] = min(cycles, best.get(task.layer, cycles))
             return f"{task.layer}: best {best[task.layer]:,} cycles"
         return None
 
-    def done(outcome: TaskOutcome, finished: int) -> None:
+    def line(outcome: TaskOutcome, finished: int) -> None:
         assert on_line is not None
-        task = replays[outcome.index]
-        what = (
-            f"{outcome.value.get('replay_cycles', outcome.value['status'])}"
-            if outcome.ok
-            else outcome.error
-        )
+        task = todo[outcome.index]
+        value = outcome.value or {}
+        what = value.get("replay_cycles", value.get("status")) if outcome.ok else outcome.error
         on_line(
             f"{task.layer} candidate {task.candidate['order']}: {what} "
-            f"({finished} of {len(replays)} replayed)"
+            f"({finished} of {len(todo)} {desc})"
         )
 
-    if on_line and replays:
-        on_line(f"replaying {len(replays)} candidate(s) ({len(rows)} from the cache)")
+    if on_line and todo:
+        on_line(f"replaying {len(todo)} {desc} ({len(tasks) - len(todo)} from the cache)")
     outcomes = map_tasks(
         replay_candidate,
-        replays,
-        desc="candidates",
+        todo,
+        desc=desc,
         postfix=postfix,
-        on_done=done if on_line is not None and not _bar_shown(progress) else None,
+        on_done=line if on_line is not None and not _bar_shown(parallel["progress"]) else None,
         **parallel,
     )
-    for task, outcome in zip(replays, outcomes, strict=True):
+    for task, outcome in zip(todo, outcomes, strict=True):
         if outcome.ok:
             store.put(task.key, outcome.value)
-            row = outcome.value | {"cached": False}
+            _merge(rows, task, outcome.value | {"cached": False})
         else:
-            row = {"status": _status_of(outcome.error or ""), "error": outcome.error}
-        rows[(task.layer, task.candidate["order"])] = row
-    candidates = candidate_table(chosen, ranked, {n: s["pick"] for n, s in searches.items()}, rows)
-    return RankRun(
-        peer="zigzag-dse",
-        candidates=candidates,
-        layers=layer_table(chosen, candidates, errors, top),
-        replayed=len(replays),
-        from_cache=sum(bool(r.get("cached")) for r in rows.values()),
-    )
+            _merge(rows, task, {"status": _status_of(outcome.error or ""), "error": outcome.error})
+    return len(todo)
+
+
+def _merge(rows: dict, task: CandidateReplay, row: dict) -> None:
+    key = (task.layer, task.candidate["order"])
+    if task.explain and key in rows:
+        # the explained replay must time the candidate as the timed one did
+        timed = rows[key].get("replay_cycles")
+        if timed is not None and row.get("replay_cycles") not in (None, timed):
+            row = row | {"error": f"explained replay {row['replay_cycles']} != timed {timed}"}
+        rows[key] = rows[key] | row | {"cached": rows[key].get("cached") and row.get("cached")}
+    else:
+        rows[key] = row
