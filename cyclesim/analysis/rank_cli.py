@@ -45,31 +45,76 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--lpf-limit", type=int, default=6, help="LOMA's loop prime factor limit (6, as check)"
     )
-    p.add_argument(
-        "--out",
-        metavar="DIR",
-        help="folder of the tables and plots (default: out/rank/<workload>-<accelerator>)",
-    )
     p.add_argument("--table", metavar="PATH", help="layer table, .csv or .parquet (OUT/rank.csv)")
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
-    p.add_argument(
-        "--cache",
-        metavar="DIR",
-        help="cache folder (default: ~/.cache/cyclesim/rank, or $XDG_CACHE_HOME)",
+    _common(p)
+    p.set_defaults(func=run_zigzag)
+    h = peers.add_parser(
+        "zigzag-hardware",
+        help="does zigzag-dse order hardware variants as the replay does?",
+        description=(
+            "Rank every hardware variant of a rank file (a ZigZag accelerator, workload and "
+            "mapping, and axes written as `cyclesim sweep` writes them) as `rank zigzag` does, "
+            "then order the variants by zigzag-dse's network latency and by the replay of its "
+            "picks: Kendall's tau, Spearman's rho, and the regret of zigzag-dse's choice."
+        ),
     )
+    h.add_argument("rank_file", metavar="FILE.yaml", help="the rank file")
+    _common(h)
+    h.set_defaults(func=run_hardware)
+    return rank
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", metavar="DIR", help="output folder (default: out/rank/<name>)")
+    p.add_argument("--cache", metavar="DIR", help="cache folder (default: ~/.cache/cyclesim/rank)")
     p.add_argument("--no-cache", action="store_true", help="search and replay everything again")
     p.add_argument("--workers", type=int, metavar="N", help="worker processes (one per core)")
-    p.add_argument(
-        "--dask", action="store_true", help="run on a local Dask cluster instead of a process pool"
-    )
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="run on the Dask cluster at ADDRESS (tcp://host:8786)",
-    )
+    p.add_argument("--dask", action="store_true", help="on a local Dask cluster")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="on the Dask cluster at ADDRESS")
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
-    p.set_defaults(func=run_zigzag)
-    return rank
+
+
+def _options(args: argparse.Namespace) -> dict:
+    """rank_zigzag's keyword arguments for the options both commands share."""
+    from cyclesim.analysis.rank_zigzag import default_cache_dir
+
+    if args.workers is not None and args.workers < 1:
+        raise CyclesimError("--workers must be at least 1")
+    quiet = getattr(args, "quiet", False)
+    return dict(
+        cache_dir=None
+        if args.no_cache
+        else Path(args.cache)
+        if args.cache
+        else default_cache_dir(),
+        workers=args.workers,
+        scheduler=args.scheduler,
+        backend="dask" if args.dask or args.scheduler else "processes",
+        progress=False if args.no_progress or quiet else None,
+        on_line=None if quiet else lambda line: print(line, file=sys.stderr),
+    )
+
+
+def run_hardware(args: argparse.Namespace) -> int:
+    """Rank the variants of a rank file; print both orders, write the table."""
+    import time
+
+    from cyclesim.analysis.rank_hardware import format_hardware, load_hardware_rank, rank_hardware
+
+    spec = load_hardware_rank(args.rank_file)
+    out = Path(args.out) if args.out else Path("out") / "rank" / spec.name
+    options = _options(args)
+    start = time.perf_counter()
+    df, summary, _ = rank_hardware(spec, out, **options)
+    seconds = time.perf_counter() - start
+    table = out / "hardware.csv"
+    df.to_csv(table, index=False, lineterminator="\n")
+    print(format_hardware(df, summary))
+    print(
+        f"wall time {seconds:,.1f} s; wrote {table} (and each variant's accelerator in {out / 'variants'})"
+    )
+    return 0
 
 
 def run_zigzag(args: argparse.Namespace) -> int:
@@ -77,12 +122,10 @@ def run_zigzag(args: argparse.Namespace) -> int:
     import time
 
     from cyclesim.analysis.rank import format_rank, write_tables
-    from cyclesim.analysis.rank_zigzag import default_cache_dir, rank_zigzag
+    from cyclesim.analysis.rank_zigzag import rank_zigzag
 
     if args.top is not None and args.top < 1 and not args.all:
         raise CyclesimError("--top must be at least 1")
-    if args.workers is not None and args.workers < 1:
-        raise CyclesimError("--workers must be at least 1")
     for option in ("accelerator", "workload", "mapping"):
         if not Path(getattr(args, option)).is_file():
             raise CyclesimError(f"--{option} {getattr(args, option)}: no such file")
@@ -91,9 +134,8 @@ def run_zigzag(args: argparse.Namespace) -> int:
     table = Path(args.table) if args.table else out / "rank.csv"
     if table.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise CyclesimError(f"--table {table}: the suffix chooses the format; use .csv or .parquet")
-    cache = None if args.no_cache else Path(args.cache) if args.cache else default_cache_dir()
+    options = _options(args)
     start = time.perf_counter()
-    quiet = getattr(args, "quiet", False)
     run = rank_zigzag(
         args.accelerator,
         args.workload,
@@ -101,12 +143,7 @@ def run_zigzag(args: argparse.Namespace) -> int:
         layers=args.layer,
         top=None if args.all else args.top,
         lpf_limit=args.lpf_limit,
-        cache_dir=cache,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        backend="dask" if args.dask or args.scheduler else "processes",
-        progress=False if args.no_progress or quiet else None,
-        on_line=None if quiet else lambda line: print(line, file=sys.stderr),
+        **options,
     )
     seconds = time.perf_counter() - start
     table.parent.mkdir(parents=True, exist_ok=True)
