@@ -252,3 +252,14 @@ def write_tables(run: RankRun, path: str | Path) -> list[Path]:
             df.to_parquet(target, index=False)
         written.append(target)
     return written
+
+
+def read_tables(path: str | Path, peer: str = "zigzag-dse") -> RankRun:
+    """A rank run back from the two tables write_tables wrote (to plot or print them again)."""
+    path = Path(path)
+    other = path.with_name(f"{path.stem}-candidates{path.suffix}")
+    read = pd.read_csv if path.suffix.lower() == ".csv" else pd.read_parquet
+    layers, candidates = read(path), read(other)
+    candidates["mechanisms"] = candidates["mechanisms"].fillna("")
+    candidates["causes"] = candidates["causes"].fillna("{}")
+    return RankRun(peer, candidates, layers, 0, 0, 0)

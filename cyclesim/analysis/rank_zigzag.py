@@ -10,6 +10,7 @@ version), so a rerun with a larger K replays only the new candidates.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from cyclesim.analysis.parallel import TaskOutcome, map_tasks
 from cyclesim.analysis.rank import (
@@ -81,16 +83,13 @@ def replay_candidate(task: CandidateReplay) -> dict:
     from cyclesim.checks.zigzag.candidates import Candidate, evaluate_candidate
     from cyclesim.checks.zigzag.check import compare, replay_case
     from cyclesim.checks.zigzag.inputs import ZigZagInputs
-    from cyclesim.checks.zigzag.read import load_zigzag_inputs
     from cyclesim.checks.zigzag.to_spec import import_zigzag
     from cyclesim.engine import replay_plan
     from cyclesim.errors import SpecError
     from cyclesim.schedule import ReusePolicy, build_plan
 
     candidate = Candidate.from_json(task.candidate)
-    inputs = load_zigzag_inputs(
-        task.accelerator, task.workload, task.mapping, layer_name=task.layer
-    )
+    inputs = _inputs(task.accelerator, task.workload, task.mapping, task.layer, _stamps(task))
     mapping = replace(inputs.mapping, spatial=candidate.spatial, spatial_complete=True)
     inputs = ZigZagInputs(inputs.accelerator, inputs.layer, mapping, candidate.temporal_mapping)
     theirs = evaluate_candidate(
@@ -119,6 +118,20 @@ def replay_candidate(task: CandidateReplay) -> dict:
         "causes": {f"{phase}/{cause}": int(c) for phase, cause, c in check.stall_causes},
         "mechanisms": top_mechanisms(check),
     }
+
+
+def _stamps(task: CandidateReplay) -> tuple[int, ...]:
+    return tuple(os.stat(p).st_mtime_ns for p in (task.accelerator, task.workload, task.mapping))
+
+
+@functools.lru_cache(maxsize=8)
+def _inputs(accelerator: str, workload: str, mapping: str, layer: str, stamps: tuple) -> Any:
+    """The layer's inputs, read once per worker process: a worker replays many candidates of
+    the same layer, and reading (an ONNX model's YAML above all) was a third of each replay.
+    `stamps`, the files' modification times, make an edited file read again."""
+    from cyclesim.checks.zigzag.read import load_zigzag_inputs
+
+    return load_zigzag_inputs(accelerator, workload, mapping, layer_name=layer)
 
 
 def top_mechanisms(check, n: int = TOP_CAUSES) -> list[str]:
@@ -285,11 +298,15 @@ def rank_zigzag(
     if todo:
         if on_line:
             on_line(f"searching {len(todo)} layer(s) with zigzag-dse's LOMA")
-        for task, outcome in zip(todo, map_tasks(search_layer, todo, desc="searches", **parallel),
-                                 strict=True):  # fmt: skip
+
+        def searched(outcome: TaskOutcome, count: int) -> None:
+            if outcome.ok:
+                store.put(todo[outcome.index].key, outcome.value)
+
+        outcomes = map_tasks(search_layer, todo, desc="searches", on_done=searched, **parallel)
+        for task, outcome in zip(todo, outcomes, strict=True):
             if outcome.ok:
                 searches[task.layer] = outcome.value
-                store.put(task.key, outcome.value)
             else:
                 errors[task.layer] = outcome.error or ""
 
@@ -369,29 +386,30 @@ def _replay(
             return f"{task.layer}: best {best[task.layer]:,} cycles"
         return None
 
-    def line(outcome: TaskOutcome, finished: int) -> None:
-        assert on_line is not None
+    lines = on_line is not None and not _bar_shown(parallel["progress"])
+
+    def finished(outcome: TaskOutcome, count: int) -> None:
+        """Cache each replay as it finishes (an interrupted run keeps what it did); one line
+        per replay where no bar is drawn."""
         task = todo[outcome.index]
-        value = outcome.value or {}
-        what = value.get("replay_cycles", value.get("status")) if outcome.ok else outcome.error
-        on_line(
-            f"{task.layer} candidate {task.candidate['order']}: {what} "
-            f"({finished} of {len(todo)} {desc})"
-        )
+        if outcome.ok:
+            store.put(task.key, outcome.value)
+        if lines:
+            assert on_line is not None
+            value = outcome.value or {}
+            what = value.get("replay_cycles", value.get("status")) if outcome.ok else outcome.error
+            on_line(
+                f"{task.layer} candidate {task.candidate['order']}: {what} "
+                f"({count} of {len(todo)} {desc})"
+            )
 
     if on_line and todo:
         on_line(f"replaying {len(todo)} {desc} ({len(tasks) - len(todo)} from the cache)")
     outcomes = map_tasks(
-        replay_candidate,
-        todo,
-        desc=desc,
-        postfix=postfix,
-        on_done=line if on_line is not None and not _bar_shown(parallel["progress"]) else None,
-        **parallel,
+        replay_candidate, todo, desc=desc, postfix=postfix, on_done=finished, **parallel
     )
     for task, outcome in zip(todo, outcomes, strict=True):
         if outcome.ok:
-            store.put(task.key, outcome.value)
             _merge(rows, task, outcome.value | {"cached": False})
         else:
             _merge(rows, task, {"status": _status_of(outcome.error or ""), "error": outcome.error})
