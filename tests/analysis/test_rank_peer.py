@@ -124,3 +124,24 @@ def test_a_missing_file_is_named(tmp_path, capsys):
             "--mapping", "m.yaml"]  # fmt: skip
     assert main(args) == 2
     assert "a.yaml: no such file" in capsys.readouterr().err
+
+
+@pytest.mark.peer
+def test_on_a_local_dask_cluster_the_replays_are_the_same(gemms, cache, tmp_path):
+    _peer()
+    from cyclesim.analysis.rank_zigzag import rank_zigzag
+
+    files = (gemms.accelerator, gemms.workload, gemms.mapping)
+    local = rank_zigzag(*files, layers=["second"], top=2, cache_dir=cache, workers=1,
+                        progress=False)  # fmt: skip
+    # a fresh cache for the replays (the search is copied over): every replay runs on Dask
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for path in cache.glob("*.json"):
+        data = path.read_text()
+        if '"candidates"' in data:
+            (fresh / path.name).write_text(data)
+    on_dask = rank_zigzag(*files, layers=["second"], top=2, cache_dir=fresh, workers=2,
+                          backend="dask", progress=False)  # fmt: skip
+    assert on_dask.replayed == 2 and on_dask.from_cache == 0
+    assert list(on_dask.candidates["replay_cycles"]) == list(local.candidates["replay_cycles"])
