@@ -178,3 +178,20 @@ def test_a_layer_without_candidates_is_a_row_with_its_reason():
     df = candidate_table(["L"], {}, {}, {})
     layer = layer_table(["L"], df, {"L": "ZigZagPeerError: no mapping"}, 20).iloc[0]
     assert layer["status"] == "no candidates" and "no mapping" in layer["error"]
+
+
+def _double(x: int) -> int:
+    import time
+
+    time.sleep(0.15)  # longer than tqdm's redraw interval (0.1 s), so every update is drawn
+    return 2 * x
+
+
+def test_the_progress_bar_shows_the_postfix_of_the_last_task(capsys):
+    from cyclesim.analysis.parallel import map_tasks
+
+    outcomes = map_tasks(_double, [3, 1, 2], workers=1, progress=True, desc="candidates",
+                         postfix=lambda o: f"best {o.value}")  # fmt: skip
+    assert [o.value for o in outcomes] == [6, 2, 4]
+    err = capsys.readouterr().err
+    assert "candidates" in err and "best 2" in err and "2/3" in err
