@@ -135,6 +135,13 @@ def layer_table(
                 "winner_peer_rank": int(winner["peer_rank"]),
                 "winner_peer_latency": float(winner["peer_latency"]),
                 "best_replay": int(winner["replay_cycles"]),
+                "spread": regret(max(y), min(y)),
+            }
+            ties = ok[ok["peer_latency"] == pick["peer_latency"]]
+            tied = [float(v) for v in ties["replay_cycles"]]
+            row |= {
+                "pick_ties": len(ties),
+                "tie_spread": regret(max(tied), min(tied)) if tied else math.nan,
             }
             if pd.notna(pick["replay_cycles"]):
                 row |= {
@@ -152,11 +159,12 @@ def layer_table(
         "layer_index", "layer", "status", "top", "replayed", "not_replayed", "tau", "rho",
         "pick_order", "pick_peer_latency", "pick_replay", "pick_replay_rank", "winner_order",
         "winner_peer_rank", "winner_peer_latency", "best_replay", "pick_is_best", "regret",
+        "spread", "pick_ties", "tie_spread",
         "pick_mechanism", "winner_mechanism", "pick_pays_more", "error",
     ]  # fmt: skip
     df = pd.DataFrame(out, columns=columns)
     for c in ("replayed", "not_replayed", "pick_order", "pick_replay", "pick_replay_rank",
-              "winner_order", "winner_peer_rank", "best_replay", "top"):  # fmt: skip
+              "winner_order", "winner_peer_rank", "best_replay", "top", "pick_ties"):  # fmt: skip
         df[c] = df[c].astype("Int64")
     df["pick_is_best"] = df["pick_is_best"].astype("boolean")
     return df
@@ -175,6 +183,13 @@ def totals(layers: pd.DataFrame) -> dict:
         "best_replay": best,
         "regret": regret(picked, best) if best else math.nan,
     }
+
+
+TIES_NOTE = (
+    "ties: the replayed candidates with the same latency as the pick by the peer's model; tie\n"
+    "spread: how much slower the slowest of them replays than the fastest (what the model\n"
+    "cannot tell apart)"
+)
 
 
 def _number(value, fmt: str = ",") -> str:
@@ -199,9 +214,11 @@ def format_rank(run: RankRun, worst: int = 3) -> str:
             "winner's peer rank": [_number(v, "d") for v in df["winner_peer_rank"]],
             "pick best": ["-" if pd.isna(v) else "yes" if v else "no" for v in df["pick_is_best"]],
             "regret": [_number(v, ".1%") for v in df["regret"]],
+            "ties": [_number(v, "d") for v in df["pick_ties"]],
+            "tie spread": [_number(v, ".0%") for v in df["tie_spread"]],
         }
     )
-    lines = [shown.to_string(index=False), ""]
+    lines = [shown.to_string(index=False), "", TIES_NOTE, ""]
     lines += [f"{r.layer}: {r.error}" for r in df.itertuples() if r.status != OK]
     t = totals(df)
     lines.append(
@@ -212,7 +229,7 @@ def format_rank(run: RankRun, worst: int = 3) -> str:
         lines.append(
             f"replaying {run.peer}'s picks: {t['pick_replay']:,} cycles ({run.peer} says "
             f"{t['peer_picks']:,.0f}); the best of its top candidates: {t['best_replay']:,} "
-            f"cycles; regret {t['regret']:.1%}"
+            f"cycles; regret {t['regret']:.2%}"
         )
     regrets = df.dropna(subset=["regret"]).sort_values("regret", ascending=False)
     regrets = regrets[regrets["regret"] > 0].head(worst)

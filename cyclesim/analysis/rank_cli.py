@@ -43,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--all", action="store_true", help="replay every candidate (small layers only)"
     )
     p.add_argument(
+        "--distinct",
+        action="store_true",
+        help="the K best distinct latencies by zigzag-dse's model (one candidate each), not the "
+        "K best candidates (many of which tie)",
+    )
+    p.add_argument(
         "--lpf-limit", type=int, default=6, help="LOMA's loop prime factor limit (6, as check)"
     )
     p.add_argument("--table", metavar="PATH", help="layer table, .csv or .parquet (OUT/rank.csv)")
@@ -143,6 +149,7 @@ def run_zigzag(args: argparse.Namespace) -> int:
         layers=args.layer,
         top=None if args.all else args.top,
         lpf_limit=args.lpf_limit,
+        distinct=args.distinct,
         **options,
     )
     seconds = time.perf_counter() - start

@@ -239,6 +239,14 @@ class _Cache:
             pass
 
 
+def _first(key: object, seen: set) -> bool:
+    """False the first time `key` is seen (and remember it), True after."""
+    if key in seen:
+        return True
+    seen.add(key)
+    return False
+
+
 def _bar_shown(progress: bool | None) -> bool:
     """As map_tasks decides: a bar when asked, or by default when stderr is a terminal."""
     import sys
@@ -254,6 +262,7 @@ def rank_zigzag(
     layers: list[str] | None = None,
     top: int | None = 20,
     lpf_limit: int = 6,
+    distinct: bool = False,
     cache_dir: Path | None = None,
     workers: int | None = None,
     scheduler: str | None = None,
@@ -262,6 +271,9 @@ def rank_zigzag(
     on_line: Callable[[str], None] | None = None,
 ) -> RankRun:
     """Search, replay the top `top` candidates (None: all) per layer, and rank both orders.
+
+    distinct: the `top` best distinct latencies by ZigZag's model, one candidate each (the one
+    its reduce would keep), instead of the top `top` candidates (which may all tie).
 
     Raise SpecError if the inputs cannot be read or a named layer does not exist.
     """
@@ -321,6 +333,9 @@ def rank_zigzag(
         order = sorted(
             searches[name]["candidates"], key=lambda c: (c["latency"], c["energy"], c["order"])
         )
+        if distinct:  # one per latency: the one ZigZag's reduce would keep (least energy, first)
+            seen: set[float] = set()
+            order = [c for c in order if not _first(c["latency"], seen)]
         ranked[name] = order
         for rank, c in enumerate(order, start=1):
             if top is None or rank <= top or c["order"] == picks[name]:

@@ -149,7 +149,7 @@ def test_zigzag_ranks_a_first_but_a_port_latency_it_ignores_makes_b_faster(laten
     assert got["tau"] == -1 and got["winner_peer_rank"] == 2
     assert got["pick_pays_more"].startswith("compute/latency +99")
     text = format_rank(RankRun("zigzag-dse", candidates, layers, 2, 2, 0))
-    assert "regret 3.3%" in text and "compute/latency +99" in text
+    assert "regret 3.32%" in text and "compute/latency +99" in text
 
 
 def test_cause_deltas_keep_what_the_pick_pays_more():

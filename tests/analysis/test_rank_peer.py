@@ -145,3 +145,15 @@ def test_on_a_local_dask_cluster_the_replays_are_the_same(gemms, cache, tmp_path
                           backend="dask", progress=False)  # fmt: skip
     assert on_dask.replayed == 2 and on_dask.from_cache == 0
     assert list(on_dask.candidates["replay_cycles"]) == list(local.candidates["replay_cycles"])
+
+
+@pytest.mark.peer
+def test_distinct_replays_one_candidate_per_zigzag_latency(gemms, cache):
+    _peer()
+    from cyclesim.analysis.rank_zigzag import rank_zigzag
+
+    files = (gemms.accelerator, gemms.workload, gemms.mapping)
+    run = rank_zigzag(*files, layers=["first"], top=3, distinct=True, cache_dir=cache,
+                      workers=1, progress=False)  # fmt: skip
+    latencies = list(run.candidates["peer_latency"])
+    assert latencies == sorted(set(latencies)) and run.candidates["is_pick"].iloc[0]
