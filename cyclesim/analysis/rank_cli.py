@@ -83,7 +83,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _options(args: argparse.Namespace) -> dict:
     """rank_zigzag's keyword arguments for the options both commands share."""
-    from cyclesim.analysis.rank_zigzag import default_cache_dir
+    from cyclesim.analysis.rank_cache import default_cache_dir
 
     if args.workers is not None and args.workers < 1:
         raise CyclesimError("--workers must be at least 1")

@@ -11,12 +11,9 @@ version), so a rerun with a larger K replays only the new candidates.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +25,7 @@ from cyclesim.analysis.rank import (
     candidate_table,
     layer_table,
 )
+from cyclesim.analysis.rank_cache import ResultCache, content_key, file_digest
 
 TOP_CAUSES = 3  # mechanisms kept per candidate
 
@@ -155,90 +153,6 @@ def top_mechanisms(check, n: int = TOP_CAUSES) -> list[str]:
     return [text for cycles, text in scored[:n] if cycles > 0]
 
 
-@cache
-def _file_digest(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-@cache
-def _zigzag_version() -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("zigzag-dse")
-    except importlib.metadata.PackageNotFoundError:
-        return "none"
-
-
-# bump when a cached row's content changes (replay_candidate, search_layer): the rank modules
-# themselves are left out of the source hash so that a change in how rows are ranked, printed
-# or plotted keeps hours of replays
-ROW_VERSION = 2
-
-
-@cache
-def simulator_fingerprint() -> str:
-    """A hash of cyclesim's source except the rank modules (analysis/rank*.py) and the
-    hardware variants' writer (whose output files are hashed themselves)."""
-    import cyclesim
-
-    root = Path(cyclesim.__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        if path.parent.name == "analysis" and path.name.startswith("rank"):
-            continue
-        if path.parent.name == "zigzag" and path.name == "variants.py":  # writes the inputs
-            continue
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def content_key(*parts: object) -> str:
-    """The cache key of a task: its parts, the simulator's source, zigzag-dse's version, hashed."""
-    text = json.dumps(
-        [ROW_VERSION, simulator_fingerprint(), _zigzag_version(), *parts],
-        sort_keys=True,
-        default=str,
-    )
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cyclesim" / "rank"
-
-
-class _Cache:
-    """JSON files named by content hash; a failed write (read-only home) only costs a rerun."""
-
-    def __init__(self, folder: Path | None):
-        self.folder = folder
-
-    def get(self, key: str) -> dict | None:
-        if self.folder is None:
-            return None
-        try:
-            return json.loads((self.folder / f"{key}.json").read_text())
-        except (OSError, ValueError):
-            return None
-
-    def put(self, key: str, value: dict) -> None:
-        if self.folder is None:
-            return
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp = self.folder / f".{key}.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(value))
-            tmp.replace(self.folder / f"{key}.json")
-        except OSError:
-            pass
-
-
 def _first(key: object, seen: set) -> bool:
     """False the first time `key` is seen (and remember it), True after."""
     if key in seen:
@@ -289,8 +203,8 @@ def rank_zigzag(
         hint, listing = layers_found(names, unknown[0])
         raise SpecError(f"no layer named {unknown[0]!r}{hint}", file=workload, found=listing)
     chosen = [n for n in names if not layers or n in layers]
-    files = [_file_digest(p) for p in (accelerator, workload, mapping)]
-    store = _Cache(cache_dir)
+    files = [file_digest(p) for p in (accelerator, workload, mapping)]
+    store = ResultCache(cache_dir)
     parallel = dict(workers=workers, progress=progress, backend=backend, scheduler=scheduler)
     if scheduler is not None:
         parallel["backend"] = "dask"
@@ -375,7 +289,7 @@ def rank_zigzag(
 def _replay(
     tasks: list[CandidateReplay],
     rows: dict[tuple[str, int], dict],
-    store: _Cache,
+    store: ResultCache,
     parallel: dict,
     on_line: Callable[[str], None] | None,
     desc: str,
