@@ -102,7 +102,8 @@ def summary(out: Path, hardware: list[str], worst: int = 3) -> str:
             lines.append(
                 f"* {r.hardware} {r.layer}: {r.regret:.2%} (pick {r.pick_replay:,} vs "
                 f"{r.best_replay:,}, the winner ranked {r.winner_peer_rank} by zigzag-dse); the "
-                f"pick pays more in {r.pick_pays_more}\n  pick: {r.pick_mechanism}\n  winner: "
+                f"pick pays more in {r.pick_pays_more}\n  why: {r.regret_mechanism or '-'}\n"
+                f"  pick: {r.pick_mechanism}\n  winner: "
                 f"{r.winner_mechanism}"
             )
     return "\n".join(lines)

@@ -105,6 +105,20 @@ def cause_deltas(pick: dict[str, int], winner: dict[str, int], n: int = 3) -> st
     return "; ".join(f"{k} +{deltas[k]:,}" for k in worse)
 
 
+PHASE_SENTENCES = {"onload": "onloading", "offload": "offloading"}
+
+
+def regret_sentence(pays_more: str, mechanisms: str) -> str:
+    """The pick's sentence (of `check zigzag`) for the cause it pays most beyond the winner:
+    'compute/buffer_full +3,072' -> the pick's 'stall, buffer_full (...)' sentence; '' if the
+    pick's kept sentences do not name it."""
+    if not pays_more or not mechanisms:
+        return ""
+    phase, _, cause = pays_more.split(";")[0].split(" ")[0].partition("/")
+    start = PHASE_SENTENCES.get(phase) or f"stall, {cause} "
+    return next((m for m in mechanisms.split(" | ") if m.startswith(start)), "")
+
+
 def layer_table(
     layers: list[str], candidates: pd.DataFrame, errors: dict[str, str], top: int | None
 ) -> pd.DataFrame:
@@ -154,12 +168,13 @@ def layer_table(
                         json.loads(pick["causes"]), json.loads(winner["causes"])
                     ),
                 }
+                row["regret_mechanism"] = regret_sentence(row["pick_pays_more"], pick["mechanisms"])
         out.append(row)
     columns = [
         "layer_index", "layer", "status", "top", "replayed", "not_replayed", "tau", "rho",
         "pick_order", "pick_peer_latency", "pick_replay", "pick_replay_rank", "winner_order",
         "winner_peer_rank", "winner_peer_latency", "best_replay", "pick_is_best", "regret",
-        "spread", "pick_ties", "tie_spread",
+        "spread", "pick_ties", "tie_spread", "regret_mechanism",
         "pick_mechanism", "winner_mechanism", "pick_pays_more", "error",
     ]  # fmt: skip
     df = pd.DataFrame(out, columns=columns)
@@ -241,6 +256,8 @@ def format_rank(run: RankRun, worst: int = 3) -> str:
                 f"cycles, the winner ranked {r.winner_peer_rank} by {run.peer}); the pick pays "
                 f"more in {r.pick_pays_more or '-'}"
             )
+            if r.regret_mechanism:
+                lines.append(f"  why: {r.regret_mechanism}")
             if r.pick_mechanism:
                 lines.append(f"  pick: {r.pick_mechanism}")
             if r.winner_mechanism:

@@ -27,7 +27,9 @@ from cyclesim.analysis.rank import (
 )
 from cyclesim.analysis.rank_cache import ResultCache, content_key, file_digest
 
-TOP_CAUSES = 3  # mechanisms kept per candidate
+TOP_CAUSES = 8  # mechanisms kept per explained candidate (largest gap first)
+# bump when what an explained row holds changes (the timed rows keep their cache)
+EXPLAIN_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +272,9 @@ def rank_zigzag(
         )
         for c in {picks[name]: None, winner[1]["order"]: None}:
             candidate = next(x for x in order if x["order"] == c)
-            key = content_key("explain", files, name, candidate["spatial"], candidate["levels"])
+            key = content_key(
+                "explain", EXPLAIN_VERSION, files, name, candidate["spatial"], candidate["levels"]
+            )
             explained.append(
                 CandidateReplay(name, accelerator, workload, mapping, candidate, key, explain=True)
             )

@@ -195,3 +195,15 @@ def test_the_progress_bar_shows_the_postfix_of_the_last_task(capsys):
     assert [o.value for o in outcomes] == [6, 2, 4]
     err = capsys.readouterr().err
     assert "candidates" in err and "best 2" in err and "2/3" in err
+
+
+def test_the_regret_is_explained_by_the_picks_sentence_for_the_cause_it_pays_more():
+    from cyclesim.analysis.rank import regret_sentence
+
+    mechanisms = "onloading: ZigZag counts ... | stall, buffer_full (3,072 cycles): the MACs ..."
+    assert regret_sentence("compute/buffer_full +3,072", mechanisms).startswith(
+        "stall, buffer_full (3,072"
+    )
+    assert regret_sentence("onload/bandwidth +15; compute/x +1", mechanisms).startswith("onloading")
+    assert regret_sentence("offload/bandwidth +1", mechanisms) == ""
+    assert regret_sentence("", mechanisms) == ""
