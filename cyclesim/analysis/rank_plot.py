@@ -50,7 +50,7 @@ def plot_candidates(run: RankRun, path: str | Path, title: str) -> Path:
         if row is not None and pd.notna(row.get("regret")):
             tau = "-" if pd.isna(row.get("tau")) else f"{row['tau']:.2f}"
             note = f"\ntau {tau}, regret {100 * row['regret']:.1f}%"
-        ax.set_title((layer if len(layer) <= 34 else "…" + layer[-33:]) + note, fontsize=8)
+        ax.set_title(_short(layer) + note, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.ticklabel_format(style="sci", scilimits=(-3, 4), axis="both")
         ax.xaxis.get_offset_text().set_fontsize(7)
@@ -99,6 +99,8 @@ def plot_regret(run: RankRun, path: str | Path, title: str) -> Path:
 
 
 def _short(name: str) -> str:
-    """'/layer2/layer2.0/conv1/Conv' -> 'layer2.0/conv1'."""
-    parts = [p for p in name.split("/") if p and p != "Conv" and p != "Gemm"]
-    return "/".join(parts[-2:]) if len(parts) > 1 else (parts[0] if parts else name)
+    """'/layer2/layer2.0/downsample/downsample.0/Conv' -> 'layer2.0/downsample.0'."""
+    parts = [p for p in name.split("/") if p and p not in ("Conv", "Gemm")]
+    parts = [p for p, after in zip(parts, parts[1:] + [""], strict=True)
+             if not after.startswith(p + ".")]  # fmt: skip
+    return "/".join(parts[-2:]) if parts else name
