@@ -212,31 +212,8 @@ def rank_zigzag(
         parallel["backend"] = "dask"
 
     # 1. ZigZag's search, one task per layer not in the cache
-    searches = {}
-    todo = []
-    for name in chosen:
-        key = content_key("search", files, name, lpf_limit)
-        found = store.get(key)
-        if found is not None:
-            searches[name] = found
-        else:
-            todo.append(LayerSearch(names.index(name), name, accelerator, workload, mapping,
-                                    lpf_limit, key))  # fmt: skip
-    errors: dict[str, str] = {}
-    if todo:
-        if on_line:
-            on_line(f"searching {len(todo)} layer(s) with zigzag-dse's LOMA")
-
-        def searched(outcome: TaskOutcome, count: int) -> None:
-            if outcome.ok:
-                store.put(todo[outcome.index].key, outcome.value)
-
-        outcomes = map_tasks(search_layer, todo, desc="searches", on_done=searched, **parallel)
-        for task, outcome in zip(todo, outcomes, strict=True):
-            if outcome.ok:
-                searches[task.layer] = outcome.value
-            else:
-                errors[task.layer] = outcome.error or ""
+    searches, errors = _search(chosen, names, files, (accelerator, workload, mapping), lpf_limit,
+                               store, parallel, on_line)  # fmt: skip
 
     # 2. the replays: ZigZag's top K and its pick per layer, the cycles only; cached ones read back
     ranked: dict[str, list[dict]] = {}
@@ -260,24 +237,7 @@ def rank_zigzag(
     ran = _replay(timed, rows, store, parallel, on_line, "candidates")
 
     # 3. each layer's pick and winner again, explained (terms, stall causes, mechanisms)
-    explained = []
-    for name, order in ranked.items():
-        done = [(c, rows[(name, c["order"])]) for c in order if (name, c["order"]) in rows]
-        replayed = [(rank, c) for rank, (c, row) in enumerate(done)
-                    if row.get("replay_cycles") is not None]  # fmt: skip
-        if not replayed:
-            continue
-        winner = min(
-            replayed, key=lambda rc: (rows[(name, rc[1]["order"])]["replay_cycles"], rc[0])
-        )
-        for c in {picks[name]: None, winner[1]["order"]: None}:
-            candidate = next(x for x in order if x["order"] == c)
-            key = content_key(
-                "explain", EXPLAIN_VERSION, files, name, candidate["spatial"], candidate["levels"]
-            )
-            explained.append(
-                CandidateReplay(name, accelerator, workload, mapping, candidate, key, explain=True)
-            )
+    explained = _explain_tasks(ranked, rows, picks, files, (accelerator, workload, mapping))
     ran_explained = _replay(explained, rows, store, parallel, on_line, "pick and winner")
     candidates = candidate_table(chosen, ranked, picks, rows)
     return RankRun(
@@ -288,6 +248,71 @@ def rank_zigzag(
         explained=ran_explained,
         from_cache=len(timed) + len(explained) - ran - ran_explained,
     )
+
+
+def _search(
+    chosen: list[str],
+    names: list[str],
+    files: list[str],
+    inputs: tuple[str, str, str],
+    lpf_limit: int,
+    store: ResultCache,
+    parallel: dict,
+    on_line: Callable[[str], None] | None,
+) -> tuple[dict[str, dict], dict[str, str]]:
+    """Every chosen layer's search, from the cache or run; each layer's candidates and pick,
+    and why a layer has none."""
+    searches: dict[str, dict] = {}
+    todo = []
+    for name in chosen:
+        key = content_key("search", files, name, lpf_limit)
+        found = store.get(key)
+        if found is not None:
+            searches[name] = found
+        else:
+            todo.append(LayerSearch(names.index(name), name, *inputs, lpf_limit, key))
+    errors: dict[str, str] = {}
+    if not todo:
+        return searches, errors
+    if on_line:
+        on_line(f"searching {len(todo)} layer(s) with zigzag-dse's LOMA")
+
+    def searched(outcome: TaskOutcome, count: int) -> None:
+        if outcome.ok:
+            store.put(todo[outcome.index].key, outcome.value)
+
+    outcomes = map_tasks(search_layer, todo, desc="searches", on_done=searched, **parallel)
+    for task, outcome in zip(todo, outcomes, strict=True):
+        if outcome.ok:
+            searches[task.layer] = outcome.value
+        else:
+            errors[task.layer] = outcome.error or ""
+    return searches, errors
+
+
+def _explain_tasks(
+    ranked: dict[str, list[dict]],
+    rows: dict[tuple[str, int], dict],
+    picks: dict[str, int],
+    files: list[str],
+    inputs: tuple[str, str, str],
+) -> list[CandidateReplay]:
+    """Per layer, its pick and the replay's winner (fewest cycles, ZigZag's better rank among
+    equals), to replay again with explanations."""
+    tasks = []
+    for name, order in ranked.items():
+        timed = [(rank, c, rows[(name, c["order"])]) for rank, c in enumerate(order)
+                 if (name, c["order"]) in rows]  # fmt: skip
+        replayed = [(row["replay_cycles"], rank, c) for rank, c, row in timed
+                    if row.get("replay_cycles") is not None]  # fmt: skip
+        if not replayed:
+            continue
+        winner = min(replayed, key=lambda t: (t[0], t[1]))[2]
+        for order_id in dict.fromkeys((picks[name], winner["order"])):
+            c = next(x for x in order if x["order"] == order_id)
+            key = content_key("explain", EXPLAIN_VERSION, files, name, c["spatial"], c["levels"])
+            tasks.append(CandidateReplay(name, *inputs, c, key, explain=True))
+    return tasks
 
 
 def _replay(
