@@ -1,4 +1,5 @@
-"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim|stream, l1, dram, sweep."""
+"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim|stream, chip, l1, dram,
+sweep, rank, report."""
 
 from __future__ import annotations
 
@@ -226,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(sub, "cyclesim.chip.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")
     _optional(sub, "cyclesim.analysis.report_cli")
+    _optional(sub, "cyclesim.analysis.rank_cli")
     _add_verbosity(parser, top_level=True)
     return parser
 
