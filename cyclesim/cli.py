@@ -1,4 +1,5 @@
-"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim|stream, l1, dram, sweep."""
+"""The `cyclesim` command: run, explain, check zigzag|accelforge|scalesim|stream, chip, l1, dram,
+sweep, rank, report."""
 
 from __future__ import annotations
 
@@ -226,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional(sub, "cyclesim.chip.cli")
     _optional(sub, "cyclesim.analysis.sweep_cli")
     _optional(sub, "cyclesim.analysis.report_cli")
+    _optional(sub, "cyclesim.analysis.rank_cli")
     _add_verbosity(parser, top_level=True)
     return parser
 
@@ -278,7 +280,8 @@ EXIT_CODES = """exit codes:
   4  out of memory: nothing was written (one layer at a time, fewer workers, no trace)
   130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM: no partial output, no peer left running"""
 
-# Output options of every sub-command: checked before anything runs; "-" is stdout. Some name
+# Output options of every sub-command: checked before anything runs ("-" is refused: none
+# goes to stdout). Some name
 # a directory (plots of `run`, CSV summaries, a sweep's output folder), the others a file.
 OUTPUT_OPTIONS = (
     "vcd",
@@ -317,10 +320,13 @@ def check_outputs(args: argparse.Namespace) -> None:
     """Refuse an output path that cannot be written, before the replay spends any time."""
     for option in OUTPUT_OPTIONS:
         value = getattr(args, option, None)
-        if not isinstance(value, str) or value in ("", "-"):
+        if not isinstance(value, str) or value == "":
             continue
         path = Path(value)
         flag = "--" + option.replace("_", "-")
+        if value == "-":  # no output goes to stdout: not a file named '-' either
+            raise OptionError(f"{flag} -: this output is written to a file, not to stdout; "
+                              "give a file name")  # fmt: skip
         # `run --plot`, `chip --plot` and `--csv` name folders (`l1 --plot` and `check zigzag
         # --plot` an image)
         folder = option in DIRECTORY_OPTIONS and (

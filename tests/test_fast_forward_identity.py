@@ -248,6 +248,7 @@ COPIED_OR_SHIFTED = {
     "first_step", "last_step_end",
 }  # fmt: skip
 FIXED_BY_THE_INPUTS = {"trace_filter", "trace_window", "trace_nodes", "trace_leaves"}
+# the controller in the loop: fast-forward skips only periods that push it no request
 NEVER_IN_A_SKIPPED_PERIOD = {"dram_banks", "dram_counts", "dram_open_rows", "dram_requests"}
 ONLY_WHERE_IT_IS_OFF = {
     "occupancy_before",  # a trace window turns it off

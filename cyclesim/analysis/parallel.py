@@ -84,6 +84,7 @@ def map_tasks(
     scheduler: str | None = None,
     fresh_process: bool = False,
     on_done: Callable[[TaskOutcome, int], None] | None = None,
+    postfix: Callable[[TaskOutcome], str | None] | None = None,
 ) -> list[TaskOutcome]:
     """Run `fn(item)` for every item, in worker processes when workers > 1; outcomes in item order.
 
@@ -96,7 +97,8 @@ def map_tasks(
     own, one worker or many, so a task's peak memory is its own and is given back after it.
     on_done(outcome, finished): called in this process as each task finishes, in the order
     they finish, with how many have finished so far; what it prints to stderr goes around the
-    progress bar, not through it.
+    progress bar, not through it. postfix(outcome): a short text shown after the bar's count
+    (e.g. the best found so far), kept until it returns another.
     """
     from cyclesim.errors import CyclesimError
 
@@ -121,6 +123,9 @@ def map_tasks(
                 with bar.external_write_mode(file=sys.stderr):
                     on_done(outcome, done)
         if bar is not None:
+            text = postfix(outcome) if postfix is not None else None
+            if text:
+                bar.set_postfix_str(text, refresh=False)
             bar.update(1)
 
     try:

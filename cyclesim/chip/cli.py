@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -31,7 +32,8 @@ def register(sub) -> None:
     p.add_argument("--vcd", metavar="FILE", help="VCD waveform: a scope per core and per link")
     p.add_argument("--fst", metavar="FILE", help="the same waveform as FST (GTKWave, Surfer)")
     p.add_argument("--perfetto", metavar="FILE",
-                   help="Perfetto trace: a process per core, a track per link, bus and DRAM port")  # fmt: skip
+                   help="Perfetto trace (Trace Event JSON; gzipped when FILE ends in .gz): a "
+                   "process per core, a track per link, bus and DRAM port")  # fmt: skip
     p.add_argument("--plot", metavar="DIR",
                    help="write chip_gantt.png and chip_links.png into DIR")  # fmt: skip
     p.set_defaults(func=run, error_prefix="cyclesim chip")
@@ -40,6 +42,11 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from cyclesim.chip.api import replay_chip
     from cyclesim.chip.report import chip_report
+    from cyclesim.errors import OptionError
+
+    if args.perfetto and Path(args.perfetto).suffix in (".pftrace", ".pb"):
+        raise OptionError(f"--perfetto {args.perfetto}: the chip writes Perfetto's Trace Event "
+                          "JSON, not its protobuf; use .json or .json.gz")  # fmt: skip
 
     res = replay_chip(args.arch, args.workload, args.mapping,
                       fast_forward=not args.no_fast_forward)  # fmt: skip

@@ -21,7 +21,14 @@ from pydantic import Field
 from cyclesim.chip.arch import Chip
 from cyclesim.errors import SpecError
 from cyclesim.spec.limits import MAX_RANK_SIZE
-from cyclesim.spec.mapping import Mapping, Storage, _AnyNode, _convert, check_mapping
+from cyclesim.spec.mapping import (
+    Mapping,
+    Storage,
+    _AnyNode,
+    _check_no_multicast,
+    _convert,
+    check_mapping,
+)
 from cyclesim.spec.workload import Einsum, Workload
 from cyclesim.spec.yamlio import Lines, StrictModel, format_path, line_of, read_yaml, validate
 
@@ -154,6 +161,8 @@ def chip_mapping_from_dict(
         return SpecError(msg, file=name, field=format_path(loc), line=line_of(lines, loc), **kw)
 
     einsums = [e.name for e in workload.einsums]
+    for core in chip.core_names:  # the names a core's memories and PEs single out: any layer's
+        _check_no_multicast(chip.core(core).architecture, workload)
     by_name: dict[str, LayerMapping] = {}
     for li, layer in enumerate(raw.layers):
         loc = ("layers", li)
@@ -321,6 +330,10 @@ def _tensors(raw: list[_Tensor], workload: Workload, chip: Chip, err: Any) -> tu
     names = [t.name for t in workload.tensors]
     given: dict[str, TensorPlacement] = {}
     media = [m.name for m in chip.media]
+    both_ways: dict[str, list[str]] = {}  # a bidirectional link's own name: its two directions
+    for m in media:
+        if m.endswith("]") and "[" in m:
+            both_ways.setdefault(m[: m.index("[")], []).append(m)
     for ti, t in enumerate(raw):
         loc = ("tensors", ti)
         if t.tensor not in names:
@@ -342,12 +355,14 @@ def _tensors(raw: list[_Tensor], workload: Workload, chip: Chip, err: Any) -> tu
         if t.via != "network" and not (produced and consumed):
             raise err(f"via: {t.via} is for a tensor between layers", loc + ("via",),
                       expected="network (the default) for a network input or output")  # fmt: skip
+        route: list[str] = []
         for ri, m in enumerate(t.route or ()):
-            if m not in media:
+            if m not in media and m not in both_ways:
                 raise err("names an unknown link or bus", loc + ("route", ri), found=m,
-                          expected=f"one of {media}")  # fmt: skip
+                          expected=f"one of {media + sorted(both_ways)}")  # fmt: skip
+            route += [m] if m in media else both_ways[m]
         given[t.tensor] = TensorPlacement(t.tensor, t.home, Via(t.via),
-                                          tuple(t.route) if t.route is not None else None,
+                                          tuple(route) if t.route is not None else None,
                                           t.multicast, format_path(loc))  # fmt: skip
     return tuple(given.get(n) or TensorPlacement(n, "dram", Via.NETWORK, None, True, "tensors")
                  for n in names)  # fmt: skip
@@ -396,9 +411,9 @@ def _check_dram_routes(
 
 
 def step_architecture(arch: Any, work: Workload) -> Any:
-    """A core's architecture as one step of one layer sees it: `double_buffered` lists only the
-    tensors of that step's workload (the core's memories may double-buffer another layer's
-    tensors too, which the single-core spec would refuse as unknown names)."""
+    """A core's architecture as one step of one layer sees it: `double_buffered` and
+    `no_multicast` keep only the tensors of that step's workload (the core's names were checked
+    against the whole workload; the single-core spec would refuse another layer's tensors)."""
     from dataclasses import replace
 
     names = {t.name for t in work.tensors}
@@ -408,7 +423,11 @@ def step_architecture(arch: Any, work: Workload) -> Any:
         else replace(m, double_buffered=tuple(t for t in m.double_buffered if t in names))
         for m in arch.memories
     )
-    return replace(arch, memories=memories)
+    no_multicast = tuple(
+        (d, tuple(t for t in ts if t in names)) for d, ts in arch.pe_array.no_multicast
+    )
+    pe_array = replace(arch.pe_array, no_multicast=no_multicast)
+    return replace(arch, memories=memories, pe_array=pe_array)
 
 
 def _compiles(mapping: Mapping, arch: Any, work: Workload) -> None:

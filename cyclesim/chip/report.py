@@ -3,6 +3,8 @@ its causes, per link, bus and DRAM port its use."""
 
 from __future__ import annotations
 
+import textwrap
+
 from cyclesim.chip.engine import FAST_FORWARD
 from cyclesim.chip.result import ChipResult
 
@@ -40,8 +42,9 @@ def chip_report(res: ChipResult, top: int = 8) -> str:
         out.append(f"  {p.kind:<10}{p.name:<20}{p.busy_cycles:>10,}{p.bits:>12,} b  "
                    f"{_pct(p.busy_cycles, res.cycles)}  ({p.bursts:,} bursts, {p.width_bits} b/cycle)")  # fmt: skip
     out.append("")
-    out.append(f"fast-forward: {FAST_FORWARD}; inside the steps "
-               f"{'on' if res.run.fast_forward else 'off (--no-fast-forward)'}")  # fmt: skip
+    inside = "on" if res.run.fast_forward else "off (--no-fast-forward)"
+    out += textwrap.wrap(f"fast-forward: inside the steps {inside}; {FAST_FORWARD}", width=96,
+                         subsequent_indent="  ")  # fmt: skip
     out.append(f"replayed in {res.run.wall_seconds:.3f} s ({res.run.step_seconds:.3f} s in the "
                f"cores' step replays), {res.run.events:,} chip engine events")  # fmt: skip
     return "\n".join(out)

@@ -6,6 +6,7 @@ One cycle is one time unit (the VCD's 1 ns, Perfetto's 1 us)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from cyclesim.chip.result import ChipResult
@@ -56,10 +57,18 @@ def perfetto_events(res: ChipResult) -> list[dict]:
 
 
 def write_chip_perfetto(res: ChipResult, path: str | Path) -> Path:
-    """A Perfetto (Chrome JSON) trace; ui.perfetto.dev opens it."""
+    """A Perfetto (Trace Event JSON) trace, gzipped when path ends in .gz (as `cyclesim run`
+    writes it, no time stamp in the header); ui.perfetto.dev opens either."""
     path = Path(path)
     doc = {"displayTimeUnit": "ns", "traceEvents": perfetto_events(res)}
-    write_atomically(path, json.dumps(doc, separators=(",", ":")) + "\n")
+    text = json.dumps(doc, separators=(",", ":")) + "\n"
+    if path.suffix != ".gz":
+        write_atomically(path, text)
+        return path
+    import gzip
+
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=5, mtime=0))
     return path
 
 
@@ -173,6 +182,20 @@ def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
     return path
 
 
+def utilisation_steps(res: ChipResult, key: str, bins: int) -> tuple[list[float], list[float]]:
+    """A link's, bus's or DRAM port's busy share (%) in each of `bins` equal bins of the run, as
+    the corners of a post-step line: the last bin's value repeated at the run's end, so that
+    the line covers the last bin too."""
+    width = max(res.cycles, 1) / bins
+    use = [0.0] * bins
+    for a, b, _, _ in res.run.grants[key]:
+        for k in range(int(a // width), min(math.ceil(b / width) - 1, bins - 1) + 1):
+            lo, hi = max(a, k * width), min(b, (k + 1) * width)
+            use[k] += max(0.0, hi - lo) / width
+    ys = [100 * u for u in use]
+    return [k * width for k in range(bins + 1)], ys + ys[-1:]
+
+
 def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     """chip_gantt.png (per core its steps by layer and its waits by cause; per link, bus and
     DRAM port its bursts) and chip_links.png (utilisation over time, in 50 bins)."""
@@ -225,15 +248,11 @@ def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     width = max(res.cycles, 1) / bins
     fig, ax = plt.subplots(figsize=(12, 4))
     for n, key in enumerate(keys):
-        use = [0.0] * bins
-        for a, b, _, _ in res.run.grants[key]:
-            for k in range(int(a // width), min(int((b - 1) // width), bins - 1) + 1):
-                lo, hi = max(a, k * width), min(b, (k + 1) * width)
-                use[k] += max(0.0, hi - lo) / width
-        if any(use):
+        xs, ys = utilisation_steps(res, key, bins)
+        if any(ys):
             ax.step(
-                [k * width for k in range(bins)],
-                [100 * u for u in use],
+                xs,
+                ys,
                 where="post",
                 label=key,
                 linewidth=2.2 if "." in key else 1.2,

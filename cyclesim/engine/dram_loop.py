@@ -236,9 +236,13 @@ class DramLoop:
 
 
 def write_dram_trace(path: str | Path, requests) -> None:
-    """Requests (DramLoop.requests) as a DRAMsim3 trace: `0xADDRESS READ|WRITE ARRIVAL`."""
+    """Requests (DramLoop.requests) as a DRAMsim3 trace: `0xADDRESS READ|WRITE ARRIVAL`,
+    written whole or not at all, its folder made if missing (as the views' outputs are)."""
+    from cyclesim.outputs import write_atomically
+
     lines = (f"{a:#x} {'WRITE' if w else 'READ'} {arrival}\n" for a, w, arrival, _, _ in requests)
-    Path(path).write_text("".join(lines))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, "".join(lines))
 
 
 def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[int, int]]:

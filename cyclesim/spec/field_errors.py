@@ -52,7 +52,7 @@ def require_mapping(data: Any, name: str, what: str, expected: str | None = None
             else f"the {what} file must be a YAML mapping at the top level, not {_kind(data)}",
             file=name,
             expected=expected
-            or f"a mapping of the {what}'s fields (README: {_README_SECTION.get(what, 'its section')})",
+            or f"a mapping of the {what}'s fields ({_README_SECTION.get(what, 'see its docs')})",
         )
 
 
@@ -118,10 +118,12 @@ def pydantic_to_spec_error(
 
 
 _README_SECTION = {
-    "architecture": "'The three inputs'",
-    "workload": "'The three inputs'",
-    "mapping": "'The three inputs'",
-    "sweep": "'Sweeps'",
+    "architecture": "README: 'The three inputs'",
+    "workload": "README: 'The three inputs'",
+    "mapping": "README: 'The three inputs'",
+    "sweep": "README: 'Sweeps'",
+    "chip architecture": "docs/multicore.md: 'The chip architecture'",
+    "chip mapping": "docs/multicore.md: 'The multi-core mapping'",
 }
 
 

@@ -7,6 +7,8 @@ Without a Stream environment these tests skip, saying why."""
 from __future__ import annotations
 
 import json
+import logging
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,53 @@ def test_cli_default_path_writes_table_and_plot(tmp_path, monkeypatch, capsys):
     rungs = [r["rung"] for r in data["ladder"]]
     assert rungs[0] == "stream_terms" and rungs[-1] == "dependency"
     assert data["ladder"][-1]["cycles"] == data["replay"]["dependency_driven_cycles"]
+
+
+def test_a_stream_run_says_it_runs_and_still_runs(tmp_path, monkeypatch, caplog):
+    # Stream takes 20-70 s uncached: a line says it started (in its own process, cached
+    # after), another every HEARTBEAT_SECONDS while it runs, as SCALE-Sim's do; the runner is
+    # started through the shared run_peer, so an interrupt ends it and its children.
+    # Here a stand-in runner sleeps 0.5 s and prints no JSON: Stream is unavailable.
+    from cyclesim.checks.stream import peer
+
+    runner = tmp_path / "runner.py"
+    runner.write_text("import time\ntime.sleep(0.5)\nprint('no json')\n")
+    monkeypatch.setattr(peer, "RUNNER", runner)
+    monkeypatch.setattr(peer, "HEARTBEAT_SECONDS", 0.1)
+    monkeypatch.setattr(peer, "stream_python", lambda: Path(sys.executable))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="cyclesim"):
+        with pytest.raises(PeerUnavailable, match="printed no JSON"):
+            peer.run_stream(EXAMPLES / "eyeriss_like_dual_core.yaml", ONNX, use_cache=False)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("running Stream 2.1.1 on two_conv.onnx"), lines
+    assert any("Stream still running" in line for line in lines[1:]), lines
+
+
+@pytest.mark.peer
+def test_cli_outputs_are_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
+    # the table and the plot are one set of outputs: a plot that cannot be written (a full
+    # disk) leaves neither it nor the table, and says so in one line, exit 2; an output path
+    # error before the run carries the command's prefix like every other error of it
+    import errno
+
+    import matplotlib.figure
+
+    from cyclesim.cli import main
+
+    _run(DUAL, "dual_fused_rows.yaml")  # skips without Stream
+    monkeypatch.chdir(tmp_path)
+    argv = ["check", "stream", "--accelerator", DUAL, "--workload", ONNX]
+    argv += ["--mapping", str(EXAMPLES / "dual_fused_rows.yaml"), "--table", "t/table.csv"]
+
+    def full(self, path, *args, **kwargs):
+        open(path, "wb").write(b"\x89PNG half")  # a part written, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err and "table.png" in err, err
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) in ([], ["t"])
+    assert main([*argv, "--plot", "p.gif"]) == 2
+    assert capsys.readouterr().err.startswith("cyclesim check stream: --plot p.gif")

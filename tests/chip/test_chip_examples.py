@@ -99,3 +99,45 @@ def test_run_and_chip_point_to_each_other(capsys):
                  str(EX / "layer_by_layer_2core.yaml")])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "one core's architecture" in err and "cyclesim run" in err
+
+
+def _edited(tmp_path, mapping: str, *edits: tuple[str, str]) -> str:
+    """A copy of the example mapping with each (old, new) edit applied once."""
+    text = (EX / f"{mapping}.yaml").read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    (tmp_path / f"{mapping}.yaml").write_text(text)
+    return str(tmp_path / f"{mapping}.yaml")
+
+
+@pytest.mark.parametrize(
+    "chip, mapping, edits, cycles",
+    [  # the README's "Try next" list, each edit as it says, and the cycles it gives
+        ("chip_bus_2core", "fused_rows_2core",
+         [("  - {tensor: A, via: network}", "  - {tensor: A, via: network}\n"
+           "  - {tensor: W2, multicast: false}")], 13_086),
+        ("chip_bus_2core", "fused_rows_2core",
+         [("tile: [{rank: oy, size: 2}]", "tile: [{rank: oy, size: 4}]"),
+          ("{type: temporal, rank: oy, bound: 2}", "{type: temporal, rank: oy, bound: 4}")],
+         12_598),
+        ("chip_mesh_4core", "layer_by_layer_4core",
+         [("tensors:\n", "tensors:\n  - {tensor: W1, route: [d0, c01, c13, d2]}\n")], 8_150),
+    ],
+)  # fmt: skip
+def test_readme_try_next_as_it_says(tmp_path, chip, mapping, edits, cycles, capsys):
+    path = _edited(tmp_path, mapping, *edits)
+    assert main(["chip", str(EX / f"{chip}.yaml"), str(EX / "workload.yaml"), path]) == 0
+    assert re.search(rf"^cycles +{cycles:,}$", capsys.readouterr().out, re.M)
+    assert f"{cycles:,}" in README
+
+
+def test_the_fast_forward_note_reads_on_a_terminal(capsys):
+    # the note was one 200-column line ending "...of that shape); inside the steps on": it
+    # now says the steps' setting first and wraps at 96 columns
+    args = [str(EX / "chip_bus_2core.yaml"), str(EX / "workload.yaml")]
+    assert main(["chip", *args, str(EX / "layer_by_layer_2core.yaml"), "--no-fast-forward"]) == 0
+    out = capsys.readouterr().out
+    note = out[out.index("fast-forward:") : out.index("replayed in")].splitlines()
+    assert note[0].startswith("fast-forward: inside the steps off (--no-fast-forward); off at")
+    assert len(note) > 1 and all(len(line) <= 96 for line in note)

@@ -182,3 +182,75 @@ def test_kept_tensor_read_on_another_core_is_refused():
         run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c1"])],
             LOCAL + [{"tensor": "A", "via": "kept"}])  # fmt: skip
     assert e.value.field == "tensors[4]"
+
+
+@pytest.mark.parametrize("text, what", [("", "is empty"), ("- a\n", "not a list")])
+def test_chip_files_that_are_not_a_mapping_point_to_the_chip_docs(tmp_path, text, what):
+    # an empty chip or chip mapping file, or one whose top level is a list, says so and points
+    # to where its format is written down (docs/multicore.md), not to a README section it lacks
+    path = str(tmp_path / "f.yaml")
+    open(path, "w").write(text)
+    chip, work = load_chip(f"{EX}/chip_bus_2core.yaml"), load_workload(f"{EX}/workload.yaml")
+    for load in (lambda: load_chip(path), lambda: load_chip_mapping(path, chip, work)):
+        with pytest.raises(SpecError) as e:
+            load()
+        message = str(e.value)
+        assert what in message and "docs/multicore.md" in message, message
+        assert "its section" not in message
+
+
+def test_a_core_may_double_buffer_tensors_of_any_layer_on_the_chip(tmp_path):
+    # a core serves several layers: `double_buffered: [I, A]` on its SRAM names conv1's input and
+    # conv2's input, each a tensor of the chip's workload; each layer's step sees only its own
+    # tensors, yet neither name is a typo, so the mapping loads (check stream's imports hit this)
+    text = (
+        open(f"{EX}/core.yaml")
+        .read()
+        .replace(
+            "double_buffered: true\n    ports:\n      - {name: rw, kind: read_write, width_bits: 128",
+            "double_buffered: [I, A]\n    ports:\n      - {name: rw, kind: read_write, width_bits: 128",
+            1,
+        )
+    )
+    assert "[I, A]" in text
+    (tmp_path / "core.yaml").write_text(text)
+    chip_text = open(f"{EX}/chip_bus_2core.yaml").read()
+    (tmp_path / "chip.yaml").write_text(chip_text)
+    chip = load_chip(str(tmp_path / "chip.yaml"))
+    work = load_workload(f"{EX}/workload.yaml")
+    mapping = load_chip_mapping(f"{EX}/layer_by_layer_2core.yaml", chip, work)
+    assert [layer.einsum for layer in mapping.layers] == ["conv1", "conv2"]
+
+
+def test_a_core_double_buffering_a_tensor_no_layer_has_is_refused(tmp_path):
+    # the other side: a name no tensor of the chip's workload has is a typo, refused at the core
+    # architecture's line
+    text = (
+        open(f"{EX}/core.yaml").read().replace("double_buffered: true", "double_buffered: [Q]", 1)
+    )
+    (tmp_path / "core.yaml").write_text(text)
+    (tmp_path / "chip.yaml").write_text(open(f"{EX}/chip_bus_2core.yaml").read())
+    chip = load_chip(str(tmp_path / "chip.yaml"))
+    work = load_workload(f"{EX}/workload.yaml")
+    with pytest.raises(SpecError) as e:
+        load_chip_mapping(f"{EX}/layer_by_layer_2core.yaml", chip, work)
+    assert e.value.found == "Q" and e.value.field == "memories[0].double_buffered[0]"
+    assert e.value.file.endswith("core.yaml") and e.value.line is not None
+
+
+def test_a_route_may_name_a_bidirectional_link_by_its_own_name(tmp_path):
+    # docs/multicore.md's example `route: [l01]` names a bidirectional link as the chip file
+    # does; it stands for both its directions, l01[c0>c1] and l01[c1>c0]. On chip_links_2core
+    # A's rows go from c0 to c1 over c01 by default, so pinning A to c01 changes no cycle.
+    from cyclesim.chip.api import replay_chip
+
+    text = open(f"{EX}/fused_rows_2core.yaml").read()
+    assert "  - {tensor: A, via: network}" in text
+    pinned = tmp_path / "pinned.yaml"
+    pinned.write_text(text.replace("{tensor: A, via: network}", "{tensor: A, route: [c01]}"))
+    chip = load_chip(f"{EX}/chip_links_2core.yaml")
+    work = load_workload(f"{EX}/workload.yaml")
+    mapping = load_chip_mapping(str(pinned), chip, work)
+    assert mapping.placement("A").route == ("c01[c0>c1]", "c01[c1>c0]")
+    default = replay_chip(chip, work, f"{EX}/fused_rows_2core.yaml")
+    assert replay_chip(chip, work, mapping).cycles == default.cycles == 14_994

@@ -90,3 +90,45 @@ def test_plots_are_written(tmp_path):
     paths = write_chip_plots(res, tmp_path / "plots")
     assert [p.name for p in paths] == ["chip_gantt.png", "chip_links.png"]
     assert all(p.stat().st_size > 10_000 for p in paths)
+
+
+def test_perfetto_trace_in_the_format_its_suffix_names(tmp_path, capsys):
+    # `--perfetto F.json.gz` is the gzipped Trace Event JSON, as `cyclesim run` writes it (a
+    # plain JSON under .gz fails gunzip); a suffix naming Perfetto's protobuf (.pftrace, .pb),
+    # which the chip does not write, is refused before the replay, with nothing written
+    import gzip
+
+    from cyclesim.cli import main
+
+    ex = "examples/multicore"
+    argv = ["chip", f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml"]
+    argv += [f"{ex}/layer_by_layer_2core.yaml", "--perfetto"]
+    assert main([*argv, str(tmp_path / "t.json.gz")]) == 0
+    doc = json.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
+    assert any(e["ph"] == "X" for e in doc["traceEvents"])
+    assert main([*argv, str(tmp_path / "t.pftrace")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--perfetto" in err[0] and ".json.gz" in err[0], err
+    assert not (tmp_path / "t.pftrace").exists()
+
+
+def test_utilisation_line_covers_the_last_bin():
+    # chip_links.png draws each medium's busy share per bin as a post-step line; its corners
+    # must run to the run's last cycle (the last bin drawn, not only its left edge), and the
+    # shares weighted by bin width give the busy cycles the report has
+    from chip_helpers import CHAIN, layer, make_chip
+
+    from cyclesim.chip.views import utilisation_steps
+
+    chip = make_chip(links=[{"name": "l", "cores": ["c0", "c1"], "width_bits": 16}])
+    e1, e2 = CHAIN[0](8), CHAIN[1](8)
+    local = [{"tensor": t, "home": "local"} for t in ("X", "Y", "V")] + [
+        {"tensor": "Z", "home": "kept"}
+    ]
+    res = run(chip, [e1, e2], [layer(e1, ["c0"]), layer(e2, ["c1"])], local)
+    for port in res.ports:
+        xs, ys = utilisation_steps(res, port.name, 50)
+        assert len(xs) == len(ys) == 51 and xs[0] == 0 and xs[-1] == res.cycles
+        assert ys[-1] == ys[-2]
+        busy = sum(y / 100 * (b - a) for y, a, b in zip(ys, xs, xs[1:], strict=False))
+        assert abs(busy - port.busy_cycles) < 1e-6 * max(1, res.cycles), port.name

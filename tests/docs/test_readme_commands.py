@@ -43,6 +43,7 @@ SLOW_MARK = (
     "explain",
     "check zigzag",
     "l1_placement/run.py",
+    "cyclesim rank",
 )
 
 

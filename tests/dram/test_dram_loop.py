@@ -306,3 +306,38 @@ def test_run_writes_the_dram_trace_that_cyclesim_dram_times_the_same(tmp_path, c
     assert main(["dram", str(tmp_path / "ddr4.ini"), str(trace), "--json"]) == 0
     timed = json.loads(capsys.readouterr().out)
     assert timed["requests"] == len(requests)
+
+
+def test_dram_trace_into_a_new_folder_is_written_whole(tmp_path, capsys, monkeypatch):
+    # `--dram-trace new/sub/run.trace` makes its folders, as --vcd and --events do (the CLI
+    # checked beforehand that they can be made): it failed after the whole replay. And it is
+    # written whole or not at all: a write that fails part way leaves no trace file.
+    import errno
+
+    sys.path.insert(0, str(HERE.parent / "views"))
+    from test_dram_banks import gemm_files
+
+    from cyclesim.cli import main
+
+    arch, workload, mapping = gemm_files(tmp_path)
+    arch["memories"][0]["dram"]["timing"] = "controller"
+    files = []
+    for name, data in (("arch", arch), ("workload", workload), ("mapping", mapping)):
+        files.append(tmp_path / f"{name}.yaml")
+        files[-1].write_text(yaml.safe_dump(data))
+    trace = tmp_path / "new" / "sub" / "run.trace"
+    args = ["run", *map(str, files), "--dram-trace", str(trace), "-q"]
+    assert main(args) == 0
+    assert len(read_trace(trace)) > 100
+    capsys.readouterr()
+
+    def half_then_full(self, text, *args, **kwargs):
+        with open(self, "w") as f:  # a part written, then the disk is full
+            f.write(text[: len(text) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    other = tmp_path / "other.trace"
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    assert main(["run", *map(str, files), "--dram-trace", str(other), "-q"]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert not other.exists()

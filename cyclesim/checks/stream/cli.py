@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="store_true",
         help="per-node check without zigzag-dse's own column (replay and our model only)",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, error_prefix="cyclesim check stream")
     return parser
 
 
@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from cyclesim.checks.stream.check import format_report, report_json
     from cyclesim.checks.stream.check import run_check as check_stream
     from cyclesim.checks.stream.plot import plot_timeline
+    from cyclesim.outputs import atomic_path
 
     try:
         stem = f"{Path(args.workload).stem}-{Path(args.accelerator).stem}"
@@ -77,8 +78,10 @@ def run(args: argparse.Namespace) -> int:
         )
         for path in (table, plot):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        check.table().to_csv(table, index=False)
-        plot_timeline(check, plot)
+        # the table and the plot are written whole, and both or neither
+        with atomic_path(table) as table_part, atomic_path(plot) as plot_part:
+            check.table().to_csv(table_part, index=False)
+            plot_timeline(check, plot_part)
     except CyclesimError as exc:
         print(f"cyclesim check stream: {exc}", file=sys.stderr)
         return 2

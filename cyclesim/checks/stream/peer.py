@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -20,11 +21,15 @@ from typing import Any
 from cyclesim.checks.stream.read import read_accelerator
 from cyclesim.checks.stream.schedule import StreamRun, parse_run
 from cyclesim.errors import CyclesimError, PeerUnavailable
+from cyclesim.outputs import run_peer
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_STREAM_PYTHON"
 RUNNER = Path(__file__).with_name("peer_runner.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TIMEOUT_SECONDS = 900.0
+HEARTBEAT_SECONDS = 30.0  # a line saying Stream still runs (uncached runs take 20-70 s)
+
+log = logging.getLogger("cyclesim")
 
 
 class StreamRejected(CyclesimError):
@@ -82,6 +87,7 @@ def run_stream(
         except (OSError, ValueError, KeyError):
             pass
     arguments = [str(files[0]), str(files[1])] + (["--mapping", str(files[2])] if mapping else [])
+    log.warning("running Stream 2.1.1 on %s (its own process; cached after)", Path(workload).name)
     payload = _run_runner(python, arguments, timeout_seconds)
     run = parse_run(payload)
     try:
@@ -122,8 +128,13 @@ def _run_runner(python: Path, arguments: list[str], timeout_seconds: float) -> d
     command = [str(python), "-I", "-B", str(RUNNER), *arguments]
     with tempfile.TemporaryDirectory(prefix="cyclesim-stream-") as workdir:
         try:
-            completed = subprocess.run(
-                command, cwd=workdir, capture_output=True, text=True, timeout=timeout_seconds
+            completed = run_peer(
+                command,
+                cwd=workdir,
+                text=True,
+                timeout=timeout_seconds,
+                heartbeat=lambda s: log.warning("Stream still running (%.0f s)", s),
+                every=HEARTBEAT_SECONDS,
             )
         except subprocess.TimeoutExpired:
             raise PeerUnavailable(f"Stream did not finish within {timeout_seconds:g} s") from None
