@@ -1,0 +1,46 @@
+"""The replay's numbers in the reference's shape, and the differences between the two."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from cyclesim.analysis.simulate import simulate
+
+from .model import Outcome, reference
+
+
+def _none(x):
+    return None if x is None or x != x else x  # pandas NaN -> None
+
+
+def replay_outcome(arch, work, mapping, reuse: str) -> Outcome:
+    """The replay through the public facade, in the reference's shape."""
+    r = simulate(arch, work, mapping, reuse=reuse)
+    phases = {row.phase: int(row.cycles) for row in r.phases.itertuples()}
+    stalls: Counter = Counter()
+    for row in r.stalls.itertuples():
+        key = (row.phase, row.cause, _none(row.memory), _none(row.tensor), _none(row.port),
+               _none(row.competitor))
+        stalls[key] += int(row.cycles)
+    acc: Counter = Counter()
+    for row in r.accesses.itertuples():
+        acc[(row.einsum, row.tensor, row.memory, row.action)] = (int(row.values), int(row.bits))
+    return Outcome(int(r.cycles), phases, stalls, acc)
+
+
+def differences(ref: Outcome, rep: Outcome) -> list[str]:
+    out = []
+    if ref.cycles != rep.cycles:
+        out.append(f"cycles: reference {ref.cycles}, replay {rep.cycles}")
+    if ref.phases != rep.phases:
+        out.append(f"phases: reference {ref.phases}, replay {rep.phases}")
+    for name in ("stalls", "accesses"):
+        a, b = getattr(ref, name), getattr(rep, name)
+        for k in sorted(set(a) | set(b), key=str):
+            if a.get(k) != b.get(k):
+                out.append(f"{name} {k}: reference {a.get(k)}, replay {b.get(k)}")
+    return out
+
+
+def compare(arch, work, mapping, reuse: str = "retain") -> list[str]:
+    return differences(reference(arch, work, mapping, reuse), replay_outcome(arch, work, mapping, reuse))

@@ -1,0 +1,361 @@
+"""The reference machine: advances ONE CYCLE AT A TIME with plain loops, from DESIGN.md alone.
+
+Each cycle c, in this order:
+ 1. what ends at c ends: bursts free their ports, latencies complete transfers, steps release
+    their tiles;
+ 2. every transfer checks its needs in DESIGN's order (parent tile resident, free slot, its own
+    node's previous transfer in that direction, ports); a fill that moves nothing (an output's
+    first visit, zero-initialised) is resident as soon as its needs are met;
+ 3. the PE array starts the next step if every tile it needs is resident;
+ 4. ports are granted: all requests of the cycle, port by port (most requesters first), a
+    rotating round-robin pointer per port, a grant takes both ports of the burst;
+ 5. every transfer's state in cycle c is written down, for the blame walk (blame.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from cyclesim.spec import Architecture
+from cyclesim.spec.arch_types import Direction
+
+from .nest import Nest, Node, PortRef, Run, fill_ports, pe_port, writeback_ports
+
+NOT_YET = None
+
+
+@dataclass(eq=False)
+class Transfer:
+    kind: str  # "fill" or "write-back"
+    node: Node
+    run: Run
+    src: PortRef  # the port the data leaves
+    dst: PortRef  # the port it enters
+    bits: int
+    burst: int
+    latency: int
+    latency_port: PortRef
+    named_port: PortRef  # named by bandwidth cycles (largest ceil(burst / width))
+    rank: tuple
+    left: int = 0  # bits still to move
+    busy_until: int = -1  # end of the burst in flight
+    moved_end: int | None = None  # end of the last burst
+    done_at: int | None = None  # resident (fill) or landed (write-back)
+    states: dict[int, tuple] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} of {self.node.label}"
+
+    def burst_cycles(self, bits: int) -> int:
+        return max(math.ceil(bits / self.src.port.width_bits),
+                   math.ceil(bits / self.dst.port.width_bits))
+
+
+def _transfer(kind: str, node: Node, run: Run, ports, bits: int) -> Transfer:
+    src, dst = ports
+    burst = min(src.port.burst_bits, dst.port.burst_bits)
+    first = min(burst, bits) if bits else burst
+    parent, child = (src, dst) if kind == "fill" else (dst, src)
+    latency_port = parent if parent.port.latency_cycles >= child.port.latency_cycles else child
+    named = src
+    if math.ceil(first / dst.port.width_bits) > math.ceil(first / src.port.width_bits):
+        named = dst
+    return Transfer(
+        kind=kind, node=node, run=run, src=src, dst=dst, bits=bits, burst=burst,
+        latency=max(src.port.latency_cycles, dst.port.latency_cycles) if bits else 0,
+        latency_port=latency_port, named_port=named,
+        rank=(node.position, node.tensor_order, 0 if kind == "fill" else 1), left=bits,
+    )
+
+
+@dataclass
+class Step:
+    start: int
+    end: int
+    spatial: tuple | None  # (memory, tensor, port) binding a step longer than one cycle
+    waits: list[int] = field(default_factory=list)  # cycles the PE array waited before it
+
+
+class Machine:
+    def __init__(self, arch: Architecture, nest: Nest, reuse: str) -> None:
+        self.arch, self.nest, self.reuse = arch, nest, reuse
+        self.fills: dict[int, list[Transfer]] = {}  # per node id
+        self.wbs: dict[int, list[Transfer]] = {}
+        self.transfers: list[Transfer] = []
+        for node in nest.nodes:
+            if node.parent is None:
+                continue
+            fp = fill_ports(arch, node)
+            self.fills[id(node)] = [_transfer("fill", node, r, fp, r.fill_bits) for r in node.runs]
+            if node.is_output:
+                wp = writeback_ports(arch, node)
+                self.wbs[id(node)] = [_transfer("write-back", node, r, wp, r.wb_bits)
+                                      for r in node.runs]
+            self.transfers += self.fills[id(node)] + self.wbs.get(id(node), [])
+        self.transfers.sort(key=lambda t: (t.rank, t.run.index))
+        port_order = [(m.name, p.name) for m in arch.memories for p in m.ports]
+        self.port_rank = {k: i for i, k in enumerate(port_order)}
+        self.port_busy: dict[tuple, int] = {}  # port key -> end of the burst holding it
+        self.port_holder: dict[tuple, Transfer] = {}
+        self.pointer: dict[tuple, tuple] = {}  # port key -> rank of the last served requester
+        self.steps: list[Step] = []
+        self.step_reads = self._pe_accesses()
+
+    # ------------------------------------------------------------------ the PE array
+    def _pe_accesses(self):
+        """Per step: {(memory, tensor, action): (values, bits)} and its length in cycles."""
+        nest, arch = self.nest, self.arch
+        out = []
+        for s in range(len(nest.steps)):
+            acc: dict[tuple, list[int]] = {}
+            port_bits: dict[tuple, int] = {}  # (port key, instance) -> bits this step
+            users: dict[tuple, dict[str, int]] = {}  # (port key, instance) -> tensor -> bits
+            for t in nest.tensors:
+                node = nest.chains[t][-1]
+                inst = self._instance_groups(node)
+                now = nest.pe_elements[t][s]
+                before = nest.pe_elements[t][s - 1] if s else None
+                for g, positions in enumerate(inst):
+                    if t == nest.output:
+                        elems = {now[p] for p in positions}
+                        reads = {e for e in elems if self._first_visit(e) < s}
+                        writes = elems
+                        w = nest.psum_bits[t]
+                        self._pe_add(acc, port_bits, users, node, t, g, "read", len(reads), w,
+                                     Direction.READ_TO_BELOW)
+                        self._pe_add(acc, port_bits, users, node, t, g, "write", len(writes), w,
+                                     Direction.WRITE_FROM_BELOW)
+                        continue
+                    if self.reuse == "strict" or before is None:
+                        changed = {now[p] for p in positions}
+                    else:
+                        changed = {now[p] for p in positions if now[p] != before[p]}
+                    self._pe_add(acc, port_bits, users, node, t, g, "read", len(changed),
+                                 nest.bits[t], Direction.READ_TO_BELOW)
+            cycles, binding = 1, None
+            for (key, g), b in port_bits.items():
+                width = arch.memory(key[0]).ports[[p.name for p in arch.memory(key[0]).ports]
+                                                  .index(key[1])].width_bits
+                need = math.ceil(b / width)
+                if need > cycles or (need == cycles and need > 1 and binding is not None
+                                     and self.port_rank[key] < self.port_rank[binding[0]]):
+                    cycles, binding = need, (key, g)
+            spatial = None
+            if binding is not None:
+                by_tensor = users[binding]
+                t = max(nest.tensors, key=lambda x: (by_tensor.get(x, 0), -nest.tensors.index(x)))
+                spatial = (nest.chains[t][-1].memory, t, binding[0][1])
+            out.append((acc, cycles, spatial))
+        return out
+
+    def _pe_add(self, acc, port_bits, users, node, t, g, action, values, width, direction):
+        if not values:
+            return
+        a = acc.setdefault((node.memory, t, action), [0, 0])
+        a[0] += values
+        a[1] += values * width
+        key = (pe_port(self.arch, node, direction).key, g)
+        port_bits[key] = port_bits.get(key, 0) + values * width
+        users.setdefault(key, {})
+        users[key][t] = users[key].get(t, 0) + values * width
+
+    def _instance_groups(self, node: Node) -> list[list[int]]:
+        """PE positions grouped by the instance of node they read (one group: shared)."""
+        assert node.instances == 1, "per-PE innermost memories are not in the reference yet"
+        return [list(range(len(self.nest.spatial_points)))]
+
+    def _first_visit(self, e) -> int:
+        if not hasattr(self, "_fv"):
+            self._fv: dict = {}
+            for s, per in enumerate(self.nest.pe_elements[self.nest.output]):
+                for x in per:
+                    self._fv.setdefault(x, s)
+        return self._fv[e]
+
+    # ------------------------------------------------------------------ helpers
+    def _run_at(self, node: Node, s: int) -> Run:
+        for r in node.runs:
+            if r.first <= s <= r.last:
+                return r
+        raise AssertionError((node.label, s))
+
+    def _released(self, node: Node, q: Run, c: int) -> bool:
+        """Has run q given its slot back by cycle c? Inputs when every consumer is done (the PE
+        array's last step, or the child's last fill from it); outputs when written back."""
+        if node.is_output:
+            t = self.wbs[id(node)][q.index]
+            return t.done_at is not None and t.done_at <= c
+        if node.child is None:
+            end = self.step_end.get(q.last)
+            return end is not None and end <= c
+        for r in node.child.runs:
+            if q.first <= r.first <= q.last:
+                f = self.fills[id(node.child)][r.index]
+                if f.done_at is None or f.done_at > c:
+                    return False
+        return True
+
+    def _parent_fill(self, node: Node, run: Run) -> Transfer | None:
+        """The fill of the parent tile this run lives in (None: the parent is a backing store)."""
+        p = node.parent
+        if p.parent is None:
+            return None
+        return self.fills[id(p)][self._run_at(p, run.first).index]
+
+    @staticmethod
+    def _done(t: Transfer | None, c: int) -> bool:
+        return t is None or (t.done_at is not None and t.done_at <= c)
+
+    # ------------------------------------------------------------------ needs
+    def _fill_need(self, t: Transfer, c: int):
+        node, run = t.node, t.run
+        pf = self._parent_fill(node, run)
+        if not self._done(pf, c):
+            return ("parent", pf)
+        if node.is_output and run.revisit:
+            union = frozenset().union(*run.elements)
+            for q in reversed(node.runs[: run.index]):
+                if union & frozenset().union(*q.elements):
+                    wb = self.wbs[id(node)][q.index]
+                    if not self._done(wb, c):
+                        return ("drain", wb)
+                    break
+        if run.index >= node.slots:
+            holder = node.runs[run.index - node.slots]
+            if not self._released(node, holder, c):
+                return ("slot", holder.index)
+        if run.index and not self._done(self.fills[id(node)][run.index - 1], c):
+            return ("pred", self.fills[id(node)][run.index - 1])
+        return None
+
+    def _wb_need(self, t: Transfer, c: int):
+        node, run = t.node, t.run
+        if node.child is None:
+            end = self.step_end.get(run.last)
+            if end is None or end > c:
+                return ("uses", None)
+            if end + self.nest.pipeline > c:
+                return ("pipe",)
+        else:
+            for r in reversed(node.child.runs):
+                if run.first <= r.first <= run.last:
+                    wb = self.wbs[id(node.child)][r.index]
+                    if not self._done(wb, c):
+                        return ("uses", wb)
+        pf = self._parent_fill(node, run)
+        if not self._done(pf, c):
+            return ("parent", pf)
+        if run.index and not self._done(self.wbs[id(node)][run.index - 1], c):
+            return ("pred", self.wbs[id(node)][run.index - 1])
+        return None
+
+    # ------------------------------------------------------------------ the cycle loop
+    def run(self, limit: int = 200_000) -> int:
+        nest = self.nest
+        self.step_end: dict[int, int] = {}
+        self.waits: list[tuple[int, int]] = []  # (cycle, step the PE array waits to start)
+        self.spatial_cycles: list[tuple[int, tuple]] = []
+        n_steps = len(nest.steps)
+        next_step, pe_free = 0, 0
+        pending = list(self.transfers)
+        c = 0
+        while True:
+            # 2. needs, in tree order; a fill that moves nothing is resident at once
+            requesters: list[Transfer] = []
+            for t in pending:
+                if t.done_at is not None:
+                    continue
+                if t.left == t.bits and t.busy_until < 0:
+                    need = self._fill_need(t, c) if t.kind == "fill" else self._wb_need(t, c)
+                    if need is not None:
+                        t.states[c] = need
+                        continue
+                    if t.bits == 0:
+                        t.done_at = c
+                        continue
+                if t.left and t.busy_until <= c:
+                    requesters.append(t)
+            # 3. the PE array
+            if next_step < n_steps and pe_free <= c:
+                ready = all(
+                    self._done(self.fills[id(ch[-1])][self._run_at(ch[-1], next_step).index], c)
+                    for ch in (nest.chains[x] for x in nest.tensors)
+                    if len(ch) > 1
+                )
+                if ready:
+                    _, cycles, spatial = self.step_reads[next_step]
+                    self.steps.append(Step(c, c + cycles, spatial))
+                    self.step_end[next_step] = c + cycles
+                    pe_free = c + cycles
+                    next_step += 1
+                else:
+                    self.waits.append((c, next_step))
+            # 4. arbitration
+            self._arbitrate(requesters, c)
+            # 5. states
+            for t in pending:
+                if t.done_at is not None and t.done_at <= c:
+                    continue
+                if c in t.states:
+                    continue
+                if t.busy_until > c:
+                    t.states[c] = ("burst",)
+                elif t.left:
+                    t.states[c] = self._competitor(t, c)
+                elif t.done_at is not None:
+                    t.states[c] = ("latency",)
+            pending = [t for t in pending if t.done_at is None or t.done_at > c]
+            if next_step == n_steps and not pending and pe_free <= c + 1:
+                ends = [t.done_at for t in self.transfers] + [pe_free]
+                self.cycles = max(ends)
+                return self.cycles
+            c += 1
+            if c > limit:
+                raise RuntimeError("reference: no progress (deadlock?)")
+
+    def _competitor(self, t: Transfer, c: int) -> tuple:
+        for p in (t.src, t.dst):
+            holder = self.port_holder.get(p.key)
+            if holder is not None and holder is not t and self.port_busy[p.key] > c:
+                return ("wait", holder, p)
+        raise AssertionError(f"{t.label} waits at {c} with both ports free")
+
+    def _arbitrate(self, requesters: list[Transfer], c: int) -> None:
+        def free(key) -> bool:
+            return self.port_busy.get(key, 0) <= c
+
+        wanting: dict[tuple, list[Transfer]] = {}
+        for t in requesters:
+            for p in (t.src, t.dst):
+                wanting.setdefault(p.key, []).append(t)
+        order = sorted(wanting, key=lambda k: (-len(wanting[k]), self.port_rank[k]))
+        granted: set[int] = set()
+        for key in order:
+            if not free(key):
+                continue
+            last = self.pointer.get(key)
+            cands = sorted(wanting[key], key=lambda t: t.rank)
+            if last is not None:
+                after = [t for t in cands if t.rank > last]
+                cands = after + [t for t in cands if t.rank <= last]
+            for t in cands:
+                if id(t) in granted:
+                    continue
+                other = t.dst.key if t.src.key == key else t.src.key
+                if not free(other):
+                    continue
+                b = min(t.burst, t.left)
+                dur = t.burst_cycles(b)
+                for k in (t.src.key, t.dst.key):
+                    self.port_busy[k] = c + dur
+                    self.port_holder[k] = t
+                    self.pointer[k] = t.rank
+                t.busy_until = c + dur
+                t.left -= b
+                granted.add(id(t))
+                if t.left == 0:
+                    t.moved_end = c + dur
+                    t.done_at = t.moved_end + t.latency
+                break
