@@ -28,7 +28,28 @@ def replay_outcome(arch, work, mapping, reuse: str) -> Outcome:
     return Outcome(int(r.cycles), phases, stalls, acc)
 
 
-def differences(ref: Outcome, rep: Outcome) -> list[str]:
+# Differences recorded in /work/briefs/diffs22.md and not yet fixed in the engine: while a class
+# is open, the comparison blurs exactly what that class changes (on both sides) and nothing more.
+BLUR = {
+    # D2: a spatial stall's port and operand naming
+    "D2": lambda k: ("compute", "spatial", None, None, None, None) if k[1] == "spatial" else k,
+    # D3, D4: the port a bandwidth or contention cycle names
+    "D3": lambda k: k[:4] + (None,) + k[5:] if k[1] == "bandwidth" else k,
+    "D4": lambda k: k[:4] + (None,) + k[5:] if k[1] == "contention" else k,
+}
+
+
+def blurred(o: Outcome, classes) -> Outcome:
+    stalls: Counter = Counter()
+    for k, v in o.stalls.items():
+        for c in classes:
+            k = BLUR[c](k)
+        stalls[k] += v
+    return Outcome(o.cycles, o.phases, stalls, o.accesses)
+
+
+def differences(ref: Outcome, rep: Outcome, blur=()) -> list[str]:
+    ref, rep = blurred(ref, blur), blurred(rep, blur)
     out = []
     if ref.cycles != rep.cycles:
         out.append(f"cycles: reference {ref.cycles}, replay {rep.cycles}")
@@ -42,5 +63,6 @@ def differences(ref: Outcome, rep: Outcome) -> list[str]:
     return out
 
 
-def compare(arch, work, mapping, reuse: str = "retain") -> list[str]:
-    return differences(reference(arch, work, mapping, reuse), replay_outcome(arch, work, mapping, reuse))
+def compare(arch, work, mapping, reuse: str = "retain", blur=()) -> list[str]:
+    ref = reference(arch, work, mapping, reuse)
+    return differences(ref, replay_outcome(arch, work, mapping, reuse), blur)

@@ -48,6 +48,9 @@ class Transfer:
     def label(self) -> str:
         return f"{self.kind} of {self.node.label}"
 
+    def __repr__(self) -> str:
+        return f"<{self.label} #{self.run.index}>"
+
     def burst_cycles(self, bits: int) -> int:
         return max(math.ceil(bits / self.src.port.width_bits),
                    math.ceil(bits / self.dst.port.width_bits))
@@ -101,6 +104,7 @@ class Machine:
         self.port_holder: dict[tuple, Transfer] = {}
         self.pointer: dict[tuple, tuple] = {}  # port key -> rank of the last served requester
         self.steps: list[Step] = []
+        self.contested = False
         self.step_reads = self._pe_accesses()
 
     # ------------------------------------------------------------------ the PE array
@@ -331,6 +335,8 @@ class Machine:
             for p in (t.src, t.dst):
                 wanting.setdefault(p.key, []).append(t)
         order = sorted(wanting, key=lambda k: (-len(wanting[k]), self.port_rank[k]))
+        if any(len(v) > 1 and free(k) for k, v in wanting.items()):
+            self.contested = True  # an arbitration had a choice (for the minimal-case search)
         granted: set[int] = set()
         for key in order:
             if not free(key):
