@@ -1,9 +1,14 @@
 """Ports as plain resources: a burst holds both its ports; round-robin grants per burst.
 
-Requests are granted greedily in round-robin order: the requester whose last burst started
-longest ago goes first, ties to storage nodes in loop-tree order (then tensors in workload
-order, which the node order already encodes). The PE array reserves the width it needs on a
-port for a segment; transfers get the rest.
+DESIGN "Arbitration sees every request of the cycle": a request is never granted when it is
+made. The grants of a cycle are decided once every process of that cycle has run — by an
+event at the end of the cycle (SimPy priority DECIDE, after every ordinary event of that
+time), scheduled only in cycles in which something asked for or gave back a port. There, port
+by port (most requesters first, ties in architecture order), each free port grants the first
+of its requesters after the one it served last (a rotating pointer over the requesters in the
+tie order of "Ports and links": storage nodes in loop-tree order, fills before write-backs)
+whose other port is free too; the grant takes both ports. The PE array reserves the width it
+needs on a port for a segment; transfers get the rest.
 
 A transfer that nobody competes with holds its ports for all its remaining bursts in one
 timeout ("a run"). A competing request interrupts the run, which then stops at the end of the
@@ -15,15 +20,13 @@ cycle than its width.
 
 from __future__ import annotations
 
-from operator import itemgetter
-
 import simpy
 
+from cyclesim.engine.record import S_PORT
 from cyclesim.engine.rows import Rows
 
-_ROUND_ROBIN = itemgetter(0, 1)  # a waiting request's (last grant, who): oldest grant first
-
 PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-backs 2 * node + 1
+DECIDE = 2  # SimPy priority of the end-of-cycle grant decision: after URGENT (0) and NORMAL (1)
 
 
 class Fabric:
@@ -43,6 +46,9 @@ class Fabric:
         "grant_log",
         "grant_every",
         "grants_seen",
+        "served",
+        "order",
+        "deciding",
     )
 
     def __init__(
@@ -64,28 +70,20 @@ class Fabric:
         self.grants_seen = 0
         for k in widths:
             grants.setdefault(k, Rows())
+        self.served: dict[str, int] = {}  # port -> the requester it granted last (the pointer)
+        self.order = {k: i for i, k in enumerate(widths)}  # architecture order of the ports
+        self.deciding: int | None = None  # the cycle an end-of-cycle decision is queued for
 
-    def request(self, who: int, keys: tuple[str, ...], tensor: str) -> simpy.Event | None:
-        """None if every port in keys is granted to who now, else an event that fires when they are."""
-        holder, reserved, width, wanted = self.holder, self.reserved, self.width, self.wanted
-        for k in keys:
-            if holder[k] is not None or reserved[k] >= width[k] or wanted[k]:
-                break
-        else:  # free and nobody waits for them: granted at once
-            now = self.env.now
-            grants = self.grants
-            for k in keys:
-                holder[k] = who
-                grants[k].append([now, None, who, tensor])
-            self.last_grant[who] = now
-            if self.grant_log is not None:
-                self.grants_seen += 1
-                if not self.grants_seen % self.grant_every:
-                    self.grant_log.append(~who)
-            return None
+    def request(self, who: int, keys: tuple[str, ...], tensor: str, tl=None) -> simpy.Event:
+        """An event that fires when every port in keys is granted to who (at the earliest at
+        the end of this cycle, when every request of the cycle is known).
+
+        tl: the requester's timeline; a request not granted in the cycle it was made in
+        records there that it waits for the ports from that cycle on (S_PORT)."""
         ev = self.env.event()
-        self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor])
-        runs = self.runs
+        now = self.env.now
+        self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor, now, tl])
+        runs, wanted = self.runs, self.wanted
         for k in keys:
             wanted[k] += 1
             run = runs.get(k)
@@ -106,7 +104,12 @@ class Fabric:
             self._dispatch()
 
     def release_and_request(
-        self, who: int, keys: tuple[str, ...], tensor: str, last_burst_start: int | None = None
+        self,
+        who: int,
+        keys: tuple[str, ...],
+        tensor: str,
+        last_burst_start: int | None = None,
+        tl=None,
     ) -> simpy.Event:
         """End a burst and ask for the next one in one step, so round-robin sees both."""
         now = self.env.now
@@ -115,7 +118,7 @@ class Fabric:
             _close(self.grants[k], now)
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
-        return self.request(who, keys, tensor)
+        return self.request(who, keys, tensor, tl)
 
     def contested(self, keys: tuple[str, ...]) -> bool:
         """Does any waiting request want one of these ports?"""
@@ -185,40 +188,72 @@ class Fabric:
             run = runs.get(key)
             if run is not None:
                 self._interrupt(run, "reserve")
-            if not bits and self.waiting:
+            if bits < width[key] and self.waiting:  # the port may serve a transfer again
                 self._dispatch()
 
     def _dispatch(self) -> None:
+        """Queue the end-of-cycle decision, once per cycle, when someone waits."""
+        if not self.waiting:
+            return
+        now = self.env.now
+        if self.deciding == now:
+            return
+        self.deciding = now
+        ev = simpy.Event(self.env)
+        ev._ok, ev._value = True, None
+        ev.callbacks.append(self._decide)
+        self.env.schedule(ev, DECIDE)
+
+    def _decide(self, _event: simpy.Event | None = None) -> None:
+        """Grant the ports that are free among all the requests of this cycle (DESIGN
+        "Arbitration sees every request of the cycle")."""
+        self.deciding = None
         waiting = self.waiting
         if not waiting:
             return
-        holder, reserved, width, wanted = self.holder, self.reserved, self.width, self.wanted
-        if len(waiting) > 1:
-            waiting.sort(key=_ROUND_ROBIN)
-        granted = False
-        keep = []
+        holder, reserved, width = self.holder, self.reserved, self.width
+        by_port: dict[str, list] = {}
         for w in waiting:
-            keys = w[2]
-            for k in keys:
-                if holder[k] is not None or reserved[k] >= width[k]:
-                    keep.append(w)
-                    break
-            else:
-                now = self.env.now
+            for k in w[2]:
+                by_port.setdefault(k, []).append(w)
+        order = self.order
+        ports = sorted(by_port, key=lambda k: (-len(by_port[k]), order[k]))
+        served, wanted, now = self.served, self.wanted, self.env.now
+        granted = []
+        for k in ports:
+            if holder[k] is not None or reserved[k] >= width[k]:
+                continue
+            last = served.get(k)
+            ranked = sorted(by_port[k], key=lambda w: w[1])
+            if last is not None:  # the first requester after the one served last, wrapping
+                ranked = [w for w in ranked if w[1] > last] + [w for w in ranked if w[1] <= last]
+            for w in ranked:
+                if w[3].triggered:
+                    continue
+                keys = w[2]
+                if any(holder[o] is not None or reserved[o] >= width[o] for o in keys):
+                    continue
                 who = w[1]
-                for k in keys:
-                    holder[k] = who
-                    wanted[k] -= 1
-                    self.grants[k].append([now, None, who, w[4]])
+                for o in keys:
+                    holder[o] = who
+                    served[o] = who
+                    wanted[o] -= 1
+                    self.grants[o].append([now, None, who, w[4]])
                 self.last_grant[who] = now
-                granted = True
                 w[3].succeed()
+                granted.append(w)
                 if self.grant_log is not None:
                     self.grants_seen += 1
                     if not self.grants_seen % self.grant_every:
                         self.grant_log.append(~who)
+                break
         if granted:
-            self.waiting = keep
+            self.waiting = waiting = [w for w in waiting if not w[3].triggered]
+        for w in waiting:  # not granted in the cycle they asked in: they wait for the ports
+            if w[5] is not None:
+                if w[6] is not None:
+                    w[6].append((w[5], S_PORT, w[2]))
+                w[5] = None
 
 
 def _close(grants: list, now: int) -> None:

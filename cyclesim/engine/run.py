@@ -372,6 +372,7 @@ class _Replay:
         env, rec, fabric = self.env, self.rec, self.fabric
         node, tl, t = n.index, rec.drain_tl[n.index], self.tiles[n.index]
         link = Link(2 * node + 1, n.tensor, n.drain_dst, n.drain_src, self._dma(n))
+        link.child_on_tie = True  # a write-back's data leaves the child's read port
         self._dram_side(link, n, True)
         p = self.plan.nodes[n.parent]
         pt = self.tiles[p.index]
@@ -458,7 +459,12 @@ class _Replay:
         if plan.systolic is not None:
             wave = Wavefront(plan, rec.systolic, rec.systolic_spans)
         boundaries, every = self.boundaries, self.boundary_every
+        previous = None  # the leaf of the block run before this one
         for li, g0, g1 in program_blocks(plan):
+            # DESIGN "Operand registers hold the previous cycle's value only": the first step
+            # after another Einsum's step re-reads every operand (level 0)
+            after_other = previous is not None and previous != li
+            previous = li
             leaf = plan.leaves[li]
             who = ("pe", li)
             classify = segment_classifier(leaf)
@@ -514,6 +520,8 @@ class _Replay:
                 if rec.first_step is None:
                     rec.first_step = env.now
                 level, first = classify(g)
+                if after_other and g == g0:
+                    level = 0
                 sk = kinds.get((li, level, first))
                 if sk is None:  # a handful of kinds of segment per leaf: compute each once
                     sk = kinds[(li, level, first)] = _SegmentKind(leaf, level, first)
@@ -544,10 +552,10 @@ class _Replay:
                     wave.note(li, DRAIN, now, env.now)
                 if pe_segments is not None and rec.keep_segment(li, start, now):
                     pe_segments.append((start, now, li, g))
-                for oi, c in sk.spatial:
-                    cur = spatial.get((li, oi))
+                for (oi, pk), c in sk.spatial:
+                    cur = spatial.get((li, oi, pk))
                     if cur is None:
-                        spatial[(li, oi)] = [c, start, now]
+                        spatial[(li, oi, pk)] = [c, start, now]
                     else:
                         cur[0] += c
                         cur[2] = now

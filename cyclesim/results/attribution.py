@@ -400,10 +400,11 @@ def attribute(raw: RawRun) -> SpanList:
 
     out = _walk_waits(rec.pe_waits, waits)
     spans: list[StallSpan] = []
-    for (li, oi), (cycles, start, end) in rec.spatial.items():
+    for (li, oi, key), (cycles, start, end) in rec.spatial.items():
         leaf = plan.leaves[li]
         o = leaf.operands[oi]
-        port = o.read_port if not o.is_output else (o.read_port or o.write_port)
+        # the port that binds the step (DESIGN "Naming a stalled transfer's port")
+        port = next(p for p in (o.read_port, o.write_port) if p is not None and p.key == key)
         spans.append(
             StallSpan(
                 start,
