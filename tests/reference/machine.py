@@ -138,21 +138,36 @@ class Machine:
                         changed = {now[p] for p in positions if now[p] != before[p]}
                     self._pe_add(acc, port_bits, users, node, t, g, "read", len(changed),
                                  nest.bits[t], Direction.READ_TO_BELOW)
+            # the binding port: the largest ceil(bits / width); the operand named is the one
+            # with the most bits through it (ties in operand order). Two ports tied: DESIGN
+            # leaves it open (reported as O1); the reference takes the port whose named operand
+            # changes most often (the output, else the one indexed by the deeper loop).
             cycles, binding = 1, None
-            for (key, g), b in port_bits.items():
-                width = arch.memory(key[0]).ports[[p.name for p in arch.memory(key[0]).ports]
-                                                  .index(key[1])].width_bits
+            for (key, g), b in sorted(port_bits.items(), key=lambda kv: self.port_rank[kv[0][0]]):
+                width = next(p.width_bits for p in arch.memory(key[0]).ports if p.name == key[1])
                 need = math.ceil(b / width)
-                if need > cycles or (need == cycles and need > 1 and binding is not None
-                                     and self.port_rank[key] < self.port_rank[binding[0]]):
+                if need > cycles or (need == cycles > 1 and self._often(users[(key, g)])
+                                     > self._often(users[binding])):
                     cycles, binding = need, (key, g)
             spatial = None
             if binding is not None:
-                by_tensor = users[binding]
-                t = max(nest.tensors, key=lambda x: (by_tensor.get(x, 0), -nest.tensors.index(x)))
+                t = self._most_bits(users[binding])
                 spatial = (nest.chains[t][-1].memory, t, binding[0][1])
             out.append((acc, cycles, spatial))
         return out
+
+    def _most_bits(self, by_tensor: dict[str, int]) -> str:
+        ts = self.nest.tensors
+        return max(by_tensor, key=lambda x: (by_tensor[x], -ts.index(x)))
+
+    def _often(self, by_tensor: dict[str, int]) -> int:
+        """How often the port's named operand changes: the output every step, else the depth
+        of the innermost temporal loop that indexes it."""
+        t = self._most_bits(by_tensor)
+        if t == self.nest.output:
+            return 1 << 30
+        return max((d + 1 for d, r in enumerate(self.nest.loop_ranks) if r in self.nest.ranks[t]),
+                   default=0)
 
     def _pe_add(self, acc, port_bits, users, node, t, g, action, values, width, direction):
         if not values:

@@ -79,6 +79,8 @@ class Nest:
     psum_bits: dict[str, int]
     pe_elements: dict[str, list[list[tuple]]]  # per tensor, per step: element per PE position
     pipeline: int
+    loop_ranks: list[str]  # the temporal loops' ranks, outermost first
+    ranks: dict[str, set[str]]  # per tensor, the ranks that index it
 
 
 def _port(arch: Architecture, memory: str, tensor: str, direction: Direction) -> PortRef:
@@ -196,6 +198,8 @@ def build_nest(arch: Architecture, work: Workload, mapping: Mapping, reuse: str)
         psum_bits=psum,
         pe_elements=pe_elements,
         pipeline=arch.pe_array.pipeline_depth_cycles,
+        loop_ranks=[n.rank for _, n in temporal],
+        ranks={t: {r for p in einsum.access(t).projection for _, r in p.terms} for t in tensors},
     )
 
 
