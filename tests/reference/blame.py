@@ -19,15 +19,21 @@ def _root(m: Machine, t: Transfer, c: int) -> tuple:
             continue
         node = t.node
         if kind == "slot":
-            return ("buffer_full", node.memory, node.tensor, None, f"an earlier tile of {node.label}")
+            return (
+                "buffer_full",
+                node.memory,
+                node.tensor,
+                None,
+                f"an earlier tile of {node.label}",
+            )
         if kind == "pipe":
             return ("latency", node.memory, node.tensor, None, None)
         if kind == "uses":
             return ("dependency", node.memory, node.tensor, None, "PE array")
         if kind == "burst":
-            return ("bandwidth", node.memory, node.tensor, t.named_port.port.name, None)
+            return ("bandwidth", node.memory, node.tensor, state[1].port.name, None)
         if kind == "wait":
-            return ("contention", node.memory, node.tensor, t.named_port.port.name, state[1].label)
+            return ("contention", node.memory, node.tensor, state[2].port.name, state[1].label)
         if kind == "latency":
             return ("latency", node.memory, node.tensor, t.latency_port.port.name, None)
         raise AssertionError(state)

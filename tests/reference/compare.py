@@ -19,8 +19,14 @@ def replay_outcome(arch, work, mapping, reuse: str) -> Outcome:
     phases = {row.phase: int(row.cycles) for row in r.phases.itertuples()}
     stalls: Counter = Counter()
     for row in r.stalls.itertuples():
-        key = (row.phase, row.cause, _none(row.memory), _none(row.tensor), _none(row.port),
-               _none(row.competitor))
+        key = (
+            row.phase,
+            row.cause,
+            _none(row.memory),
+            _none(row.tensor),
+            _none(row.port),
+            _none(row.competitor),
+        )
         stalls[key] += int(row.cycles)
     acc: Counter = Counter()
     for row in r.accesses.itertuples():
@@ -33,8 +39,9 @@ def replay_outcome(arch, work, mapping, reuse: str) -> Outcome:
 BLUR = {
     # D2: a spatial stall's port and operand naming
     "D2": lambda k: ("compute", "spatial", None, None, None, None) if k[1] == "spatial" else k,
-    # D3, D4: the port a bandwidth or contention cycle names
+    # D3, D3b, D4: the port a bandwidth or contention cycle names
     "D3": lambda k: k[:4] + (None,) + k[5:] if k[1] == "bandwidth" else k,
+    "D3b": lambda k: k[:4] + (None,) + k[5:] if k[1] == "bandwidth" else k,
     "D4": lambda k: k[:4] + (None,) + k[5:] if k[1] == "contention" else k,
 }
 
@@ -66,3 +73,13 @@ def differences(ref: Outcome, rep: Outcome, blur=()) -> list[str]:
 def compare(arch, work, mapping, reuse: str = "retain", blur=()) -> list[str]:
     ref = reference(arch, work, mapping, reuse)
     return differences(ref, replay_outcome(arch, work, mapping, reuse), blur)
+
+
+def compare_open(arch, work, mapping, reuse: str, blur=(), skip=()) -> tuple[list[str], set]:
+    """The differences, and the open timing classes (skip) the schedule runs into; when it runs
+    into one, its numbers are not compared (the caller counts such schedules)."""
+    ref = reference(arch, work, mapping, reuse)
+    hit = set(ref.situations) & set(skip)
+    if hit:
+        return [], hit
+    return differences(ref, replay_outcome(arch, work, mapping, reuse), blur), hit

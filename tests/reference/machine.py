@@ -36,13 +36,15 @@ class Transfer:
     burst: int
     latency: int
     latency_port: PortRef
-    named_port: PortRef  # named by bandwidth cycles (largest ceil(burst / width))
     rank: tuple
     left: int = 0  # bits still to move
     busy_until: int = -1  # end of the burst in flight
     moved_end: int | None = None  # end of the last burst
     done_at: int | None = None  # resident (fill) or landed (write-back)
     states: dict[int, tuple] = field(default_factory=dict)
+    issued_at: int | None = None  # first cycle all its needs but ports were met
+    pred: Transfer | None = None  # its node's previous transfer in the same direction
+    burst_named: PortRef | None = None  # the port the burst in flight names
 
     @property
     def label(self) -> str:
@@ -51,25 +53,39 @@ class Transfer:
     def __repr__(self) -> str:
         return f"<{self.label} #{self.run.index}>"
 
+    def named_port(self, bits: int) -> PortRef:
+        """The port a bandwidth or contention cycle of a burst of `bits` names: the largest
+        ceil(bits / width); on a tie the port the data leaves."""
+        if math.ceil(bits / self.dst.port.width_bits) > math.ceil(bits / self.src.port.width_bits):
+            return self.dst
+        return self.src
+
+    def next_burst(self) -> int:
+        return min(self.burst, self.left)
+
     def burst_cycles(self, bits: int) -> int:
-        return max(math.ceil(bits / self.src.port.width_bits),
-                   math.ceil(bits / self.dst.port.width_bits))
+        return max(
+            math.ceil(bits / self.src.port.width_bits), math.ceil(bits / self.dst.port.width_bits)
+        )
 
 
 def _transfer(kind: str, node: Node, run: Run, ports, bits: int) -> Transfer:
     src, dst = ports
     burst = min(src.port.burst_bits, dst.port.burst_bits)
-    first = min(burst, bits) if bits else burst
     parent, child = (src, dst) if kind == "fill" else (dst, src)
     latency_port = parent if parent.port.latency_cycles >= child.port.latency_cycles else child
-    named = src
-    if math.ceil(first / dst.port.width_bits) > math.ceil(first / src.port.width_bits):
-        named = dst
     return Transfer(
-        kind=kind, node=node, run=run, src=src, dst=dst, bits=bits, burst=burst,
+        kind=kind,
+        node=node,
+        run=run,
+        src=src,
+        dst=dst,
+        bits=bits,
+        burst=burst,
         latency=max(src.port.latency_cycles, dst.port.latency_cycles) if bits else 0,
-        latency_port=latency_port, named_port=named,
-        rank=(node.position, node.tensor_order, 0 if kind == "fill" else 1), left=bits,
+        latency_port=latency_port,
+        rank=(node.position, node.tensor_order, 0 if kind == "fill" else 1),
+        left=bits,
     )
 
 
@@ -94,8 +110,9 @@ class Machine:
             self.fills[id(node)] = [_transfer("fill", node, r, fp, r.fill_bits) for r in node.runs]
             if node.is_output:
                 wp = writeback_ports(arch, node)
-                self.wbs[id(node)] = [_transfer("write-back", node, r, wp, r.wb_bits)
-                                      for r in node.runs]
+                self.wbs[id(node)] = [
+                    _transfer("write-back", node, r, wp, r.wb_bits) for r in node.runs
+                ]
             self.transfers += self.fills[id(node)] + self.wbs.get(id(node), [])
         self.transfers.sort(key=lambda t: (t.rank, t.run.index))
         port_order = [(m.name, p.name) for m in arch.memories for p in m.ports]
@@ -105,6 +122,10 @@ class Machine:
         self.pointer: dict[tuple, tuple] = {}  # port key -> rank of the last served requester
         self.steps: list[Step] = []
         self.contested = False
+        self.situations: set[str] = set()  # open difference classes this schedule runs into
+        for node_transfers in list(self.fills.values()) + list(self.wbs.values()):
+            for a, b in zip(node_transfers, node_transfers[1:], strict=False):
+                b.pred = a
         self.step_reads = self._pe_accesses()
 
     # ------------------------------------------------------------------ the PE array
@@ -127,17 +148,47 @@ class Machine:
                         reads = {e for e in elems if self._first_visit(e) < s}
                         writes = elems
                         w = nest.psum_bits[t]
-                        self._pe_add(acc, port_bits, users, node, t, g, "read", len(reads), w,
-                                     Direction.READ_TO_BELOW)
-                        self._pe_add(acc, port_bits, users, node, t, g, "write", len(writes), w,
-                                     Direction.WRITE_FROM_BELOW)
+                        self._pe_add(
+                            acc,
+                            port_bits,
+                            users,
+                            node,
+                            t,
+                            g,
+                            "read",
+                            len(reads),
+                            w,
+                            Direction.READ_TO_BELOW,
+                        )
+                        self._pe_add(
+                            acc,
+                            port_bits,
+                            users,
+                            node,
+                            t,
+                            g,
+                            "write",
+                            len(writes),
+                            w,
+                            Direction.WRITE_FROM_BELOW,
+                        )
                         continue
                     if self.reuse == "strict" or before is None:
                         changed = {now[p] for p in positions}
                     else:
                         changed = {now[p] for p in positions if now[p] != before[p]}
-                    self._pe_add(acc, port_bits, users, node, t, g, "read", len(changed),
-                                 nest.bits[t], Direction.READ_TO_BELOW)
+                    self._pe_add(
+                        acc,
+                        port_bits,
+                        users,
+                        node,
+                        t,
+                        g,
+                        "read",
+                        len(changed),
+                        nest.bits[t],
+                        Direction.READ_TO_BELOW,
+                    )
             # the binding port: the largest ceil(bits / width); the operand named is the one
             # with the most bits through it (ties in operand order). Two ports tied: DESIGN
             # leaves it open (reported as O1); the reference takes the port whose named operand
@@ -146,8 +197,10 @@ class Machine:
             for (key, g), b in sorted(port_bits.items(), key=lambda kv: self.port_rank[kv[0][0]]):
                 width = next(p.width_bits for p in arch.memory(key[0]).ports if p.name == key[1])
                 need = math.ceil(b / width)
-                if need > cycles or (need == cycles > 1 and self._often(users[(key, g)])
-                                     > self._often(users[binding])):
+                if need > cycles or (
+                    need == cycles > 1
+                    and self._often(users[(key, g)]) > self._often(users[binding])
+                ):
                     cycles, binding = need, (key, g)
             spatial = None
             if binding is not None:
@@ -166,8 +219,10 @@ class Machine:
         t = self._most_bits(by_tensor)
         if t == self.nest.output:
             return 1 << 30
-        return max((d + 1 for d, r in enumerate(self.nest.loop_ranks) if r in self.nest.ranks[t]),
-                   default=0)
+        return max(
+            (d + 1 for d, r in enumerate(self.nest.loop_ranks) if r in self.nest.ranks[t]),
+            default=0,
+        )
 
     def _pe_add(self, acc, port_bits, users, node, t, g, action, values, width, direction):
         if not values:
@@ -256,6 +311,8 @@ class Machine:
             if end is None or end > c:
                 return ("uses", None)
             if end + self.nest.pipeline > c:
+                if run.index and not self._done(self.wbs[id(node)][run.index - 1], c):
+                    self.situations.add("D5")  # the pipeline and the previous write-back at once
                 return ("pipe",)
         else:
             for r in reversed(node.child.runs):
@@ -294,6 +351,8 @@ class Machine:
                     if t.bits == 0:
                         t.done_at = c
                         continue
+                    if t.issued_at is None:
+                        t.issued_at = c
                 if t.left and t.busy_until <= c:
                     requesters.append(t)
             # 3. the PE array
@@ -320,7 +379,7 @@ class Machine:
                 if c in t.states:
                     continue
                 if t.busy_until > c:
-                    t.states[c] = ("burst",)
+                    t.states[c] = ("burst", t.burst_named)
                 elif t.left:
                     t.states[c] = self._competitor(t, c)
                 elif t.done_at is not None:
@@ -338,7 +397,7 @@ class Machine:
         for p in (t.src, t.dst):
             holder = self.port_holder.get(p.key)
             if holder is not None and holder is not t and self.port_busy[p.key] > c:
-                return ("wait", holder, p)
+                return ("wait", holder, t.named_port(t.next_burst()))
         raise AssertionError(f"{t.label} waits at {c} with both ports free")
 
     def _arbitrate(self, requesters: list[Transfer], c: int) -> None:
@@ -367,7 +426,10 @@ class Machine:
                 other = t.dst.key if t.src.key == key else t.src.key
                 if not free(other):
                     continue
-                b = min(t.burst, t.left)
+                b = t.next_burst()
+                t.burst_named = t.named_port(b)
+                if t.issued_at == c and any(o.issued_at < c for o in wanting[key]):
+                    self.situations.add("D6")  # granted to one issued this cycle over an older one
                 dur = t.burst_cycles(b)
                 for k in (t.src.key, t.dst.key):
                     self.port_busy[k] = c + dur

@@ -19,9 +19,12 @@ class Outcome:
     phases: dict[str, int]  # onload, ideal_compute, stall, offload
     stalls: Counter  # (phase, cause, memory, tensor, port, competitor) -> cycles
     accesses: Counter  # (einsum, tensor, memory, action) -> (values, bits)
+    situations: frozenset = frozenset()  # open difference classes the schedule runs into
 
 
-def reference(arch: Architecture, work: Workload, mapping: Mapping, reuse: str = "retain") -> Outcome:
+def reference(
+    arch: Architecture, work: Workload, mapping: Mapping, reuse: str = "retain"
+) -> Outcome:
     nest = build_nest(arch, work, mapping, reuse)
     m = Machine(arch, nest, reuse)
     cycles = m.run()
@@ -52,4 +55,4 @@ def reference(arch: Architecture, work: Workload, mapping: Mapping, reuse: str =
     for step_acc, _, _ in m.step_reads:
         for (memory, tensor, action), (v, b) in step_acc.items():
             add(tensor, memory, action, v, b)
-    return Outcome(cycles, phases, stall_table(m), acc)
+    return Outcome(cycles, phases, stall_table(m), acc, frozenset(m.situations))

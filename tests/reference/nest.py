@@ -184,8 +184,19 @@ def build_nest(arch: Architecture, work: Workload, mapping: Mapping, reuse: str)
 
     for t, chain in chains.items():
         for node in chain[1:]:
-            _make_runs(node, temporal, spatial, steps, pe_elements[t], reuse, bits[t], psum[t],
-                       first_visit if node.is_output else None, last_visit, arch)
+            _make_runs(
+                node,
+                temporal,
+                spatial,
+                steps,
+                pe_elements[t],
+                reuse,
+                bits[t],
+                psum[t],
+                first_visit if node.is_output else None,
+                last_visit,
+                arch,
+            )
     return Nest(
         einsum=einsum.name,
         tensors=tensors,
@@ -203,14 +214,18 @@ def build_nest(arch: Architecture, work: Workload, mapping: Mapping, reuse: str)
     )
 
 
-def _make_runs(node, temporal, spatial, steps, elements, reuse, bits, psum, first_visit,
-               last_visit, arch) -> None:
+def _make_runs(
+    node, temporal, spatial, steps, elements, reuse, bits, psum, first_visit, last_visit, arch
+) -> None:
     """A run per change of the tile key. retain: the tile changes when a loop above that
     indexes the tensor moves (its elements change); strict: on every iteration of every loop
     above."""
     mem = arch.memory(node.memory)
-    inst_dims = [k for k, (i, s) in enumerate(spatial) if i < node.position
-                 and s.dim not in mem.shared_across]
+    inst_dims = [
+        k
+        for k, (i, s) in enumerate(spatial)
+        if i < node.position and s.dim not in mem.shared_across
+    ]
 
     def instance_of(point: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(point[k] for k in inst_dims)
@@ -236,7 +251,7 @@ def _make_runs(node, temporal, spatial, steps, elements, reuse, bits, psum, firs
     prev = None
     for s, ak in enumerate(above_key):
         tile = [frozenset(x) for x in tile_of[ak]]
-        k = (ak if reuse == "strict" else tuple(tile))
+        k = ak if reuse == "strict" else tuple(tile)
         if runs and k == prev:
             runs[-1].last = s
             continue

@@ -61,7 +61,9 @@ def schedules(draw) -> dict:
         if kept:
             tree.append({"type": "storage", "memory": "buf", "tensors": kept})
         if i < 3 and outer[outer_order[i]] > 1:
-            tree.append({"type": "temporal", "rank": outer_order[i], "bound": outer[outer_order[i]]})
+            tree.append(
+                {"type": "temporal", "rank": outer_order[i], "bound": outer[outer_order[i]]}
+            )
     if s > 1:
         tree.append({"type": "spatial", "rank": spatial_rank, "bound": s, "dim": "X"})
     for r in inner_order:
