@@ -32,12 +32,12 @@ class Transfer:
     run: Run
     src: PortRef  # the port the data leaves
     dst: PortRef  # the port it enters
-    bits: int
-    burst: int
+    bits: int  # bits on the parent's port (one copy of a multicast value, every unicast share)
+    bursts: list[tuple[int, PortRef]]  # per burst: cycles it holds both ports, the port it names
     latency: int
     latency_port: PortRef
     rank: tuple
-    left: int = 0  # bits still to move
+    left: int = 0  # bursts still to move
     busy_until: int = -1  # end of the burst in flight
     moved_end: int | None = None  # end of the last burst
     done_at: int | None = None  # resident (fill) or landed (write-back)
@@ -53,27 +53,41 @@ class Transfer:
     def __repr__(self) -> str:
         return f"<{self.label} #{self.run.index}>"
 
-    def named_port(self, bits: int) -> PortRef:
-        """The port a bandwidth or contention cycle of a burst of `bits` names: the largest
-        ceil(bits / width); on a tie the port the data leaves."""
-        if math.ceil(bits / self.dst.port.width_bits) > math.ceil(bits / self.src.port.width_bits):
-            return self.dst
-        return self.src
-
-    def next_burst(self) -> int:
-        return min(self.burst, self.left)
-
-    def burst_cycles(self, bits: int) -> int:
-        return max(
-            math.ceil(bits / self.src.port.width_bits), math.ceil(bits / self.dst.port.width_bits)
-        )
+    def next_burst(self) -> tuple[int, PortRef]:
+        return self.bursts[len(self.bursts) - self.left]
 
 
-def _transfer(kind: str, node: Node, run: Run, ports, bits: int) -> Transfer:
+def _bursts(src_bits: int, dst_bits: int, burst: int, src: PortRef, dst: PortRef):
+    """Bursts where the bits meet: the side that moves more bits (the parent's port, carrying
+    every instance's share; or either when equal) is cut into bursts of `burst` bits; the other
+    side (each instance's own port, in parallel, in step) moves its share of each burst. A burst
+    holds both ports for the slower side's ceil(bits / width) and names that port; on a tie the
+    port the data leaves (src). (How the smaller side's bits split over the bursts is not in
+    DESIGN: the reference splits them in proportion, rounding down the running total.)"""
+    big, small = max(src_bits, dst_bits), min(src_bits, dst_bits)
+    out = []
+    for lo in range(0, big, burst):
+        hi = min(big, lo + burst)
+        part = small * hi // big - small * lo // big
+        s_bits, d_bits = (hi - lo, part) if src_bits >= dst_bits else (part, hi - lo)
+        cs = math.ceil(s_bits / src.port.width_bits)
+        cd = math.ceil(d_bits / dst.port.width_bits)
+        out.append((max(cs, cd, 1), dst if cd > cs else src))
+    return out
+
+
+def _transfer(kind: str, node: Node, run: Run, ports) -> Transfer:
     src, dst = ports
     burst = min(src.port.burst_bits, dst.port.burst_bits)
     parent, child = (src, dst) if kind == "fill" else (dst, src)
+    if kind == "fill":
+        bits, share = run.fill_bits, run.fill_instance_bits
+        src_bits, dst_bits = bits, share
+    else:
+        bits, share = run.wb_bits, run.wb_instance_bits
+        src_bits, dst_bits = share, bits
     latency_port = parent if parent.port.latency_cycles >= child.port.latency_cycles else child
+    bursts = _bursts(src_bits, dst_bits, burst, src, dst) if bits else []
     return Transfer(
         kind=kind,
         node=node,
@@ -81,11 +95,11 @@ def _transfer(kind: str, node: Node, run: Run, ports, bits: int) -> Transfer:
         src=src,
         dst=dst,
         bits=bits,
-        burst=burst,
+        bursts=bursts,
         latency=max(src.port.latency_cycles, dst.port.latency_cycles) if bits else 0,
         latency_port=latency_port,
         rank=(node.position, node.tensor_order, 0 if kind == "fill" else 1),
-        left=bits,
+        left=len(bursts),
     )
 
 
@@ -107,12 +121,10 @@ class Machine:
             if node.parent is None:
                 continue
             fp = fill_ports(arch, node)
-            self.fills[id(node)] = [_transfer("fill", node, r, fp, r.fill_bits) for r in node.runs]
+            self.fills[id(node)] = [_transfer("fill", node, r, fp) for r in node.runs]
             if node.is_output:
                 wp = writeback_ports(arch, node)
-                self.wbs[id(node)] = [
-                    _transfer("write-back", node, r, wp, r.wb_bits) for r in node.runs
-                ]
+                self.wbs[id(node)] = [_transfer("write-back", node, r, wp) for r in node.runs]
             self.transfers += self.fills[id(node)] + self.wbs.get(id(node), [])
         self.transfers.sort(key=lambda t: (t.rank, t.run.index))
         port_order = [(m.name, p.name) for m in arch.memories for p in m.ports]
@@ -237,8 +249,10 @@ class Machine:
 
     def _instance_groups(self, node: Node) -> list[list[int]]:
         """PE positions grouped by the instance of node they read (one group: shared)."""
-        assert node.instances == 1, "per-PE innermost memories are not in the reference yet"
-        return [list(range(len(self.nest.spatial_points)))]
+        groups: dict[tuple, list[int]] = {}
+        for p, point in enumerate(self.nest.spatial_points):
+            groups.setdefault(tuple(point[k] for k in node.inst_dims), []).append(p)
+        return list(groups.values())
 
     def _first_visit(self, e) -> int:
         if not hasattr(self, "_fv"):
@@ -285,7 +299,9 @@ class Machine:
     # ------------------------------------------------------------------ needs
     def _fill_need(self, t: Transfer, c: int):
         node, run = t.node, t.run
-        pf = self._parent_fill(node, run)
+        # An output's first visit moves nothing: it does not wait for the parent's tile (its
+        # write-back will). DESIGN does not say; reported as open (O2), the replay's reading.
+        pf = self._parent_fill(node, run) if run.fill_bits or not node.is_output else None
         if not self._done(pf, c):
             return ("parent", pf)
         if node.is_output and run.revisit:
@@ -343,7 +359,7 @@ class Machine:
             for t in pending:
                 if t.done_at is not None:
                     continue
-                if t.left == t.bits and t.busy_until < 0:
+                if t.left == len(t.bursts) and t.busy_until < 0:
                     need = self._fill_need(t, c) if t.kind == "fill" else self._wb_need(t, c)
                     if need is not None:
                         t.states[c] = need
@@ -397,7 +413,7 @@ class Machine:
         for p in (t.src, t.dst):
             holder = self.port_holder.get(p.key)
             if holder is not None and holder is not t and self.port_busy[p.key] > c:
-                return ("wait", holder, t.named_port(t.next_burst()))
+                return ("wait", holder, t.next_burst()[1])
         raise AssertionError(f"{t.label} waits at {c} with both ports free")
 
     def _arbitrate(self, requesters: list[Transfer], c: int) -> None:
@@ -426,17 +442,15 @@ class Machine:
                 other = t.dst.key if t.src.key == key else t.src.key
                 if not free(other):
                     continue
-                b = t.next_burst()
-                t.burst_named = t.named_port(b)
+                dur, t.burst_named = t.next_burst()
                 if t.issued_at == c and any(o.issued_at < c for o in wanting[key]):
                     self.situations.add("D6")  # granted to one issued this cycle over an older one
-                dur = t.burst_cycles(b)
                 for k in (t.src.key, t.dst.key):
                     self.port_busy[k] = c + dur
                     self.port_holder[k] = t
                     self.pointer[k] = t.rank
                 t.busy_until = c + dur
-                t.left -= b
+                t.left -= 1
                 granted.add(id(t))
                 if t.left == 0:
                     t.moved_end = c + dur

@@ -60,6 +60,7 @@ class Node:
     child: Node | None = None
     runs: list[Run] = field(default_factory=list)
     above: list[int] = field(default_factory=list)  # temporal loops above (indices)
+    inst_dims: list[int] = field(default_factory=list)  # spatial loops it has instances along
 
     @property
     def label(self) -> str:
@@ -226,6 +227,8 @@ def _make_runs(
         for k, (i, s) in enumerate(spatial)
         if i < node.position and s.dim not in mem.shared_across
     ]
+
+    node.inst_dims = inst_dims
 
     def instance_of(point: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(point[k] for k in inst_dims)
