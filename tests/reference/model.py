@@ -55,4 +55,5 @@ def reference(
     for step_acc, _, _ in m.step_reads:
         for (memory, tensor, action), (v, b) in step_acc.items():
             add(tensor, memory, action, v, b)
-    return Outcome(cycles, phases, stall_table(m), acc, frozenset(m.situations))
+    stalls = stall_table(m)  # (may note open classes the blame walk runs into)
+    return Outcome(cycles, phases, stalls, acc, frozenset(m.situations))
