@@ -6,6 +6,7 @@ Convention: [a, b) are the cycles a..b-1; a tile whose last burst ends at b is u
 
 from __future__ import annotations
 
+import pytest
 from replay_helpers import memory, port
 
 WIDE = [port("rd", "read", 64), port("wr", "write", 64)]
@@ -280,3 +281,350 @@ def test_round_robin_is_decided_among_every_request_of_the_cycle(replay_dicts):
         2,
     )
     assert res.stall_cycles_by_cause() == {"bandwidth": 2}
+
+
+def test_contention_names_the_transfers_binding_port(replay_dicts):
+    # DRAM.rd moves 8 b/cycle, buf.wr 4 b/cycle, bursts of 8 b: a burst holds both ports 2
+    # cycles (ceil(8/4) on buf.wr, ceil(8/8) on DRAM.rd). A (16 b, 2 bursts) and B (8 b) fill
+    # at 0: A [0,2), B [2,4), A [4,6). The PE waits for A until 6 (A binds): [0,2) and [4,6)
+    # bandwidth, [2,4) contention with B's fill. Both name buf.wr, the port whose
+    # ceil(bits / width) per burst is largest; before the rule the contention named DRAM.rd,
+    # the first of the two ports B held.
+    arch = {
+        "name": "contention_port",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", 8), port("wr", "write", 64)]),
+            memory("buf", None, ["A", "B"], [port("rd", "read", 64), port("wr", "write", 4, 8)]),
+        ],
+    }
+    workload = {
+        "default_bits_per_value": 8,
+        "einsums": [
+            {
+                "name": "matvec",
+                "ranks": {"m": 2, "k": 1},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m", "k"]},
+                    {"tensor": "B", "projection": ["k"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m"]}],
+            }
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "B"]},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "temporal", "rank": "k", "bound": 1},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    onload = {
+        (r.cause, r.tensor, r.port_memory, r.port, r.competitor): int(r.cycles)
+        for r in res.stalls[res.stalls.phase == "onload"].itertuples()
+    }
+    assert onload == {
+        ("bandwidth", "A", "buf", "wr", None): 4,
+        ("contention", "A", "buf", "wr", "fill of B@buf"): 2,
+    }
+
+
+# ------------------------------------------------- a memory never holds more than its size
+def _sharing_branches(size: int) -> tuple[dict, dict, dict]:
+    """producer Y[m] = I[m] and consumer O[m] = W[m] fused under m (M = 2): buf (size b)
+    keeps Y in the producer's branch and W in the consumer's, 8 b a tile each; I is read
+    from DRAM, O written to it (4 b). Y's write-back leaves through DRAM.wr at 4 b/cycle."""
+    arch = {
+        "name": "sharing",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", 64), port("wr", "write", 4)]),
+            memory("buf", size, ["Y", "W"], WIDE),
+        ],
+    }
+    workload = {
+        "tensors": {
+            "I": {"bits_per_value": 8},
+            "Y": {"bits_per_value": 8},
+            "W": {"bits_per_value": 8},
+            "O": {"bits_per_value": 4},
+        },
+        "einsums": [
+            {
+                "name": "producer",
+                "ranks": {"m": 2},
+                "inputs": [{"tensor": "I", "projection": ["m"]}],
+                "outputs": [{"tensor": "Y", "projection": ["m"]}],
+            },
+            {
+                "name": "consumer",
+                "ranks": {"m": 2},
+                "inputs": [{"tensor": "W", "projection": ["m"]}],
+                "outputs": [{"tensor": "O", "projection": ["m"]}],
+            },
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["I", "Y", "W", "O"]},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {
+                "type": "sequential",
+                "branches": [
+                    [
+                        {"type": "storage", "memory": "buf", "tensors": ["Y"]},
+                        {"type": "compute", "einsum": "producer"},
+                    ],
+                    [
+                        {"type": "storage", "memory": "buf", "tensors": ["W"]},
+                        {"type": "compute", "einsum": "consumer"},
+                    ],
+                ],
+            },
+        ]
+    }
+    return arch, workload, mapping
+
+
+def test_a_fill_waits_for_room_held_by_the_other_branchs_tile(replay_dicts):
+    # buf has 8 b: one tile at a time (each leaf path needs 8 b, so it is accepted).
+    #   0: Y0 is entered (first visit, nothing read): it holds buf's 8 b. W0's fill has no
+    #      room: it waits. Producer step m0 [0,1); Y0's write-back [1,3) (8 b at 4 b/cycle).
+    #   3: Y0 has left: W0's fill [3,4); consumer step m0 [4,5), which frees W0 at 5.
+    #   5: Y1 is entered; producer step m1 [5,6); write-back [6,8); W1 [8,9); step [9,10).
+    # The PE array waits [1,4) and [6,9): [1,3) and [6,8) buffer_full (W's fill has no room:
+    # Y's tile holds it), [3,4) and [8,9) W's own bandwidth. 10 = ideal 4 + stall 6.
+    # (Before the rule W0 was filled at once, buf held 16 b, and the run took 5 cycles.)
+    arch, workload, mapping = _sharing_branches(8)
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles, res.stall_cycles) == (
+        10,
+        0,
+        4,
+        6,
+    )
+    full = res.stalls[res.stalls.cause == "buffer_full"]
+    assert set(full.competitor) == {"a tile of Y@buf"} and int(full.cycles.sum()) == 4
+    assert res.stall_cycles_by_cause() == {"buffer_full": 4, "bandwidth": 2}
+    # with room for both tiles (16 b) no fill waits for room (W0 [0,1) while step m0 runs);
+    # what is left of buffer_full is Y's one slot, held by Y0 until its write-back ends
+    arch, workload, mapping = _sharing_branches(16)
+    res = replay_dicts(arch, workload, mapping)
+    assert res.cycles < 10
+    full = res.stalls[res.stalls.cause == "buffer_full"]
+    assert set(full.competitor) == {"an earlier tile of Y@buf"}
+
+
+def test_the_invariant_check_fails_loudly_when_a_memory_is_overfilled(replay_dicts, monkeypatch):
+    # The suite runs every replay with the ledger on (tests/conftest.py). Take the wait for
+    # room away and the case above holds Y0 and W0 (16 b) in 8-b buf at cycle 0: the replay
+    # must raise, naming the memory, its contents and the cycle.
+    from cyclesim.engine.space import CapacityOverflow, Space
+
+    monkeypatch.setattr(Space, "room", lambda self, node: True)
+    arch, workload, mapping = _sharing_branches(8)
+    with pytest.raises(CapacityOverflow, match=r"memory 'buf' holds 16 b > its 8 b at cycle 0"):
+        replay_dicts(arch, workload, mapping)
+
+
+def test_a_fill_issued_as_its_previous_fills_latency_ends_takes_part_in_that_cycles_arbitration(
+    replay_dicts,
+):
+    # (refmodel's case D6, strict.) DRAM.rd 4 b/cycle, 4-b bursts; buf.x (latency 1) takes
+    # every fill. A (2 values x 8 b, 4 bursts) is kept above m; B (2 values x 4 b, 2 bursts)
+    # below m, two slots, refilled per m. Rank: A before B (loop-tree order).
+    #   c0 A, c1 B, c2 A, c3 B: B0's last burst ends at 4, its latency at 5. c4 A (alone).
+    #   c5: A's burst ended, and B1 is issued (B0 done at 5): both ask in cycle 5. The port
+    #   served A last: B1 [5,6), A [6,7) (A resident at 8 after its latency), B1 [7,8).
+    #   First step at 8: onload 8. (Before, A's run kept the port at 5: onload 7.)
+    # The whole run: 25 cycles, as the reference model (tests/reference/) counts them.
+    rw = [port("x", "read_write", 4, latency=1), port("pr", "read", 4), port("pw", "write", 4)]
+    rw[0]["serves"] = [
+        {"tensor": "Z", "direction": "read_to_above"},
+        {"tensor": "A", "direction": "write_from_above"},
+        {"tensor": "B", "direction": "write_from_above"},
+        {"tensor": "Z", "direction": "write_from_above"},
+    ]
+    rw[1]["serves"] = [{"tensor": t, "direction": "read_to_below"} for t in ("A", "B", "Z")]
+    rw[2]["serves"] = [{"tensor": "Z", "direction": "write_from_below"}]
+    arch = {
+        "name": "issued_after_latency",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", 4), port("wr", "write", 4)]),
+            memory("buf", 1 << 20, None, rw, double_buffered=["B"]),
+        ],
+    }
+    workload = {
+        "tensors": {
+            "A": {"bits_per_value": 8},
+            "B": {"bits_per_value": 4},
+            "Z": {"bits_per_value": 4, "partial_sum_bits": 4},
+        },
+        "einsums": [
+            {
+                "name": "gemm",
+                "ranks": {"m": 2, "n": 2, "k": 1},
+                "inputs": [
+                    {"tensor": "A", "projection": ["m", "k"]},
+                    {"tensor": "B", "projection": ["k", "n"]},
+                ],
+                "outputs": [{"tensor": "Z", "projection": ["m", "n"]}],
+            }
+        ],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "Z"]},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "storage", "memory": "buf", "tensors": ["B"]},
+            {"type": "temporal", "rank": "n", "bound": 2},
+            {"type": "compute", "einsum": "gemm"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping, reuse="strict")
+    assert (res.onload_cycles, res.cycles) == (8, 25)
+
+
+# ------------------------------------------------ settled readings the replay already follows
+def test_a_value_broadcast_to_several_pes_is_read_once(replay_dicts):
+    # Two PEs (m spatial on X) read B[k] from buf, shared across X, through an 8 b/cycle port;
+    # m does not index B, so one read of B[k] serves both PEs: 8 b a step, 1 cycle (2 if each
+    # PE read its own copy), and 2 values read in all for k = 0, 1 (4 if per PE).
+    #   B's fill [0,1) (16 b through 64-b ports); steps [1,2), [2,3); 3 cycles, no stall.
+    arch = {
+        "name": "broadcast",
+        "pe_array": {"dims": {"X": 2}},
+        "memories": [
+            memory("DRAM", None, None, WIDE),
+            memory("buf", None, ["B"], [port("rd", "read", 8), port("wr", "write", 64)]),
+        ],
+    }
+    workload = {"default_bits_per_value": 8, "einsums": [_matvec(2, 2)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["B"]},
+            {"type": "spatial", "rank": "m", "bound": 2, "dim": "X"},
+            {"type": "temporal", "rank": "k", "bound": 2},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.onload_cycles, res.stall_cycles) == (3, 1, 0)
+    assert reads(res, "matvec", "B", "buf") == 2
+
+
+def _matvec(m: int, k: int) -> dict:
+    return {
+        "name": "matvec",
+        "ranks": {"m": m, "k": k},
+        "inputs": [
+            {"tensor": "A", "projection": ["m", "k"]},
+            {"tensor": "B", "projection": ["k"]},
+        ],
+        "outputs": [{"tensor": "Z", "projection": ["m"]}],
+    }
+
+
+def test_one_write_back_at_a_time_latency_included(replay_dicts):
+    # acc keeps Z[m] in two slots; each value goes to DRAM through a 64-b port of latency 2.
+    # Steps m0 [0,1), m1 [1,2). Z0's write-back: burst [1,2), latency [2,4). Z1's write-back
+    # starts its burst only once Z0's latency has passed: [4,5), latency [5,7): 7 cycles
+    # (5 if the latency did not hold the node's next write-back back). Offload [2,7): Z1's
+    # write-back waits [2,4) for Z0's (its latency), moves [4,5), pays its own [5,7).
+    arch = {
+        "name": "write_back_latency",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory(
+                "DRAM", None, None, [port("rd", "read", 64), port("wr", "write", 64, latency=2)]
+            ),
+            memory("acc", 16, ["Z"], WIDE, double_buffered=True),
+        ],
+    }
+    workload = {"default_bits_per_value": 8, "einsums": [_matvec(2, 1)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "storage", "memory": "acc", "tensors": ["Z"]},
+            {"type": "temporal", "rank": "k", "bound": 1},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.ideal_compute_cycles, res.offload_cycles) == (7, 2, 5)
+    assert res.stall_cycles_by_cause(("offload",)) == {"latency": 4, "bandwidth": 1}
+
+
+def test_isolate_einsums_runs_each_einsums_whole_nest_alone(replay_dicts):
+    # The rule-of-registers case (n1 above the split) with isolate_einsums: the producer's
+    # whole nest (n1 = 0, 1) runs before the consumer's, not interleaved per n1; AO goes to
+    # DRAM and is read back from there.
+    arch = {
+        "name": "register",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [memory("DRAM", None, None, WIDE), memory("sram", None, None, WIDE)],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["I", "AO", "O"]},
+            {"type": "storage", "memory": "sram", "tensors": ["I"]},
+            {"type": "temporal", "rank": "n1", "bound": 2},
+            {"type": "storage", "memory": "sram", "tensors": ["AO"]},
+            {
+                "type": "sequential",
+                "branches": [
+                    [
+                        {"type": "temporal", "rank": "c", "bound": 1},
+                        {"type": "compute", "einsum": "producer"},
+                    ],
+                    [{"type": "compute", "einsum": "consumer"}],
+                ],
+            },
+        ]
+    }
+    res = replay_dicts(arch, REGISTER_WORKLOAD, mapping, isolate_einsums=True, trace=True)
+    plan = res.raw.plan
+    order = [plan.leaves[li].einsum for _, _, li, _ in sorted(res.raw.rec.pe_segments)]
+    assert order == ["producer", "producer", "consumer", "consumer"]
+    assert reads(res, "consumer", "AO", "DRAM") == 2
+
+
+def test_narrow_per_instance_ports_move_in_parallel(replay_dicts):
+    # Two PEs, each with its own reg (shared_across []) holding A[m, 0..1] (2 x 8 b) written
+    # through its own 4 b/cycle port. The fill reads 32 b from DRAM (64 b/cycle) in 8-b
+    # bursts (reg.wr's): 4 bursts; each moves 8 b on DRAM.rd (1 cycle) and 4 b of each
+    # instance's share on every reg.wr at once (1 cycle): [0,4). In series the two
+    # instances' ports would take 2 x 16 b / 4 = 8 cycles. Steps k0, k1 [4,6).
+    arch = {
+        "name": "per_instance",
+        "pe_array": {"dims": {"X": 2}},
+        "memories": [
+            memory("DRAM", None, None, WIDE),
+            memory(
+                "reg",
+                None,
+                ["A"],
+                [port("rd", "read", 64), port("wr", "write", 4, 8)],
+                shared_across=[],
+            ),
+        ],
+    }
+    workload = {"default_bits_per_value": 8, "einsums": [_matvec(2, 2)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "spatial", "rank": "m", "bound": 2, "dim": "X"},
+            {"type": "storage", "memory": "reg", "tensors": ["A"]},
+            {"type": "temporal", "rank": "k", "bound": 2},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles) == (6, 4, 2)

@@ -131,7 +131,13 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     the last burst the DRAM's data latency, then the port latency, are paid without holding
     the ports.
     """
-    from cyclesim.engine.transfer import _burst_bits, _timing, acquire_dma, n_bursts_of
+    from cyclesim.engine.transfer import (
+        _burst_bits,
+        _timing,
+        acquire_dma,
+        n_bursts_of,
+        named_keys,
+    )
 
     side: DramSide = link.dram
     timer = side.timer
@@ -153,7 +159,8 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     i = 0
     side.stream = None
     proc = env.active_process
-    ev = fabric.request(who, keys, link.tensor, tl)  # (the fabric notes a wait in tl)
+    asking = named_keys(link, big, small, width)  # keys, the port a wait names first
+    ev = fabric.request(who, asking, link.tensor, tl)  # (the fabric notes a wait in tl)
     while True:
         if ev is not None:
             yield ev
@@ -219,7 +226,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         if i >= n_bursts:
             fabric.release(who, keys, last_start)
             break
-        ev = fabric.release_and_request(who, keys, link.tensor, last_start, tl)
+        ev = fabric.release_and_request(who, asking, link.tensor, last_start, tl)
     tail = timer.to_accel(side.data_end) - env.now
     if tail > 0:  # the DRAM's read (or write) latency of the last request
         tl.append((env.now, S_LATENCY, dram_key))

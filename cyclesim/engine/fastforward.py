@@ -417,6 +417,8 @@ def _off_because(r) -> str:
         return "several Einsums"
     if plan.allocators or r.l1 is not None:
         return "L1 allocators"
+    if r.space.tight:  # fills that wait for room: their waits are not in the snapshot
+        return "memories shared beyond their size"
     if r.rec.trace_window != (0, FOREVER):
         return "a trace window"  # the period's records are cut by the window: no repeat
     leaf = plan.leaves[0]

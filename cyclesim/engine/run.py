@@ -26,11 +26,18 @@ from cyclesim.engine.record import (
     S_PIPE,
     S_PRODUCER,
     S_SLOT,
+    S_SPACE,
     S_USES,
     Recorder,
     TraceFilter,
 )
 from cyclesim.engine.rows import Rows
+from cyclesim.engine.space import (
+    LEDGER_ENVIRONMENT_VARIABLE,
+    CapacityOverflow,
+    Space,
+    ledger_overflows,
+)
 from cyclesim.engine.state import (
     COMPUTE,
     DONE,
@@ -40,6 +47,7 @@ from cyclesim.engine.state import (
     PIPE,
     PRODUCER,
     SLOT,
+    SPACE,
     TRANSFER,
     USES,
     NodeState,
@@ -145,6 +153,13 @@ class _Replay:
         self.fill_state = [NodeState() for _ in plan.nodes]
         self.drain_state = [NodeState() for _ in plan.nodes]
         self.pe_state = PeState()
+        # what each memory holds; fills wait for room (DESIGN "A memory never holds more than
+        # its size"); with a ledger, the invariant is checked after the run
+        ledger = os.environ.get(LEDGER_ENVIRONMENT_VARIABLE, "0") not in ("", "0")
+        self.space = Space(self.env, plan, ledger)
+        self.space_used = tuple(
+            ledger or self.space.watched(n.index) for n in plan.nodes
+        )  # per node: does it take and free room
         # segments the PE array started since the driver last looked (None: nobody looks)
         self.boundaries: list[int] | None = None
         self.boundary_every = 1  # ... of the segments that are a multiple of this
@@ -224,6 +239,8 @@ class _Replay:
         else:
             t.resident.pop(k, None)
             _forget_parts(t.produced, k, n.dependency_groups)
+            if self.space_used[node]:
+                self.space.free(node, k)
             t.fire(t.released, k)
             if self.rec.occupancy is not None:
                 self.rec.occupy(self.env.now, node, -1)
@@ -272,6 +289,8 @@ class _Replay:
         write_values = chi_values * n.instances
         producer = self.producer_of.get(n.tensor)
         reads = writes = None  # this node's count cells, made at its first transfer
+        space, space_used = self.space, self.space_used[node]
+        watched = space.watched(node)
         entries = n.entries
         while st.k < entries:
             # needs in DESIGN's order: the parent tile (and its values), a free slot, ports;
@@ -318,6 +337,14 @@ class _Replay:
                     k = st.k
                     ks = k - slots
                 released.pop(ks, None)
+            if space_used:
+                if watched and not space.room(node):  # no room in the memory: wait
+                    tl.append((env.now, S_SPACE, space.blocker(node)))
+                    st.stage = SPACE
+                    while not space.room(node):
+                        yield space.wait(node)
+                    k = st.k
+                space.take(node, k)
             if first:  # a first visit reads nothing: the tile is entered
                 if l1 is not None and k == 0:
                     l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
@@ -432,6 +459,8 @@ class _Replay:
             used.pop(k, None)
             t.resident.pop(k, None)
             _forget_parts(t.produced, k, n.dependency_groups)
+            if self.space_used[node]:
+                self.space.free(node, k)
             t.fire(t.released, k)
             if rec.occupancy is not None:
                 rec.occupy(env.now, node, -1)
@@ -766,6 +795,10 @@ def replay_plan(
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:
         raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
+    if r.space.ledger is not None:  # the test suite's invariant (engine/space.py)
+        over = ledger_overflows(r.space.ledger, r.space.size)
+        if over:
+            raise CapacityOverflow("the replay overfilled a memory: " + "; ".join(over[:3]))
     for name, timer in r.dram.items():  # the DRAM timers' own counts and open rows
         r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]
     # SimPy numbers every scheduled event from one counter: read it once, after the run

@@ -134,6 +134,17 @@ def _parent_named(cp: int, cc: int, child_on_tie: bool) -> bool:
     return cp > cc or (cp == cc and not child_on_tie)
 
 
+def named_keys(link: Link, big: int, small: int, width: dict[str, int]) -> tuple[str, ...]:
+    """The link's port keys, the one its waits are named after first: the port whose
+    ceil(bits / width) per burst is largest, on a tie the port the data leaves (DESIGN
+    "Naming a stalled transfer's port")."""
+    if len(link.keys) == 1:
+        return link.keys
+    pb, cb = _burst_bits(big, small, link.burst, 0)
+    cp, cc = -(-pb // width[link.pk]), -(-cb // width[link.ck])
+    return link.keys if _parent_named(cp, cc, link.child_on_tie) else (link.ck, link.pk)
+
+
 def acquire_dma(env: simpy.Environment, rec: Recorder, tl: list, dma, x=None) -> object:
     """Take a channel of the link's DMA engine (waiting if all are busy) and pay its setup;
     return the channel request to release when the transfer ends (None without a DMA engine).
@@ -195,7 +206,8 @@ def transfer(
     # the same bursts, all instances in lockstep
     n_bursts = n_bursts_of(big, small, burst)
     proc = env.active_process
-    ev = fabric.request(who, keys, link.tensor, tl)  # (the fabric notes a wait in tl)
+    asking = named_keys(link, big, small, width)  # keys, the port a wait names first
+    ev = fabric.request(who, asking, link.tensor, tl)  # (the fabric notes a wait in tl)
     while True:
         if ev is not None:
             x.stage = GRANT
@@ -262,6 +274,13 @@ def transfer(
                     b, sm = rest if rest is not None else _burst_bits(big, small, burst, i)
                 begun = base + prefix[i + done] if done else start
                 moved = now - begun  # cycles of burst i already spent at the old widths
+                if done and not moved and irq.cause == "competitor":
+                    # a competitor asked in the cycle a burst ended: the next burst is
+                    # arbitrated among every request of this cycle (DESIGN "Arbitration sees
+                    # every request of the cycle"), not kept by the run
+                    x.rest = None
+                    x.last_start = base + prefix[i + done - 1] if done > 1 else start
+                    break
                 rest = (max(0, b - moved * x.wp), max(0, sm - moved * x.wc))
                 if rest == (0, 0):
                     x.i, x.rest = x.i + 1, None
@@ -273,7 +292,7 @@ def transfer(
         if x.i >= n_bursts:
             fabric.release(who, keys, x.last_start)
             break
-        ev = fabric.release_and_request(who, keys, link.tensor, x.last_start, tl)
+        ev = fabric.release_and_request(who, asking, link.tensor, x.last_start, tl)
     latency = link.latency
     if latency:
         tl.append((env.now, S_LATENCY, link.latency_key))

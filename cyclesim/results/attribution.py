@@ -25,6 +25,7 @@ from cyclesim.engine.record import (
     S_PRODUCER,
     S_SETUP,
     S_SLOT,
+    S_SPACE,
     S_USES,
 )
 from cyclesim.engine.rows import Repeat, Rows
@@ -184,6 +185,20 @@ class Attributor:
                     here + (f"no free slot in {n.memory}: tile {info} still holds it",),
                     holder=(node, info),
                 )
+            elif state == S_SPACE:  # no room in the memory (engine/space.py)
+                holder = self.nodes[info[0]]
+                yield span(
+                    t,
+                    end,
+                    phase,
+                    BUFFER_FULL,
+                    n,
+                    None,
+                    None,
+                    f"a tile of {holder.label()}",
+                    here + (f"no room in {n.memory}: tile {info[1]} of {holder.label()} holds it",),
+                    holder=info,
+                )
             elif state == S_PRODUCER:
                 einsum, pkey = info
                 yield from self.produced(n.parent, pkey, einsum, t, end, phase, here, depth + 1)
@@ -303,35 +318,34 @@ class Attributor:
     def _contention(
         self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain, action=None
     ):
-        """Split [a, b) by who held the wanted ports; the PE array when no transfer did."""
+        """Split [a, b) by who held the wanted ports; the PE array when no transfer did.
+
+        Every cycle names keys[0], the transfer's binding port (engine/transfer.py
+        named_keys), whichever of its ports the competitor holds."""
         t = a
         while t < b:
-            holder, until = None, b
+            holder, until, busy = None, b, keys[0]
             for k in keys:
                 grants = self.rec.grants.get(k, [])
                 starts = self._grant_starts[k]
                 j = _bisect(starts, t) - 1
                 if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
                     end = grants[j][1] if grants[j][1] is not None else b
-                    holder, until, port = grants[j][2], min(b, end), k
+                    holder, until, busy = grants[j][2], min(b, end), k
                     break
                 if j + 1 < len(starts):
                     until = min(until, max(starts[j + 1], t + 1))
-            if holder is None:
-                port = keys[0]
-                competitor = "PE array"
-            else:
-                competitor = self._label(holder)
+            competitor = "PE array" if holder is None else self._label(holder)
             yield self._span(
                 t,
                 until,
                 phase,
                 CONTENTION,
                 n,
-                port,
+                keys[0],
                 None,
                 competitor,
-                chain + (f"{port} busy with {competitor}",),
+                chain + (f"{busy} busy with {competitor}",),
                 action=action,
             )
             t = until
@@ -524,7 +538,29 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             )
         ]
     n = plan.nodes[best]
-    return list(
+    out = []
+    if n.pe_written_by and plan.pipeline_depth:
+        # the last tile's results land pipeline_depth after the last step: until then its
+        # write-back waits for them first, whatever its node's previous write-back is doing
+        # (a write-back's needs in order: its results, its node's previous transfer, ports)
+        lands = min(raw.cycles, last + plan.pipeline_depth)
+        out.append(
+            StallSpan(
+                last,
+                lands,
+                "offload",
+                LATENCY,
+                n.memory,
+                n.tensor,
+                None,
+                None,
+                None,
+                PIPELINE_DEPTH,
+                lands - last,
+            )
+        )
+        last = lands
+    out.extend(
         at.explain(
             "drain",
             best,
@@ -534,6 +570,7 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             (f"run ends with the write-back of {n.tensor} from {n.memory}",),
         )
     )
+    return out
 
 
 class _StartColumn:
