@@ -321,20 +321,25 @@ class Machine:
         return None
 
     def _wb_need(self, t: Transfer, c: int):
-        """A write-back's needs, in order: its node's previous write-back, its tile left (the PE
-        array's last step, or the child's write-backs into it), the parent tile resident, the
-        PE pipeline delay, then ports. DESIGN gives the order for fills only; for write-backs it
-        is open (reported as O3): the reference takes the replay's order."""
+        """A write-back's needs, in order. DESIGN gives the order for fills only; for
+        write-backs it is open (reported as O3). The reference reads "its tile's data exists"
+        as the first need where the PE array writes the tile (its last step ended, then the
+        pipeline delay: the analogue of a fill's parent tile), then its node's previous
+        write-back, then its parent tile; where a child level writes it, the replay's order:
+        the previous write-back, then the children's write-backs into it, then the parent."""
         node, run = t.node, t.run
-        if run.index and not self._done(self.wbs[id(node)][run.index - 1], c):
-            return ("pred", self.wbs[id(node)][run.index - 1])
-        pipe_until = None
+        pred = self.wbs[id(node)][run.index - 1] if run.index else None
         if node.child is None:
             end = self.step_end.get(run.last)
             if end is None or end > c:
                 return ("uses", None)
-            pipe_until = end + self.nest.pipeline
+            if end + self.nest.pipeline > c:
+                return ("pipe",)
+            if not self._done(pred, c):
+                return ("pred", pred)
         else:
+            if not self._done(pred, c):
+                return ("pred", pred)
             for r in reversed(node.child.runs):
                 if run.first <= r.first <= run.last:
                     wb = self.wbs[id(node.child)][r.index]
@@ -343,8 +348,6 @@ class Machine:
         pf = self._parent_fill(node, run)
         if not self._done(pf, c):
             return ("parent", pf)
-        if pipe_until is not None and pipe_until > c:
-            return ("pipe",)
         return None
 
     # ------------------------------------------------------------------ the cycle loop
