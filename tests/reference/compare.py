@@ -43,6 +43,7 @@ BLUR = {
     "D3": lambda k: k[:4] + (None,) + k[5:] if k[1] == "bandwidth" else k,
     "D3b": lambda k: k[:4] + (None,) + k[5:] if k[1] == "bandwidth" else k,
     "D4": lambda k: k[:4] + (None,) + k[5:] if k[1] == "contention" else k,
+    "D4b": lambda k: k[:4] + (None,) + k[5:] if k[1] == "contention" else k,
 }
 
 

@@ -334,6 +334,8 @@ class Machine:
             if end is None or end > c:
                 return ("uses", None)
             if end + self.nest.pipeline > c:
+                if not self._done(pred, c):
+                    self.situations.add("D8")  # the pipeline and the previous write-back at once
                 return ("pipe",)
             if not self._done(pred, c):
                 return ("pred", pred)
