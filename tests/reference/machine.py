@@ -204,9 +204,11 @@ class Machine:
             # the binding port: the largest ceil(bits / width); the operand named is the one
             # with the most bits through it (ties in operand order). Two ports tied: DESIGN
             # leaves it open (reported as O1); the reference takes the port whose named operand
-            # changes most often (the output, else the one indexed by the deeper loop).
+            # changes most often (the output, else the one indexed by the deeper loop), and
+            # among those the port met first in operand order (inputs, then the output's read
+            # and write), as the replay does.
             cycles, binding = 1, None
-            for (key, g), b in sorted(port_bits.items(), key=lambda kv: self.port_rank[kv[0][0]]):
+            for (key, g), b in port_bits.items():  # in operand order
                 width = next(p.width_bits for p in arch.memory(key[0]).ports if p.name == key[1])
                 need = math.ceil(b / width)
                 if need > cycles or (
@@ -231,6 +233,8 @@ class Machine:
         t = self._most_bits(by_tensor)
         if t == self.nest.output:
             return 1 << 30
+        if self.reuse == "strict":  # every MAC reads every operand: all change every step
+            return len(self.nest.loop_ranks)
         return max(
             (d + 1 for d, r in enumerate(self.nest.loop_ranks) if r in self.nest.ranks[t]),
             default=0,

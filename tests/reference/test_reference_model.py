@@ -50,6 +50,8 @@ OPEN = set(OPEN_NAMING) | set(OPEN_TIMING)
 # and the case that shows the question must agree.
 OPEN_QUESTIONS = {
     "O1": "spatial_naming",
+    "O1b": "spatial_port_tie",
+    "O1c": "spatial_tie_strict",
     "O2": "zero_init_parent",
     "O3": "pipe_offload",
     "O3b": "wb_pred_vs_child",
