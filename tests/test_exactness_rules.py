@@ -628,3 +628,40 @@ def test_narrow_per_instance_ports_move_in_parallel(replay_dicts):
     }
     res = replay_dicts(arch, workload, mapping)
     assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles) == (6, 4, 2)
+
+
+def test_a_short_last_burst_that_ties_names_the_port_the_data_leaves(replay_dicts):
+    # Z (one 12-b value) is written back from buf (read port 8 b/cycle) to DRAM (write port
+    # 4 b/cycle), bursts of 8 b: burst 1 moves 8 b, 2 cycles on DRAM.wr, 1 on buf.rd: named
+    # DRAM.wr; the short burst 2 moves 4 b, 1 cycle on either: a tie, named buf.rd, the port
+    # the data leaves. Step [0,1), write-back [1,4): offload 2 on DRAM.wr + 1 on buf.rd (the
+    # whole write-back was named after its first burst before).
+    arch = {
+        "name": "short_burst",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory("DRAM", None, None, [port("rd", "read", 64), port("wr", "write", 4, 8)]),
+            memory("buf", None, ["Z"], [port("rd", "read", 8), port("wr", "write", 64)]),
+        ],
+    }
+    workload = {
+        "tensors": {
+            "A": {"bits_per_value": 8},
+            "B": {"bits_per_value": 8},
+            "Z": {"bits_per_value": 12},
+        },
+        "einsums": [_matvec(1, 1)],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["Z"]},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    off = {
+        (r.cause, r.port_memory, r.port): int(r.cycles)
+        for r in res.stalls[res.stalls.phase == "offload"].itertuples()
+    }
+    assert (res.cycles, off) == (4, {("bandwidth", "DRAM", "wr"): 2, ("bandwidth", "buf", "rd"): 1})

@@ -255,12 +255,8 @@ def test_pipeline_delay_starts_when_the_tile_is_done(tmp_path, capsys):
     #   tile 2: waits for tile 0's slot 10..17, computes 17..21, lands 24; written back 25..33
     #   tile 3: waits for tile 1's slot 21..25, computes 25..29, lands 32; written back 33..41
     # Write-backs start at 9, 17, 25, 33; 41 cycles = onload 2 + ideal 16 + stall 11
-    # (buffer_full 10..17 and 21..25) + offload 12 (29..41): the run ends with tile 3's
-    # write-back, whose first need, its results, is met at 32: 29..32 the PE pipeline
-    # (latency), then 32..33 its node's previous write-back (tile 2's bandwidth), 33..41 its
-    # own bandwidth. (A write-back's needs in order: its results, its node's previous
-    # transfer, ports — as a fill's parent tile comes before its slot; before this reading
-    # the 3 pipeline cycles were charged to tile 2's write-back: offload bandwidth 12.)
+    # (buffer_full 10..17 and 21..25) + offload 12 (29..41: the write-back's bandwidth; tile 3's
+    # results landed at 32, before the write-back could take it, so no pipeline cycle is left).
     # (Before, a tile's 3 cycles started only when the write-back reached it: write-backs at
     # 9, 20, 31, 42 and 50 cycles.)
     files = case_files(PIPELINED_WRITE_BACK)
@@ -269,7 +265,7 @@ def test_pipeline_delay_starts_when_the_tile_is_done(tmp_path, capsys):
     out = capsys.readouterr().out
     for line in ("cycles                      41", "stall                     11", "offload                   12"):  # fmt: skip
         assert line in out
-    assert "offload bandwidth              9" in out and "offload latency                3" in out
+    assert "offload bandwidth             12" in out and "latency" not in out
     assert "compute buffer_full           11" in out and "[cycles 10..25]" in out
     table = pd.read_csv(events)
     write_backs = table[table.kind == "drain"]
@@ -292,8 +288,7 @@ def test_pipeline_delay_starts_when_the_tile_is_done(tmp_path, capsys):
         ("onload", "contention"): 1,
         ("onload", "bandwidth"): 1,
         ("compute", "buffer_full"): 11,
-        ("offload", "latency"): 3,
-        ("offload", "bandwidth"): 9,
+        ("offload", "bandwidth"): 12,
     }
 
 
@@ -307,10 +302,8 @@ def test_only_the_pipeline_cycles_left_are_waited_for(replay_dicts):
     #           reaches it at 32 and waits 32..38 (6 of the 10 cycles), written back 38..46
     #   tile 3: waits for tile 1's slot 28..32, computes 32..36, lands 46; written back 46..54
     # 54 cycles = onload 2 + ideal 16 + stall 18 (buffer_full 10..24, 28..32) + offload 18:
-    # the run ends with tile 3's write-back, whose results land at 46: 36..46 the PE pipeline
-    # (latency 10, its first need, whatever tile 2's write-back does meanwhile), 46..54 its
-    # own bandwidth 8. (Charged by the write-back process's timeline before: latency 2 for
-    # tile 2's results, bandwidth 16. Before that: 10 cycles per write-back after reaching
+    # 36..38 the write-back waits for tile 2's results (latency: the PE pipeline), 38..54 it
+    # moves tiles 2 and 3 (bandwidth 16). (Before: 10 cycles per write-back after reaching
     # its tile, write-backs at 16, 34, 52, 70 and 78 cycles.)
     a, w, m = inputs_from_folder(PIPELINED_WRITE_BACK)
     a = architecture_with_field(a, "pe_array.pipeline_depth_cycles", 10)
@@ -319,10 +312,10 @@ def test_only_the_pipeline_cycles_left_are_waited_for(replay_dicts):
     assert list(drains.start) == [16, 24, 38, 46]
     assert (res.cycles, res.stall_cycles, res.offload_cycles) == (54, 18, 18)
     assert res.stall_cycles_by_cause() == {"buffer_full": 18}
-    assert res.stall_cycles_by_cause(("offload",)) == {"latency": 10, "bandwidth": 8}
+    assert res.stall_cycles_by_cause(("offload",)) == {"latency": 2, "bandwidth": 16}
     spans = res.stall_spans
     (pipeline,) = spans[(spans.phase == "offload") & (spans.cause == "latency")].itertuples()
-    assert (pipeline.start, pipeline.end) == (36, 46)
+    assert (pipeline.start, pipeline.end) == (36, 38)
 
 
 def test_no_multicast_moves_one_copy_per_position(replay_dicts):

@@ -160,7 +160,9 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     side.stream = None
     proc = env.active_process
     asking = named_keys(link, big, small, width)  # keys, the port a wait names first
-    ev = fabric.request(who, asking, link.tensor, tl)  # (the fabric notes a wait in tl)
+    # (the fabric notes a wait in tl; never granted before the cycle's end: the DRAM timer
+    # cannot take back requests it issued)
+    ev = fabric.request(who, asking, link.tensor, tl, at_once=False)
     while True:
         if ev is not None:
             yield ev
@@ -226,7 +228,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         if i >= n_bursts:
             fabric.release(who, keys, last_start)
             break
-        ev = fabric.release_and_request(who, asking, link.tensor, last_start, tl)
+        ev = fabric.release_and_request(who, asking, link.tensor, last_start, tl, False)
     tail = timer.to_accel(side.data_end) - env.now
     if tail > 0:  # the DRAM's read (or write) latency of the last request
         tl.append((env.now, S_LATENCY, dram_key))

@@ -1,9 +1,11 @@
 """Ports as plain resources: a burst holds both its ports; round-robin grants per burst.
 
-DESIGN "Arbitration sees every request of the cycle": a request is never granted when it is
-made. The grants of a cycle are decided once every process of that cycle has run — by an
-event at the end of the cycle (SimPy priority DECIDE, after every ordinary event of that
-time), scheduled only in cycles in which something asked for or gave back a port. There, port
+DESIGN "Arbitration sees every request of the cycle": the grants of a cycle are decided once
+every process of that cycle has run — by an event at the end of the cycle (SimPy priority
+DECIDE, after every ordinary event of that time), scheduled only in cycles in which someone
+waits for a port. Free ports nobody waits for go at once to the first comer, provisionally:
+a requester of the same cycle that the round-robin puts ahead of it takes them back (its run
+is interrupted before it moved a bit) and the decision settles it. There, port
 by port (most requesters first, ties in architecture order), each free port grants the first
 of its requesters after the one it served last (a rotating pointer over the requesters in the
 tie order of "Ports and links": storage nodes in loop-tree order, fills before write-backs)
@@ -49,6 +51,8 @@ class Fabric:
         "served",
         "order",
         "deciding",
+        "granted_at",
+        "before",
     )
 
     def __init__(
@@ -73,17 +77,56 @@ class Fabric:
         self.served: dict[str, int] = {}  # port -> the requester it granted last (the pointer)
         self.order = {k: i for i, k in enumerate(widths)}  # architecture order of the ports
         self.deciding: int | None = None  # the cycle an end-of-cycle decision is queued for
+        self.granted_at: dict[str, int] = {}  # port -> cycle it was granted at once (request)
+        self.before: dict[str, int | None] = {}  # port -> its pointer before that grant
 
-    def request(self, who: int, keys: tuple[str, ...], tensor: str, tl=None) -> simpy.Event:
-        """An event that fires when every port in keys is granted to who (at the earliest at
-        the end of this cycle, when every request of the cycle is known).
+    def request(
+        self, who: int, keys: tuple[str, ...], tensor: str, tl=None, at_once: bool = True
+    ) -> simpy.Event | None:
+        """None if every port in keys is granted to who now, else an event that fires when
+        they are (at the earliest at the end of this cycle).
 
+        Free ports nobody waits for are granted at once, but only for this cycle's first
+        comer: until the cycle ends, a requester that the round-robin puts ahead of it takes
+        the grant back (the holder's run is interrupted at its first cycle, before it moved
+        a bit), and the end-of-cycle decision grants among all of them. at_once=False (a
+        DRAM link, whose timer cannot take back what it issued): always wait for the decision.
         tl: the requester's timeline; a request not granted in the cycle it was made in
         records there that it waits for the ports from that cycle on (S_PORT)."""
-        ev = self.env.event()
+        holder, reserved, width, wanted = self.holder, self.reserved, self.width, self.wanted
         now = self.env.now
+        if at_once:
+            for k in keys:
+                if holder[k] is not None or reserved[k] >= width[k] or wanted[k]:
+                    break
+            else:  # free and nobody waits for them: granted now, until someone ahead asks
+                grants, served, before, granted_at = (
+                    self.grants,
+                    self.served,
+                    self.before,
+                    self.granted_at,
+                )
+                for k in keys:
+                    holder[k] = who
+                    before[k] = served.get(k)
+                    served[k] = who
+                    granted_at[k] = now
+                    grants[k].append([now, None, who, tensor])
+                self.last_grant[who] = now
+                if self.grant_log is not None:
+                    self.grants_seen += 1
+                    if not self.grants_seen % self.grant_every:
+                        self.grant_log.append(~who)
+                return None
+        ev = self.env.event()
         self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor, now, tl])
-        runs, wanted = self.runs, self.wanted
+        granted_at = self.granted_at
+        for k in keys:  # a grant made at once this cycle to a requester behind this one
+            h = holder[k]
+            if h is not None and h != who and granted_at.get(k) == now:
+                if _ahead(who, h, self.before.get(k)):
+                    self._revoke(h, now)
+        runs = self.runs
         for k in keys:
             wanted[k] += 1
             run = runs.get(k)
@@ -92,11 +135,27 @@ class Fabric:
         self._dispatch()
         return ev
 
+    def _revoke(self, who: int, now: int) -> None:
+        """Take back the ports granted at once to who in this cycle (its run has not moved a
+        bit yet): its transfer asks again, and the end of the cycle decides."""
+        mine = [k for k, h in self.holder.items() if h == who and self.granted_at.get(k) == now]
+        run = self.runs.get(mine[0]) if mine else None
+        if run is None:  # no run to stop (it waits for width): the grant stands
+            return
+        for k in mine:
+            self.served[k] = self.before.get(k)
+            if self.served[k] is None:
+                del self.served[k]
+            del self.granted_at[k]
+        self._interrupt(run, "revoke")
+
     def release(self, who: int, keys: tuple[str, ...], last_burst_start: int | None = None) -> None:
         now = self.env.now
         holder, grants = self.holder, self.grants
+        granted_at = self.granted_at
         for k in keys:
             holder[k] = None
+            granted_at.pop(k, None)
             _close(grants[k], now)
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
@@ -110,15 +169,17 @@ class Fabric:
         tensor: str,
         last_burst_start: int | None = None,
         tl=None,
-    ) -> simpy.Event:
+        at_once: bool = True,
+    ) -> simpy.Event | None:
         """End a burst and ask for the next one in one step, so round-robin sees both."""
         now = self.env.now
         for k in keys:
             self.holder[k] = None
+            self.granted_at.pop(k, None)
             _close(self.grants[k], now)
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
-        return self.request(who, keys, tensor, tl)
+        return self.request(who, keys, tensor, tl, at_once)
 
     def contested(self, keys: tuple[str, ...]) -> bool:
         """Does any waiting request want one of these ports?"""
@@ -254,6 +315,13 @@ class Fabric:
                 if w[6] is not None:
                     w[6].append((w[5], S_PORT, w[2]))
                 w[5] = None
+
+
+def _ahead(who: int, other: int, last: int | None) -> bool:
+    """Does who come before other in a round-robin whose pointer last served `last`?"""
+    if last is None:
+        return who < other
+    return (who <= last, who) < (other <= last, other)
 
 
 def _close(grants: list, now: int) -> None:

@@ -172,6 +172,10 @@ def describe(
     # the round-robin pointers (requester ids: no time in them) and a queued decision
     out.append(tuple(sorted(fabric.served.items())))
     out.append(None if fabric.deciding is None else fabric.deciding - now)
+    # grants made at once in this cycle, which a requester of the cycle may still take back
+    out.append(
+        tuple(sorted((k, fabric.before.get(k)) for k, t in fabric.granted_at.items() if t == now))
+    )
     out.append(
         tuple(
             (

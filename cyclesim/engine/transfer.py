@@ -42,6 +42,7 @@ class Link:
         "timings",
         "dram",
         "child_on_tie",
+        "splits",
     )
 
     def __init__(
@@ -65,6 +66,7 @@ class Link:
         self.timings: dict[tuple, tuple[list, list, list]] = {}  # (bits, widths) -> _timing
         self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
         self.child_on_tie = False  # a write-back: a tie names the child's port, which data leaves
+        self.splits: dict[tuple, list[int]] = {}  # (bits, widths) -> _splits of its timing
 
 
 def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
@@ -129,18 +131,25 @@ def _timing(
     return cycles, parent_slower, prefix
 
 
+def _splits(parent_named: list) -> list[int]:
+    """The bursts that name another port than the burst before them."""
+    return [m for m in range(1, len(parent_named)) if parent_named[m] != parent_named[m - 1]]
+
+
 def _parent_named(cp: int, cc: int, child_on_tie: bool) -> bool:
     """Does a burst of cp parent-side and cc child-side cycles name the parent's port?"""
     return cp > cc or (cp == cc and not child_on_tie)
 
 
-def named_keys(link: Link, big: int, small: int, width: dict[str, int]) -> tuple[str, ...]:
-    """The link's port keys, the one its waits are named after first: the port whose
-    ceil(bits / width) per burst is largest, on a tie the port the data leaves (DESIGN
+def named_keys(
+    link: Link, big: int, small: int, width: dict[str, int], j: int = 0
+) -> tuple[str, ...]:
+    """The link's port keys, the one a wait for burst j is named after first: the port whose
+    ceil(bits / width) for that burst is largest, on a tie the port the data leaves (DESIGN
     "Naming a stalled transfer's port")."""
     if len(link.keys) == 1:
         return link.keys
-    pb, cb = _burst_bits(big, small, link.burst, 0)
+    pb, cb = _burst_bits(big, small, link.burst, j)
     cp, cc = -(-pb // width[link.pk]), -(-cb // width[link.ck])
     return link.keys if _parent_named(cp, cc, link.child_on_tie) else (link.ck, link.pk)
 
@@ -240,10 +249,23 @@ def transfer(
             # someone waits (or we were told to stop): this burst, then round-robin
             if x.stopping or i + 1 == n_bursts or fabric.contested(keys):
                 j, end, last = i + 1, start + first, start
-            else:  # nobody competes: all the remaining bursts in one run
+            else:  # nobody competes: the remaining bursts in one run, up to the first burst
+                # that names the other port (a short last burst may tie: DESIGN "Naming a
+                # stalled transfer's port"), which starts a run of its own
                 j = n_bursts
-                end = start + first + prefix[n_bursts] - prefix[i + 1]
-                last = end - cycles[n_bursts - 1]
+                if parent_slower[i + 1] != slower:
+                    j = i + 1
+                else:
+                    splits = link.splits.get(shape)
+                    if splits is None:
+                        splits = link.splits[shape] = _splits(parent_slower)
+                    if splits and splits[-1] > i + 1:
+                        j = splits[bisect_right(splits, i + 1)]
+                if j == i + 1:
+                    end, last = start + first, start
+                else:
+                    end = start + first + prefix[j] - prefix[i + 1]
+                    last = end - cycles[j - 1]
             x.first, x.j, x.end, x.last, x.wp, x.wc = first, j, end, last, wp, wc
             fabric.start_run(keys, proc, x.stopping)
             x.stage = RUN
@@ -257,6 +279,8 @@ def transfer(
             except simpy.Interrupt as irq:
                 now = env.now
                 fabric.end_run(keys)
+                if irq.cause == "revoke":  # granted at once, then someone ahead asked this
+                    break  # cycle: nothing moved; ask again (engine/fabric.py request)
                 i, rest, start, first, j = x.i, x.rest, x.start, x.first, x.j
                 prefix = timings[(big, small, x.wp, x.wc)][2]
                 # the bursts i..j-1 of the interrupted run, as they were timed: burst i + q
@@ -292,6 +316,7 @@ def transfer(
         if x.i >= n_bursts:
             fabric.release(who, keys, x.last_start)
             break
+        asking = named_keys(link, big, small, width, x.i)  # (a short last burst may tie)
         ev = fabric.release_and_request(who, asking, link.tensor, x.last_start, tl)
     latency = link.latency
     if latency:

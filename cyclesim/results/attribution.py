@@ -538,29 +538,7 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             )
         ]
     n = plan.nodes[best]
-    out = []
-    if n.pe_written_by and plan.pipeline_depth:
-        # the last tile's results land pipeline_depth after the last step: until then its
-        # write-back waits for them first, whatever its node's previous write-back is doing
-        # (a write-back's needs in order: its results, its node's previous transfer, ports)
-        lands = min(raw.cycles, last + plan.pipeline_depth)
-        out.append(
-            StallSpan(
-                last,
-                lands,
-                "offload",
-                LATENCY,
-                n.memory,
-                n.tensor,
-                None,
-                None,
-                None,
-                PIPELINE_DEPTH,
-                lands - last,
-            )
-        )
-        last = lands
-    out.extend(
+    return list(
         at.explain(
             "drain",
             best,
@@ -570,7 +548,6 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             (f"run ends with the write-back of {n.tensor} from {n.memory}",),
         )
     )
-    return out
 
 
 class _StartColumn:
