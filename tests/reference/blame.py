@@ -34,6 +34,16 @@ def _root(m: Machine, t: Transfer, c: int) -> tuple:
             return ("bandwidth", node.memory, node.tensor, state[1].port.name, None)
         if kind == "wait":
             return ("contention", node.memory, node.tensor, state[2].port.name, state[1].label)
+        if kind == "dma":
+            return (
+                "contention",
+                node.memory,
+                node.tensor,
+                state[1],
+                f"DMA {state[1]} channels busy",
+            )
+        if kind == "setup":
+            return ("latency", node.memory, node.tensor, state[1], None)
         if kind == "latency":
             return ("latency", node.memory, node.tensor, t.latency_port.port.name, None)
         raise AssertionError(state)

@@ -45,6 +45,8 @@ class Transfer:
     issued_at: int | None = None  # first cycle all its needs but ports were met
     pred: Transfer | None = None  # its node's previous transfer in the same direction
     burst_named: PortRef | None = None  # the port the burst in flight names
+    dma: object = None  # the DMA engine serving its link (None: straight through the ports)
+    ports_from: int | None = None  # with a DMA engine: channel held and setup done from here
 
     @property
     def label(self) -> str:
@@ -126,6 +128,9 @@ class Machine:
                 wp = writeback_ports(arch, node)
                 self.wbs[id(node)] = [_transfer("write-back", node, r, wp) for r in node.runs]
             self.transfers += self.fills[id(node)] + self.wbs.get(id(node), [])
+            dma = arch.dma_for(node.parent.memory, node.memory)
+            for t in self.fills[id(node)] + self.wbs.get(id(node), []):
+                t.dma = dma if t.bits else None
         self.transfers.sort(key=lambda t: (t.rank, t.run.index))
         port_order = [(m.name, p.name) for m in arch.memories for p in m.ports]
         self.port_rank = {k: i for i, k in enumerate(port_order)}
@@ -133,7 +138,6 @@ class Machine:
         self.port_holder: dict[tuple, Transfer] = {}
         self.pointer: dict[tuple, tuple] = {}  # port key -> rank of the last served requester
         self.steps: list[Step] = []
-        self.contested = False
         self.situations: set[str] = set()  # open difference classes this schedule runs into
         for node_transfers in list(self.fills.values()) + list(self.wbs.values()):
             for a, b in zip(node_transfers, node_transfers[1:], strict=False):
@@ -296,6 +300,28 @@ class Machine:
             return None
         return self.fills[id(p)][self._run_at(p, run.first).index]
 
+    def _grant_channels(self, wanting: list[Transfer], c: int) -> None:
+        """A DMA engine's free channels go to the transfers that want one in cycle c in the
+        order they asked (first come, first served; the same cycle in rank order). DESIGN does
+        not say how channels are shared (reported as open, O4): this is the replay's reading.
+        A channel is held until the transfer completes, latency included; the setup cycles
+        come before its first burst."""
+        for dma in {id(t.dma): t.dma for t in wanting}.values():
+            mine = sorted((t for t in wanting if t.dma is dma), key=lambda t: (t.issued_at, t.rank))
+            busy = sum(
+                1
+                for o in self.transfers
+                if o.dma is dma
+                and o.ports_from is not None
+                and (o.done_at is None or o.done_at > c)
+            )
+            for t in mine:
+                if busy < dma.channels:
+                    busy += 1
+                    t.ports_from = c + dma.setup_cycles
+                else:
+                    t.states[c] = ("dma", dma.name)
+
     @staticmethod
     def _done(t: Transfer | None, c: int) -> bool:
         return t is None or (t.done_at is not None and t.done_at <= c)
@@ -314,6 +340,10 @@ class Machine:
                 if union & frozenset().union(*q.elements):
                     wb = self.wbs[id(node)][q.index]
                     if not self._done(wb, c):
+                        if run.index >= node.slots and not self._released(
+                            node, node.runs[run.index - node.slots], c
+                        ):
+                            self.situations.add("D9")  # its data and its slot both not there
                         return ("drain", wb)
                     break
         if run.index >= node.slots:
@@ -325,27 +355,21 @@ class Machine:
         return None
 
     def _wb_need(self, t: Transfer, c: int):
-        """A write-back's needs, in order. DESIGN gives the order for fills only; for
-        write-backs it is open (reported as O3). The reference reads "its tile's data exists"
-        as the first need where the PE array writes the tile (its last step ended, then the
-        pipeline delay: the analogue of a fill's parent tile), then its node's previous
-        write-back, then its parent tile; where a child level writes it, the replay's order:
-        the previous write-back, then the children's write-backs into it, then the parent."""
+        """A write-back's needs, in order: its node's previous write-back, its tile left (the
+        PE array's last step, or the children's write-backs into it), its parent tile, the PE
+        pipeline delay, then ports. DESIGN gives the order for fills only; for write-backs it
+        is open (reported as O3): the reference takes the replay's order."""
         node, run = t.node, t.run
         pred = self.wbs[id(node)][run.index - 1] if run.index else None
+        if not self._done(pred, c):
+            return ("pred", pred)
+        pipe_until = None
         if node.child is None:
             end = self.step_end.get(run.last)
             if end is None or end > c:
                 return ("uses", None)
-            if end + self.nest.pipeline > c:
-                if not self._done(pred, c):
-                    self.situations.add("D8")  # the pipeline and the previous write-back at once
-                return ("pipe",)
-            if not self._done(pred, c):
-                return ("pred", pred)
+            pipe_until = end + self.nest.pipeline
         else:
-            if not self._done(pred, c):
-                return ("pred", pred)
             for r in reversed(node.child.runs):
                 if run.first <= r.first <= run.last:
                     wb = self.wbs[id(node.child)][r.index]
@@ -354,6 +378,8 @@ class Machine:
         pf = self._parent_fill(node, run)
         if not self._done(pf, c):
             return ("parent", pf)
+        if pipe_until is not None and pipe_until > c:
+            return ("pipe",)
         return None
 
     # ------------------------------------------------------------------ the cycle loop
@@ -369,6 +395,7 @@ class Machine:
         while True:
             # 2. needs, in tree order; a fill that moves nothing is resident at once
             requesters: list[Transfer] = []
+            channel_wanted: list[Transfer] = []
             for t in pending:
                 if t.done_at is not None:
                     continue
@@ -382,7 +409,21 @@ class Machine:
                         continue
                     if t.issued_at is None:
                         t.issued_at = c
+                    if t.dma is not None and t.ports_from is None:
+                        channel_wanted.append(t)
+                        continue
+                    if t.dma is not None and c < t.ports_from:
+                        t.states[c] = ("setup", t.dma.name)
+                        continue
                 if t.left and t.busy_until <= c:
+                    requesters.append(t)
+            self._grant_channels(channel_wanted, c)
+            for t in channel_wanted:
+                if t.ports_from is None:
+                    continue
+                if c < t.ports_from:
+                    t.states[c] = ("setup", t.dma.name)
+                else:
                     requesters.append(t)
             # 3. the PE array
             if next_step < n_steps and pe_free <= c:
@@ -438,8 +479,6 @@ class Machine:
             for p in (t.src, t.dst):
                 wanting.setdefault(p.key, []).append(t)
         order = sorted(wanting, key=lambda k: (-len(wanting[k]), self.port_rank[k]))
-        if any(len(v) > 1 and free(k) for k, v in wanting.items()):
-            self.contested = True  # an arbitration had a choice (for the minimal-case search)
         granted: set[int] = set()
         for key in order:
             if not free(key):
@@ -456,8 +495,6 @@ class Machine:
                 if not free(other):
                     continue
                 dur, t.burst_named = t.next_burst()
-                if t.issued_at == c and any(o.issued_at < c for o in wanting[key]):
-                    self.situations.add("D6")  # granted to one issued this cycle over an older one
                 for k in (t.src.key, t.dst.key):
                     self.port_busy[k] = c + dur
                     self.port_holder[k] = t

@@ -171,6 +171,17 @@ def schedules(draw, three_levels: bool | None = None) -> dict:
         "pe_array": {"dims": dims, "pipeline_depth_cycles": draw(st.integers(0, 2))},
         "memories": memories,
     }
+    links = [("DRAM", "buf")] + ([("buf", "reg")] if in_reg else [])
+    served = [link for link in links if draw(st.booleans())]
+    if served:
+        arch["dma_engines"] = [
+            {
+                "name": "dma",
+                "links": [{"parent": p, "child": c} for p, c in served],
+                "channels": draw(st.integers(1, 2)),
+                "setup_cycles": draw(st.integers(0, 2)),
+            }
+        ]
     workload = {
         "tensors": {
             "A": {"bits_per_value": bits["A"]},
