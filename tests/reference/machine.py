@@ -315,6 +315,9 @@ class Machine:
                 and o.ports_from is not None
                 and (o.done_at is None or o.done_at > c)
             )
+            free = dma.channels - busy
+            if c and 0 < free < len(mine) and mine[free - 1].issued_at == mine[free].issued_at:
+                self.situations.add("D10")  # same-cycle requests for the last free channel
             for t in mine:
                 if busy < dma.channels:
                     busy += 1
@@ -340,11 +343,10 @@ class Machine:
                 if union & frozenset().union(*q.elements):
                     wb = self.wbs[id(node)][q.index]
                     if not self._done(wb, c):
-                        if run.index >= node.slots and not self._released(
+                        slot_taken = run.index >= node.slots and not self._released(
                             node, node.runs[run.index - node.slots], c
-                        ):
-                            self.situations.add("D9")  # its data and its slot both not there
-                        return ("drain", wb)
+                        )
+                        return ("drain", wb, slot_taken)  # (slot_taken: D9, blame.py)
                     break
         if run.index >= node.slots:
             holder = node.runs[run.index - node.slots]
