@@ -110,7 +110,6 @@ class Step:
     start: int
     end: int
     spatial: tuple | None  # (memory, tensor, port) binding a step longer than one cycle
-    waits: list[int] = field(default_factory=list)  # cycles the PE array waited before it
 
 
 class Machine:
@@ -389,7 +388,6 @@ class Machine:
         nest = self.nest
         self.step_end: dict[int, int] = {}
         self.waits: list[tuple[int, int]] = []  # (cycle, step the PE array waits to start)
-        self.spatial_cycles: list[tuple[int, tuple]] = []
         n_steps = len(nest.steps)
         next_step, pe_free = 0, 0
         pending = list(self.transfers)

@@ -236,12 +236,6 @@ def _make_runs(
     points = list(itertools.product(*(range(s.bound) for _, s in spatial)))
     instances = sorted({instance_of(p) for p in points})
 
-    def key(s: int):
-        if reuse == "strict":
-            return tuple(steps[s][k] for k in node.above)
-        # retain: the elements the tile holds decide; equal elements, same tile
-        return None
-
     # per step the tile the node holds: the elements touched by all steps sharing the loops above
     above_key = [tuple(steps[s][k] for k in node.above) for s in range(len(steps))]
     tile_of: dict[tuple, list[set]] = {}
@@ -250,7 +244,6 @@ def _make_runs(
         for p, e in zip(points, elements[s], strict=True):
             sets[instances.index(instance_of(p))].add(e)
     runs: list[Run] = []
-    seen: set = set()
     prev = None
     for s, ak in enumerate(above_key):
         tile = [frozenset(x) for x in tile_of[ak]]
@@ -275,5 +268,4 @@ def _make_runs(
         complete = all(last_visit[e] <= r.last for e in union)
         width = bits if complete else psum
         r.wb_bits, r.wb_instance_bits, r.wb_values = total * width, share * width, total
-        seen |= union
     node.runs = runs

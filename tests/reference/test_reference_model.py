@@ -145,3 +145,11 @@ def test_reference_imports_no_replay_layer():
         f"bad = [m for m in sys.modules if m.startswith({FORBIDDEN!r})]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_every_recorded_difference_is_fixed_or_open():
+    """The ledger is complete: each recorded class is either fixed (must agree) or open."""
+    assert set(CASES) <= FIXED | OPEN
+    assert not FIXED & OPEN
+    assert all((HERE / "cases" / n / "arch.yaml").exists() for n in CASES.values())
+    assert all((HERE / "cases" / n / "arch.yaml").exists() for n in OPEN_QUESTIONS.values())
