@@ -391,8 +391,10 @@ def _sharing_branches(size: int) -> tuple[dict, dict, dict]:
 
 def test_a_fill_waits_for_room_held_by_the_other_branchs_tile(replay_dicts):
     # buf has 8 b: one tile at a time (each leaf path needs 8 b, so it is accepted).
-    #   0: Y0 is entered (first visit, nothing read): it holds buf's 8 b. W0's fill has no
-    #      room: it waits. Producer step m0 [0,1); Y0's write-back [1,3) (8 b at 4 b/cycle).
+    #   0: Y0 is entered (first visit, nothing read): it holds buf's 8 b. W0's fill waits:
+    #      buf is shared by the branches beyond its size, so it takes room only in its
+    #      branch's turn (from 1), and then has no room. Producer step m0 [0,1); Y0's
+    #      write-back [1,3) (8 b at 4 b/cycle).
     #   3: Y0 has left: W0's fill [3,4); consumer step m0 [4,5), which frees W0 at 5.
     #   5: Y1 is entered; producer step m1 [5,6); write-back [6,8); W1 [8,9); step [9,10).
     # The PE array waits [1,4) and [6,9): [1,3) and [6,8) buffer_full (W's fill has no room:
@@ -420,13 +422,14 @@ def test_a_fill_waits_for_room_held_by_the_other_branchs_tile(replay_dicts):
 
 def test_the_invariant_check_fails_loudly_when_a_memory_is_overfilled(replay_dicts, monkeypatch):
     # The suite runs every replay with the ledger on (tests/conftest.py). Take the wait for
-    # room away and the case above holds Y0 and W0 (16 b) in 8-b buf at cycle 0: the replay
-    # must raise, naming the memory, its contents and the cycle.
+    # room away and the case above holds Y0 and W0 (16 b) in 8-b buf: the replay
+    # must raise, naming the memory, its contents and the cycle (1: W0's fill waits for
+    # the consumer's turn, which starts when the producer's step m0 ends).
     from cyclesim.engine.space import CapacityOverflow, Space
 
     monkeypatch.setattr(Space, "room", lambda self, node: True)
     arch, workload, mapping = _sharing_branches(8)
-    with pytest.raises(CapacityOverflow, match=r"memory 'buf' holds 16 b > its 8 b at cycle 0"):
+    with pytest.raises(CapacityOverflow, match=r"memory 'buf' holds 16 b > its 8 b at cycle 1"):
         replay_dicts(arch, workload, mapping)
 
 

@@ -338,12 +338,19 @@ class _Replay:
                     ks = k - slots
                 released.pop(ks, None)
             if space_used:
+                if watched and not space.turn(node):
+                    # in a memory the branches share beyond its size, a fill takes room only
+                    # in its branch's turn (space.py): the room is kept for the running one
+                    tl.append((env.now, S_SPACE, None))
+                    st.stage = SPACE
+                    while not space.turn(node):
+                        yield space.wait_turn(node)
                 if watched and not space.room(node):  # no room in the memory: wait
                     tl.append((env.now, S_SPACE, space.blocker(node)))
                     st.stage = SPACE
                     while not space.room(node):
                         yield space.wait(node)
-                    k = st.k
+                k = st.k
                 space.take(node, k)
             if first:  # a first visit reads nothing: the tile is entered
                 if l1 is not None and k == 0:
@@ -494,6 +501,8 @@ class _Replay:
             # after another Einsum's step re-reads every operand (level 0)
             after_other = previous is not None and previous != li
             previous = li
+            if self.space.tight:  # fills into shared memories wait for their branch's turn
+                self.space.enter(li)
             leaf = plan.leaves[li]
             who = ("pe", li)
             classify = segment_classifier(leaf)

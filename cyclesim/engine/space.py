@@ -29,7 +29,20 @@ class CapacityOverflow(AssertionError):
 class Space:
     """Per memory: bits held, the tiles holding them, fills waiting for room."""
 
-    __slots__ = ("env", "size", "memory", "bits", "held", "holders", "tight", "waiters", "ledger")
+    __slots__ = (
+        "env",
+        "size",
+        "memory",
+        "bits",
+        "held",
+        "holders",
+        "tight",
+        "waiters",
+        "ledger",
+        "leaf_of",
+        "pe_leaf",
+        "entered",
+    )
 
     def __init__(self, env: simpy.Environment, plan: Plan, ledger: bool) -> None:
         self.env = env
@@ -47,6 +60,20 @@ class Space:
         self.holders: dict[str, dict[tuple[int, int], int]] = {m: {} for m in self.tight}
         self.waiters: dict[str, list[simpy.Event]] = {m: [] for m in self.tight}
         self.ledger: list[tuple[int, str, int]] | None = [] if ledger else None
+        # per node: the one leaf whose path it is on (None: several, or none). In a tight
+        # memory such a node takes room only while the PE array runs that leaf's steps:
+        # a fill that ran ahead into another branch's turn could hold the room the running
+        # branch needs, and wait for a PE array that waits for it (a deadlock)
+        on = [set() for _ in plan.nodes]
+        for li, leaf in enumerate(plan.leaves):
+            for o in leaf.operands:
+                i = o.node
+                while i is not None:
+                    on[i].add(li)
+                    i = plan.nodes[i].parent
+        self.leaf_of = tuple(next(iter(s)) if len(s) == 1 else None for s in on)
+        self.pe_leaf: int | None = None  # the leaf whose steps the PE array runs
+        self.entered: dict[int, list[simpy.Event]] = {}  # leaf -> fills waiting for its turn
         for n in plan.nodes:  # a backing store holds its whole tensor from the start
             if n.is_backing and n.memory in self.size:
                 self.take(n.index, 0)
@@ -58,6 +85,22 @@ class Space:
     def room(self, node: int) -> bool:
         m = self.memory[node]
         return self.held[m] + self.bits[node] <= self.size[m]
+
+    def turn(self, node: int) -> bool:
+        """May a fill of this node take room now (its leaf's turn, or a shared node)?"""
+        li = self.leaf_of[node]
+        return li is None or self.pe_leaf == li
+
+    def wait_turn(self, node: int) -> simpy.Event:
+        ev = self.env.event()
+        self.entered.setdefault(self.leaf_of[node], []).append(ev)
+        return ev
+
+    def enter(self, li: int) -> None:
+        """The PE array starts running leaf li's steps."""
+        self.pe_leaf = li
+        for ev in self.entered.pop(li, ()):
+            ev.succeed()
 
     def wait(self, node: int) -> simpy.Event:
         """An event that fires at the next release in the node's memory (then look again)."""
@@ -88,14 +131,14 @@ class Space:
                 for ev in waiters:
                     ev.succeed()
 
-    def blocker(self, node: int) -> tuple[int, int]:
-        """The tile the wait of a fill of node is named after while nobody has freed any:
-        the oldest tile of another node holding room in its memory (its own tile otherwise)."""
+    def blocker(self, node: int) -> tuple[int, int] | None:
+        """The tile the wait of a fill of node is named after: the oldest tile of another
+        node holding room in its memory (its own node's otherwise; None if none holds any)."""
         holders = self.holders[self.memory[node]]
         for key in holders:
             if key[0] != node:
                 return key
-        return next(iter(holders))
+        return next(iter(holders), None)
 
 
 def ledger_overflows(ledger: list[tuple[int, str, int]], sizes: dict[str, int]) -> list[str]:

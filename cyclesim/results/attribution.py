@@ -186,18 +186,17 @@ class Attributor:
                     holder=(node, info),
                 )
             elif state == S_SPACE:  # no room in the memory (engine/space.py)
-                holder = self.nodes[info[0]]
+                if info is None:  # nothing held yet: the room is kept for the running branch
+                    who, why = (
+                        "the running branch",
+                        f"room in {n.memory} kept for the running branch",
+                    )
+                else:
+                    holder = self.nodes[info[0]]
+                    who = f"a tile of {holder.label()}"
+                    why = f"no room in {n.memory}: tile {info[1]} of {holder.label()} holds it"
                 yield span(
-                    t,
-                    end,
-                    phase,
-                    BUFFER_FULL,
-                    n,
-                    None,
-                    None,
-                    f"a tile of {holder.label()}",
-                    here + (f"no room in {n.memory}: tile {info[1]} of {holder.label()} holds it",),
-                    holder=info,
+                    t, end, phase, BUFFER_FULL, n, None, None, who, here + (why,), holder=info
                 )
             elif state == S_PRODUCER:
                 einsum, pkey = info
