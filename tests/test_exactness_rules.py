@@ -668,3 +668,51 @@ def test_a_short_last_burst_that_ties_names_the_port_the_data_leaves(replay_dict
         for r in res.stalls[res.stalls.phase == "offload"].itertuples()
     }
     assert (res.cycles, off) == (4, {("bandwidth", "DRAM", "wr"): 2, ("bandwidth", "buf", "rd"): 1})
+
+
+def test_a_reload_whose_values_are_still_being_written_back_waits_on_that_write_back(
+    replay_dicts,
+):
+    # DESIGN "Cause of a waiting cycle": a fill's needs in order, parent tile resident, free
+    # slot, ports ("a fill whose parent tile is still being written back waits on that
+    # write-back, not on its slot"). Z[m] in buf (one 8-b slot) below k, m, and in reg (two
+    # slots) right below; every port 64 b, DRAM's write port latency 4; one step a cycle.
+    # Steps k0m0 [0,1), k0m1 [1,2) (first visits read nothing; reg has two slots). Z@reg #0's
+    # write-back [1,2); Z@buf #0's to DRAM [2,3), latency [3,7): it lands and frees buf's slot
+    # at 7. From 2 the PE array waits for Z@reg #2 (k1m0), whose parent Z@buf #2 revisits
+    # Z@buf #0: [2,3) bandwidth and [3,7) latency of that write-back (before, buffer_full:
+    # the fill process was still at Z@buf #1, waiting for the slot tile 0 held). At 7 Z@buf #1
+    # enters; Z@reg #1's write-back [7,8), Z@buf #1's [8,9) + latency [9,13): Z@buf #2 waits
+    # for the slot tile 1 holds (its own values landed at 7): buffer_full [7,13). Reload
+    # Z@buf #2 [13,14), Z@reg #2 [14,15), step 2 [15,16). Step 3 waits [16,22) for the slot
+    # tile 2 holds (written back [17,18) + latency to 22), reloads [22,23) and [23,24), runs
+    # [24,25). Offload: Z@reg #3 [25,26), Z@buf #3 [26,27) + latency [27,31): 31 cycles.
+    arch = {
+        "name": "drain_before_slot",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory(
+                "DRAM", None, None, [port("rd", "read", 64), port("wr", "write", 64, latency=4)]
+            ),
+            memory("buf", 8, ["Z"], WIDE),
+            memory("reg", 16, ["Z"], WIDE, double_buffered=True),
+        ],
+    }
+    workload = {"default_bits_per_value": 8, "einsums": [_matvec(2, 2)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "temporal", "rank": "k", "bound": 2},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "storage", "memory": "buf", "tensors": ["Z"]},
+            {"type": "storage", "memory": "reg", "tensors": ["Z"]},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.ideal_compute_cycles, res.offload_cycles) == (31, 4, 6)
+    assert res.stall_cycles_by_cause(("compute",)) == {
+        "bandwidth": 1 + 2 + 2,  # Z@buf #0's write-back [2,3); the reloads of tiles 2 and 3
+        "latency": 4,  # [3,7): Z@buf #0's write-back latency, not buffer_full
+        "buffer_full": 6 + 6,  # [7,13) and [16,22): slots held by tiles 1 and 2
+    }

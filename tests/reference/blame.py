@@ -14,8 +14,6 @@ def _root(m: Machine, t: Transfer, c: int) -> tuple:
         state = t.states.get(c)
         assert state is not None, f"{t.label} has no state at {c}"
         kind = state[0]
-        if kind == "drain" and state[2]:
-            m.situations.add("D9")  # waiting on its data and on a slot at once
         if kind in ("parent", "drain", "pred") or (kind == "uses" and state[1] is not None):
             t = state[1]
             continue

@@ -342,10 +342,7 @@ class Machine:
                 if union & frozenset().union(*q.elements):
                     wb = self.wbs[id(node)][q.index]
                     if not self._done(wb, c):
-                        slot_taken = run.index >= node.slots and not self._released(
-                            node, node.runs[run.index - node.slots], c
-                        )
-                        return ("drain", wb, slot_taken)  # (slot_taken: D9, blame.py)
+                        return ("drain", wb)
                     break
         if run.index >= node.slots:
             holder = node.runs[run.index - node.slots]
