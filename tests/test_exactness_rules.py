@@ -716,3 +716,88 @@ def test_a_reload_whose_values_are_still_being_written_back_waits_on_that_write_
         "latency": 4,  # [3,7): Z@buf #0's write-back latency, not buffer_full
         "buffer_full": 6 + 6,  # [7,13) and [16,22): slots held by tiles 1 and 2
     }
+
+
+def _served(p: dict, *serves: tuple[str, str]) -> dict:
+    return dict(p, serves=[{"tensor": t, "direction": d} for t, d in serves])
+
+
+def test_a_dma_channel_asked_for_twice_in_one_cycle_goes_by_rank(replay_dicts):
+    # DESIGN "Arbitration sees every request of the cycle", applied to a DMA engine's channels:
+    # earlier cycles first, the same cycle in the tie order of "Ports and links" (storage
+    # nodes in loop-tree order, then tensors in workload order: A before B).
+    # Every port 4 b/cycle, 4-b values; DRAM -> buf through one DMA channel, setup 1: a fill
+    # holds the channel 2 cycles (setup, one burst). Z stays in buf above k; A (one slot) and
+    # B (two slots) per k. A PE step reads A and B through buf_pr: 2 cycles (3 once Z's
+    # partial sum is read too).
+    # c0: A0 and B0 ask: A0 [0,2), B0 [2,4), B1 [4,6); step 0 [4,6) frees A0's and B0's
+    # slots at 6, when B1 lands: A1 and B2 ask in cycle 6 -> A1 [6,8), then B2 [8,10) (by
+    # call order B2 went first: A1 [8,10), 25 cycles). Step 1 [8,11); at 11 A2 and B3 ask:
+    # A2 [11,13), B3 [13,15); step 2 [13,16); A3 [16,18); step 3 [18,21); Z's write-back
+    # through the channel: setup [21,22), burst [22,23): 23 cycles.
+    # Stalls: onload [0,4) B0 waits for the channel 2, its setup 1, its burst 1; compute: the
+    # PE array waits for A1, A2, A3 (setup 1 + burst 1 each) and 7 spatial cycles (1 + 2 + 2
+    # + 2 beyond one cycle a step); offload: setup 1 + burst 1.
+    four = 4
+    arch = {
+        "name": "dma_same_cycle",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory(
+                "DRAM", None, ["A", "B", "Z"], [port("rd", "read", four), port("wr", "write", four)]
+            ),
+            memory(
+                "buf",
+                1024,
+                ["A", "B", "Z"],
+                [
+                    _served(port("xr", "read", four), ("Z", "read_to_above")),
+                    _served(
+                        port("xw", "write", four),
+                        ("A", "write_from_above"),
+                        ("B", "write_from_above"),
+                        ("Z", "write_from_above"),
+                    ),
+                    _served(
+                        port("pr", "read", four),
+                        ("A", "read_to_below"),
+                        ("B", "read_to_below"),
+                        ("Z", "read_to_below"),
+                    ),
+                    _served(port("pw", "write", four), ("Z", "write_from_below")),
+                ],
+                double_buffered=["B"],
+            ),
+        ],
+        "dma_engines": [
+            {
+                "name": "dma",
+                "links": [{"parent": "DRAM", "child": "buf"}],
+                "channels": 1,
+                "setup_cycles": 1,
+            }
+        ],
+    }
+    workload = {"default_bits_per_value": 4, "einsums": [_matvec(1, 4)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["Z"]},
+            {"type": "temporal", "rank": "k", "bound": 4},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "B"]},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles, res.offload_cycles) == (
+        23,
+        4,
+        4,
+        2,
+    )
+    assert res.stall_cycles_by_cause(("onload",)) == {
+        "contention": 2,
+        "latency": 1,
+        "bandwidth": 1,
+    }
+    assert res.stall_cycles_by_cause(("compute",)) == {"latency": 3, "bandwidth": 3, "spatial": 7}

@@ -142,7 +142,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     side: DramSide = link.dram
     timer = side.timer
     dma = link.dma
-    channel = yield from acquire_dma(env, rec, tl, dma)
+    channel = yield from acquire_dma(env, rec, tl, dma, who=link.who)
     burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
     dram_key = pk  # the parent end is the DRAM (fills read it, write-backs write it)
     width, reserved = fabric.width, fabric.reserved

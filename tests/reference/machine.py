@@ -301,8 +301,8 @@ class Machine:
 
     def _grant_channels(self, wanting: list[Transfer], c: int) -> None:
         """A DMA engine's free channels go to the transfers that want one in cycle c in the
-        order they asked (first come, first served; the same cycle in rank order). DESIGN does
-        not say how channels are shared (reported as open, O4): this is the replay's reading.
+        order they asked (first come, first served; the same cycle in rank order): DESIGN's
+        "Arbitration sees every request of the cycle" read as applying to channels too (D10).
         A channel is held until the transfer completes, latency included; the setup cycles
         come before its first burst."""
         for dma in {id(t.dma): t.dma for t in wanting}.values():
@@ -314,9 +314,6 @@ class Machine:
                 and o.ports_from is not None
                 and (o.done_at is None or o.done_at > c)
             )
-            free = dma.channels - busy
-            if c and 0 < free < len(mine) and mine[free - 1].issued_at == mine[free].issued_at:
-                self.situations.add("D10")  # same-cycle requests for the last free channel
             for t in mine:
                 if busy < dma.channels:
                     busy += 1
