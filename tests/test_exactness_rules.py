@@ -668,3 +668,136 @@ def test_a_short_last_burst_that_ties_names_the_port_the_data_leaves(replay_dict
         for r in res.stalls[res.stalls.phase == "offload"].itertuples()
     }
     assert (res.cycles, off) == (4, {("bandwidth", "DRAM", "wr"): 2, ("bandwidth", "buf", "rd"): 1})
+
+
+def test_a_reload_whose_values_are_still_being_written_back_waits_on_that_write_back(
+    replay_dicts,
+):
+    # DESIGN "Cause of a waiting cycle": a fill's needs in order, parent tile resident, free
+    # slot, ports ("a fill whose parent tile is still being written back waits on that
+    # write-back, not on its slot"). Z[m] in buf (one 8-b slot) below k, m, and in reg (two
+    # slots) right below; every port 64 b, DRAM's write port latency 4; one step a cycle.
+    # Steps k0m0 [0,1), k0m1 [1,2) (first visits read nothing; reg has two slots). Z@reg #0's
+    # write-back [1,2); Z@buf #0's to DRAM [2,3), latency [3,7): it lands and frees buf's slot
+    # at 7. From 2 the PE array waits for Z@reg #2 (k1m0), whose parent Z@buf #2 revisits
+    # Z@buf #0: [2,3) bandwidth and [3,7) latency of that write-back (before, buffer_full:
+    # the fill process was still at Z@buf #1, waiting for the slot tile 0 held). At 7 Z@buf #1
+    # enters; Z@reg #1's write-back [7,8), Z@buf #1's [8,9) + latency [9,13): Z@buf #2 waits
+    # for the slot tile 1 holds (its own values landed at 7): buffer_full [7,13). Reload
+    # Z@buf #2 [13,14), Z@reg #2 [14,15), step 2 [15,16). Step 3 waits [16,22) for the slot
+    # tile 2 holds (written back [17,18) + latency to 22), reloads [22,23) and [23,24), runs
+    # [24,25). Offload: Z@reg #3 [25,26), Z@buf #3 [26,27) + latency [27,31): 31 cycles.
+    arch = {
+        "name": "drain_before_slot",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory(
+                "DRAM", None, None, [port("rd", "read", 64), port("wr", "write", 64, latency=4)]
+            ),
+            memory("buf", 8, ["Z"], WIDE),
+            memory("reg", 16, ["Z"], WIDE, double_buffered=True),
+        ],
+    }
+    workload = {"default_bits_per_value": 8, "einsums": [_matvec(2, 2)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "temporal", "rank": "k", "bound": 2},
+            {"type": "temporal", "rank": "m", "bound": 2},
+            {"type": "storage", "memory": "buf", "tensors": ["Z"]},
+            {"type": "storage", "memory": "reg", "tensors": ["Z"]},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.ideal_compute_cycles, res.offload_cycles) == (31, 4, 6)
+    assert res.stall_cycles_by_cause(("compute",)) == {
+        "bandwidth": 1 + 2 + 2,  # Z@buf #0's write-back [2,3); the reloads of tiles 2 and 3
+        "latency": 4,  # [3,7): Z@buf #0's write-back latency, not buffer_full
+        "buffer_full": 6 + 6,  # [7,13) and [16,22): slots held by tiles 1 and 2
+    }
+
+
+def _served(p: dict, *serves: tuple[str, str]) -> dict:
+    return dict(p, serves=[{"tensor": t, "direction": d} for t, d in serves])
+
+
+def test_a_dma_channel_asked_for_twice_in_one_cycle_goes_by_rank(replay_dicts):
+    # DESIGN "Arbitration sees every request of the cycle", applied to a DMA engine's channels:
+    # earlier cycles first, the same cycle in the tie order of "Ports and links" (storage
+    # nodes in loop-tree order, then tensors in workload order: A before B).
+    # Every port 4 b/cycle, 4-b values; DRAM -> buf through one DMA channel, setup 1: a fill
+    # holds the channel 2 cycles (setup, one burst). Z stays in buf above k; A (one slot) and
+    # B (two slots) per k. A PE step reads A and B through buf_pr: 2 cycles (3 once Z's
+    # partial sum is read too).
+    # c0: A0 and B0 ask: A0 [0,2), B0 [2,4), B1 [4,6); step 0 [4,6) frees A0's and B0's
+    # slots at 6, when B1 lands: A1 and B2 ask in cycle 6 -> A1 [6,8), then B2 [8,10) (by
+    # call order B2 went first: A1 [8,10), 25 cycles). Step 1 [8,11); at 11 A2 and B3 ask:
+    # A2 [11,13), B3 [13,15); step 2 [13,16); A3 [16,18); step 3 [18,21); Z's write-back
+    # through the channel: setup [21,22), burst [22,23): 23 cycles.
+    # Stalls: onload [0,4) B0 waits for the channel 2, its setup 1, its burst 1; compute: the
+    # PE array waits for A1, A2, A3 (setup 1 + burst 1 each) and 7 spatial cycles (1 + 2 + 2
+    # + 2 beyond one cycle a step); offload: setup 1 + burst 1.
+    four = 4
+    arch = {
+        "name": "dma_same_cycle",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [
+            memory(
+                "DRAM", None, ["A", "B", "Z"], [port("rd", "read", four), port("wr", "write", four)]
+            ),
+            memory(
+                "buf",
+                1024,
+                ["A", "B", "Z"],
+                [
+                    _served(port("xr", "read", four), ("Z", "read_to_above")),
+                    _served(
+                        port("xw", "write", four),
+                        ("A", "write_from_above"),
+                        ("B", "write_from_above"),
+                        ("Z", "write_from_above"),
+                    ),
+                    _served(
+                        port("pr", "read", four),
+                        ("A", "read_to_below"),
+                        ("B", "read_to_below"),
+                        ("Z", "read_to_below"),
+                    ),
+                    _served(port("pw", "write", four), ("Z", "write_from_below")),
+                ],
+                double_buffered=["B"],
+            ),
+        ],
+        "dma_engines": [
+            {
+                "name": "dma",
+                "links": [{"parent": "DRAM", "child": "buf"}],
+                "channels": 1,
+                "setup_cycles": 1,
+            }
+        ],
+    }
+    workload = {"default_bits_per_value": 4, "einsums": [_matvec(1, 4)]}
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["A", "B", "Z"]},
+            {"type": "storage", "memory": "buf", "tensors": ["Z"]},
+            {"type": "temporal", "rank": "k", "bound": 4},
+            {"type": "storage", "memory": "buf", "tensors": ["A", "B"]},
+            {"type": "compute", "einsum": "matvec"},
+        ]
+    }
+    res = replay_dicts(arch, workload, mapping)
+    assert (res.cycles, res.onload_cycles, res.ideal_compute_cycles, res.offload_cycles) == (
+        23,
+        4,
+        4,
+        2,
+    )
+    assert res.stall_cycles_by_cause(("onload",)) == {
+        "contention": 2,
+        "latency": 1,
+        "bandwidth": 1,
+    }
+    assert res.stall_cycles_by_cause(("compute",)) == {"latency": 3, "bandwidth": 3, "spatial": 7}

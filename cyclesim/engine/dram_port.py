@@ -146,7 +146,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         yield from loop_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
         return
     dma = link.dma
-    channel = yield from acquire_dma(env, rec, tl, dma)
+    channel = yield from acquire_dma(env, rec, tl, dma, who=link.who)
     burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
     dram_key = pk  # the parent end is the DRAM (fills read it, write-backs write it)
     width, reserved = fabric.width, fabric.reserved

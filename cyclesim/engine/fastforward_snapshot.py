@@ -205,10 +205,15 @@ def describe(
             for i, q in enumerate(resource.users)
         )
         waiting = tuple(
-            (proc_ids.get(id(q.proc)), event(q, ("dma", name, "queue", i)))
+            (
+                proc_ids.get(id(q.proc)),
+                event(q, ("dma", name, "queue", i)),
+                q.cycle == now,  # asked this cycle: the decision ranks it with the others
+                q.noted,
+            )
             for i, q in enumerate(resource.queue)
         )
-        dmas.append((name, users, waiting))
+        dmas.append((name, users, waiting, resource.deciding))
     out.append(tuple(dmas))
     # the processes: state objects, and where the event each one waits for is held
     for n, st, is_fill in watched.active:

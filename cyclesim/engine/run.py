@@ -15,6 +15,7 @@ from functools import partial
 
 import simpy
 
+from cyclesim.engine.dma import Channels
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.fastforward import FastForward, FastForwardStats
 from cyclesim.engine.loop import deadlock_message, gc_paused, run_to_empty_queue
@@ -117,7 +118,7 @@ class _Replay:
         self.tiles = [Tiles(self.env) for _ in plan.nodes]
         self.counts: dict[tuple, list[int]] = {}
         self.dma = {
-            name: (simpy.Resource(self.env, channels), setup, name)
+            name: (Channels(self.env, channels, name), setup, name)
             for name, channels, setup in plan.dma
         }
         self.segments_done = 0

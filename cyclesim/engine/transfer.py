@@ -7,7 +7,7 @@ from bisect import bisect_right
 import simpy
 
 from cyclesim.engine.fabric import Fabric
-from cyclesim.engine.record import S_BURST, S_DMA, S_LATENCY, S_PORT, S_SETUP, Recorder
+from cyclesim.engine.record import S_BURST, S_LATENCY, S_PORT, S_SETUP, Recorder
 from cyclesim.engine.state import (
     DMA,
     GRANT,
@@ -154,18 +154,20 @@ def named_keys(
     return link.keys if _parent_named(cp, cc, link.child_on_tie) else (link.ck, link.pk)
 
 
-def acquire_dma(env: simpy.Environment, rec: Recorder, tl: list, dma, x=None) -> object:
-    """Take a channel of the link's DMA engine (waiting if all are busy) and pay its setup;
-    return the channel request to release when the transfer ends (None without a DMA engine).
-    x: the transfer's state (engine/state.py), which holds the channel across the yields."""
+def acquire_dma(
+    env: simpy.Environment, rec: Recorder, tl: list, dma, x=None, who: int = 0
+) -> object:
+    """Take a channel of the link's DMA engine (waiting if all are busy, or until the end of
+    the cycle decides among its requests: engine/dma.py) and pay its setup; return the
+    channel request to release when the transfer ends (None without a DMA engine).
+    x: the transfer's state (engine/state.py), which holds the channel across the yields;
+    who: the requester (the link's), for the tie order of a cycle's requests."""
     if dma is None:
         return None
     resource, setup, name = dma
-    channel = resource.request()
+    channel = resource.ask(who, tl)
     if x is not None:
         x.channel, x.stage = channel, DMA
-    if not channel.triggered:
-        tl.append((env.now, S_DMA, name))
     yield channel
     if setup:
         tl.append((env.now, S_SETUP, name))
@@ -207,7 +209,7 @@ def transfer(
         owner.xfer = x
     dma = link.dma
     if dma is not None:
-        yield from acquire_dma(env, rec, tl, dma, x)
+        yield from acquire_dma(env, rec, tl, dma, x, link.who)
     burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
     width, reserved, timings = fabric.width, fabric.reserved, link.timings
     big, small = parent_bits, child_bits

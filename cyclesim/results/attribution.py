@@ -117,8 +117,14 @@ class Attributor:
         phase: str,
         chain: tuple[str, ...],
         depth: int = 0,
+        entry: int | None = None,
     ):
-        """Yield StallSpans covering [a, b) by what node's `kind` process was doing."""
+        """Yield StallSpans covering [a, b) by what node's `kind` process was doing.
+
+        entry: the tile of node the chain waits for, when known (a fill): a revisit whose
+        previous visit is still being written back waits on that write-back first, even while
+        the process is still at an earlier entry waiting for a slot (DESIGN "Cause of a waiting
+        cycle": parent tile resident, free slot, ports; the first unmet one is its state)."""
         if a >= b:
             return
         n = self.nodes[node]
@@ -146,10 +152,23 @@ class Attributor:
                 continue
             if depth > 64:
                 yield span(t, end, phase, DEPENDENCY, n, None, None, "deep chain", here)
+            elif state == S_SLOT and self._draining(n, entry, info):
+                # the tile the chain waits for (a revisit) needs its previous visit's values
+                # back first: that write-back is its state, not the slot (DESIGN's order)
+                yield from self.explain(
+                    "drain", node, t, end, phase, here + ("previous write-back",), depth + 1
+                )
             elif state == S_PARENT:
                 p = self.nodes[info]
                 yield from self.explain(
-                    "fill", info, t, end, phase, here + (f"parent tile at {p.memory}",), depth + 1
+                    "fill",
+                    info,
+                    t,
+                    end,
+                    phase,
+                    here + (f"parent tile at {p.memory}",),
+                    depth + 1,
+                    entry // n.ratio if entry is not None else None,
                 )
             elif state == S_DRAIN:
                 yield from self.explain(
@@ -260,6 +279,19 @@ class Attributor:
                 raise AssertionError(f"unknown state {state}")
             t = end
             i += 1
+
+    def _draining(self, n, entry: int | None, holder: int) -> bool:
+        """Whether entry (a revisit of an output tile whose parent is the backing store) still
+        waits for its previous visit's write-back while the process waits for tile holder's
+        slot. A tile's slot is freed when its write-back lands, and write-backs land in tile
+        order: while the slot of holder <= the previous visit is held, that visit has not
+        landed either."""
+        if entry is None or not n.output_role or not self.nodes[n.parent].is_backing:
+            return False
+        if entry <= holder or n.visit_flags(entry)[0]:
+            return False
+        key = n.element_key(entry)
+        return any(n.element_key(j) == key for j in range(entry - 1, holder - 1, -1))
 
     def produced(
         self,
@@ -410,6 +442,7 @@ def attribute(raw: RawRun) -> SpanList:
                     t1,
                     phase,
                     (f"PE array waits for {n.tensor} tile at {n.memory}",),
+                    entry=key,
                 )
             )
         return spans

@@ -1,0 +1,58 @@
+"""A DMA engine's channels: granted at the end of the cycle among all its requests.
+
+DESIGN "Arbitration sees every request of the cycle", applied to channels: requests of
+earlier cycles first (first come, first served), and among requests of the same cycle the
+tie order of "Ports and links" (storage nodes in loop-tree order, then tensors in workload
+order; a node's fill before its write-back). Like the fabric's grants (engine/fabric.py),
+the decision is a zero-delay event of priority DECIDE, queued only in cycles in which a
+channel is free and someone asks for one.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from cyclesim.engine.fabric import DECIDE
+from cyclesim.engine.record import S_DMA
+
+
+class Channels(simpy.Resource):
+    """A simpy.Resource whose free channels are handed out by _decide, never on request."""
+
+    def __init__(self, env: simpy.Environment, capacity: int, name: str) -> None:
+        super().__init__(env, capacity)
+        self.name = name
+        self.deciding = False  # an end-of-cycle decision is queued
+
+    def ask(self, who: int, tl: list) -> simpy.Event:
+        """A request for a channel by requester who (2 * node, + 1 for a write-back), whose
+        timeline tl gets the waiting state if it is not granted in the cycle it asks in."""
+        req = self.request()
+        req.cycle, req.who, req.tl = self._env.now, who, tl
+        req.noted = len(self.users) >= self.capacity
+        if req.noted:  # every channel busy: it waits at least until one is released
+            tl.append((self._env.now, S_DMA, self.name))
+        return req
+
+    def _do_put(self, event) -> None:
+        if len(self.users) < self.capacity and not self.deciding:
+            self.deciding = True
+            ev = simpy.Event(self._env)
+            ev._ok, ev._value = True, None
+            ev.callbacks.append(self._decide)
+            self._env.schedule(ev, DECIDE)
+
+    def _decide(self, _event: simpy.Event | None = None) -> None:
+        """Grant the free channels: earlier cycles first, then the tie order."""
+        self.deciding = False
+        queue, now = self.put_queue, self._env.now
+        queue.sort(key=lambda r: (r.cycle, r.who))  # stable: earlier requests stay first
+        while queue and len(self.users) < self.capacity:
+            req = queue.pop(0)
+            self.users.append(req)
+            req.usage_since = now
+            req.succeed()
+        for req in queue:  # not granted in the cycle they asked in: they wait
+            if not req.noted:
+                req.noted = True
+                req.tl.append((now, S_DMA, self.name))
