@@ -8,12 +8,16 @@ import pytest
 from replay_helpers import WORKED, inputs_from_dicts, inputs_from_folder
 
 from cyclesim.engine import fastforward, replay
+from cyclesim.engine.space import LEDGER_ENVIRONMENT_VARIABLE
 from cyclesim.engine.verify import VERIFY_ENVIRONMENT_VARIABLE
 
 # Every replay in the suite (the CLI's subprocesses included) that fast-forwards is replayed
 # once more in full and must leave identical records (engine/verify.py): fast-forward is
 # proved exact on every test case, not only on tests/test_fast_forward_identity.py's.
 os.environ.setdefault(VERIFY_ENVIRONMENT_VARIABLE, "1")
+# ... and every replay checks that no memory instance ever held more than its size_bits
+# (engine/space.py's ledger; CapacityOverflow otherwise)
+os.environ.setdefault(LEDGER_ENVIRONMENT_VARIABLE, "1")
 
 
 @pytest.fixture

@@ -56,6 +56,9 @@ def test_a_reload_waits_on_the_previous_write_back_not_on_its_slot(replay_dicts)
     #   e3 (k1,m1) the same on e1's write-back: PE waits [9,12) = [9,11) write-back + [11,12)
     #   reload; step e3 [12,13); e2's final write-back (8 b) [11,13), e3's [13,15).
     # 15 = onload 2 + ideal 4 + stall 7 + offload 2, every stall cycle bandwidth.
+    # The write-back's bursts are 4 b (DRAM.wr's): 1 cycle on DRAM.wr (4 b/cycle) and 1 on
+    # acc.rd (64 b/cycle), a tie, so its cycles name the port the data leaves, acc.rd
+    # (DESIGN "Naming a stalled transfer's port"; DRAM.wr before that rule).
     arch = {
         "name": "psum_two_slots",
         "pe_array": {"dims": {"X": 1}},
@@ -92,7 +95,7 @@ def test_a_reload_waits_on_the_previous_write_back_not_on_its_slot(replay_dicts)
         res.stall_cycles,
         res.offload_cycles,
     ) == (15, 2, 4, 7, 2)
-    write_back = ("bandwidth", "write-back", "acc", "Z", "wr", "DRAM")
+    write_back = ("bandwidth", "write-back", "acc", "Z", "rd", "acc")
     reload = ("bandwidth", "entry", "acc", "Z", "rd", "DRAM")
     assert compute_rows(res) == [
         (4, 7, *write_back),
@@ -220,7 +223,10 @@ def _fused(consumer_register: bool) -> tuple[dict, dict]:
 
 
 PRODUCER_SLOT = ("buffer_full", "entry", "preg", "AO", None, None)
-WRITE_BACK = ("bandwidth", "write-back", "preg", "AO", "wr", "sram")  # leaves preg, lands in sram
+# the write-back's 4-b bursts (sram.wr's) take 1 cycle on sram.wr and 1 on preg.rd: a tie, so
+# its cycles name the port the data leaves, preg.rd (DESIGN "Naming a stalled transfer's port";
+# sram.wr before that rule)
+WRITE_BACK = ("bandwidth", "write-back", "preg", "AO", "rd", "preg")
 CREG_FILL = ("bandwidth", "fill", "creg", "AO", "rd", "sram")
 
 
@@ -291,7 +297,7 @@ def test_dependency_covers_only_the_cycles_before_the_producer_computed(replay_d
     spans = Attributor(res.raw).produced(sram, 0, "producer", 0, 6, "compute", ("wait",))
     assert [(s.start, s.end, s.cause, s.memory, s.competitor, s.port_memory) for s in spans] == [
         (0, 4, "dependency", "sram", "producer", None),
-        (4, 6, "bandwidth", "preg", None, "sram"),
+        (4, 6, "bandwidth", "preg", None, "preg"),
     ]
 
 

@@ -47,7 +47,10 @@ WORKLOAD = {
 
 def arch(dataflow: str, stationary: str, overlap: bool = False) -> dict:
     wide = [port("rd", "read", 1024), port("wr", "write", 1024)]
-    reg = [port("rd", "read", 16), port("wr", "write", 16)]
+    # 128-b bursts: a fold's 16 registers load (or drain) in one burst on SRAM's port, each
+    # register's 16-b port taking its 8 b in parallel (bursts are counted where the bits meet:
+    # 16-b bursts would cross SRAM.rd in 8 bursts, 8 cycles)
+    reg = [port("rd", "read", 16, 128), port("wr", "write", 16, 128)]
     return {
         "name": f"systolic_4x4_{dataflow}",
         "pe_array": {

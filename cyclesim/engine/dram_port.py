@@ -132,7 +132,13 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     the last burst the DRAM's data latency, then the port latency, are paid without holding
     the ports.
     """
-    from cyclesim.engine.transfer import _burst_bits, _timing, acquire_dma
+    from cyclesim.engine.transfer import (
+        _burst_bits,
+        _timing,
+        acquire_dma,
+        n_bursts_of,
+        named_keys,
+    )
 
     side: DramSide = link.dram
     timer = side.timer
@@ -145,21 +151,24 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
     dram_key = pk  # the parent end is the DRAM (fills read it, write-backs write it)
     width, reserved = fabric.width, fabric.reserved
     big, small, total = parent_bits, child_bits, side.total
-    n_bursts = -(-small // burst)
+    n_bursts = n_bursts_of(big, small, burst)
+    count = max(big, small)  # the side bursts are counted on (engine/transfer.py _burst_bits)
 
     # an uncontested run covers about one DRAM row of the transfer's bytes: one event per row
-    per_row = max(1, timer.config.row_bytes * small // max(1, total * burst))
+    per_row = max(1, timer.config.row_bytes * count // max(1, total * burst))
 
     def byte_at(j: int) -> int:  # transfer bytes before burst j (the DRAM side, pro rata)
-        return total * min(small, j * burst) // small
+        return total * min(count, j * burst) // count
 
     i = 0
     side.stream = None
     proc = env.active_process
-    ev = fabric.request(who, keys, link.tensor)
+    asking = named_keys(link, big, small, width)  # keys, the port a wait names first
+    # (the fabric notes a wait in tl; never granted before the cycle's end: the DRAM timer
+    # cannot take back requests it issued)
+    ev = fabric.request(who, asking, link.tensor, tl, at_once=False)
     while True:
         if ev is not None:
-            tl.append((env.now, S_PORT, keys))
             yield ev
         while True:
             wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
@@ -172,7 +181,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         shape = (big, small, wp, wc)
         timing = link.timings.get(shape)
         if timing is None:
-            timing = link.timings[shape] = _timing(big, small, burst, wp, wc)
+            timing = link.timings[shape] = _timing(big, small, burst, wp, wc, link.child_on_tie)
         cycles, _, prefix = timing
         single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
         j = i + 1 if single else min(n_bursts, i + per_row)
@@ -223,7 +232,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         if i >= n_bursts:
             fabric.release(who, keys, last_start)
             break
-        ev = fabric.release_and_request(who, keys, link.tensor, last_start)
+        ev = fabric.release_and_request(who, asking, link.tensor, last_start, tl, False)
     tail = timer.to_accel(side.data_end) - env.now
     if tail > 0:  # the DRAM's read (or write) latency of the last request
         tl.append((env.now, S_LATENCY, dram_key))

@@ -1,9 +1,16 @@
 """Ports as plain resources: a burst holds both its ports; round-robin grants per burst.
 
-Requests are granted greedily in round-robin order: the requester whose last burst started
-longest ago goes first, ties to storage nodes in loop-tree order (then tensors in workload
-order, which the node order already encodes). The PE array reserves the width it needs on a
-port for a segment; transfers get the rest.
+DESIGN "Arbitration sees every request of the cycle": the grants of a cycle are decided once
+every process of that cycle has run — by an event at the end of the cycle (SimPy priority
+DECIDE, after every ordinary event of that time), scheduled only in cycles in which someone
+waits for a port. Free ports nobody waits for go at once to the first comer, provisionally:
+a requester of the same cycle that the round-robin puts ahead of it takes them back (its run
+is interrupted before it moved a bit) and the decision settles it. There, port
+by port (most requesters first, ties in architecture order), each free port grants the first
+of its requesters after the one it served last (a rotating pointer over the requesters in the
+tie order of "Ports and links": storage nodes in loop-tree order, fills before write-backs)
+whose other port is free too; the grant takes both ports. The PE array reserves the width it
+needs on a port for a segment; transfers get the rest.
 
 A transfer that nobody competes with holds its ports for all its remaining bursts in one
 timeout ("a run"). A competing request interrupts the run, which then stops at the end of the
@@ -15,15 +22,13 @@ cycle than its width.
 
 from __future__ import annotations
 
-from operator import itemgetter
-
 import simpy
 
+from cyclesim.engine.record import S_PORT
 from cyclesim.engine.rows import Rows
 
-_ROUND_ROBIN = itemgetter(0, 1)  # a waiting request's (last grant, who): oldest grant first
-
 PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-backs 2 * node + 1
+DECIDE = 2  # SimPy priority of the end-of-cycle grant decision: after URGENT (0) and NORMAL (1)
 
 
 class Fabric:
@@ -43,6 +48,11 @@ class Fabric:
         "grant_log",
         "grant_every",
         "grants_seen",
+        "served",
+        "order",
+        "deciding",
+        "granted_at",
+        "before",
     )
 
     def __init__(
@@ -64,27 +74,58 @@ class Fabric:
         self.grants_seen = 0
         for k in widths:
             grants.setdefault(k, Rows())
+        self.served: dict[str, int] = {}  # port -> the requester it granted last (the pointer)
+        self.order = {k: i for i, k in enumerate(widths)}  # architecture order of the ports
+        self.deciding: int | None = None  # the cycle an end-of-cycle decision is queued for
+        self.granted_at: dict[str, int] = {}  # port -> cycle it was granted at once (request)
+        self.before: dict[str, int | None] = {}  # port -> its pointer before that grant
 
-    def request(self, who: int, keys: tuple[str, ...], tensor: str) -> simpy.Event | None:
-        """None if every port in keys is granted to who now, else an event that fires when they are."""
+    def request(
+        self, who: int, keys: tuple[str, ...], tensor: str, tl=None, at_once: bool = True
+    ) -> simpy.Event | None:
+        """None if every port in keys is granted to who now, else an event that fires when
+        they are (at the earliest at the end of this cycle).
+
+        Free ports nobody waits for are granted at once, but only for this cycle's first
+        comer: until the cycle ends, a requester that the round-robin puts ahead of it takes
+        the grant back (the holder's run is interrupted at its first cycle, before it moved
+        a bit), and the end-of-cycle decision grants among all of them. at_once=False (a
+        DRAM link, whose timer cannot take back what it issued): always wait for the decision.
+        tl: the requester's timeline; a request not granted in the cycle it was made in
+        records there that it waits for the ports from that cycle on (S_PORT)."""
         holder, reserved, width, wanted = self.holder, self.reserved, self.width, self.wanted
-        for k in keys:
-            if holder[k] is not None or reserved[k] >= width[k] or wanted[k]:
-                break
-        else:  # free and nobody waits for them: granted at once
-            now = self.env.now
-            grants = self.grants
+        now = self.env.now
+        if at_once:
             for k in keys:
-                holder[k] = who
-                grants[k].append([now, None, who, tensor])
-            self.last_grant[who] = now
-            if self.grant_log is not None:
-                self.grants_seen += 1
-                if not self.grants_seen % self.grant_every:
-                    self.grant_log.append(~who)
-            return None
+                if holder[k] is not None or reserved[k] >= width[k] or wanted[k]:
+                    break
+            else:  # free and nobody waits for them: granted now, until someone ahead asks
+                grants, served, before, granted_at = (
+                    self.grants,
+                    self.served,
+                    self.before,
+                    self.granted_at,
+                )
+                for k in keys:
+                    holder[k] = who
+                    before[k] = served.get(k)
+                    served[k] = who
+                    granted_at[k] = now
+                    grants[k].append([now, None, who, tensor])
+                self.last_grant[who] = now
+                if self.grant_log is not None:
+                    self.grants_seen += 1
+                    if not self.grants_seen % self.grant_every:
+                        self.grant_log.append(~who)
+                return None
         ev = self.env.event()
-        self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor])
+        self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor, now, tl])
+        granted_at = self.granted_at
+        for k in keys:  # a grant made at once this cycle to a requester behind this one
+            h = holder[k]
+            if h is not None and h != who and granted_at.get(k) == now:
+                if _ahead(who, h, self.before.get(k)):
+                    self._revoke(h, now)
         runs = self.runs
         for k in keys:
             wanted[k] += 1
@@ -94,11 +135,27 @@ class Fabric:
         self._dispatch()
         return ev
 
+    def _revoke(self, who: int, now: int) -> None:
+        """Take back the ports granted at once to who in this cycle (its run has not moved a
+        bit yet): its transfer asks again, and the end of the cycle decides."""
+        mine = [k for k, h in self.holder.items() if h == who and self.granted_at.get(k) == now]
+        run = self.runs.get(mine[0]) if mine else None
+        if run is None:  # no run to stop (it waits for width): the grant stands
+            return
+        for k in mine:
+            self.served[k] = self.before.get(k)
+            if self.served[k] is None:
+                del self.served[k]
+            del self.granted_at[k]
+        self._interrupt(run, "revoke")
+
     def release(self, who: int, keys: tuple[str, ...], last_burst_start: int | None = None) -> None:
         now = self.env.now
         holder, grants = self.holder, self.grants
+        granted_at = self.granted_at
         for k in keys:
             holder[k] = None
+            granted_at.pop(k, None)
             _close(grants[k], now)
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
@@ -106,16 +163,23 @@ class Fabric:
             self._dispatch()
 
     def release_and_request(
-        self, who: int, keys: tuple[str, ...], tensor: str, last_burst_start: int | None = None
-    ) -> simpy.Event:
+        self,
+        who: int,
+        keys: tuple[str, ...],
+        tensor: str,
+        last_burst_start: int | None = None,
+        tl=None,
+        at_once: bool = True,
+    ) -> simpy.Event | None:
         """End a burst and ask for the next one in one step, so round-robin sees both."""
         now = self.env.now
         for k in keys:
             self.holder[k] = None
+            self.granted_at.pop(k, None)
             _close(self.grants[k], now)
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
-        return self.request(who, keys, tensor)
+        return self.request(who, keys, tensor, tl, at_once)
 
     def contested(self, keys: tuple[str, ...]) -> bool:
         """Does any waiting request want one of these ports?"""
@@ -185,40 +249,79 @@ class Fabric:
             run = runs.get(key)
             if run is not None:
                 self._interrupt(run, "reserve")
-            if not bits and self.waiting:
+            if bits < width[key] and self.waiting:  # the port may serve a transfer again
                 self._dispatch()
 
     def _dispatch(self) -> None:
+        """Queue the end-of-cycle decision, once per cycle, when someone waits."""
+        if not self.waiting:
+            return
+        now = self.env.now
+        if self.deciding == now:
+            return
+        self.deciding = now
+        ev = simpy.Event(self.env)
+        ev._ok, ev._value = True, None
+        ev.callbacks.append(self._decide)
+        self.env.schedule(ev, DECIDE)
+
+    def _decide(self, _event: simpy.Event | None = None) -> None:
+        """Grant the ports that are free among all the requests of this cycle (DESIGN
+        "Arbitration sees every request of the cycle")."""
+        self.deciding = None
         waiting = self.waiting
         if not waiting:
             return
-        holder, reserved, width, wanted = self.holder, self.reserved, self.width, self.wanted
-        if len(waiting) > 1:
-            waiting.sort(key=_ROUND_ROBIN)
-        granted = False
-        keep = []
+        holder, reserved, width = self.holder, self.reserved, self.width
+        by_port: dict[str, list] = {}
         for w in waiting:
-            keys = w[2]
-            for k in keys:
-                if holder[k] is not None or reserved[k] >= width[k]:
-                    keep.append(w)
-                    break
-            else:
-                now = self.env.now
+            for k in w[2]:
+                by_port.setdefault(k, []).append(w)
+        order = self.order
+        ports = sorted(by_port, key=lambda k: (-len(by_port[k]), order[k]))
+        served, wanted, now = self.served, self.wanted, self.env.now
+        granted = []
+        for k in ports:
+            if holder[k] is not None or reserved[k] >= width[k]:
+                continue
+            last = served.get(k)
+            ranked = sorted(by_port[k], key=lambda w: w[1])
+            if last is not None:  # the first requester after the one served last, wrapping
+                ranked = [w for w in ranked if w[1] > last] + [w for w in ranked if w[1] <= last]
+            for w in ranked:
+                if w[3].triggered:
+                    continue
+                keys = w[2]
+                if any(holder[o] is not None or reserved[o] >= width[o] for o in keys):
+                    continue
                 who = w[1]
-                for k in keys:
-                    holder[k] = who
-                    wanted[k] -= 1
-                    self.grants[k].append([now, None, who, w[4]])
+                for o in keys:
+                    holder[o] = who
+                    served[o] = who
+                    wanted[o] -= 1
+                    self.grants[o].append([now, None, who, w[4]])
                 self.last_grant[who] = now
-                granted = True
                 w[3].succeed()
+                granted.append(w)
                 if self.grant_log is not None:
                     self.grants_seen += 1
                     if not self.grants_seen % self.grant_every:
                         self.grant_log.append(~who)
+                break
         if granted:
-            self.waiting = keep
+            self.waiting = waiting = [w for w in waiting if not w[3].triggered]
+        for w in waiting:  # not granted in the cycle they asked in: they wait for the ports
+            if w[5] is not None:
+                if w[6] is not None:
+                    w[6].append((w[5], S_PORT, w[2]))
+                w[5] = None
+
+
+def _ahead(who: int, other: int, last: int | None) -> bool:
+    """Does who come before other in a round-robin whose pointer last served `last`?"""
+    if last is None:
+        return who < other
+    return (who <= last, who) < (other <= last, other)
 
 
 def _close(grants: list, now: int) -> None:

@@ -53,6 +53,7 @@ from cyclesim.engine.fastforward_snapshot import Snapshot, Unknown, Watched, des
 from cyclesim.engine.record import FOREVER
 from cyclesim.engine.state import DONE, PARENT, PIPE, RUN, USES
 from cyclesim.engine.tiles import entry_classifier
+from cyclesim.engine.transfer import n_bursts_of
 
 MIN_BOUND = 4  # a loop with fewer iterations has no room for two snapshots and a skip
 MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did not match
@@ -324,9 +325,11 @@ class FastForward:
                 return self._miss("another transfer", 0)
             if not delta:
                 continue
-            if x.big * x.burst * delta % x.small:
-                return self._miss("uneven bursts", 0)  # the parent's share of a burst varies
-            n_bursts = -(-x.small // x.burst)
+            # bursts are counted on the side with more bits (engine/transfer.py _burst_bits)
+            more, fewer = max(x.big, x.small), min(x.big, x.small)
+            if fewer * x.burst * delta % more:
+                return self._miss("uneven bursts", 0)  # the other side's share of a burst varies
+            n_bursts = n_bursts_of(x.big, x.small, x.burst)
             ahead = max(1, x.j - x.i) if x.stage == RUN else 1
             k = (n_bursts - 1 - ahead - x.i) // delta
             most = k if most is None else min(most, k)
@@ -414,6 +417,8 @@ def _off_because(r) -> str:
         return "several Einsums"
     if plan.allocators or r.l1 is not None:
         return "L1 allocators"
+    if r.space.tight:  # fills that wait for room: their waits are not in the snapshot
+        return "memories shared beyond their size"
     if r.rec.trace_window != (0, FOREVER):
         return "a trace window"  # the period's records are cut by the window: no repeat
     leaf = plan.leaves[0]

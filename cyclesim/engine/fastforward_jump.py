@@ -185,6 +185,12 @@ def _shift_round_robin(fabric, recent: int, dt: int) -> None:
     for w in fabric.waiting:
         if w[0] >= recent:
             w[0] += dt
+        if w[5] is not None:  # asked in the snapshot's cycle, decided at its end
+            w[5] += dt
+    if fabric.deciding is not None:  # its event moved with the queue
+        fabric.deciding += dt
+    for k in fabric.granted_at:  # grants made at once in the snapshot's cycle
+        fabric.granted_at[k] += dt
 
 
 def _rekey(table: dict, shift: int) -> None:

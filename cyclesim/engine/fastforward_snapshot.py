@@ -87,6 +87,8 @@ def describe(
                 return ("resume", pid)
         if isinstance(owner, Interruption):
             return ("interrupt", proc_ids.get(id(owner.process)))
+        if owner is fabric:  # the end-of-cycle grant decision (engine/fabric.py)
+            return ("fabric", cb.__func__.__name__)
         name = resources.get(id(owner))
         if name is not None:  # a DMA engine serving its queue when a channel is freed
             return ("dma", name, cb.__func__.__name__)
@@ -167,9 +169,23 @@ def describe(
         return ("recent", v - now) if v >= recent else ("old", bisect_left(old, v))
 
     out.append(tuple(sorted((who, order(v)) for who, v in fabric.last_grant.items())))
+    # the round-robin pointers (requester ids: no time in them) and a queued decision
+    out.append(tuple(sorted(fabric.served.items())))
+    out.append(None if fabric.deciding is None else fabric.deciding - now)
+    # grants made at once in this cycle, which a requester of the cycle may still take back
+    out.append(
+        tuple(sorted((k, fabric.before.get(k)) for k, t in fabric.granted_at.items() if t == now))
+    )
     out.append(
         tuple(
-            (order(w[0]), w[1], w[2], event(w[3], ("waiting", i)), w[4])
+            (
+                order(w[0]),
+                w[1],
+                w[2],
+                event(w[3], ("waiting", i)),
+                w[4],
+                None if w[5] is None else w[5] - now,  # asked this cycle, not yet decided
+            )
             for i, w in enumerate(fabric.waiting)
         )
     )

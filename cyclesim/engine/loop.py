@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import simpy
 from simpy.core import EmptySchedule
 
-from cyclesim.engine.record import S_PRODUCER
+from cyclesim.engine.record import S_PRODUCER, S_SPACE
 
 STEPS_PER_LOOK = 4096  # events processed between two looks at the wall clock
 SHOW_AFTER_SECONDS = 1.0  # progress=None: show the bar once a run lasts this long (on a tty)
@@ -136,6 +136,22 @@ def gc_paused():
             gc.enable()
 
 
+def _no_room(r, name: str) -> str:
+    """What holds the room a fill waits for: its memory, size and the tiles in it."""
+    label = name.split(" ", 1)[1]
+    n = next(n for n in r.plan.nodes if n.label() == label)
+    space = r.space
+    held = ", ".join(
+        f"{r.plan.nodes[node].label()} tile {k} ({bits} b)"
+        for (node, k), bits in space.holders[n.memory].items()
+    )
+    return (
+        f"no room for its {space.bits[n.index]} b in memory '{n.memory}' "
+        f"({space.held[n.memory]} of {space.size[n.memory]} b held by {held or 'nothing'}); "
+        "the tiles of the branches together need more than the memory holds"
+    )
+
+
 def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:
     """Name every process still waiting and what it waits for."""
     lines = [f"the replay cannot progress at cycle {now}: a cyclic or unsatisfiable wait"]
@@ -156,6 +172,8 @@ def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:
         since, state, info = tl[-1] if tl else (0, "not started", None)
         if state == S_PRODUCER:  # info: (einsum, part key)
             info = f"Einsum {info[0]} has not produced part {info[1]} of the parent tile"
+        elif state == S_SPACE:  # info: (node, tile) holding room, engine/space.py
+            info = _no_room(r, name)
         lines.append(f"  {name}: since cycle {since} in state '{state}' ({info})")
     lines.append(
         "check the order of sequential branches (a consumer before its producer), and slots "

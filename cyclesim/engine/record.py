@@ -15,6 +15,7 @@ FOREVER = 1 << 62  # end of an open trace window
 
 # states of a node process (its timeline): what it is doing from that cycle on
 S_SLOT = "slot"  # waiting for a free slot; info: tile index holding it
+S_SPACE = "space"  # waiting for room in its memory; info: (node, tile) holding it (space.py)
 S_PARENT = "parent"  # waiting for the parent tile; info: parent node index
 S_PRODUCER = (
     "dependency"  # waiting for the producer's part of the parent tile; info: (einsum, part key)

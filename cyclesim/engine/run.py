@@ -26,11 +26,18 @@ from cyclesim.engine.record import (
     S_PIPE,
     S_PRODUCER,
     S_SLOT,
+    S_SPACE,
     S_USES,
     Recorder,
     TraceFilter,
 )
 from cyclesim.engine.rows import Rows
+from cyclesim.engine.space import (
+    LEDGER_ENVIRONMENT_VARIABLE,
+    CapacityOverflow,
+    Space,
+    ledger_overflows,
+)
 from cyclesim.engine.state import (
     COMPUTE,
     DONE,
@@ -40,6 +47,7 @@ from cyclesim.engine.state import (
     PIPE,
     PRODUCER,
     SLOT,
+    SPACE,
     TRANSFER,
     USES,
     NodeState,
@@ -152,6 +160,13 @@ class _Replay:
         self.fill_state = [NodeState() for _ in plan.nodes]
         self.drain_state = [NodeState() for _ in plan.nodes]
         self.pe_state = PeState()
+        # what each memory holds; fills wait for room (DESIGN "A memory never holds more than
+        # its size"); with a ledger, the invariant is checked after the run
+        ledger = os.environ.get(LEDGER_ENVIRONMENT_VARIABLE, "0") not in ("", "0")
+        self.space = Space(self.env, plan, ledger)
+        self.space_used = tuple(
+            ledger or self.space.watched(n.index) for n in plan.nodes
+        )  # per node: does it take and free room
         # segments the PE array started since the driver last looked (None: nobody looks)
         self.boundaries: list[int] | None = None
         self.boundary_every = 1  # ... of the segments that are a multiple of this
@@ -231,6 +246,8 @@ class _Replay:
         else:
             t.resident.pop(k, None)
             _forget_parts(t.produced, k, n.dependency_groups)
+            if self.space_used[node]:
+                self.space.free(node, k)
             t.fire(t.released, k)
             if self.rec.occupancy is not None:
                 self.rec.occupy(self.env.now, node, -1)
@@ -279,6 +296,8 @@ class _Replay:
         write_values = chi_values * n.instances
         producer = self.producer_of.get(n.tensor)
         reads = writes = None  # this node's count cells, made at its first transfer
+        space, space_used = self.space, self.space_used[node]
+        watched = space.watched(node)
         entries = n.entries
         while st.k < entries:
             # needs in DESIGN's order: the parent tile (and its values), a free slot, ports;
@@ -325,6 +344,21 @@ class _Replay:
                     k = st.k
                     ks = k - slots
                 released.pop(ks, None)
+            if space_used:
+                if watched and not space.turn(node):
+                    # in a memory the branches share beyond its size, a fill takes room only
+                    # in its branch's turn (space.py): the room is kept for the running one
+                    tl.append((env.now, S_SPACE, None))
+                    st.stage = SPACE
+                    while not space.turn(node):
+                        yield space.wait_turn(node)
+                if watched and not space.room(node):  # no room in the memory: wait
+                    tl.append((env.now, S_SPACE, space.blocker(node)))
+                    st.stage = SPACE
+                    while not space.room(node):
+                        yield space.wait(node)
+                k = st.k
+                space.take(node, k)
             if first:  # a first visit reads nothing: the tile is entered
                 if l1 is not None and k == 0:
                     l1.take(node, env.now)  # the first slot is taken: place its L1 buffer
@@ -379,6 +413,7 @@ class _Replay:
         env, rec, fabric = self.env, self.rec, self.fabric
         node, tl, t = n.index, rec.drain_tl[n.index], self.tiles[n.index]
         link = Link(2 * node + 1, n.tensor, n.drain_dst, n.drain_src, self._dma(n))
+        link.child_on_tie = True  # a write-back's data leaves the child's read port
         self._dram_side(link, n, True)
         p = self.plan.nodes[n.parent]
         pt = self.tiles[p.index]
@@ -438,6 +473,8 @@ class _Replay:
             used.pop(k, None)
             t.resident.pop(k, None)
             _forget_parts(t.produced, k, n.dependency_groups)
+            if self.space_used[node]:
+                self.space.free(node, k)
             t.fire(t.released, k)
             if rec.occupancy is not None:
                 rec.occupy(env.now, node, -1)
@@ -465,7 +502,14 @@ class _Replay:
         if plan.systolic is not None:
             wave = Wavefront(plan, rec.systolic, rec.systolic_spans)
         boundaries, every = self.boundaries, self.boundary_every
+        previous = None  # the leaf of the block run before this one
         for li, g0, g1 in program_blocks(plan):
+            # DESIGN "Operand registers hold the previous cycle's value only": the first step
+            # after another Einsum's step re-reads every operand (level 0)
+            after_other = previous is not None and previous != li
+            previous = li
+            if self.space.tight:  # fills into shared memories wait for their branch's turn
+                self.space.enter(li)
             leaf = plan.leaves[li]
             who = ("pe", li)
             classify = segment_classifier(leaf)
@@ -521,6 +565,8 @@ class _Replay:
                 if rec.first_step is None:
                     rec.first_step = env.now
                 level, first = classify(g)
+                if after_other and g == g0:
+                    level = 0
                 sk = kinds.get((li, level, first))
                 if sk is None:  # a handful of kinds of segment per leaf: compute each once
                     sk = kinds[(li, level, first)] = _SegmentKind(leaf, level, first)
@@ -551,10 +597,10 @@ class _Replay:
                     wave.note(li, DRAIN, now, env.now)
                 if pe_segments is not None and rec.keep_segment(li, start, now):
                     pe_segments.append((start, now, li, g))
-                for oi, c in sk.spatial:
-                    cur = spatial.get((li, oi))
+                for (oi, pk), c in sk.spatial:
+                    cur = spatial.get((li, oi, pk))
                     if cur is None:
-                        spatial[(li, oi)] = [c, start, now]
+                        spatial[(li, oi, pk)] = [c, start, now]
                     else:
                         cur[0] += c
                         cur[2] = now
@@ -765,6 +811,10 @@ def replay_plan(
     stuck = [(name, tl) for name, tl, p in procs if p.is_alive]
     if pe.is_alive or stuck:
         raise DeadlockError(deadlock_message(env.now, pe.is_alive, stuck, r))
+    if r.space.ledger is not None:  # the test suite's invariant (engine/space.py)
+        over = ledger_overflows(r.space.ledger, r.space.size)
+        if over:
+            raise CapacityOverflow("the replay overfilled a memory: " + "; ".join(over[:3]))
     for name, timer in r.dram.items():  # the DRAM timers' own counts and open rows
         if not hasattr(
             timer, "trace_into"

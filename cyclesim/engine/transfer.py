@@ -41,6 +41,8 @@ class Link:
         "dma",
         "timings",
         "dram",
+        "child_on_tie",
+        "splits",
     )
 
     def __init__(
@@ -63,17 +65,40 @@ class Link:
         self.dma = dma
         self.timings: dict[tuple, tuple[list, list, list]] = {}  # (bits, widths) -> _timing
         self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
+        self.child_on_tie = False  # a write-back: a tie names the child's port, which data leaves
+        self.splits: dict[tuple, list[int]] = {}  # (bits, widths) -> _splits of its timing
 
 
 def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
-    """(parent bits, child bits) of burst j: child-side bursts, the parent's share pro rata."""
+    """(parent bits, child bits) of burst j.
+
+    Bursts are counted where the bits meet (DESIGN "Bursts are counted where the bits meet"):
+    on the side that moves more bits — the parent's port when it carries several instances'
+    shares (parent bits > child bits), else one instance's port — and the other side moves
+    its share pro rata in the same bursts.
+    """
+    if big > small:
+        lo, hi = j * burst, min(big, (j + 1) * burst)
+        return hi - lo, small * hi // big - small * lo // big
     lo, hi = j * burst, min(small, (j + 1) * burst)
     return big * hi // small - big * lo // small, hi - lo
 
 
-def _timing(big: int, small: int, burst: int, wp: int, wc: int) -> tuple[list, list, list]:
-    """Per burst at widths (wp, wc): cycles, whether the parent side is the slower one, and the
-    running sum of cycles (prefix[j] = cycles of bursts 0..j-1). Burst j as in _burst_bits."""
+def n_bursts_of(big: int, small: int, burst: int) -> int:
+    """Bursts of a transfer of big parent bits and small bits per child instance."""
+    return -(-max(big, small) // burst)
+
+
+def _timing(
+    big: int, small: int, burst: int, wp: int, wc: int, child_on_tie: bool = False
+) -> tuple[list, list, list]:
+    """Per burst at widths (wp, wc): cycles, whether the parent side is the one named (the
+    slower; on a tie the side the data leaves: the parent for a fill, the child for a
+    write-back, child_on_tie), and the running sum of cycles (prefix[j] = cycles of bursts
+    0..j-1). Burst j as in _burst_bits."""
+    if big > small:  # counted on the parent side: the same with the sides swapped
+        cycles, child_named, prefix = _timing(small, big, burst, wc, wp, not child_on_tie)
+        return cycles, [not c for c in child_named], prefix
     full = (small - 1) // burst  # bursts before the last one, all of `burst` child bits
     if full > 1 and big * burst % small == 0:  # they all move the same parent bits too
         share = big * burst // small
@@ -84,7 +109,12 @@ def _timing(big: int, small: int, burst: int, wp: int, wc: int) -> tuple[list, l
         c_last = max(cp_last, cc_last, 1)
         prefix = list(range(0, full * c + 1, c))
         prefix.append(prefix[-1] + c_last)
-        return [c] * full + [c_last], [cp >= cc] * full + [cp_last >= cc_last], prefix
+        named = [_parent_named(cp, cc, child_on_tie)] * full
+        return (
+            [c] * full + [c_last],
+            named + [_parent_named(cp_last, cc_last, child_on_tie)],
+            prefix,
+        )
     cycles, parent_slower, prefix = [], [], [0]
     t = 0
     below = 0  # parent bits of the bursts before j: big * lo // small
@@ -95,10 +125,33 @@ def _timing(big: int, small: int, burst: int, wp: int, wc: int) -> tuple[list, l
         below = upto
         c = max(cp, cc, 1)
         cycles.append(c)
-        parent_slower.append(cp >= cc)
+        parent_slower.append(_parent_named(cp, cc, child_on_tie))
         t += c
         prefix.append(t)
     return cycles, parent_slower, prefix
+
+
+def _splits(parent_named: list) -> list[int]:
+    """The bursts that name another port than the burst before them."""
+    return [m for m in range(1, len(parent_named)) if parent_named[m] != parent_named[m - 1]]
+
+
+def _parent_named(cp: int, cc: int, child_on_tie: bool) -> bool:
+    """Does a burst of cp parent-side and cc child-side cycles name the parent's port?"""
+    return cp > cc or (cp == cc and not child_on_tie)
+
+
+def named_keys(
+    link: Link, big: int, small: int, width: dict[str, int], j: int = 0
+) -> tuple[str, ...]:
+    """The link's port keys, the one a wait for burst j is named after first: the port whose
+    ceil(bits / width) for that burst is largest, on a tie the port the data leaves (DESIGN
+    "Naming a stalled transfer's port")."""
+    if len(link.keys) == 1:
+        return link.keys
+    pb, cb = _burst_bits(big, small, link.burst, j)
+    cp, cc = -(-pb // width[link.pk]), -(-cb // width[link.ck])
+    return link.keys if _parent_named(cp, cc, link.child_on_tie) else (link.ck, link.pk)
 
 
 def acquire_dma(env: simpy.Environment, rec: Recorder, tl: list, dma, x=None) -> object:
@@ -135,8 +188,8 @@ def transfer(
 ):
     """Move parent_bits through the parent's port and child_bits through each child's port.
 
-    Bursts are the smaller burst size of the two ports, counted on the child side (per
-    instance; the parent moves its share of a multicast or reduction in the same bursts); each
+    Bursts are the smaller burst size of the two ports, counted on the side that moves more bits
+    (_burst_bits; the other side moves its share of a multicast or reduction in them); each
     burst holds both ports for the cycles of the slower side; latency is paid once, after the last burst,
     without holding the ports. Uncontested bursts run back to back in one timeout.
 
@@ -158,14 +211,14 @@ def transfer(
     burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
     width, reserved, timings = fabric.width, fabric.reserved, link.timings
     big, small = parent_bits, child_bits
-    # bursts are counted on the child side (one instance); the parent side moves its share of a
-    # multicast or reduction in the same bursts, all instances in lockstep
-    n_bursts = -(-small // burst)
+    # bursts are counted where the bits meet (_burst_bits); the other side moves its share in
+    # the same bursts, all instances in lockstep
+    n_bursts = n_bursts_of(big, small, burst)
     proc = env.active_process
-    ev = fabric.request(who, keys, link.tensor)
+    asking = named_keys(link, big, small, width)  # keys, the port a wait names first
+    ev = fabric.request(who, asking, link.tensor, tl)  # (the fabric notes a wait in tl)
     while True:
         if ev is not None:
-            tl.append((env.now, S_PORT, keys))
             x.stage = GRANT
             yield ev
         x.stopping = False
@@ -184,22 +237,35 @@ def transfer(
             shape = (big, small, wp, wc)
             timing = timings.get(shape)
             if timing is None:
-                timing = timings[shape] = _timing(big, small, burst, wp, wc)
+                timing = timings[shape] = _timing(big, small, burst, wp, wc, link.child_on_tie)
             cycles, parent_slower, prefix = timing
             i, rest, start = x.i, x.rest, x.start
             if rest is None:
                 first, slower = cycles[i], parent_slower[i]
             else:
                 cp, cc = -(-rest[0] // wp), -(-rest[1] // wc)
-                first, slower = max(cp, cc, 1), cp >= cc
+                first, slower = max(cp, cc, 1), _parent_named(cp, cc, link.child_on_tie)
             tl.append((start, S_BURST, pk if slower else ck))
             # someone waits (or we were told to stop): this burst, then round-robin
             if x.stopping or i + 1 == n_bursts or fabric.contested(keys):
                 j, end, last = i + 1, start + first, start
-            else:  # nobody competes: all the remaining bursts in one run
+            else:  # nobody competes: the remaining bursts in one run, up to the first burst
+                # that names the other port (a short last burst may tie: DESIGN "Naming a
+                # stalled transfer's port"), which starts a run of its own
                 j = n_bursts
-                end = start + first + prefix[n_bursts] - prefix[i + 1]
-                last = end - cycles[n_bursts - 1]
+                if parent_slower[i + 1] != slower:
+                    j = i + 1
+                else:
+                    splits = link.splits.get(shape)
+                    if splits is None:
+                        splits = link.splits[shape] = _splits(parent_slower)
+                    if splits and splits[-1] > i + 1:
+                        j = splits[bisect_right(splits, i + 1)]
+                if j == i + 1:
+                    end, last = start + first, start
+                else:
+                    end = start + first + prefix[j] - prefix[i + 1]
+                    last = end - cycles[j - 1]
             x.first, x.j, x.end, x.last, x.wp, x.wc = first, j, end, last, wp, wc
             fabric.start_run(keys, proc, x.stopping)
             x.stage = RUN
@@ -213,6 +279,8 @@ def transfer(
             except simpy.Interrupt as irq:
                 now = env.now
                 fabric.end_run(keys)
+                if irq.cause == "revoke":  # granted at once, then someone ahead asked this
+                    break  # cycle: nothing moved; ask again (engine/fabric.py request)
                 i, rest, start, first, j = x.i, x.rest, x.start, x.first, x.j
                 prefix = timings[(big, small, x.wp, x.wc)][2]
                 # the bursts i..j-1 of the interrupted run, as they were timed: burst i + q
@@ -230,6 +298,13 @@ def transfer(
                     b, sm = rest if rest is not None else _burst_bits(big, small, burst, i)
                 begun = base + prefix[i + done] if done else start
                 moved = now - begun  # cycles of burst i already spent at the old widths
+                if done and not moved and irq.cause == "competitor":
+                    # a competitor asked in the cycle a burst ended: the next burst is
+                    # arbitrated among every request of this cycle (DESIGN "Arbitration sees
+                    # every request of the cycle"), not kept by the run
+                    x.rest = None
+                    x.last_start = base + prefix[i + done - 1] if done > 1 else start
+                    break
                 rest = (max(0, b - moved * x.wp), max(0, sm - moved * x.wc))
                 if rest == (0, 0):
                     x.i, x.rest = x.i + 1, None
@@ -241,7 +316,8 @@ def transfer(
         if x.i >= n_bursts:
             fabric.release(who, keys, x.last_start)
             break
-        ev = fabric.release_and_request(who, keys, link.tensor, x.last_start)
+        asking = named_keys(link, big, small, width, x.i)  # (a short last burst may tie)
+        ev = fabric.release_and_request(who, asking, link.tensor, x.last_start, tl)
     latency = link.latency
     if latency:
         tl.append((env.now, S_LATENCY, link.latency_key))

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from cyclesim.engine.fabric import PE
 from cyclesim.engine.loop import gc_paused  # (re-exported: views never import the engine)
 from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH, FOREVER, S_DMA
+from cyclesim.engine.transfer import _burst_bits, n_bursts_of
 from cyclesim.errors import TraceError
 from cyclesim.results.attribution import (
     SPATIAL,
@@ -231,14 +232,9 @@ def window_of(res, window: tuple[int, int] | None = None) -> tuple[int, int]:
 
 def _bursts(big: int, small: int, burst: int) -> list[tuple[int, int]]:
     """(parent-side bits, child-side bits) of each burst, as the engine cuts a transfer."""
-    out, sent_big, sent_small = [], 0, 0
-    while sent_big < big:
-        b = min(burst, big - sent_big)
-        sent_big += b
-        s = small * sent_big // big - sent_small
-        sent_small += s
-        out.append((b, s))
-    return out or [(0, 0)]
+    return [_burst_bits(big, small, burst, j) for j in range(n_bursts_of(big, small, burst))] or [
+        (0, 0)
+    ]
 
 
 def requester(node: int, kind: str) -> int:
@@ -321,7 +317,7 @@ def _build_activity(
         small = big // n.union_values * n.tile_values if n.union_values else big
         sides = ((src.key, 0), (dst.key, 1)) if src.key != dst.key else ((src.key, 0),)
         burst = min(src.burst_bits, dst.burst_bits)
-        n_bursts = max(1, -(-big // burst))
+        n_bursts = max(1, n_bursts_of(big, small, burst))
         bursts = None
         who = requester(node, kind)
         for key, side in sides:
@@ -432,20 +428,20 @@ def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:
     pieces: list[PeState] = []
     classify = [segment_classifier(leaf) for leaf in plan.leaves]
     port_tensors: list[dict[str, str]] = []
-    where_of: list[dict[int, str]] = []
+    where_of: list[dict[tuple[int, str], str]] = []
     for leaf in plan.leaves:
         on: dict[str, list[str]] = {}
-        wheres: dict[int, str] = {}
+        wheres: dict[tuple[int, str], str] = {}
         for oi, o in enumerate(leaf.operands):
             for port in (o.read_port, o.write_port):
                 if port is not None and o.tensor not in on.setdefault(port.key, []):
                     on[port.key].append(o.tensor)
-            port = o.read_port if not o.is_output else (o.read_port or o.write_port)
-            where = f"{o.tensor}@{plan.nodes[o.node].memory}"
-            wheres[oi] = where + (f" port {port.memory}.{port.name}" if port else "")
+                if port is not None:  # a spatial stall names the operand and its binding port
+                    where = f"{o.tensor}@{plan.nodes[o.node].memory}"
+                    wheres[(oi, port.key)] = f"{where} port {port.memory}.{port.name}"
         port_tensors.append({k: "+".join(v) for k, v in on.items()})
         where_of.append(wheres)
-    spatial_sum: dict[tuple[int, int], int] = {}
+    spatial_sum: dict[tuple[int, int, str], int] = {}
     complete = rec.trace_leaves is None and rec.trace_window == (0, FOREVER)
     profiles: dict[tuple, object] = {}  # (leaf, level, first visit) -> its profile
     for s, e, li, g in sorted(rec.pe_segments):
@@ -461,13 +457,13 @@ def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:
                     pe_ports[key].add(a, b, port_tensors[li][key], "PE array", bits, COMPUTE)
         t = s + prof.steps
         pieces.append(PeState(s, t, COMPUTE, COMPUTE, "", leaf.einsum, g))
-        for oi, cycles in prof.spatial:
+        for (oi, pk), cycles in prof.spatial:
             pieces.append(
-                PeState(t, t + cycles, COMPUTE, SPATIAL, where_of[li][oi], leaf.einsum, g)
+                PeState(t, t + cycles, COMPUTE, SPATIAL, where_of[li][(oi, pk)], leaf.einsum, g)
             )
             t += cycles
             if complete:
-                spatial_sum[(li, oi)] = spatial_sum.get((li, oi), 0) + cycles
+                spatial_sum[(li, oi, pk)] = spatial_sum.get((li, oi, pk), 0) + cycles
         if t != e:
             raise TraceError(
                 f"PE segment [{s}, {e}) of {leaf.einsum}: its profile says {t - s} cycles"

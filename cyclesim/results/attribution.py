@@ -25,6 +25,7 @@ from cyclesim.engine.record import (
     S_PRODUCER,
     S_SETUP,
     S_SLOT,
+    S_SPACE,
     S_USES,
 )
 from cyclesim.engine.rows import Repeat, Rows
@@ -185,6 +186,19 @@ class Attributor:
                     here + (f"no free slot in {n.memory}: tile {info} still holds it",),
                     holder=(node, info),
                 )
+            elif state == S_SPACE:  # no room in the memory (engine/space.py)
+                if info is None:  # nothing held yet: the room is kept for the running branch
+                    who, why = (
+                        "the running branch",
+                        f"room in {n.memory} kept for the running branch",
+                    )
+                else:
+                    holder = self.nodes[info[0]]
+                    who = f"a tile of {holder.label()}"
+                    why = f"no room in {n.memory}: tile {info[1]} of {holder.label()} holds it"
+                yield span(
+                    t, end, phase, BUFFER_FULL, n, None, None, who, here + (why,), holder=info
+                )
             elif state == S_PRODUCER:
                 einsum, pkey = info
                 yield from self.produced(n.parent, pkey, einsum, t, end, phase, here, depth + 1)
@@ -306,35 +320,34 @@ class Attributor:
     def _contention(
         self, a: int, b: int, phase: str, n, own: int, keys: tuple[str, ...], chain, action=None
     ):
-        """Split [a, b) by who held the wanted ports; the PE array when no transfer did."""
+        """Split [a, b) by who held the wanted ports; the PE array when no transfer did.
+
+        Every cycle names keys[0], the transfer's binding port (engine/transfer.py
+        named_keys), whichever of its ports the competitor holds."""
         t = a
         while t < b:
-            holder, until = None, b
+            holder, until, busy = None, b, keys[0]
             for k in keys:
                 grants = self.rec.grants.get(k, [])
                 starts = self._grant_starts[k]
                 j = _bisect(starts, t) - 1
                 if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
                     end = grants[j][1] if grants[j][1] is not None else b
-                    holder, until, port = grants[j][2], min(b, end), k
+                    holder, until, busy = grants[j][2], min(b, end), k
                     break
                 if j + 1 < len(starts):
                     until = min(until, max(starts[j + 1], t + 1))
-            if holder is None:
-                port = keys[0]
-                competitor = "PE array"
-            else:
-                competitor = self._label(holder)
+            competitor = "PE array" if holder is None else self._label(holder)
             yield self._span(
                 t,
                 until,
                 phase,
                 CONTENTION,
                 n,
-                port,
+                keys[0],
                 None,
                 competitor,
-                chain + (f"{port} busy with {competitor}",),
+                chain + (f"{busy} busy with {competitor}",),
                 action=action,
             )
             t = until
@@ -403,10 +416,11 @@ def attribute(raw: RawRun) -> SpanList:
 
     out = _walk_waits(rec.pe_waits, waits)
     spans: list[StallSpan] = []
-    for (li, oi), (cycles, start, end) in rec.spatial.items():
+    for (li, oi, key), (cycles, start, end) in rec.spatial.items():
         leaf = plan.leaves[li]
         o = leaf.operands[oi]
-        port = o.read_port if not o.is_output else (o.read_port or o.write_port)
+        # the port that binds the step (DESIGN "Naming a stalled transfer's port")
+        port = next(p for p in (o.read_port, o.write_port) if p is not None and p.key == key)
         spans.append(
             StallSpan(
                 start,

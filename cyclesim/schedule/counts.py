@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from math import prod
 
 from cyclesim.schedule.plan import NodePlan, Plan
+from cyclesim.schedule.steps import program_blocks, segment_classifier
 
 READ, WRITE = "read", "write"
 READ_TO_BELOW, WRITE_FROM_ABOVE = "read_to_below", "write_from_above"
@@ -122,7 +123,42 @@ def closed_form(plan: Plan) -> list[Access]:
             else:
                 v = prod(leaf.bounds[: o.change_depth]) * per
                 rows.append(Access(leaf.einsum, o.tensor, mem, READ, READ_TO_BELOW, v, v * o.bits))
+    for li, o, times in _rereads_after_other_einsum(plan):
+        leaf = plan.leaves[li]
+        v = times * o.values_per_step * o.instances
+        rows.append(
+            Access(leaf.einsum, o.tensor, nodes[o.node].memory, READ, READ_TO_BELOW, v, v * o.bits)
+        )
     return merge(rows)
+
+
+def _rereads_after_other_einsum(plan: Plan):
+    """(leaf, input operand, reads) the retain rule adds where a block of a leaf's steps follows
+    another Einsum's step: its first step re-reads every operand (DESIGN "Operand registers hold
+    the previous cycle's value only"), also those whose value did not change.
+
+    A block's first segment g0 has level segment_levels(leaf, g0)[0]; operand o would re-read
+    there anyway when that level <= o.change_depth.
+    """
+    if len(plan.leaves) < 2:
+        return
+    extra: dict[tuple[int, int], int] = {}
+    classify = {}
+    previous = None
+    for li, g0, _ in program_blocks(plan):
+        after_other = previous is not None and previous != li
+        previous = li
+        if not after_other or g0 == 0:
+            continue
+        c = classify.get(li)
+        if c is None:
+            c = classify[li] = segment_classifier(plan.leaves[li])
+        level = c(g0)[0]
+        for i, o in enumerate(plan.leaves[li].operands):
+            if not o.is_output and level > o.change_depth:
+                extra[(li, i)] = extra.get((li, i), 0) + 1
+    for (li, i), times in extra.items():
+        yield li, plan.leaves[li].operands[i], times
 
 
 def merge(rows: list[Access]) -> list[Access]:

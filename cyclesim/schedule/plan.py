@@ -390,6 +390,7 @@ def build_plan(
         dram,
         dram_nodes,
         arch.pe_array.systolic,
+        tuple((m.name, m.size_bits) for m in arch.memories if m.size_bits is not None),
     )
 
 

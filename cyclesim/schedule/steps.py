@@ -30,7 +30,7 @@ class SegmentProfile:
 
     cycles: int
     steps: int
-    spatial: tuple[tuple[int, int], ...]  # (operand index, stall cycles)
+    spatial: tuple[tuple[tuple[int, str], int], ...]  # ((operand index, port key), stall cycles)
     port_bits: tuple[tuple[str, int], ...]  # bits through each PE-side port, per instance
     reads: tuple[int, ...]  # values read per operand (PE side, all instances)
     writes: tuple[int, ...]  # values written per operand
@@ -53,19 +53,28 @@ def step_cost(leaf: LeafPlan, level: int, first_visit: bool) -> StepCost:
     best, port, rank = 1, None, -1
     for key, b in bits.items():
         c = -(-b // width[key])
-        o = leaf.operands[owner[key]]
+        o = leaf.operands[_most_bits(owner[key])]
         r = len(leaf.bounds) + 1 if o.is_output else o.change_depth
         # ties name the operand that changes most often (ZigZag charges the same port)
         if c > best or (c == best > 1 and r > rank):
             best, port, rank = c, key, r
-    return StepCost(best, port, owner[port] if port is not None else None, tuple(bits.items()))
+    stall_operand = _most_bits(owner[port]) if port is not None else None
+    return StepCost(best, port, stall_operand, tuple(bits.items()))
 
 
 def _add(bits: dict, width: dict, owner: dict, port, b: int, i: int) -> None:
-    """Add an operand's bits to a port; the first operand on the port names its stall."""
+    """Add an operand's bits to a port, and to the operand's bits on it (DESIGN "Naming a
+    stalled transfer's port": a port's spatial stall names the operand with the most bits
+    through it, ties in operand order)."""
     bits[port.key] = bits.get(port.key, 0) + b
     width[port.key] = port.width_bits
-    owner.setdefault(port.key, i)
+    on = owner.setdefault(port.key, {})
+    on[i] = on.get(i, 0) + b
+
+
+def _most_bits(on: dict[int, int]) -> int:
+    """The operand with the most bits on a port, the first in operand order on a tie."""
+    return min(on, key=lambda i: (-on[i], i))
 
 
 def segment_levels(leaf: LeafPlan, g: int) -> tuple[int, bool]:
@@ -123,7 +132,7 @@ def segment_profile(leaf: LeafPlan, level: int, first: bool) -> SegmentProfile:
     n_ops = len(leaf.operands)
     reads = [0] * n_ops
     writes = [0] * n_ops
-    spatial: dict[int, int] = {}
+    spatial: dict[tuple[int, str], int] = {}
     port_bits: dict[str, int] = {}
     cycles = 0
     steps = 0
@@ -139,7 +148,8 @@ def segment_profile(leaf: LeafPlan, level: int, first: bool) -> SegmentProfile:
         for key, b in c.port_bits:
             port_bits[key] = port_bits.get(key, 0) + b * count
         if c.cycles > 1:
-            spatial[c.stall_operand] = spatial.get(c.stall_operand, 0) + (c.cycles - 1) * count
+            key = (c.stall_operand, c.stall_port)
+            spatial[key] = spatial.get(key, 0) + (c.cycles - 1) * count
         for i, o in enumerate(leaf.operands):
             v = o.values_per_step * o.instances * count
             if o.is_output:

@@ -170,3 +170,4 @@ class Plan:
     dram: tuple = ()  # (memory, DramConfig, placements, clock MHz) per DRAM-modelled memory
     dram_nodes: tuple = ()  # per node: TileAddresses in its parent's DRAM, or None (empty: none)
     systolic: Systolic | None = None  # the PE array's wavefront timing (engine/systolic.py)
+    sizes: tuple[tuple[str, int], ...] = ()  # (memory, size_bits) of every memory with a size

@@ -176,7 +176,19 @@ def _sentences(check: AccelForgeCheck, key: tuple) -> list[str]:
     ids=lambda p: p.stem,
 )
 def test_every_difference_has_exactly_one_sentence(spec):
-    for check in (_check(spec), _check(spec, "strict", True)):
+    checks = [_check(spec, "strict", True)]
+    if spec.stem == "fused_tiled_finite_sram":
+        # fused and retained, the producer keeps W0's tile (2048 b) in the 4096-b sram across
+        # the consumer's turn, which needs W1's (2048 b) beside AO's (512 b) and O's: the
+        # replay may not hold them at once (DESIGN "A memory never holds more than its
+        # size"), so W1's fill waits for room that never comes, and the replay says so
+        from cyclesim.errors import DeadlockError
+
+        with pytest.raises(DeadlockError, match="no room for its 2048 b in memory 'sram'"):
+            _check(spec)
+    else:
+        checks.insert(0, _check(spec))
+    for check in checks:
         for row in check.accesses:
             differs = len({row.replay_bits, row.closed_form_bits, row.model_bits}) > 1
             assert len(_sentences(check, row.key)) == (1 if differs else 0), row

@@ -349,7 +349,7 @@ def test_the_cli_gives_the_same_report_and_vcd_with_either_timer(tmp_path):
         document.pop("wall_seconds")
         out[label] = (document, vcd.read_text())
     assert out["compiled"] == out["pure"]
-    assert "bank" in out["pure"][1] and out["pure"][0]["cycles"] == 132_715
+    assert "bank" in out["pure"][1] and out["pure"][0]["cycles"] == 132_662
 
 
 def test_a_compiler_that_fails_is_named_not_its_command_line():

@@ -190,8 +190,11 @@ def _arch(config: ScaleConfig, stationary: str, tiled: list[str]) -> dict:
             "tensors": [stationary],
             "double_buffered": True,
             # twice a value per cycle: the PE array's read-modify-write of a stationary output
-            # leaves room for the previous fold's write-back (SCALE-Sim drains it for free)
-            "ports": _ports(2 * WORD_BITS),
+            # leaves room for the previous fold's write-back (SCALE-Sim drains it for free);
+            # bursts of the SRAM's width: a fold's registers load (or drain) in one burst on
+            # the SRAM port, each register's own port taking its value in parallel (bursts
+            # are counted where the bits meet, DESIGN: narrower ones would serialise them)
+            "ports": [dict(p, burst_bits=wide) for p in _ports(2 * WORD_BITS)],
         }
     )
     return {

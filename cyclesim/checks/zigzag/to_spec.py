@@ -4,7 +4,8 @@
   operand it is linked to (I1 -> I, I2 -> W, O -> O), used as the tensor name.
 * ZigZag's directions map one to one: fh -> write_from_above, th -> read_to_above,
   tl -> read_to_below, fl -> write_from_below; `bandwidth_max` is the port width and the memory's
-  `latency` (unused by ZigZag's model) the port latency, paid once per transfer.
+  `latency` (unused by ZigZag's model) the port latency, paid once per transfer; bursts are a
+  port's width, times the instances of a memory with one instance per array position.
 * `served_dimensions` are the array dims a memory is shared across ([] = one instance per PE).
 * ZigZag infers double buffering from capacity; the replay is given the same flags explicitly
   (`model.double_buffer_flags`), so single buffering is played out where ZigZag assumed it.
@@ -19,6 +20,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from cyclesim.checks.zigzag.inputs import DataDirection, ZigZagInputs
 from cyclesim.errors import SpecError
@@ -40,6 +42,7 @@ from cyclesim.spec import (
     TensorAccess,
     Workload,
 )
+from cyclesim.spec.limits import MAX_WIDTH_BITS
 from cyclesim.spec.mapping import check_mapping
 
 DIRECTION_NAMES = {
@@ -73,6 +76,14 @@ def to_architecture(
         if not tensors:
             continue
         ports = []
+        # a memory with one instance per array position: bursts of width x instances, so what
+        # crosses its parent's port for all instances moves as in ZigZag, at the parent's
+        # width (bursts are counted where the bits meet, DESIGN; ZigZag has no bursts)
+        instances = prod(
+            size
+            for dim, size in zip(acc.array_dimensions, acc.array_sizes, strict=True)
+            if dim not in _served(acc, memory)
+        )
         for port in memory.ports:
             serves = tuple(
                 (links.layer_operand(a.memory_operand), DIRECTION_NAMES[a.direction])
@@ -87,7 +98,7 @@ def to_architecture(
                         kind,
                         port.bandwidth_max_bits,
                         memory.latency_cycles,
-                        port.bandwidth_max_bits,
+                        min(MAX_WIDTH_BITS, port.bandwidth_max_bits * instances),
                         serves,
                     )
                 )
