@@ -622,11 +622,16 @@ class _StartColumn:
         return len(self.rows)
 
 
+_STARTS_LIMIT = 250_000  # longer repeated timelines keep their starts as arithmetic
+
+
 def _starts(rows) -> object:
     """The start cycles of a timeline's or a port's rows: a list when the rows are one."""
     if isinstance(rows, _RunReader):
-        return _StartColumn(rows)
+        rows = rows.rows
     flat = rows.flat if isinstance(rows, Rows) else rows
+    if flat is None and len(rows) <= _STARTS_LIMIT:
+        flat = rows  # a few hundred thousand ints: bisected by the builtin, read by index
     return [r[0] for r in flat] if flat is not None else _StartColumn(_RunReader(rows))
 
 
