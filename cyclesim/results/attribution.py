@@ -83,7 +83,9 @@ class Attributor:
         self.nodes = raw.plan.nodes
         self.rec = raw.rec
         self._times: dict[tuple, object] = {}
-        self._grant_starts: dict[str, object] = {k: _starts(v) for k, v in raw.rec.grants.items()}
+        self._grants = {k: _reader(v) for k, v in raw.rec.grants.items()}
+        self._grant_starts: dict[str, object] = {k: _starts(v) for k, v in self._grants.items()}
+        self._readers: dict[tuple, object] = {}
 
     # -------------------------------------------------------------- helpers
     def _label(self, who: int) -> str:
@@ -98,7 +100,12 @@ class Attributor:
         return next((c for name, c, _, _ in self.raw.plan.dram if name == memory), None)
 
     def _timeline(self, kind: str, node: int) -> list[tuple]:
-        return (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
+        key = (kind, node)
+        tl = self._readers.get(key)
+        if tl is None:
+            rows = (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
+            tl = self._readers[key] = _reader(rows)
+        return tl
 
     def _times_of(self, kind: str, node: int):
         key = (kind, node)
@@ -360,7 +367,7 @@ class Attributor:
         while t < b:
             holder, until, busy = None, b, keys[0]
             for k in keys:
-                grants = self.rec.grants.get(k, [])
+                grants = self._grants.get(k, [])
                 starts = self._grant_starts[k]
                 j = _bisect(starts, t) - 1
                 if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
@@ -585,6 +592,53 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
     )
 
 
+class _RunReader:
+    """Rows fast-forward repeated, read by index one run at a time: the piece (a list, or one
+    copy of a Repeat shifted whole) holding the last row read is kept, so a walk over
+    neighbouring rows pays one lookup per copy, not per row (engine/rows.py)."""
+
+    __slots__ = ("rows", "_lo", "_hi", "_run", "_n")
+
+    COPY_LIMIT = 4096  # copies of longer periods are read row by row (no large copy made)
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows, self._lo, self._hi, self._run, self._n = rows, 0, 0, (), len(rows)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    def __getitem__(self, i: int) -> tuple:
+        if i < 0:
+            i += self._n
+        if self._lo <= i < self._hi:
+            return self._run[i - self._lo]
+        piece, r = self.rows._locate(i)
+        if not isinstance(piece, Repeat):
+            self._lo, self._hi, self._run = i - r, i - r + len(piece), piece
+            return piece[r]
+        n = piece._n
+        if n > self.COPY_LIMIT:
+            return piece.row(r)
+        j, k = divmod(r, n)
+        self._lo = i - k
+        self._hi = self._lo + n
+        self._run = [piece.shift(row, j + 1) for row in piece.base]
+        return self._run[k]
+
+    def bisect_right(self, key: int) -> int:
+        return self.rows.bisect_right(key)
+
+
+def _reader(rows):
+    """The rows as they are when they are a plain list, else a _RunReader over them."""
+    if isinstance(rows, Rows) and rows.flat is None:
+        return _RunReader(rows)
+    return rows.flat if isinstance(rows, Rows) else rows
+
+
 class _StartColumn:
     """The first column (start cycles) of rows fast-forward repeated, read without writing
     the rows out: indexing and bisect by arithmetic over the repeats (engine/rows.py)."""
@@ -601,10 +655,17 @@ class _StartColumn:
         return len(self.rows)
 
 
+_STARTS_LIMIT = 250_000  # longer repeated timelines keep their starts as arithmetic
+
+
 def _starts(rows) -> object:
     """The start cycles of a timeline's or a port's rows: a list when the rows are one."""
+    if isinstance(rows, _RunReader):
+        rows = rows.rows
     flat = rows.flat if isinstance(rows, Rows) else rows
-    return [r[0] for r in flat] if flat is not None else _StartColumn(rows)
+    if flat is None and len(rows) <= _STARTS_LIMIT:
+        flat = rows  # a few hundred thousand ints: bisected by the builtin, read by index
+    return [r[0] for r in flat] if flat is not None else _StartColumn(_RunReader(rows))
 
 
 def _bisect(starts, t: int) -> int:
