@@ -21,12 +21,12 @@ from typing import Any
 import pandas as pd
 
 from cyclesim.checks.accelforge.spec import AfActionCost
+from cyclesim.checks.peer_python import peer_python
 from cyclesim.errors import CyclesimError, PeerUnavailable
 from cyclesim.outputs import run_peer, write_atomically
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_ACCELFORGE_PYTHON"
 RUNNER = Path(__file__).with_name("peer_runner.py")
-REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TIMEOUT_SECONDS = 300.0
 ACCESS_COLUMNS = ["einsum", "memory", "tensor", "action", "bits", "actions", "column"]
 SEPARATOR = "<SEP>"  # AccelForge joins the parts of its result column names with it
@@ -84,18 +84,11 @@ _COSTS: dict[str, dict[str, AfActionCost]] = {}
 
 def accelforge_python() -> Path:
     """The AccelForge interpreter. Raise PeerUnavailable saying how to get one if there is none."""
-    configured = os.environ.get(ENVIRONMENT_VARIABLE)
-    if configured:
-        path = Path(configured)
-        if not path.exists():
-            raise PeerUnavailable(f"{ENVIRONMENT_VARIABLE}={configured} does not exist")
-        return path
-    default = REPO_ROOT / ".venv-af" / "bin" / "python"
-    if default.exists():
-        return default
-    raise PeerUnavailable(
-        f"no AccelForge environment: set {ENVIRONMENT_VARIABLE} or run `make peers` "
-        "(accelforge needs Python >= 3.12 in its own environment, .venv-af)"
+    return peer_python(
+        "AccelForge",
+        ENVIRONMENT_VARIABLE,
+        ".venv-af",
+        "accelforge needs Python >= 3.12 in its own environment, .venv-af",
     )
 
 

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from cyclesim.checks.peer_python import peer_python
 from cyclesim.checks.stream.read import read_accelerator
 from cyclesim.checks.stream.schedule import StreamRun, parse_run
 from cyclesim.errors import CyclesimError, PeerUnavailable
@@ -25,7 +26,6 @@ from cyclesim.outputs import run_peer
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_STREAM_PYTHON"
 RUNNER = Path(__file__).with_name("peer_runner.py")
-REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TIMEOUT_SECONDS = 900.0
 HEARTBEAT_SECONDS = 30.0  # a line saying Stream still runs (uncached runs take 20-70 s)
 
@@ -38,18 +38,11 @@ class StreamRejected(CyclesimError):
 
 def stream_python() -> Path:
     """Stream's interpreter. Raise PeerUnavailable saying how to get one if there is none."""
-    configured = os.environ.get(ENVIRONMENT_VARIABLE)
-    if configured:
-        path = Path(configured)
-        if not path.exists():
-            raise PeerUnavailable(f"{ENVIRONMENT_VARIABLE}={configured} does not exist")
-        return path
-    default = REPO_ROOT / ".venv-stream" / "bin" / "python"
-    if default.exists():
-        return default
-    raise PeerUnavailable(
-        f"no Stream environment: set {ENVIRONMENT_VARIABLE} or run `make peers` "
-        "(stream-dse 2.1.1 needs Python >= 3.12 in its own environment, .venv-stream)"
+    return peer_python(
+        "Stream",
+        ENVIRONMENT_VARIABLE,
+        ".venv-stream",
+        "stream-dse 2.1.1 needs Python >= 3.12 in its own environment, .venv-stream",
     )
 
 
