@@ -1,4 +1,4 @@
-"""Every cycle the PE array does not complete a step, charged to one root cause (DESIGN.md,
+"""Every cycle the PE array does not complete a step, charged to one root cause (docs/design.md,
 "Cause of a waiting cycle"), by walking the per-cycle states the machine wrote down."""
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ def replay_outcome(arch, work, mapping, reuse: str) -> Outcome:
     return Outcome(int(r.cycles), phases, stalls, acc)
 
 
-# Differences recorded in /work/briefs/diffs22.md and not yet fixed in the engine: while a class
+# Differences recorded (tests/reference/cases/) and not yet fixed in the engine: while a class
 # is open, the comparison blurs exactly what that class changes (on both sides) and nothing more.
 BLUR = {
     # D2: a spatial stall's port and operand naming

@@ -1,4 +1,4 @@
-"""The reference machine: advances ONE CYCLE AT A TIME with plain loops, from DESIGN.md alone.
+"""The reference machine: advances ONE CYCLE AT A TIME with plain loops, from docs/design.md alone.
 
 Each cycle c, in this order:
  1. what ends at c ends: bursts free their ports, latencies complete transfers, steps release

@@ -1,7 +1,7 @@
 """The reference model's view of a schedule, by enumeration: every step of the loop nest, every
 storage node's tile residencies ("runs") and the elements each one holds.
 
-Written from DESIGN.md alone (no cyclesim.schedule / engine / results): nothing here is a closed
+Written from docs/design.md alone (no cyclesim.schedule / engine / results): nothing here is a closed
 form; element sets are enumerated point by point, so a reader can check each number by hand.
 """
 

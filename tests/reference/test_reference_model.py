@@ -26,7 +26,7 @@ HERE = Path(__file__).parent
 MODEL_FILES = ("nest.py", "machine.py", "blame.py", "model.py")
 FORBIDDEN = ("cyclesim.engine", "cyclesim.schedule", "cyclesim.results")
 
-# Difference classes recorded in /work/briefs/diffs22.md (D-number: minimal case folder under
+# Difference classes recorded during development (D-number: minimal case folder under
 # reference/cases/). FIXED ones must agree exactly; OPEN ones (not yet fixed in the engine) are
 # xfail(strict): the test fails as soon as the engine is fixed, so the class is moved to FIXED.
 # While a class is open the random comparison blurs what a naming class changes (compare.BLUR)
