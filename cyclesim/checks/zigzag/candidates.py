@@ -16,18 +16,19 @@ from typing import Any
 
 from cyclesim.checks.zigzag.inputs import TemporalMapping
 from cyclesim.checks.zigzag.peer import (
+    N_SPATIAL_MAPPINGS,
     PeerResult,
     ZigZagPeerError,
     _import,
     _no_mapping,
-    _parsed_layers,
     _quiet,
     _result,
+    loma_search,
+    one_layer,
 )
 
 Spatial = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]
 Levels = tuple[tuple[str, tuple[tuple[tuple[str, int], ...], ...]], ...]
-N_SPATIAL_MAPPINGS = 3  # peer.run_zigzag's nb_mappings_generated
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,51 +155,15 @@ def search_candidates(
     return SearchResult(tuple(candidates), pick)
 
 
-def _layer(workload: str, mapping: str, layer_name: str | None) -> Any:
-    import os
-
-    stamps = tuple(os.stat(p).st_mtime_ns if os.path.exists(p) else 0 for p in (workload, mapping))
-    layers = _parsed_layers(workload, mapping, stamps)
-    chosen = [n for n in layers if layer_name is None or n.name == layer_name]
-    if len(chosen) != 1:
-        raise ZigZagPeerError(
-            f"cannot choose one layer (asked {layer_name!r}; layers {[n.name for n in layers]})"
-        )
-    return copy.deepcopy(chosen[0])  # ZigZag's stages set attributes on the layer
-
-
 def _search(
     acc_path: str, wl_path: str, map_path: str, layer_name: str | None, lpf: int, sink: list
 ) -> tuple:
     """peer._evaluate's search with the recording leaf; the (spatial, levels) of ZigZag's pick."""
-    from zigzag.mapping.temporal_mapping import TemporalMappingType
-    from zigzag.stages.mapping.spatial_mapping_generation import SpatialMappingGeneratorStage
-    from zigzag.stages.mapping.temporal_mapping_generator_stage import TemporalMappingGeneratorStage
     from zigzag.stages.parser.accelerator_parser import AcceleratorParserStage
-    from zigzag.stages.results.reduce_stages import MinimalLatencyStage
 
     acc = AcceleratorParserStage.parse_accelerator(acc_path)
-    layer = _layer(wl_path, map_path, layer_name)
-    stages = [
-        SpatialMappingGeneratorStage,
-        MinimalLatencyStage,
-        TemporalMappingGeneratorStage,
-        _recording_stage(),
-    ]
-    answers = list(
-        MinimalLatencyStage(
-            stages,
-            accelerator=acc,
-            layer=layer,
-            loma_lpf_limit=lpf,
-            loma_show_progress_bar=False,
-            access_same_data_considered_as_no_access=True,
-            temporal_mapping_type=TemporalMappingType.UNEVEN,
-            nb_mappings_generated=N_SPATIAL_MAPPINGS,
-            enable_mix_spatial_mapping_generation=False,
-            candidate_sink=sink,
-        ).run()
-    )
+    layer = one_layer(wl_path, map_path, layer_name)
+    answers = loma_search(acc, layer, lpf, _recording_stage(), candidate_sink=sink)
     cme = answers[0][0]
     return (_spatial_of(cme.layer), _levels_of(cme))
 
@@ -226,7 +191,7 @@ def _evaluate(acc_path: str, wl_path: str, map_path: str, layer_name: str | None
     from zigzag.stages.parser.accelerator_parser import AcceleratorParserStage
 
     acc = AcceleratorParserStage.parse_accelerator(acc_path)
-    layer = _layer(wl_path, map_path, layer_name)
+    layer = one_layer(wl_path, map_path, layer_name)
     generator = SpatialMappingGeneratorStage(
         [CostModelStage],
         accelerator=acc,

@@ -131,14 +131,21 @@ def _evaluate(
     lpf: int,
 ) -> Any:
     """Parse with ZigZag's parsers, then evaluate the fixed mapping or run ZigZag's search."""
-    from zigzag.mapping.temporal_mapping import TemporalMappingType
     from zigzag.stages.evaluation.cost_model_evaluation import CostModelStage
-    from zigzag.stages.mapping.spatial_mapping_generation import SpatialMappingGeneratorStage
-    from zigzag.stages.mapping.temporal_mapping_generator_stage import TemporalMappingGeneratorStage
     from zigzag.stages.parser.accelerator_parser import AcceleratorParserStage
-    from zigzag.stages.results.reduce_stages import MinimalLatencyStage
 
     acc = AcceleratorParserStage.parse_accelerator(acc_path)
+    layer = one_layer(wl_path, map_path, layer_name)
+    if tm_path is None:
+        return loma_search(acc, layer, lpf, CostModelStage)[0][0]
+    return _evaluate_fixed(acc, layer, tm_path)
+
+
+N_SPATIAL_MAPPINGS = 3  # spatial mappings ZigZag's generator offers the search
+
+
+def one_layer(wl_path: str, map_path: str, layer_name: str | None) -> Any:
+    """A fresh copy of the one layer named (the only one when None); ZigZagPeerError otherwise."""
     stamps = tuple(os.stat(p).st_mtime_ns if os.path.exists(p) else 0 for p in (wl_path, map_path))
     layers = _parsed_layers(wl_path, map_path, stamps)
     chosen = [n for n in layers if layer_name is None or n.name == layer_name]
@@ -146,29 +153,37 @@ def _evaluate(
         raise ZigZagPeerError(
             f"cannot choose one layer (asked {layer_name!r}; layers {[n.name for n in layers]})"
         )
-    layer = copy.deepcopy(chosen[0])  # ZigZag's stages set attributes on the layer
-    if tm_path is None:
-        stages = [
-            SpatialMappingGeneratorStage,
-            MinimalLatencyStage,
-            TemporalMappingGeneratorStage,
-            CostModelStage,
-        ]
-        answers = list(
-            MinimalLatencyStage(
-                stages,
-                accelerator=acc,
-                layer=layer,
-                loma_lpf_limit=lpf,
-                loma_show_progress_bar=False,
-                access_same_data_considered_as_no_access=True,
-                temporal_mapping_type=TemporalMappingType.UNEVEN,
-                nb_mappings_generated=3,
-                enable_mix_spatial_mapping_generation=False,
-            ).run()
-        )
-        return answers[0][0]
-    return _evaluate_fixed(acc, layer, tm_path)
+    return copy.deepcopy(chosen[0])  # ZigZag's stages set attributes on the layer
+
+
+def loma_search(acc: Any, layer: Any, lpf: int, leaf: Any, **extra: Any) -> list:
+    """zigzag-dse's own search (spatial generator, LOMA, minimal latency) with `leaf` costing
+    each temporal mapping; its answers, ZigZag's pick first."""
+    from zigzag.mapping.temporal_mapping import TemporalMappingType
+    from zigzag.stages.mapping.spatial_mapping_generation import SpatialMappingGeneratorStage
+    from zigzag.stages.mapping.temporal_mapping_generator_stage import TemporalMappingGeneratorStage
+    from zigzag.stages.results.reduce_stages import MinimalLatencyStage
+
+    stages = [
+        SpatialMappingGeneratorStage,
+        MinimalLatencyStage,
+        TemporalMappingGeneratorStage,
+        leaf,
+    ]
+    return list(
+        MinimalLatencyStage(
+            stages,
+            accelerator=acc,
+            layer=layer,
+            loma_lpf_limit=lpf,
+            loma_show_progress_bar=False,
+            access_same_data_considered_as_no_access=True,
+            temporal_mapping_type=TemporalMappingType.UNEVEN,
+            nb_mappings_generated=N_SPATIAL_MAPPINGS,
+            enable_mix_spatial_mapping_generation=False,
+            **extra,
+        ).run()
+    )
 
 
 @functools.lru_cache(maxsize=4)
