@@ -296,7 +296,7 @@ class DramTimer:
             mine = self.last_request.get(who)
             following = self._visits(ahead, who)
             self.set_last_request(who, mine)
-        if len(visits) > 2:
+        if len(visits) > 1:  # two visits suffice: a miss, then a hit on the bank's open row
             visits = self._hits_first(visits)
         delays: list[Delay] = []
         end, issued = self._time_visits(visits, is_write, who, s0, index, delays, following)
