@@ -23,7 +23,6 @@ _LAZY = {
     "Mapping": "cyclesim.spec",
     "CyclesimError": "cyclesim.errors",
     "SpecError": "cyclesim.errors",
-    "ScheduleError": "cyclesim.errors",
     "EngineError": "cyclesim.errors",
 }
 

@@ -41,29 +41,9 @@ class SpecError(CyclesimError):
             text += f"; expected {self.expected}"
         return text
 
-    def with_context(
-        self, *, file: str | None = None, field_prefix: str | None = None
-    ) -> SpecError:
-        """Return a copy with the file set and the field path prefixed (as the error rises)."""
-        field = self.field
-        if field_prefix:
-            field = f"{field_prefix}.{field}" if field else field_prefix
-        return SpecError(
-            self.detail,
-            file=file or self.file,
-            field=field,
-            line=self.line,
-            found=self.found,
-            expected=self.expected,
-        )
-
 
 class OptionError(CyclesimError):
     """A command-line option is wrong (an output path that cannot be written): exit code 2."""
-
-
-class ScheduleError(CyclesimError):
-    """The inputs are well-formed but cannot be scheduled (e.g. tiles that do not fit)."""
 
 
 class EngineError(CyclesimError):

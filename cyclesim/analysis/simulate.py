@@ -82,7 +82,7 @@ def simulate(
     `.to_perfetto()` replay once more with tracing when first asked).
     fast_forward: skip loop iterations that repeat an exactly equal state (the default); False
     replays every one. The result is identical either way.
-    Raise SpecError for a bad input, ScheduleError when it cannot be scheduled.
+    Raise SpecError for a bad input or one that cannot be scheduled (tiles that do not fit).
     """
     from cyclesim.engine import replay
 

@@ -77,13 +77,3 @@ class Arbiter:
                     del self.waiting[who]
                     ev.succeed()
                     break
-
-    def holder_at(self, key: str, cycle: int) -> int | None:
-        """Who held a port in a cycle (from the closed grants, then the open one)."""
-        for start, end, who, _ in self.grants[key]:
-            if start <= cycle < end:
-                return who
-        cur = self._open.get(key)
-        if cur is not None and cur[0] <= cycle:
-            return cur[1]
-        return None

@@ -159,11 +159,6 @@ class Chip:
         )  # fmt: skip
 
 
-def is_chip_file(data: Any) -> bool:
-    """Does a parsed architecture YAML describe a chip (has `cores:`) rather than one core?"""
-    return isinstance(data, dict) and "cores" in data
-
-
 def load_chip(path: str) -> Chip:
     """Read and validate a chip architecture YAML file; raise SpecError naming file and field."""
     data, lines, name = read_yaml(path)

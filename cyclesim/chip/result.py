@@ -57,13 +57,6 @@ class ChipResult:
         order = {c: i for i, c in enumerate(self.run.plan.chip.core_names)}
         return sorted(rows, key=lambda r: (order[r.core], -r.cycles))
 
-    def core_causes(self, core: str) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for r in self.rows:
-            if r.core == core:
-                out[r.cause] = out.get(r.cause, 0) + r.cycles
-        return out
-
     @cached_property
     def ports(self) -> list[PortUse]:
         chip = self.run.plan.chip

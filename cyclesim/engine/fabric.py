@@ -221,13 +221,6 @@ class Fabric:
             waiters.append(ev)
         return ev
 
-    def effective_width(self, key: str) -> int:
-        return self.width[key] - self.reserved[key]
-
-    def reserve(self, key: str, bits_per_cycle: int) -> None:
-        """The PE array takes bits_per_cycle of a port's width (0 gives it back)."""
-        self.set_shares(((key, bits_per_cycle),))
-
     def set_shares(self, shares) -> None:
         """reserve(key, bits) for each (key, bits) of shares, in order, in one call."""
         width, reserved, runs, width_waiters = (

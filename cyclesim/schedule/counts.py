@@ -137,7 +137,7 @@ def _rereads_after_other_einsum(plan: Plan):
     another Einsum's step: its first step re-reads every operand (DESIGN "Operand registers hold
     the previous cycle's value only"), also those whose value did not change.
 
-    A block's first segment g0 has level segment_levels(leaf, g0)[0]; operand o would re-read
+    A block's first segment g0 has level segment_classifier(leaf)(g0)[0]; operand o would re-read
     there anyway when that level <= o.change_depth.
     """
     if len(plan.leaves) < 2:

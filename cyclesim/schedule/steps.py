@@ -77,22 +77,11 @@ def _most_bits(on: dict[int, int]) -> int:
     return min(on, key=lambda i: (-on[i], i))
 
 
-def segment_levels(leaf: LeafPlan, g: int) -> tuple[int, bool]:
-    """Level of segment g's first step and whether it visits output elements first."""
-    level = 0
-    first = True
-    depth = leaf.seg_depth
-    for pos in range(depth - 1, -1, -1):
-        g, digit = divmod(g, leaf.bounds[pos])
-        if digit and not level:
-            level = pos + 1
-        if digit and not leaf.out_relevant[pos]:
-            first = False
-    return level, first
-
-
 def segment_classifier(leaf: LeafPlan):
-    """A function g -> segment_levels(leaf, g), the digit loop turned into strides once.
+    """A function g -> (level of segment g's first step, whether it visits output elements
+    first): the level is the position + 1 of g's innermost non-zero loop digit (0 if none); it
+    visits them first iff every loop that does not index the output has digit 0. The digit loop
+    is turned into strides once.
 
     The level is found from the innermost digit outwards and stops at the first non-zero one;
     the first-visit test looks at runs of adjacent loops that do not index the output, each run

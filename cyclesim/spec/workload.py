@@ -162,14 +162,6 @@ class Workload:
                 return e
         return None
 
-    def tensor_size(self, tensor: str) -> int:
-        """Values in a whole tensor (from the first Einsum that accesses it)."""
-        for e in self.einsums:
-            a = e.access(tensor)
-            if a is not None:
-                return a.footprint(e.rank_sizes)
-        raise KeyError(tensor)
-
 
 _TERM = re.compile(r"^\s*(?:(\d+)\s*\*\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*$")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from cyclesim.checks.accelforge.read_fields import (
@@ -330,8 +329,3 @@ def _emit(nodes: tuple[AfMappingNode, ...], depth: int) -> list[str]:
                 lines.append(f"{pad}    nodes:")
                 lines += _emit(branch, depth + 2)
     return lines
-
-
-def total_iterations(path: AfEinsumPath) -> int:
-    """Product of all loop iteration counts of a partial mapping (temporal and spatial)."""
-    return math.prod(path.loop_iterations)

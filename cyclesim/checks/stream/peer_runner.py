@@ -300,7 +300,7 @@ def main() -> int:
                 mapping=args.mapping,
                 options=SolveOptions(artifacts=False),
             )
-            accesses = estimate.context.get("group_memory_accesses") if True else None
+            accesses = estimate.context.get("group_memory_accesses")
             groups = []
             for index, (model, solution) in enumerate(solved):
                 per_group = None

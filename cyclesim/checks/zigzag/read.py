@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from math import prod
-
 from cyclesim.checks.zigzag.inputs import (
     DataDirection,
     TemporalMapping,
@@ -102,8 +100,3 @@ def check_allocations(acc: ZigZagAccelerator, layer: ZigZagLayer, mapping: ZigZa
                         field=f"memories.{memory.name}.ports",
                         expected=f"an allocation '{mem_op.value}, {direction.code}' on one port",
                     )
-
-
-def total_unrolling(mapping: ZigZagMapping, dim: str) -> int:
-    """Product of the spatial factors of one loop dim."""
-    return prod(f for _, loops in mapping.spatial for d, f in loops if d == dim)

@@ -68,11 +68,3 @@ def stall_groups(result: SimResult, phase: str) -> tuple[StallGroup, ...]:
         totals[key] = totals.get(key, 0) + row.cycles
     ordered = sorted(totals.items(), key=lambda kv: (-kv[1], [str(k) for k in kv[0]]))
     return tuple(StallGroup(phase, *key, cycles) for key, cycles in ordered)
-
-
-def cycles_by_cause(groups: tuple[StallGroup, ...]) -> tuple[tuple[str, int], ...]:
-    """Cycles per cause, largest first."""
-    out: dict[str, int] = {}
-    for g in groups:
-        out[g.cause] = out.get(g.cause, 0) + g.cycles
-    return tuple(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
