@@ -20,7 +20,7 @@ from cyclesim.views.cycle_ranges import merge_ranges
 # take colours of Paul Tol's schemes (muted, bright, dark, light), onload and offload two
 # greys. Chosen so that every two causes or phases are at least 17.8 apart in CAM02-UCS under
 # normal vision (the two greys, never side by side, 11.3) and 11 under simulated full
-# deuteranomaly, protanomaly and tritanomaly; tests/views/test_layers.py measures it.
+# deuteranomaly, protanomaly and tritanomaly; tests/views/test_colours.py measures it.
 CAUSE_COLORS = {
     "bandwidth": "#D55E00",
     "contention": "#E69F00",

@@ -1,50 +1,9 @@
-"""Layers: views read results only. No module under cyclesim/views imports the engine (or the
-schedule it runs); what-if replays live in cyclesim/analysis."""
+"""Plot colours: every cause and phase has its own, distinguishable under colour blindness.
+(The layer rules, views reading results only among them, are in tests/test_layers.py.)"""
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
-
-VIEWS = Path(__file__).resolve().parents[2] / "cyclesim" / "views"
-FORBIDDEN = ("cyclesim.engine", "cyclesim.schedule")
-
-
-def imported_modules(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every import in a file, at any depth (functions included)."""
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.lineno, node.module))
-            out += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
-    return out
-
-
-@pytest.mark.parametrize("path", sorted(VIEWS.glob("*.py")), ids=lambda p: p.name)
-def test_views_do_not_import_the_engine(path):
-    bad = [
-        f"{path.name}:{line} imports {mod}"
-        for line, mod in imported_modules(path)
-        if any(mod == f or mod.startswith(f + ".") for f in FORBIDDEN)
-    ]
-    assert not bad, "; ".join(bad)
-
-
-def test_the_check_sees_an_engine_import(tmp_path):
-    """The walk finds imports inside functions too (a test that cannot fail is no test)."""
-    f = tmp_path / "m.py"
-    f.write_text(
-        "def g():\n    from cyclesim.engine import replay\n    import cyclesim.engine.run\n"
-    )
-    assert [m for _, m in imported_modules(f)] == [
-        "cyclesim.engine",
-        "cyclesim.engine.replay",
-        "cyclesim.engine.run",
-    ]
 
 
 def test_every_cause_has_its_own_plot_colour():
