@@ -5,7 +5,7 @@ from __future__ import annotations
 from cyclesim.schedule.types import LeafPlan, NodePlan
 
 
-def check_capacity(arch, mapping, nodes, recs, leaf_plans, workload) -> None:
+def check_capacity(arch, mapping, nodes, leaf_plans) -> None:
     """Every memory instance must hold the slots of all tiles it keeps on any one leaf's path."""
     for leaf in leaf_plans:
         use: dict[str, list[NodePlan]] = {}

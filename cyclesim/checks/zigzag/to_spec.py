@@ -201,7 +201,7 @@ class Placement:
     outermost memory level that has one instance per position of that dim. A memory shared
     across the dim may sit below that point (it holds fewer loops than another operand's
     per-position memory): the plan then moves the spatial loop below it for its own operand
-    only (`schedule.plan._tensor_view`), as ZigZag places the unrolling per operand.
+    only (`schedule.nodes.tensor_view`), as ZigZag places the unrolling per operand.
     """
 
     stores: tuple[tuple[int, int, str, str], ...]
