@@ -30,11 +30,11 @@ ENTRY_MODULES = ("cyclesim.dram.cli", "cyclesim.l1.cli")
 EXPLAIN_REPLAYS = "cyclesim.analysis.explain.replays"  # explain's what-if replays, alone
 REPLAY_NAMES = ("replay", "replay_plan")  # what starts a replay of the engine
 
-# Imports against an arrow that an open issue removes; each entry must still occur (the test
-# below fails once it is gone, so the list cannot go stale).
+# Imports against an arrow, kept until the planned restructuring removes them; each entry must
+# still occur (the test below fails once it is gone, so the list cannot go stale).
 KNOWN = {
-    # issue 26 item 5: engine.replay builds results (two facades); analysis.simulate is to be
-    # the one facade
+    # engine.replay builds results: a second facade beside analysis.simulate, which is to be
+    # the only one
     ("cyclesim.engine", "cyclesim.results"),
 }
 
