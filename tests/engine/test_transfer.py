@@ -7,8 +7,9 @@ the last burst, without holding the ports. Ports arbitrate per burst, round-robi
 
 from __future__ import annotations
 
+from cyclesim.engine.dma import Channels
 from cyclesim.engine.fabric import Fabric
-from cyclesim.engine.record import S_BURST, S_LATENCY, Recorder
+from cyclesim.engine.record import S_BURST, S_DMA, S_LATENCY, S_SETUP, Recorder
 from cyclesim.engine.transfer import Link, transfer
 from cyclesim.schedule.types import PortRef
 
@@ -50,3 +51,34 @@ def test_two_transfers_on_one_port_take_turns_per_burst(env, log):
     env.run()
     assert log == [(6, "done", 0), (8, "done", 2)]
     assert [tuple(g[:3]) for g in grants["Buf.rd"]] == [(0, 2, 0), (2, 4, 2), (4, 6, 0), (6, 8, 2)]
+
+
+def test_transfers_of_one_dma_channel_run_one_after_another_with_setup(env, log):
+    # DESIGN "DMA engines limit how many transfers of their links run at once (channels) and
+    # add setup cycles per transfer". One channel, setup 3; two transfers on ports of their
+    # own (no port contention), 16 b each: one burst of max(16 / 8, 16 / 16) = 2 cycles, then
+    # the child port's latency 1. Both ask at cycle 0; the decision at its end takes 0 first:
+    #   0: channel 0..6 = setup 0..3, burst 3..5, latency 5..6, then the channel is released;
+    #   2: waits for the channel from 0; setup 6..9, burst 9..11, latency 11..12.
+    channels = Channels(env, 1, "d")
+    widths = {"A.rd": 8, "A.wr": 16, "B.rd": 8, "B.wr": 16}
+    fabric = Fabric(env, widths, {})
+    tls = {0: [], 2: []}
+    for who, mem in ((0, "A"), (2, "B")):
+        link = Link(
+            who,
+            "W",
+            PortRef(mem, "rd", 8, 16, 0),
+            PortRef(mem, "wr", 16, 16, 1),
+            (channels, 3, "d"),
+        )
+        env.process(run_transfer(env, fabric, log, link, 16, tls[who]))
+    env.run()
+    assert log == [(6, "done", 0), (12, "done", 2)]
+    assert tls[0] == [(0, S_SETUP, "d"), (3, S_BURST, "A.rd"), (5, S_LATENCY, "A.wr")]
+    assert tls[2] == [
+        (0, S_DMA, "d"),
+        (6, S_SETUP, "d"),
+        (9, S_BURST, "B.rd"),
+        (11, S_LATENCY, "B.wr"),
+    ]
