@@ -47,8 +47,9 @@ def mover(env, fabric, log, who, keys, bursts, cycles=1, at_once=True, tl=None):
 
 
 def closed_grants(grants: dict, key: str) -> list[tuple]:
-    """(start, end, who) of a port's grants that held it at least one cycle."""
-    return [(s, e, who) for s, e, who, _ in grants[key] if e > s]
+    """(start, end, who) of a port's grants that held it at least one cycle (the rows' first three
+    columns: start, end, requester)."""
+    return [tuple(g[:3]) for g in grants[key] if g[1] > g[0]]
 
 
 def test_round_robin_over_three_requesters_whatever_process_runs_first(env, log):
