@@ -24,6 +24,7 @@ from cyclesim.analysis.rank import (
     RankRun,
     candidate_table,
     layer_table,
+    merge_row,
 )
 from cyclesim.analysis.rank_cache import ResultCache, content_key, file_digest
 
@@ -325,7 +326,7 @@ def _replay(
 ) -> int:
     """Run the tasks not in the cache through the one parallel runner; put every task's row
     into `rows` (an explained row over the timed one). Return how many ran."""
-    from cyclesim.checks.zigzag.network import _status_of
+    from cyclesim.checks.zigzag.network import status_of
 
     todo = []
     for task in tasks:
@@ -333,7 +334,9 @@ def _replay(
         if cached is None:
             todo.append(task)
         else:
-            _merge(rows, task, cached | {"cached": True})
+            merge_row(
+                rows, (task.layer, task.candidate["order"]), cached | {"cached": True}, task.explain
+            )
     best: dict[str, int] = {}
 
     def postfix(outcome: TaskOutcome) -> str | None:
@@ -368,19 +371,17 @@ def _replay(
     )
     for task, outcome in zip(todo, outcomes, strict=True):
         if outcome.ok:
-            _merge(rows, task, outcome.value | {"cached": False})
+            merge_row(
+                rows,
+                (task.layer, task.candidate["order"]),
+                outcome.value | {"cached": False},
+                task.explain,
+            )
         else:
-            _merge(rows, task, {"status": _status_of(outcome.error or ""), "error": outcome.error})
+            merge_row(
+                rows,
+                (task.layer, task.candidate["order"]),
+                {"status": status_of(outcome.error or ""), "error": outcome.error},
+                task.explain,
+            )
     return len(todo)
-
-
-def _merge(rows: dict, task: CandidateReplay, row: dict) -> None:
-    key = (task.layer, task.candidate["order"])
-    if task.explain and key in rows:
-        # the explained replay must time the candidate as the timed one did
-        timed = rows[key].get("replay_cycles")
-        if timed is not None and row.get("replay_cycles") not in (None, timed):
-            row = row | {"error": f"explained replay {row['replay_cycles']} != timed {timed}"}
-        rows[key] = rows[key] | row | {"cached": rows[key].get("cached") and row.get("cached")}
-    else:
-        rows[key] = row
