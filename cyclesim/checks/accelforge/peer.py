@@ -126,6 +126,29 @@ def run_accelforge(
     return result
 
 
+MAPPER_TIMEOUT_SECONDS = 3600.0  # the mapper takes minutes even on a small spec
+
+
+def mapper_candidates(
+    spec_files: Sequence[str | Path],
+    jinja_data: Mapping[str, Any] | None = None,
+    *,
+    timeout_seconds: float = MAPPER_TIMEOUT_SECONDS,
+) -> dict[str, Any]:
+    """Run AccelForge's mapper on the spec (its own mapping is ignored) and return its Pareto
+    set by latency, energy and resource usage: {'einsums': [...], 'candidates': [{'order',
+    'latency', 'energy', 'einsums': {name: {'latency', 'energy'}}, 'mapping': YAML}, ...]},
+    latencies as AccelForge gives them (seconds when the arch has a clock).
+
+    Raise PeerUnavailable / AccelForgeRejected as run_accelforge does.
+    """
+    files = tuple(str(Path(f).resolve()) for f in spec_files)
+    data = json.dumps(dict(jinja_data or {}), sort_keys=True)
+    return _run_runner(
+        accelforge_python(), [*files, "--jinja-data", data, "--candidates"], files, timeout_seconds
+    )
+
+
 def component_costs(
     spec_files: Sequence[str | Path],
     jinja_data: Mapping[str, Any] | None = None,
