@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ def mapping_file(mapping_yaml: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"mapping-{digest}.yaml"
     if not path.exists():
-        tmp = path.with_suffix(f".{id(mapping_yaml)}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # workers may write the same one
         tmp.write_text(mapping_yaml)
         tmp.replace(path)
     return path
@@ -340,9 +341,7 @@ def _replay(
         if cached is None:
             todo.append(task)
         else:
-            merge_row(
-                rows, (task.layer, task.candidate["order"]), cached | {"cached": True}, task.explain
-            )
+            merge_row(rows, _key(task), cached | {"cached": True}, task.explain)
     best: list[int] = []
 
     def postfix(outcome: TaskOutcome) -> str | None:
@@ -362,18 +361,13 @@ def _replay(
     )
     for task, outcome in zip(todo, outcomes, strict=True):
         if outcome.ok:
-            merge_row(
-                rows,
-                (task.layer, task.candidate["order"]),
-                outcome.value | {"cached": False},
-                task.explain,
-            )
+            merge_row(rows, _key(task), outcome.value | {"cached": False}, task.explain)
         else:
             error = outcome.error or ""
-            merge_row(
-                rows,
-                (task.layer, task.candidate["order"]),
-                {"status": status_of(error), "error": error},
-                task.explain,
-            )
+            merge_row(rows, _key(task), {"status": status_of(error), "error": error}, task.explain)
     return len(todo)
+
+
+def _key(task: CandidateReplay) -> tuple[str, int]:
+    """A replay's row in the tables: its layer and the candidate's order in the peer's search."""
+    return task.layer, task.candidate["order"]

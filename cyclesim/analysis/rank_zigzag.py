@@ -334,9 +334,7 @@ def _replay(
         if cached is None:
             todo.append(task)
         else:
-            merge_row(
-                rows, (task.layer, task.candidate["order"]), cached | {"cached": True}, task.explain
-            )
+            merge_row(rows, _key(task), cached | {"cached": True}, task.explain)
     best: dict[str, int] = {}
 
     def postfix(outcome: TaskOutcome) -> str | None:
@@ -371,17 +369,17 @@ def _replay(
     )
     for task, outcome in zip(todo, outcomes, strict=True):
         if outcome.ok:
-            merge_row(
-                rows,
-                (task.layer, task.candidate["order"]),
-                outcome.value | {"cached": False},
-                task.explain,
-            )
+            merge_row(rows, _key(task), outcome.value | {"cached": False}, task.explain)
         else:
             merge_row(
                 rows,
-                (task.layer, task.candidate["order"]),
+                _key(task),
                 {"status": status_of(outcome.error or ""), "error": outcome.error},
                 task.explain,
             )
     return len(todo)
+
+
+def _key(task: CandidateReplay) -> tuple[str, int]:
+    """A replay's row in the tables: its layer and the candidate's order in the peer's search."""
+    return task.layer, task.candidate["order"]
