@@ -171,6 +171,7 @@ def rank_accelforge(
     spec_files: Sequence[str],
     *,
     jinja_data: Mapping[str, Any] | None = None,
+    objectives: Sequence[str] | None = None,
     top: int | None = 20,
     cache_dir: Path | None = None,
     workers: int | None = None,
@@ -186,13 +187,21 @@ def rank_accelforge(
     cannot run, AccelForgeRejected if its mapper refuses the spec.
     """
     from cyclesim.checks.accelforge.read import load_accelforge_spec
-    from cyclesim.errors import SpecError
+    from cyclesim.errors import CyclesimError, SpecError
 
     files = tuple(str(Path(f).resolve()) for f in spec_files)
     _check_files(files, jinja_data)  # a typo fails now, not after minutes of mapper
     jinja = json.dumps(dict(jinja_data or {}), sort_keys=True)
     store = ResultCache(cache_dir)
-    found = _candidates(files, jinja, store, on_line)
+    from cyclesim.checks.accelforge.peer import MAPPER_OBJECTIVES
+
+    objectives = tuple(objectives or MAPPER_OBJECTIVES)
+    unknown = [o for o in objectives if o not in MAPPER_OBJECTIVES]
+    if unknown:
+        raise CyclesimError(
+            f"--objectives: unknown objective {unknown[0]!r}; use {', '.join(MAPPER_OBJECTIVES)}"
+        )
+    found = _candidates(files, jinja, objectives, store, on_line)
     if not found["candidates"]:
         raise SpecError("accelforge's mapper found no mapping for the spec", file=files[0])
     # the spec as cyclesim reads it, with the mapper's first mapping (its own may be absent)
@@ -256,7 +265,11 @@ def _check_files(files: tuple[str, ...], jinja_data: Mapping[str, Any] | None) -
 
 
 def _candidates(
-    files: tuple[str, ...], jinja: str, store: ResultCache, on_line: Callable[[str], None] | None
+    files: tuple[str, ...],
+    jinja: str,
+    objectives: tuple[str, ...],
+    store: ResultCache,
+    on_line: Callable[[str], None] | None,
 ) -> dict:
     """AccelForge's Pareto set, from the cache or its mapper (minutes even for a small spec).
 
@@ -272,6 +285,7 @@ def _candidates(
                 "af-candidates",
                 [file_digest(f) for f in files],
                 jinja,
+                objectives,
                 file_digest(str(peer.RUNNER)),
                 str(python),
             ]
@@ -281,8 +295,8 @@ def _candidates(
     if found is not None:
         return found
     if on_line:
-        on_line("running accelforge's mapper (FFM: latency, energy and resource usage)")
-    found = peer.mapper_candidates(files, json.loads(jinja))
+        on_line(f"running accelforge's mapper (FFM, objectives: {', '.join(objectives)})")
+    found = peer.mapper_candidates(files, json.loads(jinja), objectives)
     store.put(key, found)
     return found
 

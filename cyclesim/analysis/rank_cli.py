@@ -60,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "accelforge",
         help="replay the Pareto set of AccelForge's mapper, under its conventions and the default",
         description=(
-            "Run AccelForge's mapper (FFM, objectives latency, energy and resource usage) on an "
+            "Run AccelForge's mapper (FFM, by default with the objectives latency, energy and "
+            "resource usage) on an "
             "AccelForge spec (the spec's own mapping is ignored), keep its Pareto set with "
             "AccelForge's latency and energy for each mapping, replay the K best by its latency "
             "(its pick first) twice: under AccelForge's conventions (--reuse strict "
@@ -76,6 +77,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="append",
         metavar="FILE|NAME=VALUE",
         help="values for templated specs, as `check accelforge` takes them",
+    )
+    a.add_argument(
+        "--objectives",
+        default="latency,energy,resource_usage",
+        help="the mapper's objectives, comma-separated: latency, energy, resource_usage "
+        "(default all three; latency and energy alone often leave one mapping)",
     )
     how_many = a.add_mutually_exclusive_group()
     how_many.add_argument(
@@ -229,6 +236,7 @@ def run_accelforge(args: argparse.Namespace) -> int:
     runs = rank_accelforge(
         args.spec,
         jinja_data=parse_jinja_data(args.jinja_data),
+        objectives=[o.strip() for o in args.objectives.split(",") if o.strip()],
         top=None if args.all else args.top,
         **options,
     )

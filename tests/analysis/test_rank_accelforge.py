@@ -82,6 +82,12 @@ def test_a_spec_without_a_workload_exits_2_naming_the_field(tmp_path, capsys):
     assert "arch_only.yaml" in err and "workload" in err
 
 
+def test_an_unknown_mapper_objective_exits_2_naming_it(capsys):
+    assert main(["rank", "accelforge", str(SPEC), "--objectives", "latency,area"]) == 2
+    err = capsys.readouterr().err
+    assert "'area'" in err and "resource_usage" in err
+
+
 def test_a_missing_spec_file_exits_2(tmp_path, capsys):
     assert main(["rank", "accelforge", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml" in capsys.readouterr().err

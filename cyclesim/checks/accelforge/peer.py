@@ -127,16 +127,21 @@ def run_accelforge(
 
 
 MAPPER_TIMEOUT_SECONDS = 3600.0  # the mapper takes minutes even on a small spec
+# the mapper's objectives `rank accelforge` may ask for (accelforge's Metrics, lower case); by
+# default all three: latency and energy alone often leave a single mapping in the Pareto set
+MAPPER_OBJECTIVES = ("latency", "energy", "resource_usage")
 
 
 def mapper_candidates(
     spec_files: Sequence[str | Path],
     jinja_data: Mapping[str, Any] | None = None,
+    objectives: Sequence[str] = MAPPER_OBJECTIVES,
     *,
     timeout_seconds: float = MAPPER_TIMEOUT_SECONDS,
 ) -> dict[str, Any]:
     """Run AccelForge's mapper on the spec (its own mapping is ignored) and return its Pareto
-    set by latency, energy and resource usage: {'einsums': [...], 'candidates': [{'order',
+    set by the objectives (names of accelforge's Metrics): {'einsums': [...],
+    'candidates': [{'order',
     'latency', 'energy', 'einsums': {name: {'latency', 'energy'}}, 'mapping': YAML}, ...]},
     latencies as AccelForge gives them (seconds when the arch has a clock).
 
@@ -145,7 +150,10 @@ def mapper_candidates(
     files = tuple(str(Path(f).resolve()) for f in spec_files)
     data = json.dumps(dict(jinja_data or {}), sort_keys=True)
     return _run_runner(
-        accelforge_python(), [*files, "--jinja-data", data, "--candidates"], files, timeout_seconds
+        accelforge_python(),
+        [*files, "--jinja-data", data, "--candidates", "--objectives", ",".join(objectives)],
+        files,
+        timeout_seconds,
     )
 
 

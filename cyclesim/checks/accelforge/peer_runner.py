@@ -3,13 +3,14 @@
 Run with the AccelForge interpreter (Python >= 3.12), never imported by cyclesim:
 
     <af-python> -I -B peer_runner.py SPEC.yaml [more.yaml] [--jinja-data JSON]
-        [--component-costs | --candidates]
+        [--component-costs | --candidates [--objectives latency,energy,resource_usage]]
 
 With --component-costs it evaluates no mapping: it prints, per arch component, the per-action
 energy and throughput (and leak power, area) that AccelForge's `Spec.calculate_component_costs`
 gets from the spec or, where the spec leaves them out, from hwcomponents' component models.
 With --candidates it ignores the spec's mapping and runs AccelForge's mapper (FFM) on the spec
-with the objectives latency, energy and resource usage, and prints every mapping of the Pareto
+with the --objectives (its `Metrics`; default latency, energy and resource usage) and prints
+every mapping of the Pareto
 set it returns: AccelForge's latency and energy of each (per Einsum and in total) and the
 mapping itself as LoopTree YAML, which cyclesim reads as it reads a spec's own mapping.
 
@@ -53,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the mapper and print its Pareto set of mappings instead of the spec's mapping",
     )
+    parser.add_argument(
+        "--objectives",
+        default="latency,energy,resource_usage",
+        help="the mapper's objectives, comma-separated names of accelforge's Metrics",
+    )
     args = parser.parse_args(argv)
     try:
         jinja_data = json.loads(args.jinja_data)
@@ -73,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
                 if args.candidates
                 else evaluate
             )
-            payload = task(specs, jinja_data)
+            if args.candidates:
+                payload = mapper_candidates(specs, jinja_data, args.objectives.split(","))
+            else:
+                payload = task(specs, jinja_data)
     except Exception as error:  # noqa: BLE001 - every AccelForge failure is reported as JSON
         payload = {
             "error": {
@@ -186,10 +195,10 @@ def evaluate(specs: list[str], jinja_data: dict) -> dict:
     }
 
 
-def mapper_candidates(specs: list[str], jinja_data: dict) -> dict:
-    """AccelForge's mapper on the spec: its Pareto set by latency, energy and resource usage
-    (latency and energy alone often leave a single mapping), each mapping evaluated by
-    AccelForge's model and written as LoopTree YAML."""
+def mapper_candidates(specs: list[str], jinja_data: dict, objectives: list[str]) -> dict:
+    """AccelForge's mapper on the spec: its Pareto set by the objectives (latency and energy
+    alone often leave a single mapping; resource usage keeps slower ones that use less
+    buffer), each mapping evaluated by AccelForge's model and written as LoopTree YAML."""
     import accelforge as af
     from accelforge._version import version
     from accelforge.frontend.mapper.metrics import Metrics
@@ -197,7 +206,10 @@ def mapper_candidates(specs: list[str], jinja_data: dict) -> dict:
     from accelforge.model.main import evaluate_mapping
 
     spec = af.Spec.from_yaml(*specs, jinja_parse_data=jinja_data)
-    spec.mapper.metrics = Metrics.LATENCY | Metrics.ENERGY | Metrics.RESOURCE_USAGE
+    metrics = Metrics[objectives[0].strip().upper()]
+    for name in objectives[1:]:
+        metrics |= Metrics[name.strip().upper()]
+    spec.mapper.metrics = metrics
     # eval_in_detail=False, then the same detailed evaluation as map_workload_to_arch's
     # eval_mapping, but without its `mappings[i].render()`: that renders an SVG with graphviz's
     # `dot`, which may be absent, and in joblib's worker processes, where patching
