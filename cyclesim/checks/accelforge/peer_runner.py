@@ -72,17 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         with contextlib.redirect_stdout(captured):
-            task = (
-                component_costs
-                if args.component_costs
-                else mapper_candidates
-                if args.candidates
-                else evaluate
-            )
             if args.candidates:
                 payload = mapper_candidates(specs, jinja_data, args.objectives.split(","))
+            elif args.component_costs:
+                payload = component_costs(specs, jinja_data)
             else:
-                payload = task(specs, jinja_data)
+                payload = evaluate(specs, jinja_data)
     except Exception as error:  # noqa: BLE001 - every AccelForge failure is reported as JSON
         payload = {
             "error": {
