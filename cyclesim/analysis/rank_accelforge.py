@@ -20,20 +20,19 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cyclesim.analysis.parallel import TaskOutcome, map_tasks
 from cyclesim.analysis.rank import (
     NOT_REPLAYED,
     OK,
     RankRun,
     candidate_table,
     layer_table,
-    merge_row,
 )
 from cyclesim.analysis.rank_cache import ResultCache, content_key, file_digest
+from cyclesim.analysis.rank_replays import run_replays
 
 TOP_MECHANISMS = 8  # sentences kept per explained candidate
 FAILED = "failed"  # a replay raised something other than SpecError: a bug to report
@@ -322,19 +321,7 @@ def _explain_tasks(
     tasks = []
     for order_id in dict.fromkeys((pick, winner)):
         t = by_order[order_id]
-        key = content_key("af-explain", t.key)
-        tasks.append(
-            CandidateReplay(
-                t.layer,
-                t.spec_files,
-                t.jinja_data,
-                t.candidate,
-                t.reuse,
-                t.isolate_einsums,
-                key,
-                explain=True,
-            )  # fmt: skip
-        )
+        tasks.append(replace(t, key=content_key("af-explain", t.key), explain=True))
     return tasks
 
 
@@ -346,42 +333,5 @@ def _replay(
     on_line: Callable[[str], None] | None,
     desc: str,
 ) -> int:
-    """Run the tasks not in the cache through the one parallel runner (a bar with the best so
-    far); put every task's row into `rows`, an explained row over the timed one. Return how
-    many ran."""
-    todo = []
-    for task in tasks:
-        cached = store.get(task.key)
-        if cached is None:
-            todo.append(task)
-        else:
-            merge_row(rows, _key(task), cached | {"cached": True}, task.explain)
-    best: list[int] = []
-
-    def postfix(outcome: TaskOutcome) -> str | None:
-        if outcome.ok and outcome.value.get("replay_cycles") is not None:
-            best[:] = [min([outcome.value["replay_cycles"], *best])]
-            return f"best {best[0]:,} cycles"
-        return None
-
-    def finished(outcome: TaskOutcome, count: int) -> None:
-        if outcome.ok:  # cached as it finishes: an interrupted run keeps what it did
-            store.put(todo[outcome.index].key, outcome.value)
-
-    if on_line and todo:
-        on_line(f"replaying {len(todo)} {desc} ({len(tasks) - len(todo)} from the cache)")
-    outcomes = map_tasks(
-        replay_candidate, todo, desc=desc, postfix=postfix, on_done=finished, **parallel
-    )
-    for task, outcome in zip(todo, outcomes, strict=True):
-        if outcome.ok:
-            merge_row(rows, _key(task), outcome.value | {"cached": False}, task.explain)
-        else:
-            error = outcome.error or ""
-            merge_row(rows, _key(task), {"status": status_of(error), "error": error}, task.explain)
-    return len(todo)
-
-
-def _key(task: CandidateReplay) -> tuple[str, int]:
-    """A replay's row in the tables: its layer and the candidate's order in the peer's search."""
-    return task.layer, task.candidate["order"]
+    """The replays not in the cache, through the one parallel runner. Return how many ran."""
+    return run_replays(replay_candidate, tasks, rows, store, parallel, on_line, desc, status_of)

@@ -24,9 +24,9 @@ from cyclesim.analysis.rank import (
     RankRun,
     candidate_table,
     layer_table,
-    merge_row,
 )
 from cyclesim.analysis.rank_cache import ResultCache, content_key, file_digest
+from cyclesim.analysis.rank_replays import run_replays
 
 TOP_CAUSES = 8  # mechanisms kept per explained candidate (largest gap first)
 # bump when what an explained row holds changes (the timed rows keep their cache)
@@ -162,13 +162,6 @@ def _first(key: object, seen: set) -> bool:
         return True
     seen.add(key)
     return False
-
-
-def _bar_shown(progress: bool | None) -> bool:
-    """As map_tasks decides: a bar when asked, or by default when stderr is a terminal."""
-    import sys
-
-    return sys.stderr.isatty() if progress is None else progress
 
 
 def rank_zigzag(
@@ -324,62 +317,8 @@ def _replay(
     on_line: Callable[[str], None] | None,
     desc: str,
 ) -> int:
-    """Run the tasks not in the cache through the one parallel runner; put every task's row
-    into `rows` (an explained row over the timed one). Return how many ran."""
+    """The replays not in the cache, through the one parallel runner; a failed one's status
+    as `check zigzag --network` names it. Return how many ran."""
     from cyclesim.checks.zigzag.network import status_of
 
-    todo = []
-    for task in tasks:
-        cached = store.get(task.key)
-        if cached is None:
-            todo.append(task)
-        else:
-            merge_row(rows, _key(task), cached | {"cached": True}, task.explain)
-    best: dict[str, int] = {}
-
-    def postfix(outcome: TaskOutcome) -> str | None:
-        task = todo[outcome.index]
-        if outcome.ok and outcome.value.get("replay_cycles") is not None:
-            cycles = outcome.value["replay_cycles"]
-            best[task.layer] = min(cycles, best.get(task.layer, cycles))
-            return f"{task.layer}: best {best[task.layer]:,} cycles"
-        return None
-
-    lines = on_line is not None and not _bar_shown(parallel["progress"])
-
-    def finished(outcome: TaskOutcome, count: int) -> None:
-        """Cache each replay as it finishes (an interrupted run keeps what it did); one line
-        per replay where no bar is drawn."""
-        task = todo[outcome.index]
-        if outcome.ok:
-            store.put(task.key, outcome.value)
-        if lines:
-            assert on_line is not None
-            value = outcome.value or {}
-            what = value.get("replay_cycles", value.get("status")) if outcome.ok else outcome.error
-            on_line(
-                f"{task.layer} candidate {task.candidate['order']}: {what} "
-                f"({count} of {len(todo)} {desc})"
-            )
-
-    if on_line and todo:
-        on_line(f"replaying {len(todo)} {desc} ({len(tasks) - len(todo)} from the cache)")
-    outcomes = map_tasks(
-        replay_candidate, todo, desc=desc, postfix=postfix, on_done=finished, **parallel
-    )
-    for task, outcome in zip(todo, outcomes, strict=True):
-        if outcome.ok:
-            merge_row(rows, _key(task), outcome.value | {"cached": False}, task.explain)
-        else:
-            merge_row(
-                rows,
-                _key(task),
-                {"status": status_of(outcome.error or ""), "error": outcome.error},
-                task.explain,
-            )
-    return len(todo)
-
-
-def _key(task: CandidateReplay) -> tuple[str, int]:
-    """A replay's row in the tables: its layer and the candidate's order in the peer's search."""
-    return task.layer, task.candidate["order"]
+    return run_replays(replay_candidate, tasks, rows, store, parallel, on_line, desc, status_of)
