@@ -272,8 +272,9 @@ def _candidates(
 ) -> dict:
     """AccelForge's Pareto set, from the cache or its mapper (minutes even for a small spec).
 
-    Keyed by the spec files' bytes, the Jinja data, the runner script and the interpreter, not
-    by cyclesim's source: a change in the simulator does not change what the mapper finds.
+    Keyed by the spec files' bytes, the Jinja data, the objectives, the runner script and
+    AccelForge's environment (an upgrade of accelforge runs the mapper again), not by
+    cyclesim's source: a change in the simulator does not change what the mapper finds.
     """
     from cyclesim.checks.accelforge import peer
 
@@ -286,7 +287,7 @@ def _candidates(
                 jinja,
                 objectives,
                 file_digest(str(peer.RUNNER)),
-                str(python),
+                peer.environment_stamp(python),
             ]
         ).encode()
     ).hexdigest()[:32]

@@ -175,12 +175,7 @@ def component_costs(
     data = json.dumps(dict(jinja_data or {}), sort_keys=True)
     python = accelforge_python()
     digest = hashlib.sha256()
-    # the environment: its interpreter and its site-packages (pip changes the folder's mtime)
-    environment = [str(python), str(_mtime(str(python.resolve())))]
-    environment += [
-        str(_mtime(str(p))) for p in python.parent.parent.glob("lib/python3*/site-packages")
-    ]
-    for part in (*environment, data, RUNNER.read_text()):
+    for part in (*environment_stamp(python), data, RUNNER.read_text()):
         digest.update(part.encode() + b"\0")
     for file in files:
         digest.update(Path(file).read_bytes() + b"\0")
@@ -214,6 +209,14 @@ def component_costs(
     }
     _COSTS[key] = costs
     return costs
+
+
+def environment_stamp(python: Path) -> list[str]:
+    """What identifies AccelForge's environment in a cache key: its interpreter and its
+    site-packages folders' modification times (pip install changes them)."""
+    stamp = [str(python), str(_mtime(str(python.resolve())))]
+    stamp += [str(_mtime(str(p))) for p in python.parent.parent.glob("lib/python3*/site-packages")]
+    return stamp
 
 
 def _cache_folder() -> Path:
