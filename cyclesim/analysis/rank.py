@@ -94,6 +94,20 @@ def candidate_table(
     return df[list(CANDIDATE_COLUMNS)]
 
 
+def merge_row(
+    rows: dict[tuple[str, int], dict], key: tuple[str, int], row: dict, explained: bool
+) -> None:
+    """Put a replay's row into `rows`: an explained row over the timed one (which must time
+    the candidate as it did; a mismatch is the row's error), else as it is."""
+    if explained and key in rows:
+        timed = rows[key].get("replay_cycles")
+        if timed is not None and row.get("replay_cycles") not in (None, timed):
+            row = row | {"error": f"explained replay {row['replay_cycles']} != timed {timed}"}
+        rows[key] = rows[key] | row | {"cached": rows[key].get("cached") and row.get("cached")}
+    else:
+        rows[key] = row
+
+
 def _top(text: str) -> str:
     return text.split(" | ")[0] if text else ""
 

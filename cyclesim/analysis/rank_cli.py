@@ -1,4 +1,5 @@
-"""The `cyclesim rank` command group: `rank zigzag` replays the candidates of zigzag-dse's search."""
+"""The `cyclesim rank` command group: `rank zigzag` replays the candidates of zigzag-dse's search,
+`rank accelforge` the Pareto set of AccelForge's mapper."""
 
 from __future__ import annotations
 
@@ -55,6 +56,48 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
     _common(p)
     p.set_defaults(func=run_zigzag)
+    a = peers.add_parser(
+        "accelforge",
+        help="replay the Pareto set of AccelForge's mapper, under its conventions and the default",
+        description=(
+            "Run AccelForge's mapper (FFM, by default with the objectives latency, energy and "
+            "resource usage) on an "
+            "AccelForge spec (the spec's own mapping is ignored), keep its Pareto set with "
+            "AccelForge's latency and energy for each mapping, replay the K best by its latency "
+            "(its pick first) twice: under AccelForge's conventions (--reuse strict "
+            "--isolate-einsums: is its ranking right under its own rules?) and under the "
+            "default policy (what the hardware does), and rank them again: Kendall's tau, "
+            "Spearman's rho, whether the pick replays best, the regret and the mechanisms. The "
+            "mapper's output and the replays are cached by content hash."
+        ),
+    )
+    a.add_argument("spec", nargs="+", help="AccelForge spec YAML file(s), merged in order")
+    a.add_argument(
+        "--jinja-data",
+        action="append",
+        metavar="FILE|NAME=VALUE",
+        help="values for templated specs, as `check accelforge` takes them",
+    )
+    a.add_argument(
+        "--objectives",
+        default="latency,energy,resource_usage",
+        help="the mapper's objectives, comma-separated: latency, energy, resource_usage "
+        "(default all three; latency and energy alone often leave one mapping)",
+    )
+    how_many = a.add_mutually_exclusive_group()
+    how_many.add_argument(
+        "--top", type=int, default=20, metavar="K", help="replay the K best candidates (20)"
+    )
+    how_many.add_argument("--all", action="store_true", help="replay every candidate")
+    a.add_argument(
+        "--table",
+        metavar="PATH",
+        help="layer table of the default policy, .csv or .parquet (OUT/rank.csv); AccelForge's "
+        "conventions' beside it (…-accelforge)",
+    )
+    a.add_argument("--no-plots", action="store_true", help="write the tables only")
+    _common(a)
+    a.set_defaults(func=run_accelforge, error_prefix="cyclesim rank accelforge")
     h = peers.add_parser(
         "zigzag-hardware",
         help="does zigzag-dse order hardware variants as the replay does?",
@@ -165,5 +208,57 @@ def run_zigzag(args: argparse.Namespace) -> int:
             plot_regret(run, out / "regret.png", f"{title}: regret of zigzag-dse's pick")
         )
     print(format_rank(run))
+    print(f"wall time {seconds:,.1f} s; wrote {', '.join(map(str, written))}")
+    return 0
+
+
+def run_accelforge(args: argparse.Namespace) -> int:
+    """Rank AccelForge's Pareto set under both policies; print both tables, write tables and
+    plots (one set per policy)."""
+    import time
+
+    from cyclesim.analysis.rank import format_rank, write_tables
+    from cyclesim.analysis.rank_accelforge import rank_accelforge
+    from cyclesim.checks.accelforge.read_yaml import parse_jinja_data
+
+    if args.top is not None and args.top < 1 and not args.all:
+        raise CyclesimError("--top must be at least 1")
+    for spec in args.spec:
+        if not Path(spec).is_file():
+            raise CyclesimError(f"{spec}: no such file")
+    name = "+".join(Path(s).stem for s in args.spec)
+    out = Path(args.out) if args.out else Path("out") / "rank" / f"accelforge-{name}"
+    table = Path(args.table) if args.table else out / "rank.csv"
+    if table.suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise CyclesimError(f"--table {table}: the suffix chooses the format; use .csv or .parquet")
+    options = _options(args)
+    start = time.perf_counter()
+    runs = rank_accelforge(
+        args.spec,
+        jinja_data=parse_jinja_data(args.jinja_data),
+        objectives=[o.strip() for o in args.objectives.split(",") if o.strip()],
+        top=None if args.all else args.top,
+        **options,
+    )
+    seconds = time.perf_counter() - start
+    table.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for policy, run in runs:
+        target = (
+            table if policy.name == "default" else table.with_stem(f"{table.stem}-{policy.name}")
+        )
+        written += write_tables(run, target)
+        if not args.no_plots:
+            from cyclesim.analysis.rank_plot import plot_candidates
+
+            out.mkdir(parents=True, exist_ok=True)
+            written.append(
+                plot_candidates(
+                    run, out / f"candidates-{policy.name}.png", f"{name} {policy.title}"
+                )
+            )
+        print(f"{name}: accelforge's Pareto set {policy.title}")
+        print(format_rank(run))
+        print()
     print(f"wall time {seconds:,.1f} s; wrote {', '.join(map(str, written))}")
     return 0

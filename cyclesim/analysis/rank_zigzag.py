@@ -26,6 +26,7 @@ from cyclesim.analysis.rank import (
     layer_table,
 )
 from cyclesim.analysis.rank_cache import ResultCache, content_key, file_digest
+from cyclesim.analysis.rank_replays import run_replays
 
 TOP_CAUSES = 8  # mechanisms kept per explained candidate (largest gap first)
 # bump when what an explained row holds changes (the timed rows keep their cache)
@@ -161,13 +162,6 @@ def _first(key: object, seen: set) -> bool:
         return True
     seen.add(key)
     return False
-
-
-def _bar_shown(progress: bool | None) -> bool:
-    """As map_tasks decides: a bar when asked, or by default when stderr is a terminal."""
-    import sys
-
-    return sys.stderr.isatty() if progress is None else progress
 
 
 def rank_zigzag(
@@ -323,64 +317,8 @@ def _replay(
     on_line: Callable[[str], None] | None,
     desc: str,
 ) -> int:
-    """Run the tasks not in the cache through the one parallel runner; put every task's row
-    into `rows` (an explained row over the timed one). Return how many ran."""
-    from cyclesim.checks.zigzag.network import _status_of
+    """The replays not in the cache, through the one parallel runner; a failed one's status
+    as `check zigzag --network` names it. Return how many ran."""
+    from cyclesim.checks.zigzag.network import status_of
 
-    todo = []
-    for task in tasks:
-        cached = store.get(task.key)
-        if cached is None:
-            todo.append(task)
-        else:
-            _merge(rows, task, cached | {"cached": True})
-    best: dict[str, int] = {}
-
-    def postfix(outcome: TaskOutcome) -> str | None:
-        task = todo[outcome.index]
-        if outcome.ok and outcome.value.get("replay_cycles") is not None:
-            cycles = outcome.value["replay_cycles"]
-            best[task.layer] = min(cycles, best.get(task.layer, cycles))
-            return f"{task.layer}: best {best[task.layer]:,} cycles"
-        return None
-
-    lines = on_line is not None and not _bar_shown(parallel["progress"])
-
-    def finished(outcome: TaskOutcome, count: int) -> None:
-        """Cache each replay as it finishes (an interrupted run keeps what it did); one line
-        per replay where no bar is drawn."""
-        task = todo[outcome.index]
-        if outcome.ok:
-            store.put(task.key, outcome.value)
-        if lines:
-            assert on_line is not None
-            value = outcome.value or {}
-            what = value.get("replay_cycles", value.get("status")) if outcome.ok else outcome.error
-            on_line(
-                f"{task.layer} candidate {task.candidate['order']}: {what} "
-                f"({count} of {len(todo)} {desc})"
-            )
-
-    if on_line and todo:
-        on_line(f"replaying {len(todo)} {desc} ({len(tasks) - len(todo)} from the cache)")
-    outcomes = map_tasks(
-        replay_candidate, todo, desc=desc, postfix=postfix, on_done=finished, **parallel
-    )
-    for task, outcome in zip(todo, outcomes, strict=True):
-        if outcome.ok:
-            _merge(rows, task, outcome.value | {"cached": False})
-        else:
-            _merge(rows, task, {"status": _status_of(outcome.error or ""), "error": outcome.error})
-    return len(todo)
-
-
-def _merge(rows: dict, task: CandidateReplay, row: dict) -> None:
-    key = (task.layer, task.candidate["order"])
-    if task.explain and key in rows:
-        # the explained replay must time the candidate as the timed one did
-        timed = rows[key].get("replay_cycles")
-        if timed is not None and row.get("replay_cycles") not in (None, timed):
-            row = row | {"error": f"explained replay {row['replay_cycles']} != timed {timed}"}
-        rows[key] = rows[key] | row | {"cached": rows[key].get("cached") and row.get("cached")}
-    else:
-        rows[key] = row
+    return run_replays(replay_candidate, tasks, rows, store, parallel, on_line, desc, status_of)

@@ -30,6 +30,11 @@ SLOW = {
     "resnet18.csv": ("--no-peer", "SCALE-Sim itself takes ~4 minutes on the 21 layers"),
     "resnet50_conv2x.csv": ("--no-peer", "SCALE-Sim itself takes a minute on conv2_x"),
     "bench_dram.py": ("skip", "a benchmark: `make bench` runs it"),
+    "rank accelforge": (
+        "skip",
+        "minutes of AccelForge's mapper (in its own environment, which a clean clone has "
+        "not); tests/analysis/test_rank_accelforge.py runs the command (marked peer)",
+    ),
     "eyeriss_memsize/sweep.yaml": (
         "skip",
         "2.5 minutes, mostly ZigZag's own mapping search at each of 14 points; "

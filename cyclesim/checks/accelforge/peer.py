@@ -126,6 +126,37 @@ def run_accelforge(
     return result
 
 
+MAPPER_TIMEOUT_SECONDS = 3600.0  # the mapper takes minutes even on a small spec
+# the mapper's objectives `rank accelforge` may ask for (accelforge's Metrics, lower case); by
+# default all three: latency and energy alone often leave a single mapping in the Pareto set
+MAPPER_OBJECTIVES = ("latency", "energy", "resource_usage")
+
+
+def mapper_candidates(
+    spec_files: Sequence[str | Path],
+    jinja_data: Mapping[str, Any] | None = None,
+    objectives: Sequence[str] = MAPPER_OBJECTIVES,
+    *,
+    timeout_seconds: float = MAPPER_TIMEOUT_SECONDS,
+) -> dict[str, Any]:
+    """Run AccelForge's mapper on the spec (its own mapping is ignored) and return its Pareto
+    set by the objectives (names of accelforge's Metrics): {'einsums': [...],
+    'candidates': [{'order',
+    'latency', 'energy', 'einsums': {name: {'latency', 'energy'}}, 'mapping': YAML}, ...]},
+    latencies as AccelForge gives them (seconds when the arch has a clock).
+
+    Raise PeerUnavailable / AccelForgeRejected as run_accelforge does.
+    """
+    files = tuple(str(Path(f).resolve()) for f in spec_files)
+    data = json.dumps(dict(jinja_data or {}), sort_keys=True)
+    return _run_runner(
+        accelforge_python(),
+        [*files, "--jinja-data", data, "--candidates", "--objectives", ",".join(objectives)],
+        files,
+        timeout_seconds,
+    )
+
+
 def component_costs(
     spec_files: Sequence[str | Path],
     jinja_data: Mapping[str, Any] | None = None,
@@ -144,12 +175,7 @@ def component_costs(
     data = json.dumps(dict(jinja_data or {}), sort_keys=True)
     python = accelforge_python()
     digest = hashlib.sha256()
-    # the environment: its interpreter and its site-packages (pip changes the folder's mtime)
-    environment = [str(python), str(_mtime(str(python.resolve())))]
-    environment += [
-        str(_mtime(str(p))) for p in python.parent.parent.glob("lib/python3*/site-packages")
-    ]
-    for part in (*environment, data, RUNNER.read_text()):
+    for part in (*environment_stamp(python), data, RUNNER.read_text()):
         digest.update(part.encode() + b"\0")
     for file in files:
         digest.update(Path(file).read_bytes() + b"\0")
@@ -183,6 +209,14 @@ def component_costs(
     }
     _COSTS[key] = costs
     return costs
+
+
+def environment_stamp(python: Path) -> list[str]:
+    """What identifies AccelForge's environment in a cache key: its interpreter and its
+    site-packages folders' modification times (pip install changes them)."""
+    stamp = [str(python), str(_mtime(str(python.resolve())))]
+    stamp += [str(_mtime(str(p))) for p in python.parent.parent.glob("lib/python3*/site-packages")]
+    return stamp
 
 
 def _cache_folder() -> Path:

@@ -2,11 +2,17 @@
 
 Run with the AccelForge interpreter (Python >= 3.12), never imported by cyclesim:
 
-    <af-python> -I -B peer_runner.py SPEC.yaml [more.yaml] [--jinja-data JSON] [--component-costs]
+    <af-python> -I -B peer_runner.py SPEC.yaml [more.yaml] [--jinja-data JSON]
+        [--component-costs | --candidates [--objectives latency,energy,resource_usage]]
 
 With --component-costs it evaluates no mapping: it prints, per arch component, the per-action
 energy and throughput (and leak power, area) that AccelForge's `Spec.calculate_component_costs`
 gets from the spec or, where the spec leaves them out, from hwcomponents' component models.
+With --candidates it ignores the spec's mapping and runs AccelForge's mapper (FFM) on the spec
+with the --objectives (its `Metrics`; default latency, energy and resource usage) and prints
+every mapping of the Pareto
+set it returns: AccelForge's latency and energy of each (per Einsum and in total) and the
+mapping itself as LoopTree YAML, which cyclesim reads as it reads a spec's own mapping.
 
 Standard library + accelforge + yaml only. It changes into a fresh temporary directory before
 importing accelforge, so nothing is written next to the spec files or into the repository.
@@ -43,6 +49,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print each component's per-action energy and throughput instead of a mapping's",
     )
+    parser.add_argument(
+        "--candidates",
+        action="store_true",
+        help="run the mapper and print its Pareto set of mappings instead of the spec's mapping",
+    )
+    parser.add_argument(
+        "--objectives",
+        default="latency,energy,resource_usage",
+        help="the mapper's objectives, comma-separated names of accelforge's Metrics",
+    )
     args = parser.parse_args(argv)
     try:
         jinja_data = json.loads(args.jinja_data)
@@ -56,7 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         with contextlib.redirect_stdout(captured):
-            payload = (component_costs if args.component_costs else evaluate)(specs, jinja_data)
+            if args.candidates:
+                payload = mapper_candidates(specs, jinja_data, args.objectives.split(","))
+            elif args.component_costs:
+                payload = component_costs(specs, jinja_data)
+            else:
+                payload = evaluate(specs, jinja_data)
     except Exception as error:  # noqa: BLE001 - every AccelForge failure is reported as JSON
         payload = {
             "error": {
@@ -167,6 +188,114 @@ def evaluate(specs: list[str], jinja_data: dict) -> dict:
         "energy": energy,
         "totals": totals,
     }
+
+
+def mapper_candidates(specs: list[str], jinja_data: dict, objectives: list[str]) -> dict:
+    """AccelForge's mapper on the spec: its Pareto set by the objectives (latency and energy
+    alone often leave a single mapping; resource usage keeps slower ones that use less
+    buffer), each mapping evaluated by AccelForge's model and written as LoopTree YAML."""
+    import accelforge as af
+    from accelforge._version import version
+    from accelforge.frontend.mapper.metrics import Metrics
+    from accelforge.mapper.FFM.main import map_workload_to_arch
+    from accelforge.model.main import evaluate_mapping
+
+    spec = af.Spec.from_yaml(*specs, jinja_parse_data=jinja_data)
+    metrics = Metrics[objectives[0].strip().upper()]
+    for name in objectives[1:]:
+        metrics |= Metrics[name.strip().upper()]
+    spec.mapper.metrics = metrics
+    # eval_in_detail=False, then the same detailed evaluation as map_workload_to_arch's
+    # eval_mapping, but without its `mappings[i].render()`: that renders an SVG with graphviz's
+    # `dot`, which may be absent, and in joblib's worker processes, where patching
+    # Mapping.render from here does not reach. The installed package is not edited.
+    mappings = map_workload_to_arch(spec, print_progress=False, eval_in_detail=False)
+    einsum_names = [str(e.name) for e in spec.workload.einsums]
+    candidates = []
+    for index in range(len(mappings.data)):
+        local = spec.model_copy(deep=True) if hasattr(spec, "model_copy") else spec
+        local.model.metrics = local.mapper.info_metrics
+        mapping = mappings.data.iloc[index]["Total<SEP>mapping"](_for_model=True)
+        local.mapping = mapping
+        row = evaluate_mapping(
+            local,
+            flattened_arches=mappings.flattened_arches,
+            evaluated_specs=mappings.evaluated_specs,
+        ).data.iloc[0]
+        per_einsum = {}
+        for name in einsum_names:
+            latency = [
+                _number(row[c])
+                for c in row.index
+                if str(c).startswith(f"{name}{SEPARATOR}latency{SEPARATOR}")
+            ]
+            energy = [
+                _number(row[c])
+                for c in row.index
+                if str(c).startswith(f"{name}{SEPARATOR}energy{SEPARATOR}")
+            ]
+            per_einsum[name] = {
+                "latency": max((v for v in latency if v is not None), default=0),
+                "energy": sum(v for v in energy if v is not None),
+            }
+        candidates.append(
+            {
+                "order": index,
+                "latency": _number(row[f"Total{SEPARATOR}latency"]),
+                "energy": _number(row[f"Total{SEPARATOR}energy"]),
+                "einsums": per_einsum,
+                "mapping": looptree_yaml(mapping),
+            }
+        )
+    return {
+        "accelforge_version": version,
+        "python": sys.version.split()[0],
+        "specs": specs,
+        "jinja_data": jinja_data,
+        "einsums": einsum_names,
+        "candidates": candidates,
+    }
+
+
+def looptree_yaml(mapping) -> str:
+    """An AccelForge Mapping as `mapping: nodes: [...]` YAML; Reservation nodes (the mapper's
+    bookkeeping of buffer space, not part of a LoopTree a user writes) are left out."""
+    lines = ["mapping:", "  nodes:"]
+    _emit_nodes(mapping.nodes, 2, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _emit_nodes(nodes, depth: int, lines: list[str]) -> None:
+    pad = "  " * depth
+    for node in nodes:
+        kind = type(node).__name__
+        if kind == "Storage":
+            tensors = ", ".join(str(t) for t in node.tensors)
+            lines.append(f"{pad}- !Storage {{tensors: [{tensors}], component: {node.component}}}")
+        elif kind == "Temporal":
+            lines.append(
+                f"{pad}- !Temporal {{rank_variable: {node.rank_variable}, "
+                f"tile_shape: {_number(node.tile_shape)}}}"
+            )
+        elif kind == "Spatial":
+            lines.append(
+                f"{pad}- !Spatial {{rank_variable: {node.rank_variable}, "
+                f"tile_shape: {_number(node.tile_shape)}, name: {node.name}, "
+                f"component: {node.component}}}"
+            )
+        elif kind == "Compute":
+            lines.append(f"{pad}- !Compute {{einsum: {node.einsum}, component: {node.component}}}")
+        elif kind in ("Sequential", "Pipeline"):
+            lines.append(f"{pad}- !{kind}")
+            lines.append(f"{pad}  nodes:")
+            for branch in node.nodes:
+                lines.append(f"{pad}  - !Nested")
+                lines.append(f"{pad}    nodes:")
+                _emit_nodes(branch.nodes, depth + 2, lines)
+        elif kind == "Reservation":
+            continue
+        else:  # written as found; cyclesim's reader names the kind it does not support
+            lines.append(f"{pad}- !{kind} {{}}")
 
 
 def component_costs(specs: list[str], jinja_data: dict) -> dict:

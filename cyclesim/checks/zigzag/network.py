@@ -167,10 +167,10 @@ def _row(task: LayerTask, outcome: TaskOutcome) -> dict:
     if outcome.ok:
         return outcome.value
     error = outcome.error or ""
-    return {"index": task.index, "layer": task.layer, "status": _status_of(error), "error": error}
+    return {"index": task.index, "layer": task.layer, "status": status_of(error), "error": error}
 
 
-def _status_of(error: str) -> str:
+def status_of(error: str) -> str:
     """zigzag-dse found no mapping (or could not run), cyclesim's reader refused, or a bug."""
     if error.startswith(("ZigZagPeerError", "PeerUnavailable")):
         return NO_ZIGZAG_MAPPING
