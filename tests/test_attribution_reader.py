@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cyclesim.engine.rows import Rows, TileShift
-from cyclesim.results.attribution import _bisect, _RunReader, _starts
+from cyclesim.results.attribution import _bisect, _first_column, _RunReader, _starts
 
 
 def nested_rows(gaps: list[int], K: int, K2: int) -> Rows:
@@ -54,3 +54,12 @@ def check_reader(rows: Rows, plain: list, order: list[int], probe: int) -> None:
     want = sum(1 for r in plain if r[0] <= probe)
     assert _bisect(_starts(reader), probe) == want
     assert _bisect(_starts(rows), probe) == want
+
+
+@given(gaps=st.lists(st.integers(1, 5), min_size=1, max_size=6), K=st.integers(1, 5),
+       K2=st.integers(1, 3))  # fmt: skip
+def test_the_start_column_by_arithmetic_is_the_written_out_one(gaps, K, K2):
+    # copy j of a repeat starts j periods on: its starts are the base's plus j * P, nested
+    # repeats inside out, and the literal tail as it is
+    rows = nested_rows(gaps, K, K2)
+    assert _first_column(rows) == [r[0] for r in rows]

@@ -302,14 +302,17 @@ def _build_activity(
     nodes = plan.nodes
     keys = [p.key for p in plan.ports]
     port_memory = {p.key: p.memory for p in plan.ports}
+    # every grant, written out once: fast-forward's repeats are read row by row below, and
+    # indexing them one at a time would look each row's repeat up again (engine/rows.py)
+    all_grants = {key: list(rec.grants.get(key, ())) for key in keys}
     # bits of each grant: the transfers' bursts laid onto that node's grants in time order
-    grant_bits = {key: [0] * len(rec.grants.get(key, ())) for key in keys}
-    grant_kind = {key: [""] * len(rec.grants.get(key, ())) for key in keys}
+    grant_bits = {key: [0] * len(all_grants[key]) for key in keys}
+    grant_kind = {key: [""] * len(all_grants[key]) for key in keys}
     by_who: dict[tuple[str, int], list[int]] = {}
     for key in keys:
-        for i, g in enumerate(rec.grants.get(key, ())):
+        for i, g in enumerate(all_grants[key]):
             by_who.setdefault((key, g[2]), []).append(i)
-    starts = {kw: [rec.grants[kw[0]][i][0] for i in idx] for kw, idx in by_who.items()}
+    starts = {kw: [all_grants[kw[0]][i][0] for i in idx] for kw, idx in by_who.items()}
     used: dict[tuple[str, int], int] = {}
     for start, end, node, kind, _tile, big in sorted(rec.transfers, key=lambda t: (t[0], t[2])):
         n = nodes[node]
@@ -323,7 +326,7 @@ def _build_activity(
         for key, side in sides:
             kw = (key, who)
             idx = by_who.get(kw, ())
-            grants = rec.grants[key]
+            grants = all_grants[key]
             pos = max(used.get(kw, 0), bisect_left(starts.get(kw, ()), start))
             first = pos
             while pos < len(idx) and grants[idx[pos]][0] < end and pos - first < n_bursts:
@@ -350,7 +353,7 @@ def _build_activity(
         out = Track()
         add = out.add
         bits_of, kind_of = grant_bits[key], grant_kind[key]
-        for i, (gs, ge, who, tensor) in enumerate(rec.grants.get(key, ())):
+        for i, (gs, ge, who, tensor) in enumerate(all_grants[key]):
             ge = ge if ge is not None else res.cycles
             if ge <= w0 or gs >= w1 or not _traced(rec, who):
                 continue

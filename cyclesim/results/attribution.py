@@ -84,7 +84,7 @@ class Attributor:
         self.rec = raw.rec
         self._times: dict[tuple, object] = {}
         self._grants = {k: _reader(v) for k, v in raw.rec.grants.items()}
-        self._grant_starts: dict[str, object] = {k: _starts(v) for k, v in self._grants.items()}
+        self._grant_starts: dict[str, object] = {}  # per port key, made on first look
         self._readers: dict[tuple, object] = {}
 
     # -------------------------------------------------------------- helpers
@@ -144,8 +144,17 @@ class Attributor:
             return self._span(*args, action=what, holder=holder)
 
         here = chain + (f"{what} of {n.tensor} at {n.memory}",)
+        repeats = tl.repeats if isinstance(tl, _RunReader) else ()
         t = a
         while t < b:
+            if repeats and i < len(tl) and times[i] == t:
+                whole = self._repeated_copies(
+                    repeats, i, t, b, kind, node, phase, chain, depth, entry
+                )
+                if whole is not None:
+                    i, t = whole[0], whole[1]
+                    yield whole[2]
+                    continue
             if not tl or times[i] > t:
                 # before the process recorded anything: it had not started this work yet
                 end = min(b, times[i]) if tl else b
@@ -287,6 +296,47 @@ class Attributor:
             t = end
             i += 1
 
+    def _repeated_copies(self, repeats, i, t, b, kind, node, phase, chain, depth, entry):
+        """When row i of node's timeline starts a copy of a stretch fast-forward repeated and
+        at least four whole copies lie in [t, b): (the row index and cycle after them, their
+        spans as a SpanList of copy 1 and a SpanRepeat of the rest); else None.
+
+        Copies are walked like _walk_waits walks the PE array's: the first, second, third and
+        last on their own, and the second to last repeated when the third and last are the
+        second moved on (what they read the jump repeated too). Spans split at row starts
+        anyway, so cutting the walk at copy starts changes no span."""
+        r = bisect_right(repeats[0], i) - 1
+        if r >= 0:
+            start, piece = repeats[0][r], repeats[1][r]
+            n, K = piece._n, piece.count
+            if i >= start + n * K or (i - start) % n:
+                return None
+            P = piece._span
+            c0 = (i - start) // n  # copies of the piece before row i
+            # whole copies c0..: copy c ends where copy c + 1 starts (not the last copy)
+            m = min(K - 1 - c0, (b - t) // P) if P > 0 else 0
+            if m < 4:
+                return None
+            d = piece.tile.by if piece.tile is not None and piece.tile.states else 0
+            tiles = tuple(d if k == node else 0 for k in range(len(self.nodes))) if d else None
+
+            def walk(c: int) -> SpanList:
+                a = t + c * P
+                return _collect(self.explain(kind, node, a, a + P, phase, chain, depth, entry))
+
+            first, second = walk(0), walk(1)
+            last = walk(m - 1)
+            if not (
+                same_moved(second, walk(2), P, 1, tiles)
+                and same_moved(second, last, (m - 2) * P, m - 2, tiles)
+            ):
+                return None
+            out = SpanList()
+            out.add(first)
+            out.add(SpanRepeat(second, m - 1, P, tiles))
+            return i + m * n, t + m * P, out
+        return None
+
     def _draining(self, n, entry: int | None, holder: int) -> bool:
         """Whether entry (a revisit of an output tile whose parent is the backing store) still
         waits for its previous visit's write-back while the process waits for tile holder's
@@ -368,7 +418,9 @@ class Attributor:
             holder, until, busy = None, b, keys[0]
             for k in keys:
                 grants = self._grants.get(k, [])
-                starts = self._grant_starts[k]
+                starts = self._grant_starts.get(k)
+                if starts is None:
+                    starts = self._grant_starts[k] = _starts(grants)
                 j = _bisect(starts, t) - 1
                 if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
                     end = grants[j][1] if grants[j][1] is not None else b
@@ -423,8 +475,8 @@ def attribute(raw: RawRun) -> SpanList:
     first = rec.first_step if rec.first_step is not None else raw.cycles
     producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
 
-    def waits(rows) -> list[StallSpan]:
-        spans: list[StallSpan] = []
+    def waits(rows) -> SpanList:
+        spans = _Collector()
         for t0, t1, node, kind, key in rows:
             phase = "onload" if t1 <= first else "compute"
             n = plan.nodes[node]
@@ -452,7 +504,7 @@ def attribute(raw: RawRun) -> SpanList:
                     entry=key,
                 )
             )
-        return spans
+        return spans.done()
 
     out = _walk_waits(rec.pe_waits, waits)
     spans: list[StallSpan] = []
@@ -479,10 +531,10 @@ def attribute(raw: RawRun) -> SpanList:
             )
         )
     spans.extend(_wavefront(raw))
+    out.add(spans)
     last = rec.last_step_end
     if raw.cycles > last:
-        spans.extend(_offload(at, raw, last))
-    out.add(spans)
+        out.add(_offload(at, raw, last))
     return out
 
 
@@ -555,7 +607,7 @@ def _wavefront(raw: RawRun) -> list[StallSpan]:
     return spans
 
 
-def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
+def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan] | SpanList:
     """After the last step: follow the write-back that lands last, back to its roots."""
     plan, rec = raw.plan, raw.rec
     best, best_t = None, -1
@@ -580,7 +632,7 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
             )
         ]
     n = plan.nodes[best]
-    return list(
+    return _collect(
         at.explain(
             "drain",
             best,
@@ -592,17 +644,57 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan]:
     )
 
 
+class _Collector:
+    """Builds a SpanList from what explain yields: StallSpans, gathered into lists, and the
+    SpanLists of repeated stretches, kept as their pieces."""
+
+    __slots__ = ("out", "run")
+
+    def __init__(self) -> None:
+        self.out, self.run = SpanList(), []
+
+    def extend(self, items) -> None:
+        run = self.run
+        for item in items:
+            if isinstance(item, StallSpan):
+                run.append(item)
+                continue
+            self.out.add(run)
+            self.run = run = []
+            self.out.add(item)
+
+    def done(self) -> SpanList:
+        self.out.add(self.run)
+        self.run = []
+        return self.out
+
+
+def _collect(items) -> SpanList:
+    """What explain yields, as one SpanList."""
+    c = _Collector()
+    c.extend(items)
+    return c.done()
+
+
 class _RunReader:
     """Rows fast-forward repeated, read by index one run at a time: the piece (a list, or one
     copy of a Repeat shifted whole) holding the last row read is kept, so a walk over
     neighbouring rows pays one lookup per copy, not per row (engine/rows.py)."""
 
-    __slots__ = ("rows", "_lo", "_hi", "_run", "_n")
+    __slots__ = ("rows", "_lo", "_hi", "_run", "_n", "repeats")
 
     COPY_LIMIT = 4096  # copies of longer periods are read row by row (no large copy made)
 
     def __init__(self, rows: Rows) -> None:
         self.rows, self._lo, self._hi, self._run, self._n = rows, 0, 0, (), len(rows)
+        starts, pieces, at = [], [], 0
+        for piece in rows.pieces():
+            if isinstance(piece, Repeat):
+                starts.append(at)
+                pieces.append(piece)
+            at += len(piece)
+        # the repeated stretches: (their first row indices, the Repeats), or () for none
+        self.repeats = (starts, pieces) if pieces else ()
 
     def __len__(self) -> int:
         return self._n
@@ -665,7 +757,24 @@ def _starts(rows) -> object:
     flat = rows.flat if isinstance(rows, Rows) else rows
     if flat is None and len(rows) <= _STARTS_LIMIT:
         flat = rows  # a few hundred thousand ints: bisected by the builtin, read by index
-    return [r[0] for r in flat] if flat is not None else _StartColumn(_RunReader(rows))
+    if flat is None:
+        return _StartColumn(_RunReader(rows))
+    return _first_column(flat) if isinstance(flat, Rows) else [r[0] for r in flat]
+
+
+def _first_column(rows: Rows) -> list[int]:
+    """The first column of rows, each repeated stretch by arithmetic over its base's column
+    (copy j adds j times the stretch's step to it) instead of shifting every row."""
+    out: list[int] = []
+    for piece in rows.pieces():
+        if not isinstance(piece, Repeat) or (piece.tile is not None and piece.tile.column == 0):
+            out.extend([r[0] for r in piece])
+            continue
+        base, step = _first_column(piece.base), dict(piece.steps).get(0, 0)
+        for j in range(1, piece.count + 1):
+            d = j * step
+            out.extend([x + d for x in base])
+    return out
 
 
 def _bisect(starts, t: int) -> int:

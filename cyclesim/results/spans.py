@@ -9,7 +9,8 @@ copies; iteration writes the copies out lazily, for a view that wants every span
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import fields, replace
+from functools import cache
 from itertools import chain
 
 
@@ -96,13 +97,22 @@ def _groups(spans: SpanList, key, out: dict, times: int, last_shift: int) -> Non
 def moved(span, dt: int, periods: int = 0, tiles: tuple | None = None):
     """The span dt cycles later, `periods` periods of `tiles` on (the tile it names moves)."""
     if span.holder is None or not tiles or not tiles[span.holder[0]]:
-        return replace(span, start=span.start + dt, end=span.end + dt)
+        cls = type(span)  # start and end come first: the others are passed on as they are
+        return cls(span.start + dt, span.end + dt, *map(span.__getattribute__, _rest(cls)))
     node, tile = span.holder
     later = tile + periods * tiles[node]
     chain = span.chain.replace(f"tile {tile} still holds it", f"tile {later} still holds it")
     return replace(
         span, start=span.start + dt, end=span.end + dt, holder=(node, later), chain=chain
     )
+
+
+@cache
+def _rest(cls) -> tuple[str, ...]:
+    """The fields of a span class after its first two (start, end)."""
+    names = tuple(f.name for f in fields(cls))
+    assert names[:2] == ("start", "end"), names
+    return names[2:]
 
 
 def same_moved(

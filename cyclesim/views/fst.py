@@ -74,10 +74,13 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
         fmt = [_fst_value(s.var_type, h) for s, h in zip(w.signals, handles, strict=True)]
         emit_time = lambda t: lib.fstWriterEmitTimeChange(ctx, t)  # noqa: E731
         fixed, variable = lib.fstWriterEmitValueChange, lib.fstWriterEmitVariableLengthValueChange
+        number = lib.fstWriterEmitValueChange64  # libfst writes its 64 bits out as '0'/'1'
 
         def emit(change) -> None:
-            h, data, is_string = change
-            if is_string:
+            h, data, kind = change
+            if kind is _NUMBER:
+                number(ctx, h, 64, data)
+            elif kind is _STRING:
                 variable(ctx, h, data, len(data))
             else:
                 fixed(ctx, h, data)
@@ -118,10 +121,33 @@ def _register(lib, ffi, ctx, signals: list[Signal]) -> list[int]:
     return handles
 
 
+_BITS, _NUMBER, _STRING = "bits", "number", "string"  # how emit writes a change
+
+
 def _fst_value(var_type: str, handle: int):
-    """A function value -> (handle, bytes, is a string) for one change of this variable."""
+    """A function value -> (handle, data, how emit writes it) for one change of this variable:
+    a wire's two changes made once, an integer passed as a number (libfst writes its bits), a
+    string's bytes made once per distinct value."""
     if var_type == "wire":
-        return lambda v: (handle, b"1" if v else b"0", False)
+        one, zero = (handle, b"1", _BITS), (handle, b"0", _BITS)
+        return lambda v: one if v else zero
     if var_type == "integer":
-        return lambda v: (handle, b"x" * 64 if v == "x" else f"{v:064b}".encode(), False)
-    return lambda v: (handle, str(v).encode(), True)
+        unknown = (handle, b"x" * 64, _BITS)
+
+        def integer(v):
+            if v == "x":
+                return unknown
+            if 0 <= v < 1 << 64:
+                return (handle, v, _NUMBER)
+            return (handle, f"{v:064b}".encode(), _BITS)
+
+        return integer
+    texts: dict = {}
+
+    def string(v):
+        out = texts.get(v)
+        if out is None:
+            out = texts[v] = (handle, str(v).encode(), _STRING)
+        return out
+
+    return string
