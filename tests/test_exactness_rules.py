@@ -657,6 +657,49 @@ def test_isolate_einsums_keeps_one_backing_store_when_each_branch_states_it(repl
             assert counts == {"read": 2, "write": 0}, (reuse, isolate_einsums)
 
 
+def test_isolate_einsums_leaves_a_backing_store_below_a_shared_loop_in_each_branch(replay_dicts):
+    # AO fused on chip as AccelForge's fused_matmuls example writes it: n1 shared above the
+    # split, each branch opening with its own sram node of AO (a backing store as written,
+    # below the loop). Isolation leaves the producer's in its branch, so it is not above the
+    # consumer's: the consumer's stays, a backing store of its own, not dropped as a restated
+    # top-level store (which left the consumer without AO: the plan failed). The consumer
+    # reads AO[0], AO[1] from sram (2 values, under either policy) and AO never touches DRAM.
+    arch = {
+        "name": "fused_on_chip",
+        "pe_array": {"dims": {"X": 1}},
+        "memories": [memory("DRAM", None, None, WIDE), memory("sram", None, None, WIDE)],
+    }
+    mapping = {
+        "loop_tree": [
+            {"type": "storage", "memory": "DRAM", "tensors": ["I", "O"]},
+            {"type": "temporal", "rank": "n1", "bound": 2},
+            {
+                "type": "sequential",
+                "branches": [
+                    [
+                        {"type": "storage", "memory": "sram", "tensors": ["AO"]},
+                        {"type": "temporal", "rank": "c", "bound": 1},
+                        {"type": "compute", "einsum": "producer"},
+                    ],
+                    [
+                        {"type": "storage", "memory": "sram", "tensors": ["AO"]},
+                        {"type": "compute", "einsum": "consumer"},
+                    ],
+                ],
+            },
+        ]
+    }
+    for reuse in ("retain", "strict"):
+        for isolate_einsums in (False, True):
+            res = replay_dicts(
+                arch, REGISTER_WORKLOAD, mapping, reuse=reuse, isolate_einsums=isolate_einsums
+            )
+            acc = res.accesses
+            ao = acc[acc.tensor == "AO"]
+            assert reads(res, "consumer", "AO", "sram") == 2, (reuse, isolate_einsums)
+            assert ao[ao.memory == "DRAM"]["values"].sum() == 0, (reuse, isolate_einsums)
+
+
 def test_narrow_per_instance_ports_move_in_parallel(replay_dicts):
     # Two PEs, each with its own reg (shared_across []) holding A[m, 0..1] (2 x 8 b) written
     # through its own 4 b/cycle port. The fill reads 32 b from DRAM (64 b/cycle) in 8-b
