@@ -15,9 +15,34 @@ def isolate(mapping: Mapping, workload: Workload) -> tuple:
     loops, as in AccelForge's copy-Einsum workaround) stay shared: Einsums are isolated below
     them; a copy above such a loop stays in place when only one Einsum below uses it (it is
     that Einsum's own copy). A backing store below loops on one Einsum's path alone stays where
-    it is.
+    it is. A backing store moved to the top that another Einsum's branch states again in the
+    same memory (as AccelForge's per-Einsum mappings do for an intermediate kept in DRAM) is
+    that same store, not a copy below it.
     """
     from cyclesim.spec import leaves
+
+    # (storage node, tensor) pairs with no storage node of the tensor above them in the tree
+    # as written: each is a backing store there, whichever Einsum's branch it sits in
+    backing_as_written = set()
+    for above, _ in leaves(mapping.loop_tree):
+        seen: set[str] = set()
+        for node in above:
+            if isinstance(node, Storage):
+                backing_as_written.update((node.path, t) for t in node.tensors if t not in seen)
+                seen.update(node.tensors)
+
+    def same_store(
+        node: Storage, tensor: str, backing: dict[str, Storage], in_place: set[str]
+    ) -> bool:
+        """Is this node the tensor's backing store, or that store stated again in a branch
+        below it? (A store left in place in another branch is not above this one: this node
+        stays a backing store of its own, as written.)"""
+        store = backing[tensor]
+        return store.path == node.path or (
+            (node.path, tensor) in backing_as_written
+            and store.memory == node.memory
+            and store.path not in in_place
+        )
 
     def fused_prefix(nodes: tuple, backing: dict[str, Storage]) -> tuple[tuple, tuple] | None:
         """Split off the nodes down to the last new backing store below a loop, if any."""
@@ -106,7 +131,8 @@ def isolate(mapping: Mapping, workload: Workload) -> tuple:
                     rest = tuple(
                         t
                         for t in node.tensors
-                        if backing[t].path != node.path and einsum.access(t) is not None
+                        if not same_store(node, t, backing, in_place)
+                        and einsum.access(t) is not None
                     )
                     if rest:
                         branch.append(Storage(node.memory, rest, node.path))
