@@ -114,7 +114,7 @@ class _Replay:
                 _compile_filter(self.rec, plan, trace_filter)
         self.trace = trace
         widths = {p.key: p.width_bits for p in plan.ports}
-        self.fabric = Fabric(self.env, widths, self.rec.grants)
+        self.fabric = Fabric(self.env, widths, self.rec.grants, plan.port_order)
         self.tiles = [Tiles(self.env) for _ in plan.nodes]
         self.counts: dict[tuple, list[int]] = {}
         self.dma = {
