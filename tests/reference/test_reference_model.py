@@ -42,8 +42,10 @@ CASES = {
     "D6c": "issued_after_step",
     "D9": "drain_before_slot",
     "D10": "dma_same_cycle",
+    "D11": "fused_port_tie",
+    "D12": "fused_dma_then_port",
 }
-FIXED = {"D1", "D2", "D3", "D3b", "D4", "D4b", "D6", "D6b", "D6c", "D9", "D10"}
+FIXED = {"D1", "D2", "D3", "D3b", "D4", "D4b", "D6", "D6b", "D6c", "D9", "D10", "D11", "D12"}
 OPEN_NAMING: tuple[str, ...] = ()  # e.g. ("D3b",): compare.BLUR blurs what such a class changes
 OPEN_TIMING: tuple[str, ...] = ()  # classes the reference detects (Outcome.situations)
 OPEN = set(OPEN_NAMING) | set(OPEN_TIMING)
