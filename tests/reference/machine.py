@@ -23,6 +23,11 @@ from cyclesim.spec.arch_types import Direction
 from .nest import Leaf, Nest, Node, PortRef, Run, fill_ports, pe_port, writeback_ports
 
 NOT_YET = None
+STUCK_CYCLES = 1000  # no grant, step or completion for this long: every need waits on another
+
+
+class ReferenceDeadlock(RuntimeError):
+    """No transfer and no step can ever progress (a cyclic wait, e.g. for room)."""
 
 
 @dataclass(eq=False)
@@ -383,6 +388,7 @@ class Machine:
                 if busy < dma.channels:
                     busy += 1
                     t.ports_from = c + dma.setup_cycles
+                    self.progress += 1
                 else:
                     t.states[c] = ("dma", dma.name)
 
@@ -451,6 +457,7 @@ class Machine:
         next_step, pe_free = 0, 0
         pending = list(self.transfers)
         c = 0
+        self.progress, seen, since = 0, 0, 0  # grants, steps and completions so far
         while True:
             if pe_free <= c and next_step < n_steps:  # the PE array turns to its next step
                 self.pe_leaf = nest.leaf_of[next_step]
@@ -470,6 +477,7 @@ class Machine:
                         self.holding.append(t)
                     if t.bits == 0:
                         t.done_at = c
+                        self.progress += 1
                         continue
                     if t.issued_at is None:
                         t.issued_at = c
@@ -500,6 +508,7 @@ class Machine:
                 if ready:
                     _, cycles, spatial = self.step_reads[next_step]
                     self.steps.append(Step(c, c + cycles, spatial))
+                    self.progress += 1
                     self.step_end[next_step] = c + cycles
                     pe_free = c + cycles
                     next_step += 1
@@ -525,8 +534,10 @@ class Machine:
                 self.cycles = max(ends)
                 return self.cycles
             c += 1
-            if c > limit:
-                raise RuntimeError("reference: no progress (deadlock?)")
+            if self.progress != seen:
+                seen, since = self.progress, c
+            if c - since > STUCK_CYCLES or c > limit:
+                raise ReferenceDeadlock(f"reference: no progress since cycle {since}")
 
     def _competitor(self, t: Transfer, c: int) -> tuple:
         for p in (t.src, t.dst):
@@ -566,6 +577,7 @@ class Machine:
                     self.pointer[k] = t.rank
                 t.busy_until = c + dur
                 t.left -= 1
+                self.progress += 1
                 granted.add(id(t))
                 if t.left == 0:
                     t.moved_end = c + dur
