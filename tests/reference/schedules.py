@@ -251,12 +251,12 @@ def fused_schedules(draw) -> dict:
     run accepts) and the sum of every tile, so fills wait for room across branches. DRAM and
     buf only, one PE; ports, bursts, latencies, slots, partial sums, pipeline depth and a DMA
     engine drawn as in `schedules`."""
-    sizes = {r: draw(st.integers(1, 3)) for r in ("m", "n", "k", "p")}
+    sizes = {r: draw(st.integers(1, 4 if r in "mn" else 3)) for r in ("m", "n", "k", "p")}
     outer: list[dict] = []
     if draw(st.integers(0, 2)):  # a third of the cases: no loop above the split
         for r in draw(st.permutations(["m", "n"])):
-            f = draw(st.sampled_from(_divisors(sizes[r])))
-            if f > 1:
+            f = draw(st.sampled_from(_divisors(sizes[r])[1:] or [1]))
+            if f > 1 and draw(st.integers(0, 3)):
                 outer.append({"type": "temporal", "rank": r, "bound": f})
     inner = {r: sizes[r] // math.prod(x["bound"] for x in outer if x["rank"] == r) for r in sizes}
     branch_loops = {
@@ -316,7 +316,7 @@ def fused_schedules(draw) -> dict:
                 counted.add(t)
                 total += tile
         need = max(need, path_need)
-    if total > need and draw(st.booleans()):
+    if total > need and draw(st.integers(0, 2)):
         size = draw(st.integers(need, total - 1))
     else:
         size = 1 << 20
