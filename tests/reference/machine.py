@@ -176,6 +176,20 @@ class Machine:
         self.holding: list[Transfer] = []  # fills holding room in a watched memory, take order
         self.pe_leaf = 0  # the leaf whose steps the PE array runs (or waits to run)
 
+    def _note_room_races(self) -> None:
+        """Open class D15: in a cycle one fill takes room in a memory while another is refused
+        room there. DESIGN does not say in which order fills of one cycle take room; the
+        reference takes the tie order of arbitration, the replay the order its processes run."""
+        for t in self.holding:
+            c = t.holds_from
+            if any(
+                o.node.memory == t.node.memory and o.states.get(c, ("",))[0] == "room"
+                for o in self.holding + [x for x in self.transfers if x.holds_from is None]
+                if o is not t
+            ):
+                self.situations.add("D15")
+                return
+
     def _held(self, memory: str, c: int) -> list[Transfer]:
         """The fills whose tiles hold room in memory in cycle c (releases at c come first)."""
         return [
@@ -199,6 +213,12 @@ class Machine:
             sum(self.tile_bits[id(h.node)] for h in held) + self.tile_bits[id(node)]
             > self.size[node.memory]
         ):
+            # the tile named: the oldest one of another node holding room when the wait
+            # began, for the whole wait (DESIGN names "the tile that holds the space"; which
+            # one when several do is open, O5b: the replay's reading)
+            before = t.states.get(c - 1)
+            if before is not None and before[0] == "room":
+                return before
             others = [h for h in held if h.node is not node]
             return ("room", (others or held)[0])
         return None
@@ -532,6 +552,7 @@ class Machine:
             if next_step == n_steps and not pending and pe_free <= c + 1:
                 ends = [t.done_at for t in self.transfers] + [pe_free]
                 self.cycles = max(ends)
+                self._note_room_races()
                 return self.cycles
             c += 1
             if self.progress != seen:
