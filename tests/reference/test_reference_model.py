@@ -48,6 +48,7 @@ CASES = {
     "D13": "fused_room_after_turn",
     "D14": "fused_room_holder_tie",
     "D15": "fused_room_same_cycle",
+    "D16": "affine_register",
 }
 FIXED = {
     "D1",
@@ -70,7 +71,10 @@ OPEN_NAMING: tuple[str, ...] = ()  # e.g. ("D3b",): compare.BLUR blurs what such
 # classes the reference detects (Outcome.situations); D15: DESIGN does not say in which order
 # fills of one cycle take room in a memory (docs/reference_model.md)
 OPEN_TIMING: tuple[str, ...] = ("D15",)
-OPEN = set(OPEN_NAMING) | set(OPEN_TIMING)
+# D16: affine projections (outside the random scope): under retain the replay re-reads an
+# operand whose value did not change when two loops of one index move together (n + k)
+OPEN_SCOPE: tuple[str, ...] = ("D16",)
+OPEN = set(OPEN_NAMING) | set(OPEN_TIMING) | set(OPEN_SCOPE)
 # Questions DESIGN leaves open (the report lists them): the reference takes the replay's reading,
 # and the case that shows the question must agree.
 OPEN_QUESTIONS = {
