@@ -8,7 +8,9 @@ a spatial loop per dimension over distinct ranks (multicast of the tensors it do
 a spatial reduction when it is k, instances per PE for the registers); ports toward the parent
 shared (one read-write port) or separate, of 4-64 b; bursts of 4-32 b; latencies 0-2; one or
 two slots per tensor; partial sums wider than final values; reduction loops above the buffer;
-retain and strict; PE pipeline depth 0-2.
+retain and strict; PE pipeline depth 0-2. fused_schedules: two Einsums under a `sequential`
+split sharing an intermediate kept on chip, with and without loops above the split, in a
+roomy or a tight buffer (its docstring says the rest).
 """
 
 from __future__ import annotations
