@@ -4,8 +4,10 @@ DESIGN "Arbitration sees every request of the cycle", applied to channels: reque
 earlier cycles first (first come, first served), and among requests of the same cycle the
 tie order of "Ports and links" (storage nodes in loop-tree order, then tensors in workload
 order; a node's fill before its write-back). Like the fabric's grants (engine/fabric.py),
-the decision is a zero-delay event of priority DECIDE, queued only in cycles in which a
-channel is free and someone asks for one.
+the decision is a zero-delay event, queued only in cycles in which a channel is free and
+someone asks for one. It comes before the fabric's (CHANNELS, after every ordinary event and
+before DECIDE): a transfer granted a channel (setup 0) asks for its ports in the same cycle,
+so it takes part in that cycle's port arbitration whichever process ran first.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import simpy
 
 from cyclesim.engine.fabric import DECIDE
 from cyclesim.engine.record import S_DMA
+
+CHANNELS = DECIDE - 0.5  # SimPy priority: after NORMAL (1), before the port decision (2)
 
 
 class Channels(simpy.Resource):
@@ -40,7 +44,7 @@ class Channels(simpy.Resource):
             ev = simpy.Event(self._env)
             ev._ok, ev._value = True, None
             ev.callbacks.append(self._decide)
-            self._env.schedule(ev, DECIDE)
+            self._env.schedule(ev, CHANNELS)
 
     def _decide(self, _event: simpy.Event | None = None) -> None:
         """Grant the free channels: earlier cycles first, then the tie order."""

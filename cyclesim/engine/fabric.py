@@ -56,8 +56,14 @@ class Fabric:
     )
 
     def __init__(
-        self, env: simpy.Environment, widths: dict[str, int], grants: dict[str, list]
+        self,
+        env: simpy.Environment,
+        widths: dict[str, int],
+        grants: dict[str, list],
+        order: tuple[str, ...] = (),
     ) -> None:
+        """order: every port key in architecture order, the tie order of ports with as many
+        requesters (DESIGN); empty: the order of widths."""
         self.env = env
         self.width = widths
         self.holder: dict[str, int | None] = {k: None for k in widths}
@@ -75,7 +81,7 @@ class Fabric:
         for k in widths:
             grants.setdefault(k, Rows())
         self.served: dict[str, int] = {}  # port -> the requester it granted last (the pointer)
-        self.order = {k: i for i, k in enumerate(widths)}  # architecture order of the ports
+        self.order = {k: i for i, k in enumerate(order or widths)}  # architecture order
         self.deciding: int | None = None  # the cycle an end-of-cycle decision is queued for
         self.granted_at: dict[str, int] = {}  # port -> cycle it was granted at once (request)
         self.before: dict[str, int | None] = {}  # port -> its pointer before that grant

@@ -114,7 +114,7 @@ class _Replay:
                 _compile_filter(self.rec, plan, trace_filter)
         self.trace = trace
         widths = {p.key: p.width_bits for p in plan.ports}
-        self.fabric = Fabric(self.env, widths, self.rec.grants)
+        self.fabric = Fabric(self.env, widths, self.rec.grants, plan.port_order)
         self.tiles = [Tiles(self.env) for _ in plan.nodes]
         self.counts: dict[tuple, list[int]] = {}
         self.dma = {
@@ -346,18 +346,20 @@ class _Replay:
                     ks = k - slots
                 released.pop(ks, None)
             if space_used:
-                if watched and not space.turn(node):
-                    # in a memory the branches share beyond its size, a fill takes room only
-                    # in its branch's turn (space.py): the room is kept for the running one
-                    tl.append((env.now, S_SPACE, None))
+                # in a memory the branches share beyond its size, a fill takes room only in
+                # its branch's turn (space.py): the room is kept for the running one. Both are
+                # looked at again whenever either changes: room made after the turn passed to
+                # the other branch is not this fill's (it waited for it into the other turn)
+                while watched and not (space.turn(node) and space.room(node)):
                     st.stage = SPACE
-                    while not space.turn(node):
-                        yield space.wait_turn(node)
-                if watched and not space.room(node):  # no room in the memory: wait
-                    tl.append((env.now, S_SPACE, space.blocker(node)))
-                    st.stage = SPACE
-                    while not space.room(node):
-                        yield space.wait(node)
+                    if not space.turn(node):
+                        tl.append((env.now, S_SPACE, None))
+                        while not space.turn(node):
+                            yield space.wait_turn(node)
+                    else:  # no room in the memory: wait
+                        tl.append((env.now, S_SPACE, space.blocker(node)))
+                        while not space.room(node) and space.turn(node):
+                            yield space.wait(node)
                 k = st.k
                 space.take(node, k)
             if first:  # a first visit reads nothing: the tile is entered

@@ -36,6 +36,7 @@ class Space:
         "bits",
         "held",
         "holders",
+        "since",
         "tight",
         "waiters",
         "ledger",
@@ -58,6 +59,7 @@ class Space:
         )
         self.held: dict[str, int] = {m: 0 for m in worst}
         self.holders: dict[str, dict[tuple[int, int], int]] = {m: {} for m in self.tight}
+        self.since: dict[tuple[int, int], int] = {}  # (node, tile) -> cycle it took its room
         self.waiters: dict[str, list[simpy.Event]] = {m: [] for m in self.tight}
         self.ledger: list[tuple[int, str, int]] | None = [] if ledger else None
         # per node: the one leaf whose path it is on (None: several, or none). In a tight
@@ -114,6 +116,7 @@ class Space:
         self.held[m] += b
         if m in self.tight:
             self.holders[m][(node, k)] = b
+            self.since[(node, k)] = self.env.now
         if self.ledger is not None:
             self.ledger.append((self.env.now, m, b))
 
@@ -125,6 +128,7 @@ class Space:
             self.ledger.append((self.env.now, m, -b))
         if m in self.tight:
             self.holders[m].pop((node, k), None)
+            self.since.pop((node, k), None)
             waiters = self.waiters[m]
             if waiters:
                 self.waiters[m] = []
@@ -133,12 +137,13 @@ class Space:
 
     def blocker(self, node: int) -> tuple[int, int] | None:
         """The tile the wait of a fill of node is named after: the oldest tile of another
-        node holding room in its memory (its own node's otherwise; None if none holds any)."""
+        node holding room in its memory (its own node's otherwise; None if none holds any).
+        Tiles that took their room in the same cycle go in the tie order (node, then tile),
+        never in the order their processes happened to run."""
         holders = self.holders[self.memory[node]]
-        for key in holders:
-            if key[0] != node:
-                return key
-        return next(iter(holders), None)
+        since = self.since
+        others = [key for key in holders if key[0] != node] or list(holders)
+        return min(others, key=lambda key: (since[key], key), default=None)
 
 
 def ledger_overflows(ledger: list[tuple[int, str, int]], sizes: dict[str, int]) -> list[str]:

@@ -171,3 +171,6 @@ class Plan:
     dram_nodes: tuple = ()  # per node: TileAddresses in its parent's DRAM, or None (empty: none)
     systolic: Systolic | None = None  # the PE array's wavefront timing (engine/systolic.py)
     sizes: tuple[tuple[str, int], ...] = ()  # (memory, size_bits) of every memory with a size
+    # every port key in architecture order: ports tied in requesters decide in this order
+    # (DESIGN "Arbitration sees every request of the cycle"); empty: first-use order
+    port_order: tuple[str, ...] = ()

@@ -26,6 +26,16 @@ def _root(m: Machine, t: Transfer, c: int) -> tuple:
                 None,
                 f"an earlier tile of {node.label}",
             )
+        if kind == "turn":  # room kept for the running branch (O5)
+            return ("buffer_full", node.memory, node.tensor, None, "the running branch")
+        if kind == "room":
+            return (
+                "buffer_full",
+                node.memory,
+                node.tensor,
+                None,
+                f"a tile of {state[1].node.label}",
+            )
         if kind == "pipe":
             return ("latency", node.memory, node.tensor, None, None)
         if kind == "uses":
@@ -57,8 +67,9 @@ def stall_table(m: Machine) -> Counter:
     for c, s in m.waits:
         phase = "onload" if c < first else "compute"
         awaited = []
-        for x in m.nest.tensors:
-            chain = m.nest.chains[x]
+        leaf = m.nest.leaves[m.nest.leaf_of[s]]
+        for x in leaf.tensors:
+            chain = leaf.chains[x]
             if len(chain) < 2:
                 continue
             f = m.fills[id(chain[-1])][m._run_at(chain[-1], s).index]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import Counter
 
 from cyclesim.analysis.simulate import simulate
+from cyclesim.errors import DeadlockError
 
+from .machine import ReferenceDeadlock
 from .model import Outcome, reference
 
 
@@ -71,16 +73,48 @@ def differences(ref: Outcome, rep: Outcome, blur=()) -> list[str]:
     return out
 
 
+def _reference(arch, work, mapping, reuse: str) -> Outcome | None:
+    """The reference's outcome, or None if it can never finish (a deadlock)."""
+    try:
+        return reference(arch, work, mapping, reuse)
+    except ReferenceDeadlock:
+        return None
+
+
+def _replay(arch, work, mapping, reuse: str) -> Outcome | None:
+    """The replay's outcome, or None if it refuses the schedule as a deadlock."""
+    try:
+        return replay_outcome(arch, work, mapping, reuse)
+    except DeadlockError:
+        return None
+
+
+def _said(o: Outcome | None) -> str:
+    return "deadlock" if o is None else f"{o.cycles} cycles"
+
+
+def _differences(ref: Outcome | None, rep: Outcome | None, blur=()) -> list[str]:
+    """Both deadlock: they agree (a tight memory whose tiles wait for each other's room)."""
+    if ref is None or rep is None:
+        if ref is rep:
+            return []
+        return [f"deadlock: reference {_said(ref)}, replay {_said(rep)}"]
+    return differences(ref, rep, blur)
+
+
 def compare(arch, work, mapping, reuse: str = "retain", blur=()) -> list[str]:
-    ref = reference(arch, work, mapping, reuse)
-    return differences(ref, replay_outcome(arch, work, mapping, reuse), blur)
+    ref = _reference(arch, work, mapping, reuse)
+    return _differences(ref, _replay(arch, work, mapping, reuse), blur)
 
 
 def compare_open(arch, work, mapping, reuse: str, blur=(), skip=()) -> tuple[list[str], set]:
     """The differences, and the open timing classes (skip) the schedule runs into; when it runs
     into one, its numbers are not compared (the caller counts such schedules)."""
-    ref = reference(arch, work, mapping, reuse)
-    hit = set(ref.situations) & set(skip)
+    ref = _reference(arch, work, mapping, reuse)
+    hit = set(ref.situations if ref is not None else ()) & set(skip)
     if hit:
         return [], hit
-    return differences(ref, replay_outcome(arch, work, mapping, reuse), blur), hit
+    rep = _replay(arch, work, mapping, reuse)
+    if ref is None and rep is None:
+        hit = {"deadlock"}  # counted by the caller: both refuse the schedule
+    return _differences(ref, rep, blur), hit

@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 from cyclesim.spec import Architecture
 from cyclesim.spec.arch_types import Direction
 
-from .nest import Nest, Node, PortRef, Run, fill_ports, pe_port, writeback_ports
+from .nest import Leaf, Nest, Node, PortRef, Run, fill_ports, pe_port, writeback_ports
 
 NOT_YET = None
+STUCK_CYCLES = 1000  # no grant, step or completion for this long: every need waits on another
+
+
+class ReferenceDeadlock(RuntimeError):
+    """No transfer and no step can ever progress (a cyclic wait, e.g. for room)."""
 
 
 @dataclass(eq=False)
@@ -47,6 +52,7 @@ class Transfer:
     burst_named: PortRef | None = None  # the port the burst in flight names
     dma: object = None  # the DMA engine serving its link (None: straight through the ports)
     ports_from: int | None = None  # with a DMA engine: channel held and setup done from here
+    holds_from: int | None = None  # a fill into a watched memory: the cycle it took its room
 
     @property
     def label(self) -> str:
@@ -142,6 +148,80 @@ class Machine:
             for a, b in zip(node_transfers, node_transfers[1:], strict=False):
                 b.pred = a
         self.step_reads = self._pe_accesses()
+        self._capacity()
+
+    # ------------------------------------------------------------------ capacity
+    def _capacity(self) -> None:
+        """DESIGN "A memory never holds more than its size": a fill (or an output's entry)
+        into a memory takes its tile's bits (at partial-sum width for outputs, per instance)
+        from the moment it is issued until the tile is released, and waits while the memory's
+        free bits are fewer. Watched: memories whose nodes' slots could together exceed the
+        size (elsewhere the room is always there)."""
+        self.tile_bits: dict[int, int] = {}
+        worst: dict[str, int] = {}
+        for node in self.nest.nodes:
+            if node.parent is None:
+                continue
+            width = (
+                self.nest.psum_bits[node.tensor] if node.is_output else self.nest.bits[node.tensor]
+            )
+            b = width * max(len(x) for r in node.runs for x in r.elements)
+            self.tile_bits[id(node)] = b
+            worst[node.memory] = worst.get(node.memory, 0) + node.slots * b
+        self.size = {
+            m: self.arch.memory(m).size_bits
+            for m, need in worst.items()
+            if self.arch.memory(m).size_bits is not None and need > self.arch.memory(m).size_bits
+        }
+        self.holding: list[Transfer] = []  # fills holding room in a watched memory, take order
+        self.pe_leaf = 0  # the leaf whose steps the PE array runs (or waits to run)
+
+    def _note_room_races(self) -> None:
+        """Open class D15: in a cycle one fill takes room in a memory while another is refused
+        room there. DESIGN does not say in which order fills of one cycle take room; the
+        reference takes the tie order of arbitration, the replay the order its processes run."""
+        for t in self.holding:
+            c = t.holds_from
+            if any(
+                o.node.memory == t.node.memory and o.states.get(c, ("",))[0] == "room"
+                for o in self.holding + [x for x in self.transfers if x.holds_from is None]
+                if o is not t
+            ):
+                self.situations.add("D15")
+                return
+
+    def _held(self, memory: str, c: int) -> list[Transfer]:
+        """The fills whose tiles hold room in memory in cycle c (releases at c come first)."""
+        return [
+            t
+            for t in self.holding
+            if t.node.memory == memory and not self._released(t.node, t.run, c)
+        ]
+
+    def _room_need(self, t: Transfer, c: int):
+        """Room in a watched memory. Open in DESIGN (O5), the replay's reading: a node on one
+        branch's path only takes room in that branch's turn (while the PE array runs or waits
+        for that Einsum's steps), so a fill running ahead into the other branch cannot hold
+        the room the running branch needs; a node above the split may take it any time."""
+        node = t.node
+        if t.holds_from is not None or node.memory not in self.size:
+            return None
+        if len(set(node.users)) == 1 and self.pe_leaf != node.users[0]:
+            return ("turn",)
+        held = self._held(node.memory, c)
+        if (
+            sum(self.tile_bits[id(h.node)] for h in held) + self.tile_bits[id(node)]
+            > self.size[node.memory]
+        ):
+            # the tile named: the oldest one of another node holding room when the wait
+            # began, for the whole wait (DESIGN names "the tile that holds the space"; which
+            # one when several do is open, O5b: the replay's reading)
+            before = t.states.get(c - 1)
+            if before is not None and before[0] == "room":
+                return before
+            others = [h for h in held if h.node is not node]
+            return ("room", (others or held)[0])
+        return None
 
     # ------------------------------------------------------------------ the PE array
     def _pe_accesses(self):
@@ -149,18 +229,23 @@ class Machine:
         nest, arch = self.nest, self.arch
         out = []
         for s in range(len(nest.steps)):
+            li = nest.leaf_of[s]
+            leaf = nest.leaves[li]
             acc: dict[tuple, list[int]] = {}
             port_bits: dict[tuple, int] = {}  # (port key, instance) -> bits this step
             users: dict[tuple, dict[str, int]] = {}  # (port key, instance) -> tensor -> bits
-            for t in nest.tensors:
-                node = nest.chains[t][-1]
+            # DESIGN "Operand registers hold the previous cycle's value only": after a step of
+            # another Einsum the registers hold that Einsum's operands, so every one is read
+            same_einsum = s > 0 and nest.leaf_of[s - 1] == li
+            for t in leaf.tensors:
+                node = leaf.chains[t][-1]
                 inst = self._instance_groups(node)
                 now = nest.pe_elements[t][s]
-                before = nest.pe_elements[t][s - 1] if s else None
+                before = nest.pe_elements[t][s - 1] if same_einsum else None
                 for g, positions in enumerate(inst):
-                    if t == nest.output:
+                    if t == leaf.output:
                         elems = {now[p] for p in positions}
-                        reads = {e for e in elems if self._first_visit(e) < s}
+                        reads = {e for e in elems if self._first_visit(t, e) < s}
                         writes = elems
                         w = nest.psum_bits[t]
                         self._pe_add(
@@ -216,30 +301,31 @@ class Machine:
                 need = math.ceil(b / width)
                 if need > cycles or (
                     need == cycles > 1
-                    and self._often(users[(key, g)]) > self._often(users[binding])
+                    and self._often(users[(key, g)], leaf) > self._often(users[binding], leaf)
                 ):
                     cycles, binding = need, (key, g)
             spatial = None
             if binding is not None:
-                t = self._most_bits(users[binding])
-                spatial = (nest.chains[t][-1].memory, t, binding[0][1])
-            out.append((acc, cycles, spatial))
+                t = self._most_bits(users[binding], leaf)
+                spatial = (leaf.chains[t][-1].memory, t, binding[0][1])
+            out.append(({(leaf.einsum,) + k: v for k, v in acc.items()}, cycles, spatial))
         return out
 
-    def _most_bits(self, by_tensor: dict[str, int]) -> str:
-        ts = self.nest.tensors
+    @staticmethod
+    def _most_bits(by_tensor: dict[str, int], leaf: Leaf) -> str:
+        ts = leaf.tensors
         return max(by_tensor, key=lambda x: (by_tensor[x], -ts.index(x)))
 
-    def _often(self, by_tensor: dict[str, int]) -> int:
+    def _often(self, by_tensor: dict[str, int], leaf: Leaf) -> int:
         """How often the port's named operand changes: the output every step, else the depth
         of the innermost temporal loop that indexes it."""
-        t = self._most_bits(by_tensor)
-        if t == self.nest.output:
+        t = self._most_bits(by_tensor, leaf)
+        if t == leaf.output:
             return 1 << 30
         if self.reuse == "strict":  # every MAC reads every operand: all change every step
-            return len(self.nest.loop_ranks)
+            return len(leaf.loop_ranks)
         return max(
-            (d + 1 for d, r in enumerate(self.nest.loop_ranks) if r in self.nest.ranks[t]),
+            (d + 1 for d, r in enumerate(leaf.loop_ranks) if r in leaf.ranks[t]),
             default=0,
         )
 
@@ -261,13 +347,17 @@ class Machine:
             groups.setdefault(tuple(point[k] for k in node.inst_dims), []).append(p)
         return list(groups.values())
 
-    def _first_visit(self, e) -> int:
+    def _first_visit(self, tensor: str, e) -> int:
+        """The step in which the Einsum writing tensor first visits its element e."""
         if not hasattr(self, "_fv"):
             self._fv: dict = {}
-            for s, per in enumerate(self.nest.pe_elements[self.nest.output]):
-                for x in per:
-                    self._fv.setdefault(x, s)
-        return self._fv[e]
+            nest = self.nest
+            for t in {lf.output for lf in nest.leaves}:
+                for s, per in enumerate(nest.pe_elements[t]):
+                    if nest.leaves[nest.leaf_of[s]].output == t:
+                        for x in per:
+                            self._fv.setdefault((t, x), s)
+        return self._fv[(tensor, e)]
 
     # ------------------------------------------------------------------ helpers
     def _run_at(self, node: Node, s: int) -> Run:
@@ -318,6 +408,7 @@ class Machine:
                 if busy < dma.channels:
                     busy += 1
                     t.ports_from = c + dma.setup_cycles
+                    self.progress += 1
                 else:
                     t.states[c] = ("dma", dma.name)
 
@@ -347,7 +438,7 @@ class Machine:
                 return ("slot", holder.index)
         if run.index and not self._done(self.fills[id(node)][run.index - 1], c):
             return ("pred", self.fills[id(node)][run.index - 1])
-        return None
+        return self._room_need(t, c)
 
     def _wb_need(self, t: Transfer, c: int):
         """A write-back's needs, in order: its node's previous write-back, its tile left (the
@@ -386,7 +477,10 @@ class Machine:
         next_step, pe_free = 0, 0
         pending = list(self.transfers)
         c = 0
+        self.progress, seen, since = 0, 0, 0  # grants, steps and completions so far
         while True:
+            if pe_free <= c and next_step < n_steps:  # the PE array turns to its next step
+                self.pe_leaf = nest.leaf_of[next_step]
             # 2. needs, in tree order; a fill that moves nothing is resident at once
             requesters: list[Transfer] = []
             channel_wanted: list[Transfer] = []
@@ -398,8 +492,12 @@ class Machine:
                     if need is not None:
                         t.states[c] = need
                         continue
+                    if t.kind == "fill" and t.holds_from is None and t.node.memory in self.size:
+                        t.holds_from = c
+                        self.holding.append(t)
                     if t.bits == 0:
                         t.done_at = c
+                        self.progress += 1
                         continue
                     if t.issued_at is None:
                         t.issued_at = c
@@ -421,14 +519,16 @@ class Machine:
                     requesters.append(t)
             # 3. the PE array
             if next_step < n_steps and pe_free <= c:
+                leaf = nest.leaves[nest.leaf_of[next_step]]
                 ready = all(
                     self._done(self.fills[id(ch[-1])][self._run_at(ch[-1], next_step).index], c)
-                    for ch in (nest.chains[x] for x in nest.tensors)
+                    for ch in (leaf.chains[x] for x in leaf.tensors)
                     if len(ch) > 1
                 )
                 if ready:
                     _, cycles, spatial = self.step_reads[next_step]
                     self.steps.append(Step(c, c + cycles, spatial))
+                    self.progress += 1
                     self.step_end[next_step] = c + cycles
                     pe_free = c + cycles
                     next_step += 1
@@ -452,10 +552,13 @@ class Machine:
             if next_step == n_steps and not pending and pe_free <= c + 1:
                 ends = [t.done_at for t in self.transfers] + [pe_free]
                 self.cycles = max(ends)
+                self._note_room_races()
                 return self.cycles
             c += 1
-            if c > limit:
-                raise RuntimeError("reference: no progress (deadlock?)")
+            if self.progress != seen:
+                seen, since = self.progress, c
+            if c - since > STUCK_CYCLES or c > limit:
+                raise ReferenceDeadlock(f"reference: no progress since cycle {since}")
 
     def _competitor(self, t: Transfer, c: int) -> tuple:
         for p in (t.src, t.dst):
@@ -495,6 +598,7 @@ class Machine:
                     self.pointer[k] = t.rank
                 t.busy_until = c + dur
                 t.left -= 1
+                self.progress += 1
                 granted.add(id(t))
                 if t.left == 0:
                     t.moved_end = c + dur

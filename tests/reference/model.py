@@ -38,22 +38,29 @@ def reference(
     }
     acc: Counter = Counter()
 
-    def add(tensor, memory, action, values, bits):
+    def add(einsum, tensor, memory, action, values, bits):
         if values:
-            v, b = acc.get((nest.einsum, tensor, memory, action), (0, 0))
-            acc[(nest.einsum, tensor, memory, action)] = (v + values, b + bits)
+            v, b = acc.get((einsum, tensor, memory, action), (0, 0))
+            acc[(einsum, tensor, memory, action)] = (v + values, b + bits)
 
     for t in m.transfers:
         r, node = t.run, t.node
         if t.kind == "fill" and t.bits:
             width = t.bits // r.fill_values_parent
-            add(node.tensor, node.parent.memory, "read", r.fill_values_parent, t.bits)
-            add(node.tensor, node.memory, "write", r.fill_values_child, r.fill_values_child * width)
+            add(node.owner, node.tensor, node.parent.memory, "read", r.fill_values_parent, t.bits)
+            add(
+                node.owner,
+                node.tensor,
+                node.memory,
+                "write",
+                r.fill_values_child,
+                r.fill_values_child * width,
+            )
         elif t.kind == "write-back" and t.bits:
-            add(node.tensor, node.memory, "read", r.wb_values, t.bits)
-            add(node.tensor, node.parent.memory, "write", r.wb_values, t.bits)
+            add(node.owner, node.tensor, node.memory, "read", r.wb_values, t.bits)
+            add(node.owner, node.tensor, node.parent.memory, "write", r.wb_values, t.bits)
     for step_acc, _, _ in m.step_reads:
-        for (memory, tensor, action), (v, b) in step_acc.items():
-            add(tensor, memory, action, v, b)
+        for (einsum, memory, tensor, action), (v, b) in step_acc.items():
+            add(einsum, tensor, memory, action, v, b)
     stalls = stall_table(m)  # (may note open classes the blame walk runs into)
     return Outcome(cycles, phases, stalls, acc, frozenset(m.situations))

@@ -8,10 +8,14 @@ a spatial loop per dimension over distinct ranks (multicast of the tensors it do
 a spatial reduction when it is k, instances per PE for the registers); ports toward the parent
 shared (one read-write port) or separate, of 4-64 b; bursts of 4-32 b; latencies 0-2; one or
 two slots per tensor; partial sums wider than final values; reduction loops above the buffer;
-retain and strict; PE pipeline depth 0-2.
+retain and strict; PE pipeline depth 0-2. fused_schedules: two Einsums under a `sequential`
+split sharing an intermediate kept on chip, with and without loops above the split, in a
+roomy or a tight buffer (its docstring says the rest).
 """
 
 from __future__ import annotations
+
+import math
 
 from hypothesis import strategies as st
 
@@ -214,3 +218,169 @@ def load(case: dict):
     w = workload_from_dict(case["workload"], "workload.yaml")
     m = mapping_from_dict(case["mapping"], a, w, "mapping.yaml")
     return a, w, m
+
+
+# ---------------------------------------------------------------- two fused Einsums
+FUSED_TENSORS = ("I", "W0", "AO", "W1", "O")
+FUSED_PROJ = {
+    "I": ["m", "k"],
+    "W0": ["k", "n"],
+    "AO": ["m", "n"],
+    "W1": ["n", "p"],
+    "O": ["m", "p"],
+}
+BRANCH = {"producer": ("I", "W0", "AO"), "consumer": ("AO", "W1", "O")}
+BRANCH_RANKS = {"producer": ("m", "n", "k"), "consumer": ("m", "n", "p")}
+OUTPUTS = ("AO", "O")
+
+
+def _footprint(tensor: str, loops_below: list[dict]) -> int:
+    """Values of a tile: per rank of the tensor, the product of the loops below over it."""
+    n = 1
+    for loop in loops_below:
+        if loop["rank"] in FUSED_PROJ[tensor]:
+            n *= loop["bound"]
+    return n
+
+
+@st.composite
+def fused_schedules(draw) -> dict:
+    """Two fused Einsums under a `sequential` split: producer AO[m,n] += I[m,k] * W0[k,n],
+    consumer O[m,p] += AO[m,n] * W1[n,p]; AO kept in buf above the split (made and consumed
+    on chip, written to DRAM once), with 0-2 loops (over m, n) above the split or none. The
+    other tensors each have a buf node above the split or inside their branch. buf is either
+    roomy or tight: its size between the largest leaf path's need (what the check before the
+    run accepts) and the sum of every tile, so fills wait for room across branches. DRAM and
+    buf only, one PE; ports, bursts, latencies, slots, partial sums, pipeline depth and a DMA
+    engine drawn as in `schedules`."""
+    sizes = {r: draw(st.integers(1, 4 if r in "mn" else 3)) for r in ("m", "n", "k", "p")}
+    outer: list[dict] = []
+    if draw(st.integers(0, 2)):  # a third of the cases: no loop above the split
+        for r in draw(st.permutations(["m", "n"])):
+            f = draw(st.sampled_from(_divisors(sizes[r])[1:] or [1]))
+            if f > 1 and draw(st.integers(0, 3)):
+                outer.append({"type": "temporal", "rank": r, "bound": f})
+    inner = {r: sizes[r] // math.prod(x["bound"] for x in outer if x["rank"] == r) for r in sizes}
+    branch_loops = {
+        e: [
+            {"type": "temporal", "rank": r, "bound": inner[r]}
+            for r in draw(st.permutations(list(BRANCH_RANKS[e])))
+            if inner[r] > 1
+        ]
+        for e in BRANCH
+    }
+    # where buf keeps each tensor: ("above", i) after the first i loops above the split, or
+    # ("branch", j) after the first j loops of its Einsum's branch; AO always above
+    at = {"AO": ("above", draw(st.integers(0, len(outer))))}
+    for t in ("I", "W0", "W1", "O"):
+        e = "producer" if t in BRANCH["producer"] else "consumer"
+        if draw(st.booleans()):
+            at[t] = ("above", draw(st.integers(0, len(outer))))
+        else:
+            at[t] = ("branch", draw(st.integers(0, len(branch_loops[e]))))
+
+    def place(nodes: list[dict], where: str, tensors: tuple[str, ...]) -> list[dict]:
+        out = []
+        for i in range(len(nodes) + 1):
+            kept = [t for t in tensors if at[t] == (where, i)]
+            if kept:
+                out.append({"type": "storage", "memory": "buf", "tensors": kept})
+            if i < len(nodes):
+                out.append(nodes[i])
+        return out
+
+    branches = [
+        place(branch_loops[e], "branch", BRANCH[e]) + [{"type": "compute", "einsum": e}]
+        for e in BRANCH
+    ]
+    tree = [{"type": "storage", "memory": "DRAM", "tensors": list(FUSED_TENSORS)}]
+    tree += place(outer, "above", FUSED_TENSORS)
+    tree.append({"type": "sequential", "branches": branches})
+
+    bits = {t: draw(st.sampled_from([4, 8, 16])) for t in FUSED_TENSORS}
+    psum = {t: bits[t] * draw(st.sampled_from([1, 1, 2, 4])) for t in OUTPUTS}
+    double = [t for t in FUSED_TENSORS if draw(st.booleans())]
+
+    # what one leaf path keeps in buf at once (every buf node on it, slots x tile), and all
+    need, total = 0, 0
+    counted: set[str] = set()
+    for e in BRANCH:
+        path_need = 0
+        for t in FUSED_TENSORS:
+            where, i = at[t]
+            if where == "branch" and t not in BRANCH[e]:
+                continue
+            below = outer[i:] + branch_loops[e] if where == "above" else branch_loops[e][i:]
+            values = _footprint(t, below)
+            tile = values * (psum[t] if t in OUTPUTS else bits[t]) * (2 if t in double else 1)
+            path_need += tile
+            if t not in counted:
+                counted.add(t)
+                total += tile
+        need = max(need, path_need)
+    if total > need and draw(st.integers(0, 2)):
+        size = draw(st.integers(need, total - 1))
+    else:
+        size = 1 << 20
+
+    if draw(st.booleans()):
+        dram_ports = [_port(draw, "dram_rw", "read_write")]
+    else:
+        dram_ports = [_port(draw, "dram_rd", "read"), _port(draw, "dram_wr", "write")]
+    up = [(t, "read_to_above") for t in OUTPUTS]
+    down = [(t, "write_from_above") for t in FUSED_TENSORS]
+    if draw(st.booleans()):
+        buf_ports = _serving(draw, "buf_x", "read_write", up + down)
+    else:
+        buf_ports = _serving(draw, "buf_xr", "read", up) + _serving(draw, "buf_xw", "write", down)
+    buf_ports += _serving(draw, "buf_pr", "read", [(t, "read_to_below") for t in FUSED_TENSORS])
+    buf_ports += _serving(draw, "buf_pw", "write", [(t, "write_from_below") for t in OUTPUTS])
+    arch = {
+        "name": "random_fused",
+        "pe_array": {"dims": {"X": 1}, "pipeline_depth_cycles": draw(st.integers(0, 2))},
+        "memories": [
+            {
+                "name": "DRAM",
+                "size_bits": None,
+                "tensors": list(FUSED_TENSORS),
+                "ports": dram_ports,
+            },
+            {
+                "name": "buf",
+                "size_bits": size,
+                "tensors": list(FUSED_TENSORS),
+                "double_buffered": double,
+                "ports": buf_ports,
+            },
+        ],
+    }
+    if draw(st.booleans()):
+        arch["dma_engines"] = [
+            {
+                "name": "dma",
+                "links": [{"parent": "DRAM", "child": "buf"}],
+                "channels": draw(st.integers(1, 2)),
+                "setup_cycles": draw(st.integers(0, 2)),
+            }
+        ]
+    tensors = {t: {"bits_per_value": bits[t]} for t in FUSED_TENSORS}
+    for t in OUTPUTS:
+        tensors[t]["partial_sum_bits"] = psum[t]
+    workload = {
+        "tensors": tensors,
+        "einsums": [
+            {
+                "name": e,
+                "ranks": {r: sizes[r] for r in BRANCH_RANKS[e]},
+                "inputs": [{"tensor": t, "projection": FUSED_PROJ[t]} for t in BRANCH[e][:2]],
+                "outputs": [{"tensor": BRANCH[e][2], "projection": FUSED_PROJ[BRANCH[e][2]]}],
+            }
+            for e in BRANCH
+        ],
+    }
+    return {
+        "arch": arch,
+        "workload": workload,
+        "mapping": {"loop_tree": tree},
+        "reuse": draw(st.sampled_from(["retain", "strict"])),
+    }

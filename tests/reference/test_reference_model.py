@@ -3,8 +3,9 @@ cycles; onload, ideal, stall, offload; stall cycles by (phase, cause, memory, te
 competitor); accesses by (Einsum, tensor, memory, action) in values and bits.
 
 Random small schedules (reference/schedules.py says the scope) under a fixed seed and a daily one,
-1,000 each; and every difference found on the way as a minimal case folder under
-reference/cases/, expected equal once the side DESIGN says is wrong is fixed.
+1,000 single-Einsum and 250 fused two-Einsum schedules each; and every difference found on the
+way as a minimal case folder under reference/cases/, expected equal once the side DESIGN says
+is wrong is fixed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, event, given, seed, settings
 
 from .cases import compare_folder
 from .compare import compare_open
-from .schedules import load, schedules
+from .schedules import fused_schedules, load, schedules
 
 HERE = Path(__file__).parent
 MODEL_FILES = ("nest.py", "machine.py", "blame.py", "model.py")
@@ -42,11 +43,38 @@ CASES = {
     "D6c": "issued_after_step",
     "D9": "drain_before_slot",
     "D10": "dma_same_cycle",
+    "D11": "fused_port_tie",
+    "D12": "fused_dma_then_port",
+    "D13": "fused_room_after_turn",
+    "D14": "fused_room_holder_tie",
+    "D15": "fused_room_same_cycle",
+    "D16": "affine_register",
 }
-FIXED = {"D1", "D2", "D3", "D3b", "D4", "D4b", "D6", "D6b", "D6c", "D9", "D10"}
+FIXED = {
+    "D1",
+    "D2",
+    "D3",
+    "D3b",
+    "D4",
+    "D4b",
+    "D6",
+    "D6b",
+    "D6c",
+    "D9",
+    "D10",
+    "D11",
+    "D12",
+    "D13",
+    "D14",
+}
 OPEN_NAMING: tuple[str, ...] = ()  # e.g. ("D3b",): compare.BLUR blurs what such a class changes
-OPEN_TIMING: tuple[str, ...] = ()  # classes the reference detects (Outcome.situations)
-OPEN = set(OPEN_NAMING) | set(OPEN_TIMING)
+# classes the reference detects (Outcome.situations); D15: DESIGN does not say in which order
+# fills of one cycle take room in a memory (docs/reference_model.md)
+OPEN_TIMING: tuple[str, ...] = ("D15",)
+# D16: affine projections (outside the random scope): under retain the replay re-reads an
+# operand whose value did not change when two loops of one index move together (n + k)
+OPEN_SCOPE: tuple[str, ...] = ("D16",)
+OPEN = set(OPEN_NAMING) | set(OPEN_TIMING) | set(OPEN_SCOPE)
 # Questions DESIGN leaves open (the report lists them): the reference takes the replay's reading,
 # and the case that shows the question must agree.
 OPEN_QUESTIONS = {
@@ -69,6 +97,7 @@ RANDOM = settings(
     database=None,
     suppress_health_check=list(HealthCheck),
 )
+FUSED = settings(RANDOM, max_examples=250)
 DAILY_SEED = int(datetime.date.today().strftime("%Y%m%d"))
 
 
@@ -76,7 +105,10 @@ def _check(case: dict) -> None:
     a, w, m = load(case)
     diffs, hit = compare_open(a, w, m, case["reuse"], blur=OPEN_NAMING, skip=OPEN_TIMING)
     for c in sorted(hit):
-        event(f"not compared: runs into open class {c}")
+        if c == "deadlock":  # a tight memory whose tiles wait for each other's room
+            event("both refuse the schedule as a deadlock")
+        else:
+            event(f"not compared: runs into open class {c}")
     assert not diffs, "\n".join(diffs)
 
 
@@ -91,6 +123,20 @@ def test_random_schedules_fixed_seed(case):
 @RANDOM
 @given(schedules())
 def test_random_schedules_daily_seed(case):
+    _check(case)
+
+
+@seed(22)
+@FUSED
+@given(fused_schedules())
+def test_fused_schedules_fixed_seed(case):
+    _check(case)
+
+
+@seed(DAILY_SEED)
+@FUSED
+@given(fused_schedules())
+def test_fused_schedules_daily_seed(case):
     _check(case)
 
 
