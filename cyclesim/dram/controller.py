@@ -90,6 +90,7 @@ class Channel:
         self.open_row = [-1] * n_banks
         self.row_hits = [0] * n_banks
         self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
+        self._raises: dict[tuple[int, int], tuple] = {}  # (kind, bank) -> _raises_of
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
         self.num_queues = n_banks if c.queue_per_bank else c.ranks
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
@@ -370,16 +371,30 @@ class Channel:
         return None  # the index went round to where it was
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
+        """The first command of a command queue that may issue now (as `_ready`, inlined: the
+        queues hold column commands only, and this scan is the controller's hottest loop)."""
+        clk, bank_state, open_row, ready_at = self.clk, self.bank_state, self.open_row, self.ready_at
         for i, queued in enumerate(queue):
-            cmd = self._ready(queued)
-            if cmd is None:
+            b = queued.bank_index
+            if bank_state[b] == CLOSED:
+                need = ACTIVATE
+            elif queued.row == open_row[b]:
+                need = queued.kind
+            else:
+                need = PRECHARGE
+            if clk < ready_at[b][need]:
                 continue
-            if cmd.kind == PRECHARGE:
+            if need == ACTIVATE and not self._activation_window_ok(queued.rank):
+                continue
+            if need == PRECHARGE:
                 if not self._precharge_allowed(i, queue):
                     continue
-            elif cmd.kind in WRITES and self._write_after_read(i, queue):
+            elif need in WRITES and self._write_after_read(i, queue):
                 continue
-            return cmd
+            if need == queued.kind:
+                return queued
+            return Command(need, queued.rank, queued.bankgroup, queued.bank, queued.row,
+                           queued.column, queued.address, b)  # fmt: skip
         return None
 
     def _precharge_allowed(self, i: int, queue: list[Command]) -> bool:
@@ -485,21 +500,34 @@ class Channel:
             if window and clk >= window[0]:
                 window.pop(0)
             window.append(clk + c.tFAW)
+        raises = self._raises.get((kind, cmd.bank_index))
+        if raises is None:
+            raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
+        for times, k, delay in raises:
+            if times[k] < clk + delay:
+                times[k] = clk + delay
+
+    def _raises_of(self, cmd: Command) -> tuple[tuple[list[int], int, int], ...]:
+        """What a command of cmd's kind on cmd's bank constrains: (a bank's ready times, the
+        kind they hold back, the delay), for its bank, its bank group, its rank and the other
+        ranks; computed once per (kind, bank), as the timing of every issue reads it."""
+        c, t, kind, ready = self.config, self.tables, cmd.kind, self.ready_at
         b0 = cmd.bank_index
         per_group, per_rank = c.banks_per_group, c.banks
-        rank_first = cmd.rank * per_rank
-        group_first = rank_first + cmd.bankgroup * per_group
-        _raise(ready[b0], t.same_bank[kind], clk)
+        rank_first = b0 // per_rank * per_rank
+        group_first = rank_first + (b0 - rank_first) // per_group * per_group
+        out = [(ready[b0], k, d) for k, d in t.same_bank[kind]]
         for b in range(group_first, group_first + per_group):
             if b != b0:
-                _raise(ready[b], t.same_bankgroup[kind], clk)
+                out += [(ready[b], k, d) for k, d in t.same_bankgroup[kind]]
         for b in range(rank_first, rank_first + per_rank):
             if not group_first <= b < group_first + per_group:
-                _raise(ready[b], t.other_bankgroups[kind], clk)
+                out += [(ready[b], k, d) for k, d in t.other_bankgroups[kind]]
         if c.ranks > 1 and t.other_ranks[kind]:
             for b in range(self.n_banks):
                 if not rank_first <= b < rank_first + per_rank:
-                    _raise(ready[b], t.other_ranks[kind], clk)
+                    out += [(ready[b], k, d) for k, d in t.other_ranks[kind]]
+        return tuple(out)
 
     # ---- moving a transaction into the command queues --------------------------------------
     def _schedule_transaction(self) -> None:
