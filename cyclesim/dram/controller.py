@@ -11,8 +11,8 @@ refresh falls due or a request arrives, so a long idle stretch costs one step.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
-from itertools import chain
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import (
@@ -91,6 +91,16 @@ class Channel:
         self.row_hits = [0] * n_banks
         self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
         self._raises: dict[tuple[int, int], tuple] = {}  # (kind, bank) -> _raises_of
+        # every time a constraint was raised to, not yet past (a heap, and its members): the
+        # earliest one ahead is where an idle stretch ends (next_change); a time raised again
+        # later stays, costing at most one tick that changes nothing
+        # what the scan for a transaction to move into the command queues reads changes only
+        # where `moves` counts up (a request added, a command issued or leaving its queue, a
+        # transaction moved); a scan that found no room notes (moves, which queue) it saw
+        self.moves = 0
+        self._found_no_room: tuple[int, bool] | None = None
+        self._times: list[int] = []
+        self._later: set[int] = set()
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
         self.num_queues = n_banks if c.queue_per_bank else c.ranks
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
@@ -150,6 +160,7 @@ class Channel:
     def add(self, address: int, is_write: bool) -> Transaction:
         """Accept a request at the current cycle (the caller checked `will_accept`)."""
         self.changed = True
+        self.moves += 1
         trans = Transaction(address, is_write, added=self.clk)
         queue = (
             self.read_queue if (self.config.unified_queue or not is_write) else self.write_buffer
@@ -204,9 +215,11 @@ class Channel:
             nxt = t
         # the earliest timing constraint still ahead (filter and min run in C: this is the
         # skipping loop's cost per idle stretch)
-        ahead = min(filter(t.__le__, chain.from_iterable(self.ready_at)), default=nxt)
-        if ahead < nxt:
-            nxt = ahead
+        times, later = self._times, self._later
+        while times and times[0] < t:  # a time already past constrains nothing ahead
+            later.discard(heapq.heappop(times))
+        if times and times[0] < nxt:
+            nxt = times[0]
         for window in self.activation_windows:
             for v in window:
                 if t <= v < nxt:
@@ -255,6 +268,8 @@ class Channel:
         for times in self.ready_at:
             for kind, v in enumerate(times):
                 times[kind] = v + shift
+        self._times = [v + shift for v in self._times]  # a heap still: every entry moves alike
+        self._later = {v + shift for v in self._later}
         for window in self.activation_windows:
             window[:] = [v + shift for v in window]
         counts, logged = since
@@ -366,6 +381,7 @@ class Channel:
                     for i, queued in enumerate(queue):
                         if queued.address == cmd.address and queued.kind == cmd.kind:
                             del queue[i]
+                            self.moves += 1
                             break
                 return cmd
         return None  # the index went round to where it was
@@ -373,7 +389,12 @@ class Channel:
     def _first_ready(self, queue: list[Command]) -> Command | None:
         """The first command of a command queue that may issue now (as `_ready`, inlined: the
         queues hold column commands only, and this scan is the controller's hottest loop)."""
-        clk, bank_state, open_row, ready_at = self.clk, self.bank_state, self.open_row, self.ready_at
+        clk, bank_state, open_row, ready_at = (
+            self.clk,
+            self.bank_state,
+            self.open_row,
+            self.ready_at,
+        )
         for i, queued in enumerate(queue):
             b = queued.bank_index
             if bank_state[b] == CLOSED:
@@ -419,6 +440,7 @@ class Channel:
     # ---- issuing -------------------------------------------------------------------------
     def _issue(self, cmd: Command) -> None:
         self.changed = True
+        self.moves += 1
         c, s, clk = self.config, self.stats, self.clk
         kind = cmd.kind
         if s.log is not None:
@@ -494,6 +516,7 @@ class Channel:
             first = cmd.rank * c.banks
             for b in range(first, first + c.banks):
                 _raise(ready[b], t.same_rank[kind], clk)
+            self._note_times(clk + d for _, d in t.same_rank[kind])
             return
         if kind == ACTIVATE:
             window = self.activation_windows[cmd.rank]
@@ -503,9 +526,22 @@ class Channel:
         raises = self._raises.get((kind, cmd.bank_index))
         if raises is None:
             raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
+        later = self._later
         for times, k, delay in raises:
-            if times[k] < clk + delay:
-                times[k] = clk + delay
+            v = clk + delay
+            if times[k] < v:
+                times[k] = v
+                if v not in later:
+                    later.add(v)
+                    heapq.heappush(self._times, v)
+
+    def _note_times(self, values) -> None:
+        """Remember raised times for next_change (see `_times`)."""
+        later = self._later
+        for v in values:
+            if v not in later:
+                later.add(v)
+                heapq.heappush(self._times, v)
 
     def _raises_of(self, cmd: Command) -> tuple[tuple[list[int], int, int], ...]:
         """What a command of cmd's kind on cmd's bank constrains: (a bank's ready times, the
@@ -546,6 +582,10 @@ class Channel:
             queue = self.read_queue
         else:
             queue = self.write_buffer if self.write_draining > 0 else self.read_queue
+        # nothing moved since a scan of this queue found no room: none is found now either
+        looked = (self.moves, queue is self.write_buffer)
+        if looked == self._found_no_room:
+            return
         queues, per_bank, size = self.queues, c.queue_per_bank, c.cmd_queue_size
         for i, trans in enumerate(queue):
             cmd = trans.command or self._to_command(trans)
@@ -555,12 +595,14 @@ class Channel:
                     if trans.address in self.pending_reads:  # a read of it is older
                         self.write_draining = 0
                         self.changed = True
-                        break
+                        return
                     self.write_draining -= 1
                 q.append(cmd)
                 del queue[i]
                 self.changed = True
-                break
+                self.moves += 1
+                return
+        self._found_no_room = looked
 
     def _to_command(self, trans: Transaction) -> Command:
         cmd = trans.command
