@@ -91,16 +91,16 @@ class Channel:
         self.row_hits = [0] * n_banks
         self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
         self._raises: dict[tuple[int, int], tuple] = {}  # (kind, bank) -> _raises_of
-        # every time a constraint was raised to, not yet past (a heap, and its members): the
-        # earliest one ahead is where an idle stretch ends (next_change); a time raised again
-        # later stays, costing at most one tick that changes nothing
+        # the ready times held, as a heap of distinct values and how many entries hold each:
+        # the earliest one still ahead is where an idle stretch ends (next_change), found
+        # without scanning every bank's ten times; a time once past leaves both for good
+        self._times: list[int] = [0]
+        self._held: dict[int, int] = {0: n_banks * KINDS}
         # what the scan for a transaction to move into the command queues reads changes only
         # where `moves` counts up (a request added, a command issued or leaving its queue, a
         # transaction moved); a scan that found no room notes (moves, which queue) it saw
         self.moves = 0
         self._found_no_room: tuple[int, bool] | None = None
-        self._times: list[int] = []
-        self._later: set[int] = set()
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
         self.num_queues = n_banks if c.queue_per_bank else c.ranks
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
@@ -213,11 +213,10 @@ class Channel:
         )
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
-        # the earliest timing constraint still ahead (filter and min run in C: this is the
-        # skipping loop's cost per idle stretch)
-        times, later = self._times, self._later
-        while times and times[0] < t:  # a time already past constrains nothing ahead
-            later.discard(heapq.heappop(times))
+        # the earliest timing constraint still ahead (the skipping loop's cost per idle stretch)
+        times, held = self._times, self._held
+        while times and (times[0] < t or not held[times[0]]):  # past, or no longer held
+            del held[heapq.heappop(times)]
         if times and times[0] < nxt:
             nxt = times[0]
         for window in self.activation_windows:
@@ -269,7 +268,7 @@ class Channel:
             for kind, v in enumerate(times):
                 times[kind] = v + shift
         self._times = [v + shift for v in self._times]  # a heap still: every entry moves alike
-        self._later = {v + shift for v in self._later}
+        self._held = {v + shift: n for v, n in self._held.items()}
         for window in self.activation_windows:
             window[:] = [v + shift for v in window]
         counts, logged = since
@@ -515,8 +514,7 @@ class Channel:
         if kind == REFRESH:
             first = cmd.rank * c.banks
             for b in range(first, first + c.banks):
-                _raise(ready[b], t.same_rank[kind], clk)
-            self._note_times(clk + d for _, d in t.same_rank[kind])
+                self._raise(ready[b], t.same_rank[kind], clk)
             return
         if kind == ACTIVATE:
             window = self.activation_windows[cmd.rank]
@@ -526,22 +524,36 @@ class Channel:
         raises = self._raises.get((kind, cmd.bank_index))
         if raises is None:
             raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
-        later = self._later
+        held = self._held
         for times, k, delay in raises:
             v = clk + delay
-            if times[k] < v:
+            old = times[k]
+            if old < v:
                 times[k] = v
-                if v not in later:
-                    later.add(v)
+                n = held.get(old)  # (a past time is dropped from `_held`: next_change)
+                if n is not None:
+                    held[old] = n - 1
+                if v in held:
+                    held[v] += 1
+                else:
+                    held[v] = 1
                     heapq.heappush(self._times, v)
 
-    def _note_times(self, values) -> None:
-        """Remember raised times for next_change (see `_times`)."""
-        later = self._later
-        for v in values:
-            if v not in later:
-                later.add(v)
-                heapq.heappush(self._times, v)
+    def _raise(self, times: list[int], delays, clk: int) -> None:
+        """Raise a bank's ready times to clk + delay, per (kind, delay), keeping `_held`."""
+        held = self._held
+        for kind, delay in delays:
+            v, old = clk + delay, times[kind]
+            if old < v:
+                times[kind] = v
+                n = held.get(old)
+                if n is not None:
+                    held[old] = n - 1
+                if v in held:
+                    held[v] += 1
+                else:
+                    held[v] = 1
+                    heapq.heappush(self._times, v)
 
     def _raises_of(self, cmd: Command) -> tuple[tuple[list[int], int, int], ...]:
         """What a command of cmd's kind on cmd's bank constrains: (a bank's ready times, the
@@ -622,12 +634,6 @@ class Channel:
 
 def _is_column(kind: int) -> bool:
     return kind <= WRITE_PRECHARGE
-
-
-def _raise(times: list[int], delays, clk: int) -> None:
-    for kind, delay in delays:
-        if times[kind] < clk + delay:
-            times[kind] = clk + delay
 
 
 def _drop_first(items: list, predicate) -> list:
