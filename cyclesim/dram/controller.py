@@ -91,11 +91,14 @@ class Channel:
         self.row_hits = [0] * n_banks
         self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
         self._raises: dict[tuple[int, int], tuple] = {}  # (kind, bank) -> _raises_of
-        # the ready times held, as a heap of distinct values and how many entries hold each:
-        # the earliest one still ahead is where an idle stretch ends (next_change), found
-        # without scanning every bank's ten times; a time once past leaves both for good
+        # the ready times raised to, as a heap of distinct values and, per value, the (bank's
+        # times, kind) entries raised to it: the earliest one still held and ahead is where an
+        # idle stretch ends (next_change), found without scanning every bank's ten times; a
+        # time once past, or no longer held (every entry raised beyond it), leaves both
         self._times: list[int] = [0]
-        self._held: dict[int, int] = {0: n_banks * KINDS}
+        self._held: dict[int, list[tuple[list[int], int]]] = {
+            0: [(times, k) for times in self.ready_at for k in range(KINDS)]
+        }
         # what the scan for a transaction to move into the command queues reads changes only
         # where `moves` counts up (a request added, a command issued or leaving its queue, a
         # transaction moved); a scan that found no room notes (moves, which queue) it saw
@@ -215,8 +218,11 @@ class Channel:
             nxt = t
         # the earliest timing constraint still ahead (the skipping loop's cost per idle stretch)
         times, held = self._times, self._held
-        while times and (times[0] < t or not held[times[0]]):  # past, or no longer held
-            del held[heapq.heappop(times)]
+        while times:
+            v = times[0]
+            if v >= t and any(entry[k] == v for entry, k in held[v]):
+                break
+            del held[heapq.heappop(times)]  # past, or every entry raised beyond it
         if times and times[0] < nxt:
             nxt = times[0]
         for window in self.activation_windows:
@@ -268,7 +274,7 @@ class Channel:
             for kind, v in enumerate(times):
                 times[kind] = v + shift
         self._times = [v + shift for v in self._times]  # a heap still: every entry moves alike
-        self._held = {v + shift: n for v, n in self._held.items()}
+        self._held = {v + shift: entries for v, entries in self._held.items()}
         for window in self.activation_windows:
             window[:] = [v + shift for v in window]
         counts, logged = since
@@ -513,52 +519,37 @@ class Channel:
         ready = self.ready_at
         if kind == REFRESH:
             first = cmd.rank * c.banks
-            for b in range(first, first + c.banks):
-                self._raise(ready[b], t.same_rank[kind], clk)
-            return
-        if kind == ACTIVATE:
-            window = self.activation_windows[cmd.rank]
-            if window and clk >= window[0]:
-                window.pop(0)
-            window.append(clk + c.tFAW)
-        raises = self._raises.get((kind, cmd.bank_index))
-        if raises is None:
-            raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
+            raises = tuple(
+                (d, tuple((ready[b], k) for b in range(first, first + c.banks)))
+                for k, d in t.same_rank[kind]
+            )
+        else:
+            if kind == ACTIVATE:
+                window = self.activation_windows[cmd.rank]
+                if window and clk >= window[0]:
+                    window.pop(0)
+                window.append(clk + c.tFAW)
+            raises = self._raises.get((kind, cmd.bank_index))
+            if raises is None:
+                raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
         held = self._held
-        for times, k, delay in raises:
+        for delay, entries in raises:
             v = clk + delay
-            old = times[k]
-            if old < v:
-                times[k] = v
-                n = held.get(old)  # (a past time is dropped from `_held`: next_change)
-                if n is not None:
-                    held[old] = n - 1
-                if v in held:
-                    held[v] += 1
-                else:
-                    held[v] = 1
-                    heapq.heappush(self._times, v)
+            bucket = None
+            for times, k in entries:
+                if times[k] < v:
+                    times[k] = v
+                    if bucket is None:
+                        bucket = held.get(v)
+                        if bucket is None:
+                            bucket = held[v] = []
+                            heapq.heappush(self._times, v)
+                    bucket.append((times, k))
 
-    def _raise(self, times: list[int], delays, clk: int) -> None:
-        """Raise a bank's ready times to clk + delay, per (kind, delay), keeping `_held`."""
-        held = self._held
-        for kind, delay in delays:
-            v, old = clk + delay, times[kind]
-            if old < v:
-                times[kind] = v
-                n = held.get(old)
-                if n is not None:
-                    held[old] = n - 1
-                if v in held:
-                    held[v] += 1
-                else:
-                    held[v] = 1
-                    heapq.heappush(self._times, v)
-
-    def _raises_of(self, cmd: Command) -> tuple[tuple[list[int], int, int], ...]:
-        """What a command of cmd's kind on cmd's bank constrains: (a bank's ready times, the
-        kind they hold back, the delay), for its bank, its bank group, its rank and the other
-        ranks; computed once per (kind, bank), as the timing of every issue reads it."""
+    def _raises_of(self, cmd: Command) -> tuple[tuple[int, tuple[tuple[list[int], int], ...]], ...]:
+        """What a command of cmd's kind on cmd's bank constrains, by delay: (the delay, the
+        (bank's ready times, kind) it holds back), over its bank, its bank group, its rank and
+        the other ranks; computed once per (kind, bank), as the timing of every issue reads it."""
         c, t, kind, ready = self.config, self.tables, cmd.kind, self.ready_at
         b0 = cmd.bank_index
         per_group, per_rank = c.banks_per_group, c.banks
@@ -575,7 +566,10 @@ class Channel:
             for b in range(self.n_banks):
                 if not rank_first <= b < rank_first + per_rank:
                     out += [(ready[b], k, d) for k, d in t.other_ranks[kind]]
-        return tuple(out)
+        by_delay: dict[int, list[tuple[list[int], int]]] = {}
+        for times, k, d in out:  # (each entry's raises in the order the tables give them)
+            by_delay.setdefault(d, []).append((times, k))
+        return tuple((d, tuple(entries)) for d, entries in by_delay.items())
 
     # ---- moving a transaction into the command queues --------------------------------------
     def _schedule_transaction(self) -> None:
