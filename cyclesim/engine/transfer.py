@@ -1,4 +1,10 @@
-"""One transfer between a parent and a child storage node, burst by burst."""
+"""One transfer between a parent and a child storage node, burst by burst.
+
+The one transfer loop (transfer) and what times its runs of bursts: the ports alone
+(PortRuns), or a DRAM end (DramRuns, shared by engine/dram_port.py's timer and
+engine/dram_loop.py's controller). Over 400 lines because the loop and every side's cut
+rules read together: a cut's rules are what keep every cycle and trace byte exact.
+"""
 
 from __future__ import annotations
 
