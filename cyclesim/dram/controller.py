@@ -108,6 +108,9 @@ class Channel:
         self.num_queues = n_banks if c.queue_per_bank else c.ranks
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
         self.queue_index = 0
+        # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
+        n = self.num_queues
+        self._round_robin = [tuple((i + step) % n for step in range(1, n + 1)) for i in range(n)]
         self.refresh_queue: list[Command] = []
         self.in_refresh = False
         self.refresh_queues: set[int] = set()
@@ -372,12 +375,11 @@ class Channel:
     def _command_to_issue(self) -> Command | None:
         """The first ready command of the queues visited round-robin after the last one that
         issued (empty queues, and a rank's queues while it refreshes, are passed over)."""
-        n, start, queues = self.num_queues, self.queue_index, self.queues
-        skip = self.refresh_queues if self.in_refresh else None
-        for step in range(1, n + 1):
-            index = (start + step) % n
+        queues = self.queues
+        skip = self.refresh_queues if self.in_refresh else ()
+        for index in self._round_robin[self.queue_index]:
             queue = queues[index]
-            if not queue or (skip is not None and index in skip):
+            if not queue or index in skip:
                 continue
             cmd = self._first_ready(queue)
             if cmd is not None:
