@@ -11,8 +11,8 @@ refresh falls due or a request arrives, so a long idle stretch costs one step.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
-from itertools import chain
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import (
@@ -90,10 +90,27 @@ class Channel:
         self.open_row = [-1] * n_banks
         self.row_hits = [0] * n_banks
         self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
+        self._raises: dict[tuple[int, int], tuple] = {}  # (kind, bank) -> _raises_of
+        # the ready times raised to, as a heap of distinct values and, per value, the (bank's
+        # times, kind) entries raised to it: the earliest one still held and ahead is where an
+        # idle stretch ends (next_change), found without scanning every bank's ten times; a
+        # time once past, or no longer held (every entry raised beyond it), leaves both
+        self._times: list[int] = [0]
+        self._held: dict[int, list[tuple[list[int], int]]] = {
+            0: [(times, k) for times in self.ready_at for k in range(KINDS)]
+        }
+        # what the scan for a transaction to move into the command queues reads changes only
+        # where `moves` counts up (a request added, a command issued or leaving its queue, a
+        # transaction moved); a scan that found no room notes (moves, which queue) it saw
+        self.moves = 0
+        self._found_no_room: tuple[int, bool] | None = None
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
         self.num_queues = n_banks if c.queue_per_bank else c.ranks
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
         self.queue_index = 0
+        # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
+        n = self.num_queues
+        self._round_robin = [tuple((i + step) % n for step in range(1, n + 1)) for i in range(n)]
         self.refresh_queue: list[Command] = []
         self.in_refresh = False
         self.refresh_queues: set[int] = set()
@@ -149,6 +166,7 @@ class Channel:
     def add(self, address: int, is_write: bool) -> Transaction:
         """Accept a request at the current cycle (the caller checked `will_accept`)."""
         self.changed = True
+        self.moves += 1
         trans = Transaction(address, is_write, added=self.clk)
         queue = (
             self.read_queue if (self.config.unified_queue or not is_write) else self.write_buffer
@@ -201,11 +219,15 @@ class Channel:
         )
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
-        # the earliest timing constraint still ahead (filter and min run in C: this is the
-        # skipping loop's cost per idle stretch)
-        ahead = min(filter(t.__le__, chain.from_iterable(self.ready_at)), default=nxt)
-        if ahead < nxt:
-            nxt = ahead
+        # the earliest timing constraint still ahead (the skipping loop's cost per idle stretch)
+        times, held = self._times, self._held
+        while times:
+            v = times[0]
+            if v >= t and any(entry[k] == v for entry, k in held[v]):
+                break
+            del held[heapq.heappop(times)]  # past, or every entry raised beyond it
+        if times and times[0] < nxt:
+            nxt = times[0]
         for window in self.activation_windows:
             for v in window:
                 if t <= v < nxt:
@@ -254,6 +276,8 @@ class Channel:
         for times in self.ready_at:
             for kind, v in enumerate(times):
                 times[kind] = v + shift
+        self._times = [v + shift for v in self._times]  # a heap still: every entry moves alike
+        self._held = {v + shift: entries for v, entries in self._held.items()}
         for window in self.activation_windows:
             window[:] = [v + shift for v in window]
         counts, logged = since
@@ -351,12 +375,11 @@ class Channel:
     def _command_to_issue(self) -> Command | None:
         """The first ready command of the queues visited round-robin after the last one that
         issued (empty queues, and a rank's queues while it refreshes, are passed over)."""
-        n, start, queues = self.num_queues, self.queue_index, self.queues
-        skip = self.refresh_queues if self.in_refresh else None
-        for step in range(1, n + 1):
-            index = (start + step) % n
+        queues = self.queues
+        skip = self.refresh_queues if self.in_refresh else ()
+        for index in self._round_robin[self.queue_index]:
             queue = queues[index]
-            if not queue or (skip is not None and index in skip):
+            if not queue or index in skip:
                 continue
             cmd = self._first_ready(queue)
             if cmd is not None:
@@ -365,21 +388,41 @@ class Channel:
                     for i, queued in enumerate(queue):
                         if queued.address == cmd.address and queued.kind == cmd.kind:
                             del queue[i]
+                            self.moves += 1
                             break
                 return cmd
         return None  # the index went round to where it was
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
+        """The first command of a command queue that may issue now (as `_ready`, inlined: the
+        queues hold column commands only, and this scan is the controller's hottest loop)."""
+        clk, bank_state, open_row, ready_at = (
+            self.clk,
+            self.bank_state,
+            self.open_row,
+            self.ready_at,
+        )
         for i, queued in enumerate(queue):
-            cmd = self._ready(queued)
-            if cmd is None:
+            b = queued.bank_index
+            if bank_state[b] == CLOSED:
+                need = ACTIVATE
+            elif queued.row == open_row[b]:
+                need = queued.kind
+            else:
+                need = PRECHARGE
+            if clk < ready_at[b][need]:
                 continue
-            if cmd.kind == PRECHARGE:
+            if need == ACTIVATE and not self._activation_window_ok(queued.rank):
+                continue
+            if need == PRECHARGE:
                 if not self._precharge_allowed(i, queue):
                     continue
-            elif cmd.kind in WRITES and self._write_after_read(i, queue):
+            elif need in WRITES and self._write_after_read(i, queue):
                 continue
-            return cmd
+            if need == queued.kind:
+                return queued
+            return Command(need, queued.rank, queued.bankgroup, queued.bank, queued.row,
+                           queued.column, queued.address, b)  # fmt: skip
         return None
 
     def _precharge_allowed(self, i: int, queue: list[Command]) -> bool:
@@ -404,6 +447,7 @@ class Channel:
     # ---- issuing -------------------------------------------------------------------------
     def _issue(self, cmd: Command) -> None:
         self.changed = True
+        self.moves += 1
         c, s, clk = self.config, self.stats, self.clk
         kind = cmd.kind
         if s.log is not None:
@@ -477,29 +521,57 @@ class Channel:
         ready = self.ready_at
         if kind == REFRESH:
             first = cmd.rank * c.banks
-            for b in range(first, first + c.banks):
-                _raise(ready[b], t.same_rank[kind], clk)
-            return
-        if kind == ACTIVATE:
-            window = self.activation_windows[cmd.rank]
-            if window and clk >= window[0]:
-                window.pop(0)
-            window.append(clk + c.tFAW)
+            raises = tuple(
+                (d, tuple((ready[b], k) for b in range(first, first + c.banks)))
+                for k, d in t.same_rank[kind]
+            )
+        else:
+            if kind == ACTIVATE:
+                window = self.activation_windows[cmd.rank]
+                if window and clk >= window[0]:
+                    window.pop(0)
+                window.append(clk + c.tFAW)
+            raises = self._raises.get((kind, cmd.bank_index))
+            if raises is None:
+                raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
+        held = self._held
+        for delay, entries in raises:
+            v = clk + delay
+            bucket = None
+            for times, k in entries:
+                if times[k] < v:
+                    times[k] = v
+                    if bucket is None:
+                        bucket = held.get(v)
+                        if bucket is None:
+                            bucket = held[v] = []
+                            heapq.heappush(self._times, v)
+                    bucket.append((times, k))
+
+    def _raises_of(self, cmd: Command) -> tuple[tuple[int, tuple[tuple[list[int], int], ...]], ...]:
+        """What a command of cmd's kind on cmd's bank constrains, by delay: (the delay, the
+        (bank's ready times, kind) it holds back), over its bank, its bank group, its rank and
+        the other ranks; computed once per (kind, bank), as the timing of every issue reads it."""
+        c, t, kind, ready = self.config, self.tables, cmd.kind, self.ready_at
         b0 = cmd.bank_index
         per_group, per_rank = c.banks_per_group, c.banks
-        rank_first = cmd.rank * per_rank
-        group_first = rank_first + cmd.bankgroup * per_group
-        _raise(ready[b0], t.same_bank[kind], clk)
+        rank_first = b0 // per_rank * per_rank
+        group_first = rank_first + (b0 - rank_first) // per_group * per_group
+        out = [(ready[b0], k, d) for k, d in t.same_bank[kind]]
         for b in range(group_first, group_first + per_group):
             if b != b0:
-                _raise(ready[b], t.same_bankgroup[kind], clk)
+                out += [(ready[b], k, d) for k, d in t.same_bankgroup[kind]]
         for b in range(rank_first, rank_first + per_rank):
             if not group_first <= b < group_first + per_group:
-                _raise(ready[b], t.other_bankgroups[kind], clk)
+                out += [(ready[b], k, d) for k, d in t.other_bankgroups[kind]]
         if c.ranks > 1 and t.other_ranks[kind]:
             for b in range(self.n_banks):
                 if not rank_first <= b < rank_first + per_rank:
-                    _raise(ready[b], t.other_ranks[kind], clk)
+                    out += [(ready[b], k, d) for k, d in t.other_ranks[kind]]
+        by_delay: dict[int, list[tuple[list[int], int]]] = {}
+        for times, k, d in out:  # (each entry's raises in the order the tables give them)
+            by_delay.setdefault(d, []).append((times, k))
+        return tuple((d, tuple(entries)) for d, entries in by_delay.items())
 
     # ---- moving a transaction into the command queues --------------------------------------
     def _schedule_transaction(self) -> None:
@@ -518,6 +590,10 @@ class Channel:
             queue = self.read_queue
         else:
             queue = self.write_buffer if self.write_draining > 0 else self.read_queue
+        # nothing moved since a scan of this queue found no room: none is found now either
+        looked = (self.moves, queue is self.write_buffer)
+        if looked == self._found_no_room:
+            return
         queues, per_bank, size = self.queues, c.queue_per_bank, c.cmd_queue_size
         for i, trans in enumerate(queue):
             cmd = trans.command or self._to_command(trans)
@@ -527,12 +603,14 @@ class Channel:
                     if trans.address in self.pending_reads:  # a read of it is older
                         self.write_draining = 0
                         self.changed = True
-                        break
+                        return
                     self.write_draining -= 1
                 q.append(cmd)
                 del queue[i]
                 self.changed = True
-                break
+                self.moves += 1
+                return
+        self._found_no_room = looked
 
     def _to_command(self, trans: Transaction) -> Command:
         cmd = trans.command
@@ -552,12 +630,6 @@ class Channel:
 
 def _is_column(kind: int) -> bool:
     return kind <= WRITE_PRECHARGE
-
-
-def _raise(times: list[int], delays, clk: int) -> None:
-    for kind, delay in delays:
-        if times[kind] < clk + delay:
-            times[kind] = clk + delay
 
 
 def _drop_first(items: list, predicate) -> list:

@@ -37,8 +37,8 @@ from cyclesim.engine.record import (
     S_BURST,
     S_DRAM,
     S_LATENCY,
-    S_PORT,
 )
+from cyclesim.engine.transfer import DramRuns
 
 # SimPy priority of advancing the controllers: after every process (NORMAL, 1) and the
 # fabric's end-of-cycle grant decision (DECIDE, 2) of the cycle, and the processes that
@@ -267,119 +267,74 @@ def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[
     return out
 
 
-def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bits, child_bits):
-    """transfer() for a link whose DRAM end is timed by the controller in the loop.
+class ControllerRuns(DramRuns):
+    """A DRAM end timed by the controller in the loop: each burst of a run pushes its requests
+    into the controller's front end as it reaches the port (a request that cannot enter a full
+    queue waits there, and so does every request behind it, as in DRAMsim3); the run holds the
+    ports for their cycles only. A cut keeps the requests of the bursts up to the one in
+    progress and takes the later ones back. After the last burst the transfer waits until
+    every one of its requests completed (its read data back, its write accepted), the last
+    one's delay charged to its causes."""
 
-    Bursts are granted and hold the ports as for any link; each burst pushes its requests
-    into the controller's front end as it reaches the port (a request that cannot enter a
-    full queue waits there, and so does every request behind it, as in DRAMsim3). After the
-    last burst the transfer waits until every one of its requests completed (its read data
-    back, its write accepted), the last one's delay charged to its causes; then the port
-    latency.
-    """
-    from cyclesim.engine.dram_port import _finish_burst
-    from cyclesim.engine.transfer import (
-        _burst_bits,
-        _timing,
-        acquire_dma,
-        n_bursts_of,
-        named_keys,
-    )
+    def __init__(self, env, fabric, rec, tl, link, big, small, n_bursts) -> None:
+        super().__init__(env, fabric, rec, tl, link, big, small, n_bursts)
+        self.mine: list[Request] = []  # every request the transfer pushed and kept
+        self.prev: int | None = None  # the request the last burst ended in
+        self.run: list[tuple[int, Request]] = []  # (burst, request) of the current run
 
-    side = link.dram
-    loop: DramLoop = side.timer
-    dma = link.dma
-    channel = yield from acquire_dma(env, rec, tl, dma)
-    burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
-    dram_key = pk
-    width, reserved = fabric.width, fabric.reserved
-    big, small, total = parent_bits, child_bits, side.total
-    n_bursts = n_bursts_of(big, small, burst)
-    count = max(big, small)  # the side bursts are counted on (engine/transfer.py _burst_bits)
-    per_row = max(1, loop.config.row_bytes * count // max(1, total * burst))
-    rb, is_write = loop.request_bytes, side.is_write
-
-    def byte_at(j: int) -> int:  # transfer bytes before burst j (the DRAM side, pro rata)
-        return total * min(count, j * burst) // count
-
-    mine: list[Request] = []
-    prev = None  # the request the last burst ended in
-    i = 0
-    proc = env.active_process
-    asking = named_keys(link, big, small, width)  # keys, the port a wait names first
-    # (the fabric notes a wait in tl; never granted before the cycle's end: a request pushed
-    # into the controller cannot be taken back)
-    ev = fabric.request(who, asking, link.tensor, tl, at_once=False)
-    while True:
-        if ev is not None:
-            yield ev
-        while True:
-            wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
-            if wp > 0 and wc > 0:
-                break
-            tl.append((env.now, S_PORT, keys))
-            yield fabric.wait_for_width(keys)
-            rec.events += 1
-        start = env.now
-        shape = (big, small, wp, wc)
-        timing = link.timings.get(shape)
-        if timing is None:
-            timing = link.timings[shape] = _timing(big, small, burst, wp, wc, link.child_on_tie)
-        cycles, _, prefix = timing
-        single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
-        j = i + 1 if single else min(n_bursts, i + per_row)
-        # push the run's requests, each at the cycle its burst reaches the port
+    def plan(self, x, timing: tuple, shape: tuple) -> None:
+        """Push the run's requests, each at the cycle its burst reaches the port."""
+        loop: DramLoop = self.timer
+        side, who, i, start = self.side, self.link.who, x.i, x.start
+        j = self._choose_run(x, timing, shape)
+        prefix, byte_at = self.prefix, self.byte_at
         lo, hi = byte_at(i), byte_at(j)
-        go_on = prev if lo and side.mid_line(lo) else None
+        go_on = self.prev if lo and side.mid_line(lo) else None
         run: list[tuple[int, Request]] = []
-        x = i
-        for o, address in request_addresses(side.slice(lo, hi), rb, go_on):
-            while x + 1 < j and byte_at(x + 1) <= lo + o:
-                x += 1
-            r = loop.push(address, is_write, start + prefix[x] - prefix[i], who)
-            run.append((x, r))
-        tl.append((start, S_BURST, dram_key))
-        fabric.start_run(keys, proc, single)
-        try:
-            yield env.timeout(prefix[j] - prefix[i])
-            rec.events += 2
-            fabric.end_run(keys)
-        except simpy.Interrupt:
-            fabric.end_run(keys)
-            now = env.now
-            # the burst in progress at `now`: its requests are pushed, the later ones taken back
-            x = i
-            while x + 1 < j and start + prefix[x + 1] - prefix[i] <= now:
-                x += 1
-            for y, r in run:
-                if y > x:
-                    r.cancelled = True
-            run = [(y, r) for y, r in run if y <= x]
-            j = x + 1
-            moved = now - (start + prefix[x] - prefix[i])
-            bits = _burst_bits(big, small, burst, x)
-            rest = (max(0, bits[0] - moved * wp), max(0, bits[1] - moved * wc))
-            yield from _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, dram_key)
-        if run:
-            prev = run[-1][1].address
-            mine.extend(r for _, r in run)
-        end = env.now
-        last_start = max(start, end - cycles[j - 1])
-        i = j
-        if i >= n_bursts:
-            fabric.release(who, keys, last_start)
-            break
-        ev = fabric.release_and_request(who, asking, link.tensor, last_start, tl, False)
-    if mine:
-        since = env.now
-        _, last = yield from loop.wait(mine, False)
-        yield from _tail(env, rec, tl, loop, last, dram_key, since)
-    if link.latency:
-        tl.append((env.now, S_LATENCY, link.latency_key))
-        yield env.timeout(link.latency)
-        rec.events += 1
-    if channel is not None:
-        dma[0].release(channel)
+        b = i
+        for o, address in request_addresses(side.slice(lo, hi), loop.request_bytes, go_on):
+            while b + 1 < j and byte_at(b + 1) <= lo + o:
+                b += 1
+            run.append((b, loop.push(address, side.is_write, start + prefix[b] - prefix[i], who)))
+        self.run = run
+        self.tl.append((start, S_BURST, self.dram_key))
+        x.end = start + prefix[j] - prefix[i]
+
+    def ran(self, x) -> None:
+        self._keep()
+        self._next(x, x.end)
+
+    def cut(self, x, cause) -> bool:
+        """The burst in progress now: its requests are pushed, the later ones taken back."""
+        now, prefix, i = self.env.now, self.prefix, x.i
+        b = i
+        while b + 1 < x.j and x.start + prefix[b + 1] - prefix[i] <= now:
+            b += 1
+        for y, r in self.run:
+            if y > b:
+                r.cancelled = True
+        self.run = [(y, r) for y, r in self.run if y <= b]
+        self.in_progress, x.j = b, b + 1
+        return True
+
+    def finish(self, x):
+        """Generator: the burst in progress at the ports."""
+        yield from self._finish_in_progress(x, self.env.now)
+        self._keep()
+        self._next(x, self.env.now)
+
+    def _keep(self) -> None:
+        if self.run:
+            self.prev = self.run[-1][1].address
+            self.mine.extend(r for _, r in self.run)
+
+    def tail(self):
+        """Generator: until every request completed, charged by cause (_tail)."""
+        if self.mine:
+            env = self.env
+            since = env.now
+            _, last = yield from self.timer.wait(self.mine, False)
+            yield from _tail(env, self.rec, self.tl, self.timer, last, self.dram_key, since)
 
 
 def _tail(env, rec, tl, loop: DramLoop, last: Request, dram_key, since: int):

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-import simpy
-
 # compiled with mypyc when built from the current sources, else pure Python (dram_native.py)
 from cyclesim.engine import dram_native
-from cyclesim.engine.dram_loop import DramLoop, loop_transfer
+from cyclesim.engine.dram_loop import ControllerRuns, DramLoop
 from cyclesim.engine.dram_native import DramTimer
-from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
+from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY
+from cyclesim.engine.transfer import DramRuns
 
 
 class DramSide:
@@ -67,6 +66,12 @@ class DramSide:
             return at % runs[0][1] != 0
         i = bisect_right(self.offsets, at) - 1
         return i < len(runs) and (at - self.offsets[i]) % runs[i][1] != 0
+
+    def begin(self, env, fabric, rec, tl, link, big: int, small: int, n_bursts: int) -> DramRuns:
+        """What times one transfer's runs of bursts through this side (engine/transfer.py):
+        the timer, or the controller in the loop."""
+        kind = ControllerRuns if isinstance(self.timer, DramLoop) else TimerRuns
+        return kind(env, fabric, rec, tl, link, big, small, n_bursts)
 
     def slice(self, lo: int, hi: int) -> list[tuple[int, int, int, int]]:
         """The strided runs of transfer bytes [lo, hi) (engine/dram_slices.py)."""
@@ -122,128 +127,83 @@ class IssuedRun:
         return self.kept
 
 
-def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bits, child_bits):
-    """transfer() for a link whose one end is a DRAM-modelled memory (engine/transfer.py).
+class TimerRuns(DramRuns):
+    """A DRAM end timed by the memory's timer (engine/dram_timer.py): each run issues the DRAM
+    requests of its bytes at its start and ends when both the ports (their width) and the DRAM
+    are done with them, whichever is later. A competitor, a change of the PE array's share or
+    another link of the DRAM issuing cuts the run after the burst in progress (the DRAM state
+    is rolled back and the cut run issued again: IssuedRun). After the last burst the DRAM's
+    data latency is paid without holding the ports."""
 
-    Bursts are granted as for any link; a run of bursts ends when both the ports (their width)
-    and the DRAM (its timer) are done with them, whichever is later. A competitor, a change of
-    the PE array's share or another link of the DRAM issuing cuts the run after the burst in
-    progress (the DRAM state is rolled back and the cut run issued again: IssuedRun). After
-    the last burst the DRAM's data latency, then the port latency, are paid without holding
-    the ports.
-    """
-    from cyclesim.engine.transfer import (
-        _burst_bits,
-        _timing,
-        acquire_dma,
-        n_bursts_of,
-        named_keys,
-    )
+    def __init__(self, env, fabric, rec, tl, link, big, small, n_bursts) -> None:
+        super().__init__(env, fabric, rec, tl, link, big, small, n_bursts)
+        self.side.stream = None
+        self.issued: IssuedRun | None = None
+        self.mark = 0  # the timeline's length before the run
+        self.dram_end = 0  # accelerator cycle the cut run's DRAM side ends
 
-    side: DramSide = link.dram
-    timer = side.timer
-    if isinstance(timer, DramLoop):  # the controller in the loop (engine/dram_loop.py)
-        yield from loop_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
-        return
-    dma = link.dma
-    channel = yield from acquire_dma(env, rec, tl, dma, who=link.who)
-    burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
-    dram_key = pk  # the parent end is the DRAM (fills read it, write-backs write it)
-    width, reserved = fabric.width, fabric.reserved
-    big, small, total = parent_bits, child_bits, side.total
-    n_bursts = n_bursts_of(big, small, burst)
-    count = max(big, small)  # the side bursts are counted on (engine/transfer.py _burst_bits)
-
-    # an uncontested run covers about one DRAM row of the transfer's bytes: one event per row
-    per_row = max(1, timer.config.row_bytes * count // max(1, total * burst))
-
-    def byte_at(j: int) -> int:  # transfer bytes before burst j (the DRAM side, pro rata)
-        return total * min(count, j * burst) // count
-
-    i = 0
-    side.stream = None
-    proc = env.active_process
-    asking = named_keys(link, big, small, width)  # keys, the port a wait names first
-    # (the fabric notes a wait in tl; never granted before the cycle's end: the DRAM timer
-    # cannot take back requests it issued)
-    ev = fabric.request(who, asking, link.tensor, tl, at_once=False)
-    while True:
-        if ev is not None:
-            yield ev
-        while True:
-            wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
-            if wp > 0 and wc > 0:
-                break
-            tl.append((env.now, S_PORT, keys))
-            yield fabric.wait_for_width(keys)
-            rec.events += 1
-        start = env.now
-        shape = (big, small, wp, wc)
-        timing = link.timings.get(shape)
-        if timing is None:
-            timing = link.timings[shape] = _timing(big, small, burst, wp, wc, link.child_on_tie)
-        cycles, _, prefix = timing
-        single = i + 1 == n_bursts or fabric.contested(keys) or per_row == 1
-        j = i + 1 if single else min(n_bursts, i + per_row)
+    def plan(self, x, timing: tuple, shape: tuple) -> None:
+        """Issue the run's requests from x.start; x.end: when ports and DRAM are done."""
+        timer, side, who, tl = self.timer, self.side, self.link.who, self.tl
+        i, start = x.i, x.start
+        j = self._choose_run(x, timing, shape)
+        prefix = self.prefix
         if timer.ahead:  # another link's run issued ahead ends first
-            _cut_others(timer, who, env.now)
+            _cut_others(timer, who, start)
         # the request the last burst issued, if this run goes on in the line that burst ended
         # in (a line's requests are its own: a new line issues its first request afresh)
-        lo = byte_at(i)
+        lo = self.byte_at(i)
         before = timer.last_request.get(who) if lo and side.mid_line(lo) else None
         timer.set_last_request(who, before)
-        saved = None if single else timer.snapshot()  # with last_request[who] = before
+        saved = None if x.stopping else timer.snapshot()  # with last_request[who] = before
         stream, mark = side.stream, len(tl)
-        end = _run(tl, timer, side, who, start, lo, byte_at(j), prefix[j] - prefix[i], dram_key)
+        hi = self.byte_at(j)
+        end = _run(tl, timer, side, who, start, lo, hi, prefix[j] - prefix[i], self.dram_key)
         issued = None
         if saved is not None:  # issued ahead: a cut may take it back
             state = (saved, before, stream, mark, end)
-            issued = IssuedRun(tl, side, who, i, j, start, byte_at, prefix, dram_key, state)
-            timer.ahead[who] = (issued, fabric, keys)
-        fabric.start_run(keys, proc, single)
-        try:
-            yield env.timeout(end - start)
-            rec.events += 2
-            fabric.end_run(keys)
-            if issued is not None:
-                timer.ahead.pop(who, None)
-        except simpy.Interrupt:
-            fabric.end_run(keys)
-            now = env.now
-            # the burst in progress at `now` (the first whose run [i, x] ends later) and the
-            # next; if another link's issue cut the run, its DRAM side is rolled back already
-            x, j = (i, j) if issued is None else issued.cut(now)
-            dram_end = side.last_dram_end
-            # the port side of burst x goes on from `now` at the widths of the moment (the PE
-            # array's share may have changed); its DRAM requests are issued already
-            while len(tl) > mark + 1 and tl[-1][0] > now:
-                tl.pop()
-            moved = now - (start + prefix[x] - prefix[i])
-            bits = _burst_bits(big, small, burst, x)
-            rest = (max(0, bits[0] - moved * wp), max(0, bits[1] - moved * wc))
-            yield from _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, dram_key)
-            if env.now < dram_end:
-                yield env.timeout(dram_end - env.now)
-                rec.events += 1
-            end = env.now
-            side.stream = (end,) + side.stream[1:]  # the stream goes on from here
-        last_start = max(start, end - cycles[j - 1])
-        i = j
-        if i >= n_bursts:
-            fabric.release(who, keys, last_start)
-            break
-        ev = fabric.release_and_request(who, asking, link.tensor, last_start, tl, False)
-    tail = timer.to_accel(side.data_end) - env.now
-    if tail > 0:  # the DRAM's read (or write) latency of the last request
-        tl.append((env.now, S_LATENCY, dram_key))
-        yield env.timeout(tail)
-        rec.events += 1
-    if link.latency:
-        tl.append((env.now, S_LATENCY, link.latency_key))
-        yield env.timeout(link.latency)
-        rec.events += 1
-    if channel is not None:
-        dma[0].release(channel)
+            issued = IssuedRun(
+                tl, side, who, i, j, start, self.byte_at, prefix, self.dram_key, state
+            )
+            timer.ahead[who] = (issued, self.fabric, self.link.keys)
+        self.issued, self.mark, x.end = issued, mark, end
+
+    def ran(self, x) -> None:
+        if self.issued is not None:
+            self.timer.ahead.pop(self.link.who, None)
+        self._next(x, x.end)
+
+    def cut(self, x, cause) -> bool:
+        """The burst in progress now and the next; if another link's issue cut the run, its
+        DRAM side is rolled back already. The timeline's states after now are taken back."""
+        now, tl = self.env.now, self.tl
+        issued = self.issued
+        self.in_progress, x.j = (x.i, x.j) if issued is None else issued.cut(now)
+        self.dram_end = self.side.last_dram_end
+        while len(tl) > self.mark + 1 and tl[-1][0] > now:
+            tl.pop()
+        return True
+
+    def finish(self, x):
+        """Generator: the burst in progress at the ports (its DRAM requests are issued
+        already), then the DRAM side of the cut run."""
+        env, side = self.env, self.side
+        yield from self._finish_in_progress(x, env.now)
+        if env.now < self.dram_end:
+            yield env.timeout(self.dram_end - env.now)
+            self.rec.events += 1
+        end = env.now
+        side.stream = (end,) + side.stream[1:]  # the stream goes on from here
+        self._next(x, end)
+
+    def tail(self):
+        """Generator: the DRAM's read (or write) latency of the last request."""
+        env = self.env
+        wait = self.timer.to_accel(self.side.data_end) - env.now
+        if wait > 0:
+            self.tl.append((env.now, S_LATENCY, self.dram_key))
+            yield env.timeout(wait)
+            self.rec.events += 1
 
 
 def _cut_others(timer: DramTimer, who, now: int) -> None:
@@ -261,31 +221,6 @@ def _cut_others(timer: DramTimer, who, now: int) -> None:
             continue
         issued.cut(now)
         fabric.stop_run(keys, "dram")  # its port side stops after the burst in progress
-
-
-def _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, port_key):
-    """Move the (parent bits, child bits) left of a burst at the ports' current widths,
-    re-timing whenever the PE array's share changes (a port never moves more than its width)."""
-    width, reserved = fabric.width, fabric.reserved
-    while rest[0] > 0 or rest[1] > 0:
-        wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
-        if wp <= 0 or wc <= 0:  # the PE array takes the whole port: hold it and wait
-            tl.append((env.now, S_PORT, keys))
-            yield fabric.wait_for_width(keys)
-            rec.events += 1
-            continue
-        tl.append((env.now, S_BURST, port_key))
-        begun = env.now
-        fabric.start_run(keys, proc, True)
-        try:
-            yield env.timeout(max(-(-rest[0] // wp), -(-rest[1] // wc), 1))
-            rec.events += 1
-            fabric.end_run(keys)
-            return
-        except simpy.Interrupt:
-            fabric.end_run(keys)
-            moved = env.now - begun
-            rest = (max(0, rest[0] - moved * wp), max(0, rest[1] - moved * wc))
 
 
 def _ends(timer: DramTimer, side: DramSide, who, start: int, lo: int, hi: int):

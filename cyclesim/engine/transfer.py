@@ -1,4 +1,10 @@
-"""One transfer between a parent and a child storage node, burst by burst."""
+"""One transfer between a parent and a child storage node, burst by burst.
+
+The one transfer loop (transfer) and what times its runs of bursts: the ports alone
+(PortRuns), or a DRAM end (DramRuns, shared by engine/dram_port.py's timer and
+engine/dram_loop.py's controller). Over 400 lines because the loop and every side's cut
+rules read together: a cut's rules are what keep every cycle and trace byte exact.
+"""
 
 from __future__ import annotations
 
@@ -195,30 +201,34 @@ def transfer(
     burst holds both ports for the cycles of the slower side; latency is paid once, after the last burst,
     without holding the ports. Uncontested bursts run back to back in one timeout.
 
-    What the transfer carries across a yield lives in a TransferState (owner.xfer while it
-    runs), read back after every yield: fast-forward may have shifted it in the meantime.
+    The one transfer loop: what times a run of bursts is the link's side, the ports alone
+    (PortRuns) or, when one end is a DRAM-modelled memory, the ports and the DRAM (its timer,
+    engine/dram_port.py, or the controller in the loop, engine/dram_loop.py). What the transfer
+    carries across a yield lives in a TransferState (owner.xfer while a plain transfer runs),
+    read back after every yield: fast-forward may have shifted it in the meantime.
     """
-    if link.dram is not None:  # the DRAM's timer times the bursts too (engine/dram_port.py)
-        from cyclesim.engine.dram_port import dram_transfer
-
-        yield from dram_transfer(env, fabric, rec, tl, link, parent_bits, child_bits)
-        return
-    x = TransferState(parent_bits, child_bits)
-    x.burst = link.burst
-    if owner is not None:
-        owner.xfer = x
-    dma = link.dma
-    if dma is not None:
-        yield from acquire_dma(env, rec, tl, dma, x, link.who)
-    burst, pk, ck, keys, who = link.burst, link.pk, link.ck, link.keys, link.who
-    width, reserved, timings = fabric.width, fabric.reserved, link.timings
     big, small = parent_bits, child_bits
     # bursts are counted where the bits meet (_burst_bits); the other side moves its share in
     # the same bursts, all instances in lockstep
-    n_bursts = n_bursts_of(big, small, burst)
+    n_bursts = n_bursts_of(big, small, link.burst)
+    x = TransferState(big, small)
+    x.burst = link.burst
+    if link.dram is None:
+        side = PortRuns(env, fabric, tl, link, n_bursts)
+        if owner is not None:
+            owner.xfer = x
+    else:
+        side = link.dram.begin(env, fabric, rec, tl, link, big, small, n_bursts)
+    dma = link.dma
+    if dma is not None:
+        yield from acquire_dma(env, rec, tl, dma, x, link.who)
+    pk, ck, keys, who = link.pk, link.ck, link.keys, link.who
+    width, reserved, timings = fabric.width, fabric.reserved, link.timings
     proc = env.active_process
     asking = named_keys(link, big, small, width)  # keys, the port a wait names first
-    ev = fabric.request(who, asking, link.tensor, tl)  # (the fabric notes a wait in tl)
+    # (the fabric notes a wait in tl; a DRAM side is never granted before the cycle's end:
+    # requests it issued cannot be taken back by a revoke)
+    ev = fabric.request(who, asking, link.tensor, tl, side.at_once)
     while True:
         if ev is not None:
             x.stage = GRANT
@@ -239,87 +249,27 @@ def transfer(
             shape = (big, small, wp, wc)
             timing = timings.get(shape)
             if timing is None:
-                timing = timings[shape] = _timing(big, small, burst, wp, wc, link.child_on_tie)
-            cycles, parent_slower, prefix = timing
-            i, rest, start = x.i, x.rest, x.start
-            if rest is None:
-                first, slower = cycles[i], parent_slower[i]
-            else:
-                cp, cc = -(-rest[0] // wp), -(-rest[1] // wc)
-                first, slower = max(cp, cc, 1), _parent_named(cp, cc, link.child_on_tie)
-            tl.append((start, S_BURST, pk if slower else ck))
-            # someone waits (or we were told to stop): this burst, then round-robin
-            if x.stopping or i + 1 == n_bursts or fabric.contested(keys):
-                j, end, last = i + 1, start + first, start
-            else:  # nobody competes: the remaining bursts in one run, up to the first burst
-                # that names the other port (a short last burst may tie: DESIGN "Naming a
-                # stalled transfer's port"), which starts a run of its own
-                j = n_bursts
-                if parent_slower[i + 1] != slower:
-                    j = i + 1
-                else:
-                    splits = link.splits.get(shape)
-                    if splits is None:
-                        splits = link.splits[shape] = _splits(parent_slower)
-                    if splits and splits[-1] > i + 1:
-                        j = splits[bisect_right(splits, i + 1)]
-                if j == i + 1:
-                    end, last = start + first, start
-                else:
-                    end = start + first + prefix[j] - prefix[i + 1]
-                    last = end - cycles[j - 1]
-            x.first, x.j, x.end, x.last, x.wp, x.wc = first, j, end, last, wp, wc
+                timing = timings[shape] = _timing(big, small, link.burst, wp, wc, link.child_on_tie)
+            side.plan(x, timing, shape)  # the run [x.i, x.j), ending at x.end
             fabric.start_run(keys, proc, x.stopping)
             x.stage = RUN
             try:
-                yield env.timeout(end - start)
+                yield env.timeout(x.end - x.start)
                 rec.events += 2
                 fabric.end_run(keys)
-                x.i, x.rest = x.j, None
-                x.last_start = x.last
+                side.ran(x)
                 break
             except simpy.Interrupt as irq:
-                now = env.now
                 fabric.end_run(keys)
-                if irq.cause == "revoke":  # granted at once, then someone ahead asked this
-                    break  # cycle: nothing moved; ask again (engine/fabric.py request)
-                i, rest, start, first, j = x.i, x.rest, x.start, x.first, x.j
-                prefix = timings[(big, small, x.wp, x.wc)][2]
-                # the bursts i..j-1 of the interrupted run, as they were timed: burst i + q
-                # ends at base + prefix[i + 1 + q] (strictly later one after another)
-                base = start + first - prefix[i + 1]
-                done = bisect_right(prefix, now - base, i + 1, j + 1) - (i + 1)  # ended by now
-                x.i = i + done
-                if x.i >= n_bursts or done == j - i:
-                    x.rest = None
-                    x.last_start = base + prefix[i + done - 1] if done > 1 else start
+                if side.cut(x, irq.cause):  # the grant ends after what finish() moves
+                    yield from side.finish(x)
                     break
-                if done:
-                    b, sm = _burst_bits(big, small, burst, i + done)
-                else:
-                    b, sm = rest if rest is not None else _burst_bits(big, small, burst, i)
-                begun = base + prefix[i + done] if done else start
-                moved = now - begun  # cycles of burst i already spent at the old widths
-                if done and not moved and irq.cause == "competitor":
-                    # a competitor asked in the cycle a burst ended: the next burst is
-                    # arbitrated among every request of this cycle (DESIGN "Arbitration sees
-                    # every request of the cycle"), not kept by the run
-                    x.rest = None
-                    x.last_start = base + prefix[i + done - 1] if done > 1 else start
-                    break
-                rest = (max(0, b - moved * x.wp), max(0, sm - moved * x.wc))
-                if rest == (0, 0):
-                    x.i, x.rest = x.i + 1, None
-                    x.last_start = begun
-                    break
-                x.rest = rest
-                x.stopping = x.stopping or irq.cause == "competitor"
-                x.start = now
         if x.i >= n_bursts:
             fabric.release(who, keys, x.last_start)
             break
-        asking = named_keys(link, big, small, width, x.i)  # (a short last burst may tie)
-        ev = fabric.release_and_request(who, asking, link.tensor, x.last_start, tl)
+        asking = side.asking(x)
+        ev = fabric.release_and_request(who, asking, link.tensor, x.last_start, tl, side.at_once)
+    yield from side.tail()
     latency = link.latency
     if latency:
         tl.append((env.now, S_LATENCY, link.latency_key))
@@ -330,3 +280,193 @@ def transfer(
         dma[0].release(x.channel)
     if owner is not None:
         owner.xfer = None
+
+
+class PortRuns:
+    """The ports alone time a transfer: an uncontested run goes up to the first burst that
+    names the other port; a cut re-times the rest of the burst in progress at the new widths
+    (a competitor: then round-robin; the PE array's share: the run goes on)."""
+
+    at_once = True  # granted in the cycle it asks when the ports are free
+
+    __slots__ = ("env", "fabric", "tl", "link", "n_bursts")
+
+    def __init__(self, env, fabric: Fabric, tl: list, link: Link, n_bursts: int) -> None:
+        self.env, self.fabric, self.tl, self.link, self.n_bursts = env, fabric, tl, link, n_bursts
+
+    def asking(self, x: TransferState) -> tuple[str, ...]:
+        """The keys to ask for burst x.i with (a short last burst may tie)."""
+        return named_keys(self.link, x.big, x.small, self.fabric.width, x.i)
+
+    def plan(self, x: TransferState, timing: tuple, shape: tuple) -> None:
+        """Time bursts x.i.. from x.start: set x.first, x.j, x.end, x.last, x.wp, x.wc."""
+        link, n_bursts = self.link, self.n_bursts
+        _, _, wp, wc = shape
+        cycles, parent_slower, prefix = timing
+        i, rest, start = x.i, x.rest, x.start
+        if rest is None:
+            first, slower = cycles[i], parent_slower[i]
+        else:
+            cp, cc = -(-rest[0] // wp), -(-rest[1] // wc)
+            first, slower = max(cp, cc, 1), _parent_named(cp, cc, link.child_on_tie)
+        self.tl.append((start, S_BURST, link.pk if slower else link.ck))
+        # someone waits (or we were told to stop): this burst, then round-robin
+        if x.stopping or i + 1 == n_bursts or self.fabric.contested(link.keys):
+            j, end, last = i + 1, start + first, start
+        else:  # nobody competes: the remaining bursts in one run, up to the first burst
+            # that names the other port (a short last burst may tie: DESIGN "Naming a
+            # stalled transfer's port"), which starts a run of its own
+            j = n_bursts
+            if parent_slower[i + 1] != slower:
+                j = i + 1
+            else:
+                splits = link.splits.get(shape)
+                if splits is None:
+                    splits = link.splits[shape] = _splits(parent_slower)
+                if splits and splits[-1] > i + 1:
+                    j = splits[bisect_right(splits, i + 1)]
+            if j == i + 1:
+                end, last = start + first, start
+            else:
+                end = start + first + prefix[j] - prefix[i + 1]
+                last = end - cycles[j - 1]
+        x.first, x.j, x.end, x.last, x.wp, x.wc = first, j, end, last, wp, wc
+
+    @staticmethod
+    def ran(x: TransferState) -> None:
+        x.i, x.rest = x.j, None
+        x.last_start = x.last
+
+    def cut(self, x: TransferState, cause) -> bool:
+        """The run was interrupted now: the bursts it finished, the rest of the one in
+        progress (x.rest) to re-time; True when the grant ends here."""
+        now = self.env.now
+        if cause == "revoke":  # granted at once, then someone ahead asked this
+            return True  # cycle: nothing moved; ask again (engine/fabric.py request)
+        link, n_bursts = self.link, self.n_bursts
+        big, small, burst = x.big, x.small, link.burst
+        i, rest, start, first, j = x.i, x.rest, x.start, x.first, x.j
+        prefix = link.timings[(big, small, x.wp, x.wc)][2]
+        # the bursts i..j-1 of the interrupted run, as they were timed: burst i + q
+        # ends at base + prefix[i + 1 + q] (strictly later one after another)
+        base = start + first - prefix[i + 1]
+        done = bisect_right(prefix, now - base, i + 1, j + 1) - (i + 1)  # ended by now
+        x.i = i + done
+        if x.i >= n_bursts or done == j - i:
+            x.rest = None
+            x.last_start = base + prefix[i + done - 1] if done > 1 else start
+            return True
+        if done:
+            b, sm = _burst_bits(big, small, burst, i + done)
+        else:
+            b, sm = rest if rest is not None else _burst_bits(big, small, burst, i)
+        begun = base + prefix[i + done] if done else start
+        moved = now - begun  # cycles of burst i already spent at the old widths
+        if done and not moved and cause == "competitor":
+            # a competitor asked in the cycle a burst ended: the next burst is
+            # arbitrated among every request of this cycle (DESIGN "Arbitration sees
+            # every request of the cycle"), not kept by the run
+            x.rest = None
+            x.last_start = base + prefix[i + done - 1] if done > 1 else start
+            return True
+        rest = (max(0, b - moved * x.wp), max(0, sm - moved * x.wc))
+        if rest == (0, 0):
+            x.i, x.rest = x.i + 1, None
+            x.last_start = begun
+            return True
+        x.rest = rest
+        x.stopping = x.stopping or cause == "competitor"
+        x.start = now
+        return False
+
+    @staticmethod
+    def finish(x: TransferState) -> tuple:
+        return ()  # nothing left to move: the rest of a burst is re-timed by the loop
+
+    @staticmethod
+    def tail() -> tuple:
+        return ()  # no wait after the last burst but the port latency
+
+
+class DramRuns:
+    """What the two DRAM sides share (TimerRuns, engine/dram_port.py; ControllerRuns,
+    engine/dram_loop.py): never granted at once (the DRAM cannot take back what a revoked
+    run issued), the port asked for named after the first burst, runs of about one DRAM row
+    of the transfer's bytes when nobody competes, and a cut that finishes the burst in
+    progress at the ports' current widths, then gives up the grant."""
+
+    at_once = False
+
+    def __init__(self, env, fabric: Fabric, rec: Recorder, tl: list, link: Link,
+                 big: int, small: int, n_bursts: int) -> None:  # fmt: skip
+        self.env, self.fabric, self.rec, self.tl, self.link = env, fabric, rec, tl, link
+        self.big, self.small, self.n_bursts = big, small, n_bursts
+        side = self.side = link.dram
+        self.timer = side.timer
+        self.dram_key = link.pk  # the parent end is the DRAM (fills read it, write-backs write it)
+        self.count = max(big, small)  # the side bursts are counted on (_burst_bits)
+        self.total = side.total
+        # an uncontested run covers about one DRAM row of the transfer's bytes: one event per row
+        row_bytes = self.timer.config.row_bytes
+        self.per_row = max(1, row_bytes * self.count // max(1, self.total * link.burst))
+        self.asked = named_keys(link, big, small, fabric.width)
+        self.cycles: list[int] = []
+        self.prefix: list[int] = []
+        self.in_progress = 0  # the burst in progress when the run was cut
+
+    def byte_at(self, j: int) -> int:
+        """Transfer bytes before burst j (the DRAM side, pro rata)."""
+        return self.total * min(self.count, j * self.link.burst) // self.count
+
+    def asking(self, x: TransferState) -> tuple[str, ...]:
+        return self.asked
+
+    def _choose_run(self, x: TransferState, timing: tuple, shape: tuple) -> int:
+        """The run's end burst j, from x.i: one burst when someone competes, else a row's."""
+        self.cycles, _, self.prefix = timing
+        x.wp, x.wc = shape[2], shape[3]
+        i, n_bursts = x.i, self.n_bursts
+        single = i + 1 == n_bursts or self.fabric.contested(self.link.keys) or self.per_row == 1
+        x.stopping = single
+        x.j = i + 1 if single else min(n_bursts, i + self.per_row)
+        return x.j
+
+    def _next(self, x: TransferState, end: int) -> None:
+        """The run [x.i, x.j) ended at `end`: where the grant's last burst started."""
+        x.last_start = max(x.start, end - self.cycles[x.j - 1])
+        x.i = x.j
+
+    def _finish_in_progress(self, x: TransferState, now: int):
+        """Generator: move what is left at `now` of the burst in progress, at the ports'
+        widths of the moment (the PE array's share may have changed)."""
+        link, burst_at = self.link, self.in_progress
+        moved = now - (x.start + self.prefix[burst_at] - self.prefix[x.i])
+        bits = _burst_bits(self.big, self.small, link.burst, burst_at)
+        rest = (max(0, bits[0] - moved * x.wp), max(0, bits[1] - moved * x.wc))
+        yield from finish_burst(self.env, self.fabric, self.rec, self.tl, link, rest, self.dram_key)
+
+
+def finish_burst(env, fabric: Fabric, rec: Recorder, tl: list, link: Link, rest, port_key):
+    """Move the (parent bits, child bits) left of a burst at the ports' current widths,
+    re-timing whenever the PE array's share changes (a port never moves more than its width)."""
+    width, reserved, pk, ck, keys = fabric.width, fabric.reserved, link.pk, link.ck, link.keys
+    proc = env.active_process
+    while rest[0] > 0 or rest[1] > 0:
+        wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
+        if wp <= 0 or wc <= 0:  # the PE array takes the whole port: hold it and wait
+            tl.append((env.now, S_PORT, keys))
+            yield fabric.wait_for_width(keys)
+            rec.events += 1
+            continue
+        tl.append((env.now, S_BURST, port_key))
+        begun = env.now
+        fabric.start_run(keys, proc, True)
+        try:
+            yield env.timeout(max(-(-rest[0] // wp), -(-rest[1] // wc), 1))
+            rec.events += 1
+            fabric.end_run(keys)
+            return
+        except simpy.Interrupt:
+            fabric.end_run(keys)
+            moved = env.now - begun
+            rest = (max(0, rest[0] - moved * wp), max(0, rest[1] - moved * wc))
