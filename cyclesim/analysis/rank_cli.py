@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--table", metavar="PATH", help="layer table, .csv or .parquet (OUT/rank.csv)")
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
     _common(p)
-    p.set_defaults(func=run_zigzag)
+    p.set_defaults(func=run_zigzag, error_prefix="cyclesim rank zigzag")
     a = peers.add_parser(
         "accelforge",
         help="replay the Pareto set of AccelForge's mapper, under its conventions and the default",
@@ -110,7 +110,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     h.add_argument("rank_file", metavar="FILE.yaml", help="the rank file")
     _common(h)
-    h.set_defaults(func=run_hardware)
+    h.set_defaults(func=run_hardware, error_prefix="cyclesim rank zigzag-hardware")
     return rank
 
 

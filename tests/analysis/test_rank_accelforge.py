@@ -93,6 +93,13 @@ def test_a_missing_spec_file_exits_2(tmp_path, capsys):
     assert "nope.yaml" in capsys.readouterr().err
 
 
+def test_bad_jinja_data_exits_2_naming_the_option_not_an_input_file(capsys):
+    assert main(["rank", "accelforge", str(SPEC), "--jinja-data", "no-such-file"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cyclesim rank accelforge: --jinja-data is neither NAME=VALUE nor a file")
+    assert "'no-such-file'" in err and "<input>" not in err
+
+
 def _peer() -> None:
     from cyclesim.checks.accelforge import peer
 

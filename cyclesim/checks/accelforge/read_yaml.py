@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cyclesim.errors import SpecError
+from cyclesim.errors import OptionError, SpecError
 from cyclesim.spec.expressions import MAX_CHARS, evaluate_number
 from cyclesim.spec.templates import HelperRefusal, render_template
 from cyclesim.spec.yamlio import parse_yaml_text, read_text
@@ -144,10 +144,9 @@ def parse_jinja_data(items: list[str] | None) -> dict[str, Any]:
             )
             continue
         if not Path(item).is_file():
-            raise SpecError(
-                "--jinja-data is neither NAME=VALUE nor a file",
-                found=item,
-                expected="NAME=VALUE (e.g. M=64) or a YAML file of NAME: value",
+            raise OptionError(  # an option, not a file: no "<input>:" before it
+                f"--jinja-data is neither NAME=VALUE nor a file (found {item!r}); expected"
+                " NAME=VALUE (e.g. M=64) or a YAML file of NAME: value"
             )
         data.update(load_yaml_file(item, {}))
     return data
