@@ -129,6 +129,11 @@ def _plots(res: SimResult, title: str, progress: bool | None) -> str:
     return "".join(images)
 
 
+# the busy ports' rows of the timeline: a grey 18.5 apart (CAM02-UCS) from every cause's and
+# phase's colour, so that no busy port reads as a cause of the PE array's row (it was latency's blue)
+PORT_BUSY_COLOR = "#777777"
+
+
 def timeline_data(res: SimResult) -> dict:
     """The timeline's data: PE state runs and the busiest ports' busy runs, flat
     [start, end, colour index, ...] lists (compact JSON), over the whole traced window."""
@@ -161,7 +166,8 @@ def timeline_data(res: SimResult) -> dict:
             runs += (a, b, 0)
         name = f"{row['port']} ({_pct(row['busy_cycles'], max(1, act.end - act.start))} busy)"
         ports.append({"name": name, "runs": runs})
-    return {"cycles": act.end, "states": states, "state_colors": colors, "pe": pe, "ports": ports}
+    return {"cycles": act.end, "states": states, "state_colors": colors, "pe": pe, "ports": ports,
+            "port_color": PORT_BUSY_COLOR}  # fmt: skip
 
 
 def write_html_report(

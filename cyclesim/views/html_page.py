@@ -23,7 +23,7 @@ const D = JSON.parse(document.getElementById('timeline-data').textContent);
 const cv = document.getElementById('timeline'), ctx = cv.getContext('2d');
 const LEFT = 250, ROW = 26, TOP = 24;
 const rows = [{name: 'PE array state', runs: D.pe, colors: D.state_colors}]
-  .concat(D.ports.map(p => ({name: p.name, runs: p.runs, colors: ['#0072B2']})));
+  .concat(D.ports.map(p => ({name: p.name, runs: p.runs, colors: [D.port_color]})));
 let v0 = 0, v1 = D.cycles;
 function size(){ cv.width = cv.clientWidth || 1000; cv.height = TOP + ROW * rows.length + 8; }
 function first(runs, t){ // index of the first run ending after t (runs: flat [start,end,k,...])
@@ -72,6 +72,10 @@ D.states.forEach((s, i) => {
   sw.className = 'sw'; sw.style.background = D.state_colors[i];
   e.appendChild(sw); e.appendChild(document.createTextNode(s)); legend.appendChild(e);
 });
+{ const e = document.createElement('span'), sw = document.createElement('i');
+  sw.className = 'sw'; sw.style.background = D.port_color;
+  e.appendChild(sw); e.appendChild(document.createTextNode('port busy (a transfer or the PE array)'));
+  legend.appendChild(e); }
 cv.dataset.rendered = 'yes';
 })();
 """

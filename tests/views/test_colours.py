@@ -59,3 +59,20 @@ def test_every_cause_and_phase_colour_stays_distinguishable_under_colour_blindne
     closest = min((d, pair) for pair, d in apart.items() if pair != ("onload", "offload"))
     assert closest[0] >= floor, closest
     assert apart["onload", "offload"] >= 11.2
+
+
+def test_the_html_timelines_busy_ports_are_in_no_causes_colour():
+    """The HTML timeline drew busy ports in latency's blue, under a legend naming that blue
+    latency; their grey is now as far from every cause and phase as the causes are apart."""
+    import numpy as np
+    from colorspacious import deltaE
+
+    from cyclesim.views.html import PORT_BUSY_COLOR
+    from cyclesim.views.plots import CAUSE_COLORS, PHASE_COLORS
+
+    def rgb(code: str):
+        return np.array([int(code[i : i + 2], 16) / 255 for i in (1, 3, 5)])
+
+    for name, code in {**CAUSE_COLORS, **PHASE_COLORS}.items():
+        apart = float(deltaE(rgb(PORT_BUSY_COLOR), rgb(code), input_space="sRGB1"))
+        assert apart >= 17.8, (name, apart)

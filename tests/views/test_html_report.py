@@ -62,7 +62,7 @@ def test_headless_chromium_renders_the_timeline(page, tmp_path):
     # the script ran: it marks the canvas drawn, over the whole run, and builds the legend
     assert 'data-rendered="yes"' in dom and 'data-window="0..52"' in dom
     legend = re.search(r'<div class="legend" id="timeline-legend">(.*?)</div>', dom).group(1)
-    assert "compute" in legend and "bandwidth" in legend
+    assert "compute" in legend and "bandwidth" in legend and "port busy" in legend
     shot = tmp_path / "report.png"
     subprocess.run(
         [CHROMIUM, *flags, f"--screenshot={shot}", url], capture_output=True, timeout=120
