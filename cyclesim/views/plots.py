@@ -212,7 +212,8 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
     im = ax.imshow(np.array(rows), aspect="auto", interpolation="nearest", cmap="viridis",
                    vmin=0, vmax=1, extent=(edges[0], edges[-1], len(rows) - 0.5, -0.5))  # fmt: skip
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
-    ax.set_xlabel(f"cycle ({bins} bins of {(act.end - act.start) / bins:,.0f} cycles)")
+    width = f"{(act.end - act.start) / bins:,.0f}"
+    ax.set_xlabel(f"cycle ({bins} bins of {width} cycle{'' if width == '1' else 's'})")
     fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01, label="busy fraction")
     ax.set_title(title or "port utilisation over time (busy: a transfer holds it or the PE array uses it)", fontsize=10)  # fmt: skip
     fig.tight_layout()
