@@ -105,6 +105,10 @@ DAILY_SEED = int(datetime.date.today().strftime("%Y%m%d"))
 
 def _check(case: dict) -> None:
     a, w, m = load(case)
+    if any(
+        "+" in p for e in case["workload"]["einsums"] for x in e["inputs"] for p in x["projection"]
+    ):
+        event("an affine projection")
     diffs, hit = compare_open(a, w, m, case["reuse"], blur=OPEN_NAMING, skip=OPEN_TIMING)
     for c in sorted(hit):
         if c == "deadlock":  # a tight memory whose tiles wait for each other's room
