@@ -27,7 +27,6 @@ from cyclesim.engine.record import (
     S_PIPE,
     S_PRODUCER,
     S_SLOT,
-    S_SPACE,
     S_USES,
     Recorder,
     TraceFilter,
@@ -346,22 +345,15 @@ class _Replay:
                     ks = k - slots
                 released.pop(ks, None)
             if space_used:
-                # in a memory the branches share beyond its size, a fill takes room only in
-                # its branch's turn (space.py): the room is kept for the running one. Both are
-                # looked at again whenever either changes: room made after the turn passed to
-                # the other branch is not this fill's (it waited for it into the other turn)
-                while watched and not (space.turn(node) and space.room(node)):
+                if watched:
+                    # in a memory the branches share beyond its size, room is granted at the
+                    # end of the cycle in tie order, and only in the fill's branch's turn
+                    # (space.py): granted, its room is taken; waiting, its state is written
                     st.stage = SPACE
-                    if not space.turn(node):
-                        tl.append((env.now, S_SPACE, None))
-                        while not space.turn(node):
-                            yield space.wait_turn(node)
-                    else:  # no room in the memory: wait
-                        tl.append((env.now, S_SPACE, space.blocker(node)))
-                        while not space.room(node) and space.turn(node):
-                            yield space.wait(node)
+                    yield space.ask(node, st.k, tl)
+                else:
+                    space.take(node, st.k)
                 k = st.k
-                space.take(node, k)
             if first:  # a first visit reads nothing: the tile is entered
                 if l1 is not None and k == 0:
                     l1.take(node, env.now)  # the first slot is taken: place its L1 buffer

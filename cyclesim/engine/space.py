@@ -8,6 +8,11 @@ release made the room). Only memories whose nodes' slots could together exceed t
 ("tight": nodes of other branches share them) are watched; elsewhere the check before the run
 already bounds what they hold.
 
+Room is granted at the end of the cycle among every fill asking for it then (D15; DESIGN does
+not decide, the project's reading): in the tie order of "Ports and links" (storage nodes in
+loop-tree order, then tensors in workload order: the node index), never in the order the
+processes happened to run, like the ports' grants (engine/fabric.py) and DMA channels.
+
 Counts are per instance: every node's tile is tile_values x stored bits in each instance.
 With a ledger (the test suite's invariant check, engine/verify.py), every change of what a
 memory holds is written down as (cycle, memory, +/- bits) for all memories, tight or not.
@@ -17,9 +22,26 @@ from __future__ import annotations
 
 import simpy
 
+from cyclesim.engine.dma import CHANNELS
+from cyclesim.engine.record import S_SPACE
 from cyclesim.schedule.plan import Plan
 
 LEDGER_ENVIRONMENT_VARIABLE = "CYCLESIM_CHECK_CAPACITY"
+# SimPy priority of the end-of-cycle room decision: after every ordinary event (NORMAL, 1), so
+# it sees every fill asking in the cycle, and before the DMA channels' (CHANNELS, 1.5) and the
+# ports' (DECIDE, 2) decisions: a fill granted room resumes at NORMAL priority in the same
+# cycle, asks for its channel and ports, and takes part in that cycle's decisions on them
+ROOM = CHANNELS - 0.25
+
+
+class _RoomRequest:
+    """A fill of node asking for room for its tile k; tl is its timeline, noted what its wait
+    was last written down as (None: not yet, "turn": the other branch's turn, "room")."""
+
+    __slots__ = ("node", "k", "tl", "event", "noted")
+
+    def __init__(self, node: int, k: int, tl: list, event: simpy.Event) -> None:
+        self.node, self.k, self.tl, self.event, self.noted = node, k, tl, event, None
 
 
 class CapacityOverflow(AssertionError):
@@ -27,7 +49,7 @@ class CapacityOverflow(AssertionError):
 
 
 class Space:
-    """Per memory: bits held, the tiles holding them, fills waiting for room."""
+    """Per memory: bits held, the tiles holding them; the fills asking for room."""
 
     __slots__ = (
         "env",
@@ -38,11 +60,11 @@ class Space:
         "holders",
         "since",
         "tight",
-        "waiters",
+        "asking",
+        "deciding",
         "ledger",
         "leaf_of",
         "pe_leaf",
-        "entered",
     )
 
     def __init__(self, env: simpy.Environment, plan: Plan, ledger: bool) -> None:
@@ -60,7 +82,8 @@ class Space:
         self.held: dict[str, int] = {m: 0 for m in worst}
         self.holders: dict[str, dict[tuple[int, int], int]] = {m: {} for m in self.tight}
         self.since: dict[tuple[int, int], int] = {}  # (node, tile) -> cycle it took its room
-        self.waiters: dict[str, list[simpy.Event]] = {m: [] for m in self.tight}
+        self.asking: list[_RoomRequest] = []  # fills waiting for room (tight memories)
+        self.deciding = False  # an end-of-cycle room decision is queued
         self.ledger: list[tuple[int, str, int]] | None = [] if ledger else None
         # per node: the one leaf whose path it is on (None: several, or none). In a tight
         # memory such a node takes room only while the PE array runs that leaf's steps:
@@ -75,7 +98,6 @@ class Space:
                     i = plan.nodes[i].parent
         self.leaf_of = tuple(next(iter(s)) if len(s) == 1 else None for s in on)
         self.pe_leaf: int | None = None  # the leaf whose steps the PE array runs
-        self.entered: dict[int, list[simpy.Event]] = {}  # leaf -> fills waiting for its turn
         for n in plan.nodes:  # a backing store holds its whole tensor from the start
             if n.is_backing and n.memory in self.size:
                 self.take(n.index, 0)
@@ -93,22 +115,50 @@ class Space:
         li = self.leaf_of[node]
         return li is None or self.pe_leaf == li
 
-    def wait_turn(self, node: int) -> simpy.Event:
-        ev = self.env.event()
-        self.entered.setdefault(self.leaf_of[node], []).append(ev)
-        return ev
-
     def enter(self, li: int) -> None:
-        """The PE array starts running leaf li's steps."""
+        """The PE array starts running leaf li's steps: fills of its branch may take room."""
         self.pe_leaf = li
-        for ev in self.entered.pop(li, ()):
-            ev.succeed()
+        if self.asking:
+            self._queue_decision()
 
-    def wait(self, node: int) -> simpy.Event:
-        """An event that fires at the next release in the node's memory (then look again)."""
-        ev = self.env.event()
-        self.waiters[self.memory[node]].append(ev)
-        return ev
+    def ask(self, node: int, k: int, tl: list) -> simpy.Event:
+        """Room for tile k of node (a watched memory): an event that fires once the end-of-
+        cycle decision has taken the room for it (this cycle or a later one)."""
+        req = _RoomRequest(node, k, tl, self.env.event())
+        self.asking.append(req)
+        self._queue_decision()
+        return req.event
+
+    def _queue_decision(self) -> None:
+        if not self.deciding:
+            self.deciding = True
+            ev = simpy.Event(self.env)
+            ev._ok, ev._value = True, None
+            ev.callbacks.append(self._decide)
+            self.env.schedule(ev, ROOM)
+
+    def _decide(self, _event: simpy.Event | None = None) -> None:
+        """Grant room in the tie order (node index) to each fill whose branch has its turn and
+        whose tile fits; the others wait, written down as the other branch's turn or as
+        `buffer_full` naming the tile that holds the room (kept while the wait lasts)."""
+        self.deciding = False
+        now, waiting = self.env.now, []
+        for req in sorted(self.asking, key=lambda r: r.node):
+            node = req.node
+            if not self.turn(node):
+                if req.noted != "turn":
+                    req.noted = "turn"
+                    req.tl.append((now, S_SPACE, None))
+            elif not self.room(node):
+                if req.noted != "room":
+                    req.noted = "room"
+                    req.tl.append((now, S_SPACE, self.blocker(node)))
+            else:
+                self.take(node, req.k)
+                req.event.succeed()
+                continue
+            waiting.append(req)
+        self.asking = waiting
 
     def take(self, node: int, k: int) -> None:
         """Tile k of node starts being received (or is entered): it holds its bits from now."""
@@ -129,11 +179,8 @@ class Space:
         if m in self.tight:
             self.holders[m].pop((node, k), None)
             self.since.pop((node, k), None)
-            waiters = self.waiters[m]
-            if waiters:
-                self.waiters[m] = []
-                for ev in waiters:
-                    ev.succeed()
+            if self.asking:  # fills waiting for room: look again at the end of the cycle
+                self._queue_decision()
 
     def blocker(self, node: int) -> tuple[int, int] | None:
         """The tile the wait of a fill of node is named after: the oldest tile of another

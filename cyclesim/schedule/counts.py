@@ -121,7 +121,12 @@ def closed_form(plan: Plan) -> list[Access]:
                         Access(leaf.einsum, o.tensor, mem, READ, READ_TO_BELOW, v, v * o.bits)
                     )
             else:
-                v = prod(leaf.bounds[: o.change_depth]) * per
+                # one read per step of a level <= change_depth (prod of the loops to it), less
+                # the steps of a level at which an affine index stands still (loop l moved)
+                steps_read = prod(leaf.bounds[: o.change_depth]) - sum(
+                    prod(leaf.bounds[: lv - 1]) * (leaf.bounds[lv - 1] - 1) for lv in o.still_levels
+                )
+                v = steps_read * per
                 rows.append(Access(leaf.einsum, o.tensor, mem, READ, READ_TO_BELOW, v, v * o.bits))
     for li, o, times in _rereads_after_other_einsum(plan):
         leaf = plan.leaves[li]
@@ -138,7 +143,7 @@ def _rereads_after_other_einsum(plan: Plan):
     the previous cycle's value only"), also those whose value did not change.
 
     A block's first segment g0 has level segment_classifier(leaf)(g0)[0]; operand o would re-read
-    there anyway when that level <= o.change_depth.
+    there anyway when o.reads_at(level).
     """
     if len(plan.leaves) < 2:
         return
@@ -155,7 +160,7 @@ def _rereads_after_other_einsum(plan: Plan):
             c = classify[li] = segment_classifier(plan.leaves[li])
         level = c(g0)[0]
         for i, o in enumerate(plan.leaves[li].operands):
-            if not o.is_output and level > o.change_depth:
+            if not o.is_output and not o.reads_at(level):
                 extra[(li, i)] = extra.get((li, i), 0) + 1
     for (li, i), times in extra.items():
         yield li, plan.leaves[li].operands[i], times

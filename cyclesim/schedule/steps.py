@@ -2,8 +2,9 @@
 
 A step is one iteration of the temporal loop nest. Its *level* is the outermost loop that
 advanced into it (0 for the very first step), and an input operand's value changes in a step
-iff level <= the operand's change depth (retain) — every step under strict. An output element
-is visited first iff every loop that does not index it is at 0. Steps of one segment fall into
+iff level <= the operand's change depth and its projected coordinates moved (retain: an affine
+index can stand still, Operand.reads_at) — every step under strict. An output element is
+visited first iff every loop that does not index it is at 0. Steps of one segment fall into
 a handful of (level, first-visit) classes whose counts are products of loop bounds.
 """
 
@@ -48,7 +49,7 @@ def step_cost(leaf: LeafPlan, level: int, first_visit: bool) -> StepCost:
                 _add(bits, width, owner, o.read_port, b, i)
             if o.write_port is not None:
                 _add(bits, width, owner, o.write_port, b, i)
-        elif level <= o.change_depth:
+        elif o.reads_at(level):
             _add(bits, width, owner, o.read_port, b, i)
     best, port, rank = 1, None, -1
     for key, b in bits.items():
@@ -145,7 +146,7 @@ def segment_profile(leaf: LeafPlan, level: int, first: bool) -> SegmentProfile:
                 writes[i] += v
                 if o.read_port is not None and not fv:
                     reads[i] += v
-            elif lv <= o.change_depth:
+            elif o.reads_at(lv):
                 reads[i] += v
 
     account(level, first, 1)

@@ -119,6 +119,13 @@ class Operand:
     bits: int
     read_port: PortRef | None
     write_port: PortRef | None
+    # levels <= change_depth at which the value is nevertheless the previous step's: an affine
+    # index (A[n + k]) whose loops moved in ways that cancel out (retain only; usually empty)
+    still_levels: frozenset[int] = frozenset()
+
+    def reads_at(self, level: int) -> bool:
+        """Does an input's value change in a step of this level (the register re-read)?"""
+        return level <= self.change_depth and level not in self.still_levels
 
 
 @dataclass(frozen=True, slots=True)

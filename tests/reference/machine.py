@@ -176,20 +176,6 @@ class Machine:
         self.holding: list[Transfer] = []  # fills holding room in a watched memory, take order
         self.pe_leaf = 0  # the leaf whose steps the PE array runs (or waits to run)
 
-    def _note_room_races(self) -> None:
-        """Open class D15: in a cycle one fill takes room in a memory while another is refused
-        room there. DESIGN does not say in which order fills of one cycle take room; the
-        reference takes the tie order of arbitration, the replay the order its processes run."""
-        for t in self.holding:
-            c = t.holds_from
-            if any(
-                o.node.memory == t.node.memory and o.states.get(c, ("",))[0] == "room"
-                for o in self.holding + [x for x in self.transfers if x.holds_from is None]
-                if o is not t
-            ):
-                self.situations.add("D15")
-                return
-
     def _held(self, memory: str, c: int) -> list[Transfer]:
         """The fills whose tiles hold room in memory in cycle c (releases at c come first)."""
         return [
@@ -199,7 +185,9 @@ class Machine:
         ]
 
     def _room_need(self, t: Transfer, c: int):
-        """Room in a watched memory. Open in DESIGN (O5), the replay's reading: a node on one
+        """Room in a watched memory, looked at in the cycle loop's order, so fills asking in one
+        cycle take room in the tie order of arbitration (D15: DESIGN does not decide; the
+        project's reading, which the replay follows since). Open in DESIGN (O5), the replay's reading: a node on one
         branch's path only takes room in that branch's turn (while the PE array runs or waits
         for that Einsum's steps), so a fill running ahead into the other branch cannot hold
         the room the running branch needs; a node above the split may take it any time."""
@@ -552,7 +540,6 @@ class Machine:
             if next_step == n_steps and not pending and pe_free <= c + 1:
                 ends = [t.done_at for t in self.transfers] + [pe_free]
                 self.cycles = max(ends)
-                self._note_room_races()
                 return self.cycles
             c += 1
             if self.progress != seen:

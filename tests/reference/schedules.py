@@ -2,15 +2,16 @@
 spec's YAML dicts (what a user writes), loaded through cyclesim.spec.
 
 Scope (grown feature by feature as each one agreed or had its difference recorded):
-GEMM Z[m,n] += A[m,k] * B[k,n] with ranks of 1-4; DRAM above one on-chip buffer (two levels),
-or with per-PE registers below it (three levels); 1-3 PEs along X and optionally 1-2 along Y,
-a spatial loop per dimension over distinct ranks (multicast of the tensors it does not index,
-a spatial reduction when it is k, instances per PE for the registers); ports toward the parent
-shared (one read-write port) or separate, of 4-64 b; bursts of 4-32 b; latencies 0-2; one or
-two slots per tensor; partial sums wider than final values; reduction loops above the buffer;
-retain and strict; PE pipeline depth 0-2. fused_schedules: two Einsums under a `sequential`
-split sharing an intermediate kept on chip, with and without loops above the split, in a
-roomy or a tight buffer (its docstring says the rest).
+GEMM Z[m,n] += A[m,k] * B[k,n] (a quarter with the affine A[m, n + k], in buf above every
+loop) with ranks of 1-4; DRAM above one on-chip buffer (two levels), or with per-PE registers below it (three levels);
+1-3 PEs along X and optionally 1-2 along Y, a spatial loop per dimension over distinct ranks
+(multicast of the tensors it does not index, a spatial reduction when it is k, instances per
+PE for the registers); ports toward the parent shared (one read-write port) or separate, of
+4-64 b; bursts of 4-32 b; latencies 0-2; one or two slots per tensor; partial sums wider than
+final values; reduction loops above the buffer; retain and strict; PE pipeline depth 0-2.
+fused_schedules: two Einsums under a `sequential` split sharing an intermediate kept on chip,
+with and without loops above the split, in a roomy or a tight buffer (its docstring says
+the rest).
 """
 
 from __future__ import annotations
@@ -82,12 +83,18 @@ def schedules(draw, three_levels: bool | None = None) -> dict:
     cuts = {r: _split(draw, rest[r], levels) for r in RANKS}  # outer, (middle,) inner
     orders = [draw(st.permutations(RANKS)) for _ in range(levels)]
     buf_at = {t: draw(st.integers(0, 3)) for t in TENSORS}
+    # an affine index in a quarter of them: A[m, n + k], kept in buf above every loop and in no
+    # register, so the register rule is what it exercises (D16); below loops over n and k a
+    # tile can repeat the previous one, which the replay refills (D17, open)
+    affine = draw(st.integers(0, 3)) == 0
+    if affine:
+        buf_at["A"] = 0
     spatial_ranks = {r for r, b in fan.values() if b > 1}
     # per-PE registers (three levels) for some tensors; an output only where no spatial loop
     # reduces it (per-PE partial sums of one element would need a reduction DESIGN leaves open)
     in_reg = []
     if levels == 3:
-        in_reg = [t for t in ("A", "B") if draw(st.booleans())]
+        in_reg = [t for t in ("A", "B") if draw(st.booleans()) and not (affine and t == "A")]
         if "k" not in spatial_ranks and draw(st.booleans()):
             in_reg.append("Z")
     reg_at = {t: draw(st.integers(0, 3)) for t in in_reg}
@@ -186,6 +193,7 @@ def schedules(draw, three_levels: bool | None = None) -> dict:
                 "setup_cycles": draw(st.integers(0, 2)),
             }
         ]
+    proj_a = ["m", "n + k"] if affine else PROJ["A"]
     workload = {
         "tensors": {
             "A": {"bits_per_value": bits["A"]},
@@ -197,7 +205,7 @@ def schedules(draw, three_levels: bool | None = None) -> dict:
                 "name": "gemm",
                 "ranks": sizes,
                 "inputs": [
-                    {"tensor": "A", "projection": PROJ["A"]},
+                    {"tensor": "A", "projection": proj_a},
                     {"tensor": "B", "projection": PROJ["B"]},
                 ],
                 "outputs": [{"tensor": "Z", "projection": PROJ["Z"]}],
