@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -69,6 +69,11 @@ class Track:
         columns = (self.starts, self.ends, self.tensors, self.whos, self.bits, self.kinds)
         return map(Busy._make, zip(*columns, strict=True))
 
+    def take(self, indices: Iterable[int]) -> list[Busy]:
+        """The records at these positions, made without walking the others."""
+        columns = (self.starts, self.ends, self.tensors, self.whos, self.bits, self.kinds)
+        return [Busy._make(c[i] for c in columns) for i in indices]
+
     def __len__(self) -> int:
         return len(self.starts)
 
@@ -92,6 +97,11 @@ class States:
     def __iter__(self) -> Iterator[PeState]:
         columns = (self.starts, self.ends, self.phases, self.states, self.wheres, self.einsums, self.tiles)  # fmt: skip
         return map(PeState._make, zip(*columns, strict=True))
+
+    def take(self, indices: Iterable[int]) -> list[PeState]:
+        """The states at these positions, made without walking the others."""
+        columns = (self.starts, self.ends, self.phases, self.states, self.wheres, self.einsums, self.tiles)  # fmt: skip
+        return [PeState._make(c[i] for c in columns) for i in indices]
 
     def __len__(self) -> int:
         return len(self.starts)
