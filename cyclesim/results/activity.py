@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -69,6 +69,11 @@ class Track:
         columns = (self.starts, self.ends, self.tensors, self.whos, self.bits, self.kinds)
         return map(Busy._make, zip(*columns, strict=True))
 
+    def take(self, indices: Iterable[int]) -> list[Busy]:
+        """The records at these positions, made without walking the others."""
+        columns = (self.starts, self.ends, self.tensors, self.whos, self.bits, self.kinds)
+        return [Busy._make(c[i] for c in columns) for i in indices]
+
     def __len__(self) -> int:
         return len(self.starts)
 
@@ -92,6 +97,11 @@ class States:
     def __iter__(self) -> Iterator[PeState]:
         columns = (self.starts, self.ends, self.phases, self.states, self.wheres, self.einsums, self.tiles)  # fmt: skip
         return map(PeState._make, zip(*columns, strict=True))
+
+    def take(self, indices: Iterable[int]) -> list[PeState]:
+        """The states at these positions, made without walking the others."""
+        columns = (self.starts, self.ends, self.phases, self.states, self.wheres, self.einsums, self.tiles)  # fmt: skip
+        return [PeState._make(c[i] for c in columns) for i in indices]
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -314,7 +324,9 @@ def _build_activity(
             by_who.setdefault((key, g[2]), []).append(i)
     starts = {kw: [all_grants[kw[0]][i][0] for i in idx] for kw, idx in by_who.items()}
     used: dict[tuple[str, int], int] = {}
-    for start, end, node, kind, _tile, big in sorted(rec.transfers, key=lambda t: (t[0], t[2])):
+    # sorted once (fast-forward's repeats written out once) for the ports and the DMA channels
+    transfers = sorted(rec.transfers, key=lambda t: (t[0], t[2]))
+    for start, end, node, kind, _tile, big in transfers:
         n = nodes[node]
         src, dst = (n.fill_src, n.fill_dst) if kind != "drain" else (n.drain_dst, n.drain_src)
         small = big // n.union_values * n.tile_values if n.union_values else big
@@ -347,29 +359,38 @@ def _build_activity(
                 bits_of[gi] = bits
                 kind_of[gi] = kind
     on_stage("transfers")
-    labels: dict[int, str] = {}
+    labels: dict[int, str] = {}  # holder -> its words; '' for one the trace leaves out (--only)
     ports: dict[str, Track] = {}
-    for key in keys:
+    for key in keys:  # the hot loop of a long run: columns appended to directly
         out = Track()
-        add = out.add
+        starts, ends, tensors = out.starts.append, out.ends.append, out.tensors.append
+        whos, bits, kinds = out.whos.append, out.bits.append, out.kinds.append
         bits_of, kind_of = grant_bits[key], grant_kind[key]
         for i, (gs, ge, who, tensor) in enumerate(all_grants[key]):
             ge = ge if ge is not None else res.cycles
-            if ge <= w0 or gs >= w1 or not _traced(rec, who):
+            if ge <= w0 or gs >= w1:
                 continue
             label = labels.get(who)
             if label is None:
-                label = labels[who] = who_label(res, who)
-            add(max(gs, w0), min(ge, w1), tensor, label, bits_of[i], kind_of[i])
+                label = labels[who] = who_label(res, who) if _traced(rec, who) else ""
+            if not label:
+                continue
+            starts(gs if gs > w0 else w0)
+            ends(ge if ge < w1 else w1)
+            tensors(tensor)
+            whos(label)
+            bits(bits_of[i])
+            kinds(kind_of[i])
         ports[key] = out
     on_stage("ports")
-    segments = _segments(res, w0, w1)
-    pe_ports, pieces = _pe_use(res, w0, w1)
+    pe_segments = sorted(rec.pe_segments)  # once, for both
+    segments = _segments(res, w0, w1, pe_segments)
+    pe_ports, pieces = _pe_use(res, w0, w1, pe_segments)
     shown = _shown_ports(rec.trace_filter, keys, port_memory, ports, pe_ports)
     on_stage("PE segments")
     pe_states = _pe_states(res, w0, w1, pieces)
     on_stage("PE array")
-    dma = _dma_channels(res, w0, w1)
+    dma = _dma_channels(res, w0, w1, transfers)
     on_stage("DMA")
     buffers = _buffers(res, w0, w1)
     on_stage("buffers")
@@ -419,8 +440,11 @@ def _shown_ports(trace_filter, keys, port_memory, ports, pe_ports) -> list[str]:
     ]
 
 
-def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:
-    """The PE array's port use and compute / spatial pieces of each recorded segment.
+def _pe_use(
+    res, w0: int, w1: int, pe_segments: list[tuple]
+) -> tuple[dict[str, Track], list[PeState]]:
+    """The PE array's port use and compute / spatial pieces of each recorded segment (pe_segments:
+    the run's, sorted).
 
     A segment takes ceil(bits / cycles) of each port it reads or writes for all its cycles (the
     engine's reservation) and moves the profile's bits through it, landing when it ends. Its
@@ -447,7 +471,7 @@ def _pe_use(res, w0: int, w1: int) -> tuple[dict[str, Track], list[PeState]]:
     spatial_sum: dict[tuple[int, int, str], int] = {}
     complete = rec.trace_leaves is None and rec.trace_window == (0, FOREVER)
     profiles: dict[tuple, object] = {}  # (leaf, level, first visit) -> its profile
-    for s, e, li, g in sorted(rec.pe_segments):
+    for s, e, li, g in pe_segments:
         leaf = plan.leaves[li]
         kind = (li, *classify[li](g))
         prof = profiles.get(kind)
@@ -531,15 +555,16 @@ def _memories(res) -> list[str]:
     return list(dict.fromkeys([n.memory for n in plan.nodes] + [p.memory for p in plan.ports]))
 
 
-def _dma_channels(res, w0: int, w1: int) -> dict[str, list[list[Busy]]]:
-    """Transfers through each DMA engine laid onto channels (lowest free channel first)."""
+def _dma_channels(res, w0: int, w1: int, transfers: list[tuple]) -> dict[str, list[list[Busy]]]:
+    """Transfers (the run's, by start and node) through each DMA engine laid onto channels
+    (lowest free channel first)."""
     plan, rec = res.raw.plan, res.raw.rec
     out: dict[str, list[list[Busy]]] = {}
     free_at: dict[str, list[int]] = {}
     for name, channels, _setup in plan.dma:
         out[name] = [[] for _ in range(channels)]
         free_at[name] = [0] * channels
-    for start, end, node, kind, _tile, bits in sorted(rec.transfers, key=lambda t: (t[0], t[2])):
+    for start, end, node, kind, _tile, bits in transfers if plan.dma else ():
         n = plan.nodes[node]
         if n.dma is None:
             continue
@@ -567,9 +592,9 @@ def _acquired(tl: list[tuple], start: int, end: int) -> int:
     return start
 
 
-def _segments(res, w0: int, w1: int) -> list[Segment]:
+def _segments(res, w0: int, w1: int, segs: list[tuple]) -> list[Segment]:
+    """The recorded segments (segs: sorted) inside [w0, w1), clipped to it."""
     leaves = res.raw.plan.leaves
-    segs = sorted(res.raw.rec.pe_segments)
     return [
         Segment(max(s, w0), min(e, w1), leaves[li].einsum, g)
         for s, e, li, g in segs

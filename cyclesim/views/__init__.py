@@ -164,10 +164,12 @@ def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) 
 
     with steps_bar(len(ACTIVITY_STAGES), "building the activity", progress) as tick:
         res.activity(None, on_stage=tick)  # every writer below draws from it
+    vcd = None  # with --fst too, vcd2fst converts this VCD rather than writing another
     if args.vcd:
         written.extend(
             write_vcd_files(res, args.vcd, clock_mhz=_clock(args.arch), progress=progress)
         )
+        vcd = Path(args.vcd)
     if getattr(args, "fst", None):
         written.extend(
             write_vcd_files(
@@ -177,6 +179,7 @@ def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) 
                 progress=progress,
                 fst=True,
                 save_file=save_file_of(args, "fst"),
+                written_vcd=vcd,
             )
         )
     if args.perfetto:
@@ -220,17 +223,23 @@ def write_vcd_files(
     progress: bool | None = False,
     fst: bool | None = None,
     save_file: Path | None = None,
+    written_vcd: Path | None = None,
 ) -> list[Path]:
     """The waveform (FST when fst, or by default when path ends in .fst; else VCD) and its .gtkw
-    (save_file, or path with the suffix .gtkw)."""
+    (save_file, or path with the suffix .gtkw). written_vcd: a VCD of the same run, clock and
+    window written before, which an FST converted by vcd2fst is made from."""
     from cyclesim.views.gtkw import write_gtkw
 
     path = Path(path)
     if fst or (fst is None and path.suffix == ".fst"):
-        from cyclesim.views.fst import write_fst as write
+        from cyclesim.views.fst import write_fst
+
+        signals = write_fst(res, path, clock_mhz=clock_mhz, window=window, progress=progress,
+                            written_vcd=written_vcd)  # fmt: skip
     else:
-        from cyclesim.views.vcd import write_vcd as write
-    signals = write(res, path, clock_mhz=clock_mhz, window=window, progress=progress)
+        from cyclesim.views.vcd import write_vcd
+
+        signals = write_vcd(res, path, clock_mhz=clock_mhz, window=window, progress=progress)
     start, end = _plots_window(res, window)  # the save file opens where the timeline plot looks
     gtkw = save_file if save_file is not None else path.with_suffix(".gtkw")
     write_gtkw(signals, path, gtkw, start=start, end=end)

@@ -37,23 +37,35 @@ def write_fst(
     clock_mhz: float | None = None,
     window: tuple[int, int] | None = None,
     progress: bool | None = False,
+    written_vcd: Path | None = None,
 ) -> list[Signal]:
-    """Write the FST of a traced run over window; return the signals (for the .gtkw file)."""
+    """Write the FST of a traced run over window; return the signals (for the .gtkw file).
+
+    written_vcd: a VCD of this run, clock and window written just before; vcd2fst converts it
+    rather than a second copy of it (pylibfst writes the FST directly and needs none).
+    """
     writer = fst_writer()
     if writer == "pylibfst":
         return _write_with_pylibfst(res, Path(path), clock_mhz, window, progress)
     if writer == "vcd2fst":
+        if written_vcd is not None:
+            _vcd2fst(written_vcd, path)
+            return plan_waves(res.activity(window)).signals  # the VCD's, without its changes
         with tempfile.TemporaryDirectory() as tmp:
             vcd = Path(tmp) / "trace.vcd"
             signals = write_vcd(res, vcd, clock_mhz=clock_mhz, window=window, progress=progress)
-            out = subprocess.run(["vcd2fst", str(vcd), str(path)], capture_output=True, text=True)
-            if out.returncode != 0:
-                raise TraceError(f"vcd2fst could not convert the VCD: {out.stderr.strip()}")
+            _vcd2fst(vcd, path)
         return signals
     raise TraceError(
         f"FST {path}: needs the pylibfst package (pip install pylibfst) or GTKWave's vcd2fst "
         "(make gtkwave-deps); --vcd needs neither"
     )
+
+
+def _vcd2fst(vcd: Path, path: str | Path) -> None:
+    out = subprocess.run(["vcd2fst", str(vcd), str(path)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise TraceError(f"vcd2fst could not convert the VCD: {out.stderr.strip()}")
 
 
 def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[Signal]:

@@ -90,13 +90,16 @@ def bank_slices(act: Activity) -> Iterator[tuple[int, str, int, int, str, int]]:
 def _merge(bursts) -> list[tuple]:
     """Back-to-back grants of one holder and tensor as one slice: (start, end, tensor, by, bits, grants)."""
     out: list[list] = []
-    for b in bursts:
-        if out and out[-1][1] == b.start and out[-1][2] == b.tensor and out[-1][3] == b.who:
-            out[-1][1] = b.end
-            out[-1][4] += b.bits
-            out[-1][5] += 1
+    last = None
+    columns = (bursts.starts, bursts.ends, bursts.tensors, bursts.whos, bursts.bits)
+    for start, end, tensor, who, bits in zip(*columns, strict=True):  # by column: no record made
+        if last is not None and last[1] == start and last[2] == tensor and last[3] == who:
+            last[1] = end
+            last[4] += bits
+            last[5] += 1
         else:
-            out.append([b.start, b.end, b.tensor, b.who, b.bits, 1])
+            last = [start, end, tensor, who, bits, 1]
+            out.append(last)
     return [tuple(x) for x in out]
 
 
@@ -231,8 +234,13 @@ def _json_lines(act: Activity, title: str) -> Iterator[str]:
             out = names[text] = _ENCODE(text)
         return out
 
+    durations: dict[int, str] = {}  # a few distinct durations recur by the hundred thousand
+
     def x(name: str, cat: str, a: int, b: int, tid: int, args: str) -> str:
-        return (f'{{"name":{enc(name)},"cat":"{cat}","ph":"X","ts":{_us(a)},"dur":{_us(b - a)},'
+        dur = durations.get(b - a)
+        if dur is None:
+            dur = durations[b - a] = _us(b - a)
+        return (f'{{"name":{enc(name)},"cat":"{cat}","ph":"X","ts":{_us(a)},"dur":{dur},'
                 f'"pid":{PID},"tid":{tid},"args":{{{args}}}}}')  # fmt: skip
 
     events = trace_events(act, title)
@@ -243,15 +251,17 @@ def _json_lines(act: Activity, title: str) -> Iterator[str]:
         if e["name"] == "thread_sort_index" and e["tid"] == tracks(act)[-1][0]:
             break
     tids = {name: tid for tid, name in tracks(act)}
-    for s in act.pe_states:
-        if s.end <= s.start:
+    st = act.pe_states
+    columns = (st.starts, st.ends, st.phases, st.states, st.wheres, st.einsums, st.tiles)
+    for start, end, phase, state, where, einsum, tile in zip(*columns, strict=True):
+        if end <= start:
             continue
-        if s.state == COMPUTE:
-            yield x(s.einsum, "compute", s.start, s.end, 1, f'"phase":"{s.phase}","tile":{s.tile}')
+        if state == COMPUTE:
+            yield x(einsum, "compute", start, end, 1, f'"phase":"{phase}","tile":{tile}')
         else:
-            tile = f',"tile":{s.tile}' if s.tile is not None else ""
-            args = f'"cause":"{s.state}","phase":"{s.phase}"{tile},"where":{enc(s.where)}'
-            yield x(s.state, "stall", s.start, s.end, 1, args)
+            tile = f',"tile":{tile}' if tile is not None else ""
+            args = f'"cause":"{state}","phase":"{phase}"{tile},"where":{enc(where)}'
+            yield x(state, "stall", start, end, 1, args)
     for key, bursts in act.ports.items():
         tid = tids[f"port {key}"]
         for a, b, tensor, by, bits, grants in _merge(bursts):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 from cyclesim.results.activity import COMPUTE, Activity, busy_runs
@@ -172,7 +174,6 @@ def utilisation(runs: list[tuple[int, int]], start: int, end: int, bins: int):
     The runs are sorted and do not overlap; the cycles covered up to each bin edge are the whole
     runs that end before it plus the part of the one that holds it.
     """
-    import numpy as np
 
     edges = np.linspace(start, end, bins + 1)
     if not runs:
@@ -255,7 +256,12 @@ def plot_timeline(
     w0, w1 = window
 
     def within(records):
-        """The records overlapping the window, clipped to it (a long run holds many more)."""
+        """The records overlapping the window, clipped to it (a long run holds many more:
+        columns are searched with numpy, and only the records inside are made)."""
+        if not isinstance(records, list):  # a Track or States, by column
+            starts = np.frombuffer(records.starts, dtype=np.int64)
+            ends = np.frombuffer(records.ends, dtype=np.int64)
+            records = records.take(np.flatnonzero((ends > w0) & (starts < w1)).tolist())
         return [r._replace(start=max(r.start, w0), end=min(r.end, w1)) for r in records
                 if r.end > w0 and r.start < w1]  # fmt: skip
 

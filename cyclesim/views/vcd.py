@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 from cyclesim.results.activity import (
@@ -266,8 +268,13 @@ class ChangeStream:
                 self.last[i] = v
         self.initial = list(self.last)
 
-    def run(self, fmt: list, emit_time, emit, bar=None, stretch: int | None = None) -> None:
-        """emit_time(t) once per time with changes, then emit(fmt[i](value)) per change."""
+    def stretches(
+        self, fmt: list, bar=None, stretch: int | None = None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per stretch of cycles: (times, firsts, texts) where texts holds fmt[i](value) of each
+        change in time order (signal order within a time), times[j] the distinct times and
+        firsts[j] where time j's changes start in texts. Sorted by numpy on integer keys, not
+        per change in Python: a long run has millions of changes."""
         w0, w1 = self.w.start, self.w.end
         iters, pending, last = self.iters, self.pending, self.last
         n = len(iters)
@@ -275,8 +282,9 @@ class ChangeStream:
         lo = w0
         while lo <= w1:
             hi = min(lo + stretch, w1 + 1)
-            batch: list[tuple[int, object]] = []
-            add = batch.append
+            keys: list[int] = []  # t * n + i: time first, then the signal's order
+            texts: list[object] = []
+            key, text = keys.append, texts.append
             for i in range(n):
                 p = pending[i]
                 if p is _NONE or p[0] >= hi:
@@ -285,7 +293,8 @@ class ChangeStream:
                 it, f, prev = iters[i], fmt[i], last[i]
                 while True:
                     if v != prev and t <= w1:
-                        add((t * n + i, f(v)))
+                        key(t * n + i)
+                        text(f(v))
                         prev = v
                     nxt = next(it, _NONE)
                     if nxt is _NONE:
@@ -296,17 +305,27 @@ class ChangeStream:
                         pending[i] = nxt
                         break
                 last[i] = prev
-            batch.sort()
-            cur = -1
-            for key, text in batch:
-                t = key // n
-                if t != cur:
-                    emit_time(t)
-                    cur = t
-                emit(text)
+            if keys:
+                ordered = np.array(keys, dtype=np.int64)
+                order = np.argsort(ordered, kind="stable")
+                times = ordered[order] // n
+                firsts = np.flatnonzero(np.concatenate(([True], times[1:] != times[:-1])))
+                column = np.empty(len(texts), dtype=object)
+                column[:] = texts
+                yield times[firsts], firsts, column[order]
             if bar is not None:
                 bar.update(min(hi, w1) - lo)
             lo = hi
+
+    def run(self, fmt: list, emit_time, emit, bar=None, stretch: int | None = None) -> None:
+        """emit_time(t) once per time with changes, then emit(fmt[i](value)) per change."""
+        for times, firsts, texts in self.stretches(fmt, bar, stretch):
+            bounds = [*firsts.tolist(), len(texts)]
+            changes = texts.tolist()
+            for j, t in enumerate(times.tolist()):
+                emit_time(t)
+                for change in changes[bounds[j] : bounds[j + 1]]:
+                    emit(change)
 
 
 _CODE_CHARS = [chr(c) for c in range(33, 127)]
@@ -386,19 +405,20 @@ def write_vcd(
         lines = _vcd_header(w, codes, timescale, comment)
         lines += [f"#{act.start}", "$dumpvars"]
         lines += [fmt[i](v) for i, v in enumerate(stream.initial)] + ["$end"]
-        out = lines.append
-        last_time = [act.start]
-
-        def emit_time(t: int) -> None:
-            if len(lines) > 1 << 16:
-                f.write("\n".join(lines) + "\n")
-                lines.clear()
-            out(f"#{t}")
-            last_time[0] = t
-
-        with writing_bar(act.end - act.start, f"VCD {Path(path).name}", progress) as bar:
-            stream.run(fmt, emit_time, out, bar)
-        if last_time[0] != act.end:
-            lines.append(f"#{act.end}")
         f.write("\n".join(lines) + "\n")
+        last_time = act.start
+        with writing_bar(act.end - act.start, f"VCD {Path(path).name}", progress) as bar:
+            for times, firsts, texts in stream.stretches(fmt, bar):
+                # each time's "#t" line goes before its first change: text j moves down by
+                # the number of times begun at or before it
+                out = np.empty(len(texts) + len(times), dtype=object)
+                marks = firsts + np.arange(len(times))
+                out[marks] = [f"#{t}" for t in times.tolist()]
+                rest = np.ones(len(out), dtype=bool)
+                rest[marks] = False
+                out[rest] = texts
+                f.write("\n".join(out.tolist()) + "\n")
+                last_time = int(times[-1])
+        if last_time != act.end:
+            f.write(f"#{act.end}\n")
     return w.signals

@@ -306,3 +306,39 @@ def test_the_save_file_names_every_port_and_tensor_and_opens_on_the_plots_window
     traces = [line for line in text.splitlines() if "cyclesim." in line and "} " in line]
     assert len({line.split("} ")[0] for line in traces}) == len(traces)  # no two alike
     assert "[timestart] 0" in text and f"*{gtkw_zoom(52):.6f} " in text
+
+
+def test_with_vcd2fst_the_fst_is_converted_from_the_vcd_already_written(tmp_path, monkeypatch):
+    # without pylibfst an FST is a VCD converted by vcd2fst; `--vcd --fst` wrote the same VCD
+    # twice (once as the file asked for, once to a temporary file): now once, and the FST shows
+    # the signals of a run asking for the FST alone (its bytes hold vcd2fst's clock time)
+    import shutil
+
+    import cyclesim.views.fst as fst_module
+    import cyclesim.views.vcd as vcd_module
+
+    if shutil.which("vcd2fst") is None:
+        pytest.skip("vcd2fst (from the Debian package gtkwave) is not installed")
+    monkeypatch.setattr(fst_module, "fst_writer", lambda: "vcd2fst")
+    vcds: list[str] = []
+    original = vcd_module.write_vcd
+
+    def counted(res, path, **kwargs):
+        vcds.append(Path(path).name)
+        return original(res, path, **kwargs)
+
+    monkeypatch.setattr(vcd_module, "write_vcd", counted)
+    monkeypatch.setattr(fst_module, "write_vcd", counted)
+    both, alone = tmp_path / "both", tmp_path / "alone"
+    assert main(["run", *files("03_single_buffer"), "--vcd", str(both / "X.vcd"),
+                 "--fst", str(both / "X.fst"), "--no-progress", "-q"]) == 0  # fmt: skip
+    assert vcds == ["X.vcd"]
+    assert main(["run", *files("03_single_buffer"), "--fst", str(alone / "X.fst"),
+                 "--no-progress", "-q"]) == 0  # fmt: skip
+    assert vcds == ["X.vcd", "trace.vcd"]  # alone: the temporary VCD
+    assert (both / "X.fst").read_bytes()[:1] == b"\x00"  # FST header block
+
+    def signals(gtkw: Path) -> list[str]:  # the save file less the line naming itself
+        return [line for line in gtkw.read_text().splitlines() if ".gtkw" not in line]
+
+    assert signals(both / "X.fst.gtkw") == signals(alone / "X.gtkw")
