@@ -13,7 +13,7 @@ from __future__ import annotations
 import simpy
 
 from cyclesim.engine.fabric import DECIDE
-from cyclesim.engine.record import S_DMA
+from cyclesim.vocabulary import Wait
 
 
 class Channels(simpy.Resource):
@@ -31,7 +31,7 @@ class Channels(simpy.Resource):
         req.cycle, req.who, req.tl = self._env.now, who, tl
         req.noted = len(self.users) >= self.capacity
         if req.noted:  # every channel busy: it waits at least until one is released
-            tl.append((self._env.now, S_DMA, self.name))
+            tl.append((self._env.now, Wait.DMA, self.name))
         return req
 
     def _do_put(self, event) -> None:
@@ -55,4 +55,4 @@ class Channels(simpy.Resource):
         for req in queue:  # not granted in the cycle they asked in: they wait
             if not req.noted:
                 req.noted = True
-                req.tl.append((now, S_DMA, self.name))
+                req.tl.append((now, Wait.DMA, self.name))

@@ -30,29 +30,13 @@ from cyclesim.dram.timing import (
     WRITE_PRECHARGE,
 )
 from cyclesim.engine.fabric import DECIDE
-from cyclesim.engine.record import (
-    BANK_ACTIVATE,
-    BANK_PRECHARGE,
-    BANK_REFRESH,
-    S_BURST,
-    S_DRAM,
-    S_LATENCY,
-    S_PORT,
-)
+from cyclesim.vocabulary import BankCommand, Cause, Wait
 
 # SimPy priority of advancing the controllers: after every process (NORMAL, 1) and the
 # fabric's end-of-cycle grant decision (DECIDE, 2) of the cycle, and the processes that
 # decision resumes; an event of lower priority always runs first at the same time, so
 # nothing of this cycle is left to run when the controllers advance
 ADVANCE = DECIDE + 1
-
-DRAM_QUEUE, ROW_MISS, BANK_CONFLICT, REFRESH_CAUSE, TURNAROUND = (
-    "dram_queue",
-    "row_miss",
-    "bank_conflict",
-    "refresh",
-    "turnaround",
-)
 
 
 class _Waiter:
@@ -216,13 +200,17 @@ class DramLoop:
             for clk, kind, rank, bankgroup, bank, row, _ in ch.stats.log or ():
                 if kind == REFRESH:
                     first = base + rank * c.banks
-                    out.append((to_accel(clk), name, first, BANK_REFRESH, to_accel(clk + c.tRFC)))
+                    out.append(
+                        (to_accel(clk), name, first, BankCommand.REFRESH, to_accel(clk + c.tRFC))
+                    )
                     continue
                 b = base + (rank * c.bankgroups + bankgroup) * c.banks_per_group + bank
                 if kind == ACTIVATE:
-                    out.append((to_accel(clk), name, b, BANK_ACTIVATE, row))
+                    out.append((to_accel(clk), name, b, BankCommand.ACTIVATE, row))
                 elif kind in (PRECHARGE, READ_PRECHARGE, WRITE_PRECHARGE):
-                    out.append((to_accel(clk), name, b, BANK_PRECHARGE, to_accel(clk + c.tRP)))
+                    out.append(
+                        (to_accel(clk), name, b, BankCommand.PRECHARGE, to_accel(clk + c.tRP))
+                    )
         out.sort(key=lambda r: r[0])
         return out
 
@@ -317,7 +305,7 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
             if wp > 0 and wc > 0:
                 break
-            tl.append((env.now, S_PORT, keys))
+            tl.append((env.now, Wait.PORT, keys))
             yield fabric.wait_for_width(keys)
             rec.events += 1
         start = env.now
@@ -338,7 +326,7 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
                 x += 1
             r = loop.push(address, is_write, start + prefix[x] - prefix[i], who)
             run.append((x, r))
-        tl.append((start, S_BURST, dram_key))
+        tl.append((start, Wait.BURST, dram_key))
         fabric.start_run(keys, proc, single)
         try:
             yield env.timeout(prefix[j] - prefix[i])
@@ -375,7 +363,7 @@ def loop_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         _, last = yield from loop.wait(mine, False)
         yield from _tail(env, rec, tl, loop, last, dram_key, since)
     if link.latency:
-        tl.append((env.now, S_LATENCY, link.latency_key))
+        tl.append((env.now, Wait.LATENCY, link.latency_key))
         yield env.timeout(link.latency)
         rec.events += 1
     if channel is not None:
@@ -392,27 +380,27 @@ def _tail(env, rec, tl, loop: DramLoop, last: Request, dram_key, since: int):
     if end <= since:
         return
     where = loop.where(last.address)
-    pieces = [(loop.to_accel(trans.added), (DRAM_QUEUE, dram_key, last.waited_behind, where))]
+    pieces = [(loop.to_accel(trans.added), (Cause.DRAM_QUEUE, dram_key, last.waited_behind, where))]
     served = None if last.is_write else trans.served  # a write is done once accepted
     if served is not None:  # a read: its column command
         col, activated, after_refresh, opener, turned = served
         if activated >= trans.added:
             if after_refresh:
-                cause, who = REFRESH_CAUSE, None
+                cause, who = Cause.REFRESH, None
             elif opener is not None and opener != last.owner:
-                cause, who = BANK_CONFLICT, opener
+                cause, who = Cause.BANK_CONFLICT, opener
             else:
-                cause, who = ROW_MISS, None
+                cause, who = Cause.ROW_MISS, None
         else:
-            cause, who = (TURNAROUND, None) if turned else (DRAM_QUEUE, None)
+            cause, who = (Cause.TURNAROUND, None) if turned else (Cause.DRAM_QUEUE, None)
         pieces.append((loop.to_accel(col), (cause, dram_key, who, where)))
     t = since
     for until, info in pieces:
         if until > t:
-            tl.append((t, S_DRAM, info))
+            tl.append((t, Wait.DRAM, info))
             t = until
     if t < end:
-        tl.append((t, S_LATENCY, dram_key))
+        tl.append((t, Wait.LATENCY, dram_key))
     if end > env.now:
         yield env.timeout(end - env.now)
         rec.events += 1

@@ -19,7 +19,7 @@ import simpy
 from cyclesim.engine import dram_native
 from cyclesim.engine.dram_loop import DramLoop, loop_transfer
 from cyclesim.engine.dram_native import DramTimer
-from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY, S_PORT
+from cyclesim.vocabulary import Wait
 
 
 class DramSide:
@@ -174,7 +174,7 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
             wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
             if wp > 0 and wc > 0:
                 break
-            tl.append((env.now, S_PORT, keys))
+            tl.append((env.now, Wait.PORT, keys))
             yield fabric.wait_for_width(keys)
             rec.events += 1
         start = env.now
@@ -235,11 +235,11 @@ def dram_transfer(env: simpy.Environment, fabric, rec, tl: list, link, parent_bi
         ev = fabric.release_and_request(who, asking, link.tensor, last_start, tl, False)
     tail = timer.to_accel(side.data_end) - env.now
     if tail > 0:  # the DRAM's read (or write) latency of the last request
-        tl.append((env.now, S_LATENCY, dram_key))
+        tl.append((env.now, Wait.LATENCY, dram_key))
         yield env.timeout(tail)
         rec.events += 1
     if link.latency:
-        tl.append((env.now, S_LATENCY, link.latency_key))
+        tl.append((env.now, Wait.LATENCY, link.latency_key))
         yield env.timeout(link.latency)
         rec.events += 1
     if channel is not None:
@@ -270,11 +270,11 @@ def _finish_burst(env, fabric, rec, tl, keys, pk, ck, rest, proc, port_key):
     while rest[0] > 0 or rest[1] > 0:
         wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
         if wp <= 0 or wc <= 0:  # the PE array takes the whole port: hold it and wait
-            tl.append((env.now, S_PORT, keys))
+            tl.append((env.now, Wait.PORT, keys))
             yield fabric.wait_for_width(keys)
             rec.events += 1
             continue
-        tl.append((env.now, S_BURST, port_key))
+        tl.append((env.now, Wait.BURST, port_key))
         begun = env.now
         fabric.start_run(keys, proc, True)
         try:
@@ -310,7 +310,7 @@ def _run(tl, timer, side, who, start, lo, hi, port_cycles, port_key) -> int:
     end = max(port_end, dram_end)
     side.stream = (end,) + side.stream[1:]  # a run starting at `end` continues the stream
     if dram_end <= port_end or not delays:  # the port binds (or the DRAM had no delay)
-        tl.append((start, S_BURST, port_key))
+        tl.append((start, Wait.BURST, port_key))
         return end
     t = start
     for a, z, cause, opener, where in delays:
@@ -318,9 +318,9 @@ def _run(tl, timer, side, who, start, lo, hi, port_cycles, port_key) -> int:
         if z <= a:
             continue
         if a > t:
-            tl.append((t, S_BURST, port_key))
-        tl.append((a, S_DRAM, (cause, port_key, opener, where)))
+            tl.append((t, Wait.BURST, port_key))
+        tl.append((a, Wait.DRAM, (cause, port_key, opener, where)))
         t = z
     if t < end:
-        tl.append((t, S_BURST, port_key))
+        tl.append((t, Wait.BURST, port_key))
     return end

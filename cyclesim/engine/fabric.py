@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import simpy
 
-from cyclesim.engine.record import S_PORT
 from cyclesim.engine.rows import Rows
+from cyclesim.vocabulary import Wait
 
 PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-backs 2 * node + 1
 DECIDE = 2  # SimPy priority of the end-of-cycle grant decision: after URGENT (0) and NORMAL (1)
@@ -92,7 +92,7 @@ class Fabric:
         a bit), and the end-of-cycle decision grants among all of them. at_once=False (a
         DRAM link, whose timer cannot take back what it issued): always wait for the decision.
         tl: the requester's timeline; a request not granted in the cycle it was made in
-        records there that it waits for the ports from that cycle on (S_PORT)."""
+        records there that it waits for the ports from that cycle on (Wait.PORT)."""
         holder, reserved, width, wanted = self.holder, self.reserved, self.width, self.wanted
         now = self.env.now
         if at_once:
@@ -313,7 +313,7 @@ class Fabric:
         for w in waiting:  # not granted in the cycle they asked in: they wait for the ports
             if w[5] is not None:
                 if w[6] is not None:
-                    w[6].append((w[5], S_PORT, w[2]))
+                    w[6].append((w[5], Wait.PORT, w[2]))
                 w[5] = None
 
 

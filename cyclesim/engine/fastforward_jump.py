@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from cyclesim.engine.fastforward_records import replicate
 from cyclesim.engine.fastforward_snapshot import BY_PART, COUNTDOWNS, TABLES, Snapshot
-from cyclesim.engine.state import DRAINED, PARENT
+from cyclesim.vocabulary import Wait
 
 
 def jump(
@@ -123,7 +123,7 @@ def _visits(t, classifiers: tuple, moved: dict, shift: int) -> None:
     """
     drained = t.drained
     waiters = []  # the fill's, if it waits for `drained` (nobody else does)
-    if True in moved and moved[True][0].stage == DRAINED:
+    if True in moved and moved[True][0].stage == Wait.PREVIOUS_WRITE_BACK:
         key = moved[True][0].prev - shift
         if drained.get(key, True) is not True:
             waiters.append((key, drained.pop(key)))
@@ -139,7 +139,7 @@ def _visits(t, classifiers: tuple, moved: dict, shift: int) -> None:
         first_and_key = classifiers[0]
         last_visit = t.last_visit
         # the fill takes an entry's mark after its waits for the parent and `drained`
-        taken = f_st.stage not in (PARENT, DRAINED)
+        taken = f_st.stage not in (Wait.PARENT, Wait.PREVIOUS_WRITE_BACK)
         if not taken and f_st.prev is not None:  # entry `old` took its mark during the skip
             taken_during = f_st.prev - shift
         last = f_st.k

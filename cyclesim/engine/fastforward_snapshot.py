@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from simpy.events import PENDING, Interruption, Process
 
-from cyclesim.engine.state import DRAINED, PARENT, RUN, TRANSFER
+from cyclesim.vocabulary import Wait
 
 TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # `produced` is only read by the consumers of an intermediate (never with one leaf): shifted
@@ -218,7 +218,7 @@ def describe(
     # the processes: state objects, and where the event each one waits for is held
     for n, st, is_fill in watched.active:
         base = g // watched.tiles_per[n.index] if below[n.index] else 0
-        if is_fill and st.stage == DRAINED:  # the only waiter `drained` ever holds
+        if is_fill and st.stage == Wait.PREVIOUS_WRITE_BACK:  # the only waiter `drained` ever holds
             waiter = r.tiles[n.index].drained.get(st.prev)
             if waiter is not None and waiter is not True:  # (True: it woke, in the queue)
                 event(waiter, ("tile", n.index, "drained"))
@@ -288,10 +288,14 @@ def _node_state(st, base: int, now: int, locs: dict, grants: bool) -> tuple:
     if x is not None:
         channel = None if x.channel is None else locs.get(id(x.channel), "unseen")
         xfer = (x.stage, x.big, x.small, None if grants else x.i, x.rest, x.stopping, channel)
-        if x.stage == RUN:  # the run in progress: read back when it ends or is interrupted
+        if x.stage == Wait.BURST:  # the run in progress: read back when it ends or is interrupted
             xfer += (x.start - now, x.first, x.j - x.i, x.last - now, x.wp, x.wc)
-    prev = st.prev - st.k if st.stage in (PARENT, DRAINED) and st.prev is not None else None
+    prev = (
+        st.prev - st.k
+        if st.stage in (Wait.PARENT, Wait.PREVIOUS_WRITE_BACK) and st.prev is not None
+        else None
+    )
     start = None
-    if st.stage == TRANSFER:
+    if st.stage == Wait.TRANSFER:
         start = st.start if grants else st.start - now
     return (st.stage, st.k - base, prev, start, xfer)

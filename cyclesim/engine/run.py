@@ -19,19 +19,7 @@ from cyclesim.engine.dma import Channels
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.fastforward import FastForward, FastForwardStats
 from cyclesim.engine.loop import deadlock_message, gc_paused, run_to_empty_queue
-from cyclesim.engine.record import (
-    FOREVER,
-    S_DRAIN,
-    S_IDLE,
-    S_PARENT,
-    S_PIPE,
-    S_PRODUCER,
-    S_SLOT,
-    S_SPACE,
-    S_USES,
-    Recorder,
-    TraceFilter,
-)
+from cyclesim.engine.record import FOREVER, Recorder, TraceFilter
 from cyclesim.engine.rows import Rows
 from cyclesim.engine.space import (
     LEDGER_ENVIRONMENT_VARIABLE,
@@ -39,28 +27,8 @@ from cyclesim.engine.space import (
     Space,
     ledger_overflows,
 )
-from cyclesim.engine.state import (
-    COMPUTE,
-    DONE,
-    DRAINED,
-    OPERAND,
-    PARENT,
-    PIPE,
-    PRODUCER,
-    SLOT,
-    SPACE,
-    TRANSFER,
-    USES,
-    NodeState,
-    PeState,
-)
-from cyclesim.engine.state import (
-    DRAIN as DRAIN_STAGE,
-)
-from cyclesim.engine.state import (
-    FILL as FILL_STAGE,
-)
-from cyclesim.engine.systolic import DRAIN, FILL, Wavefront
+from cyclesim.engine.state import NodeState, PeState
+from cyclesim.engine.systolic import Wavefront
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import Link, transfer
 from cyclesim.engine.verify import (
@@ -79,6 +47,7 @@ from cyclesim.schedule.counts import (
 )
 from cyclesim.schedule.plan import NodePlan, Plan
 from cyclesim.schedule.steps import program_blocks, segment_classifier, segment_profile
+from cyclesim.vocabulary import Fold, PeWait, TransferKind, Wait
 
 
 @dataclass(slots=True)
@@ -312,35 +281,35 @@ class _Replay:
                 if not first:  # a revisit reloads its partial sums from the parent
                     kp = k // ratio
                     if wait_parent and p_resident.get(kp) is not True:
-                        tl.append((env.now, S_PARENT, p.index))
-                        st.stage = PARENT
+                        tl.append((env.now, Wait.PARENT, p.index))
+                        st.stage = Wait.PARENT
                         yield pt.waiter(p_resident, kp)
                     prev = st.prev
                     if prev is not None and drained.get(prev) is not True:
-                        tl.append((env.now, S_DRAIN, node))
-                        st.stage = DRAINED
+                        tl.append((env.now, Wait.PREVIOUS_WRITE_BACK, node))
+                        st.stage = Wait.PREVIOUS_WRITE_BACK
                         yield t.waiter(drained, prev)
                         prev = st.prev
                     drained.pop(prev, None)
             else:
                 kp = k // ratio
                 if wait_parent and p_resident.get(kp) is not True:
-                    tl.append((env.now, S_PARENT, p.index))
-                    st.stage = PARENT
+                    tl.append((env.now, Wait.PARENT, p.index))
+                    st.stage = Wait.PARENT
                     yield pt.waiter(p_resident, kp)
                     kp = st.k // ratio
                 if wait_producer:
                     pkey = kp * p.dependency_groups + p.user_group(st.k, n.ratio)
                     if p_produced.get(pkey) is not True:
-                        tl.append((env.now, S_PRODUCER, (producer, pkey)))
-                        st.stage = PRODUCER
+                        tl.append((env.now, Wait.PRODUCER, (producer, pkey)))
+                        st.stage = Wait.PRODUCER
                         yield pt.waiter(p_produced, pkey)
             k = st.k
             if k >= slots:
                 ks = k - slots
                 if released.get(ks) is not True:
-                    tl.append((env.now, S_SLOT, ks))
-                    st.stage = SLOT
+                    tl.append((env.now, Wait.SLOT, ks))
+                    st.stage = Wait.SLOT
                     yield t.waiter(released, ks)
                     k = st.k
                     ks = k - slots
@@ -349,13 +318,13 @@ class _Replay:
                 if watched and not space.turn(node):
                     # in a memory the branches share beyond its size, a fill takes room only
                     # in its branch's turn (space.py): the room is kept for the running one
-                    tl.append((env.now, S_SPACE, None))
-                    st.stage = SPACE
+                    tl.append((env.now, Wait.SPACE, None))
+                    st.stage = Wait.SPACE
                     while not space.turn(node):
                         yield space.wait_turn(node)
                 if watched and not space.room(node):  # no room in the memory: wait
-                    tl.append((env.now, S_SPACE, space.blocker(node)))
-                    st.stage = SPACE
+                    tl.append((env.now, Wait.SPACE, space.blocker(node)))
+                    st.stage = Wait.SPACE
                     while not space.room(node):
                         yield space.wait(node)
                 k = st.k
@@ -375,7 +344,7 @@ class _Replay:
                 self._dram_side(link, n, False)
             if link.dram is not None:
                 link.dram.select(k)
-            st.stage = TRANSFER
+            st.stage = Wait.TRANSFER
             yield from transfer(
                 env, fabric, rec, tl, link, par_values * bits, chi_values * bits, st
             )
@@ -386,7 +355,7 @@ class _Replay:
                         start,
                         env.now,
                         node,
-                        "reload" if output_role else "fill",
+                        TransferKind.RELOAD if output_role else TransferKind.FILL,
                         k,
                         par_values * bits,
                     )
@@ -402,8 +371,8 @@ class _Replay:
                 self.finish_use(p.index, k // ratio, who, False)
             self._mark_resident(n, k)
             st.k = k + 1
-        st.stage = DONE
-        tl.append((env.now, S_IDLE, None))
+        st.stage = Wait.IDLE
+        tl.append((env.now, Wait.IDLE, None))
         self.end = max(self.end, env.now)
 
     def drain_proc(self, n: NodePlan, st: NodeState):
@@ -432,21 +401,21 @@ class _Replay:
         while st.k < entries:
             k = st.k
             if used.get(k) is not True:
-                tl.append((env.now, S_USES, k))
-                st.stage = USES
+                tl.append((env.now, Wait.USES, k))
+                st.stage = Wait.USES
                 yield t.waiter(used, k)
             if pipelined:  # the tile's results land pipeline_depth after the PE array is
                 # done with it, also while this process was busy with an earlier tile
                 left = lands_at.pop(st.k) - env.now
                 if left > 0:
-                    tl.append((env.now, S_PIPE, None))
-                    st.stage = PIPE
+                    tl.append((env.now, Wait.PIPELINE, None))
+                    st.stage = Wait.PIPELINE
                     yield env.timeout(left)
                     rec.events += 1
             kp = st.k // ratio
             if wait_parent and p_resident.get(kp) is not True:
-                tl.append((env.now, S_PARENT, p.index))
-                st.stage = PARENT
+                tl.append((env.now, Wait.PARENT, p.index))
+                st.stage = Wait.PARENT
                 yield pt.waiter(p_resident, kp)
             k = st.k
             final = is_final(k)
@@ -454,14 +423,16 @@ class _Replay:
             st.start = env.now
             if link.dram is not None:
                 link.dram.select(k)
-            st.stage = TRANSFER
+            st.stage = Wait.TRANSFER
             yield from transfer(
                 env, fabric, rec, tl, link, par_values * bits, chi_values * bits, st
             )
             k, start = st.k, st.start
             kp = k // ratio
             if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
-                rec.transfers.append((start, env.now, node, "drain", k, par_values * bits))
+                rec.transfers.append(
+                    (start, env.now, node, TransferKind.WRITE_BACK, k, par_values * bits)
+                )
             if reads is None:
                 reads = self._cell((n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE))
                 writes = self._cell((n.owner, n.tensor, p.memory, WRITE, WRITE_FROM_BELOW))
@@ -484,8 +455,8 @@ class _Replay:
             computed = t.computed_tile.pop(k, 0) if intermediate else 0
             self.finish_use(p.index, kp, who, True, p.user_group(k, n.ratio), computed)
             st.k = k + 1
-        st.stage = DONE
-        tl.append((env.now, S_IDLE, None))
+        st.stage = Wait.IDLE
+        tl.append((env.now, Wait.IDLE, None))
         self.end = max(self.end, env.now)
 
     def pe_proc(self, st: PeState):
@@ -499,6 +470,9 @@ class _Replay:
         waits, spatial, pe_segments = rec.pe_waits, rec.spatial, rec.pe_segments
         finish_use, set_shares, timeout = self.finish_use, fabric.set_shares, env.timeout
         kinds = st.kinds  # (leaf, level, first visit) -> _SegmentKind, in first-run order
+        # read off the enum once: an enum attribute costs ~0.3 us in Python 3.11 (EnumType's
+        # __getattr__), and the loop below runs per segment and per operand
+        resident, produced, computing = PeWait.RESIDENT, PeWait.PRODUCED, Wait.COMPUTE
         wave = None
         if plan.systolic is not None:
             wave = Wavefront(plan, rec.systolic, rec.systolic_spans)
@@ -541,9 +515,9 @@ class _Replay:
                         pkey = k * n.dependency_groups + n.user_group(g, ratio)
                     if ev is None and check_produced:
                         ev = t.waiter(t.produced, pkey)
-                        kind = "produced"
+                        kind = produced
                     else:
-                        kind = "resident"
+                        kind = resident
                     while ev is not None:
                         if st.wait is None:
                             if st.held is not None:  # the PE array uses no port while it waits
@@ -551,15 +525,15 @@ class _Replay:
                                 st.held = None
                             st.wait = _SegmentWait(env.now, ops, g, i)
                         self.pe_waiting = (node, k, kind, env.now)
-                        st.stage = OPERAND
+                        st.stage = Wait.OPERAND
                         yield ev
                         self.pe_waiting = None
                         rec.events += 1
                         st.wait.met(i, kind, env.now, k, pkey)
                         ev = None
-                        if kind == "resident" and check_produced:
+                        if kind is resident and check_produced:
                             ev = t.waiter(t.produced, pkey)
-                            kind = "produced"
+                            kind = produced
                 if st.wait is not None:
                     st.wait.record(waits, ops, env.now)
                     st.wait = None
@@ -581,21 +555,21 @@ class _Replay:
                 if boundaries is not None and g % every == 0:
                     boundaries.append(g)  # fast-forward may snapshot after this step
                 if wave is not None and (fill := wave.fill_cycles(li, g, g0, level)):
-                    st.stage = FILL_STAGE
+                    st.stage = Wait.WAVEFRONT_FILL
                     yield timeout(fill)  # systolic: preload and skew of a new fold
                     rec.events += 1
-                    wave.note(li, FILL, env.now - fill, env.now)
+                    wave.note(li, Fold.FILL, env.now - fill, env.now)
                 st.start = env.now
-                st.stage = COMPUTE
+                st.stage = computing
                 yield timeout(sk.cycles)
                 rec.events += 1
                 g, start, now = st.g, st.start, env.now
                 if wave is not None and (drain := wave.drain_cycles(li, g, g1, classify)):
-                    st.stage = DRAIN_STAGE
+                    st.stage = Wait.WAVEFRONT_DRAIN
                     yield timeout(drain)  # systolic: the fold's wavefront leaves the array
                     rec.events += 1
                     g, start, now = st.g, st.start, env.now - drain
-                    wave.note(li, DRAIN, now, env.now)
+                    wave.note(li, Fold.DRAIN, now, env.now)
                 if pe_segments is not None and rec.keep_segment(li, start, now):
                     pe_segments.append((start, now, li, g))
                 for (oi, pk), c in sk.spatial:
@@ -614,7 +588,7 @@ class _Replay:
                         finish_use(node, g // ratio, who, False)
                 self.segments_done += 1
                 st.g = g + 1
-        st.stage = DONE
+        st.stage = Wait.IDLE
         if st.held is not None:
             set_shares(st.held.give_back)
         # the PE array's accesses: each executed segment's profile, summed per kind of segment
@@ -644,7 +618,7 @@ class _Replay:
                     )
         rec.last_step_end = env.now
         if plan.pipeline_depth:
-            st.stage = PIPE
+            st.stage = Wait.PIPELINE
             yield env.timeout(plan.pipeline_depth)
             rec.events += 1
         self.end = max(self.end, env.now)
@@ -681,7 +655,7 @@ class _SegmentWait:
         """Operand i's need `kind` was met at cycle now."""
         self.met_at[i] = now
         self.keys[i] = (k, pkey)
-        if kind == "resident":
+        if kind == PeWait.RESIDENT:
             self.resident_at[i] = now
 
     def record(self, waits: list, ops: tuple, now: int) -> None:
@@ -696,9 +670,9 @@ class _SegmentWait:
         if resident is None:  # resident and produced in the same cycle: one need, one state
             resident = now
         if resident > start:
-            waits.append((start, resident, node, "resident", k))
+            waits.append((start, resident, node, PeWait.RESIDENT, k))
         if now > resident:
-            waits.append((resident, now, node, "produced", pkey))
+            waits.append((resident, now, node, PeWait.PRODUCED, pkey))
 
 
 class _SegmentKind:

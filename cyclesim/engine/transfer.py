@@ -7,18 +7,10 @@ from bisect import bisect_right
 import simpy
 
 from cyclesim.engine.fabric import Fabric
-from cyclesim.engine.record import S_BURST, S_LATENCY, S_PORT, S_SETUP, Recorder
-from cyclesim.engine.state import (
-    DMA,
-    GRANT,
-    LATENCY,
-    RUN,
-    SETUP,
-    WIDTH,
-    NodeState,
-    TransferState,
-)
+from cyclesim.engine.record import Recorder
+from cyclesim.engine.state import NodeState, TransferState
 from cyclesim.schedule.plan import PortRef
+from cyclesim.vocabulary import Wait
 
 
 class Link:
@@ -167,12 +159,12 @@ def acquire_dma(
     resource, setup, name = dma
     channel = resource.ask(who, tl)
     if x is not None:
-        x.channel, x.stage = channel, DMA
+        x.channel, x.stage = channel, Wait.DMA
     yield channel
     if setup:
-        tl.append((env.now, S_SETUP, name))
+        tl.append((env.now, Wait.SETUP, name))
         if x is not None:
-            x.stage = SETUP
+            x.stage = Wait.SETUP
         yield env.timeout(setup)
         rec.events += 1
     return x.channel if x is not None else channel
@@ -221,7 +213,7 @@ def transfer(
     ev = fabric.request(who, asking, link.tensor, tl)  # (the fabric notes a wait in tl)
     while True:
         if ev is not None:
-            x.stage = GRANT
+            x.stage = Wait.PORT
             yield ev
         x.stopping = False
         x.start = env.now
@@ -229,9 +221,9 @@ def transfer(
             wp = width[pk] - reserved[pk]
             wc = width[ck] - reserved[ck]
             if wp <= 0 or wc <= 0:  # the PE array takes the whole port this cycle: hold and wait
-                tl.append((env.now, S_PORT, keys))
+                tl.append((env.now, Wait.PORT, keys))
                 wake = fabric.wait_for_width(keys)
-                x.stage = WIDTH
+                x.stage = Wait.WIDTH
                 yield wake
                 rec.events += 1
                 x.start = env.now
@@ -247,7 +239,7 @@ def transfer(
             else:
                 cp, cc = -(-rest[0] // wp), -(-rest[1] // wc)
                 first, slower = max(cp, cc, 1), _parent_named(cp, cc, link.child_on_tie)
-            tl.append((start, S_BURST, pk if slower else ck))
+            tl.append((start, Wait.BURST, pk if slower else ck))
             # someone waits (or we were told to stop): this burst, then round-robin
             if x.stopping or i + 1 == n_bursts or fabric.contested(keys):
                 j, end, last = i + 1, start + first, start
@@ -270,7 +262,7 @@ def transfer(
                     last = end - cycles[j - 1]
             x.first, x.j, x.end, x.last, x.wp, x.wc = first, j, end, last, wp, wc
             fabric.start_run(keys, proc, x.stopping)
-            x.stage = RUN
+            x.stage = Wait.BURST
             try:
                 yield env.timeout(end - start)
                 rec.events += 2
@@ -322,8 +314,8 @@ def transfer(
         ev = fabric.release_and_request(who, asking, link.tensor, x.last_start, tl)
     latency = link.latency
     if latency:
-        tl.append((env.now, S_LATENCY, link.latency_key))
-        x.stage = LATENCY
+        tl.append((env.now, Wait.LATENCY, link.latency_key))
+        x.stage = Wait.LATENCY
         yield env.timeout(latency)
         rec.events += 1
     if x.channel is not None:
