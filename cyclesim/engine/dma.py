@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import simpy
 
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import DECIDE
 from cyclesim.vocabulary import Wait
 
@@ -19,7 +20,7 @@ from cyclesim.vocabulary import Wait
 class Channels(simpy.Resource):
     """A simpy.Resource whose free channels are handed out by _decide, never on request."""
 
-    def __init__(self, env: simpy.Environment, capacity: int, name: str) -> None:
+    def __init__(self, env: ReplayEnvironment, capacity: int, name: str) -> None:
         super().__init__(env, capacity)
         self.name = name
         self.deciding = False  # an end-of-cycle decision is queued
@@ -37,10 +38,7 @@ class Channels(simpy.Resource):
     def _do_put(self, event) -> None:
         if len(self.users) < self.capacity and not self.deciding:
             self.deciding = True
-            ev = simpy.Event(self._env)
-            ev._ok, ev._value = True, None
-            ev.callbacks.append(self._decide)
-            self._env.schedule(ev, DECIDE)
+            self._env.call(self._decide, DECIDE)
 
     def _decide(self, _event: simpy.Event | None = None) -> None:
         """Grant the free channels: earlier cycles first, then the tie order."""

@@ -29,6 +29,7 @@ from cyclesim.dram.timing import (
     REFRESH_BANK,
     WRITE_PRECHARGE,
 )
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import DECIDE
 from cyclesim.vocabulary import BankCommand, Cause, Wait
 
@@ -71,7 +72,7 @@ class DramLoop:
 
     def __init__(
         self,
-        env: simpy.Environment,
+        env: ReplayEnvironment,
         config: DramConfig,
         clock_mhz: float,
         *,
@@ -131,10 +132,7 @@ class DramLoop:
         if self._fire_at is not None and self._fire_at <= at:
             return
         self._fire_at = at
-        ev = self._fire_event = simpy.Event(self.env)
-        ev._ok, ev._value = True, None
-        ev.callbacks.append(self._fire)
-        self.env.schedule(ev, ADVANCE, at - now)
+        self._fire_event = self.env.call(self._fire, ADVANCE, at - now)
 
     def _fire(self, ev) -> None:
         if ev is not self._fire_event:

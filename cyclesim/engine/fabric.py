@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import simpy
 
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.rows import Rows
 from cyclesim.vocabulary import Wait
 
@@ -56,7 +57,7 @@ class Fabric:
     )
 
     def __init__(
-        self, env: simpy.Environment, widths: dict[str, int], grants: dict[str, list]
+        self, env: ReplayEnvironment, widths: dict[str, int], grants: dict[str, list]
     ) -> None:
         self.env = env
         self.width = widths
@@ -260,10 +261,7 @@ class Fabric:
         if self.deciding == now:
             return
         self.deciding = now
-        ev = simpy.Event(self.env)
-        ev._ok, ev._value = True, None
-        ev.callbacks.append(self._decide)
-        self.env.schedule(ev, DECIDE)
+        self.env.call(self._decide, DECIDE)
 
     def _decide(self, _event: simpy.Event | None = None) -> None:
         """Grant the ports that are free among all the requests of this cycle (DESIGN

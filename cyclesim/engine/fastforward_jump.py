@@ -32,9 +32,8 @@ def jump(
     dt = K * P
     m = (b.g - a.g) // period  # iterations of L per period
     below = tuple(m * d for d in per_iteration)  # tiles per period
-    # the clock and the queue: a uniform shift keeps the heap's order
-    env._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in env._queue]
-    env._now += dt
+    # the clock and the queue
+    env.shift(dt)
     # the processes
     moved = {}  # output node -> is the fill -> (its state, entry at b)
     for n, st, is_fill in active:
@@ -96,8 +95,7 @@ def grant_jump(r, a: Snapshot, b: Snapshot, K: int) -> int:
     env = r.env
     P = b.time - a.time
     dt = K * P
-    env._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in env._queue]
-    env._now += dt
+    env.shift(dt)
     for xa, xb in zip(a.marks["xfers"], b.marks["xfers"], strict=True):
         if xb is not None:
             x, moved = xb[0], K * (xb[1] - xa[1])

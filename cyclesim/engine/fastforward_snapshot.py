@@ -10,7 +10,7 @@ import functools
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from simpy.events import PENDING, Interruption, Process
+from simpy.events import Interruption
 
 from cyclesim.vocabulary import Wait
 
@@ -80,11 +80,12 @@ def describe(
     resources = {id(resource): name for name, (resource, _, _) in r.dma.items()}
 
     def callback(cb) -> tuple:
-        owner = getattr(cb, "__self__", None)
-        if owner is not None and getattr(cb, "__func__", None) is Process._resume:
-            pid = proc_ids.get(id(owner))
+        process = env.resumed_process(cb)
+        if process is not None:
+            pid = proc_ids.get(id(process))
             if pid is not None:
                 return ("resume", pid)
+        owner = getattr(cb, "__self__", None)
         if isinstance(owner, Interruption):
             return ("interrupt", proc_ids.get(id(owner.process)))
         if owner is fabric:  # the end-of-cycle grant decision (engine/fabric.py)
@@ -101,18 +102,16 @@ def describe(
         if seen is not None:
             return ("same", seen)
         locs[id(ev)] = loc
-        cause = ev._value.cause if isinstance(ev, Interruption) else None
         cbs = tuple(callback(cb) for cb in ev.callbacks) if ev.callbacks else ()
-        return (type(ev).__name__, ev._value is PENDING, getattr(ev, "_ok", None), cause, cbs)
+        return (type(ev).__name__, *env.event_state(ev), cbs)
 
     out = []
     # queued events in heap order; one nobody waits for (an interrupted run's timeout) does
     # nothing when it fires, whenever that is: left out (the jump moves it all the same)
-    queue = sorted(env._queue)
     out.append(
         tuple(
             (t - now, prio, event(ev, ("queue", i)))
-            for i, (t, prio, _, ev) in enumerate(queue)
+            for i, (t, prio, ev) in enumerate(env.queued())
             if ev.callbacks
         )
     )
@@ -242,7 +241,7 @@ def describe(
     targets = []
     for p in watched.procs:
         if p.is_alive:
-            loc = locs.get(id(p._target))
+            loc = locs.get(id(p.target))
             if loc is None:
                 raise Unknown("target")
             targets.append(loc)

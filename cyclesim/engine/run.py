@@ -16,6 +16,7 @@ from functools import partial
 import simpy
 
 from cyclesim.engine.dma import Channels
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.fastforward import FastForward, FastForwardStats
 from cyclesim.engine.loop import deadlock_message, gc_paused, run_to_empty_queue
@@ -71,7 +72,7 @@ class _Replay:
     def __init__(self, plan: Plan, trace: bool, trace_filter: TraceFilter | None = None) -> None:
         self.plan = plan
         self.nodes = plan.nodes
-        self.env = simpy.Environment()
+        self.env = ReplayEnvironment()
         self.rec = Recorder()
         self.last_finisher = self.rec.last_finisher
         if trace:
@@ -800,7 +801,7 @@ def replay_plan(
                 r.rec.dram_banks.extend(timer.bank_records(name))
         r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]
     # SimPy numbers every scheduled event from one counter: read it once, after the run
-    env_events = next(env._eid)
+    env_events = env.scheduled_count()
     raw = RawRun(
         plan,
         r.rec,
