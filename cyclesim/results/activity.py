@@ -24,7 +24,7 @@ from cyclesim.engine.transfer import _burst_bits, n_bursts_of
 from cyclesim.errors import TraceError
 from cyclesim.results.attribution import StallSpan, bank_path
 from cyclesim.schedule.steps import segment_classifier, segment_profile
-from cyclesim.vocabulary import BankCommand, Cause, Direction, Fold, Wait
+from cyclesim.vocabulary import BankCommand, Cause, Fold, TransferKind, Wait
 
 COMPUTE = "compute"  # the PE array's state while it completes a step every cycle
 
@@ -237,9 +237,9 @@ def _bursts(big: int, small: int, burst: int) -> list[tuple[int, int]]:
     ]
 
 
-def requester(node: int, kind: str) -> int:
+def requester(node: int, kind: TransferKind) -> int:
     """The requester id a transfer holds ports under: 2*node for fills, 2*node + 1 for write-backs."""
-    return 2 * node + (kind == Direction.WRITE_BACK)
+    return 2 * node + (kind == TransferKind.WRITE_BACK)
 
 
 def who_label(res, who: int) -> str:
@@ -314,7 +314,9 @@ def _build_activity(
     for start, end, node, kind, _tile, big in sorted(rec.transfers, key=lambda t: (t[0], t[2])):
         n = nodes[node]
         src, dst = (
-            (n.fill_src, n.fill_dst) if kind != Direction.WRITE_BACK else (n.drain_dst, n.drain_src)
+            (n.fill_src, n.fill_dst)
+            if kind != TransferKind.WRITE_BACK
+            else (n.drain_dst, n.drain_src)
         )
         small = big // n.union_values * n.tile_values if n.union_values else big
         sides = ((src.key, 0), (dst.key, 1)) if src.key != dst.key else ((src.key, 0),)
@@ -546,7 +548,7 @@ def _dma_channels(res, w0: int, w1: int) -> dict[str, list[list[Busy]]]:
         n = plan.nodes[node]
         if n.dma is None:
             continue
-        tl = rec.drain_tl[node] if kind == Direction.WRITE_BACK else rec.fill_tl[node]
+        tl = rec.drain_tl[node] if kind == TransferKind.WRITE_BACK else rec.fill_tl[node]
         acquire = _acquired(tl, start, end)
         lanes = free_at[n.dma]
         ch = next((c for c, t in enumerate(lanes) if t <= acquire), None)
