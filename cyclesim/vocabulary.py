@@ -58,12 +58,10 @@ class Wait(StrEnum):
     SLOT = "slot"  # waiting for a free slot; info: tile index holding it
     SPACE = "space"  # waiting for room in its memory; info: (node, tile) holding it (space.py)
     PARENT = "parent"  # waiting for the parent tile; info: parent node index
-    PRODUCER = (
-        "dependency"  # waiting for the producer's part of the parent tile; info: (einsum, part key)
-    )
-    PREVIOUS_WRITE_BACK = (
-        "drain"  # waiting for the previous write-back of the same values; info: node
-    )
+    # waiting for the producer's part of the parent tile; info: (einsum, part key)
+    PRODUCER = "dependency"
+    # waiting for the previous write-back of the same values; info: node
+    PREVIOUS_WRITE_BACK = "drain"
     USES = "uses"  # waiting for the tile's users (children, PE) to finish; info: None
     TRANSFER = "transfer"  # stage only: a transfer in progress (its own stage in TransferState)
     DMA = "dma"  # waiting for a DMA channel; info: engine name

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import simpy
 from simpy.core import EmptySchedule
 
-from cyclesim.vocabulary import Wait
+from cyclesim.vocabulary import PeWait, Wait
 
 STEPS_PER_LOOK = 4096  # events processed between two looks at the wall clock
 SHOW_AFTER_SECONDS = 1.0  # progress=None: show the bar once a run lasts this long (on a tty)
@@ -160,7 +160,7 @@ def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:
         n = r.plan.nodes[node]
         what = (
             f"to be produced by Einsum {r.producer_of.get(n.tensor)}"
-            if kind == "produced"
+            if kind == PeWait.PRODUCED
             else "to be resident"
         )
         lines.append(
