@@ -129,7 +129,8 @@ def test_event_state_of_pending_triggered_and_interrupting_events():
 
 
 def test_scheduled_count_counts_every_scheduled_event():
-    # a process's Initialize, its timeout, and one call: 3 events, numbered 0, 1, 2
+    # a process's Initialize, its timeout, one call, and the process itself, triggered when
+    # its generator returns: 4 events, numbered 0 to 3
     env = ReplayEnvironment()
 
     def proc():
@@ -138,4 +139,4 @@ def test_scheduled_count_counts_every_scheduled_event():
     env.process(proc())
     env.call(lambda e: None, 2)
     env.run()
-    assert env.scheduled_count() == 3
+    assert env.scheduled_count() == 4
