@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import simpy
@@ -20,6 +20,7 @@ from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.fastforward import FastForward, FastForwardStats
 from cyclesim.engine.loop import deadlock_message, gc_paused, run_to_empty_queue
+from cyclesim.engine.options import RunOptions
 from cyclesim.engine.record import FOREVER, Recorder, TraceFilter
 from cyclesim.engine.rows import Rows
 from cyclesim.engine.space import (
@@ -60,10 +61,14 @@ class RawRun:
     counts: dict[tuple, list[int]]  # (einsum, tensor, memory, action, direction) -> [values, bits]
     cycles: int
     wall_seconds: float
-    trace: bool
+    options: RunOptions  # how it was replayed (the plan's reuse and isolate_einsums too)
     env_events: int = 0  # SimPy events scheduled (SimPy's own event counter)
     fast_forward: FastForwardStats = FastForwardStats()  # what fast-forward skipped
-    fast_forward_on: bool = True  # was it allowed (replay_plan(fast_forward=...))
+
+    @property
+    def fast_forward_on(self) -> bool:
+        """Whether fast-forward was allowed (RunOptions.fast_forward)."""
+        return self.options.fast_forward
 
 
 class _Replay:
@@ -735,16 +740,13 @@ def _compile_filter(rec: Recorder, plan: Plan, f: TraceFilter) -> None:
     rec.trace_leaves = tuple(bool({"PE", leaf.einsum} & wanted) for leaf in plan.leaves)
 
 
-def replay_plan(
-    plan: Plan,
-    *,
-    trace: bool = False,
-    trace_filter: TraceFilter | None = None,
-    progress: bool | None = None,
-    fast_forward: bool = True,
-    verify_fast_forward: bool = False,
-) -> RawRun:
+def replay_plan(plan: Plan, options: RunOptions | None = None, **choices) -> RawRun:
     """Run the plan to completion; raise DeadlockError (an EngineError) if it cannot progress.
+
+    options: how to run it (engine/options.py), by default the plan's reuse and
+    isolate_einsums and `cyclesim run`'s defaults; choices override single fields of it
+    (`replay_plan(plan, trace=True)`). Raise OptionError when options name another reuse or
+    isolate_einsums than the plan was built with.
 
     fast_forward: skip iterations that repeat an exactly equal state (engine/fastforward.py);
     the result is identical either way, only SimPy's event counts differ.
@@ -755,11 +757,11 @@ def replay_plan(
     Raise L1ReplayError (an EngineError) at the cycle an L1 allocation does not fit, when a
     memory has an `allocator:` (engine/l1.py).
 
-    A trace_filter implies trace=True and keeps only the events it selects.
+    A trace_filter implies tracing and keeps only the events it selects.
     """
+    options = _options_for(plan, options, choices)
     wall0 = time.perf_counter()
-    trace = trace or trace_filter is not None
-    r = _Replay(plan, trace, trace_filter)
+    r = _Replay(plan, options.traced, options.trace_filter)
     env = r.env
     procs = []
     for n in plan.nodes:
@@ -771,12 +773,12 @@ def replay_plan(
             drain = env.process(r.drain_proc(n, r.drain_state[n.index]))
             procs.append((f"write-back {n.label()}", r.rec.drain_tl[n.index], drain))
     pe = env.process(r.pe_proc(r.pe_state))
-    ff = FastForward(r, [p for _, _, p in procs] + [pe]) if fast_forward else None
+    ff = FastForward(r, [p for _, _, p in procs] + [pe]) if options.fast_forward else None
 
     with gc_paused():
         run_to_empty_queue(
             env,
-            progress=progress,
+            progress=options.progress,
             total=sum(leaf.segments for leaf in plan.leaves),
             done=lambda: r.segments_done,
             wall0=wall0,
@@ -808,21 +810,35 @@ def replay_plan(
         r.counts,
         int(r.end),
         time.perf_counter() - wall0,
-        trace,
+        options,
         env_events,
         ff.stats if ff is not None else FastForwardStats(),
-        fast_forward,
     )
     if raw.fast_forward.jumps and (
-        verify_fast_forward or os.environ.get(VERIFY_ENVIRONMENT_VARIABLE, "0") not in ("", "0")
+        options.verify_fast_forward
+        or os.environ.get(VERIFY_ENVIRONMENT_VARIABLE, "0") not in ("", "0")
     ):
-        full = replay_plan(
-            plan, trace=trace, trace_filter=trace_filter, progress=False, fast_forward=False
-        )
+        full = replay_plan(plan, options, progress=False, fast_forward=False)
         diffs = run_differences(raw, full)
         if diffs:
             raise FastForwardMismatch("fast-forward changed the replay: " + "; ".join(diffs))
     return raw
+
+
+def _options_for(plan: Plan, options: RunOptions | None, choices: dict) -> RunOptions:
+    """The options a plan is replayed with: the given ones (by default the plan's schedule
+    choices and the defaults) with single fields overridden by choices."""
+    schedule = (plan.reuse.value, plan.isolate_einsums)
+    if options is None:
+        options = RunOptions(reuse=schedule[0], isolate_einsums=schedule[1])
+    if choices:
+        options = replace(options, **choices)
+    if (options.reuse, options.isolate_einsums) != schedule:
+        raise OptionError(
+            f"the plan was built with reuse={schedule[0]}, isolate_einsums={schedule[1]}; "
+            f"the options ask for reuse={options.reuse}, isolate_einsums={options.isolate_einsums}"
+        )
+    return options
 
 
 def _forget_parts(produced: dict, k: int, parts: int) -> None:
