@@ -61,7 +61,7 @@ class Wait(StrEnum):
     # waiting for the producer's part of the parent tile; info: (einsum, part key)
     PRODUCER = "dependency"
     # waiting for the previous write-back of the same values; info: node
-    PREVIOUS_WRITE_BACK = "drain"
+    PREVIOUS_WRITE_BACK = "write-back"
     USES = "uses"  # waiting for the tile's users (children, PE) to finish; info: None
     TRANSFER = "transfer"  # stage only: a transfer in progress (its own stage in TransferState)
     DMA = "dma"  # waiting for a DMA channel; info: engine name
@@ -87,14 +87,10 @@ class PeWait(StrEnum):
 
 
 class Direction(StrEnum):
-    """The two processes of a storage node: filling it from its parent, writing back to it.
-
-    The write-back's value is the engine's old name for it; it names no user-visible output
-    (TransferKind does).
-    """
+    """The two processes of a storage node: filling it from its parent, writing back to it."""
 
     FILL = "fill"
-    WRITE_BACK = "drain"
+    WRITE_BACK = "write-back"
 
 
 class TransferKind(StrEnum):
@@ -102,7 +98,7 @@ class TransferKind(StrEnum):
 
     FILL = "fill"  # a tile entering a node from its parent
     RELOAD = "reload"  # an output tile's previous values coming back for accumulation
-    WRITE_BACK = "drain"  # a tile's values leaving for the parent
+    WRITE_BACK = "write-back"  # a tile's values leaving for the parent
 
 
 class Fold(StrEnum):

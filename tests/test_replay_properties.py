@@ -14,7 +14,7 @@ from replay_helpers import inputs_from_dicts, memory, port
 
 from cyclesim.engine import replay
 from cyclesim.spec import Direction
-from cyclesim.vocabulary import Wait
+from cyclesim.vocabulary import TransferKind, Wait
 
 RANKS = ("m", "n", "k")
 PROJ = {"A": ("m", "k"), "B": ("k", "n"), "Z": ("m", "n")}
@@ -183,7 +183,7 @@ def test_a_write_back_waits_for_the_pipeline_only_until_its_results_land(case, d
     drains = sorted(
         (k, start, end)
         for start, end, n, kind, k, _ in rec.transfers
-        if n == node.index and kind == "drain"
+        if n == node.index and kind == TransferKind.WRITE_BACK
     )
     assert [k for k, _, _ in drains] == list(range(node.entries))
     timeline = list(rec.drain_tl[node.index])
