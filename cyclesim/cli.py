@@ -53,6 +53,22 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def run_options(args: argparse.Namespace, **choices):
+    """The RunOptions the switches of add_replay_arguments give, with choices on top (a trace,
+    or a saved run's reuse): what run and explain hand to the engine."""
+    from dataclasses import replace
+
+    from cyclesim.engine import RunOptions
+
+    options = RunOptions(
+        reuse=args.reuse,
+        isolate_einsums=args.isolate_einsums,
+        progress=False if args.no_progress else None,
+        fast_forward=not args.no_fast_forward,
+    )
+    return replace(options, **choices)
+
+
 def log_replay(res, name: str) -> None:
     """-v: how long the replay took and what fast-forward skipped, or that it skipped nothing."""
     log.info("replayed %s in %.2f s (%s events)", name, res.wall_seconds, f"{res.events:,}")
@@ -97,17 +113,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "--window and --only choose what a trace keeps: give one of --vcd, --fst, "
                 "--perfetto, --plot or --events with them"
             )
-    res = replay(
-        arch,
-        workload,
-        mapping,
-        reuse=args.reuse,
-        isolate_einsums=args.isolate_einsums,
-        trace=tracing,
-        trace_filter=trace_filter if tracing else None,
-        progress=False if args.no_progress else None,
-        fast_forward=not args.no_fast_forward,
-    )
+    options = run_options(args, trace=tracing, trace_filter=trace_filter if tracing else None)
+    res = replay(arch, workload, mapping, options)
     log_replay(res, mapping.name)
     if args.dram_trace:
         from cyclesim.engine.dram_loop import write_dram_trace

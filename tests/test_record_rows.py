@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cyclesim.engine.finishers import Finishers
-from cyclesim.engine.record import S_BURST, S_SLOT
 from cyclesim.engine.rows import Rows, TileShift
 from cyclesim.results.attribution import StallSpan
 from cyclesim.results.spans import SpanList, SpanRepeat
+from cyclesim.vocabulary import Wait
 
 
 def written_out(rows: list, start: int, stop: int, K: int, steps: dict, tile=None) -> list:
@@ -33,19 +33,19 @@ def test_a_timeline_repeat_reads_like_its_copies():
     # a period of 10 cycles: a burst at 3, a slot wait at 7 naming tile 4; two more periods
     # move the times by 10 and 20 and the slot's tile by 2 and 4 (2 tiles per period);
     # the burst's info (a port key) does not move
-    rows = Rows([(0, S_BURST, "p"), (3, S_BURST, "p"), (7, S_SLOT, 4)])
-    tile = TileShift(2, 2, states=(S_SLOT,))
+    rows = Rows([(0, Wait.BURST, "p"), (3, Wait.BURST, "p"), (7, Wait.SLOT, 4)])
+    tile = TileShift(2, 2, states=(Wait.SLOT,))
     rows.repeat(1, 3, 2, ((0, 10),), tile)
-    rows.append((30, S_BURST, "p"))
+    rows.append((30, Wait.BURST, "p"))
     want = [
-        (0, S_BURST, "p"),
-        (3, S_BURST, "p"),
-        (7, S_SLOT, 4),
-        (13, S_BURST, "p"),
-        (17, S_SLOT, 6),
-        (23, S_BURST, "p"),
-        (27, S_SLOT, 8),
-        (30, S_BURST, "p"),
+        (0, Wait.BURST, "p"),
+        (3, Wait.BURST, "p"),
+        (7, Wait.SLOT, 4),
+        (13, Wait.BURST, "p"),
+        (17, Wait.SLOT, 6),
+        (23, Wait.BURST, "p"),
+        (27, Wait.SLOT, 8),
+        (30, Wait.BURST, "p"),
     ]
     assert list(rows) == want and rows == want and len(rows) == 8
     assert [rows[i] for i in range(-8, 8)] == want + want

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from replay_helpers import inputs_from_dicts, memory, port
 
 from cyclesim.engine import replay
-from cyclesim.engine.record import S_PIPE
 from cyclesim.spec import Direction
+from cyclesim.vocabulary import TransferKind, Wait
 
 RANKS = ("m", "n", "k")
 PROJ = {"A": ("m", "k"), "B": ("k", "n"), "Z": ("m", "n")}
@@ -183,12 +183,14 @@ def test_a_write_back_waits_for_the_pipeline_only_until_its_results_land(case, d
     drains = sorted(
         (k, start, end)
         for start, end, n, kind, k, _ in rec.transfers
-        if n == node.index and kind == "drain"
+        if n == node.index and kind == TransferKind.WRITE_BACK
     )
     assert [k for k, _, _ in drains] == list(range(node.entries))
     timeline = list(rec.drain_tl[node.index])
     waits = [  # (start, end) of each wait for the pipeline
-        (t, timeline[i + 1][0]) for i, (t, state, _) in enumerate(timeline) if state == S_PIPE
+        (t, timeline[i + 1][0])
+        for i, (t, state, _) in enumerate(timeline)
+        if state == Wait.PIPELINE
     ]
     reached = 0  # when the write-back process reaches entry k: after k - 1's write-back
     expected = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from cyclesim.errors import CyclesimError
 
@@ -57,23 +58,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _replay(arch, workload, mapping, args: argparse.Namespace, saved: dict | None):
+    from cyclesim.cli import log_replay, run_options
     from cyclesim.engine import TraceFilter, replay
 
-    reuse, isolate = args.reuse, args.isolate_einsums
-    if saved is not None:
-        reuse, isolate = saved["reuse"], saved["isolate_einsums"]
     # only the PE segments are needed (to name the delayed loop iterations)
-    res = replay(
-        arch,
-        workload,
-        mapping,
-        reuse=reuse,
-        isolate_einsums=isolate,
-        trace_filter=TraceFilter(resources=("PE",)),
-        progress=False if args.no_progress else None,
-        fast_forward=not args.no_fast_forward,
-    )
-    from cyclesim.cli import log_replay
+    options = run_options(args, trace_filter=TraceFilter(resources=("PE",)))
+    if saved is not None:
+        options = replace(options, reuse=saved["reuse"], isolate_einsums=saved["isolate_einsums"])
+    res = replay(arch, workload, mapping, options)
 
     log_replay(res, mapping.name)
     if saved is not None and saved.get("cycles") != res.cycles:

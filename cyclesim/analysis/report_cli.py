@@ -32,22 +32,20 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cyclesim.engine import replay
+    from cyclesim.engine import RunOptions, replay
     from cyclesim.views.html import write_html_report
     from cyclesim.views.saved import load_inputs
 
     arch, workload, mapping, saved = load_inputs(args.saved, "-", "-")
     path = Path(args.html) if args.html else Path(args.saved).with_suffix(".html")
     progress = False if args.no_progress else None
-    res = replay(
-        arch,
-        workload,
-        mapping,
+    options = RunOptions(
         reuse=saved["reuse"],
         isolate_einsums=saved["isolate_einsums"],
         trace=True,
         progress=progress,
     )
+    res = replay(arch, workload, mapping, options)
     title = f"cyclesim: {workload.name} on {arch.name}, mapping {mapping.name}"  # as `run`
     write_html_report(res, path, title=title, architecture=arch, progress=progress)
     print(path)

@@ -10,18 +10,19 @@ paths or spec objects, with the tables, trace writers and JSON of `cyclesim run`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cyclesim.errors import CyclesimError
+from cyclesim.errors import CyclesimError, OptionError
 from cyclesim.outputs import write_atomically
 from cyclesim.results.schema import versioned
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from cyclesim.engine import RunOptions
     from cyclesim.results import SimResult
     from cyclesim.spec import Architecture, Mapping, Workload
 
@@ -67,39 +68,30 @@ def simulate(
     architecture: str | Path | Architecture,
     workload: str | Path | Workload,
     mapping: str | Path | Mapping,
-    *,
-    reuse: str = "retain",
-    isolate_einsums: bool = False,
-    trace: bool = False,
-    progress: bool | None = False,
-    fast_forward: bool = True,
+    options: RunOptions | None = None,
+    **choices: Any,
 ) -> Result:
     """Replay the three inputs (paths or spec objects) and return the Result.
 
+    options: a RunOptions (cyclesim.engine), by default `cyclesim run`'s without the progress
+    bar; choices override its fields, e.g.
     reuse: 'retain' (refill only when a tile changes, hardware) or 'strict' (AccelForge).
     isolate_einsums: each Einsum alone, exchanging tensors through backing stores (AccelForge).
     trace: record transfers and PE segments now (otherwise `.events`, `.to_vcd()` and
     `.to_perfetto()` replay once more with tracing when first asked).
     fast_forward: skip loop iterations that repeat an exactly equal state (the default); False
     replays every one. The result is identical either way.
-    Raise SpecError for a bad input or one that cannot be scheduled (tiles that do not fit).
+    Raise SpecError for a bad input or one that cannot be scheduled (tiles that do not fit),
+    OptionError (a CyclesimError) for a bad option.
     """
-    from cyclesim.engine import replay
+    from cyclesim.engine import RunOptions, replay
 
-    if reuse not in ("retain", "strict"):
-        raise CyclesimError(f"reuse: expected 'retain' or 'strict', got {reuse!r}")
+    try:
+        options = replace(options or RunOptions(progress=False), **choices)
+    except TypeError as exc:  # a choice RunOptions has no field for
+        raise OptionError(f"simulate: {exc}") from None
     arch, work, mapp = load(architecture, workload, mapping)
-    sim = replay(
-        arch,
-        work,
-        mapp,
-        reuse=reuse,
-        isolate_einsums=isolate_einsums,
-        trace=trace,
-        progress=progress,
-        fast_forward=fast_forward,
-    )
-    return Result(sim, arch, work, mapp)
+    return Result(replay(arch, work, mapp, options), arch, work, mapp)
 
 
 @dataclass(frozen=True)
@@ -165,9 +157,8 @@ class Result:
         from cyclesim.engine import replay_plan
         from cyclesim.results import build_result
 
-        ff = self.sim.raw.fast_forward_on
-        raw = replay_plan(self.sim.raw.plan, trace=True, progress=False, fast_forward=ff)
-        return build_result(raw, check_counts=False)
+        options = replace(self.sim.raw.options, trace=True, trace_filter=None, progress=False)
+        return build_result(replay_plan(self.sim.raw.plan, options), check_counts=False)
 
     @property
     def events(self) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import simpy
 
 from cyclesim.chip.arbiter import Arbiter
 from cyclesim.chip.plan import ChipPlan, Hop
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.errors import DeadlockError
 
 
@@ -73,7 +74,7 @@ def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
     """Replay the chip plan; DeadlockError if steps wait on each other forever."""
     t0 = time.perf_counter()
     replays, step_seconds = replay_steps(plan, fast_forward)
-    env = simpy.Environment()
+    env = ReplayEnvironment()
     arb = Arbiter(env, plan.port_keys)
     n_steps, n_transfers = len(plan.steps), len(plan.transfers)
     step_done = [env.event() for _ in range(n_steps)]
@@ -175,6 +176,6 @@ def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
         )
     ends = rec.step_end + [h.end for h in rec.hops]
     rec.cycles = max(ends, default=0)
-    rec.events = next(env._eid)  # SimPy's own event counter (as the core replay counts)
+    rec.events = env.scheduled_count()  # SimPy's own event counter (as the core replay counts)
     rec.wall_seconds = time.perf_counter() - t0
     return rec

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cyclesim.engine.fastforward import FastForwardStats
+from cyclesim.engine.options import RunOptions
 from cyclesim.engine.record import TraceFilter
 from cyclesim.engine.run import RawRun, replay_plan
 
@@ -17,33 +19,22 @@ def replay(
     arch: Architecture,
     workload: Workload,
     mapping: Mapping,
-    *,
-    reuse: str = "retain",
-    isolate_einsums: bool = False,
-    trace: bool = False,
-    trace_filter: TraceFilter | None = None,
-    progress: bool | None = None,
-    check_counts: bool = True,
-    fast_forward: bool = True,
+    options: RunOptions | None = None,
+    **choices,
 ) -> SimResult:
-    """Compile and replay the three inputs; return the SimResult (counts checked).
+    """Compile and replay the three inputs; return the SimResult (counts checked unless
+    options say otherwise).
 
-    fast_forward=False replays every iteration (the result is the same; engine/fastforward.py).
+    options: how (engine/options.py; `cyclesim run`'s defaults when None); choices override
+    single fields of it (`replay(a, w, m, trace=True)`). fast_forward=False replays every
+    iteration (the result is the same; engine/fastforward.py).
     """
     from cyclesim.results import build_result
     from cyclesim.schedule import ReusePolicy, build_plan
 
-    plan = build_plan(arch, workload, mapping, ReusePolicy(reuse), isolate_einsums)
-    return build_result(
-        replay_plan(
-            plan,
-            trace=trace,
-            trace_filter=trace_filter,
-            progress=progress,
-            fast_forward=fast_forward,
-        ),
-        check_counts=check_counts,
-    )
+    options = replace(options or RunOptions(), **choices)
+    plan = build_plan(arch, workload, mapping, ReusePolicy(options.reuse), options.isolate_einsums)
+    return build_result(replay_plan(plan, options))
 
 
-__all__ = ["FastForwardStats", "RawRun", "TraceFilter", "replay", "replay_plan"]
+__all__ = ["FastForwardStats", "RawRun", "RunOptions", "TraceFilter", "replay", "replay_plan"]

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import simpy
 
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import DECIDE
-from cyclesim.engine.record import S_DMA
+from cyclesim.vocabulary import Wait
 
 CHANNELS = DECIDE - 0.5  # SimPy priority: after NORMAL (1), before the port decision (2)
 
@@ -23,7 +24,7 @@ CHANNELS = DECIDE - 0.5  # SimPy priority: after NORMAL (1), before the port dec
 class Channels(simpy.Resource):
     """A simpy.Resource whose free channels are handed out by _decide, never on request."""
 
-    def __init__(self, env: simpy.Environment, capacity: int, name: str) -> None:
+    def __init__(self, env: ReplayEnvironment, capacity: int, name: str) -> None:
         super().__init__(env, capacity)
         self.name = name
         self.deciding = False  # an end-of-cycle decision is queued
@@ -35,16 +36,13 @@ class Channels(simpy.Resource):
         req.cycle, req.who, req.tl = self._env.now, who, tl
         req.noted = len(self.users) >= self.capacity
         if req.noted:  # every channel busy: it waits at least until one is released
-            tl.append((self._env.now, S_DMA, self.name))
+            tl.append((self._env.now, Wait.DMA, self.name))
         return req
 
     def _do_put(self, event) -> None:
         if len(self.users) < self.capacity and not self.deciding:
             self.deciding = True
-            ev = simpy.Event(self._env)
-            ev._ok, ev._value = True, None
-            ev.callbacks.append(self._decide)
-            self._env.schedule(ev, CHANNELS)
+            self._env.call(self._decide, CHANNELS)
 
     def _decide(self, _event: simpy.Event | None = None) -> None:
         """Grant the free channels: earlier cycles first, then the tie order."""
@@ -59,4 +57,4 @@ class Channels(simpy.Resource):
         for req in queue:  # not granted in the cycle they asked in: they wait
             if not req.noted:
                 req.noted = True
-                req.tl.append((now, S_DMA, self.name))
+                req.tl.append((now, Wait.DMA, self.name))

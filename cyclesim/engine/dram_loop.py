@@ -17,8 +17,6 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-import simpy
-
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.frontend import FrontEnd, Request
 from cyclesim.dram.timing import (
@@ -29,30 +27,16 @@ from cyclesim.dram.timing import (
     REFRESH_BANK,
     WRITE_PRECHARGE,
 )
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import DECIDE
-from cyclesim.engine.record import (
-    BANK_ACTIVATE,
-    BANK_PRECHARGE,
-    BANK_REFRESH,
-    S_BURST,
-    S_DRAM,
-    S_LATENCY,
-)
 from cyclesim.engine.transfer import DramRuns
+from cyclesim.vocabulary import BankCommand, Cause, Wait
 
 # SimPy priority of advancing the controllers: after every process (NORMAL, 1) and the
 # fabric's end-of-cycle grant decision (DECIDE, 2) of the cycle, and the processes that
 # decision resumes; an event of lower priority always runs first at the same time, so
 # nothing of this cycle is left to run when the controllers advance
 ADVANCE = DECIDE + 1
-
-DRAM_QUEUE, ROW_MISS, BANK_CONFLICT, REFRESH_CAUSE, TURNAROUND = (
-    "dram_queue",
-    "row_miss",
-    "bank_conflict",
-    "refresh",
-    "turnaround",
-)
 
 
 class _Waiter:
@@ -87,7 +71,7 @@ class DramLoop:
 
     def __init__(
         self,
-        env: simpy.Environment,
+        env: ReplayEnvironment,
         config: DramConfig,
         clock_mhz: float,
         *,
@@ -147,10 +131,7 @@ class DramLoop:
         if self._fire_at is not None and self._fire_at <= at:
             return
         self._fire_at = at
-        ev = self._fire_event = simpy.Event(self.env)
-        ev._ok, ev._value = True, None
-        ev.callbacks.append(self._fire)
-        self.env.schedule(ev, ADVANCE, at - now)
+        self._fire_event = self.env.call(self._fire, ADVANCE, at - now)
 
     def _fire(self, ev) -> None:
         if ev is not self._fire_event:
@@ -216,13 +197,17 @@ class DramLoop:
             for clk, kind, rank, bankgroup, bank, row, _ in ch.stats.log or ():
                 if kind == REFRESH:
                     first = base + rank * c.banks
-                    out.append((to_accel(clk), name, first, BANK_REFRESH, to_accel(clk + c.tRFC)))
+                    out.append(
+                        (to_accel(clk), name, first, BankCommand.REFRESH, to_accel(clk + c.tRFC))
+                    )
                     continue
                 b = base + (rank * c.bankgroups + bankgroup) * c.banks_per_group + bank
                 if kind == ACTIVATE:
-                    out.append((to_accel(clk), name, b, BANK_ACTIVATE, row))
+                    out.append((to_accel(clk), name, b, BankCommand.ACTIVATE, row))
                 elif kind in (PRECHARGE, READ_PRECHARGE, WRITE_PRECHARGE):
-                    out.append((to_accel(clk), name, b, BANK_PRECHARGE, to_accel(clk + c.tRP)))
+                    out.append(
+                        (to_accel(clk), name, b, BankCommand.PRECHARGE, to_accel(clk + c.tRP))
+                    )
         out.sort(key=lambda r: r[0])
         return out
 
@@ -297,7 +282,7 @@ class ControllerRuns(DramRuns):
                 b += 1
             run.append((b, loop.push(address, side.is_write, start + prefix[b] - prefix[i], who)))
         self.run = run
-        self.tl.append((start, S_BURST, self.dram_key))
+        self.tl.append((start, Wait.BURST, self.dram_key))
         x.end = start + prefix[j] - prefix[i]
 
     def ran(self, x) -> None:
@@ -347,27 +332,27 @@ def _tail(env, rec, tl, loop: DramLoop, last: Request, dram_key, since: int):
     if end <= since:
         return
     where = loop.where(last.address)
-    pieces = [(loop.to_accel(trans.added), (DRAM_QUEUE, dram_key, last.waited_behind, where))]
+    pieces = [(loop.to_accel(trans.added), (Cause.DRAM_QUEUE, dram_key, last.waited_behind, where))]
     served = None if last.is_write else trans.served  # a write is done once accepted
     if served is not None:  # a read: its column command
         col, activated, after_refresh, opener, turned = served
         if activated >= trans.added:
             if after_refresh:
-                cause, who = REFRESH_CAUSE, None
+                cause, who = Cause.REFRESH, None
             elif opener is not None and opener != last.owner:
-                cause, who = BANK_CONFLICT, opener
+                cause, who = Cause.BANK_CONFLICT, opener
             else:
-                cause, who = ROW_MISS, None
+                cause, who = Cause.ROW_MISS, None
         else:
-            cause, who = (TURNAROUND, None) if turned else (DRAM_QUEUE, None)
+            cause, who = (Cause.TURNAROUND, None) if turned else (Cause.DRAM_QUEUE, None)
         pieces.append((loop.to_accel(col), (cause, dram_key, who, where)))
     t = since
     for until, info in pieces:
         if until > t:
-            tl.append((t, S_DRAM, info))
+            tl.append((t, Wait.DRAM, info))
             t = until
     if t < end:
-        tl.append((t, S_LATENCY, dram_key))
+        tl.append((t, Wait.LATENCY, dram_key))
     if end > env.now:
         yield env.timeout(end - env.now)
         rec.events += 1

@@ -17,8 +17,8 @@ from bisect import bisect_right
 from cyclesim.engine import dram_native
 from cyclesim.engine.dram_loop import ControllerRuns, DramLoop
 from cyclesim.engine.dram_native import DramTimer
-from cyclesim.engine.record import S_BURST, S_DRAM, S_LATENCY
 from cyclesim.engine.transfer import DramRuns
+from cyclesim.vocabulary import Wait
 
 
 class DramSide:
@@ -201,7 +201,7 @@ class TimerRuns(DramRuns):
         env = self.env
         wait = self.timer.to_accel(self.side.data_end) - env.now
         if wait > 0:
-            self.tl.append((env.now, S_LATENCY, self.dram_key))
+            self.tl.append((env.now, Wait.LATENCY, self.dram_key))
             yield env.timeout(wait)
             self.rec.events += 1
 
@@ -245,7 +245,7 @@ def _run(tl, timer, side, who, start, lo, hi, port_cycles, port_key) -> int:
     end = max(port_end, dram_end)
     side.stream = (end,) + side.stream[1:]  # a run starting at `end` continues the stream
     if dram_end <= port_end or not delays:  # the port binds (or the DRAM had no delay)
-        tl.append((start, S_BURST, port_key))
+        tl.append((start, Wait.BURST, port_key))
         return end
     t = start
     for a, z, cause, opener, where in delays:
@@ -253,9 +253,9 @@ def _run(tl, timer, side, who, start, lo, hi, port_cycles, port_key) -> int:
         if z <= a:
             continue
         if a > t:
-            tl.append((t, S_BURST, port_key))
-        tl.append((a, S_DRAM, (cause, port_key, opener, where)))
+            tl.append((t, Wait.BURST, port_key))
+        tl.append((a, Wait.DRAM, (cause, port_key, opener, where)))
         t = z
     if t < end:
-        tl.append((t, S_BURST, port_key))
+        tl.append((t, Wait.BURST, port_key))
     return end

@@ -33,7 +33,7 @@ from typing import Final
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import ACTIVATE, PRECHARGE, READ, WRITE, timing_tables
-from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH
+from cyclesim.vocabulary import BankCommand
 
 # Final: constants a compiled timer (make native, engine/dram_native.py) reads directly
 ROW_MISS: Final = "row_miss"
@@ -210,8 +210,8 @@ class DramTimer:
 
     def trace_into(self, log: list[tuple], name: str) -> None:
         """Record every row visit's bank commands into log, as memory `name`: (accelerator
-        cycle, name, bank, BANK_ACTIVATE, row), (t, name, bank, BANK_PRECHARGE, cycle the bank
-        is closed), and per rank (t, name, its first bank, BANK_REFRESH, cycle it ends)."""
+        cycle, name, bank, ACTIVATE, row), (t, name, bank, PRECHARGE, cycle the bank
+        is closed), and per rank (t, name, its first bank, REFRESH, cycle it ends): BankCommand."""
         self.log, self.name = log, name
         self._build_frame()
 
@@ -751,9 +751,9 @@ class DramTimer:
                 if not hit:
                     if log is not None:
                         if open_now != NO_ROW:
-                            log.append((to_accel(precharge), name, b, BANK_PRECHARGE,
+                            log.append((to_accel(precharge), name, b, BankCommand.PRECHARGE,
                                         to_accel(precharge + tRP)))  # fmt: skip
-                        log.append((to_accel(act), name, b, BANK_ACTIVATE, row))
+                        log.append((to_accel(act), name, b, BankCommand.ACTIVATE, row))
                     row_opener = opener[b] if cause == BANK_CONFLICT else None
                     open_row[b], opener[b], open_cause[b] = row, who, cause
                     closed_by_refresh[b] = False
@@ -825,7 +825,9 @@ class DramTimer:
                     closed_by_refresh[b] = False
                     t = pre_ready[b] + tRP
                     if log is not None:
-                        log.append((to_accel(pre_ready[b]), name, b, BANK_PRECHARGE, to_accel(t)))
+                        log.append(
+                            (to_accel(pre_ready[b]), name, b, BankCommand.PRECHARGE, to_accel(t))
+                        )
                     if t > act_ready[b]:
                         act_ready[b] = t
                 if not left:
@@ -872,8 +874,10 @@ class DramTimer:
         if self.log is not None:  # the open banks are precharged, then the rank refreshes
             log, name, to_accel = self.log, self.name, self.to_accel
             for b in opened:
-                log.append((to_accel(start - self.tRP), name, b, BANK_PRECHARGE, to_accel(start)))
-            log.append((to_accel(start), name, lo, BANK_REFRESH, to_accel(done)))
+                log.append(
+                    (to_accel(start - self.tRP), name, b, BankCommand.PRECHARGE, to_accel(start))
+                )
+            log.append((to_accel(start), name, lo, BankCommand.REFRESH, to_accel(done)))
         open_row[lo:hi] = [NO_ROW] * banks
         self.opener[lo:hi] = [None] * banks
         self.closed_by_refresh[lo:hi] = [True] * banks

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import simpy
 
-from cyclesim.engine.record import S_PORT
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.rows import Rows
+from cyclesim.vocabulary import Wait
 
 PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-backs 2 * node + 1
 DECIDE = 2  # SimPy priority of the end-of-cycle grant decision: after URGENT (0) and NORMAL (1)
@@ -57,7 +58,7 @@ class Fabric:
 
     def __init__(
         self,
-        env: simpy.Environment,
+        env: ReplayEnvironment,
         widths: dict[str, int],
         grants: dict[str, list],
         order: tuple[str, ...] = (),
@@ -98,7 +99,7 @@ class Fabric:
         a bit), and the end-of-cycle decision grants among all of them. at_once=False (a
         DRAM link, whose timer cannot take back what it issued): always wait for the decision.
         tl: the requester's timeline; a request not granted in the cycle it was made in
-        records there that it waits for the ports from that cycle on (S_PORT)."""
+        records there that it waits for the ports from that cycle on (Wait.PORT)."""
         holder, reserved, width, wanted = self.holder, self.reserved, self.width, self.wanted
         now = self.env.now
         if at_once:
@@ -259,10 +260,7 @@ class Fabric:
         if self.deciding == now:
             return
         self.deciding = now
-        ev = simpy.Event(self.env)
-        ev._ok, ev._value = True, None
-        ev.callbacks.append(self._decide)
-        self.env.schedule(ev, DECIDE)
+        self.env.call(self._decide, DECIDE)
 
     def _decide(self, _event: simpy.Event | None = None) -> None:
         """Grant the ports that are free among all the requests of this cycle (DESIGN
@@ -312,7 +310,7 @@ class Fabric:
         for w in waiting:  # not granted in the cycle they asked in: they wait for the ports
             if w[5] is not None:
                 if w[6] is not None:
-                    w[6].append((w[5], S_PORT, w[2]))
+                    w[6].append((w[5], Wait.PORT, w[2]))
                 w[5] = None
 
 

@@ -51,9 +51,9 @@ from cyclesim.engine.fastforward_dram import (
 from cyclesim.engine.fastforward_jump import grant_jump, jump
 from cyclesim.engine.fastforward_snapshot import Snapshot, Unknown, Watched, describe, marks
 from cyclesim.engine.record import FOREVER
-from cyclesim.engine.state import DONE, PARENT, PIPE, RUN, USES
 from cyclesim.engine.tiles import entry_classifier
 from cyclesim.engine.transfer import n_bursts_of
+from cyclesim.vocabulary import Wait
 
 MIN_BOUND = 4  # a loop with fewer iterations has no room for two snapshots and a skip
 MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did not match
@@ -330,7 +330,7 @@ class FastForward:
             if fewer * x.burst * delta % more:
                 return self._miss("uneven bursts", 0)  # the other side's share of a burst varies
             n_bursts = n_bursts_of(x.big, x.small, x.burst)
-            ahead = max(1, x.j - x.i) if x.stage == RUN else 1
+            ahead = max(1, x.j - x.i) if x.stage == Wait.BURST else 1
             k = (n_bursts - 1 - ahead - x.i) // delta
             most = k if most is None else min(most, k)
         if not most or most < 1:
@@ -363,7 +363,7 @@ class FastForward:
             d = lv.below[n.index]
             if not d:
                 continue
-            if st.stage == DONE:
+            if st.stage == Wait.IDLE:
                 return self._miss("done", 0)
             x2 = st.k
             x1 = x2 - m * d
@@ -382,7 +382,7 @@ class FastForward:
                     return self._miss("first visit", 0)
                 if not is_fill:
                     top -= d  # a final write-back differs from a partial one
-                    if st.stage in (USES, PIPE, PARENT):
+                    if st.stage in (Wait.USES, Wait.PIPELINE, Wait.PARENT):
                         top += 1  # ... its entry st.k decides which only after these waits
             most = min(most, (top - x2) // (m * d))
         if most > 0:

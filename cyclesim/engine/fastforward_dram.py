@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cyclesim.engine.state import TRANSFER
+from cyclesim.vocabulary import Wait
 
 # why a look at a boundary found DRAM traffic (FastForward.misses)
 DRAM_REQUESTS = "DRAM requests in the period"
@@ -39,7 +39,9 @@ class DramWatch:
 
     def under_way(self) -> bool:
         """Is a transfer through a DRAM side in progress (a snapshot cannot describe it)?"""
-        return any(st.stage == TRANSFER for st in self.states) or any(t.ahead for t in self.timers)
+        return any(st.stage == Wait.TRANSFER for st in self.states) or any(
+            t.ahead for t in self.timers
+        )
 
     def every_iteration(self, below: tuple) -> bool:
         """Does a loop move some DRAM-linked node to other tiles in every iteration (below: tiles

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from cyclesim.engine.fastforward_records import replicate
 from cyclesim.engine.fastforward_snapshot import BY_PART, COUNTDOWNS, TABLES, Snapshot
-from cyclesim.engine.state import DRAINED, PARENT
+from cyclesim.vocabulary import Wait
 
 
 def jump(
@@ -32,9 +32,8 @@ def jump(
     dt = K * P
     m = (b.g - a.g) // period  # iterations of L per period
     below = tuple(m * d for d in per_iteration)  # tiles per period
-    # the clock and the queue: a uniform shift keeps the heap's order
-    env._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in env._queue]
-    env._now += dt
+    # the clock and the queue
+    env.shift(dt)
     # the processes
     moved = {}  # output node -> is the fill -> (its state, entry at b)
     for n, st, is_fill in active:
@@ -96,8 +95,7 @@ def grant_jump(r, a: Snapshot, b: Snapshot, K: int) -> int:
     env = r.env
     P = b.time - a.time
     dt = K * P
-    env._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in env._queue]
-    env._now += dt
+    env.shift(dt)
     for xa, xb in zip(a.marks["xfers"], b.marks["xfers"], strict=True):
         if xb is not None:
             x, moved = xb[0], K * (xb[1] - xa[1])
@@ -123,7 +121,7 @@ def _visits(t, classifiers: tuple, moved: dict, shift: int) -> None:
     """
     drained = t.drained
     waiters = []  # the fill's, if it waits for `drained` (nobody else does)
-    if True in moved and moved[True][0].stage == DRAINED:
+    if True in moved and moved[True][0].stage == Wait.PREVIOUS_WRITE_BACK:
         key = moved[True][0].prev - shift
         if drained.get(key, True) is not True:
             waiters.append((key, drained.pop(key)))
@@ -139,7 +137,7 @@ def _visits(t, classifiers: tuple, moved: dict, shift: int) -> None:
         first_and_key = classifiers[0]
         last_visit = t.last_visit
         # the fill takes an entry's mark after its waits for the parent and `drained`
-        taken = f_st.stage not in (PARENT, DRAINED)
+        taken = f_st.stage not in (Wait.PARENT, Wait.PREVIOUS_WRITE_BACK)
         if not taken and f_st.prev is not None:  # entry `old` took its mark during the skip
             taken_during = f_st.prev - shift
         last = f_st.k

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cyclesim.engine.record import S_SLOT, S_USES
 from cyclesim.engine.rows import TileShift
+from cyclesim.vocabulary import Wait
 
 if TYPE_CHECKING:
     from cyclesim.engine.fastforward_snapshot import Snapshot
@@ -30,7 +30,7 @@ def replicate(r, a: Snapshot, b: Snapshot, K: int, tile_shift: tuple, step: int)
     for tls, name in ((rec.fill_tl, "fill_tl"), (rec.drain_tl, "drain_tl")):
         for node, tl in enumerate(tls):
             d = tile_shift[node]  # a slot or use wait names a tile
-            tile = TileShift(2, d, states=(S_SLOT, S_USES)) if d else None
+            tile = TileShift(2, d, states=(Wait.SLOT, Wait.USES)) if d else None
             tl.repeat(ma[name][node], mb[name][node], K, times, tile)
     for key, grants in rec.grants.items():
         n0, n1 = ma["grants"][key], mb["grants"][key]

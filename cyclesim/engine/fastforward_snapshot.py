@@ -10,9 +10,9 @@ import functools
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from simpy.events import PENDING, Interruption, Process
+from simpy.events import Interruption
 
-from cyclesim.engine.state import DRAINED, PARENT, RUN, TRANSFER
+from cyclesim.vocabulary import Wait
 
 TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # `produced` is only read by the consumers of an intermediate (never with one leaf): shifted
@@ -80,11 +80,12 @@ def describe(
     resources = {id(resource): name for name, (resource, _, _) in r.dma.items()}
 
     def callback(cb) -> tuple:
-        owner = getattr(cb, "__self__", None)
-        if owner is not None and getattr(cb, "__func__", None) is Process._resume:
-            pid = proc_ids.get(id(owner))
+        process = env.resumed_process(cb)
+        if process is not None:
+            pid = proc_ids.get(id(process))
             if pid is not None:
                 return ("resume", pid)
+        owner = getattr(cb, "__self__", None)
         if isinstance(owner, Interruption):
             return ("interrupt", proc_ids.get(id(owner.process)))
         if owner is fabric:  # the end-of-cycle grant decision (engine/fabric.py)
@@ -101,18 +102,16 @@ def describe(
         if seen is not None:
             return ("same", seen)
         locs[id(ev)] = loc
-        cause = ev._value.cause if isinstance(ev, Interruption) else None
         cbs = tuple(callback(cb) for cb in ev.callbacks) if ev.callbacks else ()
-        return (type(ev).__name__, ev._value is PENDING, getattr(ev, "_ok", None), cause, cbs)
+        return (type(ev).__name__, *env.event_state(ev), cbs)
 
     out = []
     # queued events in heap order; one nobody waits for (an interrupted run's timeout) does
     # nothing when it fires, whenever that is: left out (the jump moves it all the same)
-    queue = sorted(env._queue)
     out.append(
         tuple(
             (t - now, prio, event(ev, ("queue", i)))
-            for i, (t, prio, _, ev) in enumerate(queue)
+            for i, (t, prio, ev) in enumerate(env.queued())
             if ev.callbacks
         )
     )
@@ -218,7 +217,7 @@ def describe(
     # the processes: state objects, and where the event each one waits for is held
     for n, st, is_fill in watched.active:
         base = g // watched.tiles_per[n.index] if below[n.index] else 0
-        if is_fill and st.stage == DRAINED:  # the only waiter `drained` ever holds
+        if is_fill and st.stage == Wait.PREVIOUS_WRITE_BACK:  # the only waiter `drained` ever holds
             waiter = r.tiles[n.index].drained.get(st.prev)
             if waiter is not None and waiter is not True:  # (True: it woke, in the queue)
                 event(waiter, ("tile", n.index, "drained"))
@@ -242,7 +241,7 @@ def describe(
     targets = []
     for p in watched.procs:
         if p.is_alive:
-            loc = locs.get(id(p._target))
+            loc = locs.get(id(p.target))
             if loc is None:
                 raise Unknown("target")
             targets.append(loc)
@@ -288,10 +287,14 @@ def _node_state(st, base: int, now: int, locs: dict, grants: bool) -> tuple:
     if x is not None:
         channel = None if x.channel is None else locs.get(id(x.channel), "unseen")
         xfer = (x.stage, x.big, x.small, None if grants else x.i, x.rest, x.stopping, channel)
-        if x.stage == RUN:  # the run in progress: read back when it ends or is interrupted
+        if x.stage == Wait.BURST:  # the run in progress: read back when it ends or is interrupted
             xfer += (x.start - now, x.first, x.j - x.i, x.last - now, x.wp, x.wc)
-    prev = st.prev - st.k if st.stage in (PARENT, DRAINED) and st.prev is not None else None
+    prev = (
+        st.prev - st.k
+        if st.stage in (Wait.PARENT, Wait.PREVIOUS_WRITE_BACK) and st.prev is not None
+        else None
+    )
     start = None
-    if st.stage == TRANSFER:
+    if st.stage == Wait.TRANSFER:
         start = st.start if grants else st.start - now
     return (st.stage, st.k - base, prev, start, xfer)

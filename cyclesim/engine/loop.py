@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import simpy
 from simpy.core import EmptySchedule
 
-from cyclesim.engine.record import S_PRODUCER, S_SPACE
+from cyclesim.vocabulary import PeWait, Wait
 
 STEPS_PER_LOOK = 4096  # events processed between two looks at the wall clock
 SHOW_AFTER_SECONDS = 1.0  # progress=None: show the bar once a run lasts this long (on a tty)
@@ -160,7 +160,7 @@ def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:
         n = r.plan.nodes[node]
         what = (
             f"to be produced by Einsum {r.producer_of.get(n.tensor)}"
-            if kind == "produced"
+            if kind == PeWait.PRODUCED
             else "to be resident"
         )
         lines.append(
@@ -170,9 +170,9 @@ def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:
         lines.append("  PE array: waiting")
     for name, tl in stuck:
         since, state, info = tl[-1] if tl else (0, "not started", None)
-        if state == S_PRODUCER:  # info: (einsum, part key)
+        if state == Wait.PRODUCER:  # info: (einsum, part key)
             info = f"Einsum {info[0]} has not produced part {info[1]} of the parent tile"
-        elif state == S_SPACE:  # info: (node, tile) holding room, engine/space.py
+        elif state == Wait.SPACE:  # info: (node, tile) holding room, engine/space.py
             info = _no_room(r, name)
         lines.append(f"  {name}: since cycle {since} in state '{state}' ({info})")
     lines.append(

@@ -13,27 +13,6 @@ from cyclesim.engine.rows import Rows
 
 FOREVER = 1 << 62  # end of an open trace window
 
-# states of a node process (its timeline): what it is doing from that cycle on
-S_SLOT = "slot"  # waiting for a free slot; info: tile index holding it
-S_SPACE = "space"  # waiting for room in its memory; info: (node, tile) holding it (space.py)
-S_PARENT = "parent"  # waiting for the parent tile; info: parent node index
-S_PRODUCER = (
-    "dependency"  # waiting for the producer's part of the parent tile; info: (einsum, part key)
-)
-S_PORT = "port"  # waiting for its ports; info: (port keys)
-S_DMA = "dma"  # waiting for a DMA channel; info: engine name
-S_SETUP = "setup"  # DMA setup; info: engine name
-S_BURST = "burst"  # moving a burst; info: bottleneck port key
-S_LATENCY = "latency"  # port latency after the last burst; info: port key
-S_USES = "uses"  # waiting for the tile's users (children, PE) to finish; info: None
-S_DRAIN = "drain"  # waiting for the previous write-back of the same values; info: node index
-S_PIPE = "pipeline"  # PE pipeline depth before results can leave
-S_IDLE = "idle"  # nothing left to do
-S_WAIT_FILL = "wait_fill"  # drain process: the tile is not yet entered; info: node index
-S_DRAM = "dram"  # a DRAM delay (engine/dram_port.py); info: (cause, port key, row opener, where)
-# the bank commands of a traced DRAM replay (Recorder.dram_banks, engine/dram_timer.py)
-BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH = "activate", "precharge", "refresh"
-
 
 @dataclass(frozen=True, slots=True)
 class TraceFilter:
@@ -61,7 +40,8 @@ class Recorder:
 
     # every row list is a Rows (engine/rows.py): a list whose fast-forwarded stretches are
     # stored once with their shifts
-    fill_tl: list[Rows] = field(default_factory=list)  # per node: [(t, state, info)]
+    # per node: [(t, wait, info)], wait a vocabulary.Wait (its comment says what info holds)
+    fill_tl: list[Rows] = field(default_factory=list)
     drain_tl: list[Rows] = field(default_factory=list)
     # port -> [(start, end, who, tensor)]; the open grant is a list [start, None, who, tensor]
     grants: dict[str, Rows] = field(default_factory=dict)

@@ -10,27 +10,18 @@ from __future__ import annotations
 import difflib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import simpy
 
 from cyclesim.engine.dma import Channels
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.fastforward import FastForward, FastForwardStats
 from cyclesim.engine.loop import deadlock_message, gc_paused, run_to_empty_queue
-from cyclesim.engine.record import (
-    FOREVER,
-    S_DRAIN,
-    S_IDLE,
-    S_PARENT,
-    S_PIPE,
-    S_PRODUCER,
-    S_SLOT,
-    S_USES,
-    Recorder,
-    TraceFilter,
-)
+from cyclesim.engine.options import RunOptions
+from cyclesim.engine.record import FOREVER, Recorder, TraceFilter
 from cyclesim.engine.rows import Rows
 from cyclesim.engine.space import (
     LEDGER_ENVIRONMENT_VARIABLE,
@@ -38,28 +29,8 @@ from cyclesim.engine.space import (
     Space,
     ledger_overflows,
 )
-from cyclesim.engine.state import (
-    COMPUTE,
-    DONE,
-    DRAINED,
-    OPERAND,
-    PARENT,
-    PIPE,
-    PRODUCER,
-    SLOT,
-    SPACE,
-    TRANSFER,
-    USES,
-    NodeState,
-    PeState,
-)
-from cyclesim.engine.state import (
-    DRAIN as DRAIN_STAGE,
-)
-from cyclesim.engine.state import (
-    FILL as FILL_STAGE,
-)
-from cyclesim.engine.systolic import DRAIN, FILL, Wavefront
+from cyclesim.engine.state import NodeState, PeState
+from cyclesim.engine.systolic import Wavefront
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import Link, transfer
 from cyclesim.engine.verify import (
@@ -78,6 +49,7 @@ from cyclesim.schedule.counts import (
 )
 from cyclesim.schedule.plan import NodePlan, Plan
 from cyclesim.schedule.steps import program_blocks, segment_classifier, segment_profile
+from cyclesim.vocabulary import Fold, PeWait, TransferKind, Wait
 
 
 @dataclass(slots=True)
@@ -89,10 +61,14 @@ class RawRun:
     counts: dict[tuple, list[int]]  # (einsum, tensor, memory, action, direction) -> [values, bits]
     cycles: int
     wall_seconds: float
-    trace: bool
+    options: RunOptions  # how it was replayed (the plan's reuse and isolate_einsums too)
     env_events: int = 0  # SimPy events scheduled (SimPy's own event counter)
     fast_forward: FastForwardStats = FastForwardStats()  # what fast-forward skipped
-    fast_forward_on: bool = True  # was it allowed (replay_plan(fast_forward=...))
+
+    @property
+    def fast_forward_on(self) -> bool:
+        """Whether fast-forward was allowed (RunOptions.fast_forward)."""
+        return self.options.fast_forward
 
 
 class _Replay:
@@ -101,7 +77,7 @@ class _Replay:
     def __init__(self, plan: Plan, trace: bool, trace_filter: TraceFilter | None = None) -> None:
         self.plan = plan
         self.nodes = plan.nodes
-        self.env = simpy.Environment()
+        self.env = ReplayEnvironment()
         self.rec = Recorder()
         self.last_finisher = self.rec.last_finisher
         if trace:
@@ -311,35 +287,35 @@ class _Replay:
                 if not first:  # a revisit reloads its partial sums from the parent
                     kp = k // ratio
                     if wait_parent and p_resident.get(kp) is not True:
-                        tl.append((env.now, S_PARENT, p.index))
-                        st.stage = PARENT
+                        tl.append((env.now, Wait.PARENT, p.index))
+                        st.stage = Wait.PARENT
                         yield pt.waiter(p_resident, kp)
                     prev = st.prev
                     if prev is not None and drained.get(prev) is not True:
-                        tl.append((env.now, S_DRAIN, node))
-                        st.stage = DRAINED
+                        tl.append((env.now, Wait.PREVIOUS_WRITE_BACK, node))
+                        st.stage = Wait.PREVIOUS_WRITE_BACK
                         yield t.waiter(drained, prev)
                         prev = st.prev
                     drained.pop(prev, None)
             else:
                 kp = k // ratio
                 if wait_parent and p_resident.get(kp) is not True:
-                    tl.append((env.now, S_PARENT, p.index))
-                    st.stage = PARENT
+                    tl.append((env.now, Wait.PARENT, p.index))
+                    st.stage = Wait.PARENT
                     yield pt.waiter(p_resident, kp)
                     kp = st.k // ratio
                 if wait_producer:
                     pkey = kp * p.dependency_groups + p.user_group(st.k, n.ratio)
                     if p_produced.get(pkey) is not True:
-                        tl.append((env.now, S_PRODUCER, (producer, pkey)))
-                        st.stage = PRODUCER
+                        tl.append((env.now, Wait.PRODUCER, (producer, pkey)))
+                        st.stage = Wait.PRODUCER
                         yield pt.waiter(p_produced, pkey)
             k = st.k
             if k >= slots:
                 ks = k - slots
                 if released.get(ks) is not True:
-                    tl.append((env.now, S_SLOT, ks))
-                    st.stage = SLOT
+                    tl.append((env.now, Wait.SLOT, ks))
+                    st.stage = Wait.SLOT
                     yield t.waiter(released, ks)
                     k = st.k
                     ks = k - slots
@@ -349,7 +325,7 @@ class _Replay:
                     # in a memory the branches share beyond its size, room is granted at the
                     # end of the cycle in tie order, and only in the fill's branch's turn
                     # (space.py): granted, its room is taken; waiting, its state is written
-                    st.stage = SPACE
+                    st.stage = Wait.SPACE
                     yield space.ask(node, st.k, tl)
                 else:
                     space.take(node, st.k)
@@ -369,7 +345,7 @@ class _Replay:
                 self._dram_side(link, n, False)
             if link.dram is not None:
                 link.dram.select(k)
-            st.stage = TRANSFER
+            st.stage = Wait.TRANSFER
             yield from transfer(
                 env, fabric, rec, tl, link, par_values * bits, chi_values * bits, st
             )
@@ -380,7 +356,7 @@ class _Replay:
                         start,
                         env.now,
                         node,
-                        "reload" if output_role else "fill",
+                        TransferKind.RELOAD if output_role else TransferKind.FILL,
                         k,
                         par_values * bits,
                     )
@@ -396,8 +372,8 @@ class _Replay:
                 self.finish_use(p.index, k // ratio, who, False)
             self._mark_resident(n, k)
             st.k = k + 1
-        st.stage = DONE
-        tl.append((env.now, S_IDLE, None))
+        st.stage = Wait.IDLE
+        tl.append((env.now, Wait.IDLE, None))
         self.end = max(self.end, env.now)
 
     def drain_proc(self, n: NodePlan, st: NodeState):
@@ -426,21 +402,21 @@ class _Replay:
         while st.k < entries:
             k = st.k
             if used.get(k) is not True:
-                tl.append((env.now, S_USES, k))
-                st.stage = USES
+                tl.append((env.now, Wait.USES, k))
+                st.stage = Wait.USES
                 yield t.waiter(used, k)
             if pipelined:  # the tile's results land pipeline_depth after the PE array is
                 # done with it, also while this process was busy with an earlier tile
                 left = lands_at.pop(st.k) - env.now
                 if left > 0:
-                    tl.append((env.now, S_PIPE, None))
-                    st.stage = PIPE
+                    tl.append((env.now, Wait.PIPELINE, None))
+                    st.stage = Wait.PIPELINE
                     yield env.timeout(left)
                     rec.events += 1
             kp = st.k // ratio
             if wait_parent and p_resident.get(kp) is not True:
-                tl.append((env.now, S_PARENT, p.index))
-                st.stage = PARENT
+                tl.append((env.now, Wait.PARENT, p.index))
+                st.stage = Wait.PARENT
                 yield pt.waiter(p_resident, kp)
             k = st.k
             final = is_final(k)
@@ -448,14 +424,16 @@ class _Replay:
             st.start = env.now
             if link.dram is not None:
                 link.dram.select(k)
-            st.stage = TRANSFER
+            st.stage = Wait.TRANSFER
             yield from transfer(
                 env, fabric, rec, tl, link, par_values * bits, chi_values * bits, st
             )
             k, start = st.k, st.start
             kp = k // ratio
             if rec.transfers is not None and rec.keep_transfer(node, start, env.now):
-                rec.transfers.append((start, env.now, node, "drain", k, par_values * bits))
+                rec.transfers.append(
+                    (start, env.now, node, TransferKind.WRITE_BACK, k, par_values * bits)
+                )
             if reads is None:
                 reads = self._cell((n.owner, n.tensor, n.memory, READ, READ_TO_ABOVE))
                 writes = self._cell((n.owner, n.tensor, p.memory, WRITE, WRITE_FROM_BELOW))
@@ -478,8 +456,8 @@ class _Replay:
             computed = t.computed_tile.pop(k, 0) if intermediate else 0
             self.finish_use(p.index, kp, who, True, p.user_group(k, n.ratio), computed)
             st.k = k + 1
-        st.stage = DONE
-        tl.append((env.now, S_IDLE, None))
+        st.stage = Wait.IDLE
+        tl.append((env.now, Wait.IDLE, None))
         self.end = max(self.end, env.now)
 
     def pe_proc(self, st: PeState):
@@ -493,6 +471,9 @@ class _Replay:
         waits, spatial, pe_segments = rec.pe_waits, rec.spatial, rec.pe_segments
         finish_use, set_shares, timeout = self.finish_use, fabric.set_shares, env.timeout
         kinds = st.kinds  # (leaf, level, first visit) -> _SegmentKind, in first-run order
+        # read off the enum once: an enum attribute costs ~0.3 us in Python 3.11 (EnumType's
+        # __getattr__), and the loop below runs per segment and per operand
+        resident, produced, computing = PeWait.RESIDENT, PeWait.PRODUCED, Wait.COMPUTE
         wave = None
         if plan.systolic is not None:
             wave = Wavefront(plan, rec.systolic, rec.systolic_spans)
@@ -535,9 +516,9 @@ class _Replay:
                         pkey = k * n.dependency_groups + n.user_group(g, ratio)
                     if ev is None and check_produced:
                         ev = t.waiter(t.produced, pkey)
-                        kind = "produced"
+                        kind = produced
                     else:
-                        kind = "resident"
+                        kind = resident
                     while ev is not None:
                         if st.wait is None:
                             if st.held is not None:  # the PE array uses no port while it waits
@@ -545,15 +526,15 @@ class _Replay:
                                 st.held = None
                             st.wait = _SegmentWait(env.now, ops, g, i)
                         self.pe_waiting = (node, k, kind, env.now)
-                        st.stage = OPERAND
+                        st.stage = Wait.OPERAND
                         yield ev
                         self.pe_waiting = None
                         rec.events += 1
                         st.wait.met(i, kind, env.now, k, pkey)
                         ev = None
-                        if kind == "resident" and check_produced:
+                        if kind is resident and check_produced:
                             ev = t.waiter(t.produced, pkey)
-                            kind = "produced"
+                            kind = produced
                 if st.wait is not None:
                     st.wait.record(waits, ops, env.now)
                     st.wait = None
@@ -575,21 +556,21 @@ class _Replay:
                 if boundaries is not None and g % every == 0:
                     boundaries.append(g)  # fast-forward may snapshot after this step
                 if wave is not None and (fill := wave.fill_cycles(li, g, g0, level)):
-                    st.stage = FILL_STAGE
+                    st.stage = Wait.WAVEFRONT_FILL
                     yield timeout(fill)  # systolic: preload and skew of a new fold
                     rec.events += 1
-                    wave.note(li, FILL, env.now - fill, env.now)
+                    wave.note(li, Fold.FILL, env.now - fill, env.now)
                 st.start = env.now
-                st.stage = COMPUTE
+                st.stage = computing
                 yield timeout(sk.cycles)
                 rec.events += 1
                 g, start, now = st.g, st.start, env.now
                 if wave is not None and (drain := wave.drain_cycles(li, g, g1, classify)):
-                    st.stage = DRAIN_STAGE
+                    st.stage = Wait.WAVEFRONT_DRAIN
                     yield timeout(drain)  # systolic: the fold's wavefront leaves the array
                     rec.events += 1
                     g, start, now = st.g, st.start, env.now - drain
-                    wave.note(li, DRAIN, now, env.now)
+                    wave.note(li, Fold.DRAIN, now, env.now)
                 if pe_segments is not None and rec.keep_segment(li, start, now):
                     pe_segments.append((start, now, li, g))
                 for (oi, pk), c in sk.spatial:
@@ -608,7 +589,7 @@ class _Replay:
                         finish_use(node, g // ratio, who, False)
                 self.segments_done += 1
                 st.g = g + 1
-        st.stage = DONE
+        st.stage = Wait.IDLE
         if st.held is not None:
             set_shares(st.held.give_back)
         # the PE array's accesses: each executed segment's profile, summed per kind of segment
@@ -638,7 +619,7 @@ class _Replay:
                     )
         rec.last_step_end = env.now
         if plan.pipeline_depth:
-            st.stage = PIPE
+            st.stage = Wait.PIPELINE
             yield env.timeout(plan.pipeline_depth)
             rec.events += 1
         self.end = max(self.end, env.now)
@@ -675,7 +656,7 @@ class _SegmentWait:
         """Operand i's need `kind` was met at cycle now."""
         self.met_at[i] = now
         self.keys[i] = (k, pkey)
-        if kind == "resident":
+        if kind == PeWait.RESIDENT:
             self.resident_at[i] = now
 
     def record(self, waits: list, ops: tuple, now: int) -> None:
@@ -690,9 +671,9 @@ class _SegmentWait:
         if resident is None:  # resident and produced in the same cycle: one need, one state
             resident = now
         if resident > start:
-            waits.append((start, resident, node, "resident", k))
+            waits.append((start, resident, node, PeWait.RESIDENT, k))
         if now > resident:
-            waits.append((resident, now, node, "produced", pkey))
+            waits.append((resident, now, node, PeWait.PRODUCED, pkey))
 
 
 class _SegmentKind:
@@ -754,16 +735,13 @@ def _compile_filter(rec: Recorder, plan: Plan, f: TraceFilter) -> None:
     rec.trace_leaves = tuple(bool({"PE", leaf.einsum} & wanted) for leaf in plan.leaves)
 
 
-def replay_plan(
-    plan: Plan,
-    *,
-    trace: bool = False,
-    trace_filter: TraceFilter | None = None,
-    progress: bool | None = None,
-    fast_forward: bool = True,
-    verify_fast_forward: bool = False,
-) -> RawRun:
+def replay_plan(plan: Plan, options: RunOptions | None = None, **choices) -> RawRun:
     """Run the plan to completion; raise DeadlockError (an EngineError) if it cannot progress.
+
+    options: how to run it (engine/options.py), by default the plan's reuse and
+    isolate_einsums and `cyclesim run`'s defaults; choices override single fields of it
+    (`replay_plan(plan, trace=True)`). Raise OptionError when options name another reuse or
+    isolate_einsums than the plan was built with.
 
     fast_forward: skip iterations that repeat an exactly equal state (engine/fastforward.py);
     the result is identical either way, only SimPy's event counts differ.
@@ -774,11 +752,11 @@ def replay_plan(
     Raise L1ReplayError (an EngineError) at the cycle an L1 allocation does not fit, when a
     memory has an `allocator:` (engine/l1.py).
 
-    A trace_filter implies trace=True and keeps only the events it selects.
+    A trace_filter implies tracing and keeps only the events it selects.
     """
+    options = _options_for(plan, options, choices)
     wall0 = time.perf_counter()
-    trace = trace or trace_filter is not None
-    r = _Replay(plan, trace, trace_filter)
+    r = _Replay(plan, options.traced, options.trace_filter)
     env = r.env
     procs = []
     for n in plan.nodes:
@@ -790,12 +768,12 @@ def replay_plan(
             drain = env.process(r.drain_proc(n, r.drain_state[n.index]))
             procs.append((f"write-back {n.label()}", r.rec.drain_tl[n.index], drain))
     pe = env.process(r.pe_proc(r.pe_state))
-    ff = FastForward(r, [p for _, _, p in procs] + [pe]) if fast_forward else None
+    ff = FastForward(r, [p for _, _, p in procs] + [pe]) if options.fast_forward else None
 
     with gc_paused():
         run_to_empty_queue(
             env,
-            progress=progress,
+            progress=options.progress,
             total=sum(leaf.segments for leaf in plan.leaves),
             done=lambda: r.segments_done,
             wall0=wall0,
@@ -820,28 +798,42 @@ def replay_plan(
                 r.rec.dram_banks.extend(timer.bank_records(name))
         r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]
     # SimPy numbers every scheduled event from one counter: read it once, after the run
-    env_events = next(env._eid)
+    env_events = env.scheduled_count()
     raw = RawRun(
         plan,
         r.rec,
         r.counts,
         int(r.end),
         time.perf_counter() - wall0,
-        trace,
+        options,
         env_events,
         ff.stats if ff is not None else FastForwardStats(),
-        fast_forward,
     )
     if raw.fast_forward.jumps and (
-        verify_fast_forward or os.environ.get(VERIFY_ENVIRONMENT_VARIABLE, "0") not in ("", "0")
+        options.verify_fast_forward
+        or os.environ.get(VERIFY_ENVIRONMENT_VARIABLE, "0") not in ("", "0")
     ):
-        full = replay_plan(
-            plan, trace=trace, trace_filter=trace_filter, progress=False, fast_forward=False
-        )
+        full = replay_plan(plan, options, progress=False, fast_forward=False)
         diffs = run_differences(raw, full)
         if diffs:
             raise FastForwardMismatch("fast-forward changed the replay: " + "; ".join(diffs))
     return raw
+
+
+def _options_for(plan: Plan, options: RunOptions | None, choices: dict) -> RunOptions:
+    """The options a plan is replayed with: the given ones (by default the plan's schedule
+    choices and the defaults) with single fields overridden by choices."""
+    schedule = (plan.reuse.value, plan.isolate_einsums)
+    if options is None:
+        options = RunOptions(reuse=schedule[0], isolate_einsums=schedule[1])
+    if choices:
+        options = replace(options, **choices)
+    if (options.reuse, options.isolate_einsums) != schedule:
+        raise OptionError(
+            f"the plan was built with reuse={schedule[0]}, isolate_einsums={schedule[1]}; "
+            f"the options ask for reuse={options.reuse}, isolate_einsums={options.isolate_einsums}"
+        )
+    return options
 
 
 def _forget_parts(produced: dict, k: int, parts: int) -> None:

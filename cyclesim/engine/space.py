@@ -23,8 +23,8 @@ from __future__ import annotations
 import simpy
 
 from cyclesim.engine.dma import CHANNELS
-from cyclesim.engine.record import S_SPACE
 from cyclesim.schedule.plan import Plan
+from cyclesim.vocabulary import Wait
 
 LEDGER_ENVIRONMENT_VARIABLE = "CYCLESIM_CHECK_CAPACITY"
 # SimPy priority of the end-of-cycle room decision: after every ordinary event (NORMAL, 1), so
@@ -132,10 +132,7 @@ class Space:
     def _queue_decision(self) -> None:
         if not self.deciding:
             self.deciding = True
-            ev = simpy.Event(self.env)
-            ev._ok, ev._value = True, None
-            ev.callbacks.append(self._decide)
-            self.env.schedule(ev, ROOM)
+            self.env.call(self._decide, ROOM)
 
     def _decide(self, _event: simpy.Event | None = None) -> None:
         """Grant room in the tie order (node index) to each fill whose branch has its turn and
@@ -148,11 +145,11 @@ class Space:
             if not self.turn(node):
                 if req.noted != "turn":
                     req.noted = "turn"
-                    req.tl.append((now, S_SPACE, None))
+                    req.tl.append((now, Wait.SPACE, None))
             elif not self.room(node):
                 if req.noted != "room":
                     req.noted = "room"
-                    req.tl.append((now, S_SPACE, self.blocker(node)))
+                    req.tl.append((now, Wait.SPACE, self.blocker(node)))
             else:
                 self.take(node, req.k)
                 req.event.succeed()

@@ -5,33 +5,13 @@ compared with another moment of the run nor moved in time. The fill, write-back 
 processes (engine/run.py) and the transfers (engine/transfer.py) keep it here instead; after
 every yield they read it back, so fast-forward (engine/fastforward.py) can shift a snapshot
 by whole periods with arithmetic on these objects: times by a number of cycles, tile and
-segment indices by a number of tiles.
+segment indices by a number of tiles. `stage` is the yield a process is suspended at, a Wait (vocabulary.py),
+the same word its timeline row records.
 """
 
 from __future__ import annotations
 
-# stages: the yield a process is suspended at (part of its state; names for the deadlock report)
-START = "start"
-PARENT = "parent"
-DRAINED = "drained"
-PRODUCER = "producer"
-SLOT = "slot"
-SPACE = "space"
-TRANSFER = "transfer"
-USES = "uses"
-PIPE = "pipe"
-OPERAND = "operand"
-FILL = "fill"
-COMPUTE = "compute"
-DRAIN = "drain"
-DONE = "done"
-# stages of a transfer
-DMA = "dma"
-SETUP = "setup"
-GRANT = "grant"
-WIDTH = "width"
-RUN = "run"
-LATENCY = "latency"
+from cyclesim.vocabulary import Wait
 
 
 class TransferState:
@@ -57,7 +37,7 @@ class TransferState:
     )
 
     def __init__(self, big: int, small: int) -> None:
-        self.stage = START
+        self.stage = Wait.START
         self.big, self.small = big, small  # parent and child bits of the whole transfer
         self.burst = 0  # child bits per burst
         self.i = 0  # next burst
@@ -85,7 +65,7 @@ class NodeState:
     __slots__ = ("stage", "k", "prev", "start", "xfer")
 
     def __init__(self) -> None:
-        self.stage = START
+        self.stage = Wait.START
         self.k = 0  # the entry being entered, filled or written back (n.entries: done)
         self.prev = None  # outputs' fill: the previous visit of entry k's values (or None)
         self.start = 0  # start of the entry's transfer
@@ -98,7 +78,7 @@ class PeState:
     __slots__ = ("stage", "g", "start", "held", "kinds", "wait")
 
     def __init__(self) -> None:
-        self.stage = START
+        self.stage = Wait.START
         self.g = 0  # the segment being waited for or computed
         self.start = 0  # start of the segment's stream
         self.held = None  # the kind of segment whose port shares the PE array holds

@@ -12,8 +12,6 @@ from __future__ import annotations
 from cyclesim.schedule.plan import Plan
 from cyclesim.schedule.systolic import fold_depth, fold_timing
 
-FILL, DRAIN = "fill", "drain"
-
 
 class Wavefront:
     """Answers, per PE segment, how many fill and drain cycles surround its stream."""
@@ -25,7 +23,7 @@ class Wavefront:
         self.fill, self.drain = timing.fill, timing.drain
         self.depths = tuple(fold_depth(leaf) for leaf in plan.leaves)
         self.overlap = plan.systolic.overlap_folds
-        self.record = record  # (leaf, FILL | DRAIN) -> [cycles, first start, last end]
+        self.record = record  # (leaf, Fold) -> [cycles, first start, last end]
         self.spans = spans  # when tracing: every fill and drain, (start, end, leaf, kind)
 
     def fill_cycles(self, li: int, g: int, g0: int, level: int) -> int:

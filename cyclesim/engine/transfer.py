@@ -13,18 +13,10 @@ from bisect import bisect_right
 import simpy
 
 from cyclesim.engine.fabric import Fabric
-from cyclesim.engine.record import S_BURST, S_LATENCY, S_PORT, S_SETUP, Recorder
-from cyclesim.engine.state import (
-    DMA,
-    GRANT,
-    LATENCY,
-    RUN,
-    SETUP,
-    WIDTH,
-    NodeState,
-    TransferState,
-)
+from cyclesim.engine.record import Recorder
+from cyclesim.engine.state import NodeState, TransferState
 from cyclesim.schedule.plan import PortRef
+from cyclesim.vocabulary import Wait
 
 
 class Link:
@@ -173,12 +165,12 @@ def acquire_dma(
     resource, setup, name = dma
     channel = resource.ask(who, tl)
     if x is not None:
-        x.channel, x.stage = channel, DMA
+        x.channel, x.stage = channel, Wait.DMA
     yield channel
     if setup:
-        tl.append((env.now, S_SETUP, name))
+        tl.append((env.now, Wait.SETUP, name))
         if x is not None:
-            x.stage = SETUP
+            x.stage = Wait.SETUP
         yield env.timeout(setup)
         rec.events += 1
     return x.channel if x is not None else channel
@@ -231,7 +223,7 @@ def transfer(
     ev = fabric.request(who, asking, link.tensor, tl, side.at_once)
     while True:
         if ev is not None:
-            x.stage = GRANT
+            x.stage = Wait.PORT
             yield ev
         x.stopping = False
         x.start = env.now
@@ -239,9 +231,9 @@ def transfer(
             wp = width[pk] - reserved[pk]
             wc = width[ck] - reserved[ck]
             if wp <= 0 or wc <= 0:  # the PE array takes the whole port this cycle: hold and wait
-                tl.append((env.now, S_PORT, keys))
+                tl.append((env.now, Wait.PORT, keys))
                 wake = fabric.wait_for_width(keys)
-                x.stage = WIDTH
+                x.stage = Wait.WIDTH
                 yield wake
                 rec.events += 1
                 x.start = env.now
@@ -252,7 +244,7 @@ def transfer(
                 timing = timings[shape] = _timing(big, small, link.burst, wp, wc, link.child_on_tie)
             side.plan(x, timing, shape)  # the run [x.i, x.j), ending at x.end
             fabric.start_run(keys, proc, x.stopping)
-            x.stage = RUN
+            x.stage = Wait.BURST
             try:
                 yield env.timeout(x.end - x.start)
                 rec.events += 2
@@ -272,8 +264,8 @@ def transfer(
     yield from side.tail()
     latency = link.latency
     if latency:
-        tl.append((env.now, S_LATENCY, link.latency_key))
-        x.stage = LATENCY
+        tl.append((env.now, Wait.LATENCY, link.latency_key))
+        x.stage = Wait.LATENCY
         yield env.timeout(latency)
         rec.events += 1
     if x.channel is not None:
@@ -309,7 +301,7 @@ class PortRuns:
         else:
             cp, cc = -(-rest[0] // wp), -(-rest[1] // wc)
             first, slower = max(cp, cc, 1), _parent_named(cp, cc, link.child_on_tie)
-        self.tl.append((start, S_BURST, link.pk if slower else link.ck))
+        self.tl.append((start, Wait.BURST, link.pk if slower else link.ck))
         # someone waits (or we were told to stop): this burst, then round-robin
         if x.stopping or i + 1 == n_bursts or self.fabric.contested(link.keys):
             j, end, last = i + 1, start + first, start
@@ -454,11 +446,11 @@ def finish_burst(env, fabric: Fabric, rec: Recorder, tl: list, link: Link, rest,
     while rest[0] > 0 or rest[1] > 0:
         wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
         if wp <= 0 or wc <= 0:  # the PE array takes the whole port: hold it and wait
-            tl.append((env.now, S_PORT, keys))
+            tl.append((env.now, Wait.PORT, keys))
             yield fabric.wait_for_width(keys)
             rec.events += 1
             continue
-        tl.append((env.now, S_BURST, port_key))
+        tl.append((env.now, Wait.BURST, port_key))
         begun = env.now
         fabric.start_run(keys, proc, True)
         try:

@@ -19,17 +19,12 @@ from typing import NamedTuple
 
 from cyclesim.engine.fabric import PE
 from cyclesim.engine.loop import gc_paused  # (re-exported: views never import the engine)
-from cyclesim.engine.record import BANK_ACTIVATE, BANK_PRECHARGE, BANK_REFRESH, FOREVER, S_DMA
+from cyclesim.engine.record import FOREVER
 from cyclesim.engine.transfer import _burst_bits, n_bursts_of
 from cyclesim.errors import TraceError
-from cyclesim.results.attribution import (
-    SPATIAL,
-    SYSTOLIC_DRAIN,
-    SYSTOLIC_FILL,
-    StallSpan,
-    bank_path,
-)
+from cyclesim.results.attribution import StallSpan, bank_path
 from cyclesim.schedule.steps import segment_classifier, segment_profile
+from cyclesim.vocabulary import BankCommand, Cause, Fold, TransferKind, Wait
 
 COMPUTE = "compute"  # the PE array's state while it completes a step every cycle
 
@@ -168,7 +163,12 @@ class Buffer:
 
 
 BANK_IDLE, BANK_ACTIVE = "idle", "active"
-BANK_STATES = (BANK_IDLE, BANK_ACTIVE, BANK_PRECHARGE, BANK_REFRESH)  # a DRAM bank's states
+BANK_STATES = (
+    BANK_IDLE,
+    BANK_ACTIVE,
+    BankCommand.PRECHARGE,
+    BankCommand.REFRESH,
+)  # a DRAM bank's states
 NO_ROW = -1
 
 
@@ -247,9 +247,9 @@ def _bursts(big: int, small: int, burst: int) -> list[tuple[int, int]]:
     ]
 
 
-def requester(node: int, kind: str) -> int:
+def requester(node: int, kind: TransferKind) -> int:
     """The requester id a transfer holds ports under: 2*node for fills, 2*node + 1 for write-backs."""
-    return 2 * node + (kind == "drain")
+    return 2 * node + (kind == TransferKind.WRITE_BACK)
 
 
 def who_label(res, who: int) -> str:
@@ -328,7 +328,11 @@ def _build_activity(
     transfers = sorted(rec.transfers, key=lambda t: (t[0], t[2]))
     for start, end, node, kind, _tile, big in transfers:
         n = nodes[node]
-        src, dst = (n.fill_src, n.fill_dst) if kind != "drain" else (n.drain_dst, n.drain_src)
+        src, dst = (
+            (n.fill_src, n.fill_dst)
+            if kind != TransferKind.WRITE_BACK
+            else (n.drain_dst, n.drain_src)
+        )
         small = big // n.union_values * n.tile_values if n.union_values else big
         sides = ((src.key, 0), (dst.key, 1)) if src.key != dst.key else ((src.key, 0),)
         burst = min(src.burst_bits, dst.burst_bits)
@@ -486,7 +490,9 @@ def _pe_use(
         pieces.append(PeState(s, t, COMPUTE, COMPUTE, "", leaf.einsum, g))
         for (oi, pk), cycles in prof.spatial:
             pieces.append(
-                PeState(t, t + cycles, COMPUTE, SPATIAL, where_of[li][(oi, pk)], leaf.einsum, g)
+                PeState(
+                    t, t + cycles, COMPUTE, Cause.SPATIAL, where_of[li][(oi, pk)], leaf.einsum, g
+                )
             )
             t += cycles
             if complete:
@@ -507,7 +513,9 @@ def _pe_states(res, w0: int, w1: int, pieces: list[PeState]) -> States:
     its first to its last fold); the trace draws each fold's own, which the engine records."""
     out = States()
     folds = res.raw.rec.systolic_spans or ()
-    per_fold = (SPATIAL, SYSTOLIC_FILL, SYSTOLIC_DRAIN) if folds else (SPATIAL,)
+    per_fold = (
+        (Cause.SPATIAL, Cause.SYSTOLIC_FILL, Cause.SYSTOLIC_DRAIN) if folds else (Cause.SPATIAL,)
+    )
     spans: list[StallSpan] = sorted(
         (s for s in res.spans if s.cause not in per_fold and s.end > s.start),
         key=lambda s: s.start,
@@ -515,7 +523,7 @@ def _pe_states(res, w0: int, w1: int, pieces: list[PeState]) -> States:
     states = [PeState(s.start, s.end, s.phase, s.cause, _where(s), "", None) for s in spans]
     leaves = res.raw.plan.leaves
     for start, end, li, kind in folds:
-        cause = SYSTOLIC_FILL if kind == "fill" else SYSTOLIC_DRAIN
+        cause = Cause.SYSTOLIC_FILL if kind == Fold.FILL else Cause.SYSTOLIC_DRAIN
         states.append(PeState(start, end, COMPUTE, cause, "", leaves[li].einsum, None))
     for st in sorted(states + pieces, key=lambda p: p.start):
         if st.end <= w0 or st.start >= w1 or st.end <= st.start:
@@ -568,7 +576,7 @@ def _dma_channels(res, w0: int, w1: int, transfers: list[tuple]) -> dict[str, li
         n = plan.nodes[node]
         if n.dma is None:
             continue
-        tl = rec.drain_tl[node] if kind == "drain" else rec.fill_tl[node]
+        tl = rec.drain_tl[node] if kind == TransferKind.WRITE_BACK else rec.fill_tl[node]
         acquire = _acquired(tl, start, end)
         lanes = free_at[n.dma]
         ch = next((c for c, t in enumerate(lanes) if t <= acquire), None)
@@ -586,7 +594,7 @@ def _acquired(tl: list[tuple], start: int, end: int) -> int:
     """When a transfer got its DMA channel: after its wait for one (recorded at its start), else its start."""
     i = bisect_left(tl, (start,), key=lambda s: (s[0],))
     while i < len(tl) and tl[i][0] == start:
-        if tl[i][1] == S_DMA:
+        if tl[i][1] == Wait.DMA:
             return min(tl[i + 1][0], end) if i + 1 < len(tl) else end
         i += 1
     return start
@@ -627,10 +635,10 @@ def _dram_banks(res, w0: int, w1: int, shown: set[str]) -> dict[str, list[DramBa
         config = configs.get(memory)
         if config is None:
             continue
-        if kind == BANK_ACTIVATE:
+        if kind == BankCommand.ACTIVATE:
             changes.setdefault((memory, b), []).append((t, 1, seq, BANK_ACTIVE, value))
             continue
-        banks = range(b, b + config.banks) if kind == BANK_REFRESH else (b,)
+        banks = range(b, b + config.banks) if kind == BankCommand.REFRESH else (b,)
         for bank in banks:
             out = changes.setdefault((memory, bank), [])
             out.append((t, 1, seq, kind, NO_ROW))

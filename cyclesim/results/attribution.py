@@ -12,39 +12,29 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from cyclesim.engine.fabric import PE
-from cyclesim.engine.record import (
-    S_BURST,
-    S_DMA,
-    S_DRAIN,
-    S_DRAM,
-    S_IDLE,
-    S_LATENCY,
-    S_PARENT,
-    S_PIPE,
-    S_PORT,
-    S_PRODUCER,
-    S_SETUP,
-    S_SLOT,
-    S_SPACE,
-    S_USES,
-)
 from cyclesim.engine.rows import Repeat, Rows
 from cyclesim.engine.run import RawRun
 from cyclesim.results.spans import SpanList, SpanRepeat, same_moved
+from cyclesim.schedule.plan import NodePlan
+from cyclesim.vocabulary import Cause, Direction, Fold, PeWait, Wait
 
-BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY = "bandwidth", "contention", "buffer_full", "latency"
 # the last link of the chain of a latency the PE array's pipeline causes
 PIPELINE_DEPTH = "PE pipeline depth"
-DEPENDENCY, SPATIAL, L1_ALLOC = "dependency", "spatial", "l1_alloc"
-ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND = "row_miss", "bank_conflict", "refresh", "turnaround"
-DRAM_QUEUE = "dram_queue"  # the DRAM controller's queue full, or older requests served first
-DRAM_CAUSES = (ROW_MISS, BANK_CONFLICT, REFRESH, TURNAROUND, DRAM_QUEUE)  # docs/dram_causes.md
-SYSTOLIC_FILL, SYSTOLIC_DRAIN = "systolic_fill", "systolic_drain"  # a systolic fold's wavefront
-CAUSES = (
-    (BANDWIDTH, CONTENTION, BUFFER_FULL, LATENCY, DEPENDENCY, SPATIAL, L1_ALLOC)
-    + DRAM_CAUSES
-    + (SYSTOLIC_FILL, SYSTOLIC_DRAIN)
-)
+CAUSES = tuple(Cause)  # in the report's column order
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """Where the walk to a root stands: whose timeline, the phase, the chain so far."""
+
+    kind: Direction  # the fill's timeline or the write-back's
+    node: int
+    n: NodePlan
+    phase: str
+    here: tuple[str, ...]  # the chain, ending with this process
+    depth: int
+    entry: int | None  # the tile of node the chain waits for, when known
+    what: str  # the process's action: fill, entry (reload), write-back
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +62,7 @@ def is_pipeline_latency(span) -> bool:
     """Whether a StallSpan (or a group of them, with the same cause and port) is the PE array's
     pipeline depth: the one latency charged to no port (a port's latency and a DMA engine's
     setup name theirs), what explain cuts."""
-    return span.cause == LATENCY and span.port is None
+    return span.cause == Cause.LATENCY and span.port is None
 
 
 class Attributor:
@@ -103,7 +93,7 @@ class Attributor:
         key = (kind, node)
         tl = self._readers.get(key)
         if tl is None:
-            rows = (self.rec.fill_tl if kind == "fill" else self.rec.drain_tl)[node]
+            rows = (self.rec.fill_tl if kind == Direction.FILL else self.rec.drain_tl)[node]
             tl = self._readers[key] = _reader(rows)
         return tl
 
@@ -117,7 +107,7 @@ class Attributor:
     # -------------------------------------------------------------- the walk
     def explain(
         self,
-        kind: str,
+        kind: Direction,
         node: int,
         a: int,
         b: int,
@@ -131,20 +121,22 @@ class Attributor:
         entry: the tile of node the chain waits for, when known (a fill): a revisit whose
         previous visit is still being written back waits on that write-back first, even while
         the process is still at an earlier entry waiting for a slot (DESIGN "Cause of a waiting
-        cycle": parent tile resident, free slot, ports; the first unmet one is its state)."""
+        cycle": parent tile resident, free slot, ports; the first unmet one is its state).
+        Each recorded wait is explained by its entry in _BY_WAIT."""
         if a >= b:
             return
         n = self.nodes[node]
         tl = self._timeline(kind, node)
         times = self._times_of(kind, node)
         i = max(0, _bisect(times, a) - 1)
-        what = "write-back" if kind == "drain" else ("entry" if n.output_role else "fill")
-
-        def span(*args, holder=None):
-            return self._span(*args, action=what, holder=holder)
-
+        what = (
+            "write-back"
+            if kind == Direction.WRITE_BACK
+            else ("entry" if n.output_role else Direction.FILL)
+        )
         here = chain + (f"{what} of {n.tensor} at {n.memory}",)
         repeats = tl.repeats if isinstance(tl, _RunReader) else ()
+        w = _Walk(kind, node, n, phase, here, depth, entry, what)
         t = a
         while t < b:
             if repeats and i < len(tl) and times[i] == t:
@@ -158,7 +150,7 @@ class Attributor:
             if not tl or times[i] > t:
                 # before the process recorded anything: it had not started this work yet
                 end = min(b, times[i]) if tl else b
-                yield span(t, end, phase, BUFFER_FULL, n, None, None, "not started", here)
+                yield self._root(w, t, end, Cause.BUFFER_FULL, competitor="not started")
                 t = end
                 continue
             state, info = tl[i][1], tl[i][2]
@@ -167,132 +159,12 @@ class Attributor:
                 i += 1
                 continue
             if depth > 64:
-                yield span(t, end, phase, DEPENDENCY, n, None, None, "deep chain", here)
-            elif state == S_SLOT and self._draining(n, entry, info):
-                # the tile the chain waits for (a revisit) needs its previous visit's values
-                # back first: that write-back is its state, not the slot (DESIGN's order)
-                yield from self.explain(
-                    "drain", node, t, end, phase, here + ("previous write-back",), depth + 1
-                )
-            elif state == S_PARENT:
-                p = self.nodes[info]
-                yield from self.explain(
-                    "fill",
-                    info,
-                    t,
-                    end,
-                    phase,
-                    here + (f"parent tile at {p.memory}",),
-                    depth + 1,
-                    entry // n.ratio if entry is not None else None,
-                )
-            elif state == S_DRAIN:
-                yield from self.explain(
-                    "drain", info, t, end, phase, here + ("previous write-back",), depth + 1
-                )
-            elif state == S_USES:
-                who = self.rec.last_finisher.get((node, info))
-                if who is not None and who[0] == "node":
-                    yield from self.explain(
-                        "drain", who[1], t, end, phase, here + ("tile still in use",), depth + 1
-                    )
-                else:
-                    yield span(
-                        t,
-                        end,
-                        phase,
-                        DEPENDENCY,
-                        n,
-                        None,
-                        None,
-                        "PE array",
-                        here + ("tile in use by the PE array",),
-                    )
-            elif state == S_SLOT:
-                yield span(
-                    t,
-                    end,
-                    phase,
-                    BUFFER_FULL,
-                    n,
-                    None,
-                    None,
-                    f"an earlier tile of {n.label()}",
-                    here + (f"no free slot in {n.memory}: tile {info} still holds it",),
-                    holder=(node, info),
-                )
-            elif state == S_SPACE:  # no room in the memory (engine/space.py)
-                if info is None:  # nothing held yet: the room is kept for the running branch
-                    who, why = (
-                        "the running branch",
-                        f"room in {n.memory} kept for the running branch",
-                    )
-                else:
-                    holder = self.nodes[info[0]]
-                    who = f"a tile of {holder.label()}"
-                    why = f"no room in {n.memory}: tile {info[1]} of {holder.label()} holds it"
-                yield span(
-                    t, end, phase, BUFFER_FULL, n, None, None, who, here + (why,), holder=info
-                )
-            elif state == S_PRODUCER:
-                einsum, pkey = info
-                yield from self.produced(n.parent, pkey, einsum, t, end, phase, here, depth + 1)
-            elif state == S_PORT:
-                yield from self._contention(
-                    t, end, phase, n, 2 * node + (kind == "drain"), info, here, what
-                )
-            elif state == S_DMA:
-                yield span(
-                    t,
-                    end,
-                    phase,
-                    CONTENTION,
-                    n,
-                    info,
-                    None,
-                    f"DMA {info} channels busy",
-                    here + (f"waiting for a channel of {info}",),
-                )
-            elif state == S_SETUP:
-                yield span(
-                    t, end, phase, LATENCY, n, info, None, None, here + (f"DMA {info} setup",)
-                )
-            elif state == S_BURST:
-                yield span(
-                    t,
-                    end,
-                    phase,
-                    BANDWIDTH,
-                    n,
-                    info,
-                    None,
-                    None,
-                    here + (f"moving bursts through {info}",),
-                )
-            elif state == S_DRAM:
-                cause, key, opener, where = info
-                where = _where_text(where, key.split(".", 1)[0], self._dram_config(key))
-                competitor = self._label(opener) if opener is not None else None
-                words = {
-                    ROW_MISS: f"row miss at {where}",
-                    BANK_CONFLICT: f"bank conflict at {where}: row opened by {competitor}",
-                    REFRESH: f"refresh at {where}",
-                    TURNAROUND: f"read/write turnaround at {where}",
-                    CONTENTION: f"DRAM data bus busy with {competitor} at {where}",
-                    DRAM_QUEUE: f"DRAM controller queue at {where}"
-                    + (f", behind {competitor}" if competitor is not None else ""),
-                }[cause]
-                yield span(t, end, phase, cause, n, key, None, competitor, here + (words,))
-            elif state == S_LATENCY:
-                yield span(
-                    t, end, phase, LATENCY, n, info, None, None, here + (f"latency of {info}",)
-                )
-            elif state == S_PIPE:
-                yield span(t, end, phase, LATENCY, n, None, None, None, here + (PIPELINE_DEPTH,))
-            elif state == S_IDLE:
-                yield span(t, end, phase, DEPENDENCY, n, None, None, None, here + ("done",))
+                yield self._root(w, t, end, Cause.DEPENDENCY, competitor="deep chain")
             else:
-                raise AssertionError(f"unknown state {state}")
+                by_wait = self._BY_WAIT.get(state)
+                if by_wait is None:
+                    raise AssertionError(f"unknown state {state}")
+                yield from by_wait(self, w, t, end, info)
             t = end
             i += 1
 
@@ -337,6 +209,156 @@ class Attributor:
             return i + m * n, t + m * P, out
         return None
 
+    def _root(
+        self,
+        w: _Walk,
+        t: int,
+        end: int,
+        cause: Cause,
+        port_key=None,
+        competitor=None,
+        why=(),
+        holder=None,
+    ) -> StallSpan:
+        """A span of [t, end) charged to a root cause where the walk stands; why: the words
+        the chain ends with beyond where it stands."""
+        return self._span(
+            t,
+            end,
+            w.phase,
+            cause,
+            w.n,
+            port_key,
+            None,
+            competitor,
+            w.here + why,
+            action=w.what,
+            holder=holder,
+        )
+
+    def _follow(self, w: _Walk, kind: Direction, node: int, t: int, end: int, why: str, entry=None):
+        """Follow the wait into another process's timeline, one link deeper."""
+        return self.explain(kind, node, t, end, w.phase, w.here + (why,), w.depth + 1, entry)
+
+    # ------------------------------------------------- what each recorded wait is charged to
+    def _slot(self, w: _Walk, t: int, end: int, holder: int):
+        if self._draining(w.n, w.entry, holder):
+            # the tile the chain waits for (a revisit) needs its previous visit's values
+            # back first: that write-back is its state, not the slot (DESIGN's order)
+            yield from self._follow(w, Direction.WRITE_BACK, w.node, t, end, "previous write-back")
+            return
+        n = w.n
+        yield self._root(
+            w,
+            t,
+            end,
+            Cause.BUFFER_FULL,
+            competitor=f"an earlier tile of {n.label()}",
+            why=(f"no free slot in {n.memory}: tile {holder} still holds it",),
+            holder=(w.node, holder),
+        )
+
+    def _parent(self, w: _Walk, t: int, end: int, parent: int):
+        p = self.nodes[parent]
+        entry = w.entry // w.n.ratio if w.entry is not None else None
+        yield from self._follow(
+            w, Direction.FILL, parent, t, end, f"parent tile at {p.memory}", entry
+        )
+
+    def _previous_write_back(self, w: _Walk, t: int, end: int, node: int):
+        yield from self._follow(w, Direction.WRITE_BACK, node, t, end, "previous write-back")
+
+    def _uses(self, w: _Walk, t: int, end: int, tile: int):
+        who = self.rec.last_finisher.get((w.node, tile))
+        if who is not None and who[0] == "node":
+            yield from self._follow(w, Direction.WRITE_BACK, who[1], t, end, "tile still in use")
+        else:
+            yield self._root(
+                w,
+                t,
+                end,
+                Cause.DEPENDENCY,
+                competitor="PE array",
+                why=("tile in use by the PE array",),
+            )
+
+    def _space(self, w: _Walk, t: int, end: int, holder):  # no room in the memory (engine/space.py)
+        n = w.n
+        if holder is None:  # nothing held yet: the room is kept for the running branch
+            who, why = "the running branch", f"room in {n.memory} kept for the running branch"
+        else:
+            h = self.nodes[holder[0]]
+            who = f"a tile of {h.label()}"
+            why = f"no room in {n.memory}: tile {holder[1]} of {h.label()} holds it"
+        yield self._root(w, t, end, Cause.BUFFER_FULL, competitor=who, why=(why,), holder=holder)
+
+    def _producer(self, w: _Walk, t: int, end: int, info):
+        einsum, pkey = info
+        yield from self.produced(w.n.parent, pkey, einsum, t, end, w.phase, w.here, w.depth + 1)
+
+    def _port(self, w: _Walk, t: int, end: int, keys):
+        own = 2 * w.node + (w.kind == Direction.WRITE_BACK)  # its requester id (engine/fabric.py)
+        yield from self._contention(t, end, w.phase, w.n, own, keys, w.here, w.what)
+
+    def _dma(self, w: _Walk, t: int, end: int, engine: str):
+        yield self._root(
+            w,
+            t,
+            end,
+            Cause.CONTENTION,
+            engine,
+            f"DMA {engine} channels busy",
+            (f"waiting for a channel of {engine}",),
+        )
+
+    def _setup(self, w: _Walk, t: int, end: int, engine: str):
+        yield self._root(w, t, end, Cause.LATENCY, engine, why=(f"DMA {engine} setup",))
+
+    def _burst(self, w: _Walk, t: int, end: int, key: str):
+        yield self._root(w, t, end, Cause.BANDWIDTH, key, why=(f"moving bursts through {key}",))
+
+    def _dram(self, w: _Walk, t: int, end: int, info):
+        cause, key, opener, where = info
+        where = _where_text(where, key.split(".", 1)[0], self._dram_config(key))
+        competitor = self._label(opener) if opener is not None else None
+        words = {
+            Cause.ROW_MISS: f"row miss at {where}",
+            Cause.BANK_CONFLICT: f"bank conflict at {where}: row opened by {competitor}",
+            Cause.REFRESH: f"refresh at {where}",
+            Cause.TURNAROUND: f"read/write turnaround at {where}",
+            Cause.CONTENTION: f"DRAM data bus busy with {competitor} at {where}",
+            Cause.DRAM_QUEUE: f"DRAM controller queue at {where}"
+            + (f", behind {competitor}" if competitor is not None else ""),
+        }[cause]
+        yield self._root(w, t, end, cause, key, competitor, (words,))
+
+    def _latency(self, w: _Walk, t: int, end: int, key: str):
+        yield self._root(w, t, end, Cause.LATENCY, key, why=(f"latency of {key}",))
+
+    def _pipeline(self, w: _Walk, t: int, end: int, _info):
+        yield self._root(w, t, end, Cause.LATENCY, why=(PIPELINE_DEPTH,))
+
+    def _idle(self, w: _Walk, t: int, end: int, _info):
+        yield self._root(w, t, end, Cause.DEPENDENCY, why=("done",))
+
+    # each wait a timeline records (vocabulary.Wait), and what explains its cycles
+    _BY_WAIT = {
+        Wait.SLOT: _slot,
+        Wait.SPACE: _space,
+        Wait.PARENT: _parent,
+        Wait.PRODUCER: _producer,
+        Wait.PREVIOUS_WRITE_BACK: _previous_write_back,
+        Wait.USES: _uses,
+        Wait.DMA: _dma,
+        Wait.SETUP: _setup,
+        Wait.PORT: _port,
+        Wait.BURST: _burst,
+        Wait.DRAM: _dram,
+        Wait.LATENCY: _latency,
+        Wait.PIPELINE: _pipeline,
+        Wait.IDLE: _idle,
+    }
+
     def _draining(self, n, entry: int | None, holder: int) -> bool:
         """Whether entry (a revisit of an output tile whose parent is the backing store) still
         waits for its previous visit's write-back while the process waits for tile holder's
@@ -374,7 +396,7 @@ class Attributor:
                 a,
                 split,
                 phase,
-                DEPENDENCY,
+                Cause.DEPENDENCY,
                 n,
                 None,
                 None,
@@ -384,7 +406,7 @@ class Attributor:
             )
         if split < b and who is not None and who[0] == "node":
             yield from self.explain(
-                "drain",
+                Direction.WRITE_BACK,
                 who[1],
                 split,
                 b,
@@ -397,7 +419,7 @@ class Attributor:
                 split,
                 b,
                 phase,
-                DEPENDENCY,
+                Cause.DEPENDENCY,
                 n,
                 None,
                 None,
@@ -433,7 +455,7 @@ class Attributor:
                 t,
                 until,
                 phase,
-                CONTENTION,
+                Cause.CONTENTION,
                 n,
                 keys[0],
                 None,
@@ -480,7 +502,7 @@ def attribute(raw: RawRun) -> SpanList:
         for t0, t1, node, kind, key in rows:
             phase = "onload" if t1 <= first else "compute"
             n = plan.nodes[node]
-            if kind == "produced":
+            if kind == PeWait.PRODUCED:
                 spans.extend(
                     at.produced(
                         node,
@@ -495,7 +517,7 @@ def attribute(raw: RawRun) -> SpanList:
                 continue
             spans.extend(
                 at.explain(
-                    "fill",
+                    Direction.FILL,
                     node,
                     t0,
                     t1,
@@ -518,7 +540,7 @@ def attribute(raw: RawRun) -> SpanList:
                 start,
                 end,
                 "compute",
-                SPATIAL,
+                Cause.SPATIAL,
                 plan.nodes[o.node].memory,
                 o.tensor,
                 port.name if port else None,
@@ -586,8 +608,8 @@ def _wavefront(raw: RawRun) -> list[StallSpan]:
     plan, spans = raw.plan, []
     for (li, kind), (cycles, start, end) in raw.rec.systolic.items():
         leaf = plan.leaves[li]
-        what = "preload and skew of each fold" if kind == "fill" else "wavefront draining out"
-        cause = SYSTOLIC_FILL if kind == "fill" else SYSTOLIC_DRAIN
+        what = "preload and skew of each fold" if kind == Fold.FILL else "wavefront draining out"
+        cause = Cause.SYSTOLIC_FILL if kind == Fold.FILL else Cause.SYSTOLIC_DRAIN
         spans.append(
             StallSpan(
                 start,
@@ -621,7 +643,7 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan] | SpanLi
                 last,
                 raw.cycles,
                 "offload",
-                LATENCY,
+                Cause.LATENCY,
                 None,
                 None,
                 None,
@@ -634,7 +656,7 @@ def _offload(at: Attributor, raw: RawRun, last: int) -> list[StallSpan] | SpanLi
     n = plan.nodes[best]
     return _collect(
         at.explain(
-            "drain",
+            Direction.WRITE_BACK,
             best,
             last,
             raw.cycles,

@@ -10,7 +10,9 @@ COLUMNS = ["start", "end", "resource", "kind", "einsum", "tensor", "memory", "ti
 
 
 def events_table(raw: RawRun) -> pd.DataFrame:
-    """start, end, resource, kind, einsum, tensor, memory, tile index, bits — one row per event."""
+    """start, end, resource, kind, einsum, tensor, memory, tile index, bits — one row per event.
+
+    kind: a transfer's TransferKind (fill, reload, write-back), or compute for a PE segment."""
     rec, plan = raw.rec, raw.plan
     rows = []
     for start, end, node, kind, tile, bits in rec.transfers or ():

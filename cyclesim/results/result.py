@@ -281,11 +281,12 @@ class SimResult:
         return out
 
 
-def build_result(raw: RawRun, *, check_counts: bool = True) -> SimResult:
-    """Turn an engine run into a SimResult; fail loudly if counts differ from the closed form."""
+def build_result(raw: RawRun, *, check_counts: bool | None = None) -> SimResult:
+    """Turn an engine run into a SimResult; fail loudly if counts differ from the closed form
+    (unless check_counts, by default the run's RunOptions.check_counts, is False)."""
     plan, rec = raw.plan, raw.rec
     detailed = tuple((*k, v[0], v[1]) for k, v in raw.counts.items())
-    if check_counts:
+    if raw.options.check_counts if check_counts is None else check_counts:
         _check_counts(raw)
     ideal = sum(leaf.steps for leaf in plan.leaves)
     first = rec.first_step if rec.first_step is not None else 0

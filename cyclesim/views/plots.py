@@ -14,6 +14,7 @@ from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
 from cyclesim.results.activity import COMPUTE, Activity, busy_runs
 from cyclesim.views.cycle_ranges import merge_ranges
+from cyclesim.vocabulary import Cause
 
 # One fixed colour per root cause, the same in every plot (breakdown, stalls, timeline, the
 # zigzag network plot), colour-blind safe as far as 16 categories go. The seven causes every
@@ -24,20 +25,20 @@ from cyclesim.views.cycle_ranges import merge_ranges
 # normal vision (the two greys, never side by side, 11.3) and 11 under simulated full
 # deuteranomaly, protanomaly and tritanomaly; tests/views/test_colours.py measures it.
 CAUSE_COLORS = {
-    "bandwidth": "#D55E00",
-    "contention": "#E69F00",
-    "buffer_full": "#CC79A7",
-    "latency": "#0072B2",
-    "spatial": "#56B4E9",
-    "l1_alloc": "#F0E442",
-    "dependency": "#333333",
-    "row_miss": "#42150A",
-    "bank_conflict": "#AA3377",
-    "refresh": "#666633",
-    "turnaround": "#225555",
-    "dram_queue": "#110011",
-    "systolic_fill": "#222255",
-    "systolic_drain": "#90C987",
+    Cause.BANDWIDTH: "#D55E00",
+    Cause.CONTENTION: "#E69F00",
+    Cause.BUFFER_FULL: "#CC79A7",
+    Cause.LATENCY: "#0072B2",
+    Cause.SPATIAL: "#56B4E9",
+    Cause.L1_ALLOC: "#F0E442",
+    Cause.DEPENDENCY: "#333333",
+    Cause.ROW_MISS: "#42150A",
+    Cause.BANK_CONFLICT: "#AA3377",
+    Cause.REFRESH: "#666633",
+    Cause.TURNAROUND: "#225555",
+    Cause.DRAM_QUEUE: "#110011",
+    Cause.SYSTOLIC_FILL: "#222255",
+    Cause.SYSTOLIC_DRAIN: "#90C987",
 }  # fmt: skip  one colour per cause (tests/views check every cause has its own)
 PHASE_COLORS = {"onload": "#DDDDDD", "compute": "#009E73", "offload": "#BBBBBB"}
 # Tensors and every Einsum's compute but the first's (compute's green) in the timeline, beside

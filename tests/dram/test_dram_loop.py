@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import simpy
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,6 +24,7 @@ from test_replay_properties import schedules  # noqa: E402
 from cyclesim.dram.config import load_dram_config  # noqa: E402
 from cyclesim.dram.trace import completion_cycles, read_trace, simulate_trace  # noqa: E402
 from cyclesim.engine.dram_loop import DramLoop, request_addresses, write_dram_trace  # noqa: E402
+from cyclesim.engine.environment import ReplayEnvironment  # noqa: E402
 from cyclesim.engine.run import replay_plan  # noqa: E402
 from cyclesim.results import build_result  # noqa: E402
 from cyclesim.schedule import ReusePolicy, build_plan  # noqa: E402
@@ -117,7 +117,7 @@ def dma_stream(env, loop: DramLoop, requests, per_run: int, name: str):
 
 def cycles_through_the_loop(config_name: str, pattern: str) -> int:
     c = load_dram_config(config_name)
-    env = simpy.Environment()
+    env = ReplayEnvironment()  # the engine's: DramLoop queues its own calls
     loop = DramLoop(env, c, 1000 / c.tck_ns, record=True)  # one accelerator cycle a DRAM cycle
     requests = PATTERNS[pattern]()
     k = STREAMS.get(pattern, 1)
@@ -148,7 +148,7 @@ def test_the_trace_and_the_loop_are_one_controller():
     # front: every completion and the cycle count are equal
     c = load_dram_config("DDR4_8Gb_x8_2400")
     requests = PATTERNS["read_write_mix"]()[:300]
-    env = simpy.Environment()
+    env = ReplayEnvironment()  # the engine's: DramLoop queues its own calls
     loop = DramLoop(env, c, 1000 / c.tck_ns, record=True)
     pushed = [loop.push(a, op == "WRITE", cycle, None) for a, op, cycle in requests]
     done = env.process(_wait_all(loop, pushed))

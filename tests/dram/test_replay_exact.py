@@ -25,7 +25,7 @@ from test_replay_properties import schedules  # noqa: E402
 
 from cyclesim.cli import main  # noqa: E402
 from cyclesim.engine import dram_port, replay  # noqa: E402
-from cyclesim.engine.record import BANK_ACTIVATE  # noqa: E402
+from cyclesim.vocabulary import BankCommand
 
 
 def line_requests(runs: list[tuple[int, int, int, int]], request_bytes: int) -> int:
@@ -62,7 +62,7 @@ def assert_every_request_counted(res, moved: dict[str, int]) -> None:
     assert {s["memory"]: s["requests"] for s in res.to_json_dict()["dram"]} == moved
     traced: dict[str, int] = {}
     for _, name, _, kind, _ in res.raw.rec.dram_banks:
-        if kind == BANK_ACTIVATE:
+        if kind == BankCommand.ACTIVATE:
             traced[name] = traced.get(name, 0) + 1
     assert {m: traced.get(m, 0) for m in counts} == {m: c["activates"] for m, c in counts.items()}
 

@@ -1,15 +1,17 @@
-"""Fixtures of the component tests, as SimPy's own tests have them: a fresh environment and an
-event log that tiny processes append (cycle, what happened) to."""
+"""Fixtures of the component tests, as SimPy's own tests have them: a fresh environment (the
+replay's, whose end-of-cycle decisions the fabric, DMA channels and room use) and an event log
+that tiny processes append (cycle, what happened) to."""
 
 from __future__ import annotations
 
 import pytest
-import simpy
+
+from cyclesim.engine.environment import ReplayEnvironment
 
 
 @pytest.fixture
-def env() -> simpy.Environment:
-    return simpy.Environment()
+def env() -> ReplayEnvironment:
+    return ReplayEnvironment()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ loop-tree order, a node's fill before its write-back), decided at the end of the
 from __future__ import annotations
 
 from cyclesim.engine.dma import Channels
-from cyclesim.engine.record import S_DMA
+from cyclesim.vocabulary import Wait
 
 
 def test_channels_go_to_earlier_cycles_first_then_in_tie_order(env, log):
@@ -36,9 +36,9 @@ def test_channels_go_to_earlier_cycles_first_then_in_tie_order(env, log):
     assert log == [(0, "channel", 0), (3, "channel", 2), (6, "channel", 4), (9, "channel", 1)]
     assert timelines == {
         0: [],
-        1: [(2, S_DMA, "dma0")],
-        2: [(0, S_DMA, "dma0")],
-        4: [(0, S_DMA, "dma0")],
+        1: [(2, Wait.DMA, "dma0")],
+        2: [(0, Wait.DMA, "dma0")],
+        4: [(0, Wait.DMA, "dma0")],
     }
 
 
@@ -59,4 +59,4 @@ def test_two_channels_serve_two_requests_of_one_cycle_at_once(env, log):
         env.process(asker(who, tl2 if who == 2 else []))
     env.run()
     assert log == [(0, "channel", 0), (0, "channel", 1), (2, "channel", 2)]
-    assert tl2 == [(0, S_DMA, "dma0")]
+    assert tl2 == [(0, Wait.DMA, "dma0")]

@@ -15,7 +15,7 @@ import pytest
 import simpy
 
 from cyclesim.engine.fabric import Fabric
-from cyclesim.engine.record import S_PORT
+from cyclesim.vocabulary import Wait
 
 
 def mover(env, fabric, log, who, keys, bursts, cycles=1, at_once=True, tl=None):
@@ -146,7 +146,7 @@ def test_a_competitor_stops_a_run_at_the_end_of_its_burst_in_progress(env, log):
     # timeout, interruptible. Requester 0 asks at cycle 3: the run is told to stop
     # ("competitor"); burst 2..4 is in progress, so 2 releases at 4, and the decision of cycle
     # 4 grants 0. 0 asked in cycle 3 and was not granted then: its timeline says it waits for
-    # the port from cycle 3 (S_PORT).
+    # the port from cycle 3 (Wait.PORT).
     grants: dict = {}
     fabric = Fabric(env, {"P": 8}, grants)
     tl0: list = []
@@ -179,7 +179,7 @@ def test_a_competitor_stops_a_run_at_the_end_of_its_burst_in_progress(env, log):
         (5, "done", 0),
     ]
     assert closed_grants(grants, "P") == [(0, 4, 2), (4, 5, 0)]
-    assert tl0 == [(3, S_PORT, ("P",))]
+    assert tl0 == [(3, Wait.PORT, ("P",))]
 
 
 def test_a_port_the_pe_array_takes_whole_is_granted_once_it_gives_width_back(env, log):
@@ -208,5 +208,5 @@ def test_a_port_the_pe_array_takes_whole_is_granted_once_it_gives_width_back(env
     env.process(transfer())
     env.run()
     assert log == [(3, "grant", 0, 4)]
-    assert tl0 == [(0, S_PORT, ("P",))]
+    assert tl0 == [(0, Wait.PORT, ("P",))]
     assert closed_grants(grants, "P") == [(3, 4, 0)]

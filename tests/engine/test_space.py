@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from cyclesim.engine.record import S_SPACE
 from cyclesim.engine.space import Space, ledger_overflows
+from cyclesim.vocabulary import Wait
 
 
 def two_branch_plan(one_leaf: bool = False):
@@ -68,7 +68,7 @@ def test_a_fill_without_room_waits_for_the_release_named_after_the_tile_holding_
     env.process(second())
     env.run()
     assert log == [(0, "take", 1, 0), (5, "free", 1, 0), (5, "take", 2, 0)]
-    assert tl1 == [] and tl2 == [(1, S_SPACE, (1, 0))]
+    assert tl1 == [] and tl2 == [(1, Wait.SPACE, (1, 0))]
     assert space.ledger == [(0, "L", 60), (5, "L", -60), (5, "L", 60)]
     assert ledger_overflows(space.ledger, {"L": 100}) == []
 
@@ -97,7 +97,7 @@ def test_a_fill_of_one_branch_takes_room_only_in_its_leafs_turn(env, log):
     env.process(fill())
     env.run()
     assert log == [(0, "enter", 0), (4, "enter", 1), (4, "room", 2)]
-    assert tl == [(0, S_SPACE, None)]
+    assert tl == [(0, Wait.SPACE, None)]
 
 
 def test_room_asked_in_one_cycle_goes_in_tie_order_not_process_order(env, log):
@@ -119,7 +119,7 @@ def test_room_asked_in_one_cycle_goes_in_tie_order_not_process_order(env, log):
     env.process(fill(1))
     env.run()
     assert log == [(0, "room", 1), (3, "room", 2)]
-    assert tls == {1: [], 2: [(0, S_SPACE, (1, 0))]}
+    assert tls == {1: [], 2: [(0, Wait.SPACE, (1, 0))]}
 
 
 def test_the_ledger_counts_a_cycles_releases_before_its_takes():

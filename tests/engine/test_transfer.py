@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from cyclesim.engine.dma import Channels
 from cyclesim.engine.fabric import Fabric
-from cyclesim.engine.record import S_BURST, S_DMA, S_LATENCY, S_SETUP, Recorder
+from cyclesim.engine.record import Recorder
 from cyclesim.engine.transfer import Link, transfer
 from cyclesim.schedule.types import PortRef
+from cyclesim.vocabulary import Wait
 
 
 def run_transfer(env, fabric, log, link, bits, tl):
@@ -34,7 +35,7 @@ def test_an_uncontested_transfer_bursts_then_pays_its_latency(env, log):
     assert log == [(18, "done", 0)]
     assert [tuple(g[:4]) for g in grants["Buf.rd"]] == [(0, 16, 0, "W")]
     assert [tuple(g[:4]) for g in grants["Reg.wr"]] == [(0, 16, 0, "W")]
-    assert tl == [(0, S_BURST, "Reg.wr"), (16, S_LATENCY, "Reg.wr")]
+    assert tl == [(0, Wait.BURST, "Reg.wr"), (16, Wait.LATENCY, "Reg.wr")]
 
 
 def test_two_transfers_on_one_port_take_turns_per_burst(env, log):
@@ -75,10 +76,10 @@ def test_transfers_of_one_dma_channel_run_one_after_another_with_setup(env, log)
         env.process(run_transfer(env, fabric, log, link, 16, tls[who]))
     env.run()
     assert log == [(6, "done", 0), (12, "done", 2)]
-    assert tls[0] == [(0, S_SETUP, "d"), (3, S_BURST, "A.rd"), (5, S_LATENCY, "A.wr")]
+    assert tls[0] == [(0, Wait.SETUP, "d"), (3, Wait.BURST, "A.rd"), (5, Wait.LATENCY, "A.wr")]
     assert tls[2] == [
-        (0, S_DMA, "d"),
-        (6, S_SETUP, "d"),
-        (9, S_BURST, "B.rd"),
-        (11, S_LATENCY, "B.wr"),
+        (0, Wait.DMA, "d"),
+        (6, Wait.SETUP, "d"),
+        (9, Wait.BURST, "B.rd"),
+        (11, Wait.LATENCY, "B.wr"),
     ]

@@ -17,6 +17,7 @@ from cyclesim.analysis.explain.arch_changes import with_port
 from cyclesim.cli import main
 from cyclesim.engine import replay
 from cyclesim.spec.override import architecture_with_field
+from cyclesim.vocabulary import Wait
 
 
 def test_single_buffer_top_cause_and_its_verified_remedies(traced):
@@ -570,7 +571,6 @@ def _check_what_holds_full_buffers(arch, workload, mapping) -> None:
     wanted it is then moving, and charged as such), and so is an output tile's write-back's
     wait for its users. explain proposes no reader's remedies for that reason."""
     from cyclesim.analysis.explain.transfer import slot_holding, timeline_states
-    from cyclesim.engine.record import S_USES
 
     res = replay(arch, workload, mapping, trace=True, progress=False)
     for c in rank_causes(res, mapping).causes:
@@ -586,7 +586,7 @@ def _check_what_holds_full_buffers(arch, workload, mapping) -> None:
             assert res.raw.plan.nodes[node].drain_src is not None  # an output tile
             timeline = res.raw.rec.drain_tl[node]
             states = {state for _, _, state in timeline_states(timeline, span.start, span.end)}
-            assert S_USES not in states
+            assert Wait.USES not in states
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

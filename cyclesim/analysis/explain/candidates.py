@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cyclesim import vocabulary
 from cyclesim.analysis.explain.arch_changes import (
     double_buffer,
     own_port,
@@ -17,16 +18,7 @@ from cyclesim.analysis.explain.arch_changes import (
 )
 from cyclesim.analysis.explain.causes import Cause
 from cyclesim.analysis.explain.transfer import SlotHolding, TransferEnds, per_cycle
-from cyclesim.results.attribution import (
-    BANDWIDTH,
-    BUFFER_FULL,
-    CONTENTION,
-    LATENCY,
-    SPATIAL,
-    SYSTOLIC_DRAIN,
-    SYSTOLIC_FILL,
-    is_pipeline_latency,
-)
+from cyclesim.results.attribution import is_pipeline_latency
 from cyclesim.schedule.types import PortRef
 from cyclesim.spec import Architecture, Workload
 
@@ -56,7 +48,17 @@ def candidates(
     out: list[tuple[str, Architecture]] = []
     port = arch.memory(c.port_memory).ports if c.port_memory else ()
     p = next((x for x in port if x.name == c.port), None)
-    if c.memory and c.tensor and c.cause in (BUFFER_FULL, BANDWIDTH, LATENCY, CONTENTION):
+    if (
+        c.memory
+        and c.tensor
+        and c.cause
+        in (
+            vocabulary.Cause.BUFFER_FULL,
+            vocabulary.Cause.BANDWIDTH,
+            vocabulary.Cause.LATENCY,
+            vocabulary.Cause.CONTENTION,
+        )
+    ):
         mem = next((m for m in arch.memories if m.name == c.memory), None)
         if mem is not None and mem.slots_for(c.tensor) == 1:
             db = double_buffer(arch, c.memory, c.tensor)
@@ -69,7 +71,7 @@ def candidates(
                         with_memory(db, c.memory, size_bits=2 * mem.size_bits),
                     )
                 )
-    if c.cause == BUFFER_FULL and write_back is not None:
+    if c.cause == vocabulary.Cause.BUFFER_FULL and write_back is not None:
         if holding is None or holding.write_back_cycles:
             out.extend(_write_back_changes(c, arch, write_back))
         if holding is not None and holding.pipeline_cycles:
@@ -77,7 +79,11 @@ def candidates(
     if is_pipeline_latency(c) and arch.pe_array.pipeline_depth_cycles:
         out.append(_pipeline_cut(arch))  # the run's last results, or a tile's, wait in it
     systolic = arch.pe_array.systolic
-    if c.cause in (SYSTOLIC_FILL, SYSTOLIC_DRAIN) and systolic and not systolic.overlap_folds:
+    if (
+        c.cause in (vocabulary.Cause.SYSTOLIC_FILL, vocabulary.Cause.SYSTOLIC_DRAIN)
+        and systolic
+        and not systolic.overlap_folds
+    ):
         out.append(
             (
                 "overlap systolic folds (double-buffered stationary registers: the next fold's "
@@ -88,7 +94,7 @@ def candidates(
                 ),
             )
         )
-    if p is not None and c.cause == SPATIAL and demand:
+    if p is not None and c.cause == vocabulary.Cause.SPATIAL and demand:
         out.append(
             (
                 f"widen port {c.port_memory}.{p.name} from {p.width_bits} to {demand} bits/cycle (the operand's "
@@ -96,9 +102,14 @@ def candidates(
                 with_port(arch, c.port_memory, p.name, width_bits=max(demand, p.width_bits)),
             )
         )
-    if p is not None and c.cause in (BANDWIDTH, CONTENTION):
+    if p is not None and c.cause in (vocabulary.Cause.BANDWIDTH, vocabulary.Cause.CONTENTION):
         out.append(widen(arch, c, p, ends))
-    if p is not None and c.cause == CONTENTION and c.tensor and c.competitor != "PE array":
+    if (
+        p is not None
+        and c.cause == vocabulary.Cause.CONTENTION
+        and c.tensor
+        and c.competitor != "PE array"
+    ):
         own = own_port(arch, workload, c.port_memory, p.name, c.tensor)
         far = other_port
         both = (
@@ -118,7 +129,7 @@ def candidates(
             out.append(
                 (f"give {c.tensor} its own port at {c.port_memory} (split from {p.name})", own)
             )
-    if p is not None and c.cause == LATENCY and p.latency_cycles:
+    if p is not None and c.cause == vocabulary.Cause.LATENCY and p.latency_cycles:
         cut = with_port(arch, c.port_memory, p.name, latency_cycles=0)
         if other_port is not None and other_port.latency_cycles:
             # cutting only the charged port leaves the other side's latency in its place
@@ -142,7 +153,7 @@ def candidates(
         if c.port_memory is None
         else None
     )
-    if dma is not None and c.cause == CONTENTION:
+    if dma is not None and c.cause == vocabulary.Cause.CONTENTION:
         dmas = tuple(
             replace(d, channels=d.channels + 1) if d is dma else d for d in arch.dma_engines
         )
@@ -152,7 +163,7 @@ def candidates(
                 replace(arch, dma_engines=dmas),
             )
         )
-    if dma is not None and c.cause == LATENCY and dma.setup_cycles:
+    if dma is not None and c.cause == vocabulary.Cause.LATENCY and dma.setup_cycles:
         dmas = tuple(replace(d, setup_cycles=0) if d is dma else d for d in arch.dma_engines)
         out.append(
             (
@@ -176,7 +187,9 @@ def _pipeline_cut(arch: Architecture) -> tuple[str, Architecture]:
 def write_back_cause(c: Cause, end: PortRef) -> Cause:
     """The write-back that holds buffer_full cause c's slot, as a bandwidth cause at one of its
     ports: what the remedies of a slow transfer (widen, DRAM) are proposed for."""
-    return replace(c, cause=BANDWIDTH, port_memory=end.memory, port=end.name, competitor=None)
+    return replace(
+        c, cause=vocabulary.Cause.BANDWIDTH, port_memory=end.memory, port=end.name, competitor=None
+    )
 
 
 def held_by(

@@ -7,8 +7,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+from cyclesim import vocabulary
 from cyclesim.results import SimResult
-from cyclesim.results.attribution import SPATIAL
 from cyclesim.spec import Mapping, Storage, Temporal, leaves
 from cyclesim.views.cycle_ranges import merge_ranges
 
@@ -168,7 +168,7 @@ def _located(res: SimResult, mapping: Mapping | None) -> list[Cause]:
         its: list[str] = []
         if segs:
             for s in sorted(spans, key=lambda s: s.start):
-                if s.phase == "offload" or s.cause == SPATIAL:
+                if s.phase == "offload" or s.cause == vocabulary.Cause.SPATIAL:
                     continue
                 j = bisect_left(seg_starts, s.end)
                 if j < len(segs):

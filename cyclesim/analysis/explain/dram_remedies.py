@@ -11,8 +11,8 @@ from cyclesim.analysis.explain.arch_changes import with_memory
 from cyclesim.schedule.addresses import memory_placements
 from cyclesim.spec import Architecture, Mapping, Storage, Temporal, Workload
 from cyclesim.spec.arch_types import DramModel
+from cyclesim.vocabulary import DRAM_CAUSES, Cause
 
-DRAM_CAUSES = ("row_miss", "bank_conflict", "refresh", "turnaround", "dram_queue")
 # address mappings worth a replay: DRAMsim3's default (a row, then the next bank group and bank),
 # channels interleaved right above the columns (consecutive rows alternate channels), and banks
 # interleaved before bank groups
@@ -38,7 +38,7 @@ def dram_remedies(
 ) -> list[tuple[str, Architecture, Mapping]]:
     """(change in words, architecture, mapping) to replay for one ranked cause (analysis.explain.Cause)."""
     memory = _dram_memory(arch, cause)
-    if memory is None or cause.cause not in DRAM_CAUSES + ("bandwidth", "contention"):
+    if memory is None or cause.cause not in DRAM_CAUSES + (Cause.BANDWIDTH, Cause.CONTENTION):
         return []
     model: DramModel = arch.memory(memory).dram
     config = model.config

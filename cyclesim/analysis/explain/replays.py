@@ -4,6 +4,8 @@ again, so one that saves little names what binds after it and which place grew."
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from cyclesim.analysis.explain.candidates import GROW, candidates, held_by, write_back_cause
 from cyclesim.analysis.explain.causes import Cause, Explanation, Remedy, rank_causes
 from cyclesim.analysis.explain.text import cycles_text, percent
@@ -13,6 +15,7 @@ from cyclesim.analysis.explain.transfer import (
     transfer_ends,
     write_back_ends,
 )
+from cyclesim.engine.options import RunOptions
 from cyclesim.errors import CyclesimError
 from cyclesim.results import SimResult
 from cyclesim.spec import Architecture, Mapping, Workload
@@ -27,25 +30,44 @@ def verify(
     new_arch: Architecture,
 ) -> Remedy:
     """Replay with the changed architecture: the cycles saved and what binds then, or why it could not run."""
+    places = cycles_by_place(rank_causes(res, locate=False).causes)
     return _replay_remedy(
-        (change, new_arch, workload, mapping, res.reuse, res.isolate_einsums, res.cycles,
-         res.raw.fast_forward_on, cycles_by_place(rank_causes(res, locate=False).causes))
-    )  # fmt: skip
+        RemedyTask(change, new_arch, workload, mapping, remedy_options(res), res.cycles, places)
+    )
 
 
-def _replay_remedy(task: tuple) -> Remedy:
+def remedy_options(res: SimResult) -> RunOptions:
+    """How a remedy replays: as res was (reuse, isolate_einsums, fast-forward), untraced,
+    quietly, its counts unchecked (only its cycles and causes are read)."""
+    return replace(
+        res.raw.options, trace=False, trace_filter=None, progress=False, check_counts=False
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RemedyTask:
+    """One remedy's replay, for a worker process: plain, picklable data."""
+
+    change: str  # the change in words
+    architecture: Architecture
+    workload: Workload
+    mapping: Mapping
+    options: RunOptions
+    before: int  # the cycles before the change
+    places: dict[str, int]  # cycles per cause and place before the change (cycles_by_place)
+
+
+def _replay_remedy(task: RemedyTask) -> Remedy:
     """One remedy's replay (a worker process's task: plain, picklable data in and out)."""
     from cyclesim.engine import replay
 
-    change, new_arch, workload, mapping, reuse, isolate, before, fast_forward, places = task
     try:
-        new = replay(new_arch, workload, mapping, reuse=reuse, isolate_einsums=isolate,
-                     progress=False, check_counts=False, fast_forward=fast_forward)  # fmt: skip
+        new = replay(task.architecture, task.workload, task.mapping, task.options)
     except CyclesimError as exc:
-        return Remedy(change, before, None, str(exc).splitlines()[0])
+        return Remedy(task.change, task.before, None, str(exc).splitlines()[0])
     ranked = rank_causes(new, locate=False).causes  # places and cycles: no ranges needed
-    return Remedy(change, before, new.cycles, binds_after=_largest_cause(new, ranked),
-                  grew=grew_most(ranked, places), shrank=shrank_most(ranked, places))  # fmt: skip
+    return Remedy(task.change, task.before, new.cycles, binds_after=_largest_cause(new, ranked),
+                  grew=grew_most(ranked, task.places), shrank=shrank_most(ranked, task.places))  # fmt: skip
 
 
 def cycles_by_place(causes: list[Cause]) -> dict[str, int]:
@@ -143,7 +165,8 @@ def explain(
 
     def run(tasks: dict[str, tuple[Architecture, Mapping]]) -> None:
         todo = [(change, a, m) for change, (a, m) in tasks.items() if change not in done]
-        items = [(change, a, workload, m, res.reuse, res.isolate_einsums, res.cycles, res.raw.fast_forward_on, places) for change, a, m in todo]  # fmt: skip
+        options = remedy_options(res)
+        items = [RemedyTask(change, a, workload, m, options, res.cycles, places) for change, a, m in todo]  # fmt: skip
         for (change, _, _), outcome in zip(todo, map_tasks(_replay_remedy, items, workers=workers,
                                                             progress=progress, desc="remedies"), strict=True):  # fmt: skip
             done[change] = (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cyclesim.analysis.explain.causes import Explanation
-from cyclesim.results.attribution import SPATIAL
+from cyclesim.vocabulary import Cause
 
 SAVES_LITTLE = 0.5  # a remedy saving less than this share of its cause's cycles says what binds
 
@@ -63,7 +63,7 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
                 f"   ({len(useless)} other change{'s' if len(useless) > 1 else ''} replayed saved "
                 f"nothing{f', {worse} made the run longer' if worse else ''}: --json lists them)"
             )
-        if not c.remedies and c.cause not in (SPATIAL,):
+        if not c.remedies and c.cause not in (Cause.SPATIAL,):
             out.append(
                 "   - no architectural change proposed for this cause (a mapping change may help)"
             )

@@ -11,11 +11,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from cyclesim import vocabulary
 from cyclesim.analysis.explain.causes import KEYS, Cause
-from cyclesim.engine.record import S_PIPE
 from cyclesim.results import SimResult
-from cyclesim.results.attribution import BUFFER_FULL, SPATIAL
 from cyclesim.schedule.types import PortRef
+from cyclesim.vocabulary import Wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ def write_back_ends(res: SimResult, c: Cause) -> TransferEnds | None:
     A slot of an output node is free only once its tile is written back, so a slow write-back
     keeps the next tile waiting; its ports are what a remedy for the cause can act on.
     """
-    if c.cause != BUFFER_FULL:
+    if c.cause != vocabulary.Cause.BUFFER_FULL:
         return None
     for n in res.raw.plan.nodes:
         if (n.memory, n.tensor) != (c.memory, c.tensor) or n.drain_src is None:
@@ -118,9 +118,9 @@ def slot_holding(res: SimResult, c: Cause) -> SlotHolding | None:
 
     The slot of an output tile frees when its write-back ends; the write-back process takes
     the tiles in order, so during the wait it is on the holding tile (the oldest not freed),
-    and its timeline says what it was doing: S_PIPE is the PE array's pipeline delay.
+    and its timeline says what it was doing: Wait.PIPELINE is the PE array's pipeline delay.
     """
-    if c.cause != BUFFER_FULL:
+    if c.cause != vocabulary.Cause.BUFFER_FULL:
         return None
     key = tuple(getattr(c, k) for k in KEYS)
     pipeline = write_back = 0
@@ -133,7 +133,7 @@ def slot_holding(res: SimResult, c: Cause) -> SlotHolding | None:
             return None  # an input tile's slot: its readers hold it, not a write-back
         timeline = drains[node]
         for start, end, state in timeline_states(timeline, span.start, span.end):
-            if state == S_PIPE:
+            if state == Wait.PIPELINE:
                 pipeline += end - start
             else:
                 write_back += end - start
@@ -163,7 +163,7 @@ def timeline_states(timeline: Sequence[tuple], a: int, b: int) -> Iterator[tuple
 
 def operand_demand(res: SimResult, c: Cause) -> int:
     """Bits per step the PE array reads of c's operand (for a spatial stall), else 0."""
-    if c.cause != SPATIAL:
+    if c.cause != vocabulary.Cause.SPATIAL:
         return 0
     plan = res.raw.plan
     for leaf in plan.leaves:

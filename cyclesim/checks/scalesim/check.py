@@ -20,7 +20,7 @@ from cyclesim.checks.scalesim.peer import ScaleSimLayer, ScaleSimRun, run_scales
 from cyclesim.checks.scalesim.read import Layer, ScaleConfig, read_config, read_topology
 from cyclesim.errors import PeerUnavailable, SpecError
 from cyclesim.results import SimResult
-from cyclesim.results.attribution import SYSTOLIC_DRAIN, SYSTOLIC_FILL
+from cyclesim.vocabulary import Cause
 
 TERMS = (
     "compute_cycles",
@@ -77,7 +77,9 @@ class ScaleSimCheck:
 
 def wavefront_cycles(res: SimResult) -> int:
     """Cycles the systolic wavefront added (fill and drain of the folds)."""
-    return sum(s.cycles for s in res.spans if s.cause in (SYSTOLIC_FILL, SYSTOLIC_DRAIN))
+    return sum(
+        s.cycles for s in res.spans if s.cause in (Cause.SYSTOLIC_FILL, Cause.SYSTOLIC_DRAIN)
+    )
 
 
 def replay_compute(res: SimResult) -> int:
@@ -244,7 +246,7 @@ def _notes(check: ScaleSimCheck) -> list[str]:
 def _stall_causes(o: LayerOutcome) -> str:
     """The replay's memory stall cycles of a layer by root cause (phase, cause, port, tensor)."""
     res = o.replay
-    spans = [s for s in res.spans if s.cause not in (SYSTOLIC_FILL, SYSTOLIC_DRAIN)]
+    spans = [s for s in res.spans if s.cause not in (Cause.SYSTOLIC_FILL, Cause.SYSTOLIC_DRAIN)]
     by: dict[tuple, int] = {}
     for s in spans:
         port = f"{s.port_memory}.{s.port}" if s.port_memory else (s.port or s.memory or "-")

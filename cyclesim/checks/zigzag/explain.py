@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from cyclesim.checks.zigzag.inputs import DataDirection
 from cyclesim.checks.zigzag.stalls import StallGroup
+from cyclesim.vocabulary import Cause
 
 if TYPE_CHECKING:
     from cyclesim.checks.zigzag.inputs import ZigZagInputs
@@ -91,7 +92,7 @@ def cause_sentence(cause: str, cycles: int, groups: list[StallGroup], view: ZigZ
     rest = sum(x.cycles for x in groups[1:])
     more = f" (+{len(groups) - 1} smaller groups, {rest:,} cycles)" if len(groups) > 1 else ""
     head = f"stall, {cause} ({cycles:,} cycles): "
-    if cause == "spatial":
+    if cause == Cause.SPATIAL:
         width = view.width(g.port) or 0
         bits = view.inputs.layer.precision(g.tensor) if g.tensor else 0
         pace = (
@@ -103,18 +104,18 @@ def cause_sentence(cause: str, cycles: int, groups: list[StallGroup], view: ZigZ
             f"the PE array reads {g.tensor} from {g.memory} through {g.port} at {width} b/cycle, "
             f"{pace}, so the MACs waited {g.cycles:,} cycles; {view.on_port(g.port)}"
         )
-    elif cause == "bandwidth":
+    elif cause == Cause.BANDWIDTH:
         body = (
             f"the MACs waited {g.cycles:,} cycles while the {g.what} moved its bursts through "
             f"{g.port} ({view.width(g.port)} b/cycle); {view.on_port(g.port)}"
         )
-    elif cause == "contention":
+    elif cause == Cause.CONTENTION:
         body = (
             f"the {g.what} waited {g.cycles:,} cycles for {g.port}, busy with the {g.competitor}; "
             f"ZigZag never divides a port between its users, it only subtracts their slack from the "
             f"overlap of their windows (MUW union): {view.on_port(g.port)}"
         )
-    elif cause == "buffer_full":
+    elif cause == Cause.BUFFER_FULL:
         from cyclesim.checks.zigzag.to_spec import slot_flags
 
         db = view.double_buffered(g.tensor, g.memory)
@@ -135,12 +136,12 @@ def cause_sentence(cause: str, cycles: int, groups: list[StallGroup], view: ZigZ
             f"{slots}{inferred}, still held by {competitor}, so the MACs waited "
             f"{g.cycles:,} cycles"
         )
-    elif cause == "latency":
+    elif cause == Cause.LATENCY:
         body = (
             f"the replay pays the latency of {g.port or 'the PE pipeline'} once per {g.what} "
             f"({g.cycles:,} cycles); ZigZag stores a memory's latency but its model never reads it"
         )
-    elif cause == "dependency":
+    elif cause == Cause.DEPENDENCY:
         body = (
             f"the {g.what} waited {g.cycles:,} cycles for a tile still in use or not yet produced; "
             f"ZigZag has no dependency between transfers"

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from cyclesim.vocabulary import Cause
+
 if TYPE_CHECKING:
     from cyclesim.results import SimResult
 
@@ -46,7 +48,7 @@ class StallGroup:
     def short(self) -> str:
         """A few words for a list: cause, transfer, port, competitor, cycles."""
         where = f" through {self.port}" if self.port else ""
-        vs = f" vs {self.competitor}" if self.competitor and self.cause == "contention" else ""
+        vs = f" vs {self.competitor}" if self.competitor and self.cause == Cause.CONTENTION else ""
         return f"{self.cause} of the {self.what}{where}{vs} ({self.cycles:,})"
 
 

@@ -1,0 +1,61 @@
+"""The replay's SimPy environment: the one place that reads or writes SimPy's private fields.
+
+Fast-forward moves a run in time and compares two moments of it, which SimPy's public API
+cannot do: it shifts the clock and the event queue, lists the queue, and tells what a queued
+event and its callbacks are. The fabric and the DMA engines queue a decision at the end of a
+cycle, an already-triggered event at a priority of their own. Each of these is a method here,
+so the fields they rely on (`_now`, `_queue`, `_eid`, `Event._ok` / `_value`,
+`Process._resume`) are named in one module; pyproject.toml pins SimPy to the versions this
+was tested with, and tests/engine/test_replay_environment.py fails when their shape changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import simpy
+from simpy.events import PENDING, Event, Interruption, Process
+
+
+class ReplayEnvironment(simpy.Environment):
+    """A simpy.Environment that fast-forward can shift in time and read."""
+
+    def shift(self, dt: int) -> None:
+        """Move the clock and every queued event dt cycles on, as if dt cycles had passed
+        with nothing happening. A uniform shift keeps the heap's order."""
+        self._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in self._queue]
+        self._now += dt
+
+    def queued(self) -> list[tuple[int, int, Event]]:
+        """The queued events as (time, priority, event), in the order they will fire."""
+        return [(t, prio, ev) for t, prio, _, ev in sorted(self._queue)]
+
+    def scheduled_count(self) -> int:
+        """How many events were scheduled so far (SimPy numbers them from one counter).
+
+        Reading it advances the counter: read it once, after the run."""
+        return next(self._eid)
+
+    def call(self, callback: Callable[[Event], None], priority: float, delay: int = 0) -> Event:
+        """Run callback `delay` cycles from now, after that cycle's events of lower priority
+        (SimPy's URGENT 0 and NORMAL 1): an event already triggered, queued at `priority`
+        (`Event.succeed` would queue it at NORMAL, now). Return the event."""
+        ev = Event(self)
+        ev._ok, ev._value = True, None
+        ev.callbacks.append(callback)
+        self.schedule(ev, priority, delay)
+        return ev
+
+    @staticmethod
+    def resumed_process(callback) -> Process | None:
+        """The process a callback resumes, when it is a process's wait on an event."""
+        owner = getattr(callback, "__self__", None)
+        if owner is not None and getattr(callback, "__func__", None) is Process._resume:
+            return owner
+        return None
+
+    @staticmethod
+    def event_state(ev: Event) -> tuple[bool, bool | None, object]:
+        """(still pending, succeeded (None before it is triggered), an interruption's cause)."""
+        cause = ev._value.cause if isinstance(ev, Interruption) else None
+        return ev._value is PENDING, getattr(ev, "_ok", None), cause

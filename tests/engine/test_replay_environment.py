@@ -1,0 +1,142 @@
+"""ReplayEnvironment, the only code touching SimPy's private fields, against the SimPy installed.
+
+Each test drives a tiny SimPy run and logs what happens; derivations in comments. They fail
+when a SimPy release changes the shape of a field fast-forward relies on (the queue's entries,
+the clock, the event counter, an event's state, a process's resume callback), which is why
+pyproject.toml pins SimPy to the versions these pass with.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from pathlib import Path
+
+import simpy
+from packaging.specifiers import SpecifierSet
+from simpy.core import NORMAL, URGENT
+from simpy.events import PENDING, Event, Interruption, Timeout
+
+from cyclesim.engine.environment import ReplayEnvironment
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def test_the_installed_simpy_is_one_pyproject_pins():
+    deps = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
+    spec = next(d for d in deps if re.match(r"simpy\b", d))
+    specifiers = SpecifierSet(spec.removeprefix("simpy"))
+    assert "<" in str(specifiers), f"{spec}: no upper bound, an untested SimPy may be installed"
+    assert simpy.__version__ in specifiers
+
+
+def test_the_private_fields_have_the_shape_the_environment_relies_on():
+    env = ReplayEnvironment()
+    assert env._now == 0 and isinstance(env._eid, itertools.count)
+    ev = env.timeout(3)
+    # the queue: a list heap of (time, priority, event id, event)
+    assert env._queue == [(3, NORMAL, 0, ev)]
+    fresh = Event(env)
+    assert fresh._value is PENDING and getattr(fresh, "_ok", None) is None
+    fresh.succeed("v")
+    assert fresh._ok is True and fresh._value == "v"
+    assert URGENT < NORMAL  # call()'s priorities are numbered after these two
+
+
+def test_shift_moves_the_clock_and_every_queued_event():
+    # a process waits 5 cycles from cycle 0; shifting by 10 at cycle 0 moves its wake-up to
+    # 15, and the clock to 10 (the cycles in between pass with nothing happening)
+    env = ReplayEnvironment()
+    log = []
+
+    def proc():
+        yield env.timeout(5)
+        log.append(env.now)
+
+    env.process(proc())
+    env.step()  # the process starts (Initialize) and yields its timeout
+    env.shift(10)
+    assert env.now == 10
+    env.run()
+    assert log == [15]
+
+
+def test_queued_lists_the_events_in_firing_order():
+    env = ReplayEnvironment()
+    late, early = env.timeout(7), env.timeout(2)
+    urgent = Event(env)
+    urgent._ok, urgent._value = True, None
+    env.schedule(urgent, URGENT, 2)
+    # at cycle 2 the urgent event fires before the normal timeout; 7 last
+    assert env.queued() == [(2, URGENT, urgent), (2, NORMAL, early), (7, NORMAL, late)]
+
+
+def test_call_runs_after_the_cycles_normal_events():
+    # at cycle 0 the callback is queued at priority 2 before the process is; the process's
+    # timeout(0) at NORMAL (1) still resumes it first. With delay=3: at cycle 3.
+    env = ReplayEnvironment()
+    log = []
+
+    def proc():
+        yield env.timeout(0)
+        log.append(("process", env.now))
+
+    ev = env.call(lambda e: log.append(("call", env.now)), 2)
+    env.call(lambda e: log.append(("later", env.now)), 2, delay=3)
+    env.process(proc())
+    env.run()
+    assert ev.triggered and ev.ok
+    assert log == [("process", 0), ("call", 0), ("later", 3)]
+
+
+def test_resumed_process_names_the_waiting_process():
+    env = ReplayEnvironment()
+    gate = Event(env)
+
+    def proc():
+        yield gate
+
+    p = env.process(proc())
+    env.step()  # Initialize: the process runs to its yield and waits on gate
+    (resume,) = gate.callbacks
+    assert env.resumed_process(resume) is p
+    assert env.resumed_process(print) is None
+    assert env.resumed_process(env.step) is None  # a bound method of something else
+    assert p.target is gate
+
+
+def test_event_state_of_pending_triggered_and_interrupting_events():
+    env = ReplayEnvironment()
+    ev = Event(env)
+    assert env.event_state(ev) == (True, None, None)  # pending, not triggered, no cause
+    ev.succeed()
+    assert env.event_state(ev) == (False, True, None)
+
+    def proc():
+        try:
+            yield env.timeout(9)
+        except simpy.Interrupt:
+            pass
+
+    p = env.process(proc())
+    env.step()  # the process waits on its timeout
+    p.interrupt("reserve")
+    (t, prio, interruption) = next(q for q in env.queued() if isinstance(q[2], Interruption))
+    assert (t, prio) == (0, URGENT)
+    assert env.event_state(interruption) == (False, False, "reserve")
+    assert isinstance(p.target, Timeout)
+
+
+def test_scheduled_count_counts_every_scheduled_event():
+    # a process's Initialize, its timeout, one call, and the process itself, triggered when
+    # its generator returns: 4 events, numbered 0 to 3
+    env = ReplayEnvironment()
+
+    def proc():
+        yield env.timeout(1)
+
+    env.process(proc())
+    env.call(lambda e: None, 2)
+    env.run()
+    assert env.scheduled_count() == 4
