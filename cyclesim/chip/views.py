@@ -145,7 +145,7 @@ def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
     from pylibfst import ffi, lib
 
     from cyclesim.errors import TraceError
-    from cyclesim.views.fst import _fst_value, _register
+    from cyclesim.views.fst import _fst_value, _register, change_emitter
     from cyclesim.views.vcd import Signal
 
     path = Path(path)
@@ -159,12 +159,10 @@ def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
         handles = _register(lib, ffi, ctx, [Signal(sc, n, k, "") for sc, n, k, _ in signals])
         fmt = [_fst_value(k, h) for (_, _, k, _), h in zip(signals, handles, strict=True)]
 
+        write = change_emitter(lib, ctx)
+
         def emit(sig: int, value) -> None:
-            h, data, is_string = fmt[sig](value)
-            if is_string:
-                lib.fstWriterEmitVariableLengthValueChange(ctx, h, data, len(data))
-            else:
-                lib.fstWriterEmitValueChange(ctx, h, data)
+            write(fmt[sig](value))
 
         lib.fstWriterEmitTimeChange(ctx, 0)
         for sig, (_, _, _, init) in enumerate(signals):

@@ -85,17 +85,7 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
         handles = _register(lib, ffi, ctx, w.signals)
         fmt = [_fst_value(s.var_type, h) for s, h in zip(w.signals, handles, strict=True)]
         emit_time = lambda t: lib.fstWriterEmitTimeChange(ctx, t)  # noqa: E731
-        fixed, variable = lib.fstWriterEmitValueChange, lib.fstWriterEmitVariableLengthValueChange
-        number = lib.fstWriterEmitValueChange64  # libfst writes its 64 bits out as '0'/'1'
-
-        def emit(change) -> None:
-            h, data, kind = change
-            if kind is _NUMBER:
-                number(ctx, h, 64, data)
-            elif kind is _STRING:
-                variable(ctx, h, data, len(data))
-            else:
-                fixed(ctx, h, data)
+        emit = change_emitter(lib, ctx)
 
         with gc_paused(), writing_bar(act.end - act.start, f"FST {path.name}", progress) as bar:
             stream = ChangeStream(w)
@@ -107,6 +97,24 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
     finally:
         lib.fstWriterClose(ctx)
     return w.signals
+
+
+def change_emitter(lib, ctx):
+    """emit(change): write one change made by a _fst_value function, the way its kind asks
+    (the single-core and the chip waveforms write through it)."""
+    fixed, variable = lib.fstWriterEmitValueChange, lib.fstWriterEmitVariableLengthValueChange
+    number = lib.fstWriterEmitValueChange64  # libfst writes its 64 bits out as '0'/'1'
+
+    def emit(change) -> None:
+        h, data, kind = change
+        if kind is _NUMBER:
+            number(ctx, h, 64, data)
+        elif kind is _STRING:
+            variable(ctx, h, data, len(data))
+        else:
+            fixed(ctx, h, data)
+
+    return emit
 
 
 def _register(lib, ffi, ctx, signals: list[Signal]) -> list[int]:
