@@ -246,7 +246,7 @@ class _Replay:
         else:
             t.resident.pop(k, None)
             _forget_parts(t.produced, k, n.dependency_groups)
-            if k + 1 < n.entries and n.extends_previous(k + 1):
+            if n.still_levels and k + 1 < n.entries and n.extends_previous(k + 1):
                 return  # the next entry is this tile again: it keeps the slot
             if self.space_used[node]:
                 self.space.free(node, n.first_entry_of(n.tile_of(k)) if n.still_levels else k)
