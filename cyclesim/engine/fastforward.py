@@ -425,6 +425,8 @@ def _off_because(r) -> str:
     for n in plan.nodes:
         if n.wait_producer or r.intermediate[n.index]:
             return "an intermediate tensor"
+        if n.still_levels:  # its slots follow its fills, not its entries
+            return f"tiles of {n.label()} that repeat (an affine index standing still)"
         if leaf.segments % n.entries or n.counted != leaf.bounds[: len(n.counted)]:
             return f"tiles of {n.label()} that do not follow the loop nest"
     for o in leaf.operands:

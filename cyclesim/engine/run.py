@@ -222,8 +222,10 @@ class _Replay:
         else:
             t.resident.pop(k, None)
             _forget_parts(t.produced, k, n.dependency_groups)
+            if n.still_levels and k + 1 < n.entries and n.extends_previous(k + 1):
+                return  # the next entry is this tile again: it keeps the slot
             if self.space_used[node]:
-                self.space.free(node, k)
+                self.space.free(node, n.first_entry_of(n.tile_of(k)) if n.still_levels else k)
             t.fire(t.released, k)
             if self.rec.occupancy is not None:
                 self.rec.occupy(self.env.now, node, -1)
@@ -275,6 +277,7 @@ class _Replay:
         space, space_used = self.space, self.space_used[node]
         watched = space.watched(node)
         entries = n.entries
+        repeats = bool(n.still_levels)  # some entries are the previous entry's tile again
         while st.k < entries:
             # needs in DESIGN's order: the parent tile (and its values), a free slot, ports;
             # a need met in the same cycle as an earlier one is never the state
@@ -297,6 +300,13 @@ class _Replay:
                         yield t.waiter(drained, prev)
                         prev = st.prev
                     drained.pop(prev, None)
+            elif repeats and n.extends_previous(k):
+                # the previous entry's tile again (DESIGN "retain: refill only when the tile
+                # changes"): no parent tile, slot or transfer; its use of the parent is done
+                self.finish_use(p.index, k // ratio, who, False)
+                t.fire(t.resident, k)
+                st.k = k + 1
+                continue
             else:
                 kp = k // ratio
                 if wait_parent and p_resident.get(kp) is not True:
@@ -311,14 +321,15 @@ class _Replay:
                         st.stage = Wait.PRODUCER
                         yield pt.waiter(p_produced, pkey)
             k = st.k
-            if k >= slots:
-                ks = k - slots
+            if (n.tile_of(k) if repeats else k) >= slots:
+                # the tile `slots` fills back gives its slot back with its last entry
+                ks = n.first_entry_of(n.tile_of(k) - slots + 1) - 1 if repeats else k - slots
                 if released.get(ks) is not True:
                     tl.append((env.now, Wait.SLOT, ks))
                     st.stage = Wait.SLOT
                     yield t.waiter(released, ks)
                     k = st.k
-                    ks = k - slots
+                    ks = n.first_entry_of(n.tile_of(k) - slots + 1) - 1 if repeats else k - slots
                 released.pop(ks, None)
             if space_used:
                 if watched:

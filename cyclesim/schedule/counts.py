@@ -44,7 +44,7 @@ def closed_form(plan: Plan) -> list[Access]:
         par = n.union_values * n.parent_instances
         chi = n.tile_values * n.instances
         if not n.output_role:
-            e = n.entries
+            e = n.fills  # an entry at a level where the tile stands still is no refill
             rows.append(
                 Access(n.owner, n.tensor, p.memory, READ, READ_TO_BELOW, e * par, e * par * n.bits)
             )

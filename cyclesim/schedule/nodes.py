@@ -348,9 +348,67 @@ def finish_nodes(
                 else 1,
                 pe_by is not None
                 or any(facts[c].output_role and facts[c].revisited() for c in children),
+                _tile_still_levels(inputs, r, d),
             )
         )
     return nodes
+
+
+def _still_levels(above: tuple, temporal: list, lane_loop: list, projection: tuple) -> frozenset:
+    """Levels (1-based temporal loop that advanced) at which every projected coordinate of
+    the operand is the previous step's: its register is not re-read (DESIGN "Operand
+    registers hold the previous cycle's value only"), and with a storage node's counted loops
+    as `temporal`, the node's tile (fixed extent, origin unmoved) is not refilled. A step of level l moves loop l by one
+    and resets every inner loop from its bound - 1 to 0, so a coordinate sum(c * rank) moves
+    by the same amount at every step of that level: c * stride of loop l less the inner
+    loops' c * stride * (bound - 1). Only affine indices (A[n + k]) can make that zero."""
+    if all(len(p.terms) < 2 for p in projection):
+        return frozenset()
+    # each temporal loop's stride in its rank: the product of the loops below it over that rank
+    # (temporal, spatial and the vector lanes), walking the leaf's path from the bottom up
+    index = {id(n): i for i, n in enumerate(temporal)}
+    span: dict[str, int] = {}
+    stride = [1] * len(temporal)
+    lane = lane_loop[0] if lane_loop else None
+    for n in reversed(above):
+        if not isinstance(n, (Temporal, Spatial)) or n.bound <= 1:
+            continue
+        if lane is not None and isinstance(n, Temporal) and n.path == lane.path:
+            span[n.rank] = span.get(n.rank, 1) * lane.bound  # the lanes run inside one step
+            if temporal and temporal[-1].path == n.path:  # what is left of it steps
+                stride[-1] = span[n.rank]
+            span[n.rank] *= n.bound // lane.bound
+            continue
+        if id(n) in index:
+            stride[index[id(n)]] = span.get(n.rank, 1)
+        span[n.rank] = span.get(n.rank, 1) * n.bound
+    still = set()
+    for i, loop in enumerate(temporal):
+        moved = False
+        for p in projection:
+            coefficient = dict((r, c) for c, r in p.terms)
+            delta = coefficient.get(loop.rank, 0) * stride[i] - sum(
+                coefficient.get(inner.rank, 0) * stride[j] * (inner.bound - 1)
+                for j, inner in enumerate(temporal[i + 1 :], start=i + 1)
+            )
+            moved = moved or delta != 0
+        if not moved:
+            still.add(i + 1)
+    return frozenset(still)
+
+
+def _tile_still_levels(inputs: PlanInputs, r: StorageRecord, d: NodeFacts) -> frozenset:
+    """Counted levels at which an input node's tile is the previous entry's (DESIGN "retain:
+    refill only when the tile changes"): still for the path of every leaf below it."""
+    if inputs.reuse is not ReusePolicy.RETAIN or d.output_role or not d.counted_loops:
+        return frozenset()
+    still = None
+    for li in d.below:
+        above, comp = inputs.leaves[li]
+        projection = inputs.workload.einsum(comp.einsum).access(r.tensor).projection
+        s = _still_levels(above, list(d.counted_loops), [], projection)
+        still = s if still is None else still & s
+    return frozenset(still or ())
 
 
 def _uses_per_tile(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from math import prod
 
 from cyclesim.spec.systolic import Systolic
 
@@ -69,6 +70,10 @@ class NodePlan:
     # an output node keeps partial sums (at psum_bits) only if the PE array accumulates in it or
     # a child drains unfinished values into it; otherwise it only ever holds final values
     holds_partial_sums: bool = True
+    # counted levels (1-based loop that advanced) at which an input's tile is the previous
+    # entry's: an affine index (A[n + k]) whose origin does not move (retain; usually empty).
+    # Such an entry is no refill and no new slot: it extends the previous entry's tile
+    still_levels: frozenset[int] = frozenset()
 
     @property
     def stored_bits(self) -> int:
@@ -88,6 +93,35 @@ class NodePlan:
                 first = first and digit == 0
                 final = final and digit == bound - 1
         return first, final
+
+    def tile_of(self, k: int) -> int:
+        """Which distinct tile (fill) entry k is in, counting from 0: k less the entries before
+        it that extend the previous tile. Entries of level l (1 <= l <= k) number
+        k // stride(l) - k // stride(l - 1), stride(l) the product of the bounds inside loop l."""
+        still = 0
+        for lv in self.still_levels:
+            still += k // prod(self.counted[lv:]) - k // prod(self.counted[lv - 1 :])
+        return k - still
+
+    @property
+    def fills(self) -> int:
+        """Distinct tiles over all entries (entries if no level stands still)."""
+        return self.tile_of(self.entries - 1) + 1 if self.entries else 0
+
+    def first_entry_of(self, tile: int) -> int:
+        """The entry that starts tile `tile` (tile_of is non-decreasing: bisect it)."""
+        lo, hi = tile, self.entries - 1  # a tile starts at or after its own index
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.tile_of(mid) < tile:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def extends_previous(self, k: int) -> bool:
+        """Is entry k the previous entry's tile again (no fill, no slot of its own)?"""
+        return k > 0 and bool(self.still_levels) and self.tile_of(k) == self.tile_of(k - 1)
 
     def element_key(self, k: int) -> int:
         """Index of the tile's elements: the relevant digits of entry k (same key = same values)."""

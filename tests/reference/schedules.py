@@ -2,8 +2,7 @@
 spec's YAML dicts (what a user writes), loaded through cyclesim.spec.
 
 Scope (grown feature by feature as each one agreed or had its difference recorded):
-GEMM Z[m,n] += A[m,k] * B[k,n] (a quarter with the affine A[m, n + k], in buf above every
-loop) with ranks of 1-4; DRAM above one on-chip buffer (two levels), or with per-PE registers below it (three levels);
+GEMM Z[m,n] += A[m,k] * B[k,n] (a quarter with the affine A[m, n + k]) with ranks of 1-4; DRAM above one on-chip buffer (two levels), or with per-PE registers below it (three levels);
 1-3 PEs along X and optionally 1-2 along Y, a spatial loop per dimension over distinct ranks
 (multicast of the tensors it does not index, a spatial reduction when it is k, instances per
 PE for the registers); ports toward the parent shared (one read-write port) or separate, of
@@ -83,18 +82,16 @@ def schedules(draw, three_levels: bool | None = None) -> dict:
     cuts = {r: _split(draw, rest[r], levels) for r in RANKS}  # outer, (middle,) inner
     orders = [draw(st.permutations(RANKS)) for _ in range(levels)]
     buf_at = {t: draw(st.integers(0, 3)) for t in TENSORS}
-    # an affine index in a quarter of them: A[m, n + k], kept in buf above every loop and in no
-    # register, so the register rule is what it exercises (D16); below loops over n and k a
-    # tile can repeat the previous one, which the replay refills (D17, open)
+    # an affine index in a quarter of them: A[m, n + k], anywhere A may sit: its register can
+    # keep its value while n and k move (D16), its tile in buf or a register can be the
+    # previous one again (D17)
     affine = draw(st.integers(0, 3)) == 0
-    if affine:
-        buf_at["A"] = 0
     spatial_ranks = {r for r, b in fan.values() if b > 1}
     # per-PE registers (three levels) for some tensors; an output only where no spatial loop
     # reduces it (per-PE partial sums of one element would need a reduction DESIGN leaves open)
     in_reg = []
     if levels == 3:
-        in_reg = [t for t in ("A", "B") if draw(st.booleans()) and not (affine and t == "A")]
+        in_reg = [t for t in ("A", "B") if draw(st.booleans())]
         if "k" not in spatial_ranks and draw(st.booleans()):
             in_reg.append("Z")
     reg_at = {t: draw(st.integers(0, 3)) for t in in_reg}
