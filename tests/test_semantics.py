@@ -268,7 +268,7 @@ def test_pipeline_delay_starts_when_the_tile_is_done(tmp_path, capsys):
     assert "offload bandwidth             12" in out and "latency" not in out
     assert "compute buffer_full           11" in out and "[cycles 10..25]" in out
     table = pd.read_csv(events)
-    write_backs = table[table.kind == "drain"]
+    write_backs = table[table.kind == "write-back"]
     assert list(zip(write_backs.start, write_backs.end, strict=True)) == [
         (9, 17),
         (17, 25),
@@ -308,7 +308,7 @@ def test_only_the_pipeline_cycles_left_are_waited_for(replay_dicts):
     a, w, m = inputs_from_folder(PIPELINED_WRITE_BACK)
     a = architecture_with_field(a, "pe_array.pipeline_depth_cycles", 10)
     res = replay(a, w, m, progress=False, trace=True)
-    drains = res.events_table.query("kind == 'drain'")
+    drains = res.events_table.query("kind == 'write-back'")
     assert list(drains.start) == [16, 24, 38, 46]
     assert (res.cycles, res.stall_cycles, res.offload_cycles) == (54, 18, 18)
     assert res.stall_cycles_by_cause() == {"buffer_full": 18}

@@ -65,7 +65,7 @@ def timeline_text(events, title: str) -> list[str]:
     lines = [title]
     ao = events[events.tensor == "AO"]
     fills = ao[ao.kind == "fill"]
-    drains = ao[ao.kind == "drain"]
+    drains = ao[ao.kind == "write-back"]
     lines.append(
         f"  AO: {len(drains)} write-backs SRAM -> DRAM ({int(drains.bits.sum())} bits), "
         f"{len(fills)} fills DRAM -> SRAM ({int(fills.bits.sum())} bits)"
@@ -82,7 +82,7 @@ def timeline_text(events, title: str) -> list[str]:
         what = (
             f"PE array computes {row.einsum}"
             if row.kind == "compute"
-            else f"AO column {row.tile} {'SRAM -> DRAM' if row.kind == 'drain' else 'DRAM -> SRAM'} ({row.bits} bits, booked to {row.einsum})"
+            else f"AO column {row.tile} {'SRAM -> DRAM' if row.kind == 'write-back' else 'DRAM -> SRAM'} ({row.bits} bits, booked to {row.einsum})"
         )
         lines.append(f"  cycles {row.start:>5}-{row.end:<5} n1={row.tile:<3} {what}")
     return lines
@@ -115,7 +115,7 @@ def plot_timelines(runs: list[tuple[str, object]], png: Path) -> None:
             )
         ao = events[events.tensor == "AO"]
         for kind, lane, color in (
-            ("drain", "AO SRAM -> DRAM", "tab:red"),
+            ("write-back", "AO SRAM -> DRAM", "tab:red"),
             ("fill", "AO DRAM -> SRAM", "tab:purple"),
         ):
             moves = ao[ao.kind == kind]
@@ -146,7 +146,7 @@ def _resident(events) -> list[tuple[int, int]]:
     pe = events[events.kind == "compute"]
     ao = events[events.tensor == "AO"]
     for tile in sorted(set(ao.tile)):
-        drain = ao[(ao.kind == "drain") & (ao.tile == tile)]
+        drain = ao[(ao.kind == "write-back") & (ao.tile == tile)]
         fill = ao[(ao.kind == "fill") & (ao.tile == tile)]
         producer = pe[(pe.einsum == "producer") & (pe.tile == tile)]
         consumer = pe[(pe.einsum == "consumer") & (pe.tile == tile)]

@@ -39,7 +39,7 @@ def expected_port_bits(res) -> dict[str, int]:
     ev = res.events_table
     for r in ev[ev["kind"] != "compute"].itertuples():
         n = by_label[r.resource.rsplit(" ", 1)[0]]
-        src, dst = (n.fill_src, n.fill_dst) if r.kind != "drain" else (n.drain_dst, n.drain_src)
+        src, dst = (n.fill_src, n.fill_dst) if r.kind != "write-back" else (n.drain_dst, n.drain_src)
         out[src.key] += r.bits
         if dst.key != src.key:
             out[dst.key] += r.bits // n.union_values * n.tile_values
