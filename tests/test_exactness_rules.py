@@ -6,8 +6,12 @@ Convention: [a, b) are the cycles a..b-1; a tile whose last burst ends at b is u
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from replay_helpers import memory, port
+
+from cyclesim.spec.yamlio import read_yaml
 
 WIDE = [port("rd", "read", 64), port("wr", "write", 64)]
 
@@ -902,3 +906,24 @@ def test_a_dma_channel_asked_for_twice_in_one_cycle_goes_by_rank(replay_dicts):
         "bandwidth": 1,
     }
     assert res.stall_cycles_by_cause(("compute",)) == {"latency": 3, "bandwidth": 3, "spatial": 7}
+
+
+# ------------------------------- an affine operand whose register stands still (D16, closed form)
+def test_an_affine_operands_reads_count_only_levels_that_index_it(replay_dicts):
+    # A[n + k] under loops n (2), k (2) and an innermost m (2) that A does not index; Z[m, n].
+    # Steps (n, k, m) read A[0], A[0], A[1], A[1], A[1], A[1], A[2], A[2]: the register
+    # changes at steps 0, 2 and 6, so 3 reads of A at buf (DESIGN "Operand registers hold the
+    # previous cycle's value only"). Level 1 (n) stands still (n + k moves by 1 - 1 * (2 - 1) =
+    # 0), and so does level 3 (m, which A does not index): the closed form subtracts only still
+    # levels that would have read (level <= A's change depth, 2); subtracting m's steps too gave
+    # 4 - 1 - 4 = -1 reads, and the replay's count check refused the Stream examples' convs.
+    case = Path(__file__).parent / "reference" / "cases" / "affine_register"
+    arch, workload, mapping = (
+        read_yaml(case / f"{n}.yaml")[0] for n in ("arch", "workload", "mapping")
+    )
+    einsum = workload["einsums"][0]
+    einsum["ranks"]["m"] = 2
+    einsum["inputs"][0]["projection"] = ["n + k"]
+    mapping["loop_tree"].insert(-1, {"type": "temporal", "rank": "m", "bound": 2})
+    res = replay_dicts(arch, workload, mapping, reuse="retain")
+    assert reads(res, "gemm", "A", "buf") == 3

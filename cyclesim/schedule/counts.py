@@ -122,9 +122,12 @@ def closed_form(plan: Plan) -> list[Access]:
                     )
             else:
                 # one read per step of a level <= change_depth (prod of the loops to it), less
-                # the steps of a level at which an affine index stands still (loop l moved)
+                # the steps of such a level at which an affine index stands still (loop l
+                # moved); a still level below change_depth reads nothing anyway (reads_at)
                 steps_read = prod(leaf.bounds[: o.change_depth]) - sum(
-                    prod(leaf.bounds[: lv - 1]) * (leaf.bounds[lv - 1] - 1) for lv in o.still_levels
+                    prod(leaf.bounds[: lv - 1]) * (leaf.bounds[lv - 1] - 1)
+                    for lv in o.still_levels
+                    if lv <= o.change_depth
                 )
                 v = steps_read * per
                 rows.append(Access(leaf.einsum, o.tensor, mem, READ, READ_TO_BELOW, v, v * o.bits))
