@@ -87,10 +87,10 @@ test: peers gtkwave-deps browser-deps native
 	CYCLESIM_ACCELFORGE_PYTHON=$(abspath $(AFVENV))/bin/python \
 	CYCLESIM_SCALESIM_PYTHON=$(abspath $(SSVENV))/bin/python \
 	CYCLESIM_STREAM_PYTHON=$(abspath $(STVENV))/bin/python \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist worksteal
 
 test-fast: $(VENV)/.test native
-	$(BIN)/python -m pytest -q -m "not peer and not slow"
+	$(BIN)/python -m pytest -q -m "not peer and not slow" -n 2 --dist worksteal
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check cyclesim tests examples benchmarks
