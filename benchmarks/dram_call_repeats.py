@@ -25,7 +25,7 @@ from collections import Counter
 
 from bench_dram import CASES, ROOT
 
-from cyclesim.engine.dram_timer import NO_ROW, DramTimer
+from cyclesim.dram.timer import NO_ROW, DramTimer
 from cyclesim.engine.run import replay_plan
 from cyclesim.schedule import build_plan
 from cyclesim.spec import load_architecture, load_mapping, load_workload
