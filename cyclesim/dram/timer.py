@@ -60,6 +60,32 @@ class DramTimer:
         c = self.config = config
         self.ratio = Fraction(str(c.tck_ns)) * Fraction(str(clock_mhz)) / 1000
         self._num, self._den = self.ratio.numerator, self.ratio.denominator
+        self._set_timing(c)
+        self._set_address_fields(c)
+        self._set_bank_state(c)
+        self.close_page = c.close_page  # precharge a row after its run of requests
+        self.data_end = 0  # data end of the requests of the last issue() call (DRAM cycles)
+        # per channel: (requests, rank and bank group) of another bank group's row streams that
+        # the last requests of a stream in that group were paced with (FR-FCFS interleaves
+        # them): that many requests of other groups, next, go at the other-group pace too
+        # (per requester: its stream's, which another transfer's runs do not interrupt)
+        self.owed: dict[object, list[tuple[int, tuple[int, int] | None]]] = {}
+        self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
+        self.last_request: dict[object, int] = {}  # per requester: its last request issued
+        self.issued = 0  # requests issued by the last issue() call
+        # the column commands of the last issue() call (column_timing.time_visits), for prefix_end
+        self.pieces: tuple[list[Piece], int, int, int] = ([], 0, 0, 0)
+        # issue() calls so far, never rolled back: fast-forward skips only periods without one
+        self.calls: int = 0
+        # per requester: its run of bursts in flight whose requests were all issued at its
+        # start (engine/dram_port.py cuts it before another requester issues)
+        self.ahead: dict[object, tuple] = {}
+        self.log: list[tuple] | None = None  # bank commands, when tracing (trace_into)
+        self.name = ""
+        self._build_frame()
+
+    def _set_timing(self, c: DramConfig) -> None:
+        """The JEDEC delays the timer applies, as tables by command, bank group and direction."""
         t = timing_tables(c)
         one_group = c.bankgroups == 1
 
@@ -106,6 +132,9 @@ class DramTimer:
             write: -(-self.act_to_col[write] // self.col_table[write][write][0]) + 1
             for write in (False, True)
         }
+
+    def _set_address_fields(self, c: DramConfig) -> None:
+        """Where a request number holds its channel, rank, bank group, bank, row and column."""
         layout = c.field_layout()
         self.shift = (c.request_bytes - 1).bit_length()
         self.request_bytes = c.request_bytes
@@ -128,6 +157,9 @@ class DramTimer:
         # relative tile shape -> (visits, last request) relative to its first row (_visits)
         self.visit_memo: dict[tuple, tuple[list[tuple[int, int]], int | None]] = {}
         self.pace_memo: dict[tuple, list[int]] = {}  # (write, visits, groups, sizes) -> paces
+
+    def _set_bank_state(self, c: DramConfig) -> None:
+        """Every bank, rank and channel idle: no open row, nothing timed, the first refreshes."""
         banks = c.ranks * c.banks
         self.banks_per_channel = banks
         n = c.channels * banks
@@ -156,26 +188,6 @@ class DramTimer:
             step = c.tREFI // c.ranks
             first = [(r + 1) * step for r in range(c.ranks)]
         self.next_refresh = [first[:] for _ in range(c.channels)]
-        self.close_page = c.close_page  # precharge a row after its run of requests
-        self.data_end = 0  # data end of the requests of the last issue() call (DRAM cycles)
-        # per channel: (requests, rank and bank group) of another bank group's row streams that
-        # the last requests of a stream in that group were paced with (FR-FCFS interleaves
-        # them): that many requests of other groups, next, go at the other-group pace too
-        # (per requester: its stream's, which another transfer's runs do not interrupt)
-        self.owed: dict[object, list[tuple[int, tuple[int, int] | None]]] = {}
-        self.counts = {"requests": 0, "row_hits": 0, "activates": 0, "refreshes": 0}
-        self.last_request: dict[object, int] = {}  # per requester: its last request issued
-        self.issued = 0  # requests issued by the last issue() call
-        # the column commands of the last issue() call (column_timing.time_visits), for prefix_end
-        self.pieces: tuple[list[Piece], int, int, int] = ([], 0, 0, 0)
-        # issue() calls so far, never rolled back: fast-forward skips only periods without one
-        self.calls: int = 0
-        # per requester: its run of bursts in flight whose requests were all issued at its
-        # start (engine/dram_port.py cuts it before another requester issues)
-        self.ahead: dict[object, tuple] = {}
-        self.log: list[tuple] | None = None  # bank commands, when tracing (trace_into)
-        self.name = ""
-        self._build_frame()
 
     def _build_frame(self) -> None:
         """What time_visits binds to locals, per direction, in one tuple: the constants and the
