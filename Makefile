@@ -25,11 +25,11 @@ $(VENV)/.test: $(VENV)/.base pyproject.toml
 $(VENV)/.native-tools: $(VENV)/.base pyproject.toml
 	@$(BIN)/pip install -q -e '.[native]' && touch $@ || echo "mypy could not be installed"
 
-# The DRAM timer compiled with mypyc (copies stamped with their source's hash; engine/dram_native.py
+# The DRAM timer compiled with mypyc (copies stamped with their source's hash; dram/native.py
 # uses them only while the hash matches). It names what it compiles, then says in one line that
 # it did, or why not (pure Python is used then).
 native: $(VENV)/.native-tools
-	@$(BIN)/python -m cyclesim.engine.dram_native_build || true
+	@$(BIN)/python -m cyclesim.dram.native_build || true
 
 # accelforge needs Python >= 3.12 (its hwcomponents dependency); it lives in its own
 # environment and is called as a subprocess by cyclesim.checks.accelforge.peer.
@@ -112,4 +112,4 @@ traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces
 
 clean:
-	rm -rf $(VENV) $(AFVENV) $(SSVENV) $(STVENV) out build *.egg-info cyclesim/engine/_dram_*_native*
+	rm -rf $(VENV) $(AFVENV) $(SSVENV) $(STVENV) out build *.egg-info cyclesim/dram/_*_native*

@@ -8,7 +8,7 @@ periods that issue no DRAM request (engine/fastforward_dram.py), so every replay
 it (the default) and without it, with the jumps it made: the ratio of the replays without it
 compares the same amount of simulated work. Then cycles and non-compute cycles by cause, so
 the new causes show. The DDR4 replay is timed with the compiled DRAM timer (make native;
-engine/dram_native.py) and, without fast-forward, with the pure-Python one, side by side; a
+dram/native.py) and, without fast-forward, with the pure-Python one, side by side; a
 line says which the replay uses by default. On the ResNet-50 layer the DDR4 replay is also timed
 with `cyclesim dram`'s controllers in the loop (`timing: controller`, engine/dram_loop.py) and
 its ratio to the bandwidth-only replay printed against the same 2x target.
@@ -23,7 +23,8 @@ import dataclasses
 import time
 from pathlib import Path
 
-from cyclesim.engine import dram_native, dram_slices, dram_timer
+from cyclesim.dram import byte_runs, timer
+from cyclesim.dram import native as dram_native
 from cyclesim.engine.run import replay_plan
 from cyclesim.results import build_result
 from cyclesim.schedule import build_plan
@@ -47,9 +48,9 @@ CASES = {
 
 
 # the DRAM modules timed side by side: the compiled ones, if built from the current sources
-NATIVE = tuple(dram_native.choose(name, environ={})[0] for name in ("dram_timer", "dram_slices"))
-PURE = (dram_timer, dram_slices)
-NATIVE_KIND = dram_native.choose("dram_timer", environ={})[1]
+NATIVE = tuple(dram_native.choose(name, environ={})[0] for name in ("timer", "byte_runs"))
+PURE = (timer, byte_runs)
+NATIVE_KIND = dram_native.choose("timer", environ={})[1]
 PURE_LABEL = "DDR4, pure timer"
 # the DDR4 replay with `timing: controller`: cyclesim dram's controllers in the loop
 # (engine/dram_loop.py), on the case the 2x target is set on (the GEMM takes minutes)

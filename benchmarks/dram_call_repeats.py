@@ -25,7 +25,7 @@ from collections import Counter
 
 from bench_dram import CASES, ROOT
 
-from cyclesim.engine.dram_timer import NO_ROW, DramTimer
+from cyclesim.dram.timer import NO_ROW, DramTimer
 from cyclesim.engine.run import replay_plan
 from cyclesim.schedule import build_plan
 from cyclesim.spec import load_architecture, load_mapping, load_workload
@@ -50,7 +50,7 @@ def call_key(timer: DramTimer, runs, is_write, who, start, stream, ahead) -> dic
     last = timer.last_request.get(who)
     owed = timer.owed.get(who)
     visits, _ = timer._row_visits(runs, last)
-    banks = sorted({timer._bank_index(q) for q, _ in visits})
+    banks = sorted({timer.bank_index(q) for q, _ in visits})
     rows = {timer.row_of(q) for q, _ in visits}
     channels = sorted({b // timer.banks_per_channel for b in banks})
     ranks = sorted({b // timer.config.banks for b in banks})

@@ -181,7 +181,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        from cyclesim.engine.dram_native import NATIVE_KIND
+        from cyclesim.dram.native import NATIVE_KIND
 
         print(f"{parser.prog} {__version__}\nDRAM timer: {NATIVE_KIND}")
         parser.exit()
@@ -494,7 +494,7 @@ def _environment_error() -> str | None:
     user's input: exit 2), else None; the engine is imported only when the variable is set."""
     if "CYCLESIM_PURE_PYTHON" not in os.environ:
         return None
-    from cyclesim.engine.dram_native import pure_python_requested
+    from cyclesim.dram.native import pure_python_requested
 
     try:
         pure_python_requested()

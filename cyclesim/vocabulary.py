@@ -109,7 +109,7 @@ class Fold(StrEnum):
 
 
 class BankCommand(StrEnum):
-    """The bank commands of a traced DRAM replay (Recorder.dram_banks, engine/dram_timer.py)."""
+    """The bank commands of a traced DRAM replay (Recorder.dram_banks, dram/timer.py)."""
 
     ACTIVATE = "activate"
     PRECHARGE = "precharge"

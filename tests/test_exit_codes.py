@@ -64,7 +64,7 @@ def test_version_and_help_as_a_user_runs_them():
     run = [sys.executable, "-m", "cyclesim"]
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     version = subprocess.run([*run, "--version"], capture_output=True, text=True, env=env)
-    # the version, then which DRAM timer a replay uses (engine/dram_native.py)
+    # the version, then which DRAM timer a replay uses (dram/native.py)
     lines = version.stdout.splitlines()
     assert version.returncode == 0 and lines[0] == f"cyclesim {__version__}"
     assert lines[1].startswith("DRAM timer: ") and len(lines) == 2

@@ -1,6 +1,6 @@
 """The shared DRAM's timing at chip level: where each tensor lies in the off-chip memory (packed
 in workload order at row boundaries, row-major, as a memory's `dram:` places them) and the
-byte runs of a transfer's box, for the DRAM timer the core replay uses (engine/dram_timer.py)."""
+byte runs of a transfer's box, for the DRAM timer the core replay uses (dram/timer.py)."""
 
 from __future__ import annotations
 

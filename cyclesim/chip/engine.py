@@ -130,7 +130,7 @@ def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
     timer = None
     if plan.chip.offchip.dram is not None:
         from cyclesim.chip.dram import runs
-        from cyclesim.engine.dram_native import DramTimer
+        from cyclesim.dram.native import DramTimer
 
         timer = DramTimer(plan.chip.offchip.dram.config, plan.chip.clock_mhz)
 

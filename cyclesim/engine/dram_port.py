@@ -2,7 +2,7 @@
 
 A transfer's bursts are granted as for any link (engine/transfer.py, engine/fabric.py); each
 run of bursts issues the DRAM requests of its bytes, in layout order, to the memory's timer
-(engine/dram_timer.py), and ends when both the ports and the DRAM are done with it. A run
+(dram/timer.py), and ends when both the ports and the DRAM are done with it. A run
 covers about one DRAM row of the transfer's bytes when nobody competes, so a streaming fill
 costs one event per row run, not per burst; a competitor, a change of the PE array's share or
 another link of the same DRAM issuing requests cuts it after the burst in progress, so a
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-# compiled with mypyc when built from the current sources, else pure Python (dram_native.py)
-from cyclesim.engine import dram_native
+# compiled with mypyc when built from the current sources, else pure Python (dram/native.py)
+from cyclesim.dram import native
+from cyclesim.dram.native import DramTimer
 from cyclesim.engine.dram_loop import ControllerRuns, DramLoop
-from cyclesim.engine.dram_native import DramTimer
 from cyclesim.engine.transfer import DramRuns
 from cyclesim.vocabulary import Wait
 
@@ -74,8 +74,8 @@ class DramSide:
         return kind(env, fabric, rec, tl, link, big, small, n_bursts)
 
     def slice(self, lo: int, hi: int) -> list[tuple[int, int, int, int]]:
-        """The strided runs of transfer bytes [lo, hi) (engine/dram_slices.py)."""
-        return dram_native.byte_runs(self.runs, self.offsets, lo, hi)
+        """The strided runs of transfer bytes [lo, hi) (dram/byte_runs.py)."""
+        return native.byte_runs(self.runs, self.offsets, lo, hi)
 
 
 class IssuedRun:
@@ -128,7 +128,7 @@ class IssuedRun:
 
 
 class TimerRuns(DramRuns):
-    """A DRAM end timed by the memory's timer (engine/dram_timer.py): each run issues the DRAM
+    """A DRAM end timed by the memory's timer (dram/timer.py): each run issues the DRAM
     requests of its bytes at its start and ends when both the ports (their width) and the DRAM
     are done with them, whichever is later. A competitor, a change of the PE array's share or
     another link of the DRAM issuing cuts the run after the burst in progress (the DRAM state

@@ -1,6 +1,6 @@
 """Fast-forward's DRAM rule: with a DRAM model, skip only periods that issue no DRAM request.
 
-The DRAM timer's state (engine/dram_timer.py: open rows, bank ready cycles, calendars, each
+The DRAM timer's state (dram/timer.py: open rows, bank ready cycles, calendars, each
 rank's next refresh) is in absolute cycles and does not shift by a period; but only a request
 changes it: a refresh is applied when a request arrives past its due cycle, and a DRAM side's
 stream starts afresh with each transfer (engine/dram_port.py). So with DRAM a snapshot is

@@ -76,7 +76,7 @@ class Recorder:
     # L1 allocators (engine/l1.py), only when a memory has an `allocator:`
     l1_log: list[tuple] | None = None  # every allocator event: rows of engine.l1.LOG_COLUMNS
     l1_occupancy: list[tuple] | None = None  # (t, memory, bytes in use) when tracing
-    # DRAM-modelled memories (engine/dram_timer.py): the bank commands of each row visit when
+    # DRAM-modelled memories (dram/timer.py): the bank commands of each row visit when
     # tracing, (t, memory, bank, kind, row or end cycle) with kind ACTIVATE / PRECHARGE /
     # REFRESH (a rank's refresh: bank is its first bank); and after the run, per memory, the
     # timer's counts (requests, row_hits, activates, refreshes) and each bank's open row (-1)

@@ -108,11 +108,11 @@ class _Replay:
         self.intermediate = tuple(
             n.tensor in consumed and n.tensor in self.producer_of for n in plan.nodes
         )
-        self.dram = {}  # per DRAM-modelled memory: its timer (engine/dram_timer.py)
+        self.dram = {}  # per DRAM-modelled memory: its timer (dram/timer.py)
         if plan.dram:
-            # the compiled timer when it is current, else dram_timer.py (dram_native.py)
+            # the compiled timer when it is current, else dram/timer.py (dram/native.py)
+            from cyclesim.dram.native import DramTimer
             from cyclesim.engine.dram_loop import DramLoop
-            from cyclesim.engine.dram_native import DramTimer
 
             self.dram = {
                 name: DramLoop(self.env, config, mhz, record=True, keep_commands=trace)

@@ -193,7 +193,7 @@ def test_ddr4_behind_the_dram_port_times_each_hop_with_the_device():
     the core replay uses) are done, then the port latency 5. Every cycle of c0 before its step
     is the port's bandwidth, the device's row miss or latency, or the port latency."""
     from cyclesim.chip.dram import runs
-    from cyclesim.engine.dram_native import DramTimer
+    from cyclesim.dram.native import DramTimer
 
     data = {"name": "chip", "clock_mhz": 1000,
             "cores": [{"name": "c0", "architecture": TINY_CORE}],

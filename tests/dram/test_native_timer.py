@@ -1,8 +1,8 @@
 """The mypyc-compiled DRAM timer gives the pure-Python timer's numbers, and is never stale.
 
-`make native` compiles copies of engine/dram_timer.py and engine/dram_slices.py stamped with
-their source's sha256 (engine/dram_native_build.py); engine/dram_native.py uses a copy only
-while its stamp equals the source's hash. These tests replay the DRAM examples with both and
+`make native` compiles copies of dram/timer.py (with the modules it is made of) and
+dram/byte_runs.py stamped with their sources' sha256 (dram/native_build.py); dram/native.py uses
+a copy only while its stamp equals the sources' hash. These tests replay the DRAM examples with both and
 compare every record and the report byte for byte, compare random request sequences call by
 call and random byte-run slices, and check the loader's choice. The comparisons skip, saying
 why, where the compiled modules are not built (CI builds them: `make test` runs `make native`
@@ -29,9 +29,9 @@ from test_replay_dram import HBM, gemv  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
 from test_timer_fast_path import TIMER_SETUPS, streams, timer_config  # noqa: E402
 
-from cyclesim.engine import dram_native as loader  # noqa: E402
-from cyclesim.engine import dram_slices  # noqa: E402
-from cyclesim.engine import dram_timer as pure  # noqa: E402
+from cyclesim.dram import byte_runs as pure_slices  # noqa: E402
+from cyclesim.dram import native as loader  # noqa: E402
+from cyclesim.dram import timer as pure  # noqa: E402
 from cyclesim.engine.run import replay_plan  # noqa: E402
 from cyclesim.engine.verify import run_differences  # noqa: E402
 from cyclesim.results import build_result  # noqa: E402
@@ -41,12 +41,12 @@ from cyclesim.spec import load_architecture, load_mapping, load_workload  # noqa
 
 ROOT = Path(__file__).resolve().parents[2]
 # the compiled modules whatever the environment
-NATIVE, KIND = loader.choose("dram_timer", environ={})
-NATIVE_SLICES, SLICES_KIND = loader.choose("dram_slices", environ={})
+NATIVE, KIND = loader.choose("timer", environ={})
+NATIVE_SLICES, SLICES_KIND = loader.choose("byte_runs", environ={})
 needs_native = pytest.mark.skipif(
-    NATIVE is pure or NATIVE_SLICES is dram_slices, reason=f"DRAM timer: {KIND}; {SLICES_KIND}"
+    NATIVE is pure or NATIVE_SLICES is pure_slices, reason=f"DRAM timer: {KIND}; {SLICES_KIND}"
 )
-COMPILED_MODULES, PURE_MODULES = (NATIVE, NATIVE_SLICES), (pure, dram_slices)
+COMPILED_MODULES, PURE_MODULES = (NATIVE, NATIVE_SLICES), (pure, pure_slices)
 
 
 def example(arch: str, workload: str, mapping: str):
@@ -191,49 +191,55 @@ def test_byte_runs_cover_exactly_the_bytes_asked_for_compiled_or_not(tile, data)
     runs, offsets = tile
     lo = data.draw(st.integers(0, offsets[-1]))
     hi = data.draw(st.integers(lo, offsets[-1] + 10))
-    sliced = dram_slices.byte_runs(runs, offsets, lo, hi)
+    sliced = pure_slices.byte_runs(runs, offsets, lo, hi)
     assert addresses(sliced) == addresses(runs)[lo:hi]
     assert NATIVE_SLICES.byte_runs(runs, offsets, lo, hi) == sliced
 
 
 @needs_native
 def test_a_stale_build_falls_back_to_pure_python(tmp_path):
-    # the compiled module carries the hash of dram_timer.py as it was built; an edited source
-    # (here: a copy with one more comment line) no longer matches it
-    edited = tmp_path / "dram_timer.py"
-    edited.write_text((loader.HERE / "dram_timer.py").read_text() + "# edited\n")
-    module, kind = loader.choose("dram_timer", source=edited, environ={})
-    assert module is pure and "stale" in kind
-    assert loader.choose("dram_timer", environ={}) == (NATIVE, loader.COMPILED)  # as it is
-    edited = tmp_path / "dram_slices.py"
-    edited.write_text((loader.HERE / "dram_slices.py").read_text() + "# edited\n")
-    assert loader.choose("dram_slices", source=edited, environ={})[0] is dram_slices
+    # the compiled timer carries the hash of the sources it was built from: timer.py and the
+    # modules compiled with it; one of them edited (here: copies, one with one more comment
+    # line in a module other than timer.py itself) no longer matches it
+    for edited_module in loader.NATIVE_UNITS["timer"][1:]:
+        sources = []
+        for source in loader.unit_sources("timer"):
+            copy = tmp_path / source.name
+            edit = "# edited\n" if source.stem == edited_module else ""
+            copy.write_text(source.read_text() + edit)
+            sources.append(copy)
+        module, kind = loader.choose("timer", sources=sources, environ={})
+        assert module is pure and "stale" in kind, edited_module
+    assert loader.choose("timer", environ={}) == (NATIVE, loader.COMPILED)  # as it is
+    edited = tmp_path / "byte_runs.py"
+    edited.write_text((loader.HERE / "byte_runs.py").read_text() + "# edited\n")
+    assert loader.choose("byte_runs", sources=[edited], environ={})[0] is pure_slices
 
 
 def test_the_environment_variable_forces_pure_python():
-    module, kind = loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": "1"})
+    module, kind = loader.choose("timer", environ={"CYCLESIM_PURE_PYTHON": "1"})
     assert module is pure and kind == "pure Python (CYCLESIM_PURE_PYTHON=1)"
-    assert loader.choose("dram_slices", environ={"CYCLESIM_PURE_PYTHON": "1"})[0] is dram_slices
-    assert loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": "0"})[1] == KIND
+    assert loader.choose("byte_runs", environ={"CYCLESIM_PURE_PYTHON": "1"})[0] is pure_slices
+    assert loader.choose("timer", environ={"CYCLESIM_PURE_PYTHON": "0"})[1] == KIND
 
 
 @pytest.mark.parametrize("value", ["1", "true", "Yes", " on ", "TRUE"])
 def test_the_variable_forces_pure_python_however_yes_is_spelt(value):
-    module, kind = loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": value})
+    module, kind = loader.choose("timer", environ={"CYCLESIM_PURE_PYTHON": value})
     assert module is pure and kind == f"pure Python (CYCLESIM_PURE_PYTHON={value})"
 
 
 @pytest.mark.parametrize("value", ["", "0", "false", "No", "off"])
 def test_the_variable_set_to_no_leaves_the_choice_to_the_build(value):
     # CYCLESIM_PURE_PYTHON=false forced pure Python before: any value but "" and "0" did
-    assert loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": value})[1] == KIND
+    assert loader.choose("timer", environ={"CYCLESIM_PURE_PYTHON": value})[1] == KIND
 
 
 @pytest.mark.parametrize("value", ["2", "abc", "pure"])
 def test_an_odd_value_of_the_variable_is_refused_by_the_cli_in_one_line(value):
     # the library runs on in pure Python and says why; the CLI exits 2 before any command,
     # --version included, naming the variable, the value and what it accepts
-    module, kind = loader.choose("dram_timer", environ={"CYCLESIM_PURE_PYTHON": value})
+    module, kind = loader.choose("timer", environ={"CYCLESIM_PURE_PYTHON": value})
     assert module is pure and f"CYCLESIM_PURE_PYTHON={value!r}: expected 1, true" in kind
     env = dict(os.environ, PYTHONPATH=str(ROOT), CYCLESIM_PURE_PYTHON=value)
     for args in (["--version"], ["dram", "DDR4_8Gb_x8_2400", "/no/such.trace"]):
@@ -267,26 +273,26 @@ def test_a_damaged_build_falls_back_to_pure_python_saying_so(tmp_path, monkeypat
         ("imports_missing", "cannot be loaded: No module named 'cyclesim._no_such_module'"),
         ("directory", f"{package / 'directory'} is not an extension module: make native"),
     ]:
-        module, kind = loader.choose("dram_timer", native_name=f"damaged.{module_name}", environ={})
+        module, kind = loader.choose("timer", compiled_name=f"damaged.{module_name}", environ={})
         assert module is pure and kind.startswith("pure Python (") and why in kind, kind
         assert "\n" not in kind
 
 
 def test_a_missing_or_uncompiled_module_falls_back_to_pure_python():
-    missing = "cyclesim.engine._no_such_module"
-    module, kind = loader.choose("dram_timer", native_name=missing, environ={})
+    missing = "cyclesim.dram._no_such_module"
+    module, kind = loader.choose("timer", compiled_name=missing, environ={})
     assert module is pure and "not built" in kind
     # a module of that name that is plain Python source (a build interrupted midway leaves one)
-    source = "cyclesim.engine.dram_timer"
-    module, kind = loader.choose("dram_timer", native_name=source, environ={})
+    source = "cyclesim.dram.timer"
+    module, kind = loader.choose("timer", compiled_name=source, environ={})
     assert module is pure and "is not an extension module" in kind
 
 
 @needs_native
 def test_the_build_leaves_a_current_build_alone(capsys):
-    from cyclesim.engine import dram_native_build
+    from cyclesim.dram import native_build
 
-    assert dram_native_build.main([]) == 0
+    assert native_build.main([]) == 0
     assert capsys.readouterr().out == "DRAM timer: compiled (mypyc), up to date\n"
 
 
@@ -294,36 +300,36 @@ def test_the_build_says_what_it_compiles_before_the_compilers_silent_minute(monk
     # `make native` printed nothing for the ~55 s mypyc and the C compiler take; the build
     # (stubbed here: one module built, the next failing as without a C compiler) now says
     # which module it compiles before it starts, and the one-line outcome after
-    from cyclesim.engine import dram_native_build
+    from cyclesim.dram import native_build
 
-    monkeypatch.setattr(dram_native_build, "built_stamp", lambda native_name: None)
-    monkeypatch.setattr(dram_native_build, "build", lambda name, *_: "stamp")
-    assert dram_native_build.main([]) == 0
+    monkeypatch.setattr(native_build, "built_stamp", lambda compiled: None)
+    monkeypatch.setattr(native_build, "build", lambda name, *_: "stamp")
+    assert native_build.main([]) == 0
     assert capsys.readouterr().out == (
-        "DRAM timer: compiling dram_timer.py with mypyc (about a minute) ...\n"
-        "DRAM timer: compiling dram_slices.py with mypyc (about a minute) ...\n"
+        "DRAM timer: compiling timer.py with mypyc (about a minute) ...\n"
+        "DRAM timer: compiling byte_runs.py with mypyc (about a minute) ...\n"
         "DRAM timer: compiled (mypyc)\n"
     )
 
     def no_compiler(name, *_):
         raise RuntimeError(f"mypyc could not compile {name}.py: error: command 'false' failed")
 
-    monkeypatch.setattr(dram_native_build, "build", no_compiler)
-    assert dram_native_build.main([]) == 1
+    monkeypatch.setattr(native_build, "build", no_compiler)
+    assert native_build.main([]) == 1
     assert capsys.readouterr().out == (
-        "DRAM timer: compiling dram_timer.py with mypyc (about a minute) ...\n"
-        "DRAM timer: not compiled, pure Python is used (mypyc could not compile dram_timer.py: "
+        "DRAM timer: compiling timer.py with mypyc (about a minute) ...\n"
+        "DRAM timer: not compiled, pure Python is used (mypyc could not compile timer.py: "
         "error: command 'false' failed)\n"
     )
 
     def read_only_tree(name, *_):  # the extension cannot be put next to its source
-        raise PermissionError(13, "Permission denied", f"cyclesim/engine/_{name}_native.so.new")
+        raise PermissionError(13, "Permission denied", f"cyclesim/dram/_{name}_native.so.new")
 
-    monkeypatch.setattr(dram_native_build, "build", read_only_tree)
-    assert dram_native_build.main([]) == 1  # it was a traceback
+    monkeypatch.setattr(native_build, "build", read_only_tree)
+    assert native_build.main([]) == 1  # it was a traceback
     assert capsys.readouterr().out.splitlines()[1] == (
         "DRAM timer: not compiled, pure Python is used ([Errno 13] Permission denied: "
-        "'cyclesim/engine/_dram_timer_native.so.new')"
+        "'cyclesim/dram/_timer_native.so.new')"
     )
 
 
@@ -353,10 +359,10 @@ def test_the_cli_gives_the_same_report_and_vcd_with_either_timer(tmp_path):
 
 
 def test_a_compiler_that_fails_is_named_not_its_command_line():
-    # `CC=false make native` said "...(mypyc could not compile dram_timer.py: error: Command
+    # `CC=false make native` said "...(mypyc could not compile timer.py: error: Command
     # '['false', '-Wsign-compare', '-DNDEBUG', '-g', '-fwrapv', '-O3', '-Wall', '-fPIC',
     # '-I/tmp/...)": cut at 160 characters before it said what failed
-    from cyclesim.engine.dram_native_build import compiler_failure
+    from cyclesim.dram.native_build import compiler_failure
 
     line = (
         "error: Command '['false', '-Wsign-compare', '-DNDEBUG', '-g', '-fwrapv', '-O3', "
@@ -369,5 +375,5 @@ def test_a_compiler_that_fails_is_named_not_its_command_line():
     # setuptools' own wording of the same (its CompileError)
     line = "error: Command '['gcc', '-shared', 'x.o', '-o', 'x.so']' failed with exit code 4"
     assert compiler_failure(line) == "error: the C compiler or linker 'gcc' failed (exit status 4)"
-    mypy_error = "dram_timer.py:12: error: Incompatible types in assignment"
+    mypy_error = "timer.py:12: error: Incompatible types in assignment"
     assert compiler_failure(mypy_error) == mypy_error

@@ -1,4 +1,4 @@
-"""The replay's FR-FCFS DRAM timer (cyclesim/engine/dram_timer.py), derived by hand.
+"""The replay's FR-FCFS DRAM timer (cyclesim/dram/timer.py), derived by hand.
 
 DDR4-2400 x8 (preset DDR4_8Gb_x8_2400): tRCD = tRP = 17, tRAS = 39, tRC = 56, tRTP = 9,
 burst 4 cycles, tCCD_L = 6 (read to read, same bank group), read to write 10 (RL + burst - WL
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cyclesim.dram.config import load_dram_config
+from cyclesim.dram.native import DramTimer  # the one the replay uses
 from cyclesim.dram.trace import Request, simulate_trace
-from cyclesim.engine.dram_native import DramTimer  # the one the replay uses
 
 SAME_BANK_NEXT_ROW = 256 << 10
 

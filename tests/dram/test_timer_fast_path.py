@@ -1,6 +1,6 @@
 """The DRAM timer's closed form against request-by-request timing (hypothesis).
 
-The replay's timer (cyclesim/engine/dram_timer.py) times a row visit — consecutive requests to
+The replay's timer (cyclesim/dram/timer.py) times a row visit — consecutive requests to
 one row of one bank, or the lines of a strided run that fall in one row — in one step: the
 first column command from the bank, bus and turnaround state, the others evenly spaced. The
 straightforward computation times every request on its own (a visit of one request). The two
@@ -22,9 +22,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from cyclesim.dram import timer as pure
 from cyclesim.dram.config import load_dram_config
-from cyclesim.engine import dram_timer as pure
-from cyclesim.engine.dram_native import DramTimer
+from cyclesim.dram.native import DramTimer
 
 CONFIGS = st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128"])
 MAPPINGS = st.sampled_from(["rochrababgco", "rorabgbachco", "chrorababgco", "robgbarachco"])

@@ -1,11 +1,11 @@
-"""Which DRAM modules run compiled: the mypyc-compiled copy of dram_timer.py (and of
-dram_slices.py) when it was built from the current source, else the pure-Python module
-(never a stale binary).
+"""Which DRAM modules run compiled: the mypyc-compiled copy of the timer (dram/timer.py and
+the modules it is made of) and of the byte-run slicing (dram/byte_runs.py) when it was built
+from the current sources, else the pure-Python modules (never a stale binary).
 
-`make native` (python -m cyclesim.engine.dram_native_build) compiles a copy of each source
-under another name (`_dram_timer_native`: an extension next to dram_timer.py would shadow
-it) with the source's sha256 stamped in. A copy is used only while that stamp equals the
-hash of the source as it is now: a developer who edits the source tests the source.
+`make native` (python -m cyclesim.dram.native_build) compiles a copy of each source under
+another name (`_timer_native`: an extension next to timer.py would shadow it) with the sha256
+of its unit's sources stamped in. A copy is used only while that stamp equals the hash of the
+sources as they are now: a developer who edits a source tests the source.
 CYCLESIM_PURE_PYTHON=1 (or true, yes, on) forces pure Python; 0, false, no, off or empty
 leave the choice to the build; any other value is refused by the CLI (pure_python_requested).
 """
@@ -20,10 +20,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
-PACKAGE = "cyclesim.engine"
+PACKAGE = "cyclesim.dram"
 HERE = Path(__file__).resolve().parent
-# the modules compiled by make native: source module -> its compiled copy's name
-NATIVE_MODULES = {"dram_timer": "_dram_timer_native", "dram_slices": "_dram_slices_native"}
+# what make native compiles, a unit at a time: the module others import -> the modules compiled
+# together with it (they call each other natively), itself first
+NATIVE_UNITS = {
+    "timer": ("timer", "column_timing", "paces", "row_visits"),
+    "byte_runs": ("byte_runs",),
+}
 PURE_ENVIRONMENT_VARIABLE = "CYCLESIM_PURE_PYTHON"
 COMPILED = "compiled (mypyc)"
 # CYCLESIM_PURE_PYTHON's values, as the user may spell them (any case, spaces around)
@@ -31,9 +35,23 @@ PURE_WORDS = {"1": True, "true": True, "yes": True, "on": True}
 PURE_WORDS |= {"": False, "0": False, "false": False, "no": False, "off": False}
 
 
-def source_sha256(source: Path) -> str:
-    """The sha256 of a source file, as the build stamps it into the compiled copy."""
-    return hashlib.sha256(source.read_bytes()).hexdigest()
+def native_name(module: str) -> str:
+    """The name of a module's compiled copy: timer -> _timer_native."""
+    return f"_{module}_native"
+
+
+def unit_sources(name: str) -> list[Path]:
+    """The source files of compiled unit `name` (NATIVE_UNITS), in order."""
+    return [HERE / f"{module}.py" for module in NATIVE_UNITS[name]]
+
+
+def source_sha256(sources: list[Path]) -> str:
+    """The sha256 of a unit's source files (each one's name and bytes, in order), as the build
+    stamps it into the compiled copies."""
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def pure_python_requested(environ: Mapping[str, str] = os.environ) -> bool:
@@ -51,26 +69,26 @@ def pure_python_requested(environ: Mapping[str, str] = os.environ) -> bool:
 
 def choose(
     name: str,
-    source: Path | None = None,
-    native_name: str | None = None,
+    sources: list[Path] | None = None,
+    compiled_name: str | None = None,
     environ: Mapping[str, str] = os.environ,
 ) -> tuple[ModuleType, str]:
-    """(the module to use for `name`, which one and why): its compiled copy if it is built,
-    is an extension module and carries the hash of `source` (default: the module's file);
-    else the pure module, saying why."""
+    """(the module to use for unit `name`, which one and why): its compiled copy if it is
+    built, is an extension module and carries the hash of `sources` (default: the unit's
+    files); else the pure module, saying why."""
     pure = importlib.import_module(f"{PACKAGE}.{name}")
-    source = source or HERE / f"{name}.py"
+    sources = sources or unit_sources(name)
     try:
         if pure_python_requested(environ):
             value = environ[PURE_ENVIRONMENT_VARIABLE]
             return pure, f"pure Python ({PURE_ENVIRONMENT_VARIABLE}={value})"
     except ValueError as e:  # the library runs on, pure; the CLI refuses the value (exit 2)
         return pure, f"pure Python ({e})"
-    native_name = native_name or f"{PACKAGE}.{NATIVE_MODULES[name]}"
+    compiled_name = compiled_name or f"{PACKAGE}.{native_name(name)}"
     try:
-        native = importlib.import_module(native_name)
+        native = importlib.import_module(compiled_name)
     except ModuleNotFoundError as e:
-        if e.name != native_name:  # the module is there but imports one that is not
+        if e.name != compiled_name:  # the module is there but imports one that is not
             return pure, f"pure Python (the compiled {name}.py cannot be loaded: {e}; make native)"
         return pure, f"pure Python (the compiled {name}.py is not built: make native)"
     except Exception as e:  # a damaged or foreign build (bad ELF header, a stray source file)
@@ -78,19 +96,19 @@ def choose(
         return pure, f"pure Python (the compiled {name}.py cannot be loaded: {why}; make native)"
     where = getattr(native, "__file__", None)
     if where is None:  # a directory of that name: imported as a namespace package
-        where = next(iter(getattr(native, "__path__", [])), native_name)
+        where = next(iter(getattr(native, "__path__", [])), compiled_name)
     if not str(where).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
         return pure, f"pure Python ({where} is not an extension module: make native)"
-    if getattr(native, "SOURCE_SHA256", None) != source_sha256(source):
+    if getattr(native, "SOURCE_SHA256", None) != source_sha256(sources):
         return pure, (
-            f"pure Python (the compiled {name}.py is stale: the source changed since it was "
+            f"pure Python (the compiled {name}.py is stale: its sources changed since it was "
             "built; make native)"
         )
     return native, COMPILED
 
 
-timer_module, TIMER_KIND = choose("dram_timer")
-slices_module, SLICES_KIND = choose("dram_slices")
+timer_module, TIMER_KIND = choose("timer")
+slices_module, SLICES_KIND = choose("byte_runs")
 DramTimer = timer_module.DramTimer
 byte_runs = slices_module.byte_runs
 # what `cyclesim --version` and the DRAM benchmark print after "DRAM timer: "

@@ -1,8 +1,8 @@
 """A DRAM transfer's bytes [lo, hi) as strided byte runs: what each run of bursts issues.
 
 Pure integer arithmetic on the tile's runs, called once or twice per run of bursts
-(engine/dram_port.py: DramSide.slice); compiled with mypyc with the timer (make native,
-engine/dram_native.py).
+(engine/dram_port.py: DramSide.slice); compiled with mypyc like the timer (make native,
+dram/native.py).
 """
 
 from __future__ import annotations
