@@ -113,9 +113,9 @@ class FastForward:
         self.active = []
         for n in plan.nodes:
             if n.parent is not None:
-                self.active.append((n, r.fill_state[n.index], True))
+                self.active.append((n, r.nodes[n.index].fill, True))
                 if n.output_role:
-                    self.active.append((n, r.drain_state[n.index], False))
+                    self.active.append((n, r.nodes[n.index].write_back, False))
         self.dram = dram_watch(r, self.active)
         self.dram_levels = 0  # loops left out: DRAM requests in every iteration
         leaf = plan.leaves[0]
@@ -244,7 +244,7 @@ class FastForward:
             self._miss(DRAM_REQUESTS, None)
             lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return
-        pair = self._matching_pair(lv, r.pe_state.g, now, "state between grants")
+        pair = self._matching_pair(lv, r.pe.g, now, "state between grants")
         if pair is None:
             return
         prev, snap = pair
@@ -423,7 +423,7 @@ def _off_because(r) -> str:
         return "a trace window"  # the period's records are cut by the window: no repeat
     leaf = plan.leaves[0]
     for n in plan.nodes:
-        if n.wait_producer or r.intermediate[n.index]:
+        if n.wait_producer or r.nodes[n.index].intermediate:
             return "an intermediate tensor"
         if n.still_levels:  # its slots follow its fills, not its entries
             return f"tiles of {n.label()} that repeat (an affine index standing still)"

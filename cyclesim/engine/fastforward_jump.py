@@ -48,11 +48,11 @@ def jump(
                 st.prev += K * d
             if n.output_role:
                 moved.setdefault(n.index, {})[is_fill] = (st, old)
-    pe = r.pe_state
+    pe = r.pe
     pe.g += K * m * period
     pe.start += dt
     # tile tables
-    for n, t, d in zip(r.plan.nodes, r.tiles, below, strict=True):
+    for n, t, d in zip(r.plan.nodes, (s.tiles for s in r.nodes), below, strict=True):
         if d:
             for name in (*TABLES, *COUNTDOWNS, "produced", "lands_at"):
                 unit = n.dependency_groups if name in BY_PART else 1
@@ -61,11 +61,11 @@ def jump(
         for k in lands_at:  # the cycles results leave the PE pipeline move with the clock
             lands_at[k] += dt
     for node, states in moved.items():
-        _visits(r.tiles[node], classifiers[node], states, K * below[node])
+        _visits(r.nodes[node].tiles, classifiers[node], states, K * below[node])
     for (node, name, k), v in b.countdowns.items():
         drop = a.countdowns[(node, name, k)] - v
         if drop:
-            getattr(r.tiles[node], name)[k] = v - K * drop
+            getattr(r.nodes[node].tiles, name)[k] = v - K * drop
     _shift_round_robin(fabric, b.recent, dt)
     # accumulators: K more periods
     ma, mb = a.marks, b.marks

@@ -118,7 +118,9 @@ def describe(
     # tile tables, relative to each node's tile at segment g (frozen nodes: absolute)
     countdowns = {}
     lf = r.rec.last_finisher
-    for n, t, d, per in zip(nodes, r.tiles, below, watched.tiles_per, strict=True):
+    for n, t, d, per in zip(
+        nodes, (s.tiles for s in r.nodes), below, watched.tiles_per, strict=True
+    ):
         base = g // per if d else 0
         rows = []
         for name in TABLES:
@@ -218,14 +220,14 @@ def describe(
     for n, st, is_fill in watched.active:
         base = g // watched.tiles_per[n.index] if below[n.index] else 0
         if is_fill and st.stage == Wait.PREVIOUS_WRITE_BACK:  # the only waiter `drained` ever holds
-            waiter = r.tiles[n.index].drained.get(st.prev)
+            waiter = r.nodes[n.index].tiles.drained.get(st.prev)
             if waiter is not None and waiter is not True:  # (True: it woke, in the queue)
                 event(waiter, ("tile", n.index, "drained"))
         out.append(_node_state(st, base, now, locs, grants_only))
-    pe = r.pe_state
+    pe = r.pe
     held = None if pe.held is None else id(pe.held)
     if not grants_only:
-        if pe.wait is not None or r.pe_waiting is not None or pe.g != g:
+        if pe.wait is not None or r.pe.waiting is not None or pe.g != g:
             raise Unknown("pe")
         out.append((pe.stage, pe.start - now, held))
     else:  # between grants: the PE array stays where it is, waiting or not (times absolute)
@@ -237,7 +239,7 @@ def describe(
                 tuple(wait.keys.items()),
                 tuple(wait.resident_at.items()),
             )
-        out.append((pe.stage, pe.g, pe.start, held, wait, r.pe_waiting))
+        out.append((pe.stage, pe.g, pe.start, held, wait, r.pe.waiting))
     targets = []
     for p in watched.procs:
         if p.is_alive:
@@ -267,11 +269,11 @@ def marks(r, active: list) -> dict:
         "counts": {k: tuple(v) for k, v in r.counts.items()},
         "spatial": {k: tuple(v) for k, v in rec.spatial.items()},
         "systolic": {k: tuple(v) for k, v in rec.systolic.items()},
-        "runs": {k: sk.runs for k, sk in r.pe_state.kinds.items()},
+        "runs": {k: sk.runs for k, sk in r.pe.kinds.items()},
         "segments": r.segments_done,
         "finishers": rec.last_finisher.entry_count,
         "rules": rec.last_finisher.rule_count,
-        "in_use": [set(t.remaining) for t in r.tiles],
+        "in_use": [set(t.remaining) for t in (s.tiles for s in r.nodes)],
         "xfers": [None if st.xfer is None else (st.xfer, st.xfer.i) for _, st, _ in active],
     }
 

@@ -155,8 +155,8 @@ def _no_room(r, name: str) -> str:
 def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:
     """Name every process still waiting and what it waits for."""
     lines = [f"the replay cannot progress at cycle {now}: a cyclic or unsatisfiable wait"]
-    if pe_alive and r.pe_waiting is not None:
-        node, k, kind, since = r.pe_waiting
+    if pe_alive and r.pe.waiting is not None:
+        node, k, kind, since = r.pe.waiting
         n = r.plan.nodes[node]
         what = (
             f"to be produced by Einsum {r.producer_of.get(n.tensor)}"

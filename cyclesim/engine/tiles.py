@@ -61,6 +61,12 @@ class Tiles:
             e.succeed()
         table[k] = True
 
+    def forget_parts(self, k: int, parts: int) -> None:
+        """Drop the produced flags of every part of tile k (the tile has left the node)."""
+        produced = self.produced
+        for pkey in range(k * parts, (k + 1) * parts):
+            produced.pop(pkey, None)
+
 
 def entry_classifier(n) -> tuple:
     """Per storage node, two functions of an entry k, with its digit loops turned into strides:

@@ -3,20 +3,79 @@
 The one transfer loop (transfer) and what times its runs of bursts: the ports alone
 (PortRuns), or a DRAM end (DramRuns, shared by engine/dram_port.py's timer and
 engine/dram_loop.py's controller). Over 400 lines because the loop and every side's cut
-rules read together: a cut's rules are what keep every cycle and trace byte exact.
+rules read together: a cut's rules are what keep every cycle and trace byte exact. What a
+transfer carries across a yield lives in its TransferState, so fast-forward can compare and
+move it.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import TYPE_CHECKING
 
 import simpy
 
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.record import Recorder
-from cyclesim.engine.state import NodeState, TransferState
 from cyclesim.schedule.plan import PortRef
 from cyclesim.vocabulary import Wait
+
+if TYPE_CHECKING:
+    from cyclesim.engine.storage_node import NodeState
+
+
+class TransferState:
+    """One transfer in progress (engine/transfer.py): its bursts, current run and DMA channel."""
+
+    __slots__ = (
+        "stage",
+        "big",
+        "small",
+        "burst",
+        "i",
+        "rest",
+        "stopping",
+        "start",
+        "first",
+        "j",
+        "end",
+        "last",
+        "last_start",
+        "wp",
+        "wc",
+        "channel",
+    )
+
+    def __init__(self, big: int, small: int) -> None:
+        self.stage = Wait.START
+        self.big, self.small = big, small  # parent and child bits of the whole transfer
+        self.burst = 0  # child bits per burst
+        self.i = 0  # next burst
+        self.rest = None  # (parent bits, child bits) left of burst i when it was cut short
+        self.stopping = False  # the run stops after the burst in progress (a competitor waits)
+        self.start = self.end = self.last = self.last_start = 0  # the run: start, end, last burst
+        self.first = 0  # cycles of the run's first burst
+        self.j = 0  # burst after the run
+        self.wp = self.wc = 0  # port widths the run was timed at
+        self.channel = None  # the DMA channel request held, if any
+
+    def snapshot(self, now: int, locs: dict, grants: bool) -> tuple:
+        """The transfer's state relative to cycle now (engine/storage_node.py NodeState.snapshot
+        says what grants leaves out); locs: id(event) -> where it is held."""
+        channel = None if self.channel is None else locs.get(id(self.channel), "unseen")
+        i = None if grants else self.i
+        out = (self.stage, self.big, self.small, i, self.rest, self.stopping, channel)
+        if self.stage == Wait.BURST:  # the run in progress: read back when it ends or is cut
+            out += (self.start - now, self.first, self.j - self.i, self.last - now)
+            out += (self.wp, self.wc)
+        return out
+
+    def shift(self, dt: int) -> None:
+        """Move the transfer's times dt cycles on (a fast-forward jump)."""
+        self.start += dt
+        self.end += dt
+        self.last += dt
+        self.last_start += dt
 
 
 class Link:
