@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import simpy
 
+from cyclesim.engine.snapshot import Origin, Unknown
 from cyclesim.engine.systolic import Wavefront
 from cyclesim.schedule.counts import READ, READ_TO_BELOW, WRITE, WRITE_FROM_BELOW
 from cyclesim.schedule.steps import program_blocks, segment_classifier, segment_profile
@@ -182,6 +183,40 @@ class PeArray:
             yield env.timeout(plan.pipeline_depth)
             rec.events += 1
         r.end = max(r.end, env.now)
+
+    # ------------------------------------------------------------------ fast-forward
+    def snapshot(self, origin: Origin, g: int, grants: bool) -> tuple:
+        """Its state relative to origin: at an iteration boundary it has just started segment
+        g, waiting for nothing (else Unknown); between grants (grants) it stays where it is,
+        waiting or not, so its times are absolute."""
+        held = None if self.held is None else id(self.held)
+        if not grants:
+            if self.wait is not None or self.waiting is not None or self.g != g:
+                raise Unknown("pe")
+            return (self.stage, self.start - origin.now, held)
+        wait = self.wait
+        if wait is not None:
+            wait = (
+                wait.start,
+                tuple(wait.met_at.items()),
+                tuple(wait.keys.items()),
+                tuple(wait.resident_at.items()),
+            )
+        return (self.stage, self.g, self.start, held, wait, self.waiting)
+
+    def shift(self, dt: int, segments: int) -> None:
+        """Move it dt cycles and `segments` segments on (a fast-forward jump)."""
+        self.g += segments
+        self.start += dt
+
+    def runs(self) -> dict[tuple, int]:
+        """Segments run so far per kind of segment (a fast-forward mark)."""
+        return {key: sk.runs for key, sk in self.kinds.items()}
+
+    def repeat_runs(self, before: dict[tuple, int], after: dict[tuple, int], times: int) -> None:
+        """Add the segments run between two marks `times` more times (a jump's periods)."""
+        for key, sk in self.kinds.items():
+            sk.runs += times * (after[key] - before.get(key, 0))
 
     def _count_accesses(self) -> None:
         """The PE array's accesses: each executed segment's profile, summed per kind."""

@@ -100,15 +100,7 @@ def replay_plan(plan: Plan, options: RunOptions | None = None, **choices) -> Raw
         over = ledger_overflows(r.space.ledger, r.space.size)
         if over:
             raise CapacityOverflow("the replay overfilled a memory: " + "; ".join(over[:3]))
-    for name, timer in r.dram.items():  # the DRAM timers' own counts and open rows
-        if not hasattr(
-            timer, "trace_into"
-        ):  # the controller in the loop drains its buffered writes
-            timer.finish(int(r.end))
-            r.rec.dram_requests[name] = timer.requests()
-            if r.rec.dram_banks is not None:  # the bank commands, for the traces' bank signals
-                r.rec.dram_banks.extend(timer.bank_records(name))
-        r.rec.dram_counts[name], r.rec.dram_open_rows[name] = dict(timer.counts), timer.open_row[:]
+    r.finish_dram()
     # SimPy numbers every scheduled event from one counter: read it once, after the run
     env_events = env.scheduled_count()
     raw = RawRun(

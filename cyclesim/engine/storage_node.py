@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cyclesim.engine.snapshot import Origin
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import TransferState, transfer
 from cyclesim.schedule.counts import (
@@ -165,6 +166,37 @@ class StorageNode:
         rec = self.replay.rec
         if rec.occupancy is not None:
             rec.occupy(self.replay.env.now, self.plan.index, +1)
+
+    # ------------------------------------------------------------------ fast-forward
+    def snapshot(self, origin: Origin, base: int, grants: bool) -> tuple:
+        """Its fill's and write-back's states relative to origin and tile base (the tables
+        are Tiles.snapshot's); grants: a snapshot between grants (NodeState.snapshot)."""
+        if self.plan.parent is None:
+            return ()
+        fill, now, locs = self.fill, origin.now, origin.locs
+        if fill.stage == Wait.PREVIOUS_WRITE_BACK:  # the only waiter `drained` ever holds
+            waiter = self.tiles.drained.get(fill.prev)
+            if waiter is not None and waiter is not True:  # (True: it woke, in the queue)
+                origin.event(waiter, ("tile", self.plan.index, "drained"))
+        out = (fill.snapshot(base, now, locs, grants),)
+        if self.plan.output_role:
+            out += (self.write_back.snapshot(base, now, locs, grants),)
+        return out
+
+    def shift(self, dt: int, tiles: int, classifiers: tuple) -> None:
+        """Move the node dt cycles and `tiles` tiles on, as if that many had passed: its
+        processes, its tables, and an output's revisit marks (classifiers: its
+        tiles.entry_classifier)."""
+        n = self.plan
+        if n.parent is not None:
+            moved = {True: (self.fill, self.fill.k)}
+            self.fill.shift(dt, tiles)
+            if n.output_role:
+                moved[False] = (self.write_back, self.write_back.k)
+                self.write_back.shift(dt, tiles)
+        self.tiles.shift(dt, tiles, n.dependency_groups)
+        if tiles and n.parent is not None and n.output_role:
+            self.tiles.shift_visits(classifiers, moved, tiles)
 
     # ------------------------------------------------------------------ processes
     def fill_process(self):

@@ -70,12 +70,15 @@ class TransferState:
             out += (self.wp, self.wc)
         return out
 
-    def shift(self, dt: int) -> None:
-        """Move the transfer's times dt cycles on (a fast-forward jump)."""
+    def shift(self, dt: int, bursts: int = 0) -> None:
+        """Move the transfer's times dt cycles and its burst indices `bursts` on (a
+        fast-forward jump; bursts only between grants, inside the same transfer)."""
         self.start += dt
         self.end += dt
         self.last += dt
         self.last_start += dt
+        self.i += bursts
+        self.j += bursts
 
 
 class Link:
@@ -217,7 +220,7 @@ def acquire_dma(
     """Take a channel of the link's DMA engine (waiting if all are busy, or until the end of
     the cycle decides among its requests: engine/dma.py) and pay its setup; return the
     channel request to release when the transfer ends (None without a DMA engine).
-    x: the transfer's state (engine/state.py), which holds the channel across the yields;
+    x: the transfer's state (TransferState), which holds the channel across the yields;
     who: the requester (the link's), for the tie order of a cycle's requests."""
     if dma is None:
         return None
