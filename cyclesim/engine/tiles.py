@@ -70,7 +70,7 @@ class Tiles:
         if e is True:
             return None
         if e is None:
-            e = table[k] = self.env.event()
+            e = table[k] = simpy.Event(self.env)  # (env.event: a descriptor per call)
         return e
 
     def fire(self, table: dict, k: int) -> None:
