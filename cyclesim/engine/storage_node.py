@@ -4,6 +4,7 @@ Each node of the plan is one StorageNode. Its fill enters tiles in order (an inp
 parent, an output's partial sums on a revisit); an output's write-back sends each tile back
 once all its users are done. What a process carries across a yield lives in a NodeState,
 read back after every yield, so fast-forward can compare it (snapshot) and move it (shift).
+About 400 lines: the fill and the write-back read together (one hands the other its tiles).
 """
 
 from __future__ import annotations
