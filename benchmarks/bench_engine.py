@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import inspect
 import os
 import subprocess
@@ -121,7 +122,14 @@ def materialise(name: str, files: tuple, folder: Path, double_outermost: bool = 
 
 
 def _has_fast_forward() -> bool:
-    return "fast_forward" in inspect.signature(replay_plan).parameters
+    """Does this engine take fast_forward (a replay_plan keyword once, a RunOptions field now)?"""
+    if "fast_forward" in inspect.signature(replay_plan).parameters:
+        return True
+    try:
+        from cyclesim.engine.options import RunOptions
+    except ImportError:
+        return False
+    return "fast_forward" in {f.name for f in dataclasses.fields(RunOptions)}
 
 
 def engine_time(plan, repeat: int, fast_forward: bool) -> tuple[float, object]:

@@ -50,7 +50,7 @@ class Wait(StrEnum):
 
     A timeline row (engine/record.py: fill_tl, drain_tl; read by attribution and the deadlock
     report, so these values are user-visible) and the stage a process is suspended at
-    (engine/state.py; read by fast-forward, compared only with itself). A member used only as a
+    (engine/storage_node.py NodeState, pe_array.py; read by fast-forward, compared only with itself). A member used only as a
     stage says so.
     """
 

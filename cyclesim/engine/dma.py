@@ -16,6 +16,7 @@ import simpy
 
 from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import DECIDE
+from cyclesim.engine.snapshot import Origin
 from cyclesim.vocabulary import Wait
 
 CHANNELS = DECIDE - 0.5  # SimPy priority: after NORMAL (1), before the port decision (2)
@@ -58,3 +59,23 @@ class Channels(simpy.Resource):
             if not req.noted:
                 req.noted = True
                 req.tl.append((now, Wait.DMA, self.name))
+
+    def snapshot(self, origin: Origin) -> tuple:
+        """Who holds a channel and who waits (asked in this cycle: the decision ranks it with
+        the others), relative to origin (engine/snapshot.py). Nothing in it is a cycle: a
+        jump moves only the queued decision, with the queue."""
+        name, now = self.name, origin.now
+        users = tuple(
+            (origin.process(q.proc), origin.event(q, ("dma", name, "user", i)))
+            for i, q in enumerate(self.users)
+        )
+        waiting = tuple(
+            (
+                origin.process(q.proc),
+                origin.event(q, ("dma", name, "queue", i)),
+                q.cycle == now,
+                q.noted,
+            )
+            for i, q in enumerate(self.queue)
+        )
+        return (name, users, waiting, self.deciding)

@@ -22,10 +22,13 @@ cycle than its width.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import simpy
 
 from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.rows import Rows
+from cyclesim.engine.snapshot import Origin, Unknown
 from cyclesim.vocabulary import Wait
 
 PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-backs 2 * node + 1
@@ -312,6 +315,85 @@ class Fabric:
                 if w[6] is not None:
                     w[6].append((w[5], Wait.PORT, w[2]))
                 w[5] = None
+
+    # ------------------------------------------------------------------ fast-forward
+    def recent(self, now: int) -> int:
+        """The cycle from which last-grant cycles are compared exactly. Round robin only
+        compares last-grant cycles. Every one set from now on is a grant's cycle (>= now) or
+        the start of a holding's last burst (>= its grant's cycle), so it is >= this one;
+        older ones matter by their order only."""
+        grants = self.grants
+        return min([now] + [grants[k][-1][0] for k, who in self.holder.items() if who is not None])
+
+    def snapshot(self, origin: Origin, recent: int) -> tuple:
+        """Holders with their open grants, reservations, runs, waiting requests and the
+        round-robin order, relative to origin (engine/snapshot.py); recent: self.recent."""
+        now, event = origin.now, origin.event
+        open_grants = []
+        for key, who in self.holder.items():
+            if who is not None:
+                start, end, gwho, tensor = self.grants[key][-1]
+                if end is not None:
+                    raise Unknown("grant")
+                open_grants.append((key, who, start - now, gwho, tensor))
+        old = sorted(
+            {v for v in self.last_grant.values() if v < recent}
+            | {w[0] for w in self.waiting if w[0] < recent}
+        )
+
+        def order(v: int) -> tuple:
+            return ("recent", v - now) if v >= recent else ("old", bisect_left(old, v))
+
+        granted_now = (k for k, t in self.granted_at.items() if t == now)
+        return (
+            tuple(open_grants),
+            tuple(self.reserved.items()),
+            tuple(self.wanted.items()),
+            tuple((k, origin.process(run[0]), run[1]) for k, run in self.runs.items()),
+            tuple(sorted((who, order(v)) for who, v in self.last_grant.items())),
+            # the round-robin pointers (requester ids: no time in them) and a queued decision
+            tuple(sorted(self.served.items())),
+            None if self.deciding is None else self.deciding - now,
+            # grants made at once in this cycle, which a requester of the cycle may take back
+            tuple(sorted((k, self.before.get(k)) for k in granted_now)),
+            tuple(
+                (
+                    order(w[0]),
+                    w[1],
+                    w[2],
+                    event(w[3], ("waiting", i)),
+                    w[4],
+                    None if w[5] is None else w[5] - now,  # asked this cycle, not yet decided
+                )
+                for i, w in enumerate(self.waiting)
+            ),
+            tuple(
+                (
+                    k,
+                    tuple(
+                        event(ev, ("width", k, i)) for i, ev in enumerate(evs) if not ev.triggered
+                    ),
+                )
+                for k, evs in self.width_waiters.items()
+            ),
+        )
+
+    def shift(self, dt: int, recent: int) -> None:
+        """Move the round-robin order dt cycles on: recent grants move with the clock, old
+        ones stay (a fast-forward jump; the queue moved the decision's event)."""
+        last_grant = self.last_grant
+        for who, v in last_grant.items():
+            if v >= recent:
+                last_grant[who] = v + dt
+        for w in self.waiting:
+            if w[0] >= recent:
+                w[0] += dt
+            if w[5] is not None:  # asked in the snapshot's cycle, decided at its end
+                w[5] += dt
+        if self.deciding is not None:
+            self.deciding += dt
+        for k in self.granted_at:  # grants made at once in the snapshot's cycle
+            self.granted_at[k] += dt
 
 
 def _ahead(who: int, other: int, last: int | None) -> bool:

@@ -3,7 +3,7 @@
 At the start of an iteration of a temporal loop L of the leaf (every D segments), the driver
 takes a snapshot of the replay's whole state relative to the current cycle T and to each
 node's current tile: the event queue (time - T, priority, what each event resumes, in heap
-order), every process's state object (engine/state.py), the tile tables, the fabric (holders,
+order), every process's state (engine/storage_node.py, pe_array.py), the tile tables, the fabric (holders,
 reservations, waiting requests, runs, round-robin order), the DMA channels. When a snapshot
 equals one of the last HISTORY of L (two fills that take turns on a port may repeat only
 every second iteration), the system is in a steady state of period P cycles: each further
@@ -31,9 +31,13 @@ leaves, a trace window) turns it off, and any difference between two snapshots m
 simulate on. The replay's results, records and traces are the same with it or without it;
 only SimPy's event count differs.
 
-This module holds the driver: the levels, when to look, and how far a jump may go. The
-snapshot is engine/fastforward_snapshot.py, the jump engine/fastforward_jump.py, and the
-copies of a period's records engine/fastforward_records.py.
+This module holds the driver: the levels, when to look, and how far a jump may go. Each
+component describes and moves its own state (snapshot and shift beside its fields: storage
+nodes and their tiles, the PE array, the fabric, the DMA channels, transfers; Replay in
+engine/shared.py puts them together, engine/snapshot.py names the events); the copies of a
+period's records are engine/fastforward_records.py. Over 400 lines because
+how far a jump may go (_periods, _grant_periods) is the exactness argument and reads with the
+levels it bounds.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field, replace
 from math import gcd, prod
+from typing import TYPE_CHECKING
 
 from cyclesim.engine.fastforward_dram import (
     DRAM_OFF_BECAUSE,
@@ -48,12 +53,15 @@ from cyclesim.engine.fastforward_dram import (
     DRAM_UNDER_WAY,
     dram_watch,
 )
-from cyclesim.engine.fastforward_jump import grant_jump, jump
-from cyclesim.engine.fastforward_snapshot import Snapshot, Unknown, Watched, describe, marks
+from cyclesim.engine.fastforward_records import replicate
 from cyclesim.engine.record import FOREVER
+from cyclesim.engine.snapshot import Snapshot, Unknown, Watched, cannot_capture
 from cyclesim.engine.tiles import entry_classifier
 from cyclesim.engine.transfer import n_bursts_of
 from cyclesim.vocabulary import Wait
+
+if TYPE_CHECKING:
+    from cyclesim.engine.shared import Replay
 
 MIN_BOUND = 4  # a loop with fewer iterations has no room for two snapshots and a skip
 MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did not match
@@ -99,12 +107,12 @@ class _Level:
 class FastForward:
     """Watches a replay's PE segment boundaries and jumps over repeating iterations."""
 
-    def __init__(self, r, procs: list) -> None:
+    def __init__(self, r: Replay, procs: list) -> None:
         self.r = r
         self._stats = FastForwardStats()
         self.misses: dict[str, int] = {}  # why a snapshot pair did not jump -> times
         self.levels: list[_Level] = []
-        reason = _off_because(r)
+        reason = cannot_capture(r)
         if reason:
             self._stats = FastForwardStats(off_because=reason)
             return
@@ -113,9 +121,9 @@ class FastForward:
         self.active = []
         for n in plan.nodes:
             if n.parent is not None:
-                self.active.append((n, r.fill_state[n.index], True))
+                self.active.append((n, r.nodes[n.index].fill, True))
                 if n.output_role:
-                    self.active.append((n, r.drain_state[n.index], False))
+                    self.active.append((n, r.nodes[n.index].write_back, False))
         self.dram = dram_watch(r, self.active)
         self.dram_levels = 0  # loops left out: DRAM requests in every iteration
         leaf = plan.leaves[0]
@@ -187,9 +195,7 @@ class FastForward:
             periods = self._periods(lv, prev, snap)
             if periods < 1:
                 continue
-            dt, segments = jump(
-                self.r, self.active, self.classifiers, lv.below, lv.period, prev, snap, periods
-            )
+            dt, segments = self._jump(lv, prev, snap, periods)
             self._count(periods, dt, segments)
             # inner levels' last snapshots and boundaries are now stale; outer ones' still
             # hold (everything they would see between two snapshots is what the run did)
@@ -244,14 +250,16 @@ class FastForward:
             self._miss(DRAM_REQUESTS, None)
             lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return
-        pair = self._matching_pair(lv, r.pe_state.g, now, "state between grants")
+        pair = self._matching_pair(lv, r.pe.g, now, "state between grants")
         if pair is None:
             return
         prev, snap = pair
         periods = self._grant_periods(prev, snap)
         if periods < 1:
             return
-        self._count(periods, grant_jump(r, prev, snap, periods), 0)
+        dt = r.shift_between_grants(prev, snap, periods)
+        replicate(r, prev, snap, periods, tuple(0 for _ in r.plan.nodes), 0)
+        self._count(periods, dt, 0)
         for other in (*self.levels, self.grant_level):
             other.history.clear()
             other.last_time = None
@@ -276,11 +284,21 @@ class FastForward:
         if self.dram.timers and self.dram.under_way():
             return self._miss(DRAM_UNDER_WAY, None)
         try:
-            key, countdowns, recent = describe(self.r, self.watched, lv.below, lv.grants, g, now)
+            key, countdowns, recent = self.r.snapshot(self.watched, lv.below, lv.grants, g, now)
         except Unknown as e:
             return self._miss(str(e.args[0]) if e.args else "unknown", None)
         calls = self.dram.calls()
-        return Snapshot(g, now, recent, key, countdowns, marks(self.r, self.active), calls)
+        return Snapshot(g, now, recent, key, countdowns, self.r.marks(self.active), calls)
+
+    def _jump(self, lv: _Level, a: Snapshot, b: Snapshot, K: int) -> tuple[int, int]:
+        """Skip K periods of level lv (the one from a to b), as if they had run: the replay's
+        state (Replay.shift) and the period's records (fastforward_records.py); return the
+        cycles and PE segments skipped."""
+        m = (b.g - a.g) // lv.period  # iterations of L per period
+        tiles = tuple(m * d for d in lv.below)  # per node: tiles per period
+        dt = self.r.shift(a, b, K, tiles, m * lv.period, self.classifiers)
+        replicate(self.r, a, b, K, tiles, m * lv.period)
+        return dt, K * (b.marks["segments"] - a.marks["segments"])
 
     @property
     def stats(self) -> FastForwardStats:
@@ -407,29 +425,3 @@ def _match(history: list, snap: Snapshot) -> Snapshot | None:
         if prev is None:
             history.clear()
     return prev
-
-
-def _off_because(r) -> str:
-    """Why fast-forward cannot capture this replay's whole state ('' when it can); it then
-    stays off, which is still exact."""
-    plan = r.plan
-    if len(plan.leaves) != 1 or not isinstance(plan.root, int):
-        return "several Einsums"
-    if plan.allocators or r.l1 is not None:
-        return "L1 allocators"
-    if r.space.tight:  # fills that wait for room: their waits are not in the snapshot
-        return "memories shared beyond their size"
-    if r.rec.trace_window != (0, FOREVER):
-        return "a trace window"  # the period's records are cut by the window: no repeat
-    leaf = plan.leaves[0]
-    for n in plan.nodes:
-        if n.wait_producer or r.intermediate[n.index]:
-            return "an intermediate tensor"
-        if n.still_levels:  # its slots follow its fills, not its entries
-            return f"tiles of {n.label()} that repeat (an affine index standing still)"
-        if leaf.segments % n.entries or n.counted != leaf.bounds[: len(n.counted)]:
-            return f"tiles of {n.label()} that do not follow the loop nest"
-    for o in leaf.operands:
-        if o.ratio * plan.nodes[o.node].entries != leaf.segments:
-            return f"tiles of {plan.nodes[o.node].label()} that do not follow the loop nest"
-    return ""

@@ -16,8 +16,12 @@ delays, counts, refreshes) was written in the skipped periods.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cyclesim.vocabulary import Wait
+
+if TYPE_CHECKING:
+    from cyclesim.engine.shared import Replay
 
 # why a look at a boundary found DRAM traffic (FastForward.misses)
 DRAM_REQUESTS = "DRAM requests in the period"
@@ -31,7 +35,7 @@ class DramWatch:
 
     timers: tuple  # the DRAM-modelled memories' timers
     nodes: frozenset  # indices of the nodes whose parent is a DRAM-modelled memory
-    states: tuple  # their fills' and write-backs' states (engine/state.py: NodeState)
+    states: tuple  # their fills' and write-backs' states (engine/storage_node.py: NodeState)
 
     def calls(self) -> tuple[int, ...]:
         """Per timer, its issue() calls so far: equal at two moments, no request in between."""
@@ -49,7 +53,7 @@ class DramWatch:
         return any(below[i] for i in self.nodes)
 
 
-def dram_watch(r, active: list) -> DramWatch:
+def dram_watch(r: Replay, active: list) -> DramWatch:
     """The DRAM side of replay r; active: (node, its fill's or write-back's state, is the fill)."""
     dram_nodes = r.plan.dram_nodes
     if not r.dram or not dram_nodes:

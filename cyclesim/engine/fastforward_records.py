@@ -15,10 +15,11 @@ from cyclesim.engine.rows import TileShift
 from cyclesim.vocabulary import Wait
 
 if TYPE_CHECKING:
-    from cyclesim.engine.fastforward_snapshot import Snapshot
+    from cyclesim.engine.shared import Replay
+    from cyclesim.engine.snapshot import Snapshot
 
 
-def replicate(r, a: Snapshot, b: Snapshot, K: int, tile_shift: tuple, step: int) -> None:
+def replicate(r: Replay, a: Snapshot, b: Snapshot, K: int, tile_shift: tuple, step: int) -> None:
     """Append the records of the period from a to b K more times, shifted by whole periods:
     times by P, each node's tiles by tile_shift, PE segments by step."""
     rec, fabric = r.rec, r.fabric

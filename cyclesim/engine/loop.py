@@ -15,11 +15,15 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import simpy
 from simpy.core import EmptySchedule
 
 from cyclesim.vocabulary import PeWait, Wait
+
+if TYPE_CHECKING:
+    from cyclesim.engine.shared import Replay
 
 STEPS_PER_LOOK = 4096  # events processed between two looks at the wall clock
 SHOW_AFTER_SECONDS = 1.0  # progress=None: show the bar once a run lasts this long (on a tty)
@@ -136,7 +140,7 @@ def gc_paused():
             gc.enable()
 
 
-def _no_room(r, name: str) -> str:
+def _no_room(r: Replay, name: str) -> str:
     """What holds the room a fill waits for: its memory, size and the tiles in it."""
     label = name.split(" ", 1)[1]
     n = next(n for n in r.plan.nodes if n.label() == label)
@@ -152,11 +156,11 @@ def _no_room(r, name: str) -> str:
     )
 
 
-def deadlock_message(now: int, pe_alive: bool, stuck: list, r) -> str:
+def deadlock_message(now: int, pe_alive: bool, stuck: list, r: Replay) -> str:
     """Name every process still waiting and what it waits for."""
     lines = [f"the replay cannot progress at cycle {now}: a cyclic or unsatisfiable wait"]
-    if pe_alive and r.pe_waiting is not None:
-        node, k, kind, since = r.pe_waiting
+    if pe_alive and r.pe.waiting is not None:
+        node, k, kind, since = r.pe.waiting
         n = r.plan.nodes[node]
         what = (
             f"to be produced by Einsum {r.producer_of.get(n.tensor)}"

@@ -6,10 +6,13 @@ optional trace (buffer occupancy, segment spans) is collected only when tracing 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 from cyclesim.engine.finishers import Finishers
 from cyclesim.engine.rows import Rows
+from cyclesim.errors import OptionError
+from cyclesim.schedule.plan import NodePlan, Plan
 
 FOREVER = 1 << 62  # end of an open trace window
 
@@ -110,3 +113,35 @@ class Recorder:
             base[0 if delta > 0 else 1] += 1
         elif t < w1:
             self.occupancy.append((t, node, delta))
+
+
+def compile_filter(rec: Recorder, plan: Plan, f: TraceFilter) -> None:
+    """Resolve a TraceFilter against the plan: a window and per-node / per-leaf flags."""
+    rec.trace_filter = f
+    rec.trace_window = (f.start, f.end if f.end is not None else FOREVER)
+    if f.resources is None:
+        return
+    wanted = set(f.resources)
+
+    def names(n: NodePlan) -> set[str]:
+        out = {n.memory, n.tensor, n.label()}
+        for p in (n.fill_src, n.fill_dst, n.drain_src, n.drain_dst):
+            if p is not None:
+                out |= {p.memory, p.key}
+        if n.dma is not None:
+            out.add(n.dma)
+        return out
+
+    # every port the plan uses (the PE array's too: a trace shows them), the nodes' names
+    ports = {name for p in plan.ports for name in (p.memory, p.key)}
+    known = {"PE", *(leaf.einsum for leaf in plan.leaves), *ports}.union(*map(names, plan.nodes))
+    unknown = [name for name in f.resources if name not in known]
+    if unknown:  # a name that matches nothing would silently leave its resource out
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        raise OptionError(
+            f"--only {unknown[0]!r} names nothing in this run"
+            + (f": did you mean {close[0]!r}?" if close else "")
+            + f" (known: {', '.join(sorted(known))})"
+        )
+    rec.trace_nodes = tuple(bool(names(n) & wanted) for n in plan.nodes)
+    rec.trace_leaves = tuple(bool({"PE", leaf.einsum} & wanted) for leaf in plan.leaves)

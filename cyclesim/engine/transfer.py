@@ -3,20 +3,93 @@
 The one transfer loop (transfer) and what times its runs of bursts: the ports alone
 (PortRuns), or a DRAM end (DramRuns, shared by engine/dram_port.py's timer and
 engine/dram_loop.py's controller). Over 400 lines because the loop and every side's cut
-rules read together: a cut's rules are what keep every cycle and trace byte exact.
+rules read together: a cut's rules are what keep every cycle and trace byte exact. What a
+transfer carries across a yield lives in its TransferState, so fast-forward can compare and
+move it.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import TYPE_CHECKING
 
 import simpy
+from simpy.events import Timeout
 
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.record import Recorder
-from cyclesim.engine.state import NodeState, TransferState
 from cyclesim.schedule.plan import PortRef
 from cyclesim.vocabulary import Wait
+
+if TYPE_CHECKING:
+    from cyclesim.engine.storage_node import NodeState
+
+# the vocabulary's members this module reads on the hot path, bound once: an enum
+# attribute costs ~0.2 us in Python 3.11 (EnumType's __getattr__), a global ~0.02 us
+_BURST = Wait.BURST
+_DMA = Wait.DMA
+_LATENCY = Wait.LATENCY
+_PORT = Wait.PORT
+_SETUP = Wait.SETUP
+_START = Wait.START
+_WIDTH = Wait.WIDTH
+
+
+class TransferState:
+    """One transfer in progress (engine/transfer.py): its bursts, current run and DMA channel."""
+
+    __slots__ = (
+        "stage",
+        "big",
+        "small",
+        "burst",
+        "i",
+        "rest",
+        "stopping",
+        "start",
+        "first",
+        "j",
+        "end",
+        "last",
+        "last_start",
+        "wp",
+        "wc",
+        "channel",
+    )
+
+    def __init__(self, big: int, small: int) -> None:
+        self.stage = _START
+        self.big, self.small = big, small  # parent and child bits of the whole transfer
+        self.burst = 0  # child bits per burst
+        self.i = 0  # next burst
+        self.rest = None  # (parent bits, child bits) left of burst i when it was cut short
+        self.stopping = False  # the run stops after the burst in progress (a competitor waits)
+        self.start = self.end = self.last = self.last_start = 0  # the run: start, end, last burst
+        self.first = 0  # cycles of the run's first burst
+        self.j = 0  # burst after the run
+        self.wp = self.wc = 0  # port widths the run was timed at
+        self.channel = None  # the DMA channel request held, if any
+
+    def snapshot(self, now: int, locs: dict, grants: bool) -> tuple:
+        """The transfer's state relative to cycle now (engine/storage_node.py NodeState.snapshot
+        says what grants leaves out); locs: id(event) -> where it is held."""
+        channel = None if self.channel is None else locs.get(id(self.channel), "unseen")
+        i = None if grants else self.i
+        out = (self.stage, self.big, self.small, i, self.rest, self.stopping, channel)
+        if self.stage == _BURST:  # the run in progress: read back when it ends or is cut
+            out += (self.start - now, self.first, self.j - self.i, self.last - now)
+            out += (self.wp, self.wc)
+        return out
+
+    def shift(self, dt: int, bursts: int = 0) -> None:
+        """Move the transfer's times dt cycles and its burst indices `bursts` on (a
+        fast-forward jump; bursts only between grants, inside the same transfer)."""
+        self.start += dt
+        self.end += dt
+        self.last += dt
+        self.last_start += dt
+        self.i += bursts
+        self.j += bursts
 
 
 class Link:
@@ -158,19 +231,19 @@ def acquire_dma(
     """Take a channel of the link's DMA engine (waiting if all are busy, or until the end of
     the cycle decides among its requests: engine/dma.py) and pay its setup; return the
     channel request to release when the transfer ends (None without a DMA engine).
-    x: the transfer's state (engine/state.py), which holds the channel across the yields;
+    x: the transfer's state (TransferState), which holds the channel across the yields;
     who: the requester (the link's), for the tie order of a cycle's requests."""
     if dma is None:
         return None
     resource, setup, name = dma
     channel = resource.ask(who, tl)
     if x is not None:
-        x.channel, x.stage = channel, Wait.DMA
+        x.channel, x.stage = channel, _DMA
     yield channel
     if setup:
-        tl.append((env.now, Wait.SETUP, name))
+        tl.append((env.now, _SETUP, name))
         if x is not None:
-            x.stage = Wait.SETUP
+            x.stage = _SETUP
         yield env.timeout(setup)
         rec.events += 1
     return x.channel if x is not None else channel
@@ -223,7 +296,7 @@ def transfer(
     ev = fabric.request(who, asking, link.tensor, tl, side.at_once)
     while True:
         if ev is not None:
-            x.stage = Wait.PORT
+            x.stage = _PORT
             yield ev
         x.stopping = False
         x.start = env.now
@@ -231,9 +304,9 @@ def transfer(
             wp = width[pk] - reserved[pk]
             wc = width[ck] - reserved[ck]
             if wp <= 0 or wc <= 0:  # the PE array takes the whole port this cycle: hold and wait
-                tl.append((env.now, Wait.PORT, keys))
+                tl.append((env.now, _PORT, keys))
                 wake = fabric.wait_for_width(keys)
-                x.stage = Wait.WIDTH
+                x.stage = _WIDTH
                 yield wake
                 rec.events += 1
                 x.start = env.now
@@ -244,9 +317,9 @@ def transfer(
                 timing = timings[shape] = _timing(big, small, link.burst, wp, wc, link.child_on_tie)
             side.plan(x, timing, shape)  # the run [x.i, x.j), ending at x.end
             fabric.start_run(keys, proc, x.stopping)
-            x.stage = Wait.BURST
+            x.stage = _BURST
             try:
-                yield env.timeout(x.end - x.start)
+                yield Timeout(env, x.end - x.start)  # (env.timeout: a descriptor per call)
                 rec.events += 2
                 fabric.end_run(keys)
                 side.ran(x)
@@ -264,8 +337,8 @@ def transfer(
     yield from side.tail()
     latency = link.latency
     if latency:
-        tl.append((env.now, Wait.LATENCY, link.latency_key))
-        x.stage = Wait.LATENCY
+        tl.append((env.now, _LATENCY, link.latency_key))
+        x.stage = _LATENCY
         yield env.timeout(latency)
         rec.events += 1
     if x.channel is not None:
@@ -301,7 +374,7 @@ class PortRuns:
         else:
             cp, cc = -(-rest[0] // wp), -(-rest[1] // wc)
             first, slower = max(cp, cc, 1), _parent_named(cp, cc, link.child_on_tie)
-        self.tl.append((start, Wait.BURST, link.pk if slower else link.ck))
+        self.tl.append((start, _BURST, link.pk if slower else link.ck))
         # someone waits (or we were told to stop): this burst, then round-robin
         if x.stopping or i + 1 == n_bursts or self.fabric.contested(link.keys):
             j, end, last = i + 1, start + first, start
@@ -446,11 +519,11 @@ def finish_burst(env, fabric: Fabric, rec: Recorder, tl: list, link: Link, rest,
     while rest[0] > 0 or rest[1] > 0:
         wp, wc = width[pk] - reserved[pk], width[ck] - reserved[ck]
         if wp <= 0 or wc <= 0:  # the PE array takes the whole port: hold it and wait
-            tl.append((env.now, Wait.PORT, keys))
+            tl.append((env.now, _PORT, keys))
             yield fabric.wait_for_width(keys)
             rec.events += 1
             continue
-        tl.append((env.now, Wait.BURST, port_key))
+        tl.append((env.now, _BURST, port_key))
         begun = env.now
         fabric.start_run(keys, proc, True)
         try:
