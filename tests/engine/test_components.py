@@ -1,4 +1,4 @@
-"""Components describe and move their own state (issue 26): Tiles, NodeState, TransferState.
+"""Components describe and move their own state: Tiles, NodeState, TransferState.
 
 A fast-forward jump moves each component by whole periods (shift) and compares two moments
 of it relative to a cycle and a tile (snapshot); these cases check both by hand.
