@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from cyclesim.engine.run import RawRun
 from cyclesim.errors import CountMismatchError
-from cyclesim.results.attribution import CAUSES, StallSpan, attribute
+from cyclesim.results.attribution import attribute
 from cyclesim.results.schema import as_is, json_rows
 from cyclesim.results.spans import SpanList
+from cyclesim.results.stall_span import CAUSES, StallSpan
 from cyclesim.schedule.counts import closed_form
 
 if TYPE_CHECKING:

@@ -1,0 +1,116 @@
+"""Reading recorded rows (timelines, port grants) that fast-forward stored as repeats: by
+index a copy at a time, and their start cycles bisected by arithmetic (engine/rows.py)."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from cyclesim.engine.rows import Repeat, Rows
+
+
+class RunReader:
+    """Rows fast-forward repeated, read by index one run at a time: the piece (a list, or one
+    copy of a Repeat shifted whole) holding the last row read is kept, so a walk over
+    neighbouring rows pays one lookup per copy, not per row (engine/rows.py)."""
+
+    __slots__ = ("rows", "_lo", "_hi", "_run", "_n", "repeats")
+
+    COPY_LIMIT = 4096  # copies of longer periods are read row by row (no large copy made)
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows, self._lo, self._hi, self._run, self._n = rows, 0, 0, (), len(rows)
+        starts, pieces, at = [], [], 0
+        for piece in rows.pieces():
+            if isinstance(piece, Repeat):
+                starts.append(at)
+                pieces.append(piece)
+            at += len(piece)
+        # the repeated stretches: (their first row indices, the Repeats), or () for none
+        self.repeats = (starts, pieces) if pieces else ()
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    def __getitem__(self, i: int) -> tuple:
+        if i < 0:
+            i += self._n
+        if self._lo <= i < self._hi:
+            return self._run[i - self._lo]
+        piece, r = self.rows._locate(i)
+        if not isinstance(piece, Repeat):
+            self._lo, self._hi, self._run = i - r, i - r + len(piece), piece
+            return piece[r]
+        n = piece._n
+        if n > self.COPY_LIMIT:
+            return piece.row(r)
+        j, k = divmod(r, n)
+        self._lo = i - k
+        self._hi = self._lo + n
+        self._run = [piece.shift(row, j + 1) for row in piece.base]
+        return self._run[k]
+
+    def bisect_right(self, key: int) -> int:
+        return self.rows.bisect_right(key)
+
+
+def read_rows(rows):
+    """The rows as they are when they are a plain list, else a RunReader over them."""
+    if isinstance(rows, Rows) and rows.flat is None:
+        return RunReader(rows)
+    return rows.flat if isinstance(rows, Rows) else rows
+
+
+class StartColumn:
+    """The first column (start cycles) of rows fast-forward repeated, read without writing
+    the rows out: indexing and bisect by arithmetic over the repeats (engine/rows.py)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows
+
+    def __getitem__(self, i: int) -> int:
+        return self.rows[i][0]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+_STARTS_LIMIT = 250_000  # longer repeated timelines keep their starts as arithmetic
+
+
+def start_cycles(rows) -> object:
+    """The start cycles of a timeline's or a port's rows: a list when the rows are one."""
+    if isinstance(rows, RunReader):
+        rows = rows.rows
+    flat = rows.flat if isinstance(rows, Rows) else rows
+    if flat is None and len(rows) <= _STARTS_LIMIT:
+        flat = rows  # a few hundred thousand ints: bisected by the builtin, read by index
+    if flat is None:
+        return StartColumn(RunReader(rows))
+    return first_column(flat) if isinstance(flat, Rows) else [r[0] for r in flat]
+
+
+def first_column(rows: Rows) -> list[int]:
+    """The first column of rows, each repeated stretch by arithmetic over its base's column
+    (copy j adds j times the stretch's step to it) instead of shifting every row."""
+    out: list[int] = []
+    for piece in rows.pieces():
+        if not isinstance(piece, Repeat) or (piece.tile is not None and piece.tile.column == 0):
+            out.extend([r[0] for r in piece])
+            continue
+        base, step = first_column(piece.base), dict(piece.steps).get(0, 0)
+        for j in range(1, piece.count + 1):
+            d = j * step
+            out.extend([x + d for x in base])
+    return out
+
+
+def started_by(starts, t: int) -> int:
+    """How many rows start at or before t."""
+    if isinstance(starts, StartColumn):
+        return starts.rows.bisect_right(t)
+    return bisect_right(starts, t)
