@@ -11,14 +11,17 @@ from cyclesim.engine.rows import Repeat, Rows
 class RunReader:
     """Rows fast-forward repeated, read by index one run at a time: the piece (a list, or one
     copy of a Repeat shifted whole) holding the last row read is kept, so a walk over
-    neighbouring rows pays one lookup per copy, not per row (engine/rows.py)."""
+    neighbouring rows pays one lookup per copy, not per row (engine/rows.py). A copy of a
+    long period is not made: its rows are read from the base (through a RunReader of its own,
+    kept for the last such Repeat read) and shifted one at a time."""
 
-    __slots__ = ("rows", "_lo", "_hi", "_run", "_n", "repeats")
+    __slots__ = ("rows", "_lo", "_hi", "_run", "_n", "repeats", "_long")
 
     COPY_LIMIT = 4096  # copies of longer periods are read row by row (no large copy made)
 
     def __init__(self, rows: Rows) -> None:
         self.rows, self._lo, self._hi, self._run, self._n = rows, 0, 0, (), len(rows)
+        self._long: tuple = (None, None)  # the last long-period Repeat read, its base's reader
         starts, pieces, at = [], [], 0
         for piece in rows.pieces():
             if isinstance(piece, Repeat):
@@ -44,9 +47,11 @@ class RunReader:
             self._lo, self._hi, self._run = i - r, i - r + len(piece), piece
             return piece[r]
         n = piece._n
-        if n > self.COPY_LIMIT:
-            return piece.row(r)
         j, k = divmod(r, n)
+        if n > self.COPY_LIMIT:
+            if self._long[0] is not piece:
+                self._long = (piece, read_rows(piece.base))
+            return piece.shift(self._long[1][k], j + 1)
         self._lo = i - k
         self._hi = self._lo + n
         self._run = [piece.shift(row, j + 1) for row in piece.base]
