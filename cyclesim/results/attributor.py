@@ -10,7 +10,7 @@ charged to is the table results/wait_causes.BY_WAIT.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from cyclesim.engine.fabric import PE
 from cyclesim.engine.run import RawRun
@@ -22,9 +22,9 @@ from cyclesim.schedule.plan import NodePlan
 from cyclesim.vocabulary import Cause, Direction
 
 
-@dataclass(frozen=True, slots=True)
-class Walk:
-    """Where the walk to a root stands: whose timeline, the phase, the chain so far."""
+class Walk(NamedTuple):
+    """Where the walk to a root stands: whose timeline, the phase, the chain so far (a tuple:
+    one is made per span walked, and a frozen dataclass costs several times more to make)."""
 
     kind: Direction  # the fill's timeline or the write-back's
     node: int
@@ -47,6 +47,7 @@ class Attributor:
         self._grants = {k: read_rows(v) for k, v in raw.rec.grants.items()}
         self._grant_starts: dict[str, object] = {}  # per port key, made on first look
         self._readers: dict[tuple, object] = {}
+        self._processes: dict[tuple, tuple] = {}  # (kind, node) -> _process's answer
 
     # -------------------------------------------------------------- helpers
     def label(self, who: int) -> str:
@@ -70,6 +71,24 @@ class Attributor:
             t = self._times[key] = start_cycles(self._timeline(kind, node))
         return t
 
+    def _process(self, kind: Direction, node: int) -> tuple:
+        """What a walk through node's `kind` process reads, made on first look: its timeline,
+        the rows' start cycles and count, its repeats, its action and the chain's word for it."""
+        key = (kind, node)
+        got = self._processes.get(key)
+        if got is None:
+            n = self.nodes[node]
+            tl, times = self._timeline(kind, node), self._times_of(kind, node)
+            what = (
+                "write-back"
+                if kind == Direction.WRITE_BACK
+                else ("entry" if n.output_role else Direction.FILL)
+            )
+            repeats = tl.repeats if isinstance(tl, RunReader) else ()
+            word = f"{what} of {n.tensor} at {n.memory}"
+            got = self._processes[key] = (n, tl, times, len(tl), repeats, what, word)
+        return got
+
     # -------------------------------------------------------------- the walk
     def explain(
         self,
@@ -91,21 +110,12 @@ class Attributor:
         Each recorded wait is explained by its entry in wait_causes.BY_WAIT."""
         if a >= b:
             return
-        n = self.nodes[node]
-        tl = self._timeline(kind, node)
-        times = self._times_of(kind, node)
+        n, tl, times, rows, repeats, what, word = self._process(kind, node)
         i = max(0, started_by(times, a) - 1)
-        what = (
-            "write-back"
-            if kind == Direction.WRITE_BACK
-            else ("entry" if n.output_role else Direction.FILL)
-        )
-        here = chain + (f"{what} of {n.tensor} at {n.memory}",)
-        repeats = tl.repeats if isinstance(tl, RunReader) else ()
-        w = Walk(kind, node, n, phase, here, depth, entry, what)
+        w = Walk(kind, node, n, phase, chain + (word,), depth, entry, what)
         t = a
         while t < b:
-            if repeats and i < len(tl) and times[i] == t:
+            if repeats and i < rows and times[i] == t:
                 whole = self._repeated_copies(
                     repeats, i, t, b, kind, node, phase, chain, depth, entry
                 )
@@ -113,14 +123,15 @@ class Attributor:
                     i, t = whole[0], whole[1]
                     yield whole[2]
                     continue
-            if not tl or times[i] > t:
+            if not rows or times[i] > t:
                 # before the process recorded anything: it had not started this work yet
-                end = min(b, times[i]) if tl else b
+                end = min(b, times[i]) if rows else b
                 yield self.root(w, t, end, Cause.BUFFER_FULL, competitor="not started")
                 t = end
                 continue
-            state, info = tl[i][1], tl[i][2]
-            end = min(b, times[i + 1]) if i + 1 < len(tl) else b
+            row = tl[i]
+            state, info = row[1], row[2]
+            end = min(b, times[i + 1]) if i + 1 < rows else b
             if end <= t:
                 i += 1
                 continue
