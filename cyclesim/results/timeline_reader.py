@@ -10,18 +10,19 @@ from cyclesim.engine.rows import Repeat, Rows
 
 class RunReader:
     """Rows fast-forward repeated, read by index one run at a time: the piece (a list, or one
-    copy of a Repeat shifted whole) holding the last row read is kept, so a walk over
-    neighbouring rows pays one lookup per copy, not per row (engine/rows.py). A copy of a
-    long period is not made: its rows are read from the base (through a RunReader of its own,
-    kept for the last such Repeat read) and shifted one at a time."""
+    copy of a Repeat) holding the last row read is kept, so a walk over neighbouring rows
+    pays one lookup per copy, not per row (engine/rows.py). A copy's rows are shifted from
+    the base's when first read (a walk reads few of a copy's rows); a copy of a period
+    longer than COPY_LIMIT keeps none, each read shifting its row again."""
 
-    __slots__ = ("rows", "_lo", "_hi", "_run", "_n", "repeats", "_long")
+    __slots__ = ("rows", "_lo", "_hi", "_run", "_n", "repeats", "_bases", "_copy")
 
-    COPY_LIMIT = 4096  # copies of longer periods are read row by row (no large copy made)
+    COPY_LIMIT = 4096  # copies of longer periods are read row by row (no list of a copy made)
 
     def __init__(self, rows: Rows) -> None:
         self.rows, self._lo, self._hi, self._run, self._n = rows, 0, 0, (), len(rows)
-        self._long: tuple = (None, None)  # the last long-period Repeat read, its base's reader
+        self._bases: dict[Repeat, object] = {}  # per Repeat read, its base as read_rows has it
+        self._copy: tuple = ()  # the copy _run holds: (its Repeat, base, copy number 1..K)
         starts, pieces, at = [], [], 0
         for piece in rows.pieces():
             if isinstance(piece, Repeat):
@@ -41,21 +42,26 @@ class RunReader:
         if i < 0:
             i += self._n
         if self._lo <= i < self._hi:
-            return self._run[i - self._lo]
+            row = self._run[i - self._lo]
+            if row is None:  # a copy's row not read yet
+                piece, base, j = self._copy
+                row = self._run[i - self._lo] = piece.shift(base[i - self._lo], j)
+            return row
         piece, r = self.rows._locate(i)
         if not isinstance(piece, Repeat):
             self._lo, self._hi, self._run = i - r, i - r + len(piece), piece
             return piece[r]
         n = piece._n
         j, k = divmod(r, n)
+        base = self._bases.get(piece)
+        if base is None:
+            base = self._bases[piece] = read_rows(piece.base)
         if n > self.COPY_LIMIT:
-            if self._long[0] is not piece:
-                self._long = (piece, read_rows(piece.base))
-            return piece.shift(self._long[1][k], j + 1)
-        self._lo = i - k
-        self._hi = self._lo + n
-        self._run = [piece.shift(row, j + 1) for row in piece.base]
-        return self._run[k]
+            return piece.shift(base[k], j + 1)
+        self._lo, self._hi, self._run = i - k, i - k + n, [None] * n
+        self._copy = (piece, base, j + 1)
+        row = self._run[k] = piece.shift(base[k], j + 1)
+        return row
 
     def bisect_right(self, key: int) -> int:
         return self.rows.bisect_right(key)
