@@ -1,8 +1,10 @@
 """What each wait a timeline records is charged to: a table from the wait (vocabulary.Wait) to
-a small function that yields the wait's spans, a root cause or a walk one link deeper.
+a small function giving the wait's spans, a root cause or a walk one link deeper.
 
 Each function takes the Attributor walking the run, where the walk stands (a Walk), the
-cycles [t, end) and the row's info, and yields StallSpans (or a repeat's SpanList).
+cycles [t, end) and the row's info, and returns an iterable of StallSpans (or of a repeat's
+SpanList): a tuple of one root span, or the deeper walk's generator (one generator fewer
+per row walked than yielding from it).
 """
 
 from __future__ import annotations
@@ -21,42 +23,45 @@ def _slot(at: Attributor, w: Walk, t: int, end: int, holder: int):
     if _draining(at.nodes, w.n, w.entry, holder):
         # the tile the chain waits for (a revisit) needs its previous visit's values
         # back first: that write-back is its state, not the slot (DESIGN's order)
-        yield from at.follow(w, Direction.WRITE_BACK, w.node, t, end, "previous write-back")
-        return
+        return at.follow(w, Direction.WRITE_BACK, w.node, t, end, "previous write-back")
     n = w.n
-    yield at.root(
-        w,
-        t,
-        end,
-        Cause.BUFFER_FULL,
-        competitor=f"an earlier tile of {n.label()}",
-        why=(f"no free slot in {n.memory}: tile {holder} still holds it",),
-        holder=(w.node, holder),
+    return (
+        at.root(
+            w,
+            t,
+            end,
+            Cause.BUFFER_FULL,
+            competitor=f"an earlier tile of {n.label()}",
+            why=(f"no free slot in {n.memory}: tile {holder} still holds it",),
+            holder=(w.node, holder),
+        ),
     )
 
 
 def _parent(at: Attributor, w: Walk, t: int, end: int, parent: int):
     p = at.nodes[parent]
     entry = w.entry // w.n.ratio if w.entry is not None else None
-    yield from at.follow(w, Direction.FILL, parent, t, end, f"parent tile at {p.memory}", entry)
+    return at.follow(w, Direction.FILL, parent, t, end, f"parent tile at {p.memory}", entry)
 
 
 def _previous_write_back(at: Attributor, w: Walk, t: int, end: int, node: int):
-    yield from at.follow(w, Direction.WRITE_BACK, node, t, end, "previous write-back")
+    return at.follow(w, Direction.WRITE_BACK, node, t, end, "previous write-back")
 
 
 def _uses(at: Attributor, w: Walk, t: int, end: int, tile: int):
     who = at.rec.last_finisher.get((w.node, tile))
     if who is not None and who[0] == "node":
-        yield from at.follow(w, Direction.WRITE_BACK, who[1], t, end, "tile still in use")
+        return at.follow(w, Direction.WRITE_BACK, who[1], t, end, "tile still in use")
     else:
-        yield at.root(
-            w,
-            t,
-            end,
-            Cause.DEPENDENCY,
-            competitor="PE array",
-            why=("tile in use by the PE array",),
+        return (
+            at.root(
+                w,
+                t,
+                end,
+                Cause.DEPENDENCY,
+                competitor="PE array",
+                why=("tile in use by the PE array",),
+            ),
         )
 
 
@@ -69,37 +74,39 @@ def _space(at: Attributor, w: Walk, t: int, end: int, holder):
         h = at.nodes[holder[0]]
         who = f"a tile of {h.label()}"
         why = f"no room in {n.memory}: tile {holder[1]} of {h.label()} holds it"
-    yield at.root(w, t, end, Cause.BUFFER_FULL, competitor=who, why=(why,), holder=holder)
+    return (at.root(w, t, end, Cause.BUFFER_FULL, competitor=who, why=(why,), holder=holder),)
 
 
 def _producer(at: Attributor, w: Walk, t: int, end: int, info):
     einsum, pkey = info
-    yield from at.produced(w.n.parent, pkey, einsum, t, end, w.phase, w.here, w.depth + 1)
+    return at.produced(w.n.parent, pkey, einsum, t, end, w.phase, w.here, w.depth + 1)
 
 
 def _port(at: Attributor, w: Walk, t: int, end: int, keys):
     own = 2 * w.node + (w.kind == Direction.WRITE_BACK)  # its requester id (engine/fabric.py)
-    yield from at.contention(t, end, w.phase, w.n, own, keys, w.here, w.what)
+    return at.contention(t, end, w.phase, w.n, own, keys, w.here, w.what)
 
 
 def _dma(at: Attributor, w: Walk, t: int, end: int, engine: str):
-    yield at.root(
-        w,
-        t,
-        end,
-        Cause.CONTENTION,
-        engine,
-        f"DMA {engine} channels busy",
-        (f"waiting for a channel of {engine}",),
+    return (
+        at.root(
+            w,
+            t,
+            end,
+            Cause.CONTENTION,
+            engine,
+            f"DMA {engine} channels busy",
+            (f"waiting for a channel of {engine}",),
+        ),
     )
 
 
 def _setup(at: Attributor, w: Walk, t: int, end: int, engine: str):
-    yield at.root(w, t, end, Cause.LATENCY, engine, why=(f"DMA {engine} setup",))
+    return (at.root(w, t, end, Cause.LATENCY, engine, why=(f"DMA {engine} setup",)),)
 
 
 def _burst(at: Attributor, w: Walk, t: int, end: int, key: str):
-    yield at.root(w, t, end, Cause.BANDWIDTH, key, why=(f"moving bursts through {key}",))
+    return (at.root(w, t, end, Cause.BANDWIDTH, key, why=(f"moving bursts through {key}",)),)
 
 
 def _dram(at: Attributor, w: Walk, t: int, end: int, info):
@@ -115,19 +122,19 @@ def _dram(at: Attributor, w: Walk, t: int, end: int, info):
         Cause.DRAM_QUEUE: f"DRAM controller queue at {where}"
         + (f", behind {competitor}" if competitor is not None else ""),
     }[cause]
-    yield at.root(w, t, end, cause, key, competitor, (words,))
+    return (at.root(w, t, end, cause, key, competitor, (words,)),)
 
 
 def _latency(at: Attributor, w: Walk, t: int, end: int, key: str):
-    yield at.root(w, t, end, Cause.LATENCY, key, why=(f"latency of {key}",))
+    return (at.root(w, t, end, Cause.LATENCY, key, why=(f"latency of {key}",)),)
 
 
 def _pipeline(at: Attributor, w: Walk, t: int, end: int, _info):
-    yield at.root(w, t, end, Cause.LATENCY, why=(PIPELINE_DEPTH,))
+    return (at.root(w, t, end, Cause.LATENCY, why=(PIPELINE_DEPTH,)),)
 
 
 def _idle(at: Attributor, w: Walk, t: int, end: int, _info):
-    yield at.root(w, t, end, Cause.DEPENDENCY, why=("done",))
+    return (at.root(w, t, end, Cause.DEPENDENCY, why=("done",)),)
 
 
 def _draining(nodes, n, entry: int | None, holder: int) -> bool:
