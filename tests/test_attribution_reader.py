@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cyclesim.engine.rows import Rows, TileShift
-from cyclesim.results.attribution import _bisect, _first_column, _RunReader, _starts
+from cyclesim.results.timeline_reader import RunReader, first_column, start_cycles, started_by
 
 
 def nested_rows(gaps: list[int], K: int, K2: int) -> Rows:
@@ -34,15 +34,15 @@ def nested_rows(gaps: list[int], K: int, K2: int) -> Rows:
 def test_the_run_reader_reads_like_the_written_out_rows(gaps, K, K2, order, limit, probe):
     rows = nested_rows(gaps, K, K2)
     plain = list(rows)
-    kept, _RunReader.COPY_LIMIT = _RunReader.COPY_LIMIT, limit  # row by row, small copies, whole
+    kept, RunReader.COPY_LIMIT = RunReader.COPY_LIMIT, limit  # row by row, small copies, whole
     try:
         check_reader(rows, plain, order, probe)
     finally:
-        _RunReader.COPY_LIMIT = kept
+        RunReader.COPY_LIMIT = kept
 
 
 def check_reader(rows: Rows, plain: list, order: list[int], probe: int) -> None:
-    reader = _RunReader(rows)
+    reader = RunReader(rows)
     assert len(reader) == len(plain) and bool(reader)
     # in order, in an arbitrary order, and from the end: the same rows
     assert [reader[i] for i in range(len(plain))] == plain
@@ -52,8 +52,8 @@ def check_reader(rows: Rows, plain: list, order: list[int], probe: int) -> None:
     assert reader[-1] == plain[-1]
     # the start column bisects like a bisect over the written-out starts, listed or not
     want = sum(1 for r in plain if r[0] <= probe)
-    assert _bisect(_starts(reader), probe) == want
-    assert _bisect(_starts(rows), probe) == want
+    assert started_by(start_cycles(reader), probe) == want
+    assert started_by(start_cycles(rows), probe) == want
 
 
 @given(gaps=st.lists(st.integers(1, 5), min_size=1, max_size=6), K=st.integers(1, 5),
@@ -62,4 +62,4 @@ def test_the_start_column_by_arithmetic_is_the_written_out_one(gaps, K, K2):
     # copy j of a repeat starts j periods on: its starts are the base's plus j * P, nested
     # repeats inside out, and the literal tail as it is
     rows = nested_rows(gaps, K, K2)
-    assert _first_column(rows) == [r[0] for r in rows]
+    assert first_column(rows) == [r[0] for r in rows]

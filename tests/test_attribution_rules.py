@@ -289,7 +289,7 @@ def test_dependency_covers_only_the_cycles_before_the_producer_computed(replay_d
     # for itself: a deadlock), so ask the attribution directly how a wait for sram's AO tile
     # of m0 from cycle 0 to 6 reads: the producer computes it in its steps [0,1) and [3,4),
     # so [0,4) is `dependency` on the producer, then preg's write-back [4,6) is bandwidth.
-    from cyclesim.results.attribution import Attributor
+    from cyclesim.results.attributor import Attributor
 
     arch, mapping = _fused(consumer_register=False)
     res = replay_dicts(arch, FUSED, mapping)

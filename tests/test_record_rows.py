@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from cyclesim.engine.finishers import Finishers
 from cyclesim.engine.rows import Rows, TileShift
-from cyclesim.results.attribution import StallSpan
 from cyclesim.results.spans import SpanList, SpanRepeat
+from cyclesim.results.stall_span import StallSpan
 from cyclesim.vocabulary import Wait
 
 

@@ -109,7 +109,7 @@ def run_point(task: PointTask) -> dict:
 
 def metrics_row(result: Any) -> dict:
     """The table's result columns for one replay (Result of `cyclesim.simulate`)."""
-    from cyclesim.results.attribution import CAUSES
+    from cyclesim.results.stall_span import CAUSES
 
     sim = result.sim
     by_cause = result.stalls_by_cause
@@ -137,7 +137,7 @@ def metrics_row(result: Any) -> dict:
 
 def result_columns() -> list[str]:
     """The result columns of a sweep row, in table order (energy_pj only when present)."""
-    from cyclesim.results.attribution import CAUSES
+    from cyclesim.results.stall_span import CAUSES
 
     return [
         "cycles",

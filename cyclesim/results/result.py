@@ -9,33 +9,24 @@ from __future__ import annotations
 from collections import namedtuple
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from cyclesim.engine.run import RawRun
 from cyclesim.errors import CountMismatchError
-from cyclesim.results.attribution import CAUSES, StallSpan, attribute
+from cyclesim.results.attribution import attribute
 from cyclesim.results.schema import as_is, json_rows
 from cyclesim.results.spans import SpanList
+from cyclesim.results.stall_span import CAUSES
 from cyclesim.schedule.counts import closed_form
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-def _stall_key(s: StallSpan) -> tuple:
-    return tuple("" if (v := getattr(s, k)) is None else v for k in STALL_KEYS)
-
-
-def _by_phase(s: StallSpan) -> tuple:
-    return (s.phase,)
-
-
-def _by_phase_and_cause(s: StallSpan) -> tuple:
-    return (s.phase, s.cause)
-
-
 ACCESS_KEYS = ["einsum", "tensor", "memory", "action", "direction"]
 STALL_KEYS = ["phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor"]
+_stall_key = attrgetter(*STALL_KEYS)  # a span's group in `stalls`, read in one C call
 StallRow = namedtuple("StallRow", STALL_KEYS + ["cycles", "first_cycle", "last_cycle"])
 AccessRow = namedtuple("AccessRow", ["einsum", "tensor", "memory", "action", "values", "bits"])
 # the JSON objects of `run --json`'s stalls and accesses: fields in order, with their types
@@ -72,16 +63,30 @@ class SimResult:
 
     # ------------------------------------------------------------ rows (plain Python)
     @cached_property
+    def stall_groups(self) -> dict[tuple, list[int]]:
+        """(*STALL_KEYS) -> [cycles, first start, last end], in order of first appearance: the
+        one pass over the spans that the stall rows, the causes and the check all read.
+
+        A key's '' and None are one group (pandas' groupby would drop None; the rows have
+        always read both as None)."""
+        out: dict[tuple, list[int]] = {}
+        for key, (cycles, first, last) in self.spans.groups(_stall_key).items():
+            key = tuple(None if v == "" else v for v in key)
+            g = out.get(key)
+            if g is None:
+                out[key] = [cycles, first, last]
+            else:
+                g[0], g[1], g[2] = g[0] + cycles, min(g[1], first), max(g[2], last)
+        return out
+
+    @cached_property
     def stall_rows(self) -> tuple[StallRow, ...]:
         """The rows of `stalls`: cycles per (phase, cause, where, competitor), largest first.
 
         Groups in order of first appearance; ties keep that order (a stable sort), as pandas'
         groupby(sort=False) then sort_values(kind="stable") would.
         """
-        groups = self.spans.groups(_stall_key)
-        rows = [
-            StallRow(*(None if v == "" else v for v in key), *agg) for key, agg in groups.items()
-        ]
+        rows = [StallRow(*key, *agg) for key, agg in self.stall_groups.items()]
         rows.sort(key=lambda r: -r.cycles)
         return tuple(rows)
 
@@ -191,7 +196,7 @@ class SimResult:
     def stall_cycles_by_cause(self, phases: tuple[str, ...] = ("compute",)) -> dict[str, int]:
         """Cycles per cause over the given phases (default: the stall between first and last step)."""
         out = {c: 0 for c in CAUSES}
-        for (phase, cause), (cycles, _, _) in self.spans.groups(_by_phase_and_cause).items():
+        for (phase, cause, *_), (cycles, _, _) in self.stall_groups.items():
             if phase in phases:
                 out[cause] = out.get(cause, 0) + cycles
         return {k: v for k, v in out.items() if v}
@@ -336,7 +341,7 @@ def _check_counts(raw: RawRun) -> None:
 def _check_attribution(res: SimResult) -> None:
     """Each phase's causes must add up to its total: a bug here is an engine bug, not user error."""
     by_phase = {"onload": 0, "compute": 0, "offload": 0}
-    for (phase,), (cycles, _, _) in res.spans.groups(_by_phase).items():
+    for (phase, *_), (cycles, _, _) in res.stall_groups.items():
         by_phase[phase] += cycles
     want = {"onload": res.onload_cycles, "compute": res.stall_cycles, "offload": res.offload_cycles}
     if by_phase != want:

@@ -71,6 +71,38 @@ class SpanList:
         return f"SpanList({len(self)} spans in {len(self.pieces)} pieces)"
 
 
+class SpanCollector:
+    """Builds a SpanList from what explain yields: StallSpans, gathered into lists, and the
+    SpanLists of repeated stretches, kept as their pieces."""
+
+    __slots__ = ("out", "run")
+
+    def __init__(self) -> None:
+        self.out, self.run = SpanList(), []
+
+    def extend(self, items) -> None:
+        run = self.run
+        for item in items:
+            if not isinstance(item, SpanList):  # a StallSpan
+                run.append(item)
+                continue
+            self.out.add(run)
+            self.run = run = []
+            self.out.add(item)
+
+    def done(self) -> SpanList:
+        self.out.add(self.run)
+        self.run = []
+        return self.out
+
+
+def collect(items) -> SpanList:
+    """What explain yields, as one SpanList."""
+    c = SpanCollector()
+    c.extend(items)
+    return c.done()
+
+
 def _groups(spans: SpanList, key, out: dict, times: int, last_shift: int) -> None:
     """Add spans, repeated `times` times with the last copy moved last_shift cycles on."""
     for piece in spans.pieces:

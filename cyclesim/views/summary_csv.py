@@ -21,8 +21,8 @@ import pandas as pd
 
 from cyclesim.outputs import atomic_path
 from cyclesim.results import SimResult
-from cyclesim.results.attribution import CAUSES
 from cyclesim.results.energy import energy_table, has_energies
+from cyclesim.results.stall_span import CAUSES
 from cyclesim.spec import Architecture
 
 

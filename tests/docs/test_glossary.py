@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cyclesim.results.attribution import CAUSES
+from cyclesim.results.stall_span import CAUSES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -8,7 +8,7 @@ import pytest
 
 def test_every_cause_has_its_own_plot_colour():
     """A new root cause must get a colour of its own, distinct from the phases' and the others'."""
-    from cyclesim.results.attribution import CAUSES
+    from cyclesim.results.stall_span import CAUSES
     from cyclesim.views.plots import CAUSE_COLORS, PHASE_COLORS
 
     assert set(CAUSES) <= set(CAUSE_COLORS)

@@ -18,7 +18,7 @@ from cyclesim.analysis.explain.arch_changes import (
 )
 from cyclesim.analysis.explain.causes import Cause
 from cyclesim.analysis.explain.transfer import SlotHolding, TransferEnds, per_cycle
-from cyclesim.results.attribution import is_pipeline_latency
+from cyclesim.results.stall_span import is_pipeline_latency
 from cyclesim.schedule.types import PortRef
 from cyclesim.spec import Architecture, Workload
 

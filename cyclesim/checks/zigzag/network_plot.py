@@ -8,7 +8,7 @@ import pandas as pd
 
 from cyclesim.checks.zigzag.network import OK, status_counts
 from cyclesim.outputs import atomic_path
-from cyclesim.results.attribution import CAUSES
+from cyclesim.results.stall_span import CAUSES
 from cyclesim.views.plots import CAUSE_COLORS
 
 
