@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 from cyclesim.engine.fabric import PE
 from cyclesim.engine.loop import gc_paused  # (re-exported: views never import the engine)
 from cyclesim.engine.record import FOREVER
@@ -724,6 +726,24 @@ def iter_busy_runs(act: Activity, key: str) -> Iterator[tuple[int, int]]:
         a, b = start, end
     if b is not None:
         yield a, b
+
+
+def busy_run_columns(act: Activity, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """iter_busy_runs as two int64 columns (starts, ends), merged by numpy: a run ends where
+    the next record starts after every record before it has ended."""
+    transfers, pe = act.ports[key], act.pe_ports[key]
+    starts = np.concatenate((np.array(transfers.starts, np.int64), np.array(pe.starts, np.int64)))
+    ends = np.concatenate((np.array(transfers.ends, np.int64), np.array(pe.ends, np.int64)))
+    real = ends > starts
+    starts, ends = starts[real], ends[real]
+    if pe and transfers:
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+    if not len(starts):
+        return starts, ends
+    reach = np.maximum.accumulate(ends)  # the latest end so far
+    begins = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
+    return starts[begins], reach[np.append(begins[1:] - 1, len(starts) - 1)]
 
 
 def busy_runs(act: Activity, key: str) -> list[tuple[int, int]]:
