@@ -855,10 +855,13 @@ def busy_run_columns(act: Activity, key: str) -> tuple[np.ndarray, np.ndarray]:
     starts = np.concatenate((np.array(transfers.starts, np.int64), np.array(pe.starts, np.int64)))
     ends = np.concatenate((np.array(transfers.ends, np.int64), np.array(pe.ends, np.int64)))
     real = ends > starts
-    starts, ends = starts[real], ends[real]
-    if pe and transfers:
-        order = np.argsort(starts, kind="stable")
-        starts, ends = starts[order], ends[order]
+    return merged_runs(starts[real], ends[real])
+
+
+def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[start, end) ranges (int64 columns) merged where they overlap or touch, in time order."""
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
     if not len(starts):
         return starts, ends
     reach = np.maximum.accumulate(ends)  # the latest end so far
