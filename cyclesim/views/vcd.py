@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
@@ -112,8 +113,8 @@ def _objects(values) -> np.ndarray:
 
 def _per_value(values: list, transform) -> np.ndarray:
     """transform(v) of each value as an object column, computed once per distinct value."""
-    done: dict = {}
-    return _objects([done[v] if v in done else done.setdefault(v, transform(v)) for v in values])
+    codes, distinct = pd.factorize(_objects(values), use_na_sentinel=False)
+    return _objects([transform(v) for v in distinct])[codes]
 
 
 def _spans(starts, ends, values, idle) -> Column:
@@ -326,13 +327,15 @@ class ChangeStream:
         where: list[np.ndarray] = []
         for f, values in zip(fmt, self.values, strict=True):
             if values.dtype == object:
-                index: dict = {}
-                codes = [index.setdefault(v, len(index)) for v in values.tolist()]
-                distinct = [f(v) for v in index]
-                at = np.array(codes, dtype=np.int64)
+                at, uniq = pd.factorize(values, use_na_sentinel=False)
+                distinct = [f(v) for v in uniq]
             else:
                 uniq, at = np.unique(values, return_inverse=True)
-                distinct = [f("x" if v == X else v) for v in uniq.tolist()]
+                many = getattr(f, "many", None)
+                if many is not None:
+                    distinct = many(uniq)
+                else:
+                    distinct = [f("x" if v == X else v) for v in uniq.tolist()]
             where.append(at.reshape(-1) + len(pool))
             pool += distinct
         return np.fromiter(pool, dtype=object, count=len(pool)), where
@@ -406,8 +409,43 @@ def _vcd_value(var_type: str, code: str):
     if var_type == "wire":
         return _Texts(lambda v: f"{v}{code}").__getitem__
     if var_type == "integer":
-        return lambda v: f"bx {code}" if v == "x" else f"b{v:b} {code}"
+        return _VcdInteger(code)
     return _Texts(lambda v: f"s{v} {code}").__getitem__
+
+
+class _VcdInteger:
+    """An integer variable's change texts: `b<binary> <code>`, `bx <code>` for "x"; `many`
+    makes those of a column of values by numpy (a counter has a new value at most changes)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __call__(self, v) -> str:
+        return f"bx {self.code}" if v == "x" else f"b{v:b} {self.code}"
+
+    def many(self, values: np.ndarray) -> list[str]:
+        """The texts of int64 values (X for "x")."""
+        if (values[values != X] < 0).any():  # a negative number: as __call__ writes it
+            return [self("x" if v == X else v) for v in values.tolist()]
+        known = values != X
+        v = np.where(known, values, 0)
+        width = np.ones(len(v), dtype=np.int64)  # binary digits, at least one
+        for k in range(1, 64):
+            more = (v >> k) > 0
+            if not more.any():
+                break
+            width += more
+        columns = int(width.max()) if len(v) else 1
+        shift = np.clip(width[:, None] - 1 - np.arange(columns)[None, :], 0, None)
+        matrix = np.empty((len(v), columns + 1), dtype=np.uint8)
+        matrix[:, 0] = ord("b")
+        matrix[:, 1:] = ((v[:, None] >> shift) & 1) + ord("0")
+        matrix[~known, 1] = ord("x")
+        keep = np.arange(columns + 1)[None, :] <= np.where(known, width, 1)[:, None]
+        tail = np.frombuffer(f" {self.code}\n".encode("ascii"), dtype=np.uint8)
+        rows = np.concatenate((matrix, np.broadcast_to(tail, (len(v), len(tail)))), axis=1)
+        keep = np.concatenate((keep, np.ones((len(v), len(tail)), dtype=bool)), axis=1)
+        return rows[keep].tobytes().decode("ascii").split("\n")[:-1]
 
 
 def _vcd_header(w: Waves, codes: list[str], timescale: str, comment: str) -> list[str]:
