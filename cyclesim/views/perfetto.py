@@ -236,19 +236,19 @@ def write_chrome_json(
         isolate_einsums=res.isolate_einsums,
     )
     path = Path(path)
-    opener = (
-        (lambda: _gzip_text(path))
+    opener = (  # bytes: the JSON is ASCII (strings are escaped), written as numpy made it
+        (lambda: gzip.GzipFile(path, "wb", compresslevel=5, mtime=0))  # no time stamp: same bytes
         if path.suffix == ".gz"
-        else (lambda: open(path, "w", encoding="utf-8", newline="\n"))
+        else (lambda: open(path, "wb"))
     )
     count = 0
     with opener() as f, gc_paused(), writing_bar(_total(act), f"Perfetto {path.name}", progress) as bar:  # fmt: skip
-        f.write('{"otherData":')
-        f.write(json.dumps(other, sort_keys=True, separators=(",", ":")))
-        f.write(',"traceEvents":[\n')
+        f.write(b'{"otherData":')
+        f.write(json.dumps(other, sort_keys=True, separators=(",", ":")).encode())
+        f.write(b',"traceEvents":[\n')
         # events are separated by ",\n", but by "," alone after every CHUNK-th (the form this
         # writer always had, when it wrote CHUNK events at a time)
-        held = ""  # the text written last, held back: its final separator is dropped
+        held = b""  # the text written last, held back: its final separator is dropped
         for part in _json_parts(act, title):
             if not len(part):
                 continue
@@ -256,14 +256,14 @@ def write_chrome_json(
             after = np.arange(count + 1, count + len(part) + 1)  # each event's number
             seps = np.where(after % CHUNK == 0, 1, 2)
             if isinstance(part, list):
-                held = "".join(line + ",\n"[:k] for line, k in zip(part, seps.tolist(), strict=True))  # fmt: skip
+                held = "".join(line + ",\n"[:k] for line, k in zip(part, seps.tolist(), strict=True)).encode()  # fmt: skip
             else:
                 held = part.render(",\n", seps)
             count += len(part)
             if bar is not None:
                 bar.update(len(part))
-        f.write(held[: -int(seps[-1])] if count else "")
-        f.write("\n]}\n")
+        f.write(held[: -int(seps[-1])] if count else b"")
+        f.write(b"\n]}\n")
     return count
 
 
@@ -277,7 +277,7 @@ def _json_lines(act: Activity, title: str) -> Iterator[str]:
         if isinstance(part, list):
             yield from part
         elif len(part):
-            yield from part.render("\n", 1)[:-1].split("\n")
+            yield from part.render("\n", 1)[:-1].decode("ascii").split("\n")
 
 
 def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
@@ -459,7 +459,7 @@ class _Lines:
         self.fields.append((matrix[codes], took if when is None else np.where(when, took, 0)))
         return self
 
-    def render(self, separator: str, seps: np.ndarray | int) -> str:
+    def render(self, separator: str, seps: np.ndarray | int) -> bytes:
         """The lines, each followed by the first seps[i] characters of separator."""
         self.text(separator)
         self.fields[-1] = (self.fields[-1][0], seps)
@@ -475,17 +475,9 @@ class _Lines:
                 lens = lens if np.isscalar(lens) else np.asarray(lens)[lo:hi, None]
                 keep[:, at : at + w] = np.arange(w)[None, :] < lens
                 at += w
-            out.append(block[keep].tobytes().decode("ascii"))
+            out.append(block[keep].tobytes())
         self.fields.pop()
-        return "".join(out)
-
-
-def _gzip_text(path: Path):
-    """A text stream into a gzip file with no time stamp in its header (same run, same bytes)."""
-    import io
-
-    raw = gzip.GzipFile(path, "wb", compresslevel=5, mtime=0)
-    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+        return b"".join(out)
 
 
 def _total(act: Activity) -> int:
