@@ -306,12 +306,15 @@ def row_columns(rows, width: int, none_as: int = 0) -> list:
 def _piece_columns(piece, width: int, none_as: int) -> list:
     if not isinstance(piece, Repeat):
         columns = []
-        for values in zip(*piece, strict=True):
-            if all(type(v) is int or v is None for v in values):
+        for values in zip(*piece, strict=True):  # a record's column holds one kind of value
+            if type(values[0]) is not int and values[0] is not None:
+                columns.append(list(values))
+                continue
+            try:
+                columns.append(np.array(values, dtype=np.int64))
+            except TypeError:  # None among the numbers (an open grant's end)
                 values = [none_as if v is None else v for v in values]
                 columns.append(np.array(values, dtype=np.int64))
-            else:
-                columns.append(list(values))
         return columns
     base = row_columns(piece.base, width, none_as)
     k, n = piece.count, len(piece.base)
