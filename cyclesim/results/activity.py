@@ -332,11 +332,6 @@ def _piece_columns(piece, width: int, none_as: int) -> list:
     return out
 
 
-def row_list(rows, width: int) -> list[tuple]:
-    """The rows of a record as a list of tuples of Python values (row_columns, zipped)."""
-    return _zipped(row_columns(rows, width))
-
-
 def _zipped(columns: list) -> list[tuple]:
     return list(
         zip(*(c.tolist() if isinstance(c, np.ndarray) else c for c in columns), strict=True)
@@ -851,6 +846,19 @@ def iter_busy_runs(act: Activity, key: str) -> Iterator[tuple[int, int]]:
         yield a, b
 
 
+def numbered(values) -> tuple[np.ndarray, list]:
+    """A number per value (equal values, equal numbers; numbered in order of first sight) and
+    the distinct values, by pandas' hash table rather than a dict lookup per value."""
+    import pandas as pd
+
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    codes, distinct = pd.factorize(column)
+    if len(codes) and codes.min() < 0:  # None (or NaN), which pandas leaves without a number
+        codes, distinct = pd.factorize(column, use_na_sentinel=False)
+    return codes.astype(np.int64), list(distinct)
+
+
 def busy_run_columns(act: Activity, key: str) -> tuple[np.ndarray, np.ndarray]:
     """iter_busy_runs as two int64 columns (starts, ends), merged by numpy: a run ends where
     the next record starts after every record before it has ended."""
@@ -870,11 +878,6 @@ def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.nd
     reach = np.maximum.accumulate(ends)  # the latest end so far
     begins = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
     return starts[begins], reach[np.append(begins[1:] - 1, len(starts) - 1)]
-
-
-def busy_runs(act: Activity, key: str) -> list[tuple[int, int]]:
-    """iter_busy_runs as a list."""
-    return list(iter_busy_runs(act, key))
 
 
 PORT_COLUMNS = [

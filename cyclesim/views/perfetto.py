@@ -32,6 +32,7 @@ from cyclesim.results.activity import (
     Activity,
     DramBank,
     gc_paused,
+    numbered,
 )
 from cyclesim.views.progress import writing_bar
 
@@ -112,8 +113,8 @@ def _merged_columns(bursts) -> tuple:
     when it starts at its end with the same tensor and holder."""
     n = len(bursts)
     starts, ends = np.array(bursts.starts, np.int64), np.array(bursts.ends, np.int64)
-    tensors, tensor_pool = _codes(bursts.tensors)
-    whos, who_pool = _codes(bursts.whos)
+    tensors, tensor_pool = numbered(bursts.tensors)
+    whos, who_pool = numbered(bursts.whos)
     heads = np.ones(n, dtype=bool)
     heads[1:] = (starts[1:] != ends[:-1]) | (tensors[1:] != tensors[:-1]) | (whos[1:] != whos[:-1])
     heads = np.flatnonzero(heads)
@@ -129,20 +130,6 @@ def _merged_columns(bursts) -> tuple:
         np.add.reduceat(bits, heads) if n else bits,
         lasts - heads + 1,
     )
-
-
-def _codes(values: list) -> tuple[np.ndarray, list]:
-    """A number per value (equal values, equal numbers) and the distinct values in order."""
-    import pandas as pd  # its hash table numbers a column in C
-
-    codes, distinct = pd.factorize(_objects(values), use_na_sentinel=False)
-    return codes.astype(np.int64), list(distinct)
-
-
-def _objects(values) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
 
 
 def trace_events(act: Activity, title: str = "cyclesim") -> Iterator[dict]:
@@ -348,12 +335,12 @@ def _pe_state_lines(st, enc) -> _Lines:
     cause; cause, phase, tile when in a segment, where), empty ones left out."""
     starts, ends = np.array(st.starts, np.int64), np.array(st.ends, np.int64)
     shown = np.flatnonzero(ends > starts)
-    states, state_pool = _codes(st.states)
+    states, state_pool = numbered(st.states)
     compute = np.array([s == COMPUTE for s in state_pool], dtype=bool)[states[shown]]
     stall = ~compute
-    einsums, einsum_pool = _codes(st.einsums)
-    wheres, where_pool = _codes(st.wheres)
-    phases, phase_pool = _codes(st.phases)
+    einsums, einsum_pool = numbered(st.einsums)
+    wheres, where_pool = numbered(st.wheres)
+    phases, phase_pool = numbered(st.phases)
     tiles = np.array([-1 if t is None else t for t in st.tiles], dtype=np.int64)[shown]
     if (tiles[compute] < 0).any():
         raise TraceError("a compute slice of the PE array without its tile")

@@ -28,7 +28,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
@@ -39,6 +38,7 @@ from cyclesim.results.activity import (
     Track,
     busy_run_columns,
     gc_paused,
+    numbered,
 )
 from cyclesim.views.progress import writing_bar
 
@@ -113,7 +113,7 @@ def _objects(values) -> np.ndarray:
 
 def _per_value(values: list, transform) -> np.ndarray:
     """transform(v) of each value as an object column, computed once per distinct value."""
-    codes, distinct = pd.factorize(_objects(values), use_na_sentinel=False)
+    codes, distinct = numbered(values)
     return _objects([transform(v) for v in distinct])[codes]
 
 
@@ -327,7 +327,7 @@ class ChangeStream:
         where: list[np.ndarray] = []
         for f, values in zip(fmt, self.values, strict=True):
             if values.dtype == object:
-                at, uniq = pd.factorize(values, use_na_sentinel=False)
+                at, uniq = numbered(values)
                 distinct = [f(v) for v in uniq]
             else:
                 uniq, at = np.unique(values, return_inverse=True)
@@ -429,12 +429,10 @@ class _VcdInteger:
             return [self("x" if v == X else v) for v in values.tolist()]
         known = values != X
         v = np.where(known, values, 0)
-        width = np.ones(len(v), dtype=np.int64)  # binary digits, at least one
-        for k in range(1, 64):
-            more = (v >> k) > 0
-            if not more.any():
-                break
-            width += more
+        # binary digits, at least one: from log2, then made exact where rounding missed
+        width = np.floor(np.log2(np.maximum(v, 1))).astype(np.int64) + 1
+        width += (v >> np.minimum(width, 63)) > 0
+        width -= (width > 1) & ((v >> np.maximum(width - 1, 0)) == 0)
         columns = int(width.max()) if len(v) else 1
         shift = np.clip(width[:, None] - 1 - np.arange(columns)[None, :], 0, None)
         matrix = np.empty((len(v), columns + 1), dtype=np.uint8)
