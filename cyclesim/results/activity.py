@@ -26,6 +26,7 @@ from cyclesim.engine.rows import Repeat, Rows
 from cyclesim.engine.transfer import _burst_bits, n_bursts_of
 from cyclesim.errors import TraceError
 from cyclesim.results.attribution import StallSpan, bank_path
+from cyclesim.results.spans import SpanList, SpanRepeat
 from cyclesim.schedule.steps import segment_classifier, segment_profile
 from cyclesim.vocabulary import BankCommand, Cause, Fold, TransferKind, Wait
 
@@ -608,11 +609,13 @@ class _Pieces:
         self.label_of: list[np.ndarray] = []
         self.tiles: list[np.ndarray] = []
 
-    def add(self, starts, ends, label: tuple, tiles) -> None:
-        number = self.labels.setdefault(label, len(self.labels))
+    def add(self, starts, ends, label: tuple | np.ndarray, tiles) -> None:
+        """Pieces with one label, or with a label number each (an array)."""
+        if isinstance(label, tuple):
+            label = np.full(len(starts), self.labels.setdefault(label, len(self.labels)), np.int64)
         self.starts.append(starts)
         self.ends.append(ends)
-        self.label_of.append(np.full(len(starts), number, dtype=np.int64))
+        self.label_of.append(label)
         self.tiles.append(tiles)
 
 
@@ -626,10 +629,11 @@ def _pe_states(res, w0: int, w1: int, pieces: _Pieces) -> States:
     per_fold = (
         (Cause.SPATIAL, Cause.SYSTOLIC_FILL, Cause.SYSTOLIC_DRAIN) if folds else (Cause.SPATIAL,)
     )
-    spans = [s for s in res.spans if s.cause not in per_fold and s.end > s.start]
     leaves = res.raw.plan.leaves
     labels = pieces.labels
-    rows = [(s.start, s.end, labels.setdefault((s.phase, s.cause, _where(s), ""), len(labels)), -1) for s in spans]  # fmt: skip
+    span_starts, span_ends, span_labels = _span_columns(res.spans, per_fold, labels)
+    pieces.add(span_starts, span_ends, span_labels, np.full(len(span_starts), -1, np.int64))
+    rows = []
     for start, end, li, kind in folds:
         cause = Cause.SYSTOLIC_FILL if kind == Fold.FILL else Cause.SYSTOLIC_DRAIN
         rows.append((start, end, labels.setdefault((COMPUTE, cause, "", leaves[li].einsum), len(labels)), -1))  # fmt: skip
@@ -651,6 +655,29 @@ def _pe_states(res, w0: int, w1: int, pieces: _Pieces) -> States:
     out.einsums = [x[3] for x in chosen]
     out.tiles = [None if k < 0 else k for k in tiles[keep].tolist()]
     return out
+
+
+def _span_columns(spans, skip: tuple, labels: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Starts, ends and label numbers (labels: (phase, cause, where, '') -> number) of the
+    non-empty stall spans whose cause is not in skip. A SpanList's repeats are written out by
+    numpy (copy j: j periods on; its words do not move), not span by span."""
+    parts = []
+    for piece in spans.pieces if isinstance(spans, SpanList) else [spans]:
+        if isinstance(piece, SpanRepeat):
+            starts, ends, numbers = _span_columns(piece.spans, skip, labels)
+            shift = np.repeat(np.arange(piece.count, dtype=np.int64) * piece.period, len(starts))
+            parts.append((np.tile(starts, piece.count) + shift, np.tile(ends, piece.count) + shift,
+                          np.tile(numbers, piece.count)))  # fmt: skip
+            continue
+        rows = [
+            (s.start, s.end, labels.setdefault((s.phase, s.cause, _where(s), ""), len(labels)))
+            for s in piece
+            if s.cause not in skip and s.end > s.start
+        ]
+        parts.append(tuple(np.array(c, dtype=np.int64).reshape(-1) for c in (zip(*rows, strict=True) if rows else ((), (), ()))))  # fmt: skip
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
 
 def _where(s: StallSpan) -> str:
