@@ -91,6 +91,18 @@ def main() -> int:
     print(f"  replay (untraced)                CPU {replay_cpu:7.2f} s")
     print(f"  VCD + Perfetto JSON + plots      CPU {traces_cpu:7.2f} s   ratio {ratio:.2f}x "
           f"(target <= {RATIO_TARGET:g}x: {'met' if ratio <= RATIO_TARGET else 'MISSED'})")  # fmt: skip
+    # for information, where that time goes: each part alone, best of --repeat
+    parts = {
+        "Activity (built once per result)": lambda: (
+            res.__dict__.pop("_activity", None),
+            res.activity(),
+        ),  # fmt: skip
+        "VCD": lambda: write_vcd(res, out / "run.vcd"),
+        "Perfetto JSON": lambda: write_chrome_json(res, out / "run.json"),
+        "plots (5 PNG, matplotlib)": lambda: write_plots(res, out / "plots"),
+    }
+    for name, fn in parts.items():
+        print(f"    {name:<30} CPU {best_cpu(fn, args.repeat):7.2f} s")
     run = ["run", *FILES, "--no-progress"]
     rss_replay = peak_rss_mb(run)
     rss = peak_rss_mb([*run, "--vcd", str(out / "c.vcd"), "--perfetto", str(out / "c.json"),

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from cyclesim.engine.finishers import Finishers
 from cyclesim.engine.rows import Rows, TileShift
+from cyclesim.results.activity import row_columns
 from cyclesim.results.spans import SpanList, SpanRepeat
 from cyclesim.results.stall_span import StallSpan
 from cyclesim.vocabulary import Wait
@@ -128,3 +129,20 @@ def test_span_sums_multiply_a_repeat():
     assert groups == {("bandwidth",): [9, 0, 37], ("latency",): [12, 8, 41]}
     written = list(spans)
     assert len(spans) == len(written) == 9 and written[-1] == span(38, 41, "latency")
+
+
+def test_row_columns_write_repeats_out_as_iteration_does():
+    # by hand: two rows, repeated twice with a period of 10 cycles (columns 0 and 1) and node 1's
+    # tile moving 3 a period (column 3, TileShift by node in column 2): copy j adds 10j to the
+    # times and 3j to node 1's tile; then a row still open at the end (end None -> none_as)
+    rows = Rows([(0, 4, 0, 0, "A"), (4, 9, 1, 5, "B")])
+    rows.repeat(0, 2, 2, ((0, 10), (1, 10)), TileShift(3, (0, 3)))
+    rows.append((40, None, 1, 11, "B"))
+    starts, ends, nodes, tiles, names = row_columns(rows, 5, none_as=-1)
+    assert starts.tolist() == [0, 4, 10, 14, 20, 24, 40]
+    assert ends.tolist() == [4, 9, 14, 19, 24, 29, -1]
+    assert nodes.tolist() == [0, 1, 0, 1, 0, 1, 1]
+    assert tiles.tolist() == [0, 5, 0, 8, 0, 11, 11]
+    assert names == ["A", "B", "A", "B", "A", "B", "B"]
+    closed = [(a, -1 if b is None else b, *rest) for a, b, *rest in rows]
+    assert list(zip(starts.tolist(), ends.tolist(), nodes.tolist(), tiles.tolist(), names, strict=True)) == closed  # fmt: skip

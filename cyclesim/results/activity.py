@@ -17,16 +17,22 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 from cyclesim.engine.fabric import PE
 from cyclesim.engine.loop import gc_paused  # (re-exported: views never import the engine)
 from cyclesim.engine.record import FOREVER
+from cyclesim.engine.rows import Repeat, Rows
 from cyclesim.engine.transfer import _burst_bits, n_bursts_of
 from cyclesim.errors import TraceError
-from cyclesim.results.attribution import StallSpan, bank_path
+from cyclesim.results.spans import SpanList, SpanRepeat
+from cyclesim.results.stall_span import StallSpan
+from cyclesim.results.wait_causes import bank_path
 from cyclesim.schedule.steps import segment_classifier, segment_profile
 from cyclesim.vocabulary import BankCommand, Cause, Fold, TransferKind, Wait
 
 COMPUTE = "compute"  # the PE array's state while it completes a step every cycle
+OPEN = -1  # the end of a grant still held when the run ended (None in the record)
 
 
 class Busy(NamedTuple):
@@ -121,7 +127,7 @@ class PeState(NamedTuple):
     start: int
     end: int
     phase: str  # onload, compute, offload
-    state: str  # compute or a cause (attribution.CAUSES)
+    state: str  # compute or a cause (stall_span.CAUSES)
     where: str  # tensor@memory, port, competitor in words ('' for compute)
     einsum: str  # the Einsum computing or stalled ('' outside segments)
     tile: int | None  # segment index while in a segment
@@ -247,21 +253,12 @@ def _bursts(big: int, small: int, burst: int) -> list[tuple[int, int]]:
     ]
 
 
-def requester(node: int, kind: TransferKind) -> int:
-    """The requester id a transfer holds ports under: 2*node for fills, 2*node + 1 for write-backs."""
-    return 2 * node + (kind == TransferKind.WRITE_BACK)
-
-
 def who_label(res, who: int) -> str:
     """A grant's holder in words: 'PE array', 'fill of A@abuf' or 'write-back of Z@acc'."""
     if who == PE:
         return "PE array"
     n = res.raw.plan.nodes[who // 2]
     return f"{'write-back' if who % 2 else 'fill'} of {n.label()}"
-
-
-def _dur(grant: list, end: int) -> int:
-    return (grant[1] if grant[1] is not None else end) - grant[0]
 
 
 def _spread(bursts: list[int], durations: list[int]) -> list[int]:
@@ -284,6 +281,63 @@ def _spread(bursts: list[int], durations: list[int]) -> list[int]:
         out.append(sum(bursts[done:upto]))
         done = upto
     return out
+
+
+def row_columns(rows, width: int, none_as: int = 0) -> list:
+    """The rows of a record (a list or the engine's Rows) as `width` columns in row order:
+    numbers as int64 arrays (None as none_as: an open grant's end), other values as lists.
+
+    Fast-forward's repeated stretches (Repeat) are written out by numpy, copy j of a period
+    shifted j times, not row by row in Python: a long run repeats most of its rows."""
+    pieces = rows.pieces() if isinstance(rows, Rows) else (rows,)
+    parts = [_piece_columns(p, width, none_as) for p in pieces if len(p)]
+    if not parts:
+        return [np.zeros(0, dtype=np.int64) for _ in range(width)]
+    out = []
+    for c in range(width):
+        column = [part[c] for part in parts]
+        if all(isinstance(x, np.ndarray) for x in column):
+            out.append(np.concatenate(column))
+        else:
+            out.append(
+                [v for x in column for v in (x.tolist() if isinstance(x, np.ndarray) else x)]
+            )
+    return out
+
+
+def _piece_columns(piece, width: int, none_as: int) -> list:
+    if not isinstance(piece, Repeat):
+        columns = []
+        for values in zip(*piece, strict=True):  # a record's column holds one kind of value
+            if type(values[0]) is not int and values[0] is not None:
+                columns.append(list(values))
+                continue
+            try:
+                columns.append(np.array(values, dtype=np.int64))
+            except TypeError:  # None among the numbers (an open grant's end)
+                values = [none_as if v is None else v for v in values]
+                columns.append(np.array(values, dtype=np.int64))
+        return columns
+    base = row_columns(piece.base, width, none_as)
+    k, n = piece.count, len(piece.base)
+    copy = np.repeat(np.arange(1, k + 1, dtype=np.int64), n)  # j of each written-out row
+    out = [np.tile(c, k) if isinstance(c, np.ndarray) else c * k for c in base]
+    for c, step in piece.steps:
+        out[c] = out[c] + copy * step
+    tile = piece.tile
+    if tile is not None:
+        if tile.states:
+            per_row = [tile.by if s in tile.states else 0 for s in base[1]]
+        else:
+            per_row = [tile.by[x] for x in base[tile.of].tolist()]
+        out[tile.column] = out[tile.column] + copy * np.tile(np.array(per_row, np.int64), k)
+    return out
+
+
+def _zipped(columns: list) -> list[tuple]:
+    return list(
+        zip(*(c.tolist() if isinstance(c, np.ndarray) else c for c in columns), strict=True)
+    )
 
 
 # what build_activity does, in order: on_stage is called with each name once it is done
@@ -312,89 +366,25 @@ def _build_activity(
     nodes = plan.nodes
     keys = [p.key for p in plan.ports]
     port_memory = {p.key: p.memory for p in plan.ports}
-    # every grant, written out once: fast-forward's repeats are read row by row below, and
-    # indexing them one at a time would look each row's repeat up again (engine/rows.py)
-    all_grants = {key: list(rec.grants.get(key, ())) for key in keys}
-    # bits of each grant: the transfers' bursts laid onto that node's grants in time order
-    grant_bits = {key: [0] * len(all_grants[key]) for key in keys}
-    grant_kind = {key: [""] * len(all_grants[key]) for key in keys}
-    by_who: dict[tuple[str, int], list[int]] = {}
-    for key in keys:
-        for i, g in enumerate(all_grants[key]):
-            by_who.setdefault((key, g[2]), []).append(i)
-    starts = {kw: [all_grants[kw[0]][i][0] for i in idx] for kw, idx in by_who.items()}
-    used: dict[tuple[str, int], int] = {}
-    # sorted once (fast-forward's repeats written out once) for the ports and the DMA channels
-    transfers = sorted(rec.transfers, key=lambda t: (t[0], t[2]))
-    for start, end, node, kind, _tile, big in transfers:
-        n = nodes[node]
-        src, dst = (
-            (n.fill_src, n.fill_dst)
-            if kind != TransferKind.WRITE_BACK
-            else (n.drain_dst, n.drain_src)
-        )
-        small = big // n.union_values * n.tile_values if n.union_values else big
-        sides = ((src.key, 0), (dst.key, 1)) if src.key != dst.key else ((src.key, 0),)
-        burst = min(src.burst_bits, dst.burst_bits)
-        n_bursts = max(1, n_bursts_of(big, small, burst))
-        bursts = None
-        who = requester(node, kind)
-        for key, side in sides:
-            kw = (key, who)
-            idx = by_who.get(kw, ())
-            grants = all_grants[key]
-            pos = max(used.get(kw, 0), bisect_left(starts.get(kw, ()), start))
-            first = pos
-            while pos < len(idx) and grants[idx[pos]][0] < end and pos - first < n_bursts:
-                pos += 1
-            used[kw] = pos
-            mine = idx[first:pos]
-            bits_of, kind_of = grant_bits[key], grant_kind[key]
-            if len(mine) == 1:  # one run of all the bursts: the common case
-                bits_of[mine[0]] = small if side else big
-                kind_of[mine[0]] = kind
-                continue
-            if bursts is None:
-                bursts = _bursts(big, small, burst)
-            sizes = [s if side else b for b, s in bursts]
-            for gi, bits in zip(
-                mine, _spread(sizes, [_dur(grants[i], end) for i in mine]), strict=True
-            ):
-                bits_of[gi] = bits
-                kind_of[gi] = kind
+    # every grant and transfer by column, fast-forward's repeats written out by numpy
+    grants = {key: row_columns(rec.grants.get(key, ()), 4, OPEN) for key in keys}
+    transfers = row_columns(rec.transfers, 6)
+    by_start = np.lexsort((transfers[2], transfers[0]))  # by start, then node (as sorted())
+    transfers = [c[by_start] if isinstance(c, np.ndarray) else [c[i] for i in by_start.tolist()] for c in transfers]  # fmt: skip
+    grant_bits, grant_kind = _grant_bits(nodes, grants, transfers)
     on_stage("transfers")
-    labels: dict[int, str] = {}  # holder -> its words; '' for one the trace leaves out (--only)
-    ports: dict[str, Track] = {}
-    for key in keys:  # the hot loop of a long run: columns appended to directly
-        out = Track()
-        starts, ends, tensors = out.starts.append, out.ends.append, out.tensors.append
-        whos, bits, kinds = out.whos.append, out.bits.append, out.kinds.append
-        bits_of, kind_of = grant_bits[key], grant_kind[key]
-        for i, (gs, ge, who, tensor) in enumerate(all_grants[key]):
-            ge = ge if ge is not None else res.cycles
-            if ge <= w0 or gs >= w1:
-                continue
-            label = labels.get(who)
-            if label is None:
-                label = labels[who] = who_label(res, who) if _traced(rec, who) else ""
-            if not label:
-                continue
-            starts(gs if gs > w0 else w0)
-            ends(ge if ge < w1 else w1)
-            tensors(tensor)
-            whos(label)
-            bits(bits_of[i])
-            kinds(kind_of[i])
-        ports[key] = out
+    ports = {key: _port_track(res, rec, w0, w1, grants[key], grant_bits[key], grant_kind[key]) for key in keys}  # fmt: skip
     on_stage("ports")
-    pe_segments = sorted(rec.pe_segments)  # once, for both
+    pe_segments = row_columns(rec.pe_segments, 4)  # sorted once, for both
+    by_start = np.lexsort(pe_segments[::-1])
+    pe_segments = [c[by_start] for c in pe_segments]
     segments = _segments(res, w0, w1, pe_segments)
     pe_ports, pieces = _pe_use(res, w0, w1, pe_segments)
     shown = _shown_ports(rec.trace_filter, keys, port_memory, ports, pe_ports)
     on_stage("PE segments")
     pe_states = _pe_states(res, w0, w1, pieces)
     on_stage("PE array")
-    dma = _dma_channels(res, w0, w1, transfers)
+    dma = _dma_channels(res, w0, w1, _zipped(transfers) if plan.dma else [])
     on_stage("DMA")
     buffers = _buffers(res, w0, w1)
     on_stage("buffers")
@@ -417,6 +407,94 @@ def _build_activity(
         banks,
         {name: config.ranks for name, config, _, _ in plan.dram},
     )
+
+
+def _grant_bits(nodes, grants: dict[str, list], transfers: list) -> tuple[dict, dict]:
+    """Bits and kind of each grant (per port key, in the port's order): each transfer's bursts
+    laid onto its holder's grants on each port it uses, in time order (transfers: columns
+    sorted by start and node). A grant a transfer does not claim moves 0 bits.
+
+    Per holder and port, transfer j claims the grants starting in [start, end), at most its
+    bursts, after the ones transfer j-1 claimed; a transfer with one grant (a run of all its
+    bursts: the common case) is done by numpy, several share the bursts (_spread)."""
+    starts, ends, node_of, kinds, bigs = (transfers[i] for i in (0, 1, 2, 3, 5))
+    grant_bits = {key: np.zeros(len(g[0]), dtype=np.int64) for key, g in grants.items()}
+    grant_kind = {key: np.full(len(g[0]), "", dtype=object) for key, g in grants.items()}
+    kinds = np.array(kinds, dtype=object)
+    write_back = np.array([k == TransferKind.WRITE_BACK for k in kinds.tolist()], dtype=bool)
+    who = 2 * node_of + write_back  # requester(node, kind)
+    holders = {key: _by_holder(g[2]) for key, g in grants.items()}
+    order = np.argsort(who, kind="stable")
+    bounds = np.flatnonzero(np.diff(who[order])) + 1
+    for group in np.split(order, bounds) if len(order) else ():
+        h = int(who[group[0]])
+        n, kind = nodes[h // 2], kinds[group]
+        src, dst = (n.drain_dst, n.drain_src) if h % 2 else (n.fill_src, n.fill_dst)
+        big = bigs[group]
+        small = big // n.union_values * n.tile_values if n.union_values else big
+        burst = min(src.burst_bits, dst.burst_bits)
+        n_bursts = np.maximum(1, -(-np.maximum(big, small) // burst))
+        sides = ((src.key, 0), (dst.key, 1)) if src.key != dst.key else ((src.key, 0),)
+        for key, side in sides:
+            idx = holders[key].get(h)
+            if idx is None:
+                continue
+            g_starts, g_ends = grants[key][0][idx], grants[key][1][idx]
+            first = np.searchsorted(g_starts, starts[group], side="left")
+            count = np.searchsorted(g_starts, ends[group], side="left") - first
+            count = np.clip(np.minimum(count, n_bursts), 0, None)
+            if len(first) > 1 and not (first[1:] >= first[:-1] + count[:-1]).all():
+                first, count = _claimed(g_starts, starts[group], ends[group], n_bursts)
+            one = count == 1
+            grant_bits[key][idx[first[one]]] = (small if side else big)[one]
+            grant_kind[key][idx[first[one]]] = kind[one]
+            for j in np.flatnonzero(count > 1).tolist():
+                mine = idx[first[j] : first[j] + count[j]]
+                b, s, end = int(big[j]), int(small[j]), int(ends[group[j]])
+                sizes = [x[side] for x in _bursts(b, s, burst)]
+                durations = [(e if e != OPEN else end) - a for a, e in zip(g_starts[first[j] : first[j] + count[j]].tolist(), g_ends[first[j] : first[j] + count[j]].tolist(), strict=True)]  # fmt: skip
+                grant_bits[key][mine] = _spread(sizes, durations)
+                grant_kind[key][mine] = kind[j]
+    return grant_bits, grant_kind
+
+
+def _claimed(g_starts, starts, ends, n_bursts) -> tuple[np.ndarray, np.ndarray]:
+    """First grant and count of each transfer where one may start before the grants an earlier
+    one claimed run out (overlapping transfers of one holder): one by one."""
+    first, count = np.zeros(len(starts), np.int64), np.zeros(len(starts), np.int64)
+    used, g = 0, g_starts.tolist()
+    for j, (a, b, m) in enumerate(zip(starts.tolist(), ends.tolist(), n_bursts.tolist(), strict=True)):  # fmt: skip
+        pos = max(used, bisect_left(g, a))
+        top = pos
+        while top < len(g) and g[top] < b and top - pos < m:
+            top += 1
+        first[j], count[j], used = pos, top - pos, top
+    return first, count
+
+
+def _by_holder(holders: np.ndarray) -> dict[int, np.ndarray]:
+    """Positions of each holder's grants in a port's order."""
+    order = np.argsort(holders, kind="stable")
+    cuts = np.flatnonzero(np.diff(holders[order])) + 1
+    return {int(holders[p[0]]): p for p in np.split(order, cuts)} if len(order) else {}
+
+
+def _port_track(res, rec, w0: int, w1: int, grants: list, bits, kinds) -> Track:
+    """A port's grants inside [w0, w1), clipped to it, whose holders the trace keeps (--only)."""
+    starts, ends, holders, tensors = grants
+    ends = np.where(ends == OPEN, res.cycles, ends)
+    out = Track()
+    labels = {h: (who_label(res, h) if _traced(rec, h) else "") for h in np.unique(holders).tolist()}  # fmt: skip
+    shown = np.array([bool(labels[h]) for h in holders.tolist()], dtype=bool)
+    keep = np.flatnonzero(shown & (ends > w0) & (starts < w1))
+    out.starts.frombytes(np.maximum(starts[keep], w0).tobytes())
+    out.ends.frombytes(np.minimum(ends[keep], w1).tobytes())
+    out.bits.frombytes(np.ascontiguousarray(bits[keep], dtype=np.int64).tobytes())
+    at = keep.tolist()
+    out.tensors = [tensors[i] for i in at]
+    out.whos = [labels[h] for h in holders[keep].tolist()]
+    out.kinds = kinds[keep].tolist()
+    return out
 
 
 def _traced(rec, who: int) -> bool:
@@ -444,19 +522,17 @@ def _shown_ports(trace_filter, keys, port_memory, ports, pe_ports) -> list[str]:
     ]
 
 
-def _pe_use(
-    res, w0: int, w1: int, pe_segments: list[tuple]
-) -> tuple[dict[str, Track], list[PeState]]:
-    """The PE array's port use and compute / spatial pieces of each recorded segment (pe_segments:
-    the run's, sorted).
+def _pe_use(res, w0: int, w1: int, segs: list[np.ndarray]) -> tuple[dict[str, Track], _Pieces]:
+    """The PE array's port use and compute / spatial pieces of each recorded segment (segs:
+    the run's columns start, end, leaf, tile, sorted).
 
     A segment takes ceil(bits / cycles) of each port it reads or writes for all its cycles (the
     engine's reservation) and moves the profile's bits through it, landing when it ends. Its
-    spatial stall cycles are checked against the engine's totals per (leaf, operand).
+    spatial stall cycles are checked against the engine's totals per (leaf, operand). The
+    segments of one kind (leaf, level, first visit) share a profile: done by numpy per kind.
     """
     plan, rec = res.raw.plan, res.raw.rec
     pe_ports: dict[str, Track] = {p.key: Track() for p in plan.ports}
-    pieces: list[PeState] = []
     classify = [segment_classifier(leaf) for leaf in plan.leaves]
     port_tensors: list[dict[str, str]] = []
     where_of: list[dict[tuple[int, str], str]] = []
@@ -472,73 +548,137 @@ def _pe_use(
                     wheres[(oi, port.key)] = f"{where} port {port.memory}.{port.name}"
         port_tensors.append({k: "+".join(v) for k, v in on.items()})
         where_of.append(wheres)
+    starts, ends, leaf_of, tiles = segs
+    kinds: dict[tuple, int] = {}  # (leaf, level, first visit) -> its number, in first-seen order
+    kind_of = np.array(
+        [kinds.setdefault((li, *classify[li](g)), len(kinds)) for li, g in zip(leaf_of.tolist(), tiles.tolist(), strict=True)],
+        dtype=np.int64,
+    )  # fmt: skip
     spatial_sum: dict[tuple[int, int, str], int] = {}
     complete = rec.trace_leaves is None and rec.trace_window == (0, FOREVER)
-    profiles: dict[tuple, object] = {}  # (leaf, level, first visit) -> its profile
-    for s, e, li, g in pe_segments:
-        leaf = plan.leaves[li]
-        kind = (li, *classify[li](g))
-        prof = profiles.get(kind)
-        if prof is None:
-            prof = profiles[kind] = segment_profile(leaf, kind[1], kind[2])
-        if e > w0 and s < w1:
-            a, b = max(s, w0), min(e, w1)
-            for key, bits in prof.port_bits:
-                if bits:
-                    pe_ports[key].add(a, b, port_tensors[li][key], "PE array", bits, COMPUTE)
-        t = s + prof.steps
-        pieces.append(PeState(s, t, COMPUTE, COMPUTE, "", leaf.einsum, g))
-        for (oi, pk), cycles in prof.spatial:
-            pieces.append(
-                PeState(
-                    t, t + cycles, COMPUTE, Cause.SPATIAL, where_of[li][(oi, pk)], leaf.einsum, g
-                )
-            )
-            t += cycles
-            if complete:
-                spatial_sum[(li, oi, pk)] = spatial_sum.get((li, oi, pk), 0) + cycles
-        if t != e:
+    pieces = _Pieces()
+    use: dict[str, list] = {}  # port -> [(segment positions, starts, ends, bits)]
+    inside = (ends > w0) & (starts < w1)
+    for kind, number in kinds.items():
+        li, leaf = kind[0], plan.leaves[kind[0]]
+        prof = segment_profile(leaf, kind[1], kind[2])
+        mine = np.flatnonzero(kind_of == number)
+        s, e, g = starts[mine], ends[mine], tiles[mine]
+        cycles = prof.steps + sum(c for _, c in prof.spatial)
+        wrong = np.flatnonzero(e - s != cycles)
+        if len(wrong):
+            j = int(wrong[0])
             raise TraceError(
-                f"PE segment [{s}, {e}) of {leaf.einsum}: its profile says {t - s} cycles"
+                f"PE segment [{s[j]}, {e[j]}) of {leaf.einsum}: its profile says {cycles} cycles"
             )
+        shown = mine[inside[mine]]
+        for key, bits in prof.port_bits:
+            if bits:
+                use.setdefault(key, []).append((shown, starts[shown], ends[shown], bits, port_tensors[li][key]))  # fmt: skip
+        t = s + prof.steps
+        pieces.add(s, t, (COMPUTE, COMPUTE, "", leaf.einsum), g)
+        for (oi, pk), c in prof.spatial:
+            pieces.add(t, t + c, (COMPUTE, Cause.SPATIAL, where_of[li][(oi, pk)], leaf.einsum), g)  # fmt: skip
+            t = t + c
+            if complete:
+                spatial_sum[(li, oi, pk)] = spatial_sum.get((li, oi, pk), 0) + c * len(mine)
     if complete and spatial_sum != {k: v[0] for k, v in rec.spatial.items()}:
         raise TraceError("the spatial stalls per segment do not add up to the engine's totals")
+    for key, parts in use.items():  # each port's segments in segment order
+        at = np.concatenate([p[0] for p in parts])
+        order = np.argsort(at, kind="stable")
+        out = pe_ports[key]
+        out.starts.frombytes(np.maximum(np.concatenate([p[1] for p in parts])[order], w0).tobytes())
+        out.ends.frombytes(np.minimum(np.concatenate([p[2] for p in parts])[order], w1).tobytes())
+        out.bits.frombytes(np.concatenate([np.full(len(p[0]), p[3], np.int64) for p in parts])[order].tobytes())  # fmt: skip
+        tensors = [p[4] for p in parts]
+        which = np.concatenate([np.full(len(p[0]), i, np.int64) for i, p in enumerate(parts)])
+        out.tensors = [tensors[i] for i in which[order].tolist()]
+        out.whos = ["PE array"] * len(order)
+        out.kinds = [COMPUTE] * len(order)
     return pe_ports, pieces
 
 
-def _pe_states(res, w0: int, w1: int, pieces: list[PeState]) -> States:
+class _Pieces:
+    """States of the PE array by column, in no order: starts, ends, a label (phase, state,
+    where, einsum) by number, tile (-1: none)."""
+
+    def __init__(self) -> None:
+        self.starts: list[np.ndarray] = []
+        self.ends: list[np.ndarray] = []
+        self.labels: dict[tuple, int] = {}
+        self.label_of: list[np.ndarray] = []
+        self.tiles: list[np.ndarray] = []
+
+    def add(self, starts, ends, label: tuple | np.ndarray, tiles) -> None:
+        """Pieces with one label, or with a label number each (an array)."""
+        if isinstance(label, tuple):
+            label = np.full(len(starts), self.labels.setdefault(label, len(self.labels)), np.int64)
+        self.starts.append(starts)
+        self.ends.append(ends)
+        self.label_of.append(label)
+        self.tiles.append(tiles)
+
+
+def _pe_states(res, w0: int, w1: int, pieces: _Pieces) -> States:
     """Compute and spatial pieces of the segments merged with the other stall spans, in [w0, w1).
 
     A systolic array's fill and drain are one stall span per leaf and kind for the tables (from
-    its first to its last fold); the trace draws each fold's own, which the engine records."""
-    out = States()
+    its first to its last fold); the trace draws each fold's own, which the engine records.
+    Empty states are dropped; the others do not overlap, so ordering by start is enough."""
     folds = res.raw.rec.systolic_spans or ()
     per_fold = (
         (Cause.SPATIAL, Cause.SYSTOLIC_FILL, Cause.SYSTOLIC_DRAIN) if folds else (Cause.SPATIAL,)
     )
-    spans: list[StallSpan] = sorted(
-        (s for s in res.spans if s.cause not in per_fold and s.end > s.start),
-        key=lambda s: s.start,
-    )
-    states = [PeState(s.start, s.end, s.phase, s.cause, _where(s), "", None) for s in spans]
     leaves = res.raw.plan.leaves
+    labels = pieces.labels
+    span_starts, span_ends, span_labels = _span_columns(res.spans, per_fold, labels)
+    pieces.add(span_starts, span_ends, span_labels, np.full(len(span_starts), -1, np.int64))
+    rows = []
     for start, end, li, kind in folds:
         cause = Cause.SYSTOLIC_FILL if kind == Fold.FILL else Cause.SYSTOLIC_DRAIN
-        states.append(PeState(start, end, COMPUTE, cause, "", leaves[li].einsum, None))
-    for st in sorted(states + pieces, key=lambda p: p.start):
-        if st.end <= w0 or st.start >= w1 or st.end <= st.start:
-            continue
-        if st.start < w0 or st.end > w1:
-            st = PeState(max(st.start, w0), min(st.end, w1), st.phase, st.state, st.where,
-                         st.einsum, st.tile)  # fmt: skip
-        out.starts.append(st.start)
-        out.ends.append(st.end)
-        out.phases.append(st.phase)
-        out.states.append(st.state)
-        out.wheres.append(st.where)
-        out.einsums.append(st.einsum)
-        out.tiles.append(st.tile)
+        rows.append((start, end, labels.setdefault((COMPUTE, cause, "", leaves[li].einsum), len(labels)), -1))  # fmt: skip
+    extra = [np.array(c, dtype=np.int64) for c in zip(*rows, strict=True)] if rows else [np.zeros(0, np.int64)] * 4  # fmt: skip
+    starts = np.concatenate([*pieces.starts, extra[0]]).astype(np.int64)
+    ends = np.concatenate([*pieces.ends, extra[1]]).astype(np.int64)
+    label_of = np.concatenate([*pieces.label_of, extra[2]]).astype(np.int64)
+    tiles = np.concatenate([*pieces.tiles, extra[3]]).astype(np.int64)
+    keep = np.flatnonzero((ends > starts) & (ends > w0) & (starts < w1))
+    keep = keep[np.argsort(starts[keep], kind="stable")]
+    out = States()
+    out.starts.frombytes(np.maximum(starts[keep], w0).tobytes())
+    out.ends.frombytes(np.minimum(ends[keep], w1).tobytes())
+    table = list(labels)
+    chosen = [table[i] for i in label_of[keep].tolist()]
+    out.phases = [x[0] for x in chosen]
+    out.states = [x[1] for x in chosen]
+    out.wheres = [x[2] for x in chosen]
+    out.einsums = [x[3] for x in chosen]
+    out.tiles = [None if k < 0 else k for k in tiles[keep].tolist()]
     return out
+
+
+def _span_columns(spans, skip: tuple, labels: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Starts, ends and label numbers (labels: (phase, cause, where, '') -> number) of the
+    non-empty stall spans whose cause is not in skip. A SpanList's repeats are written out by
+    numpy (copy j: j periods on; its words do not move), not span by span."""
+    parts = []
+    for piece in spans.pieces if isinstance(spans, SpanList) else [spans]:
+        if isinstance(piece, SpanRepeat):
+            starts, ends, numbers = _span_columns(piece.spans, skip, labels)
+            shift = np.repeat(np.arange(piece.count, dtype=np.int64) * piece.period, len(starts))
+            parts.append((np.tile(starts, piece.count) + shift, np.tile(ends, piece.count) + shift,
+                          np.tile(numbers, piece.count)))  # fmt: skip
+            continue
+        rows = [
+            (s.start, s.end, labels.setdefault((s.phase, s.cause, _where(s), ""), len(labels)))
+            for s in piece
+            if s.cause not in skip and s.end > s.start
+        ]
+        parts.append(tuple(np.array(c, dtype=np.int64).reshape(-1) for c in (zip(*rows, strict=True) if rows else ((), (), ()))))  # fmt: skip
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
 
 def _where(s: StallSpan) -> str:
@@ -600,13 +740,14 @@ def _acquired(tl: list[tuple], start: int, end: int) -> int:
     return start
 
 
-def _segments(res, w0: int, w1: int, segs: list[tuple]) -> list[Segment]:
-    """The recorded segments (segs: sorted) inside [w0, w1), clipped to it."""
-    leaves = res.raw.plan.leaves
+def _segments(res, w0: int, w1: int, segs: list[np.ndarray]) -> list[Segment]:
+    """The recorded segments (segs: sorted columns) inside [w0, w1), clipped to it."""
+    einsums = [leaf.einsum for leaf in res.raw.plan.leaves]
+    starts, ends, leaf_of, tiles = segs
+    inside = np.flatnonzero((ends > w0) & (starts < w1))
     return [
-        Segment(max(s, w0), min(e, w1), leaves[li].einsum, g)
-        for s, e, li, g in segs
-        if e > w0 and s < w1
+        Segment(max(s, w0), min(e, w1), einsums[li], g)
+        for s, e, li, g in zip(*(c[inside].tolist() for c in segs), strict=True)
     ]
 
 
@@ -675,29 +816,36 @@ def _dram_banks(res, w0: int, w1: int, shown: set[str]) -> dict[str, list[DramBa
 
 
 def _buffers(res, w0: int, w1: int) -> list[Buffer]:
-    """Per storage node with recorded occupancy: tiles resident and the tile held by each slot."""
+    """Per storage node with recorded occupancy: tiles resident and the tile held by each slot.
+
+    Tiles enter and leave in order, tile k in slot k % slots: after e entries and r releases
+    slot s holds the last tile k < e with k % slots == s, if k >= r (by numpy per node). Of
+    several states at one cycle (times before w0 count as w0) the last is kept."""
     plan, rec = res.raw.plan, res.raw.rec
-    events: dict[int, list[tuple[int, int]]] = {}
-    for t, node, d in rec.occupancy:
-        events.setdefault(node, []).append((t, d))
+    times, node_of, deltas = row_columns(rec.occupancy, 3)
+    order = np.argsort(node_of, kind="stable")
+    cuts = np.flatnonzero(np.diff(node_of[order])) + 1
+    events = {int(node_of[p[0]]): p for p in np.split(order, cuts)} if len(order) else {}
     out = []
     for n in plan.nodes:
         if n.parent is None or (n.index not in events and n.index not in rec.occupancy_before):
             continue
         entered, released = rec.occupancy_before.get(n.index, [0, 0])
-        slots: list[int | None] = [None] * n.slots
-        for k in range(released, entered):
-            slots[k % n.slots] = k
+        mine = events.get(n.index, np.zeros(0, dtype=np.int64))
+        d = deltas[mine]
+        at = np.concatenate(([w0], np.maximum(times[mine], w0)))
+        ins = entered + np.concatenate(([0], np.cumsum(d > 0)))
+        outs = released + np.concatenate(([0], np.cumsum(d <= 0)))
+        last = np.ones(len(at), dtype=bool)  # the last state of each cycle
+        last[:-1] = at[1:] != at[:-1]
+        at, ins, outs = at[last], ins[last], outs[last]
         buf = Buffer(n.memory, n.tensor, n.label(), n.slots, n.tile_values * n.stored_bits)
-        buf.record(w0, entered - released, slots)
-        for t, d in events.get(n.index, ()):
-            if d > 0:
-                slots[entered % n.slots] = entered
-                entered += 1
-            else:
-                slots[released % n.slots] = None
-                released += 1
-            buf.record(max(t, w0), entered - released, slots)
+        buf.times.frombytes(at.tobytes())
+        buf.counts.frombytes((ins - outs).tobytes())
+        for s in range(n.slots):
+            k = ins - 1 - (ins - 1 - s) % n.slots  # the last tile entered into slot s
+            held = np.where((k >= outs) & (k >= 0), k, -1)
+            buf.slot_tiles.append(array("q", held.tobytes()))
         out.append(buf)
     return out
 
@@ -726,9 +874,38 @@ def iter_busy_runs(act: Activity, key: str) -> Iterator[tuple[int, int]]:
         yield a, b
 
 
-def busy_runs(act: Activity, key: str) -> list[tuple[int, int]]:
-    """iter_busy_runs as a list."""
-    return list(iter_busy_runs(act, key))
+def numbered(values) -> tuple[np.ndarray, list]:
+    """A number per value (equal values, equal numbers; numbered in order of first sight) and
+    the distinct values, by pandas' hash table rather than a dict lookup per value."""
+    import pandas as pd
+
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    codes, distinct = pd.factorize(column)
+    if len(codes) and codes.min() < 0:  # None (or NaN), which pandas leaves without a number
+        codes, distinct = pd.factorize(column, use_na_sentinel=False)
+    return codes.astype(np.int64), list(distinct)
+
+
+def busy_run_columns(act: Activity, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """iter_busy_runs as two int64 columns (starts, ends), merged by numpy: a run ends where
+    the next record starts after every record before it has ended."""
+    transfers, pe = act.ports[key], act.pe_ports[key]
+    starts = np.concatenate((np.array(transfers.starts, np.int64), np.array(pe.starts, np.int64)))
+    ends = np.concatenate((np.array(transfers.ends, np.int64), np.array(pe.ends, np.int64)))
+    real = ends > starts
+    return merged_runs(starts[real], ends[real])
+
+
+def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[start, end) ranges (int64 columns) merged where they overlap or touch, in time order."""
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    if not len(starts):
+        return starts, ends
+    reach = np.maximum.accumulate(ends)  # the latest end so far
+    begins = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
+    return starts[begins], reach[np.append(begins[1:] - 1, len(starts) - 1)]
 
 
 PORT_COLUMNS = [

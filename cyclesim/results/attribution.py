@@ -11,13 +11,7 @@ from cyclesim.engine.rows import Repeat, Rows
 from cyclesim.engine.run import RawRun
 from cyclesim.results.attributor import Attributor
 from cyclesim.results.spans import SpanCollector, SpanList, SpanRepeat, collect, same_moved
-from cyclesim.results.stall_span import (  # noqa: F401  (re-exported: the names' old home)
-    CAUSES,
-    PIPELINE_DEPTH,
-    StallSpan,
-    is_pipeline_latency,
-)
-from cyclesim.results.wait_causes import bank_path  # noqa: F401  (re-exported)
+from cyclesim.results.stall_span import PIPELINE_DEPTH, StallSpan
 from cyclesim.vocabulary import Cause, Direction, Fold, PeWait
 
 

@@ -1,5 +1,5 @@
 """Cycle ranges (start, end): overlapping or touching ones merged into one, for explain's
-cause ranges and the plots' PE busy runs alike."""
+cause ranges (the plots merge their long columns of runs by numpy: activity.merged_runs)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+from collections import deque
+from itertools import starmap
+from operator import call
 from pathlib import Path
+
+import numpy as np
 
 from cyclesim.errors import TraceError
 from cyclesim.outputs import atomic_output
@@ -83,20 +88,59 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
         lib.fstWriterSetComment(ctx, comment.encode())
         lib.fstWriterSetDate(ctx, b"")
         handles = _register(lib, ffi, ctx, w.signals)
-        fmt = [_fst_value(s.var_type, h) for s, h in zip(w.signals, handles, strict=True)]
-        emit_time = lambda t: lib.fstWriterEmitTimeChange(ctx, t)  # noqa: E731
-        emit = change_emitter(lib, ctx)
+        ops = [_fst_call(lib, ctx, s.var_type, h) for s, h in zip(w.signals, handles, strict=True)]
 
         with gc_paused(), writing_bar(act.end - act.start, f"FST {path.name}", progress) as bar:
             stream = ChangeStream(w)
-            emit_time(act.start)
-            for f, v in zip(fmt, stream.initial, strict=True):
-                emit(f(v))
-            stream.run(fmt, emit_time, emit, bar)
-            emit_time(act.end)
+            emit_time = lib.fstWriterEmitTimeChange
+            emit_time(ctx, act.start)
+            _calls([f(v) for f, v in zip(ops, stream.initial, strict=True)])
+            for times, firsts, calls in stream.stretches(ops, bar):
+                # each time's call goes before its first change's: call j moves down by the
+                # number of times begun at or before it
+                out = np.empty(len(calls) + len(times), dtype=object)
+                marks = firsts + np.arange(len(times))
+                out[marks] = np.fromiter(((emit_time, ctx, t) for t in times.tolist()), dtype=object, count=len(times))  # fmt: skip
+                rest = np.ones(len(out), dtype=bool)
+                rest[marks] = False
+                out[rest] = calls
+                _calls(out.tolist())
+            emit_time(ctx, act.end)
     finally:
         lib.fstWriterClose(ctx)
     return w.signals
+
+
+def _calls(calls: list[tuple]) -> None:
+    """Make each call (function, *arguments) in order, looped in C (map, deque), not Python."""
+    deque(starmap(call, calls), maxlen=0)
+
+
+def _fst_call(lib, ctx, var_type: str, handle: int):
+    """A function value -> the libfst call (function, *arguments) that writes one change of
+    this variable: as change_emitter writes a _fst_value change, made once per distinct value."""
+    fixed, variable = lib.fstWriterEmitValueChange, lib.fstWriterEmitVariableLengthValueChange
+    number = lib.fstWriterEmitValueChange64
+    if var_type == "wire":
+        one, zero = (fixed, ctx, handle, b"1"), (fixed, ctx, handle, b"0")
+        return lambda v: one if v else zero
+    if var_type == "integer":
+        unknown = (fixed, ctx, handle, b"x" * 64)
+
+        def integer(v):
+            if v == "x":
+                return unknown
+            if 0 <= v < 1 << 64:
+                return (number, ctx, handle, 64, v)
+            return (fixed, ctx, handle, f"{v:064b}".encode())
+
+        return integer
+
+    def string(v):
+        data = str(v).encode()
+        return (variable, ctx, handle, data, len(data))
+
+    return string
 
 
 def change_emitter(lib, ctx):

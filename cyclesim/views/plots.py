@@ -12,8 +12,7 @@ import numpy as np
 
 from cyclesim.outputs import atomic_output
 from cyclesim.results import SimResult
-from cyclesim.results.activity import COMPUTE, Activity, busy_runs
-from cyclesim.views.cycle_ranges import merge_ranges
+from cyclesim.results.activity import COMPUTE, Activity, busy_run_columns, merged_runs
 from cyclesim.vocabulary import Cause
 
 # One fixed colour per root cause, the same in every plot (breakdown, stalls, timeline, the
@@ -169,18 +168,22 @@ def plot_stalls(res: SimResult, path: str | Path, title: str = "") -> None:
     _save(fig, path)
 
 
-def utilisation(runs: list[tuple[int, int]], start: int, end: int, bins: int):
+def utilisation(runs, start: int, end: int, bins: int):
     """Fraction of each of `bins` equal stretches of [start, end) covered by the runs (numpy).
 
-    The runs are sorted and do not overlap; the cycles covered up to each bin edge are the whole
-    runs that end before it plus the part of the one that holds it.
+    The runs ((start, end) pairs, or a pair of start and end columns) are sorted and do not
+    overlap; the cycles covered up to each bin edge are the whole runs that end before it plus
+    the part of the one that holds it.
     """
 
     edges = np.linspace(start, end, bins + 1)
-    if not runs:
+    if isinstance(runs, tuple):  # columns
+        a, b = (np.asarray(c, dtype=np.float64) for c in runs)
+    else:
+        a = np.fromiter((r[0] for r in runs), dtype=np.float64, count=len(runs))
+        b = np.fromiter((r[1] for r in runs), dtype=np.float64, count=len(runs))
+    if not len(a):
         return edges, np.zeros(bins)
-    a = np.fromiter((r[0] for r in runs), dtype=np.float64, count=len(runs))
-    b = np.fromiter((r[1] for r in runs), dtype=np.float64, count=len(runs))
     whole = np.concatenate(([0.0], np.cumsum(b - a)))
     k = np.searchsorted(b, edges, side="right")  # runs ending at or before each edge
     inside = k < len(a)
@@ -197,14 +200,15 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
 
     rows, labels = [], []
     st = act.pe_states
-    pe_runs = [(a, b) for a, b, state in zip(st.starts, st.ends, st.states, strict=True) if state == COMPUTE]  # fmt: skip
+    computing = np.array([state == COMPUTE for state in st.states], dtype=bool)
+    pe_runs = merged_runs(np.array(st.starts, np.int64)[computing], np.array(st.ends, np.int64)[computing])  # fmt: skip
     bins = min(BINS, max(1, act.end - act.start))
-    edges, frac = utilisation(merge_ranges(pe_runs), act.start, act.end, bins)
+    edges, frac = utilisation(pe_runs, act.start, act.end, bins)
     rows.append(frac)
     labels.append("PE array computing")
     for key in act.ports:
-        runs = busy_runs(act, key)
-        if not runs:
+        runs = busy_run_columns(act, key)
+        if not len(runs[0]):
             continue
         rows.append(utilisation(runs, act.start, act.end, bins)[1])
         share = " (PE array + transfers)" if act.pe_ports.get(key) and act.ports[key] else (
@@ -320,12 +324,11 @@ def plot_occupancy(
     fig, axes = plt.subplots(max(len(bufs), 1), 1, figsize=(12, 0.9 * max(len(bufs), 1) + 1.0),
                              sharex=True, squeeze=False)  # fmt: skip
     for ax, buf in zip(axes[:, 0], bufs, strict=False):
-        changes = zip(buf.times, buf.counts, strict=True)
-        before = [(t, n) for t, n in changes if t <= w0][-1:]
-        inside = [(t, n) for t, n in zip(buf.times, buf.counts, strict=True) if w0 < t < w1]
-        pts = [(w0, before[0][1] if before else 0)] + inside
-        ts = [t for t, _ in pts] + [w1]
-        ns = [n for _, n in pts]
+        times, counts = np.array(buf.times, np.int64), np.array(buf.counts, np.int64)
+        before = int(np.searchsorted(times, w0, side="right"))  # changes at or before w0
+        inside = np.flatnonzero((times > w0) & (times < w1))
+        ts = [w0, *times[inside].tolist(), w1]
+        ns = [int(counts[before - 1]) if before else 0, *counts[inside].tolist()]
         ax.step(ts, ns + ns[-1:], where="post")
         ax.set_ylim(-0.2, buf.slots + 0.2)
         ax.set_yticks(range(buf.slots + 1))

@@ -21,9 +21,8 @@ bytes (no date).
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -37,8 +36,9 @@ from cyclesim.results.activity import (
     Activity,
     DramBank,
     Track,
+    busy_run_columns,
     gc_paused,
-    iter_busy_runs,
+    numbered,
 )
 from cyclesim.views.progress import writing_bar
 
@@ -87,52 +87,75 @@ def _clean(text: str) -> str:
     return "_".join(str(text).split()) or IDLE
 
 
-def _spans(
-    items: Iterable[tuple], idle: object, k: int | None = None, const: object = 1, transform=None
-) -> Iterator[tuple[int, object]]:
-    """Value changes of one signal from non-overlapping (start, end, ...) records in time order.
+X = np.iinfo(np.int64).min  # "x" (no value) in an integer signal's value column
 
-    The value is the record's field k (through transform), or const when k is None; idle between
-    records. Times strictly increase and a value is not repeated across back-to-back records.
-    """
-    gap, last = None, idle  # end of the record before (idle not yet written); last value written
-    for it in items:
-        start, end = it[0], it[1]
-        if end <= start:
-            continue
-        v = const if k is None else it[k]
-        if transform is not None:
-            v = transform(v)
-        if gap == start:
-            if v != last:
-                yield start, v
-                last = v
-        else:
-            if gap is not None:
-                yield gap, idle
-            yield start, v
-            last = v
-        gap = end
-    if gap is not None:
-        yield gap, idle
+
+@dataclass(slots=True)
+class Column:
+    """One signal's changes by column: times (int64, strictly increasing) and values (int64
+    for wires and integers, X for "x"; an object array of str for strings). A value equal to
+    the one before is dropped later, where every signal's are."""
+
+    times: np.ndarray
+    values: np.ndarray
+
+
+def _ints(values) -> np.ndarray:
+    """A column (array.array, list, numpy) as a fresh int64 array (no view that pins it)."""
+    return np.array(values, dtype=np.int64).reshape(-1)
+
+
+def _objects(values) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _per_value(values: list, transform) -> np.ndarray:
+    """transform(v) of each value as an object column, computed once per distinct value."""
+    codes, distinct = numbered(values)
+    return _objects([transform(v) for v in distinct])[codes]
+
+
+def _spans(starts, ends, values, idle) -> Column:
+    """Changes of one signal from non-overlapping [start, end) records in time order: the
+    record's value from its start (values: a column, or one value for all), idle from its end
+    unless the next record starts there."""
+    starts, ends = _ints(starts), _ints(ends)
+    real = ends > starts
+    if not real.all():
+        starts, ends = starts[real], ends[real]
+        values = values[real] if isinstance(values, np.ndarray) else values
+    n = len(starts)
+    strings = isinstance(idle, str)
+    times = np.empty(2 * n, dtype=np.int64)
+    times[0::2], times[1::2] = starts, ends
+    column = np.empty(2 * n, dtype=object if strings else np.int64)
+    column[0::2], column[1::2] = values, idle
+    keep = np.ones(2 * n, dtype=bool)
+    keep[1:-1:2] = ends[:-1] != starts[1:]  # back to back: no idle between
+    return Column(times[keep], column[keep])
 
 
 def _where_value(where: str) -> str:
     return _clean(where) if where else IDLE
 
 
+def _or_x(column) -> np.ndarray:
+    """An integer column with -1 for "no value" (an empty slot, no open row) as X."""
+    values = _ints(column)
+    return np.where(values < 0, X, values)
+
+
 @dataclass(slots=True)
 class Waves:
-    """Every signal, its value before the window, and a function giving its changes.
-
-    Each source gives (time, value) with strictly increasing times (ChangeStream relies on it).
-    """
+    """Every signal, its value before the window, and a function giving its changes (a Column)."""
 
     start: int
     end: int
     signals: list[Signal] = field(default_factory=list)
     inits: list[object] = field(default_factory=list)
-    sources: list[Callable[[], Iterator[tuple[int, object]]]] = field(default_factory=list)
+    sources: list[Callable[[], Column]] = field(default_factory=list)
 
     def add(self, scope, name: str, var_type: str, group: str, init, source) -> None:
         self.signals.append(Signal(tuple(scope), name, var_type, group))
@@ -143,51 +166,60 @@ class Waves:
 def _port_waves(w: Waves, act: Activity, memory: str, key: str) -> None:
     bursts, pe = act.ports[key], act.pe_ports[key]
     scope, group = (TOP, memory, key.split(".", 1)[1]), memory
-    w.add(scope, "busy", "wire", group, 0, lambda: _spans(iter_busy_runs(act, key), 0))
+    w.add(scope, "busy", "wire", group, 0, lambda: _spans(*busy_run_columns(act, key), 1, 0))
     w.add(scope, "tensor", "string", group, IDLE,
-          lambda: _spans(zip(bursts.starts, bursts.ends, bursts.tensors, strict=True), IDLE, 2, transform=_clean))  # fmt: skip
+          lambda: _spans(bursts.starts, bursts.ends, _per_value(bursts.tensors, _clean), IDLE))  # fmt: skip
     w.add(scope, "bits", "integer", group, 0,
-          lambda: _spans(zip(bursts.starts, bursts.ends, bursts.bits, strict=True), 0, 2))  # fmt: skip
+          lambda: _spans(bursts.starts, bursts.ends, _ints(bursts.bits), 0))  # fmt: skip
     if pe:
-        w.add(scope, "pe_share", "integer", group, 0,
-              lambda: _spans(((a, b, -(-x // (b - a))) for a, b, x in zip(pe.starts, pe.ends, pe.bits, strict=True)), 0, 2))  # fmt: skip
+        w.add(scope, "pe_share", "integer", group, 0, lambda: _pe_share(pe))
     w.add(scope, "bits_total", "integer", group, 0, lambda: _landed(bursts, pe))
 
 
-def _merged(transfers: Iterator, pe_use: Iterator, pe: Track) -> Iterator:
-    """Two time-ordered streams of a port as one; the second is often empty (no PE use)."""
-    return heapq.merge(transfers, pe_use) if pe else transfers
+def _pe_share(pe: Track) -> Column:
+    """Bits per cycle the PE array takes of a port: ceil(bits / cycles) over each segment."""
+    starts, ends, bits = _ints(pe.starts), _ints(pe.ends), _ints(pe.bits)
+    real = ends > starts
+    starts, ends, bits = starts[real], ends[real], bits[real]
+    return _spans(starts, ends, -(-bits // (ends - starts)), 0)
 
 
-def _landed(bursts: Track, pe: Track) -> Iterator[tuple[int, int]]:
+def _landed(bursts: Track, pe: Track) -> Column:
     """Bits moved through a port so far: each grant's and each PE segment's bits land at its end."""
-    moved, at = 0, None
-    # each track's records end in time order (one holder at a time): merged lazily, no copy
-    ends = _merged(
-        zip(bursts.ends, bursts.bits, strict=True), zip(pe.ends, pe.bits, strict=True), pe
-    )
-    for t, bits in ends:
-        if at is not None and t != at:
-            yield at, moved
-        moved += bits
-        at = t
-    if at is not None:
-        yield at, moved
+    ends = np.concatenate((_ints(bursts.ends), _ints(pe.ends)))
+    bits = np.concatenate((_ints(bursts.bits), _ints(pe.bits)))
+    order = np.argsort(ends, kind="stable")
+    ends, moved = ends[order], np.cumsum(bits[order])
+    last = np.ones(len(ends), dtype=bool)  # the total once every record ending then has landed
+    last[:-1] = ends[1:] != ends[:-1]
+    return Column(ends[last], moved[last])
 
 
 def _pe_waves(w: Waves, act: Activity) -> None:
     pe, group = (TOP, "pe_array"), "PE array"
     st, segs = act.pe_states, act.segments
     w.add(pe, "state", "string", group, IDLE,
-          lambda: _spans(zip(st.starts, st.ends, st.states, strict=True), IDLE, 2))  # fmt: skip
+          lambda: _spans(st.starts, st.ends, _objects(st.states), IDLE))  # fmt: skip
     w.add(pe, "phase", "string", group, IDLE,
-          lambda: _spans(zip(st.starts, st.ends, st.phases, strict=True), IDLE, 2))  # fmt: skip
-    w.add(pe, "active", "wire", group, 0,
-          lambda: _spans((r for r in zip(st.starts, st.ends, st.states, strict=True) if r[2] == COMPUTE), 0))  # fmt: skip
-    w.add(pe, "einsum", "string", group, IDLE, lambda: ((s.start, _clean(s.einsum)) for s in segs))
-    w.add(pe, "tile", "integer", group, "x", lambda: ((s.start, s.tile) for s in segs))
+          lambda: _spans(st.starts, st.ends, _objects(st.phases), IDLE))  # fmt: skip
+    w.add(pe, "active", "wire", group, 0, lambda: _active(st))
+    w.add(pe, "einsum", "string", group, IDLE,
+          lambda: _at([s.start for s in segs], _per_value([s.einsum for s in segs], _clean)))  # fmt: skip
+    w.add(pe, "tile", "integer", group, "x",
+          lambda: _at([s.start for s in segs], _ints([s.tile for s in segs])))  # fmt: skip
     w.add(pe, "stall_where", "string", group, IDLE,
-          lambda: _spans(zip(st.starts, st.ends, st.wheres, strict=True), IDLE, 2, transform=_where_value))  # fmt: skip
+          lambda: _spans(st.starts, st.ends, _per_value(st.wheres, _where_value), IDLE))  # fmt: skip
+
+
+def _active(st) -> Column:
+    """1 while the PE array computes (its compute states), 0 otherwise."""
+    computing = np.array([s == COMPUTE for s in st.states], dtype=bool)
+    return _spans(_ints(st.starts)[computing], _ints(st.ends)[computing], 1, 0)
+
+
+def _at(times, values: np.ndarray) -> Column:
+    """Changes given as a time column and a value column."""
+    return Column(_ints(times), values)
 
 
 def _buffer_waves(w: Waves, act: Activity, memory: str) -> None:
@@ -201,12 +233,12 @@ def _buffer_waves(w: Waves, act: Activity, memory: str) -> None:
         group = f"{memory} buffers"
         times, counts = buf.times, buf.counts
         w.add(scope, "tiles", "integer", group, 0,
-              lambda ts=times, ns=counts: zip(ts, ns, strict=True))  # fmt: skip
+              lambda ts=times, ns=counts: _at(ts, _ints(ns)))  # fmt: skip
         w.add(scope, "bits", "integer", group, 0,
-              lambda ts=times, ns=counts, b=buf.tile_bits: ((t, n * b) for t, n in zip(ts, ns, strict=True)))  # fmt: skip
+              lambda ts=times, ns=counts, b=buf.tile_bits: _at(ts, _ints(ns) * b))  # fmt: skip
         for i, column in enumerate(buf.slot_tiles):
             w.add(scope, f"slot{i}", "integer", group, "x",
-                  lambda ts=times, c=column: ((t, "x" if k < 0 else k) for t, k in zip(ts, c, strict=True)))  # fmt: skip
+                  lambda ts=times, c=column: _at(ts, _or_x(c)))  # fmt: skip
 
 
 def _dram_waves(w: Waves, act: Activity, memory: str, banks: list[DramBank]) -> None:
@@ -217,9 +249,19 @@ def _dram_waves(w: Waves, act: Activity, memory: str, banks: list[DramBank]) -> 
         scope = (TOP, memory, *bank.path(ranks))
         times, states, rows = bank.times, bank.states, bank.rows
         w.add(scope, "state", "string", group, states[0],
-              lambda ts=times, ss=states: zip(ts, ss, strict=True))  # fmt: skip
+              lambda ts=times, ss=states: _at(ts, _objects(ss)))  # fmt: skip
         w.add(scope, "open_row", "integer", group, "x" if rows[0] < 0 else rows[0],
-              lambda ts=times, rs=rows: ((t, "x" if r < 0 else r) for t, r in zip(ts, rs, strict=True)))  # fmt: skip
+              lambda ts=times, rs=rows: _at(ts, _or_x(rs)))  # fmt: skip
+
+
+def _dma_waves(w: Waves, scope: tuple, group: str, transfers: list) -> None:
+    starts, ends = [b.start for b in transfers], [b.end for b in transfers]
+    w.add(scope, "busy", "wire", group, 0, lambda: _spans(starts, ends, 1, 0))
+    # the tensor as its storage node names it (A@sram_a): the node's label, Busy.who
+    w.add(scope, "tensor", "string", group, IDLE,
+          lambda: _spans(starts, ends, _per_value([b.who for b in transfers], _clean), IDLE))  # fmt: skip
+    w.add(scope, "bits", "integer", group, 0,
+          lambda: _spans(starts, ends, _ints([b.bits for b in transfers]), 0))  # fmt: skip
 
 
 def plan_waves(act: Activity) -> Waves:
@@ -233,86 +275,95 @@ def plan_waves(act: Activity) -> Waves:
         _buffer_waves(w, act, memory)
         if memory in act.l1:  # its L1 allocator: bytes in use
             series = act.l1[memory]
-            w.add((TOP, memory, "allocator"), "used_bytes", "integer", f"{memory} L1", 0, lambda s=series: iter(s))  # fmt: skip
+            w.add((TOP, memory, "allocator"), "used_bytes", "integer", f"{memory} L1", 0,
+                  lambda s=series: _at([t for t, _ in s], _ints([b for _, b in s])))  # fmt: skip
         if memory in act.dram_banks:  # in the memory's scope, which the header opens once
             _dram_waves(w, act, memory, act.dram_banks[memory])
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
             scope, group = (TOP, f"dma_{_clean(engine)}", f"ch{c}"), f"DMA {engine}"
-            w.add(scope, "busy", "wire", group, 0, lambda tr=transfers: _spans(tr, 0))  # fmt: skip
-            w.add(scope, "tensor", "string", group, IDLE,
-                  lambda tr=transfers: _spans(tr, IDLE, 3, transform=_clean))  # fmt: skip
-            w.add(scope, "bits", "integer", group, 0, lambda tr=transfers: _spans(tr, 0, 4))  # fmt: skip
+            _dma_waves(w, scope, group, transfers)
     return w
 
 
 class ChangeStream:
     """The changes of every signal of Waves after the window's start, in time order.
 
-    `initial` holds the values at the window's start. `run` gathers the changes a stretch of
-    cycles at a time from every signal (each source gives strictly increasing times), formats
-    them, sorts them and passes them on, so at most one stretch is held in memory; a value
-    equal to the one before is not repeated.
+    `initial` holds the values at the window's start. Each signal's changes are columns
+    (numpy), a value equal to the one before dropped; `stretches` merges them a stretch of
+    cycles at a time, so the text of at most one stretch is held in memory.
     """
 
     def __init__(self, w: Waves) -> None:
         self.w = w
-        self.iters = [src() for src in w.sources]
-        self.last = list(w.inits)
-        self.pending: list[object] = [_NONE] * len(self.iters)
-        for i, it in enumerate(self.iters):
-            for t, v in it:
-                if t > w.start:
-                    self.pending[i] = (t, v)
-                    break
-                self.last[i] = v
-        self.initial = list(self.last)
+        self.initial = list(w.inits)
+        self.times: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
+        for i, source in enumerate(w.sources):
+            col = source()
+            times, values = col.times, col.values
+            strings = values.dtype == object
+            before = int(np.searchsorted(times, w.start, side="right"))  # the value at start
+            if before:
+                v = values[before - 1]
+                self.initial[i] = v if strings else ("x" if v == X else int(v))
+            inside = int(np.searchsorted(times, w.end, side="right"))
+            times, values = times[before:inside], values[before:inside]
+            init = self.initial[i]
+            if not strings:
+                init = X if init == "x" else init
+            prev = np.empty_like(values)
+            if len(values):
+                prev[0] = init
+                prev[1:] = values[:-1]
+            changed = np.asarray(values != prev, dtype=bool)
+            self.times.append(times[changed])
+            self.values.append(values[changed])
+
+    def _texts(self, fmt: list) -> tuple[np.ndarray, list[np.ndarray]]:
+        """fmt[i](value) of every distinct value of every signal in one pool, and per signal
+        each change's position in it."""
+        pool: list = []
+        where: list[np.ndarray] = []
+        for f, values in zip(fmt, self.values, strict=True):
+            if values.dtype == object:
+                at, uniq = numbered(values)
+                distinct = [f(v) for v in uniq]
+            else:
+                uniq, at = np.unique(values, return_inverse=True)
+                many = getattr(f, "many", None)
+                if many is not None:
+                    distinct = many(uniq)
+                else:
+                    distinct = [f("x" if v == X else v) for v in uniq.tolist()]
+            where.append(at.reshape(-1) + len(pool))
+            pool += distinct
+        return np.fromiter(pool, dtype=object, count=len(pool)), where
 
     def stretches(
         self, fmt: list, bar=None, stretch: int | None = None
     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per stretch of cycles: (times, firsts, texts) where texts holds fmt[i](value) of each
         change in time order (signal order within a time), times[j] the distinct times and
-        firsts[j] where time j's changes start in texts. Sorted by numpy on integer keys, not
+        firsts[j] where time j's changes start in texts. Merged by numpy on integer keys, not
         per change in Python: a long run has millions of changes."""
         w0, w1 = self.w.start, self.w.end
-        iters, pending, last = self.iters, self.pending, self.last
-        n = len(iters)
+        n = len(self.times)
         stretch = stretch or max(1 << 12, (w1 - w0) // 64)
+        pool, where = self._texts(fmt)
+        edges = np.arange(w0, w1 + 1, stretch, dtype=np.int64)[1:]
+        edges = np.append(edges, w1 + 1)
+        cuts = [np.concatenate(([0], np.searchsorted(t, edges))) for t in self.times]
         lo = w0
-        while lo <= w1:
-            hi = min(lo + stretch, w1 + 1)
-            keys: list[int] = []  # t * n + i: time first, then the signal's order
-            texts: list[object] = []
-            key, text = keys.append, texts.append
-            for i in range(n):
-                p = pending[i]
-                if p is _NONE or p[0] >= hi:
-                    continue
-                t, v = p
-                it, f, prev = iters[i], fmt[i], last[i]
-                while True:
-                    if v != prev and t <= w1:
-                        key(t * n + i)
-                        text(f(v))
-                        prev = v
-                    nxt = next(it, _NONE)
-                    if nxt is _NONE:
-                        pending[i] = _NONE
-                        break
-                    t, v = nxt
-                    if t >= hi:
-                        pending[i] = nxt
-                        break
-                last[i] = prev
-            if keys:
-                ordered = np.array(keys, dtype=np.int64)
+        for s, hi in enumerate(edges.tolist()):
+            keys = [self.times[i][c[s] : c[s + 1]] * n + i for i, c in enumerate(cuts)]
+            texts = [where[i][c[s] : c[s + 1]] for i, c in enumerate(cuts)]
+            ordered = np.concatenate(keys)
+            if len(ordered):
                 order = np.argsort(ordered, kind="stable")
                 times = ordered[order] // n
                 firsts = np.flatnonzero(np.concatenate(([True], times[1:] != times[:-1])))
-                column = np.empty(len(texts), dtype=object)
-                column[:] = texts
-                yield times[firsts], firsts, column[order]
+                yield times[firsts], firsts, pool[np.concatenate(texts)[order]]
             if bar is not None:
                 bar.update(min(hi, w1) - lo)
             lo = hi
@@ -358,8 +409,41 @@ def _vcd_value(var_type: str, code: str):
     if var_type == "wire":
         return _Texts(lambda v: f"{v}{code}").__getitem__
     if var_type == "integer":
-        return lambda v: f"bx {code}" if v == "x" else f"b{v:b} {code}"
+        return _VcdInteger(code)
     return _Texts(lambda v: f"s{v} {code}").__getitem__
+
+
+class _VcdInteger:
+    """An integer variable's change texts: `b<binary> <code>`, `bx <code>` for "x"; `many`
+    makes those of a column of values by numpy (a counter has a new value at most changes)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __call__(self, v) -> str:
+        return f"bx {self.code}" if v == "x" else f"b{v:b} {self.code}"
+
+    def many(self, values: np.ndarray) -> list[str]:
+        """The texts of int64 values (X for "x")."""
+        if (values[values != X] < 0).any():  # a negative number: as __call__ writes it
+            return [self("x" if v == X else v) for v in values.tolist()]
+        known = values != X
+        v = np.where(known, values, 0)
+        # binary digits, at least one: from log2, then made exact where rounding missed
+        width = np.floor(np.log2(np.maximum(v, 1))).astype(np.int64) + 1
+        width += (v >> np.minimum(width, 63)) > 0
+        width -= (width > 1) & ((v >> np.maximum(width - 1, 0)) == 0)
+        columns = int(width.max()) if len(v) else 1
+        shift = np.clip(width[:, None] - 1 - np.arange(columns)[None, :], 0, None)
+        matrix = np.empty((len(v), columns + 1), dtype=np.uint8)
+        matrix[:, 0] = ord("b")
+        matrix[:, 1:] = ((v[:, None] >> shift) & 1) + ord("0")
+        matrix[~known, 1] = ord("x")
+        keep = np.arange(columns + 1)[None, :] <= np.where(known, width, 1)[:, None]
+        tail = np.frombuffer(f" {self.code}\n".encode("ascii"), dtype=np.uint8)
+        rows = np.concatenate((matrix, np.broadcast_to(tail, (len(v), len(tail)))), axis=1)
+        keep = np.concatenate((keep, np.ones((len(v), len(tail)), dtype=bool)), axis=1)
+        return rows[keep].tobytes().decode("ascii").split("\n")[:-1]
 
 
 def _vcd_header(w: Waves, codes: list[str], timescale: str, comment: str) -> list[str]:

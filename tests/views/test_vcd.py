@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import vcdvcd
 from view_cases import CASES, load_case
 
 from cyclesim.engine import TraceFilter
 from cyclesim.errors import TraceError
-from cyclesim.views.vcd import timescale_for, write_vcd
+from cyclesim.views.vcd import X, _spans, _VcdInteger, timescale_for, write_vcd
 
 
 def _signal(v: vcdvcd.VCDVCD, name: str) -> list[tuple[int, str]]:
@@ -39,7 +40,9 @@ def expected_port_bits(res) -> dict[str, int]:
     ev = res.events_table
     for r in ev[ev["kind"] != "compute"].itertuples():
         n = by_label[r.resource.rsplit(" ", 1)[0]]
-        src, dst = (n.fill_src, n.fill_dst) if r.kind != "write-back" else (n.drain_dst, n.drain_src)
+        src, dst = (
+            (n.fill_src, n.fill_dst) if r.kind != "write-back" else (n.drain_dst, n.drain_src)
+        )
         out[src.key] += r.bits
         if dst.key != src.key:
             out[dst.key] += r.bits // n.union_values * n.tile_values
@@ -177,3 +180,18 @@ def test_an_untraced_run_is_refused(tmp_path):
     res = replay(*load_case("03_single_buffer"), progress=False)
     with pytest.raises(TraceError, match="trace=True"):
         write_vcd(res, tmp_path / "t.vcd")
+
+
+def test_integer_change_texts_made_by_numpy_are_the_binary_digits():
+    # by hand: 0 -> 0, 5 -> 101, 8 -> 1000; 2**53 + 1 (a float's log2 rounds it to 53 bits,
+    # it has 54) -> 1, 52 zeros, 1; 2**63 - 1 -> 63 ones; "x" -> x
+    many = _VcdInteger("!").many(np.array([0, 5, 8, 2**53 + 1, 2**63 - 1, X], dtype=np.int64))
+    assert many == ["b0 !", "b101 !", "b1000 !", "b1" + "0" * 52 + "1 !", "b" + "1" * 63 + " !", "bx !"]  # fmt: skip
+
+
+def test_spans_drop_the_idle_value_between_back_to_back_records():
+    # records [2, 4) = a, [4, 6) = b, [8, 9) = a: a at 2, b at 4 (no idle between), idle at 6,
+    # a at 8, idle at 9; an empty record [9, 9) is no change
+    col = _spans([2, 4, 8, 9], [4, 6, 9, 9], np.array(["a", "b", "a", "c"], dtype=object), "-")
+    assert col.times.tolist() == [2, 4, 6, 8, 9]
+    assert col.values.tolist() == ["a", "b", "-", "a", "-"]
