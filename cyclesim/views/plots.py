@@ -54,6 +54,11 @@ STEADY_PERIODS = 10  # PE segment periods the default timeline window shows
 STEADY_RUN = 4  # periods in a row of the common length that make a steady stretch
 
 
+# The figures are drawn at the dpi they are saved at: tight_layout and savefig then share
+# matplotlib's text-layout cache (measured: the five plots 2.39 s -> 1.91 s CPU).
+DPI = 110
+
+
 def _plt():
     import matplotlib
 
@@ -86,7 +91,7 @@ def _pct(part: int, whole: int) -> str:
 
 @atomic_output
 def _save(fig, path) -> None:
-    fig.savefig(path, metadata=_META, dpi=110, bbox_inches="tight")
+    fig.savefig(path, metadata=_META, dpi=DPI, bbox_inches="tight")
     _plt().close(fig)
 
 
@@ -105,7 +110,7 @@ def plot_breakdown(res: SimResult, path: str | Path, title: str = "") -> None:
     """One stacked bar: onload / compute / stall by cause / offload, each with its cycles and share."""
     plt = _plt()
     parts = breakdown_parts(res)
-    fig, ax = plt.subplots(figsize=(11, 2.6))
+    fig, ax = plt.subplots(dpi=DPI, figsize=(11, 2.6))
     left = 0
     for label, cycles, color in parts:
         ax.barh(0, cycles, left=left, color=color, edgecolor="white", linewidth=0.8,
@@ -130,7 +135,7 @@ def plot_stalls(res: SimResult, path: str | Path, title: str = "") -> None:
     plt = _plt()
     df = res.stalls
     top = 24
-    fig, ax = plt.subplots(figsize=(11, 0.34 * max(min(len(df), top), 1) + 1.8))
+    fig, ax = plt.subplots(dpi=DPI, figsize=(11, 0.34 * max(min(len(df), top), 1) + 1.8))
     if df.empty:
         ax.text(0.5, 0.5, "no non-compute cycles", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
@@ -214,7 +219,7 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
         share = " (PE array + transfers)" if act.pe_ports.get(key) and act.ports[key] else (
             " (PE array)" if act.pe_ports.get(key) else "")  # fmt: skip
         labels.append(f"{key}{share}")
-    fig, ax = plt.subplots(figsize=(12, 0.32 * len(rows) + 1.9))
+    fig, ax = plt.subplots(dpi=DPI, figsize=(12, 0.32 * len(rows) + 1.9))
     im = ax.imshow(np.array(rows), aspect="auto", interpolation="nearest", cmap="viridis",
                    vmin=0, vmax=1, extent=(edges[0], edges[-1], len(rows) - 0.5, -0.5))  # fmt: skip
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
@@ -288,7 +293,7 @@ def plot_timeline(
             bars = [(b.start, b.end, _color(b.tensor, colors), f"moving {b.tensor}") for b in within(transfers)]  # fmt: skip
             if bars:
                 rows.append((f"DMA {engine} ch{c}", bars, []))
-    fig, ax = plt.subplots(figsize=(12, 0.42 * len(rows) + 1.8))
+    fig, ax = plt.subplots(dpi=DPI, figsize=(12, 0.42 * len(rows) + 1.8))
     # white separators between bars only where bars are a few pixels wide; narrower ones
     # (short bursts in a long window) get an edge of their own colour instead, so white does
     # not wash them out and a transfer shorter than a pixel still shows
@@ -321,7 +326,7 @@ def plot_occupancy(
     plt = _plt()
     w0, w1 = window
     bufs = act.buffers or []
-    fig, axes = plt.subplots(max(len(bufs), 1), 1, figsize=(12, 0.9 * max(len(bufs), 1) + 1.0),
+    fig, axes = plt.subplots(max(len(bufs), 1), 1, dpi=DPI, figsize=(12, 0.9 * max(len(bufs), 1) + 1.0),
                              sharex=True, squeeze=False)  # fmt: skip
     for ax, buf in zip(axes[:, 0], bufs, strict=False):
         times, counts = np.array(buf.times, np.int64), np.array(buf.counts, np.int64)
