@@ -12,9 +12,10 @@ was tested with, and tests/engine/test_replay_environment.py fails when their sh
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappush
 
 import simpy
-from simpy.events import PENDING, Event, Interruption, Process
+from simpy.events import NORMAL, PENDING, Event, Interruption, Process, Timeout
 
 
 class ReplayEnvironment(simpy.Environment):
@@ -45,6 +46,26 @@ class ReplayEnvironment(simpy.Environment):
         ev.callbacks.append(callback)
         self.schedule(ev, priority, delay)
         return ev
+
+    def __init__(self, initial_time: int = 0) -> None:
+        super().__init__(initial_time)
+        # delay -> Timeout: the hot paths' timeouts (transfers, the PE array, write-backs)
+        self.fast_timeout = self._timeouts()
+
+    def _timeouts(self) -> Callable[[int], Timeout]:
+        """A function delay -> Timeout, the same event `env.timeout(delay)` schedules (same
+        time, priority and number) without its two calls (__init__, schedule), its
+        descriptor and its check: delay must be >= 0."""
+        queue, eid, new = self._queue, self._eid, Timeout.__new__
+        env = self
+
+        def timeout(delay: int) -> Timeout:
+            ev = new(Timeout)
+            ev.env, ev.callbacks, ev._value, ev._delay, ev._ok = env, [], None, delay, True
+            heappush(queue, (env._now + delay, NORMAL, next(eid), ev))
+            return ev
+
+        return timeout
 
     @staticmethod
     def resumed_process(callback) -> Process | None:
