@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import simpy
 
 from cyclesim.engine.snapshot import Origin, Unknown
@@ -17,10 +16,7 @@ TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # the fill's, when it waits at stage PREVIOUS_WRITE_BACK for the mark of entry st.prev
 # (engine/storage_node.py); a jump rebuilds it with `last_visit` (StorageNode.shift)
 COUNTDOWNS = ("remaining", "prod_left")
-BY_PART = ("prod_left", "produced")
-COLUMN = (
-    1 << 16
-)  # entries a jump walks at once (Tiles.shift_visits)  # keyed tile * dependency_groups + part, not by tile
+BY_PART = ("prod_left", "produced")  # keyed tile * dependency_groups + part, not by tile
 # `lands_at` (tile -> cycle its results leave the PE pipeline) is compared as the cycles left
 # until then, 0 once they have landed (a write-back reaching the tile later waits for nothing
 # either way); a jump moves its tiles with the node's and its cycles with the clock. Between
@@ -142,9 +138,9 @@ class Tiles:
         mark of the previous visit (a mark is always made before it is taken). A waiter in
         `drained` moves with the entries. moved: is the fill -> (state, entry at b).
 
-        Both walks go in one pass, a column of up to COLUMN entries at a time (all its marks,
-        then the fill's visits of it), so `drained` holds only the marks not yet taken and one
-        column's, never every skipped entry at once (an outer level's jump may pass millions).
+        Both walks go entry by entry in one pass (an entry's mark, then the fill's visit of it),
+        so `drained` holds only the marks not yet taken, never every skipped entry at once (an
+        outer level's jump may pass millions).
         """
         t = self
         drained = t.drained
@@ -158,68 +154,50 @@ class Tiles:
         if False in moved:
             w_st, w_old = moved[False]
             w_lo, w_hi = w_old, w_st.k  # the write-back's entries [old, k)
+            final = classifiers[1]
         if True in moved:
             f_st, f_old = moved[True]
             f_lo, f_hi = f_old + 1, f_st.k + 1  # the fill's entries (old, k]
+            first_and_key = classifiers[0]
             last_visit = t.last_visit
             # the fill takes an entry's mark after its waits for the parent and `drained`
             taken = f_st.stage not in (Wait.PARENT, Wait.PREVIOUS_WRITE_BACK)
             if not taken and f_st.prev is not None:  # entry `old` took its mark during the skip
                 taken_during = f_st.prev - shift
             last = f_st.k
-        columns = classifiers[2]
         spans = [(x, y) for x, y in ((w_lo, w_hi), (f_lo, f_hi)) if y > x]
         lo = min(x for x, _ in spans) if spans else 0
         hi = max(y for _, y in spans) if spans else 0
         if taken_during is not None and not w_lo <= taken_during < w_hi:
             drained.pop(taken_during, None)
         cuts = sorted({v for v in (lo, hi, w_lo, w_hi, f_lo, f_hi) if lo <= v <= hi})
-        cuts = sorted(
-            {*cuts, *(c for x, y in zip(cuts, cuts[1:], strict=False) for c in range(x, y, COLUMN))}
-        )
-        # column by column (numpy): the marks in entry order, then the marks the visits take;
-        # last_visit gets each key's latest entry, new keys in the order of their first visit.
-        # That is the entry-by-entry walk: a visit takes only a mark made before it (its
-        # previous visit's), and no later mark is of an entry already taken
-        for a, b in zip(cuts, cuts[1:], strict=False):
+        for a, b in zip(
+            cuts, cuts[1:], strict=False
+        ):  # stretches where the same walks are under way
             marks, visits = w_lo <= a < w_hi, f_lo <= a < f_hi
-            if not marks and not visits:
+            if marks and not visits:
+                for x in range(a, b):
+                    if not final(x):
+                        drained[x] = True
+                if a <= (taken_during if taken_during is not None else -1) < b:
+                    drained.pop(taken_during, None)
                 continue
-            first, keys, final = columns(a, b)
-            if marks:
-                marked = (a + (~final).nonzero()[0]).tolist()
-                drained.update(dict.fromkeys(marked, True))
-                if taken_during is not None and a <= taken_during < b:
-                    if not visits or not final[taken_during - a]:
-                        drained.pop(taken_during, None)
             if not visits:
                 continue
-            before = _previous_in_column(keys)  # index of the same key's previous entry, or -1
-            takes = ~first
-            if not taken:
-                takes &= (a + np.arange(b - a)) < last
-            pop = drained.pop
-            for prev in (a + before[takes & (before >= 0)]).tolist():
-                pop(prev, None)
-            key_list = keys.tolist()
             visit = last_visit.get
-            for i in (takes & (before < 0)).nonzero()[0].tolist():
-                prev = visit(key_list[i])
-                if prev is not None:
+            pop = drained.pop
+            for x in range(a, b):
+                if marks and not final(x):
+                    drained[x] = True
+                    if x == taken_during:
+                        del drained[x]
+                first, key = first_and_key(x)
+                prev = visit(key)
+                last_visit[key] = x
+                if not first and prev is not None and (x < last or taken):
                     pop(prev, None)
-            last_visit.update(zip(key_list, range(a, b), strict=True))
         for k, v in waiters:
             drained[k + shift] = v
-
-
-def _previous_in_column(keys: np.ndarray) -> np.ndarray:
-    """Per position, the position of the previous equal key (-1 for a key's first)."""
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    same = ordered[1:] == ordered[:-1]
-    out = np.full(len(keys), -1, dtype=np.int64)
-    out[order[1:][same]] = order[:-1][same]
-    return out
 
 
 def _rekey(table: dict, shift: int) -> None:
@@ -232,10 +210,9 @@ def _rekey(table: dict, shift: int) -> None:
 
 
 def entry_classifier(n) -> tuple:
-    """Per storage node, functions of an entry k, with its digit loops turned into strides:
+    """Per storage node, two functions of an entry k, with its digit loops turned into strides:
     k -> (first visit, element key), as NodePlan.visit_flags(k)[0] and NodePlan.element_key(k),
-    and k -> final visit, as NodePlan.visit_flags(k)[1]; and both for a range of entries at
-    once as numpy columns (fast-forward's jumps).
+    and k -> final visit, as NodePlan.visit_flags(k)[1].
 
     Adjacent counted loops that index the tensor (or that do not) form one run: its digits
     together are g // stride % span, so a run costs one division instead of one per loop.
@@ -274,18 +251,4 @@ def entry_classifier(n) -> tuple:
                 return False
         return True
 
-    def columns(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """first_and_key and final of the entries lo..hi-1 as arrays: (first, key, final)."""
-        k = np.arange(lo, hi, dtype=np.int64)
-        first = np.ones(len(k), dtype=bool)
-        last = np.ones(len(k), dtype=bool)
-        for stride, span in other_runs:
-            digits = k // stride % span
-            first &= digits == 0
-            last &= digits == span - 1
-        key = np.zeros(len(k), dtype=np.int64)
-        for stride, span, scale in key_runs:
-            key += k // stride % span * scale
-        return first, key, last
-
-    return first_and_key, final, columns
+    return first_and_key, final

@@ -48,7 +48,7 @@ def test_the_entry_classifier_reads_first_visit_element_and_final_visit_off_the_
     #   final visit                <=> every non-indexing digit is at its last value: d1 == 2
     #   element key: the indexing digits, innermost fastest: d2 + 4 d0
     node = SimpleNamespace(counted=(2, 3, 4), relevant=(True, False, True))
-    first_and_key, final, columns = entry_classifier(node)
+    first_and_key, final = entry_classifier(node)
     assert first_and_key(5) == (False, 1) and not final(5)  # digits (0, 1, 1)
     assert first_and_key(13) == (True, 5) and not final(13)  # digits (1, 0, 1)
     assert first_and_key(23) == (False, 7) and final(23)  # digits (1, 2, 3)
@@ -56,11 +56,6 @@ def test_the_entry_classifier_reads_first_visit_element_and_final_visit_off_the_
         d0, d1, d2 = k // 12, k // 4 % 3, k % 4
         assert first_and_key(k) == (d1 == 0, d2 + 4 * d0)
         assert final(k) == (d1 == 2)
-    # the same three, as columns of the entries 5..22 (fast-forward's jumps read them so)
-    first, key, last = columns(5, 23)
-    assert first.tolist() == [first_and_key(k)[0] for k in range(5, 23)]
-    assert key.tolist() == [first_and_key(k)[1] for k in range(5, 23)]
-    assert last.tolist() == [final(k) for k in range(5, 23)]
 
 
 def test_adjacent_loops_of_one_kind_merge_into_one_run():
@@ -68,13 +63,8 @@ def test_adjacent_loops_of_one_kind_merge_into_one_run():
     # span 15 at stride 4. Entry k = 60 d0 + 20 d1 + 4 d2 + d3; first <=> d1 == d2 == 0,
     # final <=> d1 == 2 and d2 == 4, key d3 + 4 d0.
     node = SimpleNamespace(counted=(2, 3, 5, 4), relevant=(True, False, False, True))
-    first_and_key, final, columns = entry_classifier(node)
+    first_and_key, final = entry_classifier(node)
     for k in range(120):
         d0, d1, d2, d3 = k // 60, k // 20 % 3, k // 4 % 5, k % 4
         assert first_and_key(k) == (d1 == 0 and d2 == 0, d3 + 4 * d0)
         assert final(k) == (d1 == 2 and d2 == 4)
-    first, key, last = columns(0, 120)
-    assert [(f, k) for f, k in zip(first.tolist(), key.tolist(), strict=True)] == [
-        first_and_key(k) for k in range(120)
-    ]
-    assert last.tolist() == [final(k) for k in range(120)]
