@@ -3,9 +3,11 @@
 Fast-forward moves a run in time and compares two moments of it, which SimPy's public API
 cannot do: it shifts the clock and the event queue, lists the queue, and tells what a queued
 event and its callbacks are. The fabric and the DMA engines queue a decision at the end of a
-cycle, an already-triggered event at a priority of their own. Each of these is a method here,
-so the fields they rely on (`_now`, `_queue`, `_eid`, `Event._ok` / `_value`,
-`Process._resume`) are named in one module; pyproject.toml pins SimPy to the versions this
+cycle, an already-triggered event at a priority of their own. The hot paths make their
+timeouts without SimPy's per-call overhead (fast_timeout), and the replay runs its events in
+a loop of its own with SimPy's step inlined (run_events). Each of these is a method here,
+so the fields they rely on (`_now`, `_queue`, `_eid`, `Event._ok` / `_value` / `callbacks`
+/ `_defused`, `Timeout._delay`, `Process._resume`) are named in one module; pyproject.toml pins SimPy to the versions this
 was tested with, and tests/engine/test_replay_environment.py fails when their shape changes.
 """
 
