@@ -186,11 +186,10 @@ def test_the_replay_bar_rates_only_what_it_saw_happen(capsys):
     import re
     import time
 
-    import simpy
-
+    from cyclesim.engine.environment import ReplayEnvironment
     from cyclesim.engine.loop import run_to_empty_queue
 
-    env = simpy.Environment()
+    env = ReplayEnvironment()  # the replay's environment: the loop runs its events itself
     done = [0]
 
     def segments():

@@ -3,18 +3,21 @@
 Fast-forward moves a run in time and compares two moments of it, which SimPy's public API
 cannot do: it shifts the clock and the event queue, lists the queue, and tells what a queued
 event and its callbacks are. The fabric and the DMA engines queue a decision at the end of a
-cycle, an already-triggered event at a priority of their own. Each of these is a method here,
-so the fields they rely on (`_now`, `_queue`, `_eid`, `Event._ok` / `_value`,
-`Process._resume`) are named in one module; pyproject.toml pins SimPy to the versions this
+cycle, an already-triggered event at a priority of their own. The hot paths make their
+timeouts without SimPy's per-call overhead (fast_timeout), and the replay runs its events in
+a loop of its own with SimPy's step inlined (run_events). Each of these is a method here,
+so the fields they rely on (`_now`, `_queue`, `_eid`, `Event._ok` / `_value` / `callbacks`
+/ `_defused`, `Timeout._delay`, `Process._resume`) are named in one module; pyproject.toml pins SimPy to the versions this
 was tested with, and tests/engine/test_replay_environment.py fails when their shape changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappop, heappush
 
 import simpy
-from simpy.events import PENDING, Event, Interruption, Process
+from simpy.events import NORMAL, PENDING, Event, Interruption, Process, Timeout
 
 
 class ReplayEnvironment(simpy.Environment):
@@ -45,6 +48,57 @@ class ReplayEnvironment(simpy.Environment):
         ev.callbacks.append(callback)
         self.schedule(ev, priority, delay)
         return ev
+
+    def __init__(self, initial_time: int = 0) -> None:
+        super().__init__(initial_time)
+        # delay -> Timeout: the hot paths' timeouts (transfers, the PE array, write-backs)
+        self.fast_timeout = self._timeouts()
+
+    def _timeouts(self) -> Callable[[int], Timeout]:
+        """A function delay -> Timeout, the same event `env.timeout(delay)` schedules (same
+        time, priority and number) without its two calls (__init__, schedule), its
+        descriptor and its check: delay must be >= 0."""
+        queue, eid, new = self._queue, self._eid, Timeout.__new__
+        env = self
+
+        def timeout(delay: int) -> Timeout:
+            ev = new(Timeout)
+            ev.env, ev.callbacks, ev._value, ev._delay, ev._ok = env, [], None, delay, True
+            heappush(queue, (env._now + delay, NORMAL, next(eid), ev))
+            return ev
+
+        return timeout
+
+    def run_events(
+        self,
+        limit: int = -1,
+        boundaries: list | None = None,
+        at_boundary: Callable[[int], None] | None = None,
+    ) -> bool:
+        """`env.run()` with SimPy's step inlined (one method call and one try per event
+        fewer): process up to `limit` events in order (-1: all); True when none is left.
+        With boundaries (fast-forward), after each event that appended to it, call
+        at_boundary with its largest entry (a segment, >= 0, before a grant, < 0) and empty
+        it."""
+        queue = self._queue
+        while queue:
+            if not limit:
+                return False
+            limit -= 1
+            self._now, _, _, event = heappop(queue)
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                # a failed event nobody handled: raise a copy, as Environment.step does
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
+            if boundaries:
+                g = max(boundaries)
+                boundaries.clear()
+                at_boundary(g)
+        return True
 
     @staticmethod
     def resumed_process(callback) -> Process | None:

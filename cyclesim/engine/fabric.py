@@ -166,7 +166,7 @@ class Fabric:
         for k in keys:
             holder[k] = None
             granted_at.pop(k, None)
-            _close(grants[k], now)
+            grants[k].close_last(now)
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
         if self.waiting:
@@ -186,7 +186,7 @@ class Fabric:
         for k in keys:
             self.holder[k] = None
             self.granted_at.pop(k, None)
-            _close(self.grants[k], now)
+            self.grants[k].close_last(now)
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
         return self.request(who, keys, tensor, tl, at_once)
@@ -401,11 +401,3 @@ def _ahead(who: int, other: int, last: int | None) -> bool:
     if last is None:
         return who < other
     return (who <= last, who) < (other <= last, other)
-
-
-def _close(grants: list, now: int) -> None:
-    """End the open grant (a list while open) at now, as a tuple: closed grants never change,
-    and fast-forward copies them by the thousand (a tuple is made faster than a list and
-    leaves the garbage collector's lists once it is seen to hold no references)."""
-    start, _, who, tensor = grants[-1]
-    grants[-1] = (start, now, who, tensor)

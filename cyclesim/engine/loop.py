@@ -17,9 +17,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-import simpy
-from simpy.core import EmptySchedule
-
+from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.vocabulary import PeWait, Wait
 
 if TYPE_CHECKING:
@@ -32,7 +30,7 @@ LOG_SECONDS = 5.0  # stderr not a terminal: a progress line this often
 
 
 def run_to_empty_queue(
-    env: simpy.Environment,
+    env: ReplayEnvironment,
     *,
     progress: bool | None | str,
     total: int,
@@ -45,37 +43,18 @@ def run_to_empty_queue(
     """Process every event of env until none is left; show a progress bar of done()/total.
 
     progress: True shows the bar at once, False never, None after SHOW_AFTER_SECONDS when
-    stderr is a terminal, and else a log line every LOG_SECONDS. Whether the bar is shown never changes which events run or when:
+    stderr is a terminal, and else a log line every LOG_SECONDS. Whether the bar is shown never
+    changes which events run or when:
     the loop only looks between events. With `boundaries` (fast-forward on), after each step
     that appended a segment (or, negative, a grant) to it the loop calls at_boundary(that),
     between two events. The caller decides what a non-empty set of live
     processes at the end means (a deadlock).
     """
-    step = env.step
     if progress is None and not sys.stderr.isatty():  # a log, a CI job: a line now and then
         progress = "log"
     if progress is False:
-        if boundaries is None:
-            env.run()
-            return
-        try:
-            while True:  # fast-forward looks after each step that started a segment
-                step()
-                if boundaries:
-                    g = max(boundaries)  # a segment (>= 0) before a grant (< 0)
-                    boundaries.clear()
-                    at_boundary(g)
-        except EmptySchedule:
-            return
-    if boundaries is not None:
-        inner = step
-
-        def step() -> None:
-            inner()
-            if boundaries:
-                g = max(boundaries)
-                boundaries.clear()
-                at_boundary(g)
+        env.run_events(-1, boundaries, at_boundary)
+        return
 
     clock = time.perf_counter
     bar = None
@@ -83,8 +62,8 @@ def run_to_empty_queue(
     last_line = wall0
     try:
         while True:
-            for _ in range(STEPS_PER_LOOK):
-                step()
+            if env.run_events(STEPS_PER_LOOK, boundaries, at_boundary):
+                break
             now = clock()
             if progress == "log":
                 if now - last_line >= LOG_SECONDS:
@@ -103,8 +82,6 @@ def run_to_empty_queue(
                 bar.n = done()
                 bar.refresh()
                 last_draw = now
-    except EmptySchedule:
-        pass
     finally:
         if bar is not None:
             bar.n = done()

@@ -66,7 +66,7 @@ class PeArray:
         env, rec, plan = r.env, r.rec, r.plan
         nodes, fabric = plan.nodes, r.fabric
         waits, spatial, pe_segments = rec.pe_waits, rec.spatial, rec.pe_segments
-        set_shares, timeout = fabric.set_shares, env.timeout
+        set_shares, timeout = fabric.set_shares, env.fast_timeout
         kinds = st.kinds  # (leaf, level, first visit) -> _SegmentKind, in first-run order
         # read off the enum once: an enum attribute costs ~0.3 us in Python 3.11 (EnumType's
         # __getattr__), and the loop below runs per segment and per operand

@@ -14,7 +14,6 @@ from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 import simpy
-from simpy.events import Timeout
 
 from cyclesim.engine.fabric import Fabric
 from cyclesim.engine.record import Recorder
@@ -114,6 +113,7 @@ class Link:
         "dram",
         "child_on_tie",
         "splits",
+        "first_keys",
     )
 
     def __init__(
@@ -138,6 +138,9 @@ class Link:
         self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
         self.child_on_tie = False  # a write-back: a tie names the child's port, which data leaves
         self.splits: dict[tuple, list[int]] = {}  # (bits, widths) -> _splits of its timing
+        # (parent bits, child bits) -> named_keys for burst 0 at the ports' full widths (which
+        # never change in a replay): asked once per transfer, on the hot path
+        self.first_keys: dict[tuple[int, int], tuple[str, ...]] = {}
 
 
 def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
@@ -290,7 +293,9 @@ def transfer(
     pk, ck, keys, who = link.pk, link.ck, link.keys, link.who
     width, reserved, timings = fabric.width, fabric.reserved, link.timings
     proc = env.active_process
-    asking = named_keys(link, big, small, width)  # keys, the port a wait names first
+    asking = link.first_keys.get((big, small))  # keys, the port a wait names first
+    if asking is None:
+        asking = link.first_keys[(big, small)] = named_keys(link, big, small, width)
     # (the fabric notes a wait in tl; a DRAM side is never granted before the cycle's end:
     # requests it issued cannot be taken back by a revoke)
     ev = fabric.request(who, asking, link.tensor, tl, side.at_once)
@@ -319,7 +324,7 @@ def transfer(
             fabric.start_run(keys, proc, x.stopping)
             x.stage = _BURST
             try:
-                yield Timeout(env, x.end - x.start)  # (env.timeout: a descriptor per call)
+                yield env.fast_timeout(x.end - x.start)
                 rec.events += 2
                 fabric.end_run(keys)
                 side.ran(x)
@@ -339,7 +344,7 @@ def transfer(
     if latency:
         tl.append((env.now, _LATENCY, link.latency_key))
         x.stage = _LATENCY
-        yield env.timeout(latency)
+        yield env.fast_timeout(latency)
         rec.events += 1
     if x.channel is not None:
         dma[0].release(x.channel)

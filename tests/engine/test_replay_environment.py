@@ -140,3 +140,33 @@ def test_scheduled_count_counts_every_scheduled_event():
     env.call(lambda e: None, 2)
     env.run()
     assert env.scheduled_count() == 4
+
+
+def test_fast_timeout_queues_what_env_timeout_queues():
+    # at cycle 0, env.timeout(4) then fast_timeout(4) then env.timeout(2): three queue entries
+    # numbered 0, 1, 2 in that order, each (now + delay, NORMAL, number, a Timeout that has
+    # succeeded with no value and no callbacks yet), so they fire in the same order either way
+    env = ReplayEnvironment()
+    a, b, c = env.timeout(4), env.fast_timeout(4), env.timeout(2)
+    assert sorted(env._queue) == [(2, NORMAL, 2, c), (4, NORMAL, 0, a), (4, NORMAL, 1, b)]
+    assert type(b) is Timeout and (b._ok, b._value, b._delay, b.callbacks) == (True, None, 4, [])
+
+
+def test_run_events_stops_after_its_limit_and_says_when_the_queue_is_empty():
+    # one process, five timeouts of one cycle: its start (an Initialize event), the five
+    # timeouts and its end (the process event) are 7 events. Three leave the clock at 2
+    # (start at 0, timeouts at 1 and 2) with events queued: False; the rest run to the end
+    # at cycle 5: True. A boundary the process notes at cycle 3 is handed on once, then cleared.
+    env = ReplayEnvironment()
+    seen, boundaries = [], []
+
+    def ticks():
+        for t in range(5):
+            yield env.fast_timeout(1)
+            if t == 2:
+                boundaries.extend([-1, 7])
+
+    env.process(ticks())
+    assert env.run_events(3, boundaries, seen.append) is False and env.now == 2
+    assert env.run_events(-1, boundaries, seen.append) is True and env.now == 5
+    assert seen == [7] and boundaries == []
