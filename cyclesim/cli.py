@@ -475,13 +475,13 @@ def _install_interrupt_handler() -> dict:
     import signal
     import threading
 
-    from cyclesim.outputs import Interrupted
+    from cyclesim.outputs import raise_interrupt
 
     if threading.current_thread() is not threading.main_thread():
         return {}
 
     def handler(signum: int, _frame) -> None:
-        raise Interrupted(signum)
+        raise_interrupt(signum)
 
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -114,17 +114,11 @@ def run_peer(
     """subprocess.run for a peer, registered while it runs so that an interrupt terminates it
     (and the processes it started: it leads a process group of its own). heartbeat(seconds)
     is called every `every` seconds while the peer runs (a line saying it still does)."""
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        **kwargs,
-    )
-    with _LOCK:
-        _CHILDREN.add(process)
+    process = _start_registered(command, kwargs)
     start = time.monotonic()
     try:
+        if _HELD:  # an interrupt arrived while the peer started: now it is seen, unwind
+            raise Interrupted(_HELD.pop())
         while True:
             left = timeout - (time.monotonic() - start)
             try:
@@ -142,6 +136,40 @@ def run_peer(
         with _LOCK:
             _CHILDREN.discard(process)
     return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+_HELD: list[int] = []  # interrupts that arrived while the main thread started a peer
+_starting = False  # the main thread is between a peer's fork and its registration
+
+
+def _start_registered(command: list[str], kwargs: dict[str, Any]) -> subprocess.Popen:
+    """Start a peer and register it, holding interrupts meanwhile: one that unwound inside
+    Popen (after the fork) or before the registration would leave the peer running unseen."""
+    global _starting
+    _starting = threading.current_thread() is threading.main_thread()
+    try:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            **kwargs,
+        )  # fmt: skip
+        with _LOCK:
+            _CHILDREN.add(process)
+        return process
+    except BaseException:
+        if _HELD:  # the peer did not start; the interrupt still ends the run
+            raise Interrupted(_HELD.pop()) from None
+        raise
+    finally:
+        _starting = False
+
+
+def raise_interrupt(signum: int) -> None:
+    """The interrupt handler's body: raise Interrupted, or hold the signal while the main thread
+    starts a peer (run_peer raises it as soon as the peer is registered)."""
+    if _starting:
+        _HELD.append(signum)
+        return
+    raise Interrupted(signum)
 
 
 def _terminate(process: subprocess.Popen, grace: float = 2.0) -> None:

@@ -84,6 +84,17 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _all_gone(*pids: int, seconds: float = 20) -> bool:
+    """Whether every pid is gone or a zombie within `seconds` (a re-parented child is reaped by
+    init when the machine gets to it: under load that takes longer than a fixed sleep)."""
+    end = time.monotonic() + seconds
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _wait_for(path: Path, seconds: float = 60) -> str:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -113,8 +124,7 @@ def test_sigterm_while_the_accelforge_peer_runs_leaves_no_orphan(tmp_path):
     finally:
         cyclesim.kill()
     assert cyclesim.returncode == 143 and err.splitlines()[-1] == "cyclesim: interrupted", err
-    time.sleep(0.2)
-    assert not _alive(peer) and not _alive(child)
+    assert _all_gone(peer, child)
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
@@ -140,8 +150,7 @@ def test_an_interrupt_while_the_scalesim_peer_runs_leaves_no_orphan(tmp_path, si
     said = err.splitlines()
     assert cyclesim.returncode == code and said[-1] == "cyclesim: interrupted", err
     assert said[:-1] == [f"cyclesim: running SCALE-Sim 3.0.0 on 4 layers of {SCALESIM / 'gemm_small.csv'} (its own process)"]  # fmt: skip
-    time.sleep(0.2)  # the peer's group was sent SIGTERM and reaped; its child re-parented
-    assert not _alive(peer) and not _alive(child)
+    assert _all_gone(peer, child)  # the peer's group was sent SIGTERM; its child re-parented
 
 
 def tagged_processes(tag: str) -> list[int]:
@@ -270,3 +279,24 @@ def test_ctrl_c_in_every_command_is_one_line_and_exit_130(tmp_path, command):
     done = run_interrupted(tmp_path, target, signal.SIGINT, *argv)
     assert (done.returncode, done.stderr) == (130, "cyclesim: interrupted\n")
     assert files_in(tmp_path) == ["TRACE"]
+
+
+def test_an_interrupt_while_a_peer_starts_is_held_until_the_peer_can_be_terminated(monkeypatch):
+    # found in CI: SIGTERM landed after the peer's fork but before run_peer had registered it;
+    # the unwinding skipped the peer, which outlived cyclesim. Here the signal arrives inside
+    # Popen, after the child exists (as the handler would run it), so run_peer must still end it.
+    from cyclesim import outputs
+
+    started = []
+
+    class PopenHitBySignal(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+            outputs.raise_interrupt(signal.SIGTERM)  # the handler's body, mid-start
+
+    monkeypatch.setattr(outputs.subprocess, "Popen", PopenHitBySignal)
+    with pytest.raises(outputs.Interrupted):
+        outputs.run_peer(["sleep", "120"], timeout=60)
+    assert started[0].returncode is not None  # terminated and reaped, not left running
+    assert not outputs._HELD and not outputs._CHILDREN
