@@ -173,9 +173,7 @@ def build_two_conv(
             f"{out_channels_2}, {kernel}, {dtype!r}, {dtype!r})"
         )
         code = f"from make_2_conv import *; print(make_2_conv_workload({config}))"
-        completed = subprocess.run(
-            [str(python), "-c", code], cwd=workdir, capture_output=True, text=True, timeout=300
-        )
+        completed = run_peer([str(python), "-c", code], cwd=workdir, text=True, timeout=300)
         if completed.returncode != 0:
             raise PeerUnavailable(
                 f"Stream's make_2_conv.py failed: {completed.stderr.strip()[-500:]}"
