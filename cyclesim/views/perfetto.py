@@ -15,6 +15,7 @@ memory stays bounded by the Activity the run already holds.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 from collections.abc import Iterator
@@ -201,6 +202,14 @@ def _dump(e: dict, names: dict[str, str]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
+@contextlib.contextmanager
+def _gzipped(path: Path) -> Iterator[gzip.GzipFile]:
+    """A gzip stream to `path` whose header holds neither a time stamp nor a file name (the name
+    would be the temporary one, with a pid in it): the same trace gives the same bytes."""
+    with open(path, "wb") as raw, gzip.GzipFile("", "wb", 5, raw, mtime=0) as f:
+        yield f
+
+
 @atomic_output
 def write_chrome_json(
     res: SimResult,
@@ -223,11 +232,8 @@ def write_chrome_json(
         isolate_einsums=res.isolate_einsums,
     )
     path = Path(path)
-    opener = (  # bytes: the JSON is ASCII (strings are escaped), written as numpy made it
-        (lambda: gzip.GzipFile(path, "wb", compresslevel=5, mtime=0))  # no time stamp: same bytes
-        if path.suffix == ".gz"
-        else (lambda: open(path, "wb"))
-    )
+    # bytes: the JSON is ASCII (strings are escaped), written as numpy made it
+    opener = (lambda: _gzipped(path)) if path.suffix == ".gz" else (lambda: open(path, "wb"))
     count = 0
     with opener() as f, gc_paused(), writing_bar(_total(act), f"Perfetto {path.name}", progress) as bar:  # fmt: skip
         f.write(b'{"otherData":')

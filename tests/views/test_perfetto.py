@@ -105,6 +105,14 @@ def test_same_run_same_bytes(traced, tmp_path):
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
 
 
+def test_same_run_same_gzipped_bytes_under_any_name(traced, tmp_path):
+    # the gzip header once held the temporary file's name (with the writer's pid): two runs of
+    # one trace, or one trace under two names, gave different .json.gz bytes
+    write_chrome_json(traced("dma_two_tensors"), tmp_path / "a.json.gz")
+    write_chrome_json(traced("dma_two_tensors"), tmp_path / "b.json.gz")
+    assert (tmp_path / "a.json.gz").read_bytes() == (tmp_path / "b.json.gz").read_bytes()
+
+
 @pytest.mark.skipif(
     not perfetto_available(), reason="the `perfetto` Python package is not installed"
 )
