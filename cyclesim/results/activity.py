@@ -43,7 +43,7 @@ class Busy(NamedTuple):
     tensor: str
     who: str
     bits: int
-    kind: str = ""  # fill, reload, drain (transfers); empty for single bursts
+    kind: str = ""  # fill, reload, write-back (transfers); empty for single bursts
 
 
 class Track:
