@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cyclesim.engine import replay
+from cyclesim.analysis.simulate import replay
 from cyclesim.spec import load_architecture, load_mapping, load_workload
 from cyclesim.views.fst import fst_writer, write_fst
 from cyclesim.views.perfetto import perfetto_available, write_chrome_json, write_perfetto_proto

@@ -90,7 +90,7 @@ def log_replay(res, name: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
     from cyclesim.report import text_report
 
     arch, workload, mapping = _load(args)

@@ -7,7 +7,8 @@ import os
 import pytest
 from replay_helpers import WORKED, inputs_from_dicts, inputs_from_folder
 
-from cyclesim.engine import fastforward, replay
+from cyclesim.analysis.simulate import replay
+from cyclesim.engine import fastforward
 from cyclesim.engine.space import LEDGER_ENVIRONMENT_VARIABLE
 from cyclesim.engine.verify import VERIFY_ENVIRONMENT_VARIABLE
 

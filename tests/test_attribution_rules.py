@@ -18,7 +18,7 @@ from test_deadlock import WORKLOAD as FUSED
 from test_fused_properties import chains
 from test_semantics import MATVEC
 
-from cyclesim.engine import replay
+from cyclesim.analysis.simulate import replay
 
 
 def compute_rows(res) -> list[tuple]:

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from replay_helpers import ROOT, WORKED
 
+from cyclesim.analysis.simulate import replay
 from cyclesim.cli import main
-from cyclesim.engine import replay
 from cyclesim.results.energy import energy_table
 from cyclesim.spec import load_mapping, load_workload
 from cyclesim.spec.arch import architecture_from_dict

@@ -109,7 +109,7 @@ def test_explains_remedy_replays_fast_forward_with_dram_and_stay_exact(monkeypat
     # loaded once: each replay skips its m loop too, and the suite's verification replays every
     # one that jumped once more in full and compares every record (tests/conftest.py)
     from cyclesim.analysis.explain import explain
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
 
     jumps = []
     count = fastforward.FastForward._count

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replay_helpers import inputs_from_dicts, memory, port
 
-from cyclesim.engine import replay
+from cyclesim.analysis.simulate import replay
 
 
 def divisors(n: int) -> list[int]:

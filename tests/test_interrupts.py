@@ -254,8 +254,8 @@ def test_a_full_disk_names_the_file_and_leaves_no_empty_folder(tmp_path, monkeyp
 
 L1_OPS = ROOT / "examples" / "l1_placement" / "softmax.yaml"
 COMMANDS = {  # a command line, and the function the interrupt arrives in
-    "run": ("cyclesim.engine:replay", ["run", *WORKED]),
-    "explain": ("cyclesim.engine:replay", ["explain", *WORKED]),
+    "run": ("cyclesim.analysis.simulate:replay", ["run", *WORKED]),
+    "explain": ("cyclesim.analysis.simulate:replay", ["explain", *WORKED]),
     "l1": ("cyclesim.l1.ops:load_ops", ["l1", str(L1_OPS)]),
     "dram": ("cyclesim.dram.trace:simulate_trace", ["dram", "DDR4_8Gb_x8_2400", "TRACE"]),
     "check scalesim": (

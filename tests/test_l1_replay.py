@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from replay_helpers import matvec_einsum
 
+from cyclesim.analysis.simulate import replay
 from cyclesim.cli import main
-from cyclesim.engine import replay
 from cyclesim.engine.l1 import L1ReplayError
 from cyclesim.errors import EngineError, SpecError
 from cyclesim.spec import (

@@ -24,7 +24,8 @@ from test_fused_properties import chains
 from test_replay_properties import schedules
 from test_semantics import MATVEC, STREAM_MAPPING, single_buffer_arch
 
-from cyclesim.engine import loop, replay
+from cyclesim.analysis.simulate import replay
+from cyclesim.engine import loop
 from cyclesim.errors import DeadlockError, EngineError
 
 L1_REPLAY = ROOT / "examples" / "l1_replay"

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from replay_helpers import inputs_from_dicts, memory, port
 
-from cyclesim.engine import replay
+from cyclesim.analysis.simulate import replay
 from cyclesim.spec import Direction
 from cyclesim.vocabulary import TransferKind, Wait
 

@@ -20,8 +20,8 @@ from replay_helpers import (
     port,
 )
 
+from cyclesim.analysis.simulate import replay
 from cyclesim.cli import main
-from cyclesim.engine import replay
 from cyclesim.spec.override import architecture_with_field
 
 MATVEC = {
@@ -373,7 +373,7 @@ def test_vector_pe_runs_several_innermost_iterations_per_cycle():
     # write-back [12,13): 13 = 4 + 8 + 0 + 1; still 16 MACs.
     from replay_helpers import WORKED, inputs_from_folder
 
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
     from cyclesim.spec import architecture_from_dict
     from cyclesim.spec.yamlio import read_yaml
 

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from replay_helpers import inputs_from_dicts, memory, port
 
+from cyclesim.analysis.simulate import replay
 from cyclesim.checks.scalesim.importer import import_layer
 from cyclesim.checks.scalesim.model import compute_cycles
 from cyclesim.checks.scalesim.read import Layer, ScaleConfig
-from cyclesim.engine import replay
 from cyclesim.errors import SpecError
 from cyclesim.spec import architecture_from_dict
 from cyclesim.spec.systolic import Dataflow

@@ -58,8 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _replay(arch, workload, mapping, args: argparse.Namespace, saved: dict | None):
+    from cyclesim.analysis.simulate import replay
     from cyclesim.cli import log_replay, run_options
-    from cyclesim.engine import TraceFilter, replay
+    from cyclesim.engine import TraceFilter
 
     # only the PE segments are needed (to name the delayed loop iterations)
     options = run_options(args, trace_filter=TraceFilter(resources=("PE",)))

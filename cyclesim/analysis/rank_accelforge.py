@@ -92,10 +92,10 @@ def replay_candidate(task: CandidateReplay) -> dict:
     """Replay one candidate under the task's policy: its cycles; with `task.explain` also the
     stall causes by phase and the sentences of `check accelforge`. A mapping the replay
     cannot represent is a row 'not replayed' with its reason."""
+    from cyclesim.analysis.simulate import replay
     from cyclesim.checks.accelforge.check import run_check
     from cyclesim.checks.accelforge.importer import import_accelforge
     from cyclesim.checks.accelforge.read import load_accelforge_spec
-    from cyclesim.engine import replay
     from cyclesim.errors import SpecError
 
     jinja = json.loads(task.jinja_data)

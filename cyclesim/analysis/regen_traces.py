@@ -10,7 +10,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from cyclesim.engine import TraceFilter, replay
+from cyclesim.analysis.simulate import replay
+from cyclesim.engine import TraceFilter
 from cyclesim.results import SimResult
 from cyclesim.spec import load_architecture, load_mapping, load_workload
 

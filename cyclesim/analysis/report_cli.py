@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cyclesim.engine import RunOptions, replay
+    from cyclesim.analysis.simulate import replay
+    from cyclesim.engine import RunOptions
     from cyclesim.views.html import write_html_report
     from cyclesim.views.saved import load_inputs
 

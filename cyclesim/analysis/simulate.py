@@ -5,6 +5,11 @@ paths or spec objects, with the tables, trace writers and JSON of `cyclesim run`
     arch = cyclesim.load_architecture("hw_models/tpu_like.yaml").with_port_width("dram", "rd", 256)
     result = cyclesim.simulate(arch, "examples/tpu_gemm/workload.yaml", "examples/tpu_gemm/mapping.yaml")
     result.cycles, result.phases, result.stalls, result.accesses
+
+`simulate` is the one facade: the one place inputs become a plan, the engine replays it and
+results are built from its records (the engine does not import results). `replay` is its core
+for the project's own callers that hold spec objects and need only the SimResult (the command
+lines, the checks, the chip, tests): same replay, no loading, no Result around it.
 """
 
 from __future__ import annotations
@@ -84,7 +89,7 @@ def simulate(
     Raise SpecError for a bad input or one that cannot be scheduled (tiles that do not fit),
     OptionError (a CyclesimError) for a bad option.
     """
-    from cyclesim.engine import RunOptions, replay
+    from cyclesim.engine import RunOptions
 
     try:
         options = replace(options or RunOptions(progress=False), **choices)
@@ -92,6 +97,29 @@ def simulate(
         raise OptionError(f"simulate: {exc}") from None
     arch, work, mapp = load(architecture, workload, mapping)
     return Result(replay(arch, work, mapp, options), arch, work, mapp)
+
+
+def replay(
+    arch: Architecture,
+    workload: Workload,
+    mapping: Mapping,
+    options: RunOptions | None = None,
+    **choices: Any,
+) -> SimResult:
+    """Plan and replay three validated spec objects; return the SimResult (counts checked
+    unless options say otherwise) — simulate's core, for callers that need no Result.
+
+    options: how (engine/options.py; `cyclesim run`'s defaults when None, progress bar
+    included); choices override single fields of it (`replay(a, w, m, trace=True)`).
+    fast_forward=False replays every iteration (the result is the same; engine/fastforward.py).
+    """
+    from cyclesim.engine import RunOptions, replay_plan
+    from cyclesim.results import build_result
+    from cyclesim.schedule import ReusePolicy, build_plan
+
+    options = replace(options or RunOptions(), **choices)
+    plan = build_plan(arch, workload, mapping, ReusePolicy(options.reuse), options.isolate_einsums)
+    return build_result(replay_plan(plan, options))
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def run_point(task: PointTask) -> dict:
 
     start = time.perf_counter()
     try:
-        from cyclesim.engine import replay
+        from cyclesim.analysis.simulate import replay
 
         sim = replay(
             task.architecture,

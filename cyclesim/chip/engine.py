@@ -58,8 +58,8 @@ FAST_FORWARD = (
 
 def replay_steps(plan: ChipPlan, fast_forward: bool = True) -> tuple[dict, float]:
     """Today's single-core replay of one step of every (layer, core)."""
+    from cyclesim.analysis.simulate import replay
     from cyclesim.chip.mapping import step_architecture
-    from cyclesim.engine import replay
 
     t0 = time.perf_counter()
     out = {}

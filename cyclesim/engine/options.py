@@ -1,9 +1,9 @@
 """How one replay runs: the choices `cyclesim run` takes from its flags, as one frozen value.
 
 The CLI, the Python API (analysis.simulate) and the what-if replays of explain build a
-RunOptions and hand it down; `engine.replay` builds the plan with its schedule choices (reuse,
-isolate_einsums) and `replay_plan` runs it with the rest. The RawRun keeps it, so a result can
-be replayed again the way it was made (traced, or with a changed architecture).
+RunOptions and hand it down; analysis.simulate's `replay` builds the plan with its schedule
+choices (reuse, isolate_einsums) and `replay_plan` runs it with the rest. The RawRun keeps it,
+so a result can be replayed again the way it was made (traced, or with a changed architecture).
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def replay_setting(key: tuple[str, str]) -> Replayed:
     The report and the JSON are made here, then the engine's raw records are dropped so the
     result travels cheaply between processes (the tables the check reads need no raw records).
     """
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
 
     setting, layout = key
     if layout == "issue":
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def html_report(setting: str, path: Path) -> Path:
     """The one-page HTML report of one setting's replay (traced: it draws the timeline)."""
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
     from cyclesim.views.html import write_html_report
 
     arch, workload, mapping = load_example(setting)

@@ -8,9 +8,9 @@ from chip_helpers import TINY_CORE, assert_sums, chip_runs, einsum, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cyclesim.analysis.simulate import replay
 from cyclesim.chip import chip_from_dict, chip_mapping_from_dict
 from cyclesim.chip.api import replay_chip
-from cyclesim.engine import replay
 from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

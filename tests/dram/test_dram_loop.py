@@ -189,7 +189,7 @@ def test_a_gemv_through_the_controller_in_the_loop():
     # the data `latency`. (The timer held B's port until A's column slot: 46 cycles.)
     from test_replay_dram import HBM, gemv, spans
 
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
 
     res = replay(*gemv(dict(HBM, timing="controller")), progress=False)
     assert spans(res, "onload") == [
@@ -255,7 +255,7 @@ def test_bank_signals_with_the_controller_equal_its_counts(tmp_path):
     pytest.importorskip("pywellen")
     from test_dram_banks import bank_index, bank_waves, gemm_files
 
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
     from cyclesim.views.vcd import write_vcd
 
     arch, workload, mapping = gemm_files(tmp_path)

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from replay_helpers import arch_with_dram, inputs_from_dicts, memory, port  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
 
-from cyclesim.engine import replay  # noqa: E402
+from cyclesim.analysis.simulate import replay  # noqa: E402
 from cyclesim.spec import Direction  # noqa: E402
 
 # HBM2 (preset HBM2_8Gb_x128) on one channel at tCK = 1 ns with a 1000 MHz accelerator: one

@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from replay_helpers import arch_with_dram, gemm_einsum, inputs_from_dicts, memory, port  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
 
+from cyclesim.analysis.simulate import replay  # noqa: E402
 from cyclesim.cli import main  # noqa: E402
-from cyclesim.engine import dram_port, replay  # noqa: E402
+from cyclesim.engine import dram_port  # noqa: E402
 from cyclesim.vocabulary import BankCommand
 
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from cyclesim.analysis.simulate import replay
 from cyclesim.cli import build_parser, run_options
-from cyclesim.engine import RunOptions, TraceFilter, replay, replay_plan
+from cyclesim.engine import RunOptions, TraceFilter, replay_plan
 from cyclesim.errors import OptionError
 from cyclesim.schedule import ReusePolicy, build_plan
 from cyclesim.spec import load_architecture, load_mapping, load_workload

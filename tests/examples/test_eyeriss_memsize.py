@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cyclesim.engine import replay
+from cyclesim.analysis.simulate import replay
 from cyclesim.spec import (
     architecture_from_dict,
     load_architecture,

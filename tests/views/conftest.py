@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from view_cases import load_case
 
-from cyclesim.engine import TraceFilter, replay
+from cyclesim.analysis.simulate import replay
+from cyclesim.engine import TraceFilter
 
 
 @pytest.fixture

@@ -121,7 +121,7 @@ def test_trace_filter_refuses_an_empty_window():
 def test_events_need_a_traced_run():
     from view_cases import load_case
 
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
 
     with pytest.raises(TraceError):
         events(replay(*load_case("01_compute_bound"), progress=False))

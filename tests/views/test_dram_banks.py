@@ -14,8 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from replay_helpers import case_files, gemm_einsum, memory, port  # noqa: E402
 from test_perfetto import assert_no_overlap, check_trace_event_format, load  # noqa: E402
 
+from cyclesim.analysis.simulate import replay  # noqa: E402
 from cyclesim.cli import main  # noqa: E402
-from cyclesim.engine import TraceFilter, replay  # noqa: E402
+from cyclesim.engine import TraceFilter  # noqa: E402
 from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict  # noqa: E402
 from cyclesim.views.fst import fst_writer, write_fst  # noqa: E402
 from cyclesim.views.perfetto import (  # noqa: E402

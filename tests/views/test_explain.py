@@ -14,8 +14,8 @@ from view_cases import CASES, load_case
 
 from cyclesim.analysis.explain import explain, format_explanation, rank_causes
 from cyclesim.analysis.explain.arch_changes import with_port
+from cyclesim.analysis.simulate import replay
 from cyclesim.cli import main
-from cyclesim.engine import replay
 from cyclesim.spec.override import architecture_with_field
 from cyclesim.vocabulary import Wait
 

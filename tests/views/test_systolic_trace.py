@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from test_trace_properties import check_waveform, read_waves
 
-from cyclesim.engine import replay
+from cyclesim.analysis.simulate import replay
 from cyclesim.spec import load_architecture, load_mapping, load_workload
 from cyclesim.views.vcd import write_vcd
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from random_cases import schedules
 from view_cases import CASES, load_case
 
-from cyclesim.engine import replay
+from cyclesim.analysis.simulate import replay
 from cyclesim.views.fst import fst_writer, write_fst
 from cyclesim.views.perfetto import _dump, _json_lines, trace_events, write_chrome_json
 from cyclesim.views.vcd import write_vcd

@@ -175,7 +175,7 @@ def test_same_run_same_bytes(traced, tmp_path):
 
 
 def test_an_untraced_run_is_refused(tmp_path):
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
 
     res = replay(*load_case("03_single_buffer"), progress=False)
     with pytest.raises(TraceError, match="trace=True"):

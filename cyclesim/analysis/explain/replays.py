@@ -59,7 +59,7 @@ class RemedyTask:
 
 def _replay_remedy(task: RemedyTask) -> Remedy:
     """One remedy's replay (a worker process's task: plain, picklable data in and out)."""
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
 
     try:
         new = replay(task.architecture, task.workload, task.mapping, task.options)

@@ -56,7 +56,7 @@ def run_check(
     Returns (AccelForgeCheck, SimResult). Raise SpecError for a bad spec, or for a spec the
     real accelforge rejects while our reader accepts it.
     """
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
 
     files = tuple(str(f) for f in spec_files)
     spec = load_accelforge_spec(files, jinja_data, _component_costs(files, jinja_data))

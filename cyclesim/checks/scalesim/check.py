@@ -136,7 +136,7 @@ def run_check(
     progress: bool | None = None,
 ) -> ScaleSimCheck:
     """Read the two files, replay each layer (or the named one), then run SCALE-Sim on them."""
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
     from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict
 
     config = read_config(config_path)

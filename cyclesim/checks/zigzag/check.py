@@ -88,7 +88,7 @@ class ZigZagCheck:
 
 def replay_case(inputs: ZigZagInputs) -> SimResult:
     """Import a ZigZag case with a fixed temporal mapping into cyclesim's spec and replay it."""
-    from cyclesim.engine import replay
+    from cyclesim.analysis.simulate import replay
 
     spec = import_zigzag(inputs)
     return replay(spec.architecture, spec.workload, spec.mapping, progress=False)
