@@ -182,10 +182,14 @@ class Fabric:
         now = self.env.now
         holder, grants = self.holder, self.grants
         granted_at = self.granted_at
-        for k, bits in zip(keys, moved or (0,) * len(keys), strict=True):
+        if moved is None:
+            moved = (0,) * len(keys)
+        i = 0  # (an index: zip costs more per call, on the hot path)
+        for k in keys:
             holder[k] = None
             granted_at.pop(k, None)
-            grants[k].close_last(now, bits)
+            grants[k].close_last(now, moved[i])
+            i += 1
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
         if self.waiting:
@@ -204,10 +208,15 @@ class Fabric:
         """End a burst and ask for the next one in one step, so round-robin sees both; moved:
         as for release."""
         now = self.env.now
-        for k, bits in zip(keys, moved or (0,) * len(keys), strict=True):
-            self.holder[k] = None
-            self.granted_at.pop(k, None)
-            self.grants[k].close_last(now, bits)
+        if moved is None:
+            moved = (0,) * len(keys)
+        holder, granted_at, grants = self.holder, self.granted_at, self.grants
+        i = 0
+        for k in keys:
+            holder[k] = None
+            granted_at.pop(k, None)
+            grants[k].close_last(now, moved[i])
+            i += 1
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
         return self.request(who, keys, tensor, tl, at_once)

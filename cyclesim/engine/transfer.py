@@ -309,6 +309,7 @@ def transfer(
         yield from acquire_dma(env, rec, tl, dma, x, link.who)
     pk, ck, keys, who = link.pk, link.ck, link.keys, link.who
     one_port = len(keys) == 1
+    whole = (big,) if one_port else (big, small)  # what a grant of every burst moved
     width, reserved, timings = fabric.width, fabric.reserved, link.timings
     proc = env.active_process
     asking = link.first_keys.get((big, small))  # keys, the port a wait names first
@@ -353,10 +354,14 @@ def transfer(
                     yield from side.finish(x)
                     break
         # the grant ends: the bits of its whole bursts go into its record, per port
-        moved = moved_bits(big, small, link.burst, x.granted, x.i)
+        lo = x.granted
         x.granted = x.i
-        if one_port:  # parent and child share it: the parent's side is recorded
-            moved = moved[:1]
+        if x.i - lo == n_bursts:  # one grant moved them all (an uncontested transfer)
+            moved = whole
+        else:
+            moved = moved_bits(big, small, link.burst, lo, x.i)
+            if one_port:  # parent and child share it: the parent's side is recorded
+                moved = moved[:1]
         if x.i >= n_bursts:
             fabric.release(who, keys, x.last_start, moved)
             break
