@@ -31,7 +31,7 @@ class Channels(simpy.Resource):
         self.deciding = False  # an end-of-cycle decision is queued
 
     def ask(self, who: int, tl: list) -> simpy.Event:
-        """A request for a channel by requester who (2 * node, + 1 for a write-back), whose
+        """A request for a channel by requester who (engine/fabric.py requester()), whose
         timeline tl gets the waiting state if it is not granted in the cycle it asks in."""
         req = self.request()
         req.cycle, req.who, req.tl = self._env.now, who, tl

@@ -31,8 +31,19 @@ from cyclesim.engine.rows import Rows
 from cyclesim.engine.snapshot import Origin, Unknown
 from cyclesim.vocabulary import Wait
 
-PE = -1  # requester id of the PE array; a node's fills are 2 * node, its write-backs 2 * node + 1
+PE = -1  # requester id of the PE array; a node's fills and write-backs: requester()
 DECIDE = 2  # SimPy priority of the end-of-cycle grant decision: after URGENT (0) and NORMAL (1)
+
+
+def requester(node: int, write_back: bool) -> int:
+    """The requester id of a node's fills (2 * node) or write-backs (2 * node + 1): ids order
+    the round-robin as "Ports and links" ties them, nodes in loop-tree order, fills first."""
+    return 2 * node + write_back
+
+
+def requester_of(who: int) -> tuple[int, bool]:
+    """(node, is a write-back) of a transfer's requester id (the inverse of requester)."""
+    return who // 2, bool(who % 2)
 
 
 class Fabric:
@@ -121,7 +132,7 @@ class Fabric:
                     before[k] = served.get(k)
                     served[k] = who
                     granted_at[k] = now
-                    grants[k].append([now, None, who, tensor])
+                    grants[k].append([now, None, who, tensor, None])
                 self.last_grant[who] = now
                 if self.grant_log is not None:
                     self.grants_seen += 1
@@ -159,14 +170,26 @@ class Fabric:
             del self.granted_at[k]
         self._interrupt(run, "revoke")
 
-    def release(self, who: int, keys: tuple[str, ...], last_burst_start: int | None = None) -> None:
+    def release(
+        self,
+        who: int,
+        keys: tuple[str, ...],
+        last_burst_start: int | None = None,
+        moved: tuple[int, ...] | None = None,
+    ) -> None:
+        """End who's grants of these ports; moved: the bits each grant moved on its port (in
+        the order of keys; None: none), written into the grant's record."""
         now = self.env.now
         holder, grants = self.holder, self.grants
         granted_at = self.granted_at
+        if moved is None:
+            moved = (0,) * len(keys)
+        i = 0  # (an index: zip costs more per call, on the hot path)
         for k in keys:
             holder[k] = None
             granted_at.pop(k, None)
-            grants[k].close_last(now)
+            grants[k].close_last(now, moved[i])
+            i += 1
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
         if self.waiting:
@@ -180,13 +203,20 @@ class Fabric:
         last_burst_start: int | None = None,
         tl=None,
         at_once: bool = True,
+        moved: tuple[int, ...] | None = None,
     ) -> simpy.Event | None:
-        """End a burst and ask for the next one in one step, so round-robin sees both."""
+        """End a burst and ask for the next one in one step, so round-robin sees both; moved:
+        as for release."""
         now = self.env.now
+        if moved is None:
+            moved = (0,) * len(keys)
+        holder, granted_at, grants = self.holder, self.granted_at, self.grants
+        i = 0
         for k in keys:
-            self.holder[k] = None
-            self.granted_at.pop(k, None)
-            self.grants[k].close_last(now)
+            holder[k] = None
+            granted_at.pop(k, None)
+            grants[k].close_last(now, moved[i])
+            i += 1
         if last_burst_start is not None:
             self.last_grant[who] = last_burst_start
         return self.request(who, keys, tensor, tl, at_once)
@@ -299,7 +329,7 @@ class Fabric:
                     holder[o] = who
                     served[o] = who
                     wanted[o] -= 1
-                    self.grants[o].append([now, None, who, w[4]])
+                    self.grants[o].append([now, None, who, w[4], None])
                 self.last_grant[who] = now
                 w[3].succeed()
                 granted.append(w)
@@ -332,7 +362,7 @@ class Fabric:
         open_grants = []
         for key, who in self.holder.items():
             if who is not None:
-                start, end, gwho, tensor = self.grants[key][-1]
+                start, end, gwho, tensor, _ = self.grants[key][-1]
                 if end is not None:
                     raise Unknown("grant")
                 open_grants.append((key, who, start - now, gwho, tensor))

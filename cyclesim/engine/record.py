@@ -46,7 +46,8 @@ class Recorder:
     # per node: [(t, wait, info)], wait a vocabulary.Wait (its comment says what info holds)
     fill_tl: list[Rows] = field(default_factory=list)
     drain_tl: list[Rows] = field(default_factory=list)
-    # port -> [(start, end, who, tensor)]; the open grant is a list [start, None, who, tensor]
+    # port -> [(start, end, who, tensor, bits)]: bits the grant moved on that port (whole
+    # bursts, engine/transfer.py); the open grant is a list [start, None, who, tensor, None]
     grants: dict[str, Rows] = field(default_factory=dict)
     # (start, end, node, kind, key): the PE array's wait for a segment, charged to its binding
     # tile (the one ready last); key is the tile ('resident') or the part key ('produced')

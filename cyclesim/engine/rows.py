@@ -138,13 +138,13 @@ class Rows:
     def extend(self, rows) -> None:
         self._tail.extend(rows)
 
-    def close_last(self, end: int) -> None:
-        """Close the open grant in the last row, [start, None, who, tensor], as the tuple
-        (start, end, who, tensor) (engine/fabric.py; one call on the hot path: the open grant
-        is always appended after the last repeat)."""
+    def close_last(self, end: int, bits: int) -> None:
+        """Close the open grant in the last row, [start, None, who, tensor, None], as the tuple
+        (start, end, who, tensor, bits) (engine/fabric.py; one call on the hot path: the open
+        grant is always appended after the last repeat)."""
         tail = self._tail
-        start, _, who, tensor = tail[-1]
-        tail[-1] = (start, end, who, tensor)
+        start, _, who, tensor, _ = tail[-1]
+        tail[-1] = (start, end, who, tensor, bits)
 
     def pop(self) -> tuple:
         """Remove and return the last row (it must have been appended after the last repeat)."""

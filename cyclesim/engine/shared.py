@@ -12,7 +12,7 @@ import os
 
 from cyclesim.engine.dma import Channels
 from cyclesim.engine.environment import ReplayEnvironment
-from cyclesim.engine.fabric import Fabric
+from cyclesim.engine.fabric import Fabric, requester
 from cyclesim.engine.pe_array import PeArray
 from cyclesim.engine.record import Recorder, TraceFilter, compile_filter
 from cyclesim.engine.rows import Rows
@@ -137,10 +137,10 @@ class Replay:
         in a DRAM-modelled memory, its DRAM side."""
         dma = self.dma[n.dma] if n.dma is not None else None
         if is_write:
-            link = Link(2 * n.index + 1, n.tensor, n.drain_dst, n.drain_src, dma)
+            link = Link(requester(n.index, True), n.tensor, n.drain_dst, n.drain_src, dma)
             link.child_on_tie = True  # a write-back's data leaves the child's read port
         else:
-            link = Link(2 * n.index, n.tensor, n.fill_src, n.fill_dst, dma)
+            link = Link(requester(n.index, False), n.tensor, n.fill_src, n.fill_dst, dma)
         addresses = self.plan.dram_nodes[n.index] if self.plan.dram_nodes else None
         if addresses is not None:
             from cyclesim.engine.dram_port import DramSide

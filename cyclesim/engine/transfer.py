@@ -54,6 +54,7 @@ class TransferState:
         "wp",
         "wc",
         "channel",
+        "granted",
     )
 
     def __init__(self, big: int, small: int) -> None:
@@ -68,6 +69,7 @@ class TransferState:
         self.j = 0  # burst after the run
         self.wp = self.wc = 0  # port widths the run was timed at
         self.channel = None  # the DMA channel request held, if any
+        self.granted = 0  # the first burst of the grant held (or asked for): x.i at the grant
 
     def snapshot(self, now: int, locs: dict, grants: bool) -> tuple:
         """The transfer's state relative to cycle now (engine/storage_node.py NodeState.snapshot
@@ -75,6 +77,7 @@ class TransferState:
         channel = None if self.channel is None else locs.get(id(self.channel), "unseen")
         i = None if grants else self.i
         out = (self.stage, self.big, self.small, i, self.rest, self.stopping, channel)
+        out += (self.i - self.granted,)  # bursts moved under the grant held
         if self.stage == _BURST:  # the run in progress: read back when it ends or is cut
             out += (self.start - now, self.first, self.j - self.i, self.last - now)
             out += (self.wp, self.wc)
@@ -89,6 +92,7 @@ class TransferState:
         self.last_start += dt
         self.i += bursts
         self.j += bursts
+        self.granted += bursts
 
 
 class Link:
@@ -156,6 +160,19 @@ def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
         return hi - lo, small * hi // big - small * lo // big
     lo, hi = j * burst, min(small, (j + 1) * burst)
     return big * hi // small - big * lo // small, hi - lo
+
+
+def moved_bits(big: int, small: int, burst: int, lo: int, hi: int) -> tuple[int, int]:
+    """(parent bits, child bits) of bursts lo..hi-1: the sum of _burst_bits over them (each
+    side's bits before burst j are a function of j alone, so the sum telescopes). What a
+    grant moved on each of its ports, recorded with the grant (engine/fabric.py)."""
+    if big > small:
+        a, b = min(big, lo * burst), min(big, hi * burst)
+        return b - a, small * b // big - small * a // big
+    if not small:
+        return 0, 0
+    a, b = min(small, lo * burst), min(small, hi * burst)
+    return big * b // small - big * a // small, b - a
 
 
 def n_bursts_of(big: int, small: int, burst: int) -> int:
@@ -291,6 +308,8 @@ def transfer(
     if dma is not None:
         yield from acquire_dma(env, rec, tl, dma, x, link.who)
     pk, ck, keys, who = link.pk, link.ck, link.keys, link.who
+    one_port = len(keys) == 1
+    whole = (big,) if one_port else (big, small)  # what a grant of every burst moved
     width, reserved, timings = fabric.width, fabric.reserved, link.timings
     proc = env.active_process
     asking = link.first_keys.get((big, small))  # keys, the port a wait names first
@@ -334,11 +353,24 @@ def transfer(
                 if side.cut(x, irq.cause):  # the grant ends after what finish() moves
                     yield from side.finish(x)
                     break
+        # the grant ends: the bits of its whole bursts go into its record, per port
+        lo = x.granted
+        x.granted = x.i
+        if x.i - lo == n_bursts:  # one grant moved them all (an uncontested transfer)
+            moved = whole
+        else:
+            moved = moved_bits(big, small, link.burst, lo, x.i)
+            if one_port:  # parent and child share it: the parent's side is recorded
+                moved = moved[:1]
         if x.i >= n_bursts:
-            fabric.release(who, keys, x.last_start)
+            fabric.release(who, keys, x.last_start, moved)
             break
         asking = side.asking(x)
-        ev = fabric.release_and_request(who, asking, link.tensor, x.last_start, tl, side.at_once)
+        if asking[0] != pk:  # the child's port named first
+            moved = moved[1], moved[0]
+        ev = fabric.release_and_request(
+            who, asking, link.tensor, x.last_start, tl, side.at_once, moved
+        )
     yield from side.tail()
     latency = link.latency
     if latency:

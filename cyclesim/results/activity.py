@@ -19,20 +19,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cyclesim.engine.fabric import PE
+from cyclesim.engine.fabric import PE, requester_of
 from cyclesim.engine.loop import gc_paused  # (re-exported: views never import the engine)
 from cyclesim.engine.record import FOREVER
 from cyclesim.engine.rows import Repeat, Rows
-from cyclesim.engine.transfer import _burst_bits, n_bursts_of
 from cyclesim.errors import TraceError
 from cyclesim.results.spans import SpanList, SpanRepeat
 from cyclesim.results.stall_span import StallSpan
-from cyclesim.results.wait_causes import bank_path
+from cyclesim.results.wait_causes import bank_path, holder_label
 from cyclesim.schedule.steps import segment_classifier, segment_profile
 from cyclesim.vocabulary import BankCommand, Cause, Fold, TransferKind, Wait
 
 COMPUTE = "compute"  # the PE array's state while it completes a step every cycle
-OPEN = -1  # the end of a grant still held when the run ended (None in the record)
+OPEN = -1  # the end (and bits) of a grant still held when the run ended (None in the record)
 
 
 class Busy(NamedTuple):
@@ -246,41 +245,20 @@ def window_of(res, window: tuple[int, int] | None = None) -> tuple[int, int]:
     return w0, w1
 
 
-def _bursts(big: int, small: int, burst: int) -> list[tuple[int, int]]:
-    """(parent-side bits, child-side bits) of each burst, as the engine cuts a transfer."""
-    return [_burst_bits(big, small, burst, j) for j in range(n_bursts_of(big, small, burst))] or [
-        (0, 0)
-    ]
-
-
 def who_label(res, who: int) -> str:
     """A grant's holder in words: 'PE array', 'fill of A@abuf' or 'write-back of Z@acc'."""
+    return holder_label(res.raw.plan.nodes, who)
+
+
+def who_kind(res, who: int) -> str:
+    """The kind of transfer a grant's holder makes: fill, reload (a fill of a node holding
+    partial sums) or write-back; empty for the PE array."""
     if who == PE:
-        return "PE array"
-    n = res.raw.plan.nodes[who // 2]
-    return f"{'write-back' if who % 2 else 'fill'} of {n.label()}"
-
-
-def _spread(bursts: list[int], durations: list[int]) -> list[int]:
-    """Bits per grant: bursts laid onto a transfer's grants (a grant may hold a run of them).
-
-    One burst per grant when the counts match; otherwise bursts in proportion to each grant's
-    cycles, at least one each. The total is always the transfer's bits.
-    """
-    n, m = len(bursts), len(durations)
-    if m == 0:
-        return []
-    if m == n:
-        return list(bursts)
-    whole = sum(durations)
-    total = whole or m
-    out, done, acc = [], 0, 0
-    for i, d in enumerate(durations):
-        acc += d if whole else 1
-        upto = n if i == m - 1 else max(done + 1, min(n - (m - 1 - i), round(n * acc / total)))
-        out.append(sum(bursts[done:upto]))
-        done = upto
-    return out
+        return ""
+    node, write_back = requester_of(who)
+    if write_back:
+        return TransferKind.WRITE_BACK
+    return TransferKind.RELOAD if res.raw.plan.nodes[node].output_role else TransferKind.FILL
 
 
 def row_columns(rows, width: int, none_as: int = 0) -> list:
@@ -363,17 +341,13 @@ def _build_activity(
     _require_trace(res)
     plan, rec = res.raw.plan, res.raw.rec
     w0, w1 = window_of(res, window)
-    nodes = plan.nodes
     keys = [p.key for p in plan.ports]
     port_memory = {p.key: p.memory for p in plan.ports}
-    # every grant and transfer by column, fast-forward's repeats written out by numpy
-    grants = {key: row_columns(rec.grants.get(key, ()), 4, OPEN) for key in keys}
-    transfers = row_columns(rec.transfers, 6)
-    by_start = np.lexsort((transfers[2], transfers[0]))  # by start, then node (as sorted())
-    transfers = [c[by_start] if isinstance(c, np.ndarray) else [c[i] for i in by_start.tolist()] for c in transfers]  # fmt: skip
-    grant_bits, grant_kind = _grant_bits(nodes, grants, transfers)
+    # every grant by column (with the bits the engine recorded it moved), fast-forward's
+    # repeats written out by numpy
+    grants = {key: row_columns(rec.grants.get(key, ()), 5, OPEN) for key in keys}
     on_stage("transfers")
-    ports = {key: _port_track(res, rec, w0, w1, grants[key], grant_bits[key], grant_kind[key]) for key in keys}  # fmt: skip
+    ports = {key: _port_track(res, rec, w0, w1, grants[key]) for key in keys}
     on_stage("ports")
     pe_segments = row_columns(rec.pe_segments, 4)  # sorted once, for both
     by_start = np.lexsort(pe_segments[::-1])
@@ -384,7 +358,7 @@ def _build_activity(
     on_stage("PE segments")
     pe_states = _pe_states(res, w0, w1, pieces)
     on_stage("PE array")
-    dma = _dma_channels(res, w0, w1, _zipped(transfers) if plan.dma else [])
+    dma = _dma_channels(res, w0, w1, _sorted_transfers(rec.transfers) if plan.dma else [])
     on_stage("DMA")
     buffers = _buffers(res, w0, w1)
     on_stage("buffers")
@@ -409,82 +383,23 @@ def _build_activity(
     )
 
 
-def _grant_bits(nodes, grants: dict[str, list], transfers: list) -> tuple[dict, dict]:
-    """Bits and kind of each grant (per port key, in the port's order): each transfer's bursts
-    laid onto its holder's grants on each port it uses, in time order (transfers: columns
-    sorted by start and node). A grant a transfer does not claim moves 0 bits.
-
-    Per holder and port, transfer j claims the grants starting in [start, end), at most its
-    bursts, after the ones transfer j-1 claimed; a transfer with one grant (a run of all its
-    bursts: the common case) is done by numpy, several share the bursts (_spread)."""
-    starts, ends, node_of, kinds, bigs = (transfers[i] for i in (0, 1, 2, 3, 5))
-    grant_bits = {key: np.zeros(len(g[0]), dtype=np.int64) for key, g in grants.items()}
-    grant_kind = {key: np.full(len(g[0]), "", dtype=object) for key, g in grants.items()}
-    kinds = np.array(kinds, dtype=object)
-    write_back = np.array([k == TransferKind.WRITE_BACK for k in kinds.tolist()], dtype=bool)
-    who = 2 * node_of + write_back  # requester(node, kind)
-    holders = {key: _by_holder(g[2]) for key, g in grants.items()}
-    order = np.argsort(who, kind="stable")
-    bounds = np.flatnonzero(np.diff(who[order])) + 1
-    for group in np.split(order, bounds) if len(order) else ():
-        h = int(who[group[0]])
-        n, kind = nodes[h // 2], kinds[group]
-        src, dst = (n.drain_dst, n.drain_src) if h % 2 else (n.fill_src, n.fill_dst)
-        big = bigs[group]
-        small = big // n.union_values * n.tile_values if n.union_values else big
-        burst = min(src.burst_bits, dst.burst_bits)
-        n_bursts = np.maximum(1, -(-np.maximum(big, small) // burst))
-        sides = ((src.key, 0), (dst.key, 1)) if src.key != dst.key else ((src.key, 0),)
-        for key, side in sides:
-            idx = holders[key].get(h)
-            if idx is None:
-                continue
-            g_starts, g_ends = grants[key][0][idx], grants[key][1][idx]
-            first = np.searchsorted(g_starts, starts[group], side="left")
-            count = np.searchsorted(g_starts, ends[group], side="left") - first
-            count = np.clip(np.minimum(count, n_bursts), 0, None)
-            if len(first) > 1 and not (first[1:] >= first[:-1] + count[:-1]).all():
-                first, count = _claimed(g_starts, starts[group], ends[group], n_bursts)
-            one = count == 1
-            grant_bits[key][idx[first[one]]] = (small if side else big)[one]
-            grant_kind[key][idx[first[one]]] = kind[one]
-            for j in np.flatnonzero(count > 1).tolist():
-                mine = idx[first[j] : first[j] + count[j]]
-                b, s, end = int(big[j]), int(small[j]), int(ends[group[j]])
-                sizes = [x[side] for x in _bursts(b, s, burst)]
-                durations = [(e if e != OPEN else end) - a for a, e in zip(g_starts[first[j] : first[j] + count[j]].tolist(), g_ends[first[j] : first[j] + count[j]].tolist(), strict=True)]  # fmt: skip
-                grant_bits[key][mine] = _spread(sizes, durations)
-                grant_kind[key][mine] = kind[j]
-    return grant_bits, grant_kind
+def _sorted_transfers(rows) -> list[tuple]:
+    """The traced transfers, by start and then node (as sorted() orders them)."""
+    transfers = row_columns(rows, 6)
+    by_start = np.lexsort((transfers[2], transfers[0]))
+    return _zipped([c[by_start] if isinstance(c, np.ndarray) else [c[i] for i in by_start.tolist()] for c in transfers])  # fmt: skip
 
 
-def _claimed(g_starts, starts, ends, n_bursts) -> tuple[np.ndarray, np.ndarray]:
-    """First grant and count of each transfer where one may start before the grants an earlier
-    one claimed run out (overlapping transfers of one holder): one by one."""
-    first, count = np.zeros(len(starts), np.int64), np.zeros(len(starts), np.int64)
-    used, g = 0, g_starts.tolist()
-    for j, (a, b, m) in enumerate(zip(starts.tolist(), ends.tolist(), n_bursts.tolist(), strict=True)):  # fmt: skip
-        pos = max(used, bisect_left(g, a))
-        top = pos
-        while top < len(g) and g[top] < b and top - pos < m:
-            top += 1
-        first[j], count[j], used = pos, top - pos, top
-    return first, count
-
-
-def _by_holder(holders: np.ndarray) -> dict[int, np.ndarray]:
-    """Positions of each holder's grants in a port's order."""
-    order = np.argsort(holders, kind="stable")
-    cuts = np.flatnonzero(np.diff(holders[order])) + 1
-    return {int(holders[p[0]]): p for p in np.split(order, cuts)} if len(order) else {}
-
-
-def _port_track(res, rec, w0: int, w1: int, grants: list, bits, kinds) -> Track:
-    """A port's grants inside [w0, w1), clipped to it, whose holders the trace keeps (--only)."""
-    starts, ends, holders, tensors = grants
+def _port_track(res, rec, w0: int, w1: int, grants: list) -> Track:
+    """A port's grants inside [w0, w1), clipped to it, whose holders the trace keeps (--only),
+    with the bits the engine recorded each moved on the port (0 for one still open)."""
+    starts, ends, holders, tensors, bits = grants
     ends = np.where(ends == OPEN, res.cycles, ends)
+    bits = np.where(bits == OPEN, 0, bits)
     out = Track()
-    labels = {h: (who_label(res, h) if _traced(rec, h) else "") for h in np.unique(holders).tolist()}  # fmt: skip
+    distinct = np.unique(holders).tolist()
+    labels = {h: (who_label(res, h) if _traced(rec, h) else "") for h in distinct}
+    kinds = {h: who_kind(res, h) for h in distinct}
     shown = np.array([bool(labels[h]) for h in holders.tolist()], dtype=bool)
     keep = np.flatnonzero(shown & (ends > w0) & (starts < w1))
     out.starts.frombytes(np.maximum(starts[keep], w0).tobytes())
@@ -493,7 +408,7 @@ def _port_track(res, rec, w0: int, w1: int, grants: list, bits, kinds) -> Track:
     at = keep.tolist()
     out.tensors = [tensors[i] for i in at]
     out.whos = [labels[h] for h in holders[keep].tolist()]
-    out.kinds = kinds[keep].tolist()
+    out.kinds = [kinds[h] for h in holders[keep].tolist()]
     return out
 
 
@@ -502,7 +417,7 @@ def _traced(rec, who: int) -> bool:
     segments are kept; a transfer's, when its storage node is."""
     if who == PE:
         return rec.trace_leaves is None or any(rec.trace_leaves)
-    return rec.trace_nodes is None or rec.trace_nodes[who // 2]
+    return rec.trace_nodes is None or rec.trace_nodes[requester_of(who)[0]]
 
 
 def _shown_ports(trace_filter, keys, port_memory, ports, pe_ports) -> list[str]:

@@ -12,12 +12,11 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import NamedTuple
 
-from cyclesim.engine.fabric import PE
 from cyclesim.engine.run import RawRun
 from cyclesim.results.spans import SpanList, SpanRepeat, collect, same_moved
 from cyclesim.results.stall_span import StallSpan
 from cyclesim.results.timeline_reader import RunReader, read_rows, start_cycles, started_by
-from cyclesim.results.wait_causes import BY_WAIT
+from cyclesim.results.wait_causes import BY_WAIT, holder_label
 from cyclesim.schedule.plan import NodePlan
 from cyclesim.vocabulary import Cause, Direction
 
@@ -51,10 +50,7 @@ class Attributor:
 
     # -------------------------------------------------------------- helpers
     def label(self, who: int) -> str:
-        if who == PE:
-            return "PE array"
-        n = self.nodes[who // 2]
-        return f"{'write-back' if who % 2 else 'fill'} of {n.label()}"
+        return holder_label(self.nodes, who)
 
     def _timeline(self, kind: str, node: int) -> list[tuple]:
         key = (kind, node)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cyclesim.engine.fabric import PE, requester, requester_of
 from cyclesim.engine.run import RawRun
 from cyclesim.results.stall_span import PIPELINE_DEPTH
 from cyclesim.vocabulary import Cause, Direction, Wait
@@ -82,8 +83,17 @@ def _producer(at: Attributor, w: Walk, t: int, end: int, info):
     return at.produced(w.n.parent, pkey, einsum, t, end, w.phase, w.here, w.depth + 1)
 
 
+def holder_label(nodes, who: int) -> str:
+    """A port grant's holder (its requester id, engine/fabric.py) in words: 'PE array',
+    'fill of A@abuf' or 'write-back of Z@acc'; nodes: the plan's."""
+    if who == PE:
+        return "PE array"
+    node, write_back = requester_of(who)
+    return f"{'write-back' if write_back else 'fill'} of {nodes[node].label()}"
+
+
 def _port(at: Attributor, w: Walk, t: int, end: int, keys):
-    own = 2 * w.node + (w.kind == Direction.WRITE_BACK)  # its requester id (engine/fabric.py)
+    own = requester(w.node, w.kind == Direction.WRITE_BACK)  # its id in the fabric's grants
     return at.contention(t, end, w.phase, w.n, own, keys, w.here, w.what)
 
 

@@ -81,8 +81,24 @@ def test_node_state_shift_moves_entry_previous_visit_and_transfer_times():
 def test_transfer_shift_between_grants_moves_its_bursts_too():
     x = TransferState(1024, 1024)
     x.start, x.end, x.last, x.last_start, x.i, x.j = 0, 4, 3, 2, 8, 9
+    x.granted = 6  # its grant began at burst 6: it has moved bursts 6 and 7 so far
     x.shift(32, 16)  # 16 bursts of 2 cycles skipped inside the same transfer
     assert (x.start, x.end, x.last, x.last_start, x.i, x.j) == (32, 36, 35, 34, 24, 25)
+    assert x.granted == 22  # the grant held moves with them: still 2 bursts into it
+
+
+def test_transfer_snapshot_counts_the_bursts_moved_under_the_grant_it_holds():
+    """At burst 8 under a grant that began at burst 6 (2 bursts moved) is the same moment,
+    between grants, as at burst 24 under one that began at 22, but not under one that began
+    at 23: the bits the grant's record gets depend on it."""
+
+    def moment(i: int, granted: int) -> tuple:
+        x = TransferState(1024, 1024)
+        x.stage, x.i, x.j, x.granted = Wait.PORT, i, i + 1, granted
+        return x.snapshot(0, {}, True)
+
+    assert moment(8, 6) == moment(24, 22)
+    assert moment(8, 6) != moment(24, 23)
 
 
 def test_node_state_snapshot_names_its_entry_relative_to_the_tile_base():

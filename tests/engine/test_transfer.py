@@ -83,3 +83,35 @@ def test_transfers_of_one_dma_channel_run_one_after_another_with_setup(env, log)
         (9, Wait.BURST, "B.rd"),
         (11, Wait.LATENCY, "B.wr"),
     ]
+
+
+def test_each_grant_records_the_bits_its_whole_bursts_moved_on_each_port(env, log):
+    # Bursts are counted where the bits meet (DESIGN): requester 0 moves 48 b through Buf.rd
+    # (8 b/cycle, bursts of 16 b) and 20 b through its own R0.wr (16 b/cycle): the parent side
+    # moves more, so 3 bursts of 16 parent bits, the child's share pro rata by running sums:
+    # 20*16//48 = 6, 20*32//48 - 6 = 7, 20 - 13 = 7 child bits; each burst max(16/8, 7/16) = 2
+    # cycles. Alone from cycle 0 it runs all 3 bursts in one run (0..6). Requester 2 (16 b,
+    # one burst of 2 cycles on Buf.rd) asks at cycle 3: 0's run stops after its burst in
+    # progress (burst 1, 2..4, its rest re-timed under the same grant), so 0's first grant
+    # (0..4) moved bursts 0 and 1: 32 b on Buf.rd and 6 + 7 = 13 b on R0.wr. Round-robin
+    # then serves 2 (4..6: 16 b on each port) and 0 its last burst (6..8: 16 b and 7 b).
+    buf = PortRef("Buf", "rd", 8, 16, 0)
+    grants: dict = {}
+    fabric = Fabric(env, {"Buf.rd": 8, "R0.wr": 16, "R2.wr": 16}, grants)
+
+    def late(proc, at):
+        yield env.timeout(at)
+        yield from proc
+
+    link0 = Link(0, "W", buf, PortRef("R0", "wr", 16, 16, 0), None)
+    link2 = Link(2, "W", buf, PortRef("R2", "wr", 16, 16, 0), None)
+    env.process(transfer(env, fabric, Recorder(), [], link0, 48, 20))
+    env.process(late(transfer(env, fabric, Recorder(), [], link2, 16, 16), 3))
+    env.run()
+    assert [tuple(g) for g in grants["Buf.rd"]] == [
+        (0, 4, 0, "W", 32),
+        (4, 6, 2, "W", 16),
+        (6, 8, 0, "W", 16),
+    ]
+    assert [tuple(g) for g in grants["R0.wr"]] == [(0, 4, 0, "W", 13), (6, 8, 0, "W", 7)]
+    assert [tuple(g) for g in grants["R2.wr"]] == [(4, 6, 2, "W", 16)]
