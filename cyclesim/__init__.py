@@ -2,7 +2,8 @@
 
     import cyclesim
     result = cyclesim.simulate("arch.yaml", "workload.yaml", "mapping.yaml")
-    result.cycles, result.phases, result.stalls, result.accesses, result.events
+    result.cycles, result.phases, result.stalls, result.accesses, result.energy
+    print(cyclesim.report_text(result)); cyclesim.write_vcd(result, "run.vcd")
 
 The names below are imported on first use, so `import cyclesim` stays cheap (no pandas,
 SimPy or pydantic until a replay needs them).
@@ -13,7 +14,12 @@ __version__ = "0.1.0"
 _LAZY = {
     "simulate": "cyclesim.analysis.simulate",
     "load": "cyclesim.analysis.simulate",
-    "Result": "cyclesim.analysis.simulate",
+    "Result": "cyclesim.results",
+    "traced": "cyclesim.analysis.simulate",
+    "report_text": "cyclesim.analysis.simulate",
+    "write_vcd": "cyclesim.analysis.simulate",
+    "write_perfetto": "cyclesim.analysis.simulate",
+    "write_csv": "cyclesim.analysis.simulate",
     "sweep": "cyclesim.analysis.sweep",
     "load_architecture": "cyclesim.spec",
     "load_workload": "cyclesim.spec",

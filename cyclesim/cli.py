@@ -71,7 +71,7 @@ def run_options(args: argparse.Namespace, **choices):
 
 def log_replay(res, name: str) -> None:
     """-v: how long the replay took and what fast-forward skipped, or that it skipped nothing."""
-    log.info("replayed %s in %.2f s (%s events)", name, res.wall_seconds, f"{res.events:,}")
+    log.info("replayed %s in %.2f s (%s events)", name, res.wall_seconds, f"{res.engine_events:,}")
     ff = res.raw.fast_forward
     if ff.jumps:
         log.info(
@@ -90,8 +90,7 @@ def log_replay(res, name: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from cyclesim.analysis.simulate import replay
-    from cyclesim.report import text_report
+    from cyclesim.analysis.simulate import replay, report_text
 
     arch, workload, mapping = _load(args)
     in_loop = [
@@ -125,26 +124,15 @@ def cmd_run(args: argparse.Namespace) -> int:
                 path = path.with_name(f"{path.name}.{name}")
             write_dram_trace(path, res.raw.rec.dram_requests[name])
             log.info("wrote %s", path)
-    args.title = f"{workload.name} on {arch.name}, mapping {mapping.name}"  # plots, Perfetto
+    args.title = res.title  # plots, Perfetto
     args.architecture, args.run_name = arch, mapping.name  # --csv summaries
     for path in _write_views(args, res):
         log.info("wrote %s", path)
-    from cyclesim.report import energy_section
-    from cyclesim.results.energy import energy_json, energy_table, has_energies
-
-    energy = energy_table(res, arch) if has_energies(arch) else None
     if args.json:
-        from cyclesim.results.schema import versioned
-
-        out = versioned(res.to_json_dict())
-        if energy is not None:
-            out["energy"] = energy_json(energy, arch.energy_unit)
-        json.dump(out, sys.stdout, indent=1)
+        json.dump(res.to_dict(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif not args.quiet:  # -q: errors only, no report
-        print(text_report(res, args.title))
-        if energy is not None:
-            print(energy_section(energy, arch.energy_unit))
+        print(report_text(res))
     return 0
 
 
@@ -160,7 +148,7 @@ def _trace_filter(args: argparse.Namespace):
 
 
 def _write_views(args: argparse.Namespace, res) -> list:
-    """Trace files and plots requested on the command line (views read the SimResult)."""
+    """Trace files and plots requested on the command line (views read the Result)."""
     try:
         from cyclesim.views import write_requested
     except ImportError:

@@ -1,10 +1,10 @@
-"""The readable text report of one replay (reads SimResult only)."""
+"""The readable text report of one replay (reads Result only)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.results.energy import WHOLE_RUN
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:5.1f}%" if whole else "  -  "
 
 
-def text_report(res: SimResult, title: str = "") -> str:
+def text_report(res: Result, title: str = "") -> str:
     """Cycles term by term, stalls by cause with their share, accesses per tensor and memory."""
     out = []
     if title:
@@ -76,7 +76,7 @@ def text_report(res: SimResult, title: str = "") -> str:
             f"{d['refreshes']:,} refreshes"
         )
     out.append("")
-    out.append(f"replayed in {res.wall_seconds:.3f} s, {res.events:,} engine events")
+    out.append(f"replayed in {res.wall_seconds:.3f} s, {res.engine_events:,} engine events")
     return "\n".join(out)
 
 

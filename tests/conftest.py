@@ -23,7 +23,7 @@ os.environ.setdefault(LEDGER_ENVIRONMENT_VARIABLE, "1")
 
 @pytest.fixture
 def replay_dicts():
-    """replay_dicts(arch, workload, mapping, **policy) -> SimResult."""
+    """replay_dicts(arch, workload, mapping, **policy) -> Result."""
 
     def run(arch: dict, workload: dict, mapping: dict, **kw):
         return replay(*inputs_from_dicts(arch, workload, mapping), progress=False, **kw)
@@ -33,7 +33,7 @@ def replay_dicts():
 
 @pytest.fixture
 def replay_case():
-    """replay_case('01_compute_bound', **policy) -> SimResult for a worked example folder."""
+    """replay_case('01_compute_bound', **policy) -> Result for a worked example folder."""
 
     def run(name: str, **kw):
         return replay(*inputs_from_folder(WORKED / name), progress=False, **kw)

@@ -112,20 +112,22 @@ SLOW_CASES = {"memsize small", "memsize large", "resnet50 3x3 conv on tpu_like (
 
 def assert_identical(fast: cyclesim.Result, full: cyclesim.Result, tmp: Path) -> None:
     """Everything a user sees of the two replays is the same, trace files byte for byte."""
-    diffs = run_differences(fast.sim.raw, full.sim.raw)
+    diffs = run_differences(fast.raw, full.raw)
     assert not diffs, "fast-forward changed the replay:\n" + "\n".join(diffs)
     assert fast.cycles == full.cycles
     assert_frame_equal(fast.phases, full.phases)
     assert_frame_equal(fast.stalls, full.stalls)
-    assert_frame_equal(fast.sim.stall_spans, full.sim.stall_spans)
+    assert_frame_equal(fast.stall_spans, full.stall_spans)
     assert_frame_equal(fast.accesses, full.accesses)
-    assert_frame_equal(fast.sim.detailed_accesses, full.sim.detailed_accesses)
+    assert_frame_equal(fast.detailed_accesses, full.detailed_accesses)
     if fast.energy is not None:
         assert_frame_equal(fast.energy, full.energy)
-    assert _without_event_counts(fast.report()) == _without_event_counts(full.report())
+    assert _without_event_counts(cyclesim.report_text(fast)) == _without_event_counts(
+        cyclesim.report_text(full)
+    )
     for writer, name in (
-        (cyclesim.Result.to_vcd, "run.vcd"),
-        (cyclesim.Result.to_perfetto, "run.json"),
+        (cyclesim.write_vcd, "run.vcd"),
+        (cyclesim.write_perfetto, "run.json"),
     ):
         (tmp / "fast").mkdir(exist_ok=True)
         (tmp / "full").mkdir(exist_ok=True)
@@ -156,8 +158,8 @@ def test_every_example_is_identical_with_and_without_fast_forward(name, tmp_path
     arch, workload, mapping, kw, must_fire = CASES[name]
     fast, full = both_ways(*(str(ROOT / p) for p in (arch, workload, mapping)), **kw)
     assert_identical(fast, full, tmp_path)
-    stats = fast.sim.raw.fast_forward
-    assert full.sim.raw.fast_forward.jumps == 0
+    stats = fast.raw.fast_forward
+    assert full.raw.fast_forward.jumps == 0
     if must_fire is True:
         assert stats.jumps > 0 and stats.cycles_skipped > 0, f"{name}: fast-forward never fired"
     elif must_fire is False:

@@ -29,12 +29,14 @@ ENTRY = ("analysis", "checks", "chip", "cli", "__main__")
 ENTRY_MODULES = ("cyclesim.dram.cli", "cyclesim.l1.cli")
 EXPLAIN_REPLAYS = "cyclesim.analysis.explain.replays"  # explain's what-if replays, alone
 # what starts a replay, by the module that defines it: the engine runs a plan; analysis.simulate
-# is the one facade (inputs -> plan -> engine -> results), `replay` its core returning a SimResult
+# is the one facade (inputs -> plan -> engine -> results), `replay` its core returning a Result;
+# `traced` and the trace writers beside it replay an untraced run once more with tracing
+_SIMULATE_STARTERS = ("replay", "simulate", "traced", "write_vcd", "write_perfetto")
 REPLAY_STARTERS = {
     "cyclesim.engine": ("replay_plan",),
     "cyclesim.engine.run": ("replay_plan",),
-    "cyclesim.analysis.simulate": ("replay", "simulate"),
-    "cyclesim": ("simulate",),  # the package's lazy public name
+    "cyclesim.analysis.simulate": _SIMULATE_STARTERS,
+    "cyclesim": _SIMULATE_STARTERS[1:],  # the package's lazy public names
 }
 
 # Imports against an arrow, kept until a planned restructuring removes them; each entry must

@@ -35,7 +35,7 @@ def assert_same_result(shown, hidden) -> None:
     """Cycles, every stall span, every access and the engine's own records are identical."""
     assert shown.cycles == hidden.cycles
     assert_frame_equal(shown.totals.drop(columns="events"), hidden.totals.drop(columns="events"))
-    assert shown.events == hidden.events
+    assert shown.engine_events == hidden.engine_events
     assert_frame_equal(shown.stall_spans, hidden.stall_spans)
     assert_frame_equal(shown.detailed_accesses, hidden.detailed_accesses)
     a, b = shown.raw.rec, hidden.raw.rec

@@ -308,7 +308,7 @@ def test_only_the_pipeline_cycles_left_are_waited_for(replay_dicts):
     a, w, m = inputs_from_folder(PIPELINED_WRITE_BACK)
     a = architecture_with_field(a, "pe_array.pipeline_depth_cycles", 10)
     res = replay(a, w, m, progress=False, trace=True)
-    drains = res.events_table.query("kind == 'write-back'")
+    drains = res.events.query("kind == 'write-back'")
     assert list(drains.start) == [16, 24, 38, 46]
     assert (res.cycles, res.stall_cycles, res.offload_cycles) == (54, 18, 18)
     assert res.stall_cycles_by_cause() == {"buffer_full": 18}

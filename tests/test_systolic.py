@@ -139,7 +139,7 @@ def test_a_fold_is_two_engine_events_whatever_its_length():
     # one PE timeout per fold's stream plus one fill and one drain: 3 per fold, never per cycle
     res = run(arch("weight_stationary", "B"), mapping([("n", 3), ("k", 2)], "n", "k", "B", "m"))
     pe_events = 3 * 6
-    assert res.events <= pe_events + 6 * 4  # the register fills: a few events per transfer
+    assert res.engine_events <= pe_events + 6 * 4  # the register fills: a few events per transfer
 
 
 def test_systolic_array_needs_two_dimensions():

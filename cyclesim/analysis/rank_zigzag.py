@@ -103,7 +103,7 @@ def replay_candidate(task: CandidateReplay) -> dict:
     }
     try:
         if not task.explain:
-            spec = import_zigzag(inputs)  # as replay_case, without building the SimResult
+            spec = import_zigzag(inputs)  # as replay_case, without building the Result
             plan = build_plan(spec.architecture, spec.workload, spec.mapping, ReusePolicy("retain"))
             return row | {"replay_cycles": int(replay_plan(plan, progress=False).cycles)}
         check = compare(inputs, replay_case(inputs), theirs, None)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cyclesim.analysis.simulate import replay
 from cyclesim.engine import TraceFilter
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.spec import load_architecture, load_mapping, load_workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ CASES = (
 )  # fmt: skip
 
 
-def run_case(case: TraceCase, root: Path = ROOT) -> tuple[SimResult, float | None]:
+def run_case(case: TraceCase, root: Path = ROOT) -> tuple[Result, float | None]:
     """Replay a case with its trace window; return the result and the architecture's clock."""
     d = root / case.directory
     arch_file, workload_file, mapping_file = (str(d / f) for f in case.files)

@@ -80,13 +80,11 @@ class SweepRun:
 # ------------------------------------------------------------------ one point (runs in a worker)
 def run_point(task: PointTask) -> dict:
     """Replay one point; return its metrics row. A CyclesimError becomes the row's error."""
-    from cyclesim.analysis.simulate import Result
-
     start = time.perf_counter()
     try:
         from cyclesim.analysis.simulate import replay
 
-        sim = replay(
+        result = replay(
             task.architecture,
             task.workload,
             task.mapping,
@@ -94,7 +92,6 @@ def run_point(task: PointTask) -> dict:
             isolate_einsums=task.isolate_einsums,
             progress=False,
         )
-        result = Result(sim, task.architecture, task.workload, task.mapping)
         row = metrics_row(result)
         if task.columns_hook is not None:
             try:
@@ -108,10 +105,10 @@ def run_point(task: PointTask) -> dict:
 
 
 def metrics_row(result: Any) -> dict:
-    """The table's result columns for one replay (Result of `cyclesim.simulate`)."""
+    """The table's result columns for one replay (a Result)."""
     from cyclesim.results.stall_span import CAUSES
 
-    sim = result.sim
+    sim = result
     by_cause = result.stalls_by_cause
     dram = result.architecture.memories[0].name  # the outermost memory is the backing store
     acc = sim.accesses

@@ -31,7 +31,7 @@ class ChipRun:
     """What the chip engine hands to results: the plan, each step's replay, and the records."""
 
     plan: ChipPlan
-    step_replays: dict[tuple[str, str], object]  # (layer, core) -> SimResult of one step
+    step_replays: dict[tuple[str, str], object]  # (layer, core) -> Result of one step
     step_start: list[int]
     step_end: list[int]
     ready: list[int]  # transfer: its data exists (producer ended / DRAM write landed)

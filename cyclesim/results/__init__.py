@@ -1,6 +1,6 @@
-"""results: SimResult tables built once after a run; views and checks read only these."""
+"""results: Result tables built once after a run; views and checks read only these."""
 
-from cyclesim.results.result import SimResult, build_result
+from cyclesim.results.result import Result, build_result
 from cyclesim.results.stall_span import CAUSES, StallSpan
 
-__all__ = ["CAUSES", "SimResult", "StallSpan", "build_result"]
+__all__ = ["CAUSES", "Result", "StallSpan", "build_result"]

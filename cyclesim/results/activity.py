@@ -1,6 +1,6 @@
 """What each port, DMA channel, buffer and the PE array did, read from a traced run.
 
-One model, built once per run and window (SimResult.activity), that the VCD, FST, Perfetto and
+One model, built once per run and window (Result.activity), that the VCD, FST, Perfetto and
 plot views draw from. It rearranges the raw records (port grants, transfers, PE segments,
 occupancy) and the stall spans; the PE array's use of its operand ports and its spatial stalls
 per segment come from the same closed-form segment profile the engine times segments with.
@@ -325,10 +325,10 @@ ACTIVITY_STAGES = ("transfers", "ports", "PE segments", "PE array", "DMA", "buff
 def build_activity(
     res, window: tuple[int, int] | None = None, on_stage: Callable[[str], None] | None = None
 ) -> Activity:
-    """Gather the traced records of res (a SimResult) into an Activity clipped to window.
+    """Gather the traced records of res (a Result) into an Activity clipped to window.
 
     Raise TraceError if the run was not traced or the window is empty. Views call
-    SimResult.activity(window), which builds it once per window; on_stage(name) hears each
+    Result.activity(window), which builds it once per window; on_stage(name) hears each
     of ACTIVITY_STAGES as it is done (a progress bar's ticks: building can take seconds).
     """
     with gc_paused():

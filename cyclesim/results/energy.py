@@ -18,7 +18,7 @@ from cyclesim.results.schema import as_is, json_rows
 if TYPE_CHECKING:
     import pandas as pd
 
-    from cyclesim.results.result import SimResult
+    from cyclesim.results.result import Result
     from cyclesim.spec.arch import Architecture
 
 PE_ARRAY = "pe_array"
@@ -39,7 +39,7 @@ def has_energies(arch: Architecture) -> bool:
     return arch.pe_array.energy is not None or any(m.energy is not None for m in arch.memories)
 
 
-def energy_table(res: SimResult, arch: Architecture) -> pd.DataFrame:
+def energy_table(res: Result, arch: Architecture) -> pd.DataFrame:
     """Energy per (einsum, component, tensor, action) of one replay, in `arch.energy_unit`
     (also the table's `attrs["energy_unit"]`); MAC rows have tensor MACS, leak rows einsum
     WHOLE_RUN and tensor LEAK."""
@@ -108,7 +108,7 @@ def _bits_by_action(detailed: pd.DataFrame) -> dict[tuple[str, str, str, str], i
     return out
 
 
-def _macs_by_einsum(res: SimResult) -> dict[str, int]:
+def _macs_by_einsum(res: Result) -> dict[str, int]:
     out: dict[str, int] = {}
     for leaf in res.raw.plan.leaves:
         macs = 0 if leaf.is_copy else leaf.steps * leaf.macs_per_step

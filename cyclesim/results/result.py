@@ -1,30 +1,38 @@
-"""SimResult: the one place numbers are read from. Long pandas tables, one fact per row.
+"""Result: one replay, the one place numbers are read from. Long pandas tables, one fact per row.
 
 The rows are plain tuples, computed in Python; the pandas tables are built from them on first
-access, so a replay that only prints its report never imports pandas (a lean start).
+access, so a replay that only prints its report never imports pandas (a lean start). What needs
+a view or another replay (the text report, trace files, a traced re-run) is a function of
+analysis/simulate.py, re-exported by the package: `cyclesim.report_text(result)` and the like.
 """
 
 from __future__ import annotations
 
+import json
 from collections import namedtuple
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cyclesim.engine.run import RawRun
-from cyclesim.errors import CountMismatchError
+from cyclesim.errors import CountMismatchError, TraceError
 from cyclesim.results.attribution import attribute
-from cyclesim.results.schema import as_is, json_rows
+from cyclesim.results.schema import as_is, json_rows, versioned
 from cyclesim.results.spans import SpanList
 from cyclesim.results.stall_span import CAUSES
 from cyclesim.schedule.counts import closed_form
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
+
+    from cyclesim.spec import Architecture, Mapping, Workload
 
 
 ACCESS_KEYS = ["einsum", "tensor", "memory", "action", "direction"]
+PHASES = ("onload", "ideal_compute", "stall", "offload")  # the rows of `phases`, in order
 STALL_KEYS = ["phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor"]
 _stall_key = attrgetter(*STALL_KEYS)  # a span's group in `stalls`, read in one C call
 StallRow = namedtuple("StallRow", STALL_KEYS + ["cycles", "first_cycle", "last_cycle"])
@@ -44,8 +52,12 @@ _ACCESS_JSON = {
 
 
 @dataclass(frozen=True)
-class SimResult:
-    """Totals, stalls by cause, accesses and (when traced) events of one replay."""
+class Result:
+    """One replay: cycles, phases, stalls by cause, accesses, energy and (when traced) events.
+
+    The inputs it was replayed from are `architecture`, `workload` and `mapping`; `raw` is the
+    engine's run (plan, options, records) that every number is computed from.
+    """
 
     cycles: int
     ideal_compute_cycles: int
@@ -56,10 +68,37 @@ class SimResult:
     reuse: str
     isolate_einsums: bool
     wall_seconds: float
-    events: int
+    engine_events: int  # events the engine stepped (`events` is the traced table)
     spans: SpanList  # StallSpans, fast-forward's repeated stretches as repeats (spans.py)
     access_counts: tuple[tuple, ...] = field(repr=False)  # (*ACCESS_KEYS, values, bits)
     raw: RawRun = field(repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"Result(cycles={self.cycles}, {self.workload.name} on {self.architecture.name}, "
+            f"mapping {self.mapping.name}, reuse={self.reuse})"
+        )
+
+    # ------------------------------------------------------------ the inputs
+    @property
+    def architecture(self) -> Architecture:
+        """The architecture replayed (kept by the plan)."""
+        return self.raw.plan.architecture
+
+    @property
+    def workload(self) -> Workload:
+        """The workload replayed (kept by the plan)."""
+        return self.raw.plan.workload
+
+    @property
+    def mapping(self) -> Mapping:
+        """The mapping replayed (kept by the plan)."""
+        return self.raw.plan.mapping
+
+    @property
+    def title(self) -> str:
+        """'<workload> on <architecture>, mapping <mapping>': the heading of the text report."""
+        return f"{self.workload.name} on {self.architecture.name}, mapping {self.mapping.name}"
 
     # ------------------------------------------------------------ rows (plain Python)
     @cached_property
@@ -124,7 +163,7 @@ class SimResult:
                     stall_cycles=self.stall_cycles,
                     offload_cycles=self.offload_cycles,
                     macs=self.macs,
-                    events=self.events,
+                    events=self.engine_events,
                     reuse=self.reuse,
                     isolate_einsums=self.isolate_einsums,
                 )
@@ -201,6 +240,54 @@ class SimResult:
                 out[cause] = out.get(cause, 0) + cycles
         return {k: v for k, v in out.items() if v}
 
+    @property
+    def stalls_by_cause(self) -> dict[str, int]:
+        """Non-compute cycles of every phase summed per cause."""
+        return self.stall_cycles_by_cause(("onload", "compute", "offload"))
+
+    @property
+    def phases(self) -> pd.DataFrame:
+        """Cycles per phase (onload, ideal_compute, stall, offload), one row each; they sum to cycles."""
+        import pandas as pd
+
+        values = [
+            self.onload_cycles,
+            self.ideal_compute_cycles,
+            self.stall_cycles,
+            self.offload_cycles,
+        ]
+        return pd.DataFrame({"phase": list(PHASES), "cycles": values}).astype({"cycles": "int64"})
+
+    @cached_property
+    def energy(self) -> Any:
+        """Energy of the replayed counts by Einsum, component, tensor and action (the `energy`
+        column, in `architecture.energy_unit`, default pJ, also `.attrs["energy_unit"]`); None
+        without per-action energies."""
+        from cyclesim.results.energy import energy_table, has_energies
+
+        if not has_energies(self.architecture):
+            return None
+        return energy_table(self, self.architecture)
+
+    def to_dict(self) -> dict:
+        """The `cyclesim run --json` object (with schema_version, and `energy` as `run` has it)."""
+        from cyclesim.results.energy import energy_json
+
+        out = versioned(self.to_json_dict())
+        energy = self.energy
+        if energy is not None:
+            out["energy"] = energy_json(energy, self.architecture.energy_unit)
+        return out
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """The `cyclesim run --json` text; also written to path when given."""
+        text = json.dumps(self.to_dict(), indent=1) + "\n"
+        if path is not None:
+            from cyclesim.outputs import write_atomically
+
+            write_atomically(path, text)
+        return text
+
     def activity(self, window: tuple[int, int] | None = None, on_stage=None):
         """The traced run as one Activity over window (ports, DMA, PE array, buffers), built once.
 
@@ -225,8 +312,16 @@ class SimResult:
         return df.astype({c: "int64" for c in PORT_COLUMNS[2:]})
 
     @cached_property
-    def events_table(self) -> pd.DataFrame:
-        """Traced events (transfers, PE segments) as a long table; empty unless traced."""
+    def events(self) -> pd.DataFrame:
+        """Every transfer and PE segment with its start and end cycle, of a traced run.
+
+        Raise TraceError if the run was not traced: `simulate(..., trace=True)` traces it, and
+        `cyclesim.traced(result).events` replays an untraced one with tracing."""
+        if self.raw.rec.transfers is None:
+            raise TraceError(
+                "events are recorded by a traced run: simulate(..., trace=True), or "
+                "cyclesim.traced(result).events to replay this one with tracing"
+            )
         from cyclesim.results.events import events_table
 
         return events_table(self.raw)
@@ -272,7 +367,7 @@ class SimResult:
             isolate_einsums=self.isolate_einsums,
             stalls=stalls,
             accesses=accesses,
-            events=self.events,
+            events=self.engine_events,
             wall_seconds=round(self.wall_seconds, 6),
             fast_forward=asdict(self.raw.fast_forward),
         )
@@ -286,8 +381,8 @@ class SimResult:
         return out
 
 
-def build_result(raw: RawRun, *, check_counts: bool | None = None) -> SimResult:
-    """Turn an engine run into a SimResult; fail loudly if counts differ from the closed form
+def build_result(raw: RawRun, *, check_counts: bool | None = None) -> Result:
+    """Turn an engine run into a Result; fail loudly if counts differ from the closed form
     (unless check_counts, by default the run's RunOptions.check_counts, is False)."""
     plan, rec = raw.plan, raw.rec
     detailed = tuple((*k, v[0], v[1]) for k, v in raw.counts.items())
@@ -300,7 +395,7 @@ def build_result(raw: RawRun, *, check_counts: bool | None = None) -> SimResult:
     stall = raw.cycles - onload - ideal - offload
     spans = attribute(raw)
     macs = sum(leaf.steps * leaf.macs_per_step for leaf in plan.leaves if not leaf.is_copy)
-    res = SimResult(
+    res = Result(
         raw.cycles,
         ideal,
         onload,
@@ -338,7 +433,7 @@ def _check_counts(raw: RawRun) -> None:
         )
 
 
-def _check_attribution(res: SimResult) -> None:
+def _check_attribution(res: Result) -> None:
     """Each phase's causes must add up to its total: a bug here is an engine bug, not user error."""
     by_phase = {"onload": 0, "compute": 0, "offload": 0}
     for (phase, *_), (cycles, _, _) in res.stall_groups.items():

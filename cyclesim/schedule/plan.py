@@ -105,6 +105,9 @@ def build_plan(
         arch.pe_array.systolic,
         tuple((m.name, m.size_bits) for m in arch.memories if m.size_bits is not None),
         tuple(f"{m.name}.{p.name}" for m in arch.memories for p in m.ports),
+        arch,
+        workload,
+        mapping,
     )
 
 

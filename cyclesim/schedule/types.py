@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
+from typing import TYPE_CHECKING
 
 from cyclesim.spec.systolic import Systolic
+
+if TYPE_CHECKING:
+    from cyclesim.spec import Architecture, Mapping, Workload
 
 
 class ReusePolicy(enum.Enum):
@@ -215,3 +219,8 @@ class Plan:
     # every port key in architecture order: ports tied in requesters decide in this order
     # (DESIGN "Arbitration sees every request of the cycle"); empty: first-use order
     port_order: tuple[str, ...] = ()
+    # the three inputs it was built from, kept for the result (its tables, energy and titles
+    # read them); the engine reads none of them, and they take no part in equality
+    architecture: Architecture | None = field(default=None, compare=False, repr=False)
+    workload: Workload | None = field(default=None, compare=False, repr=False)
+    mapping: Mapping | None = field(default=None, compare=False, repr=False)

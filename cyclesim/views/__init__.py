@@ -1,5 +1,5 @@
 """views: trace files (VCD / FST + .gtkw, Perfetto JSON / gzipped JSON / protobuf), event
-tables, plots. Views read a SimResult only (never the engine; what-if replays live in
+tables, plots. Views read a Result only (never the engine; what-if replays live in
 cyclesim.analysis). `cyclesim run` calls add_view_arguments(parser) and write_requested(args, res).
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from cyclesim.errors import CyclesimError, OptionError
 
 if TYPE_CHECKING:  # `cyclesim --help` must not import the engine, pandas or the writers
-    from cyclesim.results import SimResult
+    from cyclesim.results import Result
 
 VIEW_OPTIONS = ("vcd", "fst", "perfetto", "plot", "events", "save_run", "html")
 
@@ -102,7 +102,7 @@ def save_file_of(args: argparse.Namespace, option: str) -> Path:
     return gtkw
 
 
-def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
+def write_requested(args: argparse.Namespace, res: Result) -> list[Path]:
     """Write every view asked for on the command line; return the files written.
 
     Missing parent folders are made (the CLI checked beforehand that they can be). When a
@@ -145,7 +145,7 @@ def write_requested(args: argparse.Namespace, res: SimResult) -> list[Path]:
         raise
 
 
-def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) -> list[Path]:
+def _write_views(args: argparse.Namespace, res: Result, written: list[Path]) -> list[Path]:
     """write_requested's writers, in order; each appends what it wrote to `written`."""
     if getattr(args, "save_run", None):
         from cyclesim.views.saved import save_run
@@ -205,7 +205,7 @@ def _write_views(args: argparse.Namespace, res: SimResult, written: list[Path]) 
     return written
 
 
-def _write_summaries(args: argparse.Namespace, res: SimResult, written: list[Path]) -> None:
+def _write_summaries(args: argparse.Namespace, res: Result, written: list[Path]) -> None:
     """--csv: the SCALE-Sim-like summaries (they need the architecture's spec: args.architecture)."""
     if getattr(args, "csv", None):
         from cyclesim.views.summary_csv import write_summary_csv
@@ -215,7 +215,7 @@ def _write_summaries(args: argparse.Namespace, res: SimResult, written: list[Pat
 
 
 def write_vcd_files(
-    res: SimResult,
+    res: Result,
     path: str | Path,
     *,
     clock_mhz: float | None = None,
@@ -246,7 +246,7 @@ def write_vcd_files(
     return [path, gtkw]
 
 
-def _plots_window(res: SimResult, window: tuple[int, int] | None) -> tuple[int, int]:
+def _plots_window(res: Result, window: tuple[int, int] | None) -> tuple[int, int]:
     """The window plots.write_plots draws its timeline over: around the first steady stretch
     of a whole run, else the traced window."""
     from cyclesim.views.plots import steady_window
@@ -257,7 +257,7 @@ def _plots_window(res: SimResult, window: tuple[int, int] | None) -> tuple[int, 
 
 
 def write_perfetto_files(
-    res: SimResult,
+    res: Result,
     path: str | Path,
     *,
     title: str = "cyclesim",

@@ -19,7 +19,7 @@ import numpy as np
 
 from cyclesim.errors import TraceError
 from cyclesim.outputs import atomic_output
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
 from cyclesim.views.progress import writing_bar
 from cyclesim.views.vcd import ChangeStream, Signal, plan_waves, timescale_for, write_vcd
@@ -36,7 +36,7 @@ def fst_writer() -> str | None:
 
 @atomic_output
 def write_fst(
-    res: SimResult,
+    res: Result,
     path: str | Path,
     *,
     clock_mhz: float | None = None,

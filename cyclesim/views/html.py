@@ -3,7 +3,7 @@
 Summary and breakdown, the non-compute cycles by cause and where, the accesses, the energy
 (when the architecture gives per-action energies), the plots (PNG, inline) and a zoomable
 timeline of the PE array's state and the busiest ports. Everything is in the one file: it
-opens offline. Every number is read from the SimResult (and its Activity); none is computed
+opens offline. Every number is read from the Result (and its Activity); none is computed
 again here.
 """
 
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from cyclesim.outputs import write_atomically
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.views.html_page import SCRIPT, STYLE
 
 BUSIEST_PORTS = 6  # port rows of the timeline
@@ -40,7 +40,7 @@ def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.1f} %" if whole else "-"
 
 
-def _summary(res: SimResult) -> str:
+def _summary(res: Result) -> str:
     from cyclesim.views.plots import CAUSE_COLORS, PHASE_COLORS
 
     phases = [
@@ -80,7 +80,7 @@ def _summary(res: SimResult) -> str:
     )
 
 
-def _stalls(res: SimResult) -> str:
+def _stalls(res: Result) -> str:
     rows = []
     for r in res.stall_rows:
         port = (f"port {r.port_memory}.{r.port}" if r.port_memory else r.port) if r.port else ""
@@ -98,12 +98,12 @@ def _stalls(res: SimResult) -> str:
     )
 
 
-def _accesses(res: SimResult) -> str:
+def _accesses(res: Result) -> str:
     rows = [[r.einsum, r.tensor, r.memory, r.action, r.values, r.bits] for r in res.access_rows]
     return _table(["einsum", "tensor", "memory", "action", "values", "bits"], rows, {4, 5})
 
 
-def _energy(res: SimResult, arch) -> str:
+def _energy(res: Result, arch) -> str:
     from cyclesim.results.energy import energy_table, has_energies
 
     if arch is None or not has_energies(arch):
@@ -116,7 +116,7 @@ def _energy(res: SimResult, arch) -> str:
     return _table(["component", f"energy ({unit})"], rows, {1})
 
 
-def _plots(res: SimResult, title: str, progress: bool | None) -> str:
+def _plots(res: Result, title: str, progress: bool | None) -> str:
     from cyclesim.views.plots import write_plots
 
     with tempfile.TemporaryDirectory(prefix="cyclesim-plots-") as folder:
@@ -134,7 +134,7 @@ def _plots(res: SimResult, title: str, progress: bool | None) -> str:
 PORT_BUSY_COLOR = "#777777"
 
 
-def timeline_data(res: SimResult) -> dict:
+def timeline_data(res: Result) -> dict:
     """The timeline's data: PE state runs and the busiest ports' busy runs, flat
     [start, end, colour index, ...] lists (compact JSON), over the whole traced window."""
     from cyclesim.results.activity import iter_busy_runs, port_rows
@@ -171,7 +171,7 @@ def timeline_data(res: SimResult) -> dict:
 
 
 def write_html_report(
-    res: SimResult,
+    res: Result,
     path: str | Path,
     *,
     title: str = "cyclesim",

@@ -25,7 +25,7 @@ import numpy as np
 
 from cyclesim.errors import TraceError
 from cyclesim.outputs import atomic_output
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.results.activity import (
     BANK_ACTIVE,
     BANK_IDLE,
@@ -212,7 +212,7 @@ def _gzipped(path: Path) -> Iterator[gzip.GzipFile]:
 
 @atomic_output
 def write_chrome_json(
-    res: SimResult,
+    res: Result,
     path: str | Path,
     *,
     window: tuple[int, int] | None = None,
@@ -505,7 +505,7 @@ def _varint(n: int) -> bytes:
 
 @atomic_output
 def write_perfetto_proto(
-    res: SimResult,
+    res: Result,
     path: str | Path,
     *,
     window: tuple[int, int] | None = None,

@@ -1,7 +1,7 @@
 """Plots (matplotlib, Agg) an architect reads first: where the cycles went (one stacked bar),
 stall cycles by cause (every cause visible), per-port utilisation over time (binned), a Gantt
 timeline over a window around the first steady stretch, and buffer occupancy over that window.
-Deterministic PNG/SVG (no dates in metadata); drawn from SimResult tables and its Activity.
+Deterministic PNG/SVG (no dates in metadata); drawn from Result tables and its Activity.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from cyclesim.outputs import atomic_output
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.results.activity import COMPUTE, Activity, busy_run_columns, merged_runs
 from cyclesim.vocabulary import Cause
 
@@ -95,7 +95,7 @@ def _save(fig, path) -> None:
     _plt().close(fig)
 
 
-def breakdown_parts(res: SimResult) -> list[tuple[str, int, str]]:
+def breakdown_parts(res: Result) -> list[tuple[str, int, str]]:
     """(label, cycles, color) of the run's cycles in order: onload, compute, stall by cause, offload."""
     parts = [("onload", res.onload_cycles, PHASE_COLORS["onload"])]
     parts.append(("compute", res.ideal_compute_cycles, PHASE_COLORS["compute"]))
@@ -106,7 +106,7 @@ def breakdown_parts(res: SimResult) -> list[tuple[str, int, str]]:
     return [p for p in parts if p[1] > 0]
 
 
-def plot_breakdown(res: SimResult, path: str | Path, title: str = "") -> None:
+def plot_breakdown(res: Result, path: str | Path, title: str = "") -> None:
     """One stacked bar: onload / compute / stall by cause / offload, each with its cycles and share."""
     plt = _plt()
     parts = breakdown_parts(res)
@@ -130,7 +130,7 @@ def plot_breakdown(res: SimResult, path: str | Path, title: str = "") -> None:
     _save(fig, path)
 
 
-def plot_stalls(res: SimResult, path: str | Path, title: str = "") -> None:
+def plot_stalls(res: Result, path: str | Path, title: str = "") -> None:
     """Non-compute cycles per (phase, cause, place), largest first, on a log axis so every one shows."""
     plt = _plt()
     df = res.stalls
@@ -350,7 +350,7 @@ def plot_occupancy(
 
 
 def write_plots(
-    res: SimResult,
+    res: Result,
     out_dir: str | Path,
     *,
     window: tuple[int, int] | None = None,

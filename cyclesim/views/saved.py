@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError
 
 from cyclesim.errors import SpecError
 from cyclesim.outputs import atomic_output
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.spec.yamlio import (
     MAX_FILE_BYTES,
     Lines,
@@ -33,7 +33,7 @@ SCHEMA_VERSION = 1
 
 @atomic_output
 def save_run(
-    res: SimResult, arch_path: str, workload_path: str, mapping_path: str, path: str | Path
+    res: Result, arch_path: str, workload_path: str, mapping_path: str, path: str | Path
 ) -> None:
     """Write the inputs (verbatim) with the run's policy, totals and stalls."""
     doc = dict(

@@ -20,13 +20,13 @@ from pathlib import Path
 import pandas as pd
 
 from cyclesim.outputs import atomic_path
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.results.energy import energy_table, has_energies
 from cyclesim.results.stall_span import CAUSES
 from cyclesim.spec import Architecture
 
 
-def compute_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.DataFrame:
+def compute_report(res: Result, arch: Architecture, run: str = "run") -> pd.DataFrame:
     """One row: the run's cycles split in phases and causes, its MACs and utilisation."""
     pes = 1
     for _, size in arch.pe_array.dims:
@@ -59,7 +59,7 @@ def compute_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.D
     return pd.DataFrame([row])
 
 
-def memory_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.DataFrame:
+def memory_report(res: Result, arch: Architecture, run: str = "run") -> pd.DataFrame:
     """One row per memory, outermost first: reads and writes (values, bits) and bandwidth used."""
     acc = res.detailed_accesses
     energy = energy_table(res, arch) if has_energies(arch) else None
@@ -97,7 +97,7 @@ def memory_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.Da
     return pd.DataFrame(rows)
 
 
-def energy_report(res: SimResult, arch: Architecture, run: str = "run") -> pd.DataFrame:
+def energy_report(res: Result, arch: Architecture, run: str = "run") -> pd.DataFrame:
     """The energy table (results/energy.py) with the run's name and the energies' unit."""
     table = energy_table(res, arch)
     table.insert(0, "run", run)
@@ -109,7 +109,7 @@ CSV_NAMES = ("compute_report.csv", "memory_report.csv", "energy_report.csv")
 
 
 def write_summary_csv(
-    res: SimResult, arch: Architecture, directory: str | Path, run: str = "run"
+    res: Result, arch: Architecture, directory: str | Path, run: str = "run"
 ) -> list[Path]:
     """Write compute_report.csv, memory_report.csv and, with per-action energies in the
     architecture, energy_report.csv into directory; return their paths."""

@@ -1,4 +1,4 @@
-"""The events long table and its writers (CSV, Parquet). Per-port activity: SimResult.port_table."""
+"""The events long table and its writers (CSV, Parquet). Per-port activity: Result.port_table."""
 
 from __future__ import annotations
 
@@ -8,22 +8,22 @@ import pandas as pd
 
 from cyclesim.errors import TraceError
 from cyclesim.outputs import atomic_output
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 
 
-def events(res: SimResult) -> pd.DataFrame:
+def events(res: Result) -> pd.DataFrame:
     """start, end, resource, kind, einsum, tensor, memory, tile, bits: one row per traced event.
 
     Raise TraceError if the run was not traced.
     """
     if res.raw.rec.transfers is None:
         raise TraceError("the events table needs a traced run: replay with trace=True")
-    df = res.events_table.copy()
+    df = res.events.copy()
     return df.astype({"start": "int64", "end": "int64", "tile": "int64", "bits": "int64"})
 
 
 @atomic_output
-def write_events(res: SimResult, path: str | Path) -> pd.DataFrame:
+def write_events(res: Result, path: str | Path) -> pd.DataFrame:
     """Write the events table as CSV or Parquet, chosen by the suffix (.csv, .parquet)."""
     df = events(res)
     suffix = Path(path).suffix.lower()

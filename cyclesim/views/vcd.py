@@ -14,7 +14,7 @@ channel when the device has several ranks; Perfetto's bank tracks read the same 
 `state` (idle, active, precharge, refresh) and `open_row` (x when none), from the bank
 commands of each row visit.
 
-The changes are drawn from SimResult.activity (built once) and streamed to the file in time
+The changes are drawn from Result.activity (built once) and streamed to the file in time
 order, a stretch of cycles at a time, so memory stays bounded; the same run gives the same
 bytes (no date).
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from cyclesim.outputs import atomic_output
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.results.activity import (
     COMPUTE,
     Activity,
@@ -468,7 +468,7 @@ def _vcd_header(w: Waves, codes: list[str], timescale: str, comment: str) -> lis
 
 @atomic_output
 def write_vcd(
-    res: SimResult,
+    res: Result,
     path: str | Path,
     *,
     clock_mhz: float | None = None,

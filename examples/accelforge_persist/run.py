@@ -179,8 +179,8 @@ def main() -> int:
         title = (
             f"seed_fused_n1, {mode} (reuse {reuse}, isolate_einsums {isolate}): {res.cycles} cycles"
         )
-        runs.append((title, res.events_table))
-        text += timeline_text(res.events_table, title) + [""]
+        runs.append((title, res.events))
+        text += timeline_text(res.events, title) + [""]
     out = Path(args.out)
     plot_timelines(runs, out / "timeline_fused_n1.png")
     (out / "timeline_fused_n1.txt").write_text("\n".join(text))

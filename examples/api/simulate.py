@@ -47,10 +47,12 @@ def main() -> None:
         "3. DRAM traffic (bits):",
         dict(zip(dram["tensor"] + " " + dram["action"], dram["bits"], strict=True)),
     )
-    written = result.to_vcd(out / "run.vcd") + result.to_perfetto(out / "run.perfetto.json")
+    written = cyclesim.write_vcd(result, out / "run.vcd")
+    written += cyclesim.write_perfetto(result, out / "run.perfetto.json")
     result.to_json(out / "run.json")
     print("   wrote", ", ".join(p.name for p in written), "and run.json")
-    print(f"   {len(result.events):,} events; first:", result.events.iloc[0].to_dict())
+    events = cyclesim.traced(result).events  # the run replayed once with tracing (the files did)
+    print(f"   {len(events):,} events; first:", events.iloc[0].to_dict())
 
     # 4. A sweep from Python: the same as `cyclesim sweep dram_width_sweep.yaml` (Dask workers).
     run = cyclesim.sweep(HERE / "dram_width_sweep.yaml", out, workers=args.workers)

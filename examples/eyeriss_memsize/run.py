@@ -38,15 +38,15 @@ from cyclesim.checks.zigzag.read import load_zigzag_inputs  # noqa: E402
 from cyclesim.checks.zigzag.terms import Terms  # noqa: E402
 from cyclesim.errors import PeerUnavailable  # noqa: E402
 from cyclesim.report import text_report  # noqa: E402
-from cyclesim.results import SimResult  # noqa: E402
+from cyclesim.results import Result  # noqa: E402
 from cyclesim.results.schema import SCHEMA_VERSION  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)
 class Replayed:
-    """One replay: its SimResult (engine records dropped), its text report and JSON object."""
+    """One replay: its Result (engine records dropped), its text report and JSON object."""
 
-    result: SimResult
+    result: Result
     report: str
     summary: dict
 

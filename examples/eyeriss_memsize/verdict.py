@@ -1,6 +1,6 @@
 """The comparison of the two settings: side-by-side table and which one is really faster, and why.
 
-Reads SimResult tables and the ZigZag check's terms only.
+Reads Result tables and the ZigZag check's terms only.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from cyclesim.checks.zigzag.stalls import stall_groups
 from cyclesim.checks.zigzag.terms import JSON_NAMES, TERMS, Terms
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 
 # zigzag-dse 3.6.3, the version of the original report (docs/reference/zigzag.md §6.3, issue layout)
 ZIGZAG_363 = {"large": (260144, 5020), "small": (250294, 220)}  # latency_total2, onloading
@@ -41,7 +41,7 @@ class ZigZagSide:
         }
 
 
-def _terms(res: SimResult) -> dict[str, int]:
+def _terms(res: Result) -> dict[str, int]:
     return {
         "cycles": res.cycles,
         "onload": res.onload_cycles,
@@ -51,7 +51,7 @@ def _terms(res: SimResult) -> dict[str, int]:
     }
 
 
-def comparison_table(results: dict[str, SimResult]) -> str:
+def comparison_table(results: dict[str, Result]) -> str:
     """Replay terms of both settings side by side, then each one's top three stall rows."""
     large, small = _terms(results["large"]), _terms(results["small"])
     lines = [
@@ -96,7 +96,7 @@ def _pair(sides: list[ZigZagSide], layout: str = "issue") -> tuple[Terms, Terms,
     )
 
 
-def verdict(results: dict[str, SimResult], sides: list[ZigZagSide]) -> str:
+def verdict(results: dict[str, Result], sides: list[ZigZagSide]) -> str:
     """Which setting is really faster, by how much, and where ZigZag and the replay part ways."""
     rl, rs = results["large"], results["small"]
     fast, slow = ("small", "large") if rs.cycles < rl.cycles else ("large", "small")

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cyclesim
-from cyclesim.errors import SpecError
+from cyclesim.errors import SpecError, TraceError
 from cyclesim.spec import architecture_from_dict, load_architecture
 from cyclesim.spec.override import architecture_to_dict, mapping_to_dict
 
@@ -62,24 +62,27 @@ def test_result_tables_stalls_accesses_events_and_json(tmp_path):
     assert set(result.stalls["cause"]) == {"bandwidth"}
     dram_a = result.accesses.query("tensor == 'A' and memory == 'DRAM' and action == 'read'")
     assert dram_a["bits"].tolist() == [128]  # 16 values x 8 b
-    # events: the run was not traced, so asking replays with tracing; 4 fills of A and 4 PE segments
-    events = result.events
+    # events: the run was not traced, so `traced` replays with tracing; 4 fills of A, 4 PE segments
+    with pytest.raises(TraceError, match="traced"):
+        _ = result.events
+    events = cyclesim.traced(result).events
     assert (events["kind"] == "fill").sum() == 4 and (events["kind"] == "compute").sum() == 4
     assert events["end"].max() <= result.cycles
     doc = json.loads(result.to_json(tmp_path / "run.json"))
     assert doc["schema_version"] == 1 and doc["cycles"] == 52
     assert json.loads((tmp_path / "run.json").read_text()) == doc
-    vcd, gtkw = result.to_vcd(tmp_path / "run.vcd")
+    vcd, gtkw = cyclesim.write_vcd(result, tmp_path / "run.vcd")
     assert vcd.read_text().startswith("$") and gtkw.is_file()
-    (trace, *_) = result.to_perfetto(tmp_path / "run.json.trace")
+    (trace, *_) = cyclesim.write_perfetto(result, tmp_path / "run.json.trace")
     assert "traceEvents" in json.loads(trace.read_text())
-    assert "52" in result.report() and "Result(cycles=52" in repr(result)
+    assert "52" in cyclesim.report_text(result) and "Result(cycles=52" in repr(result)
+    assert cyclesim.traced(result) is cyclesim.traced(result)  # replayed with tracing once
     assert result.energy is None or result.energy is not None  # hook present either way
 
 
 def test_trace_true_records_during_the_run():
     result = cyclesim.simulate(*inputs("03_single_buffer"), trace=True)
-    assert result.traced is result.sim
+    assert cyclesim.traced(result) is result
     assert len(result.events) == 9  # 4 fills, 4 PE segments, 1 write-back of Z
 
 

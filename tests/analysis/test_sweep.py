@@ -66,9 +66,9 @@ def one_by_one(width: int, abuf_bits: int) -> dict | None:
         return None
     return dict(
         cycles=result.cycles,
-        onload_cycles=result.sim.onload_cycles,
-        stall_cycles=result.sim.stall_cycles,
-        offload_cycles=result.sim.offload_cycles,
+        onload_cycles=result.onload_cycles,
+        stall_cycles=result.stall_cycles,
+        offload_cycles=result.offload_cycles,
         cause_bandwidth_cycles=result.stalls_by_cause.get("bandwidth", 0),
         dram_read_bits=int(
             result.accesses.query("memory == 'DRAM' and action == 'read'")["bits"].sum()
@@ -274,7 +274,7 @@ def test_a_failing_columns_hook_keeps_the_replays_numbers(tmp_path):
         "def columns(result, point):\n"
         "    if point['DRAM.dram_rd.width_bits'] == 8:\n"
         "        raise RuntimeError('no column for 8')\n"
-        "    return {'pe_busy_share': result.sim.ideal_compute_cycles / result.cycles}\n"
+        "    return {'pe_busy_share': result.ideal_compute_cycles / result.cycles}\n"
     )
     path = tmp_path / "hooked.yaml"
     path.write_text(

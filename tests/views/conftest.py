@@ -11,7 +11,7 @@ from cyclesim.engine import TraceFilter
 
 @pytest.fixture
 def traced():
-    """traced(name, trace_filter=None) -> SimResult of that case with the trace on."""
+    """traced(name, trace_filter=None) -> Result of that case with the trace on."""
 
     def run(name: str, trace_filter: TraceFilter | None = None):
         arch, workload, mapping = load_case(name)

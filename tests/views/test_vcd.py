@@ -37,7 +37,7 @@ def expected_port_bits(res) -> dict[str, int]:
     plan = res.raw.plan
     out: dict[str, int] = {p.key: 0 for p in plan.ports}
     by_label = {n.label(): n for n in plan.nodes}
-    ev = res.events_table
+    ev = res.events
     for r in ev[ev["kind"] != "compute"].itertuples():
         n = by_label[r.resource.rsplit(" ", 1)[0]]
         src, dst = (

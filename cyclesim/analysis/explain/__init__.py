@@ -3,7 +3,7 @@ what would remove them — each remedy verified by replaying the changed archite
 replays in parallel worker processes (analysis.parallel.map_tasks). A remedy's replay is
 attributed again, so a remedy that saves little names what binds after it.
 
-Cycles per cause come from SimResult.stall_spans (they add up to the phase totals); this package
+Cycles per cause come from Result.stall_spans (they add up to the phase totals); this package
 only groups them (causes.py), proposes the changes that could remove each (candidates.py,
 arch_changes.py, dram_remedies.py, from the transfer facts in transfer.py), replays them
 (replays.py) and prints the result (text.py).

@@ -1,5 +1,5 @@
 """The ranked causes of a run's non-compute cycles (Cause, with its replayed Remedy list, in an
-Explanation) and rank_causes, which groups SimResult.stall_spans by root and locates them in
+Explanation) and rank_causes, which groups Result.stall_spans by root and locates them in
 the loop nest: the spans add up to the phase totals, so the causes do too."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from cyclesim import vocabulary
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.spec import Mapping, Storage, Temporal, leaves
 from cyclesim.views.cycle_ranges import merge_ranges
 
@@ -108,7 +108,7 @@ def _loop_names(mapping: Mapping) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def _iteration(res: SimResult, ranks: dict[str, list[tuple[str, str]]], li: int, g: int) -> str:
+def _iteration(res: Result, ranks: dict[str, list[tuple[str, str]]], li: int, g: int) -> str:
     """Segment g of leaf li as loop indices grouped by the memory each loop level walks, e.g.
     'gemm100 sram_1M: B=0 / sram_8KB: C=0, K=1' (a rank can appear at several levels)."""
     leaf = res.raw.plan.leaves[li]
@@ -128,9 +128,7 @@ def _iteration(res: SimResult, ranks: dict[str, list[tuple[str, str]]], li: int,
     return f"{leaf.einsum} {idx}".strip()
 
 
-def rank_causes(
-    res: SimResult, mapping: Mapping | None = None, *, locate: bool = True
-) -> Explanation:
+def rank_causes(res: Result, mapping: Mapping | None = None, *, locate: bool = True) -> Explanation:
     """Group the stall spans by root, largest first, with cycle ranges and delayed iterations.
 
     locate=False: the cycles per root and phase only (no ranges, iterations or chain), summed
@@ -151,7 +149,7 @@ def rank_causes(
     return Explanation(res.cycles, non_compute, res.ideal_compute_cycles, causes)
 
 
-def _located(res: SimResult, mapping: Mapping | None) -> list[Cause]:
+def _located(res: Result, mapping: Mapping | None) -> list[Cause]:
     """A Cause per root, with its cycle ranges, delayed iterations and chain."""
     groups: dict[tuple, list] = {}
     for s in res.spans:
@@ -189,7 +187,7 @@ def _located(res: SimResult, mapping: Mapping | None) -> list[Cause]:
     return causes
 
 
-def _totals(res: SimResult) -> list[Cause]:
+def _totals(res: Result) -> list[Cause]:
     """A Cause per root with its cycles by phase only, from SpanList.groups."""
     by_root: dict[tuple, dict[str, int]] = {}
     for (phase, *key), (cycles, _, _) in res.spans.groups(_phase_and_root).items():

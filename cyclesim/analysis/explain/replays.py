@@ -17,7 +17,7 @@ from cyclesim.analysis.explain.transfer import (
 )
 from cyclesim.engine.options import RunOptions
 from cyclesim.errors import CyclesimError
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.spec import Architecture, Mapping, Workload
 
 
@@ -25,7 +25,7 @@ def verify(
     arch: Architecture,
     workload: Workload,
     mapping: Mapping,
-    res: SimResult,
+    res: Result,
     change: str,
     new_arch: Architecture,
 ) -> Remedy:
@@ -36,7 +36,7 @@ def verify(
     )
 
 
-def remedy_options(res: SimResult) -> RunOptions:
+def remedy_options(res: Result) -> RunOptions:
     """How a remedy replays: as res was (reuse, isolate_einsums, fast-forward), untraced,
     quietly, its counts unchecked (only its cycles and causes are read)."""
     return replace(
@@ -93,7 +93,7 @@ def shrank_most(ranked: list[Cause], before: dict[str, int], n: int = 3) -> tupl
     return tuple((key, loss) for loss, key in losses[:n] if loss > 0)
 
 
-def _largest_cause(res: SimResult, ranked: list[Cause]) -> str:
+def _largest_cause(res: Result, ranked: list[Cause]) -> str:
     """What binds in a run, in words: the cause with the most cycles (summed over its places) and
     its largest place, e.g. 'spatial (186,800 cycles, 60.0% of the run; most at O@rf_16B, ...)'."""
     if not ranked:
@@ -112,7 +112,7 @@ def _largest_cause(res: SimResult, ranked: list[Cause]) -> str:
 
 
 def explain(
-    res: SimResult,
+    res: Result,
     arch: Architecture,
     workload: Workload,
     mapping: Mapping,

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from cyclesim import vocabulary
 from cyclesim.analysis.explain.causes import KEYS, Cause
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.schedule.types import PortRef
 from cyclesim.vocabulary import Wait
 
@@ -59,7 +59,7 @@ def per_cycle(rate: Fraction) -> str:
     return f"{rate} b/cycle" if rate.denominator == 1 else f"{float(rate):.2f} b/cycle"
 
 
-def transfer_ends(res: SimResult, c: Cause) -> TransferEnds | None:
+def transfer_ends(res: Result, c: Cause) -> TransferEnds | None:
     """Both ends of the fill or write-back cause c is charged to, else None."""
     if c.port_memory is None:
         return None
@@ -78,7 +78,7 @@ def transfer_ends(res: SimResult, c: Cause) -> TransferEnds | None:
     return None
 
 
-def write_back_ends(res: SimResult, c: Cause) -> TransferEnds | None:
+def write_back_ends(res: Result, c: Cause) -> TransferEnds | None:
     """For a buffer_full cause: both ends of the write-back that frees the held slot, the end
     that binds a full burst first (near), else None (the node writes nothing back).
 
@@ -112,7 +112,7 @@ class SlotHolding:
     write_back_cycles: int
 
 
-def slot_holding(res: SimResult, c: Cause) -> SlotHolding | None:
+def slot_holding(res: Result, c: Cause) -> SlotHolding | None:
     """For a buffer_full cause whose holding tiles are written back: how many of its cycles the
     holding tile waited on the PE array's pipeline, and how many on its write-back; else None.
 
@@ -161,7 +161,7 @@ def timeline_states(timeline: Sequence[tuple], a: int, b: int) -> Iterator[tuple
         i += 1
 
 
-def operand_demand(res: SimResult, c: Cause) -> int:
+def operand_demand(res: Result, c: Cause) -> int:
     """Bits per step the PE array reads of c's operand (for a spatial stall), else 0."""
     if c.cause != vocabulary.Cause.SPATIAL:
         return 0

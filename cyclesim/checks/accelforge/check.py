@@ -53,7 +53,7 @@ def run_check(
 ):
     """Replay, model and (when available) the real accelforge on one spec.
 
-    Returns (AccelForgeCheck, SimResult). Raise SpecError for a bad spec, or for a spec the
+    Returns (AccelForgeCheck, Result). Raise SpecError for a bad spec, or for a spec the
     real accelforge rejects while our reader accepts it.
     """
     from cyclesim.analysis.simulate import replay

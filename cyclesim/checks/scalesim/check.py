@@ -19,7 +19,7 @@ from cyclesim.checks.scalesim.model import compute_cycles
 from cyclesim.checks.scalesim.peer import ScaleSimLayer, ScaleSimRun, run_scalesim
 from cyclesim.checks.scalesim.read import Layer, ScaleConfig, read_config, read_topology
 from cyclesim.errors import PeerUnavailable, SpecError
-from cyclesim.results import SimResult
+from cyclesim.results import Result
 from cyclesim.vocabulary import Cause
 
 TERMS = (
@@ -39,7 +39,7 @@ TERMS = (
 @dataclass(frozen=True, slots=True, eq=False)
 class LayerOutcome:
     layer: Layer
-    replay: SimResult
+    replay: Result
     replay_seconds: float
     model_compute_cycles: int
     peer: ScaleSimLayer | None
@@ -75,19 +75,19 @@ class ScaleSimCheck:
         return _notes(self)
 
 
-def wavefront_cycles(res: SimResult) -> int:
+def wavefront_cycles(res: Result) -> int:
     """Cycles the systolic wavefront added (fill and drain of the folds)."""
     return sum(
         s.cycles for s in res.spans if s.cause in (Cause.SYSTOLIC_FILL, Cause.SYSTOLIC_DRAIN)
     )
 
 
-def replay_compute(res: SimResult) -> int:
+def replay_compute(res: Result) -> int:
     """The replay's compute cycles in SCALE-Sim's sense: steps plus the systolic wavefront."""
     return res.ideal_compute_cycles + wavefront_cycles(res)
 
 
-def _dram(res: SimResult, tensor: str, action: str) -> int | None:
+def _dram(res: Result, tensor: str, action: str) -> int | None:
     acc = res.accesses
     rows = acc[(acc.memory == "DRAM") & (acc.tensor == tensor) & (acc.action == action)]
     return int(rows["values"].sum()) if len(rows) else 0

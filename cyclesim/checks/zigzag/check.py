@@ -3,7 +3,7 @@
 Rows: total latency, ideal compute, stall, onloading, offloading, each with the replay's cycles
 by cause below it; then word accesses per operand, memory and direction in ZigZag's conventions
 (port-width words summed over instances). Each differing row carries one sentence naming the
-mechanism. The replay's side is read from its SimResult tables only.
+mechanism. The replay's side is read from its Result tables only.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from cyclesim.errors import PeerUnavailable
 
 if TYPE_CHECKING:
     from cyclesim.checks.zigzag.peer import PeerResult
-    from cyclesim.results import SimResult
+    from cyclesim.results import Result
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class ZigZagCheck:
     ]  # (phase, cause, cycles), largest first per phase
     accesses: tuple[AccessRow, ...]
     explanations: tuple[str, ...]
-    result: SimResult = field(repr=False, compare=False)
+    result: Result = field(repr=False, compare=False)
     model: ZigZagLatency = field(repr=False, compare=False)
     inputs: ZigZagInputs = field(repr=False, compare=False)  # as replayed: ZigZag's choices in
 
@@ -86,7 +86,7 @@ class ZigZagCheck:
         }
 
 
-def replay_case(inputs: ZigZagInputs) -> SimResult:
+def replay_case(inputs: ZigZagInputs) -> Result:
     """Import a ZigZag case with a fixed temporal mapping into cyclesim's spec and replay it."""
     from cyclesim.analysis.simulate import replay
 
@@ -94,7 +94,7 @@ def replay_case(inputs: ZigZagInputs) -> SimResult:
     return replay(spec.architecture, spec.workload, spec.mapping, progress=False)
 
 
-def replay_terms(result: SimResult) -> Terms:
+def replay_terms(result: Result) -> Terms:
     """The five terms of a replay, read from its totals table."""
     t = result.totals.iloc[0]
     return Terms(
@@ -106,7 +106,7 @@ def replay_terms(result: SimResult) -> Terms:
     )
 
 
-def _replay_values(result: SimResult) -> dict[tuple[str, str, str], tuple[int, int]]:
+def _replay_values(result: Result) -> dict[tuple[str, str, str], tuple[int, int]]:
     """(tensor, memory, direction) -> (values, bits) summed over Einsums, from detailed_accesses."""
     df = result.detailed_accesses
     summed = df.groupby(["tensor", "memory", "direction"], sort=False)[["values", "bits"]].sum()
@@ -142,7 +142,7 @@ def run_check(
     *,
     layer_name: str | None = None,
     use_peer: bool = True,
-    result: SimResult | None = None,
+    result: Result | None = None,
 ) -> ZigZagCheck:
     """Replay, model and peer on one ZigZag case. Raise SpecError for bad inputs.
 
@@ -206,7 +206,7 @@ def choose_mapping(
 
 
 def compare(
-    inputs: ZigZagInputs, result: SimResult, theirs: PeerResult | None, missing: str | None
+    inputs: ZigZagInputs, result: Result, theirs: PeerResult | None, missing: str | None
 ) -> ZigZagCheck:
     """The comparison of one replay with our model and (when given) zigzag-dse's result."""
     ours = evaluate(inputs)

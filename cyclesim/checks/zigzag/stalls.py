@@ -1,6 +1,6 @@
 """The replay's stall table regrouped for the ZigZag comparison: who waited, on what, through which port.
 
-Reads `SimResult.stall_spans` only: each span's `action` (fill, entry = partial-sum reload,
+Reads `Result.stall_spans` only: each span's `action` (fill, entry = partial-sum reload,
 write-back, compute), `tensor` and `memory` name the transfer at the root of its chain.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from cyclesim.vocabulary import Cause
 
 if TYPE_CHECKING:
-    from cyclesim.results import SimResult
+    from cyclesim.results import Result
 
 PHASES = ("onload", "compute", "offload")
 _SPATIAL = "PE read"
@@ -52,7 +52,7 @@ class StallGroup:
         return f"{self.cause} of the {self.what}{where}{vs} ({self.cycles:,})"
 
 
-def stall_groups(result: SimResult, phase: str) -> tuple[StallGroup, ...]:
+def stall_groups(result: Result, phase: str) -> tuple[StallGroup, ...]:
     """The stall spans of one phase grouped by root transfer, largest first (ties in name order)."""
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, not {phase!r}")
