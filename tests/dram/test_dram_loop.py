@@ -243,7 +243,7 @@ def test_fast_forward_skips_a_loop_without_requests_with_the_controller_in_the_l
     }  # fmt: skip
     assert fast.rec.dram_banks == full.rec.dram_banks and fast.rec.dram_banks
     assert_identical(full, fast)
-    assert_same_result(full, fast, inputs, tmp_path)
+    assert_same_result(full, fast, tmp_path)
     assert "open_row" in (tmp_path / "fast" / "run.vcd").read_text()
 
 
