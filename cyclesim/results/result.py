@@ -13,7 +13,7 @@ from collections import namedtuple
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cyclesim.engine.run import RawRun
 from cyclesim.errors import CountMismatchError, TraceError
@@ -51,6 +51,18 @@ _ACCESS_JSON = {
 }
 
 
+# what the Python API had on its wrapper of the result before Result was the one result type
+_MOVED = {
+    "sim": "the result itself (result.cycles, result.stalls, ...)",
+    "report": "cyclesim.report_text(result)",
+    "to_vcd": "cyclesim.write_vcd(result, path)",
+    "to_perfetto": "cyclesim.write_perfetto(result, path)",
+    "to_csv": "cyclesim.write_csv(result, folder)",
+    "traced": "cyclesim.traced(result)",
+    "events_table": "result.events (a traced result) or cyclesim.traced(result).events",
+}
+
+
 @dataclass(frozen=True)
 class Result:
     """One replay: cycles, phases, stalls by cause, accesses, energy and (when traced) events.
@@ -72,6 +84,14 @@ class Result:
     spans: SpanList  # StallSpans, fast-forward's repeated stretches as repeats (spans.py)
     access_counts: tuple[tuple, ...] = field(repr=False)  # (*ACCESS_KEYS, values, bits)
     raw: RawRun = field(repr=False)
+
+    def __getattr__(self, name: str) -> NoReturn:
+        """Only for names no attribute has: those the API had before Result was the one result
+        type say where they went, instead of a bare AttributeError in a user's script."""
+        moved = _MOVED.get(name)
+        if moved is None:
+            raise AttributeError(f"'Result' object has no attribute {name!r}")
+        raise AttributeError(f"Result.{name} is gone: use {moved}")
 
     def __repr__(self) -> str:
         return (

@@ -86,6 +86,16 @@ def test_trace_true_records_during_the_run():
     assert len(result.events) == 9  # 4 fills, 4 PE segments, 1 write-back of Z
 
 
+def test_a_name_the_api_had_before_one_result_type_says_where_it_went():
+    result = cyclesim.simulate(*inputs("01_compute_bound"))
+    with pytest.raises(AttributeError, match=r"Result\.to_vcd is gone: use cyclesim\.write_vcd"):
+        result.to_vcd("run.vcd")
+    with pytest.raises(AttributeError, match=r"Result\.sim is gone"):
+        result.sim  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'cylces'"):  # a typo: the plain message
+        result.cylces  # noqa: B018
+
+
 def test_with_port_width_changes_the_cycles_as_derived():
     arch_path, work_path, map_path = inputs("03_single_buffer")
     arch = load_architecture(str(arch_path))
