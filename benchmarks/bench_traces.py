@@ -97,11 +97,7 @@ def main() -> int:
     fst = fst_writer() is not None
     traces_cpu = best_cpu(lambda: writers(fst), args.repeat)
     ratio = traces_cpu / replay_cpu
-    named = (
-        "VCD + FST + Perfetto JSON + plots"
-        if fst
-        else "VCD + Perfetto JSON + plots (no FST writer)"
-    )
+    named = "VCD + FST + Perfetto + plots" if fst else "VCD + Perfetto + plots (no FST)"
     print(f"  cycles {res.cycles:,}")
     print(f"  replay (untraced)                CPU {replay_cpu:7.2f} s")
     print(f"  {named:<32} CPU {traces_cpu:7.2f} s   ratio {ratio:.2f}x "
