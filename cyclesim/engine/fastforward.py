@@ -343,7 +343,7 @@ class FastForward:
                 return self._miss("another transfer", 0)
             if not delta:
                 continue
-            # bursts are counted on the side with more bits (engine/transfer.py _burst_bits)
+            # bursts are counted on the side with more bits (engine/transfer.py moved_bits)
             more, fewer = max(x.big, x.small), min(x.big, x.small)
             if fewer * x.burst * delta % more:
                 return self._miss("uneven bursts", 0)  # the other side's share of a burst varies

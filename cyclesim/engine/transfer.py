@@ -147,25 +147,15 @@ class Link:
         self.first_keys: dict[tuple[int, int], tuple[str, ...]] = {}
 
 
-def _burst_bits(big: int, small: int, burst: int, j: int) -> tuple[int, int]:
-    """(parent bits, child bits) of burst j.
+def moved_bits(big: int, small: int, burst: int, lo: int, hi: int) -> tuple[int, int]:
+    """(parent bits, child bits) of bursts lo..hi-1 (burst j alone: lo=j, hi=j+1; a grant's
+    bits, recorded with it in engine/fabric.py: the grant's bursts).
 
     Bursts are counted where the bits meet (DESIGN "Bursts are counted where the bits meet"):
     on the side that moves more bits — the parent's port when it carries several instances'
     shares (parent bits > child bits), else one instance's port — and the other side moves
-    its share pro rata in the same bursts.
-    """
-    if big > small:
-        lo, hi = j * burst, min(big, (j + 1) * burst)
-        return hi - lo, small * hi // big - small * lo // big
-    lo, hi = j * burst, min(small, (j + 1) * burst)
-    return big * hi // small - big * lo // small, hi - lo
-
-
-def moved_bits(big: int, small: int, burst: int, lo: int, hi: int) -> tuple[int, int]:
-    """(parent bits, child bits) of bursts lo..hi-1: the sum of _burst_bits over them (each
-    side's bits before burst j are a function of j alone, so the sum telescopes). What a
-    grant moved on each of its ports, recorded with the grant (engine/fabric.py)."""
+    its share pro rata in the same bursts. Each side's bits before burst j are a function of
+    j alone, so a run of bursts is a difference of two of them."""
     if big > small:
         a, b = min(big, lo * burst), min(big, hi * burst)
         return b - a, small * b // big - small * a // big
@@ -186,7 +176,7 @@ def _timing(
     """Per burst at widths (wp, wc): cycles, whether the parent side is the one named (the
     slower; on a tie the side the data leaves: the parent for a fill, the child for a
     write-back, child_on_tie), and the running sum of cycles (prefix[j] = cycles of bursts
-    0..j-1). Burst j as in _burst_bits."""
+    0..j-1). Burst j as in moved_bits."""
     if big > small:  # counted on the parent side: the same with the sides swapped
         cycles, child_named, prefix = _timing(small, big, burst, wc, wp, not child_on_tie)
         return cycles, [not c for c in child_named], prefix
@@ -240,7 +230,7 @@ def named_keys(
     "Naming a stalled transfer's port")."""
     if len(link.keys) == 1:
         return link.keys
-    pb, cb = _burst_bits(big, small, link.burst, j)
+    pb, cb = moved_bits(big, small, link.burst, j, j + 1)
     cp, cc = -(-pb // width[link.pk]), -(-cb // width[link.ck])
     return link.keys if _parent_named(cp, cc, link.child_on_tie) else (link.ck, link.pk)
 
@@ -282,7 +272,7 @@ def transfer(
     """Move parent_bits through the parent's port and child_bits through each child's port.
 
     Bursts are the smaller burst size of the two ports, counted on the side that moves more bits
-    (_burst_bits; the other side moves its share of a multicast or reduction in them); each
+    (moved_bits; the other side moves its share of a multicast or reduction in them); each
     burst holds both ports for the cycles of the slower side; latency is paid once, after the last burst,
     without holding the ports. Uncontested bursts run back to back in one timeout.
 
@@ -293,7 +283,7 @@ def transfer(
     read back after every yield: fast-forward may have shifted it in the meantime.
     """
     big, small = parent_bits, child_bits
-    # bursts are counted where the bits meet (_burst_bits); the other side moves its share in
+    # bursts are counted where the bits meet (moved_bits); the other side moves its share in
     # the same bursts, all instances in lockstep
     n_bursts = n_bursts_of(big, small, link.burst)
     x = TransferState(big, small)
@@ -459,9 +449,9 @@ class PortRuns:
             x.last_start = base + prefix[i + done - 1] if done > 1 else start
             return True
         if done:
-            b, sm = _burst_bits(big, small, burst, i + done)
+            b, sm = moved_bits(big, small, burst, i + done, i + done + 1)
         else:
-            b, sm = rest if rest is not None else _burst_bits(big, small, burst, i)
+            b, sm = rest if rest is not None else moved_bits(big, small, burst, i, i + 1)
         begun = base + prefix[i + done] if done else start
         moved = now - begun  # cycles of burst i already spent at the old widths
         if done and not moved and cause == "competitor":
@@ -506,7 +496,7 @@ class DramRuns:
         side = self.side = link.dram
         self.timer = side.timer
         self.dram_key = link.pk  # the parent end is the DRAM (fills read it, write-backs write it)
-        self.count = max(big, small)  # the side bursts are counted on (_burst_bits)
+        self.count = max(big, small)  # the side bursts are counted on (moved_bits)
         self.total = side.total
         # an uncontested run covers about one DRAM row of the transfer's bytes: one event per row
         row_bytes = self.timer.config.row_bytes
@@ -543,7 +533,7 @@ class DramRuns:
         widths of the moment (the PE array's share may have changed)."""
         link, burst_at = self.link, self.in_progress
         moved = now - (x.start + self.prefix[burst_at] - self.prefix[x.i])
-        bits = _burst_bits(self.big, self.small, link.burst, burst_at)
+        bits = moved_bits(self.big, self.small, link.burst, burst_at, burst_at + 1)
         rest = (max(0, bits[0] - moved * x.wp), max(0, bits[1] - moved * x.wc))
         yield from finish_burst(self.env, self.fabric, self.rec, self.tl, link, rest, self.dram_key)
 
