@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import deque
-from itertools import starmap
+from itertools import repeat, starmap
 from operator import call
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
 from cyclesim.views.progress import writing_bar
-from cyclesim.views.vcd import ChangeStream, Signal, plan_waves, timescale_for, write_vcd
+from cyclesim.views.vcd import ChangeStream, Signal, X, plan_waves, timescale_for, write_vcd
 
 
 def fst_writer() -> str | None:
@@ -134,6 +134,17 @@ def _fst_call(lib, ctx, var_type: str, handle: int):
                 return (number, ctx, handle, 64, v)
             return (fixed, ctx, handle, f"{v:064b}".encode())
 
+        def many(values: np.ndarray) -> list[tuple]:
+            """The calls of a column of int64 values (X for "x"), made by zip in C: a counter
+            has a new value at most changes."""
+            if (values < 0).any():  # "x" or a negative number: one at a time
+                return [integer("x" if v == X else v) for v in values.tolist()]
+            n = len(values)
+            return list(
+                zip(repeat(number, n), repeat(ctx), repeat(handle), repeat(64), values.tolist())
+            )
+
+        integer.many = many  # type: ignore[attr-defined]
         return integer
 
     def string(v):
