@@ -116,7 +116,6 @@ class Link:
         "timings",
         "dram",
         "child_on_tie",
-        "splits",
         "first_keys",
     )
 
@@ -138,10 +137,9 @@ class Link:
             self.pk if parent_port.latency_cycles >= child_port.latency_cycles else self.ck
         )
         self.dma = dma
-        self.timings: dict[tuple, tuple[list, list, list]] = {}  # (bits, widths) -> _timing
+        self.timings: dict[tuple, tuple[list, list, list, list]] = {}  # (bits, widths) -> _timing
         self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
         self.child_on_tie = False  # a write-back: a tie names the child's port, which data leaves
-        self.splits: dict[tuple, list[int]] = {}  # (bits, widths) -> _splits of its timing
         # (parent bits, child bits) -> named_keys for burst 0 at the ports' full widths (which
         # never change in a replay): asked once per transfer, on the hot path
         self.first_keys: dict[tuple[int, int], tuple[str, ...]] = {}
@@ -172,14 +170,24 @@ def n_bursts_of(big: int, small: int, burst: int) -> int:
 
 def _timing(
     big: int, small: int, burst: int, wp: int, wc: int, child_on_tie: bool = False
-) -> tuple[list, list, list]:
+) -> tuple[list, list, list, list]:
     """Per burst at widths (wp, wc): cycles, whether the parent side is the one named (the
     slower; on a tie the side the data leaves: the parent for a fill, the child for a
     write-back, child_on_tie), and the running sum of cycles (prefix[j] = cycles of bursts
-    0..j-1). Burst j as in moved_bits."""
+    0..j-1); then the splits, the bursts that name another port than the burst before them
+    (where an uncontested run stops). Burst j as in moved_bits."""
     if big > small:  # counted on the parent side: the same with the sides swapped
-        cycles, child_named, prefix = _timing(small, big, burst, wc, wp, not child_on_tie)
-        return cycles, [not c for c in child_named], prefix
+        return _timing_counted(small, big, burst, wc, wp, not child_on_tie, True)
+    return _timing_counted(big, small, burst, wp, wc, child_on_tie, False)
+
+
+def _timing_counted(
+    big: int, small: int, burst: int, wp: int, wc: int, child_on_tie: bool, swapped: bool
+) -> tuple[list, list, list, list]:
+    """_timing with the bursts counted on the `small` side; `swapped`: the sides were swapped
+    by the caller, so each burst's named side is reported the other way round. Equal full
+    bursts are made as one repeated value (C), not burst by burst: a streamed tile has a burst
+    per few cycles, and its table grows with the tile."""
     full = (small - 1) // burst  # bursts before the last one, all of `burst` child bits
     if full > 1 and big * burst % small == 0:  # they all move the same parent bits too
         share = big * burst // small
@@ -190,13 +198,15 @@ def _timing(
         c_last = max(cp_last, cc_last, 1)
         prefix = list(range(0, full * c + 1, c))
         prefix.append(prefix[-1] + c_last)
-        named = [_parent_named(cp, cc, child_on_tie)] * full
+        named = _parent_named(cp, cc, child_on_tie) != swapped
+        named_last = _parent_named(cp_last, cc_last, child_on_tie) != swapped
         return (
             [c] * full + [c_last],
-            named + [_parent_named(cp_last, cc_last, child_on_tie)],
+            [named] * full + [named_last],
             prefix,
+            [full] if named_last != named else [],
         )
-    cycles, parent_slower, prefix = [], [], [0]
+    cycles, parent_slower, prefix, splits = [], [], [0], []
     t = 0
     below = 0  # parent bits of the bursts before j: big * lo // small
     for lo in range(0, small, burst):
@@ -205,16 +215,14 @@ def _timing(
         cp, cc = -((below - upto) // wp), -((lo - hi) // wc)  # ceil divisions
         below = upto
         c = max(cp, cc, 1)
+        named = _parent_named(cp, cc, child_on_tie) != swapped
+        if parent_slower and parent_slower[-1] != named:
+            splits.append(len(cycles))
         cycles.append(c)
-        parent_slower.append(_parent_named(cp, cc, child_on_tie))
+        parent_slower.append(named)
         t += c
         prefix.append(t)
-    return cycles, parent_slower, prefix
-
-
-def _splits(parent_named: list) -> list[int]:
-    """The bursts that name another port than the burst before them."""
-    return [m for m in range(1, len(parent_named)) if parent_named[m] != parent_named[m - 1]]
+    return cycles, parent_slower, prefix, splits
 
 
 def _parent_named(cp: int, cc: int, child_on_tie: bool) -> bool:
@@ -394,7 +402,7 @@ class PortRuns:
         """Time bursts x.i.. from x.start: set x.first, x.j, x.end, x.last, x.wp, x.wc."""
         link, n_bursts = self.link, self.n_bursts
         _, _, wp, wc = shape
-        cycles, parent_slower, prefix = timing
+        cycles, parent_slower, prefix, splits = timing
         i, rest, start = x.i, x.rest, x.start
         if rest is None:
             first, slower = cycles[i], parent_slower[i]
@@ -411,12 +419,8 @@ class PortRuns:
             j = n_bursts
             if parent_slower[i + 1] != slower:
                 j = i + 1
-            else:
-                splits = link.splits.get(shape)
-                if splits is None:
-                    splits = link.splits[shape] = _splits(parent_slower)
-                if splits and splits[-1] > i + 1:
-                    j = splits[bisect_right(splits, i + 1)]
+            elif splits and splits[-1] > i + 1:
+                j = splits[bisect_right(splits, i + 1)]
             if j == i + 1:
                 end, last = start + first, start
             else:
@@ -515,7 +519,7 @@ class DramRuns:
 
     def _choose_run(self, x: TransferState, timing: tuple, shape: tuple) -> int:
         """The run's end burst j, from x.i: one burst when someone competes, else a row's."""
-        self.cycles, _, self.prefix = timing
+        self.cycles, _, self.prefix, _ = timing
         x.wp, x.wc = shape[2], shape[3]
         i, n_bursts = x.i, self.n_bursts
         single = i + 1 == n_bursts or self.fabric.contested(self.link.keys) or self.per_row == 1
