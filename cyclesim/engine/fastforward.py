@@ -197,12 +197,16 @@ class FastForward:
                 continue
             dt, segments = self._jump(lv, prev, snap, periods)
             self._count(periods, dt, segments)
-            # inner levels' last snapshots and boundaries are now stale; outer ones' still
-            # hold (everything they would see between two snapshots is what the run did)
+            # inner levels' snapshots are now stale (outer ones' still hold: everything they
+            # would see between two snapshots is what the run did), but the jump lands on a
+            # boundary of each of them: it counts as their last look (not as no look), so
+            # their next boundary may already snapshot, and a wait counted before is void
             for other in self.levels:
                 if other.pos > lv.pos:
                     other.history.clear()
-                    other.last_time = None
+                    other.last_time = self.r.env.now
+                    other.last_events = self.r.rec.events
+                    other.wait = other.backoff = 0
             history.clear()
             lv.backoff = 0
             lv.last_time = self.r.env.now - (now - last)
