@@ -289,6 +289,9 @@ def transfer(
     engine/dram_port.py, or the controller in the loop, engine/dram_loop.py). What the transfer
     carries across a yield lives in a TransferState (owner.xfer while a plain transfer runs),
     read back after every yield: fast-forward may have shifted it in the meantime.
+
+    One generator of ~110 lines on purpose: every fill and write-back runs it (`yield from`)
+    per transfer, and each sub-generator would cost a frame per yield on the hot path.
     """
     big, small = parent_bits, child_bits
     # bursts are counted where the bits meet (moved_bits); the other side moves its share in
