@@ -11,6 +11,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+# how the report names the DRAM model that timed a memory (Result.dram_summary's 'timing')
+DRAM_TIMING = {
+    "timer": "closed-form timer (fast; read/write mixes may be off several-fold: "
+    "`timing: controller` is exact)",
+    "controller": "cyclesim dram's controller in the loop (DRAMsim3's queues and scheduling)",
+}
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:5.1f}%" if whole else "  -  "
 
@@ -68,13 +76,14 @@ def text_report(res: Result, title: str = "") -> str:
             f"  {r.einsum:<{ew}}{r.tensor:<{tw}}{r.memory:<{mw}}{r.action:<{aw}}"
             f"{r.values:>14,}{r.bits:>16,}"
         )
-    for d in res.dram_summary:  # what the DRAM model's banks did
+    for d in res.dram_summary:  # what the DRAM model's banks did, and which model timed them
         out.append("")
         out.append(
             f"{d['memory']} as {d['config']}: {d['requests']:,} requests, row hits {d['row_hits']:,} "
             f"({100 * d['row_hit_rate']:.1f}%), {d['activates']:,} activates, "
             f"{d['refreshes']:,} refreshes"
         )
+        out.append(f"  timing: {DRAM_TIMING[d['timing']]}")
     out.append("")
     out.append(f"replayed in {res.wall_seconds:.3f} s, {res.engine_events:,} engine events")
     return "\n".join(out)

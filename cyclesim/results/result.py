@@ -362,14 +362,19 @@ class Result:
 
     @property
     def dram_summary(self) -> list[dict]:
-        """Per DRAM-modelled memory, from its timer: requests, row hits and their rate,
-        activates and refreshes (empty without a DRAM model)."""
-        configs = {name: config.name for name, config, _, _ in self.raw.plan.dram}
+        """Per DRAM-modelled memory, from its timer: which timed it ('timer', the closed-form
+        row-run timer, or 'controller', cyclesim dram's controller in the loop), requests, row
+        hits and their rate, activates and refreshes (empty without a DRAM model)."""
+        configs = {name: config for name, config, _, _ in self.raw.plan.dram}
         out = []
         for memory, counts in self.raw.rec.dram_counts.items():
             requests = counts["requests"]
             rate = round(counts["row_hits"] / requests, 6) if requests else 0.0
-            out.append(dict(memory=memory, config=configs[memory], **counts, row_hit_rate=rate))
+            config = configs[memory]
+            timing = "controller" if config.replay_controller else "timer"
+            out.append(
+                dict(memory=memory, config=config.name, timing=timing, **counts, row_hit_rate=rate)
+            )
         return out
 
     def to_json_dict(self) -> dict:

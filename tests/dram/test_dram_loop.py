@@ -189,7 +189,7 @@ def test_a_gemv_through_the_controller_in_the_loop():
     # the data `latency`. (The timer held B's port until A's column slot: 46 cycles.)
     from test_replay_dram import HBM, gemv, spans
 
-    from cyclesim.analysis.simulate import replay
+    from cyclesim.analysis.simulate import replay, report_text
 
     res = replay(*gemv(dict(HBM, timing="controller")), progress=False)
     assert spans(res, "onload") == [
@@ -202,6 +202,9 @@ def test_a_gemv_through_the_controller_in_the_loop():
     # three requests; A's and B's rows activated; Z's one write waits in the write buffer
     # (a drain starts at more than 8 writes, or when nothing follows: after the run)
     assert res.dram_summary[0]["requests"] == 3 and res.dram_summary[0]["activates"] == 2
+    # and the report says which model timed the DRAM
+    assert res.dram_summary[0]["timing"] == "controller"
+    assert "  timing: cyclesim dram's controller in the loop" in report_text(res)
 
 
 def test_dram_trace_needs_the_controller_and_writes_the_requests(tmp_path, capsys):

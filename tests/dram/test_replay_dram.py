@@ -103,13 +103,14 @@ def test_the_report_gives_the_dram_timers_counts():
 
     res = replay(*gemv(HBM), progress=False)
     assert res.dram_summary == [
-        dict(memory="DRAM", config="HBM2_8Gb_x128", requests=3, row_hits=0, activates=3,
-             refreshes=0, row_hit_rate=0.0)
+        dict(memory="DRAM", config="HBM2_8Gb_x128", timing="timer", requests=3, row_hits=0,
+             activates=3, refreshes=0, row_hit_rate=0.0)
     ]  # fmt: skip
     assert res.to_json_dict()["dram"] == res.dram_summary
     assert (
-        "DRAM as HBM2_8Gb_x128: 3 requests, row hits 0 (0.0%), 3 activates, 0 refreshes"
-        in text_report(res)
+        "DRAM as HBM2_8Gb_x128: 3 requests, row hits 0 (0.0%), 3 activates, 0 refreshes\n"
+        "  timing: closed-form timer (fast; read/write mixes may be off several-fold: "
+        "`timing: controller` is exact)" in text_report(res)
     )
     assert "dram" not in replay(*gemv(None), progress=False).to_json_dict()
 
