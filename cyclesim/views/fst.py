@@ -87,14 +87,17 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
         lib.fstWriterSetVersion(ctx, b"cyclesim")
         lib.fstWriterSetComment(ctx, comment.encode())
         lib.fstWriterSetDate(ctx, b"")
-        handles = _register(lib, ffi, ctx, w.signals)
-        ops = [_fst_call(lib, ctx, s.var_type, h) for s, h in zip(w.signals, handles, strict=True)]
-
         with gc_paused(), writing_bar(act.end - act.start, f"FST {path.name}", progress) as bar:
             stream = ChangeStream(w)
+            handles = _register(lib, ffi, ctx, w.signals, stream.sizes, stream.alias)
+            ops = [
+                _fst_call(lib, ctx, s.var_type, h, size)
+                for s, h, size in zip(w.signals, handles, stream.sizes, strict=True)
+            ]
             emit_time = lib.fstWriterEmitTimeChange
             emit_time(ctx, act.start)
-            _calls([f(v) for f, v in zip(ops, stream.initial, strict=True)])
+            own = [i for i, j in enumerate(stream.alias) if j is None]  # an alias has no changes
+            _calls([ops[i](stream.initial[i]) for i in own])
             for times, firsts, calls in stream.stretches(ops, bar):
                 # each time's call goes before its first change's: call j moves down by the
                 # number of times begun at or before it
@@ -116,23 +119,24 @@ def _calls(calls: list[tuple]) -> None:
     deque(starmap(call, calls), maxlen=0)
 
 
-def _fst_call(lib, ctx, var_type: str, handle: int):
+def _fst_call(lib, ctx, var_type: str, handle: int, size: int = 64):
     """A function value -> the libfst call (function, *arguments) that writes one change of
-    this variable: as change_emitter writes a _fst_value change, made once per distinct value."""
+    this variable (an integer of `size` bits): as change_emitter writes a _fst_value change,
+    made once per distinct value."""
     fixed, variable = lib.fstWriterEmitValueChange, lib.fstWriterEmitVariableLengthValueChange
     number = lib.fstWriterEmitValueChange64
     if var_type == "wire":
         one, zero = (fixed, ctx, handle, b"1"), (fixed, ctx, handle, b"0")
         return lambda v: one if v else zero
     if var_type == "integer":
-        unknown = (fixed, ctx, handle, b"x" * 64)
+        unknown = (fixed, ctx, handle, b"x" * size)
 
         def integer(v):
             if v == "x":
                 return unknown
-            if 0 <= v < 1 << 64:
-                return (number, ctx, handle, 64, v)
-            return (fixed, ctx, handle, f"{v:064b}".encode())
+            if 0 <= v < 1 << size:
+                return (number, ctx, handle, size, v)
+            return (fixed, ctx, handle, f"{v:064b}".encode())  # negative: size is 64
 
         def many(values: np.ndarray) -> list[tuple]:
             """The calls of a column of int64 values (X for "x"), made by zip in C: a counter
@@ -141,7 +145,7 @@ def _fst_call(lib, ctx, var_type: str, handle: int):
                 return [integer("x" if v == X else v) for v in values.tolist()]
             n = len(values)
             return list(
-                zip(repeat(number, n), repeat(ctx), repeat(handle), repeat(64), values.tolist())
+                zip(repeat(number, n), repeat(ctx), repeat(handle), repeat(size), values.tolist())
             )
 
         integer.many = many  # type: ignore[attr-defined]
@@ -172,15 +176,19 @@ def change_emitter(lib, ctx):
     return emit
 
 
-def _register(lib, ffi, ctx, signals: list[Signal]) -> list[int]:
-    """Scopes and variables in the VCD's order; the handle of each variable."""
+def _register(
+    lib, ffi, ctx, signals: list[Signal], sizes: list[int] | None = None, alias: list | None = None
+) -> list[int]:
+    """Scopes and variables in the VCD's order; the handle of each variable. sizes: each
+    integer's bits (default 64); alias[i] = j: variable i is an alias of variable j (it shares
+    j's handle and changes, as the VCD's identifier code)."""
     handles, open_scope = [], ()
     kinds = {
-        "wire": (lib.FST_VT_VCD_WIRE, 1),
-        "integer": (lib.FST_VT_VCD_INTEGER, 64),
-        "string": (lib.FST_VT_GEN_STRING, 0),
+        "wire": lib.FST_VT_VCD_WIRE,
+        "integer": lib.FST_VT_VCD_INTEGER,
+        "string": lib.FST_VT_GEN_STRING,
     }
-    for sig in signals:
+    for i, sig in enumerate(signals):
         common = 0
         while common < min(len(open_scope), len(sig.scope)) and open_scope[common] == sig.scope[common]:  # fmt: skip
             common += 1
@@ -189,8 +197,10 @@ def _register(lib, ffi, ctx, signals: list[Signal]) -> list[int]:
         for name in sig.scope[common:]:
             lib.fstWriterSetScope(ctx, lib.FST_ST_VCD_MODULE, name.encode(), ffi.NULL)
         open_scope = sig.scope
-        vt, size = kinds[sig.var_type]
-        handles.append(lib.fstWriterCreateVar(ctx, vt, lib.FST_VD_IMPLICIT, size, sig.name.encode(), 0))  # fmt: skip
+        size = {"wire": 1, "string": 0}.get(sig.var_type) or (sizes[i] if sizes else 64)
+        same = alias[i] if alias else None
+        of = 0 if same is None else handles[same]
+        handles.append(lib.fstWriterCreateVar(ctx, kinds[sig.var_type], lib.FST_VD_IMPLICIT, size, sig.name.encode(), of))  # fmt: skip
     for _ in open_scope:
         lib.fstWriterSetUpscope(ctx)
     return handles

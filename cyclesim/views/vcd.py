@@ -16,7 +16,9 @@ commands of each row visit.
 
 The changes are drawn from Result.activity (built once) and streamed to the file in time
 order, a stretch of cycles at a time, so memory stays bounded; the same run gives the same
-bytes (no date).
+bytes (no date). An integer is declared with the fewest bits its values need, and a signal
+equal to an earlier one over the window shares its identifier code (written once): what the
+FST writer libfst stores per change is that many bits, and a port's two ends often match.
 """
 
 from __future__ import annotations
@@ -286,12 +288,38 @@ def plan_waves(act: Activity) -> Waves:
     return w
 
 
+def _aliases_and_sizes(w: Waves, initial: list, times: list, values: list) -> tuple[list, list]:
+    """Per signal: the earlier signal whose value it has at every cycle of the window, or None
+    (the two ends of a port's transfers: one variable in VCD and FST, written once), and its
+    size in bits (1, or an integer's: the fewest that hold its values; 64 when one is
+    negative), which the VCD header and the FST declare alike."""
+    alias: list = [None] * len(w.signals)
+    sizes: list = [1] * len(w.signals)
+    first: dict = {}
+    for i, sig in enumerate(w.signals):
+        col = values[i]
+        if sig.var_type == "integer":
+            known = col[col != X]
+            init = initial[i]
+            top = max(int(known.max()) if len(known) else 0, init if init != "x" else 0)
+            negative = (len(known) and int(known.min()) < 0) or (init != "x" and init < 0)
+            sizes[i] = 64 if negative else max(1, top.bit_length())
+        shown = tuple(col.tolist()) if col.dtype == object else col.tobytes()
+        key = (sig.var_type, sizes[i], str(initial[i]), times[i].tobytes(), shown)
+        alias[i] = first.setdefault(key, i)
+        if alias[i] == i:
+            alias[i] = None
+    return alias, sizes
+
+
 class ChangeStream:
     """The changes of every signal of Waves after the window's start, in time order.
 
     `initial` holds the values at the window's start. Each signal's changes are columns
     (numpy), a value equal to the one before dropped; `stretches` merges them a stretch of
-    cycles at a time, so the text of at most one stretch is held in memory.
+    cycles at a time, so the text of at most one stretch is held in memory. A signal equal to
+    an earlier one over the window is its alias (`alias`): its changes are the earlier one's,
+    so it has none of its own here. `sizes`: each signal's size in bits.
     """
 
     def __init__(self, w: Waves) -> None:
@@ -319,6 +347,11 @@ class ChangeStream:
             changed = np.asarray(values != prev, dtype=bool)
             self.times.append(times[changed])
             self.values.append(values[changed])
+        self.alias, self.sizes = _aliases_and_sizes(w, self.initial, self.times, self.values)
+        empty = np.empty(0, dtype=np.int64)
+        for i, j in enumerate(self.alias):
+            if j is not None:  # written once, under the signal it repeats
+                self.times[i], self.values[i] = empty, self.values[i][:0]
 
     def _texts(self, fmt: list) -> tuple[np.ndarray, list[np.ndarray]]:
         """fmt[i](value) of every distinct value of every signal in one pool, and per signal
@@ -446,10 +479,12 @@ class _VcdInteger:
         return rows[keep].tobytes().decode("ascii").split("\n")[:-1]
 
 
-def _vcd_header(w: Waves, codes: list[str], timescale: str, comment: str) -> list[str]:
+def _vcd_header(
+    w: Waves, codes: list[str], sizes: list[int], timescale: str, comment: str
+) -> list[str]:
     out = [f"$comment {comment} $end", f"$timescale {timescale} $end", "$version cyclesim $end"]
     open_scope: tuple[str, ...] = ()
-    for sig, code in zip(w.signals, codes, strict=True):
+    for sig, code, size in zip(w.signals, codes, sizes, strict=True):
         common = 0
         while (
             common < min(len(open_scope), len(sig.scope))
@@ -459,7 +494,6 @@ def _vcd_header(w: Waves, codes: list[str], timescale: str, comment: str) -> lis
         out += ["$upscope $end"] * (len(open_scope) - common)
         out += [f"$scope module {name} $end" for name in sig.scope[common:]]
         open_scope = sig.scope
-        size = 1 if sig.var_type != "integer" else 64
         out.append(f"$var {sig.var_type} {size} {code} {sig.name} $end")
     out += ["$upscope $end"] * len(open_scope)
     out.append("$enddefinitions $end")
@@ -482,13 +516,16 @@ def write_vcd(
     act = res.activity(window)
     w = plan_waves(act)
     timescale, comment = timescale_for(clock_mhz)
-    codes = [_id_code(i) for i in range(len(w.signals))]
-    fmt = [_vcd_value(s.var_type, c) for s, c in zip(w.signals, codes, strict=True)]
     with open(path, "w", encoding="utf-8", newline="\n") as f, gc_paused():
         stream = ChangeStream(w)
-        lines = _vcd_header(w, codes, timescale, comment)
+        # an alias shares its signal's identifier code: VCD's own way to write one value once
+        own = [i for i, j in enumerate(stream.alias) if j is None]
+        code_of = {i: _id_code(n) for n, i in enumerate(own)}
+        codes = [code_of[i if j is None else j] for i, j in enumerate(stream.alias)]
+        fmt = [_vcd_value(s.var_type, c) for s, c in zip(w.signals, codes, strict=True)]
+        lines = _vcd_header(w, codes, stream.sizes, timescale, comment)
         lines += [f"#{act.start}", "$dumpvars"]
-        lines += [fmt[i](v) for i, v in enumerate(stream.initial)] + ["$end"]
+        lines += [fmt[i](stream.initial[i]) for i in own] + ["$end"]
         f.write("\n".join(lines) + "\n")
         last_time = act.start
         with writing_bar(act.end - act.start, f"VCD {Path(path).name}", progress) as bar:

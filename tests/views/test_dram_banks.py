@@ -91,13 +91,19 @@ def gemm_files(tmp_path: Path) -> tuple[dict, dict, dict]:
 
 
 def bank_waves(path) -> dict[str, dict[str, list]]:
-    """bank scope -> {'state': changes, 'open_row': changes} of every DRAM bank signal."""
+    """bank scope -> {'state': changes, 'open_row': changes} of every DRAM bank signal, a
+    row number's "no value" as "x" (the reader spells it as one x per bit of the variable,
+    whose size is the fewest bits its values need in the trace's window)."""
     out: dict[str, dict[str, list]] = {}
     for v in pywellen.Waveform(str(path)).all_vars():
         scope, _, name = v.full_name.rpartition(".")
         if scope.startswith("cyclesim.DRAM.ch"):
-            out.setdefault(scope, {})[name] = list(v.tv)
+            out.setdefault(scope, {})[name] = [(t, _no_value(x)) for t, x in v.tv]
     return out
+
+
+def _no_value(x):
+    return "x" if isinstance(x, str) and x and set(x) == {"x"} else x
 
 
 def bank_index(scope: str) -> int:
