@@ -159,7 +159,7 @@ def _write_views(args: argparse.Namespace, res: Result, written: list[Path]) -> 
         getattr(args, "title", None) or f"{Path(args.workload).stem} / {Path(args.mapping).stem}"
     )
     progress = False if getattr(args, "no_progress", False) else None
-    from cyclesim.results.activity import ACTIVITY_STAGES
+    from cyclesim.results.activity_build import ACTIVITY_STAGES
     from cyclesim.views.progress import steps_bar
 
     with steps_bar(len(ACTIVITY_STAGES), "building the activity", progress) as tick:

@@ -33,8 +33,8 @@ from cyclesim.results.activity import (
     Activity,
     DramBank,
     gc_paused,
-    numbered,
 )
+from cyclesim.results.record_columns import numbered
 from cyclesim.views.progress import writing_bar
 
 PID = 1

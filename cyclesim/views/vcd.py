@@ -31,15 +31,9 @@ import numpy as np
 
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
-from cyclesim.results.activity import (
-    COMPUTE,
-    Activity,
-    DramBank,
-    Track,
-    busy_run_columns,
-    gc_paused,
-    numbered,
-)
+from cyclesim.results.activity import COMPUTE, Activity, DramBank, Track, gc_paused
+from cyclesim.results.port_use import busy_run_columns
+from cyclesim.results.record_columns import numbered
 from cyclesim.views.progress import writing_bar
 
 TOP = "cyclesim"
