@@ -309,7 +309,7 @@ def test_the_cli_prints_one_message_exits_1_and_writes_no_trace(tmp_path, capsys
 
 
 def test_traces_carry_the_l1_occupancy_counter(tmp_path):
-    from cyclesim.views.perfetto import write_chrome_json
+    from cyclesim.views.perfetto_json import write_chrome_json
     from cyclesim.views.vcd import write_vcd
 
     res = run(arch(), MATVEC, MATVEC_MAPPING, trace=True)

@@ -265,7 +265,8 @@ def write_perfetto_files(
     progress: bool | None = False,
 ) -> list[Path]:
     """The Perfetto trace in the format path names: .pftrace / .pb protobuf, else JSON (.gz: gzipped)."""
-    from cyclesim.views.perfetto import write_chrome_json, write_perfetto_proto
+    from cyclesim.views.perfetto_json import write_chrome_json
+    from cyclesim.views.perfetto_proto import write_perfetto_proto
 
     path = Path(path)
     write = write_perfetto_proto if path.suffix in (".pftrace", ".pb") else write_chrome_json
