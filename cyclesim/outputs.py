@@ -4,7 +4,7 @@ Every file cyclesim writes goes to a temporary name beside it (`.NAME.partial-PI
 suffix kept so a writer that picks its format from it still does) and is renamed over the final
 name only when complete: no interrupt, full disk or crash leaves a partial file under a final
 name. The temporary files being written and the peer processes running (AccelForge, SCALE-Sim)
-are registered here, so the one interrupt handler (cli.py) removes the first and terminates the
+are registered here, so the one interrupt handler (cli.aborts) removes the first and terminates the
 second: no partial file, no orphan.
 """
 

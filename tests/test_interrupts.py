@@ -66,7 +66,7 @@ def test_an_interrupt_inside_the_vcd_writer_leaves_no_file(tmp_path, sig, code):
 def test_sigterm_between_trace_files_leaves_no_half_set(tmp_path):
     # found: SIGTERM during trace writing left a complete VCD, a truncated FST and no Perfetto
     (tmp_path / "old.vcd").write_text("an earlier run's VCD\n")
-    done = run_interrupted(tmp_path, "cyclesim.views.perfetto:write_chrome_json",
+    done = run_interrupted(tmp_path, "cyclesim.views.perfetto_json:write_chrome_json",
                            signal.SIGTERM, "run", *WORKED, "--vcd", "old.vcd",
                            "--perfetto", "run.json", "--no-progress")  # fmt: skip
     assert (done.returncode, done.stderr) == (143, "cyclesim: interrupted\n")

@@ -160,7 +160,7 @@ def test_an_output_that_only_receives_finished_values_is_placed_and_shown_at_fin
     partial-sum width, 4 x 32 b = 16 B, and the traces' buffer bits said 128 per tile where
     the replay writes 64 into it. With 4-B alignment: Z 8 B at 1024, B 8 B at 1032, A 2 x 8 B
     at 1040."""
-    from cyclesim.results.activity import build_activity
+    from cyclesim.results.activity_build import build_activity
 
     a = arch(allocator=dict(ALLOCATOR, alignment_bytes=4))
     a["memories"].append({"name": "reg", "size_bits": None, "ports": _ports("reg")})
@@ -309,7 +309,7 @@ def test_the_cli_prints_one_message_exits_1_and_writes_no_trace(tmp_path, capsys
 
 
 def test_traces_carry_the_l1_occupancy_counter(tmp_path):
-    from cyclesim.views.perfetto import write_chrome_json
+    from cyclesim.views.perfetto_json import write_chrome_json
     from cyclesim.views.vcd import write_vcd
 
     res = run(arch(), MATVEC, MATVEC_MAPPING, trace=True)

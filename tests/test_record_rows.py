@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from cyclesim.engine.finishers import Finishers
 from cyclesim.engine.rows import Rows, TileShift
-from cyclesim.results.activity import row_columns
+from cyclesim.results.record_columns import row_columns
 from cyclesim.results.spans import SpanList, SpanRepeat
 from cyclesim.results.stall_span import StallSpan
 from cyclesim.vocabulary import Wait

@@ -10,7 +10,7 @@ from cyclesim.errors import CyclesimError
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add `explain` to the top-level commands."""
-    from cyclesim.cli import add_replay_arguments
+    from cyclesim.cli.run import add_replay_arguments
 
     p = subparsers.add_parser(
         "explain",
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _replay(arch, workload, mapping, args: argparse.Namespace, saved: dict | None):
     from cyclesim.analysis.simulate import replay
-    from cyclesim.cli import log_replay, run_options
+    from cyclesim.cli.run import log_replay, run_options
     from cyclesim.engine import TraceFilter
 
     # only the PE segments are needed (to name the delayed loop iterations)

@@ -56,7 +56,7 @@ def run_case(case: TraceCase, root: Path = ROOT) -> tuple[Result, float | None]:
 def write_case(case: TraceCase, out_dir: Path, root: Path = ROOT) -> list[Path]:
     """trace.vcd, trace.gtkw and trace.json of one case into out_dir/<name>/."""
     from cyclesim.views.gtkw import write_gtkw
-    from cyclesim.views.perfetto import write_chrome_json
+    from cyclesim.views.perfetto_json import write_chrome_json
     from cyclesim.views.vcd import write_vcd
 
     res, clock = run_case(case, root)

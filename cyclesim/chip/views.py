@@ -146,7 +146,7 @@ def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
 
     from cyclesim.errors import TraceError
     from cyclesim.views.fst import _fst_value, _register, change_emitter
-    from cyclesim.views.vcd import Signal
+    from cyclesim.views.waves import Signal
 
     path = Path(path)
     signals, changes = chip_waves(res)

@@ -312,9 +312,9 @@ class Result:
         """The traced run as one Activity over window (ports, DMA, PE array, buffers), built once.
 
         Every trace view (VCD, FST, Perfetto, plots) draws from it. Raise TraceError if untraced.
-        on_stage(name) hears each stage of building it (results.activity.ACTIVITY_STAGES).
+        on_stage(name) hears each stage of building it (results.activity_build.ACTIVITY_STAGES).
         """
-        from cyclesim.results.activity import build_activity
+        from cyclesim.results.activity_build import build_activity
 
         cache = self.__dict__.setdefault("_activity", {})
         if window not in cache:
@@ -326,7 +326,7 @@ class Result:
         """Per port: busy cycles and bits of transfers, of the PE array, and in all (traced runs)."""
         import pandas as pd
 
-        from cyclesim.results.activity import PORT_COLUMNS, port_rows
+        from cyclesim.results.port_use import PORT_COLUMNS, port_rows
 
         df = pd.DataFrame(port_rows(self.activity(window)), columns=PORT_COLUMNS)
         return df.astype({c: "int64" for c in PORT_COLUMNS[2:]})

@@ -159,7 +159,7 @@ def _write_views(args: argparse.Namespace, res: Result, written: list[Path]) -> 
         getattr(args, "title", None) or f"{Path(args.workload).stem} / {Path(args.mapping).stem}"
     )
     progress = False if getattr(args, "no_progress", False) else None
-    from cyclesim.results.activity import ACTIVITY_STAGES
+    from cyclesim.results.activity_build import ACTIVITY_STAGES
     from cyclesim.views.progress import steps_bar
 
     with steps_bar(len(ACTIVITY_STAGES), "building the activity", progress) as tick:
@@ -265,7 +265,8 @@ def write_perfetto_files(
     progress: bool | None = False,
 ) -> list[Path]:
     """The Perfetto trace in the format path names: .pftrace / .pb protobuf, else JSON (.gz: gzipped)."""
-    from cyclesim.views.perfetto import write_chrome_json, write_perfetto_proto
+    from cyclesim.views.perfetto_json import write_chrome_json
+    from cyclesim.views.perfetto_proto import write_perfetto_proto
 
     path = Path(path)
     write = write_perfetto_proto if path.suffix in (".pftrace", ".pb") else write_chrome_json

@@ -21,8 +21,10 @@ from cyclesim.errors import TraceError
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
+from cyclesim.views.change_stream import ChangeStream
 from cyclesim.views.progress import writing_bar
-from cyclesim.views.vcd import ChangeStream, Signal, X, plan_waves, timescale_for, write_vcd
+from cyclesim.views.vcd import timescale_for, write_vcd
+from cyclesim.views.waves import Signal, X, plan_waves
 
 
 def fst_writer() -> str | None:

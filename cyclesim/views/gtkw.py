@@ -10,7 +10,7 @@ from pathlib import Path
 from vcd.gtkw import GTKWSave
 
 from cyclesim.outputs import atomic_open
-from cyclesim.views.vcd import Signal
+from cyclesim.views.waves import Signal
 
 
 def gtkw_name(sig: Signal) -> str:

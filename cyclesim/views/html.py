@@ -137,7 +137,7 @@ PORT_BUSY_COLOR = "#777777"
 def timeline_data(res: Result) -> dict:
     """The timeline's data: PE state runs and the busiest ports' busy runs, flat
     [start, end, colour index, ...] lists (compact JSON), over the whole traced window."""
-    from cyclesim.results.activity import iter_busy_runs, port_rows
+    from cyclesim.results.port_use import iter_busy_runs, port_rows
     from cyclesim.views.plots import CAUSE_COLORS, PHASE_COLORS
 
     act = res.activity()

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from cyclesim.analysis.simulate import replay
-from cyclesim.cli import build_parser, run_options
+from cyclesim.cli import build_parser
+from cyclesim.cli.run import run_options
 from cyclesim.engine import RunOptions, TraceFilter, replay_plan
 from cyclesim.errors import OptionError
 from cyclesim.schedule import ReusePolicy, build_plan

@@ -147,7 +147,7 @@ def test_run_default_path_writes_fst_and_gzipped_perfetto(tmp_path, capsys):
 
 
 def test_the_writers_show_a_progress_bar(traced, tmp_path, capsys):
-    from cyclesim.views.perfetto import write_chrome_json
+    from cyclesim.views.perfetto_json import write_chrome_json
     from cyclesim.views.vcd import write_vcd
 
     res = traced("03_single_buffer")

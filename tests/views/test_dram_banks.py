@@ -19,14 +19,9 @@ from cyclesim.cli import main  # noqa: E402
 from cyclesim.engine import TraceFilter  # noqa: E402
 from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict  # noqa: E402
 from cyclesim.views.fst import fst_writer, write_fst  # noqa: E402
-from cyclesim.views.perfetto import (  # noqa: E402
-    _dump,
-    _json_lines,
-    perfetto_available,
-    trace_events,
-    write_chrome_json,
-    write_perfetto_proto,
-)
+from cyclesim.views.perfetto import trace_events  # noqa: E402
+from cyclesim.views.perfetto_json import _dump, _json_lines, write_chrome_json  # noqa: E402
+from cyclesim.views.perfetto_proto import perfetto_available, write_perfetto_proto  # noqa: E402
 from cyclesim.views.vcd import write_vcd  # noqa: E402
 
 pywellen = pytest.importorskip("pywellen")

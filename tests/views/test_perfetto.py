@@ -10,7 +10,8 @@ import pytest
 from view_cases import CASES
 
 from cyclesim.engine import TraceFilter
-from cyclesim.views.perfetto import perfetto_available, write_chrome_json, write_perfetto_proto
+from cyclesim.views.perfetto_json import write_chrome_json
+from cyclesim.views.perfetto_proto import perfetto_available, write_perfetto_proto
 
 PHASES = {"X", "C", "i", "M"}
 

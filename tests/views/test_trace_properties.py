@@ -16,7 +16,8 @@ from view_cases import CASES, load_case
 
 from cyclesim.analysis.simulate import replay
 from cyclesim.views.fst import fst_writer, write_fst
-from cyclesim.views.perfetto import _dump, _json_lines, trace_events, write_chrome_json
+from cyclesim.views.perfetto import trace_events
+from cyclesim.views.perfetto_json import _dump, _json_lines, write_chrome_json
 from cyclesim.views.vcd import write_vcd
 
 try:

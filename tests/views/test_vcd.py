@@ -9,7 +9,8 @@ from view_cases import CASES, load_case
 
 from cyclesim.engine import TraceFilter
 from cyclesim.errors import TraceError
-from cyclesim.views.vcd import X, _spans, _VcdInteger, timescale_for, write_vcd
+from cyclesim.views.vcd import _VcdInteger, timescale_for, write_vcd
+from cyclesim.views.waves import X, _spans
 
 
 def _signal(v: vcdvcd.VCDVCD, name: str) -> list[tuple[int, str]]:

@@ -1,0 +1,140 @@
+"""The changes of every waveform signal merged into time order, a stretch of cycles at a time.
+
+Shared by the VCD and FST writers: the text of at most one stretch is held in memory. It also
+decides what both declare alike: an integer's size (the fewest bits its values need: libfst
+stores every change at that width) and which signals are aliases of an earlier one (equal
+at every cycle of the window, as a port's two ends often are: written once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from cyclesim.results.record_columns import numbered
+from cyclesim.views.waves import Waves, X
+
+
+def _aliases_and_sizes(w: Waves, initial: list, times: list, values: list) -> tuple[list, list]:
+    """Per signal: the earlier signal whose value it has at every cycle of the window, or None
+    (the two ends of a port's transfers: one variable in VCD and FST, written once), and its
+    size in bits (1, or an integer's: the fewest that hold its values; 64 when one is
+    negative), which the VCD header and the FST declare alike."""
+    alias: list = [None] * len(w.signals)
+    sizes: list = [1] * len(w.signals)
+    first: dict = {}
+    for i, sig in enumerate(w.signals):
+        col = values[i]
+        if sig.var_type == "integer":
+            known = col[col != X]
+            init = initial[i]
+            top = max(int(known.max()) if len(known) else 0, init if init != "x" else 0)
+            negative = (len(known) and int(known.min()) < 0) or (init != "x" and init < 0)
+            sizes[i] = 64 if negative else max(1, top.bit_length())
+        shown = tuple(col.tolist()) if col.dtype == object else col.tobytes()
+        key = (sig.var_type, sizes[i], str(initial[i]), times[i].tobytes(), shown)
+        alias[i] = first.setdefault(key, i)
+        if alias[i] == i:
+            alias[i] = None
+    return alias, sizes
+
+
+class ChangeStream:
+    """The changes of every signal of Waves after the window's start, in time order.
+
+    `initial` holds the values at the window's start. Each signal's changes are columns
+    (numpy), a value equal to the one before dropped; `stretches` merges them a stretch of
+    cycles at a time, so the text of at most one stretch is held in memory. A signal equal to
+    an earlier one over the window is its alias (`alias`): its changes are the earlier one's,
+    so it has none of its own here. `sizes`: each signal's size in bits.
+    """
+
+    def __init__(self, w: Waves) -> None:
+        self.w = w
+        self.initial = list(w.inits)
+        self.times: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
+        for i, source in enumerate(w.sources):
+            col = source()
+            times, values = col.times, col.values
+            strings = values.dtype == object
+            before = int(np.searchsorted(times, w.start, side="right"))  # the value at start
+            if before:
+                v = values[before - 1]
+                self.initial[i] = v if strings else ("x" if v == X else int(v))
+            inside = int(np.searchsorted(times, w.end, side="right"))
+            times, values = times[before:inside], values[before:inside]
+            init = self.initial[i]
+            if not strings:
+                init = X if init == "x" else init
+            prev = np.empty_like(values)
+            if len(values):
+                prev[0] = init
+                prev[1:] = values[:-1]
+            changed = np.asarray(values != prev, dtype=bool)
+            self.times.append(times[changed])
+            self.values.append(values[changed])
+        self.alias, self.sizes = _aliases_and_sizes(w, self.initial, self.times, self.values)
+        empty = np.empty(0, dtype=np.int64)
+        for i, j in enumerate(self.alias):
+            if j is not None:  # written once, under the signal it repeats
+                self.times[i], self.values[i] = empty, self.values[i][:0]
+
+    def _texts(self, fmt: list) -> tuple[np.ndarray, list[np.ndarray]]:
+        """fmt[i](value) of every distinct value of every signal in one pool, and per signal
+        each change's position in it."""
+        pool: list = []
+        where: list[np.ndarray] = []
+        for f, values in zip(fmt, self.values, strict=True):
+            if values.dtype == object:
+                at, uniq = numbered(values)
+                distinct = [f(v) for v in uniq]
+            else:
+                uniq, at = np.unique(values, return_inverse=True)
+                many = getattr(f, "many", None)
+                if many is not None:
+                    distinct = many(uniq)
+                else:
+                    distinct = [f("x" if v == X else v) for v in uniq.tolist()]
+            where.append(at.reshape(-1) + len(pool))
+            pool += distinct
+        return np.fromiter(pool, dtype=object, count=len(pool)), where
+
+    def stretches(
+        self, fmt: list, bar=None, stretch: int | None = None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per stretch of cycles: (times, firsts, texts) where texts holds fmt[i](value) of each
+        change in time order (signal order within a time), times[j] the distinct times and
+        firsts[j] where time j's changes start in texts. Merged by numpy on integer keys, not
+        per change in Python: a long run has millions of changes."""
+        w0, w1 = self.w.start, self.w.end
+        n = len(self.times)
+        stretch = stretch or max(1 << 12, (w1 - w0) // 64)
+        pool, where = self._texts(fmt)
+        edges = np.arange(w0, w1 + 1, stretch, dtype=np.int64)[1:]
+        edges = np.append(edges, w1 + 1)
+        cuts = [np.concatenate(([0], np.searchsorted(t, edges))) for t in self.times]
+        lo = w0
+        for s, hi in enumerate(edges.tolist()):
+            keys = [self.times[i][c[s] : c[s + 1]] * n + i for i, c in enumerate(cuts)]
+            texts = [where[i][c[s] : c[s + 1]] for i, c in enumerate(cuts)]
+            ordered = np.concatenate(keys)
+            if len(ordered):
+                order = np.argsort(ordered, kind="stable")
+                times = ordered[order] // n
+                firsts = np.flatnonzero(np.concatenate(([True], times[1:] != times[:-1])))
+                yield times[firsts], firsts, pool[np.concatenate(texts)[order]]
+            if bar is not None:
+                bar.update(min(hi, w1) - lo)
+            lo = hi
+
+    def run(self, fmt: list, emit_time, emit, bar=None, stretch: int | None = None) -> None:
+        """emit_time(t) once per time with changes, then emit(fmt[i](value)) per change."""
+        for times, firsts, texts in self.stretches(fmt, bar, stretch):
+            bounds = [*firsts.tolist(), len(texts)]
+            changes = texts.tolist()
+            for j, t in enumerate(times.tolist()):
+                emit_time(t)
+                for change in changes[bounds[j] : bounds[j + 1]]:
+                    emit(change)
