@@ -37,3 +37,26 @@ def test_the_same_result_gives_the_same_png_bytes_twice(traced, tmp_path):
     digests = [[hashlib.sha256(p.read_bytes()).hexdigest() for p in ps] for ps in (first, second)]
     assert digests[0] == digests[1]
     assert [p.name for p in first] == [f"{n}.png" for n in plots.PLOT_NAMES]
+
+
+@pytest.mark.parametrize("rotation", [0, 90])
+def test_a_text_is_drawn_where_the_layout_measured_it(rotation):
+    # the plots' canvas draws a string as one bitmap (figures._canvas): its ink lies inside
+    # the extent the margins were computed from, within a pixel
+    import numpy as np
+
+    from cyclesim.views.figures import new_figure
+
+    fig, ax = new_figure(4, 3)
+    ax.set_axis_off()
+    text = fig.text(0.3, 0.4, "compute bandwidth: W@sram_64KB dram.rw_port_1", fontsize=7,
+                    rotation=rotation)  # fmt: skip
+    fig.canvas.draw()
+    box = text.get_window_extent()
+    ink = np.argwhere(np.asarray(fig.canvas.buffer_rgba())[:, :, 0] < 250)  # rows, columns
+    height = fig.canvas.get_width_height()[1]
+    top, left = ink.min(axis=0)
+    bottom, right = ink.max(axis=0)
+    assert box.x0 - 1 <= left and right <= box.x1 + 1
+    assert box.y0 - 1 <= height - 1 - bottom and height - 1 - top <= box.y1 + 1
+    assert (right - left) >= 0.8 * box.width or (bottom - top) >= 0.8 * box.height
