@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -22,19 +22,16 @@ PAD_INCHES = 0.1  # blank round what a figure shows (savefig's pad for bbox_inch
 # zlib level 3, not PIL's 6: its encoding took 40% less CPU (0.17 -> 0.11 s for the five on the
 # memory-size example) for files at most a third larger (the plots are flat colours and text)
 PNG_ZLIB = {"compress_level": 3}
-ROW_GAP_INCHES = 0.2  # between the occupancy plot's rows: their tick labels 0 and 2 clear
 
 
-def new_figure(width: float, height: float, rows: int | None = None) -> tuple[Figure, Any]:
-    """A matplotlib Figure on its own Agg canvas and its axes (an array of a column of `rows`
-    when given): no pyplot, so no figure manager, backend switch or state between plots."""
+def new_figure(width: float, height: float) -> tuple[Figure, Axes]:
+    """A matplotlib Figure on its own Agg canvas, and its axes: no pyplot, so no figure
+    manager, backend switch or state between plots."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), dpi=DPI)
     _canvas()(fig)
-    if rows is None:
-        return fig, fig.subplots()
-    return fig, fig.subplots(rows, 1, squeeze=False)[:, 0]
+    return fig, fig.subplots()
 
 
 @functools.cache
@@ -101,8 +98,7 @@ def fit(fig: Figure) -> None:
     savefig(bbox_inches="tight") found in three layout passes, here one.
 
     What sticks out must not scale with the axes (legends and notes outside them are placed
-    in points from their edge), so moving the axes does not change it. A column of axes
-    keeps ROW_GAP_INCHES between its rows.
+    in points from their edge), so moving the axes does not change it.
     """
     renderer = fig.canvas.get_renderer()
     content = fig.get_tightbbox(renderer)  # inches
@@ -115,22 +111,21 @@ def fit(fig: Figure) -> None:
     right = 1 - (content.x1 - x1 + PAD_INCHES) / width
     bottom = (y0 - content.y0 + PAD_INCHES) / height
     top = 1 - (content.y1 - y1 + PAD_INCHES) / height
-    rows = fig.axes[0].get_subplotspec().get_gridspec().nrows
-    hspace = None  # a fraction of a row's height: the rows share the grid with the gaps
-    if rows > 1:
-        row = ((top - bottom) * height - ROW_GAP_INCHES * (rows - 1)) / rows
-        hspace = ROW_GAP_INCHES / max(row, 1e-3)
-    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top, hspace=hspace)
+    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
 
 
-def tick_marks(ax: Axes, xs: Sequence[float], which: str = "major") -> None:
-    """Unlabelled tick marks under the x axis at xs (data), drawn as the axis draws its own, as
-    one line of markers: the axis makes a Tick, with two hidden labels, for each of them."""
+def tick_marks(
+    ax: Axes, xs: Sequence[float], which: str = "major", at: float | None = None
+) -> None:
+    """Unlabelled tick marks at xs (data) under the x axis, or under the height `at` (data),
+    drawn as the axis draws its own, as one line of markers: the axis makes a Tick, with two
+    hidden labels, for each of them."""
     from matplotlib import rcParams as rc
     from matplotlib.lines import Line2D
     from matplotlib.markers import TICKDOWN
 
-    ax.add_artist(Line2D(xs, [0] * len(xs), transform=ax.get_xaxis_transform(), linestyle="none",
+    transform = ax.get_xaxis_transform() if at is None else ax.transData
+    ax.add_artist(Line2D(xs, [at or 0] * len(xs), transform=transform, linestyle="none",
                          marker=TICKDOWN, markersize=rc[f"xtick.{which}.size"],
                          markeredgewidth=rc[f"xtick.{which}.width"], color=rc["xtick.color"],
                          clip_on=False))  # fmt: skip

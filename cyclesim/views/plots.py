@@ -52,6 +52,7 @@ _PALETTE = ("#A5170E", "#777777", "#332288", "#F6C141", "#5289C7", "#AA4499", "#
 PE_USE_COLOR = "#000000"  # the PE array's use of a port: a thin bar under the transfers
 _META = {"Software": None}  # no version/date stamps: same input, same bytes
 PLOT_NAMES = ("breakdown", "stalls", "ports", "timeline", "occupancy")  # write_plots' files
+ROW_GAP = 0.27  # blank between the occupancy plot's rows, in rows' heights
 STALL_BASE = 0.5  # where the stall plot's log-scale bars start, in cycles
 BINS = 200  # time bins of the utilisation plot, whatever the run's length
 STEADY_PERIODS = 10  # PE segment periods the default timeline window shows
@@ -329,34 +330,53 @@ def plot_timeline(
 def plot_occupancy(
     act: Activity, path: str | Path, window: tuple[int, int], title: str = ""
 ) -> None:
-    """Step plot of the tiles resident in each buffer (storage node) over window."""
-    from matplotlib.ticker import NullLocator
+    """Step plot of the tiles resident in each buffer (storage node) over window: a framed row
+    per buffer on its own scale 0..slots, the rows drawn on one axes (an axes per row cost
+    ~25 ms of matplotlib's machinery each; the memory-size example has seven)."""
+    from matplotlib import rcParams
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.patches import Rectangle
 
     w0, w1 = window
     bufs = act.buffers or []
-    fig, axes = _figure(12, 0.9 * max(len(bufs), 1) + 1.0, rows=max(len(bufs), 1))
-    for ax, buf in zip(axes, bufs, strict=False):
+    rows = max(len(bufs), 1)
+    fig, ax = _figure(12, 0.9 * rows + 1.0)
+    ax.set_xlim(w0, w1)
+    ax.set_ylim(0, rows + (rows - 1) * ROW_GAP)
+    ax.spines[:].set_visible(False)  # each row has its own frame
+    ticks = [t for t in ax.xaxis.get_major_locator().tick_values(w0, w1) if w0 <= t <= w1]
+    ax.set_xticks(ticks)  # labelled under the bottom row, marks only under the others
+    # a row's name right of its tick labels, as a y axis label stands (the widest label measured)
+    font = FontProperties(size=rcParams["ytick.labelsize"])
+    widest = max((len(str(b.slots)) for b in bufs), default=1)
+    width = fig.canvas.get_renderer().get_text_width_height_descent("8" * widest, font, False)[0]
+    name_x = -(rcParams["ytick.major.size"] + rcParams["ytick.major.pad"] + width * 72 / DPI + 4)
+    positions, labels = [], []
+    for row in range(rows):
+        base = (rows - 1 - row) * (1 + ROW_GAP)  # the first buffer on top
+        ax.add_patch(Rectangle((0, base), 1, 1, transform=ax.get_yaxis_transform(), fill=False,
+                               edgecolor=rcParams["axes.edgecolor"], zorder=2.5,
+                               linewidth=rcParams["axes.linewidth"], clip_on=False))  # fmt: skip
+        if row < rows - 1:
+            _tick_marks(ax, ticks, at=base)
+        if row >= len(bufs):
+            continue
+        buf = bufs[row]
+        scale = 1 / (buf.slots + 0.4)  # counts -0.2 .. slots + 0.2 fill the row
         times, counts = np.array(buf.times, np.int64), np.array(buf.counts, np.int64)
         before = int(np.searchsorted(times, w0, side="right"))  # changes at or before w0
         inside = np.flatnonzero((times > w0) & (times < w1))
         ts = [w0, *times[inside].tolist(), w1]
         ns = [int(counts[before - 1]) if before else 0, *counts[inside].tolist()]
-        ax.step(ts, ns + ns[-1:], where="post")
-        ax.set_ylim(-0.2, buf.slots + 0.2)
-        ax.set_yticks(range(buf.slots + 1))
-        ax.set_ylabel(buf.label, rotation=0, ha="right", va="center", fontsize=8)
-    # one x axis: the bottom row's ticks are labelled, the rows above have their marks only
-    # (unshared axes: a shared one makes a Tick per mark in every row)
-    bottom = axes[-1]
-    bottom.set_xlim(w0, w1)
-    ticks = [t for t in bottom.xaxis.get_major_locator().tick_values(w0, w1) if w0 <= t <= w1]
-    bottom.set_xticks(ticks)
-    for ax in axes[:-1]:
-        ax.set_xlim(w0, w1)
-        ax.xaxis.set_major_locator(NullLocator())
-        _tick_marks(ax, ticks)
-    bottom.set_xlabel("cycle")
-    axes[0].set_title(title or f"tiles resident per buffer, cycles {w0:,}..{w1:,}", fontsize=10)
+        ax.step(ts, [base + (n + 0.2) * scale for n in ns + ns[-1:]], where="post", color="C0")
+        positions += [base + (k + 0.2) * scale for k in range(buf.slots + 1)]
+        labels += [str(k) for k in range(buf.slots + 1)]
+        ax.annotate(buf.label, (0, base + 0.5), xycoords=ax.get_yaxis_transform(),
+                    xytext=(name_x, 0), textcoords="offset points", ha="right", va="center",
+                    fontsize=8)  # fmt: skip
+    ax.set_yticks(positions, labels)
+    ax.set_xlabel("cycle")
+    ax.set_title(title or f"tiles resident per buffer, cycles {w0:,}..{w1:,}", fontsize=10)
     _save(fig, path)
 
 
