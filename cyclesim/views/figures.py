@@ -129,3 +129,22 @@ def tick_marks(
                          marker=TICKDOWN, markersize=rc[f"xtick.{which}.size"],
                          markeredgewidth=rc[f"xtick.{which}.width"], color=rc["xtick.color"],
                          clip_on=False))  # fmt: skip
+
+
+def y_tick_labels(ax: Axes, ys: Sequence[float], labels: Sequence[str], fontsize: float) -> None:
+    """Labelled tick marks on the y axis at ys (data), placed as the axis places its own (the
+    same transform, alignment and pad), as one line of markers and a text each: the axis made
+    a Tick per label, with a second hidden label, three lines and a deep copy of its style."""
+    from matplotlib import rcParams as rc
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKLEFT
+    from matplotlib.ticker import NullLocator
+
+    ax.yaxis.set_major_locator(NullLocator())
+    ax.add_artist(Line2D([0] * len(ys), ys, transform=ax.get_yaxis_transform(), linestyle="none",
+                         marker=TICKLEFT, markersize=rc["ytick.major.size"],
+                         markeredgewidth=rc["ytick.major.width"], color=rc["ytick.color"],
+                         clip_on=False))  # fmt: skip
+    transform, va, ha = ax.get_yaxis_text1_transform(rc["ytick.major.size"] + rc["ytick.major.pad"])
+    for y, label in zip(ys, labels, strict=True):
+        ax.text(0, y, label, transform=transform, va=va, ha=ha, fontsize=fontsize, clip_on=False)

@@ -17,6 +17,7 @@ from cyclesim.views.figures import DPI, PNG_ZLIB
 from cyclesim.views.figures import fit as _fit
 from cyclesim.views.figures import new_figure as _figure
 from cyclesim.views.figures import tick_marks as _tick_marks
+from cyclesim.views.figures import y_tick_labels as _y_tick_labels
 from cyclesim.vocabulary import Cause
 
 # One fixed colour per root cause, the same in every plot (breakdown, stalls, timeline, the
@@ -169,7 +170,7 @@ def plot_stalls(res: Result, path: str | Path, title: str = "") -> None:
         for y, cycles in enumerate(df["cycles"]):
             ax.text(cycles * 1.1, y, f"{int(cycles):,} ({_pct(int(cycles), res.cycles)})",
                     va="center", fontsize=7)  # fmt: skip
-        ax.set_yticks(range(len(df)), labels, fontsize=7)
+        _y_tick_labels(ax, range(len(df)), labels, 7)
         ax.set_xlabel("cycles (log scale)")
         causes = list(dict.fromkeys(df["cause"][::-1]))
         ax.legend([Rectangle((0, 0), 1, 1, color=CAUSE_COLORS.get(c, "#000")) for c in causes],
@@ -230,7 +231,7 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
     fig, ax = _figure(12, 0.32 * len(rows) + 1.9)
     im = ax.imshow(np.array(rows), aspect="auto", interpolation="nearest", cmap="viridis",
                    vmin=0, vmax=1, extent=(edges[0], edges[-1], len(rows) - 0.5, -0.5))  # fmt: skip
-    ax.set_yticks(range(len(rows)), labels, fontsize=8)
+    _y_tick_labels(ax, range(len(rows)), labels, 8)
     width = f"{(act.end - act.start) / bins:,.0f}"
     ax.set_xlabel(f"cycle ({bins} bins of {width} cycle{'' if width == '1' else 's'})")
     fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01, label="busy fraction")
@@ -316,7 +317,7 @@ def plot_timeline(
         if thin:
             ax.broken_barh([(a, b - a) for a, b, _, _ in thin], (y - 0.38, 0.18),
                            facecolors=PE_USE_COLOR, edgecolor="none")  # fmt: skip
-    ax.set_yticks(range(len(rows)), [name for name, _, _ in reversed(rows)], fontsize=8)
+    _y_tick_labels(ax, range(len(rows)), [name for name, _, _ in reversed(rows)], 8)
     ax.set_xlim(w0, w1)
     ax.set_xlabel("cycle")
     ax.set_title(title or f"timeline, cycles {w0:,}..{w1:,} (of {act.cycles:,})", fontsize=10)
@@ -374,7 +375,7 @@ def plot_occupancy(
         ax.annotate(buf.label, (0, base + 0.5), xycoords=ax.get_yaxis_transform(),
                     xytext=(name_x, 0), textcoords="offset points", ha="right", va="center",
                     fontsize=8)  # fmt: skip
-    ax.set_yticks(positions, labels)
+    _y_tick_labels(ax, positions, labels, rcParams["ytick.labelsize"])
     ax.set_xlabel("cycle")
     ax.set_title(title or f"tiles resident per buffer, cycles {w0:,}..{w1:,}", fontsize=10)
     _save(fig, path)
