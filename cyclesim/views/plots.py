@@ -265,11 +265,32 @@ def steady_window(act: Activity) -> tuple[int, int]:
     return lo, min(act.end, lo + 2000)
 
 
+def _rgba(colors: list[str]) -> np.ndarray:
+    """RGBA rows of colours, each distinct one converted once (a bar's colour is one of a few)."""
+    from matplotlib.colors import to_rgba
+
+    known: dict[str, tuple] = {}
+    return np.array([known[c] if c in known else known.setdefault(c, to_rgba(c)) for c in colors])
+
+
+def _bars(ax, bars: list, bottom: float, height: float, **style) -> None:
+    """Rectangles from (start, end, ...) records at one height, as one PolyCollection built from
+    arrays (what broken_barh makes, converting and checking each bar in Python)."""
+    from matplotlib.collections import PolyCollection
+
+    x = np.array([(a, b) for a, b, *_ in bars], dtype=np.float64)
+    verts = np.empty((len(x), 4, 2))
+    verts[:, :2, 0], verts[:, 2:, 0] = x[:, :1], x[:, 1:]
+    verts[:, (0, 3), 1], verts[:, (1, 2), 1] = bottom, bottom + height
+    ax.add_collection(PolyCollection(verts, **style), autolim=False)
+
+
 def plot_timeline(
     act: Activity, path: str | Path, window: tuple[int, int], title: str = ""
 ) -> None:
     """Gantt chart over window: the PE array's state, each busy port (its transfers, and the PE
     array's use in a thinner bar), DMA channels."""
+    from matplotlib import rcParams
     from matplotlib.patches import Rectangle
 
     w0, w1 = window
@@ -309,14 +330,15 @@ def plot_timeline(
     pixels_per_cycle = 0.8 * fig.get_figwidth() * fig.dpi / max(w1 - w0, 1)
     for y, (_, bars, thin) in enumerate(reversed(rows)):
         if bars:
-            faces = [c for _, _, c, _ in bars]
+            faces = _rgba([c for _, _, c, _ in bars])
             wide = min(b - a for a, b, _, _ in bars) * pixels_per_cycle >= 4
-            ax.broken_barh([(a, b - a) for a, b, _, _ in bars], (y - 0.38, 0.76),
-                           facecolors=faces, edgecolors="white" if wide else faces,
-                           linewidth=0.4 if wide else 0.6)  # fmt: skip
+            _bars(ax, bars, y - 0.38, 0.76, facecolors=faces, edgecolors="white" if wide else faces,
+                  linewidths=0.4 if wide else 0.6)  # fmt: skip
         if thin:
-            ax.broken_barh([(a, b - a) for a, b, _, _ in thin], (y - 0.38, 0.18),
-                           facecolors=PE_USE_COLOR, edgecolor="none")  # fmt: skip
+            _bars(ax, thin, y - 0.38, 0.18, facecolors=PE_USE_COLOR, edgecolors="none")
+    # the rows' extent with matplotlib's margin, as autoscaling to the bars gave
+    margin = rcParams["axes.ymargin"] * (len(rows) - 1 + 0.76)
+    ax.set_ylim(-0.38 - margin, len(rows) - 1 + 0.38 + margin)
     _y_tick_labels(ax, range(len(rows)), [name for name, _, _ in reversed(rows)], 8)
     ax.set_xlim(w0, w1)
     ax.set_xlabel("cycle")
