@@ -1,7 +1,8 @@
 """matplotlib figures drawn once, for the plots (views/plots.py): a Figure on its own Agg canvas
 (no pyplot) whose renderer draws a string as one bitmap made when the layout measures it,
-margins from one measurement of what sticks out of the axes, and tick marks and y tick labels
-without matplotlib's Tick objects (~1.5 ms each to make, update and measure, twice).
+margins from one measurement of what sticks out of the axes, tick marks and y tick labels
+without matplotlib's Tick objects (~1.5 ms each to make, update and measure, twice), and rows
+of bars as one collection built from arrays.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import functools
 import math
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -42,7 +45,6 @@ def _canvas() -> type:
     Python: matplotlib 3.11's way took ~6 ms for a 45-character label, this one ~2 ms, and
     text was most of the plots' drawing. Mathtext and TeX are drawn as matplotlib draws them;
     without FT2Font.draw_glyphs_to_bitmap, the plain canvas."""
-    import numpy as np
     from matplotlib import rcParams
     from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
     from matplotlib.ft2font import FT2Font
@@ -151,3 +153,33 @@ def y_tick_labels(
     transform, va, ha = ax.get_yaxis_text1_transform(rc["ytick.major.size"] + rc["ytick.major.pad"])
     for y, label in zip(ys, labels, strict=True):
         ax.text(0, y, label, transform=transform, va=va, ha=ha, fontsize=fontsize, clip_on=False)
+
+
+def minor_log_ticks(ax: Axes, lo: float, hi: float) -> None:
+    """The log x axis's minor ticks, 2..9 times each power of ten in lo..hi (~60)."""
+    from matplotlib.ticker import NullLocator
+
+    ax.xaxis.set_minor_locator(NullLocator())
+    decades = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+    tick_marks(ax, [k * 10.0**d for d in decades for k in range(2, 10) if lo <= k * 10.0**d <= hi],
+                "minor")  # fmt: skip
+
+
+def rgba(colors: list[str]) -> np.ndarray:
+    """RGBA rows of colours, each distinct one converted once (a bar's colour is one of a few)."""
+    from matplotlib.colors import to_rgba
+
+    known: dict[str, tuple] = {}
+    return np.array([known[c] if c in known else known.setdefault(c, to_rgba(c)) for c in colors])
+
+
+def bars(ax: Axes, records: list, bottom: float, height: float, **style: object) -> None:
+    """Rectangles from (start, end, ...) records at one height, as one PolyCollection built from
+    arrays (what broken_barh makes, converting and checking each bar in Python)."""
+    from matplotlib.collections import PolyCollection
+
+    x = np.array([(a, b) for a, b, *_ in records], dtype=np.float64)
+    verts = np.empty((len(x), 4, 2))
+    verts[:, :2, 0], verts[:, 2:, 0] = x[:, :1], x[:, 1:]
+    verts[:, (0, 3), 1], verts[:, (1, 2), 1] = bottom, bottom + height
+    ax.add_collection(PolyCollection(verts, **style), autolim=False)

@@ -14,8 +14,11 @@ from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import COMPUTE, Activity, busy_run_columns, merged_runs
 from cyclesim.views.figures import DPI, PNG_ZLIB
+from cyclesim.views.figures import bars as _bars
 from cyclesim.views.figures import fit as _fit
+from cyclesim.views.figures import minor_log_ticks as _minor_log_ticks
 from cyclesim.views.figures import new_figure as _figure
+from cyclesim.views.figures import rgba as _rgba
 from cyclesim.views.figures import tick_marks as _tick_marks
 from cyclesim.views.figures import y_tick_labels as _y_tick_labels
 from cyclesim.vocabulary import Cause
@@ -124,16 +127,6 @@ def plot_breakdown(res: Result, path: str | Path, title: str = "") -> None:
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), borderaxespad=4.5, ncol=3, fontsize=8,
               frameon=False)  # fmt: skip
     _save(fig, path)
-
-
-def _minor_log_ticks(ax, lo: float, hi: float) -> None:
-    """The log x axis's minor ticks, 2..9 times each power of ten in lo..hi (~60)."""
-    from matplotlib.ticker import NullLocator
-
-    ax.xaxis.set_minor_locator(NullLocator())
-    decades = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
-    _tick_marks(ax, [k * 10.0**d for d in decades for k in range(2, 10) if lo <= k * 10.0**d <= hi],
-                "minor")  # fmt: skip
 
 
 def plot_stalls(res: Result, path: str | Path, title: str = "") -> None:
@@ -263,26 +256,6 @@ def steady_window(act: Activity) -> tuple[int, int]:
     first = starts[0] if starts else act.start
     lo = max(act.start, first - 50)
     return lo, min(act.end, lo + 2000)
-
-
-def _rgba(colors: list[str]) -> np.ndarray:
-    """RGBA rows of colours, each distinct one converted once (a bar's colour is one of a few)."""
-    from matplotlib.colors import to_rgba
-
-    known: dict[str, tuple] = {}
-    return np.array([known[c] if c in known else known.setdefault(c, to_rgba(c)) for c in colors])
-
-
-def _bars(ax, bars: list, bottom: float, height: float, **style) -> None:
-    """Rectangles from (start, end, ...) records at one height, as one PolyCollection built from
-    arrays (what broken_barh makes, converting and checking each bar in Python)."""
-    from matplotlib.collections import PolyCollection
-
-    x = np.array([(a, b) for a, b, *_ in bars], dtype=np.float64)
-    verts = np.empty((len(x), 4, 2))
-    verts[:, :2, 0], verts[:, 2:, 0] = x[:, :1], x[:, 1:]
-    verts[:, (0, 3), 1], verts[:, (1, 2), 1] = bottom, bottom + height
-    ax.add_collection(PolyCollection(verts, **style), autolim=False)
 
 
 def plot_timeline(
