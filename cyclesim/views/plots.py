@@ -13,6 +13,14 @@ import numpy as np
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import COMPUTE, Activity, busy_run_columns, merged_runs
+from cyclesim.views.figures import DPI, PNG_ZLIB
+from cyclesim.views.figures import bars as _bars
+from cyclesim.views.figures import fit as _fit
+from cyclesim.views.figures import minor_log_ticks as _minor_log_ticks
+from cyclesim.views.figures import new_figure as _figure
+from cyclesim.views.figures import rgba as _rgba
+from cyclesim.views.figures import tick_marks as _tick_marks
+from cyclesim.views.figures import y_tick_labels as _y_tick_labels
 from cyclesim.vocabulary import Cause
 
 # One fixed colour per root cause, the same in every plot (breakdown, stalls, timeline, the
@@ -48,24 +56,11 @@ _PALETTE = ("#A5170E", "#777777", "#332288", "#F6C141", "#5289C7", "#AA4499", "#
 PE_USE_COLOR = "#000000"  # the PE array's use of a port: a thin bar under the transfers
 _META = {"Software": None}  # no version/date stamps: same input, same bytes
 PLOT_NAMES = ("breakdown", "stalls", "ports", "timeline", "occupancy")  # write_plots' files
+ROW_GAP = 0.27  # blank between the occupancy plot's rows, in rows' heights
 STALL_BASE = 0.5  # where the stall plot's log-scale bars start, in cycles
 BINS = 200  # time bins of the utilisation plot, whatever the run's length
 STEADY_PERIODS = 10  # PE segment periods the default timeline window shows
 STEADY_RUN = 4  # periods in a row of the common length that make a steady stretch
-
-
-# The figures are drawn at the dpi they are saved at: tight_layout and savefig then share
-# matplotlib's text-layout cache (measured: the five plots 2.39 s -> 1.91 s CPU).
-DPI = 110
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _color(name: str, seen: dict[str, str]) -> str:
@@ -91,8 +86,10 @@ def _pct(part: int, whole: int) -> str:
 
 @atomic_output
 def _save(fig, path) -> None:
-    fig.savefig(path, metadata=_META, dpi=DPI, bbox_inches="tight")
-    _plt().close(fig)
+    """Margins set (_fit), then the one drawing of the figure into path (PNG: zlib level 3)."""
+    _fit(fig)
+    png = Path(path).suffix.lower() == ".png"
+    fig.savefig(path, metadata=_META, dpi=DPI, **({"pil_kwargs": PNG_ZLIB} if png else {}))
 
 
 def breakdown_parts(res: Result) -> list[tuple[str, int, str]]:
@@ -108,9 +105,10 @@ def breakdown_parts(res: Result) -> list[tuple[str, int, str]]:
 
 def plot_breakdown(res: Result, path: str | Path, title: str = "") -> None:
     """One stacked bar: onload / compute / stall by cause / offload, each with its cycles and share."""
-    plt = _plt()
+    from matplotlib.ticker import FuncFormatter
+
     parts = breakdown_parts(res)
-    fig, ax = plt.subplots(dpi=DPI, figsize=(11, 2.6))
+    fig, ax = _figure(11, 2.6)
     left = 0
     for label, cycles, color in parts:
         ax.barh(0, cycles, left=left, color=color, edgecolor="white", linewidth=0.8,
@@ -123,19 +121,22 @@ def plot_breakdown(res: Result, path: str | Path, title: str = "") -> None:
     ax.set_yticks([])
     ax.set_xlabel("cycles")
     # whole cycles with thousands separators, not matplotlib's '0.2 ... 1.0' with a '1e6' aside
-    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: f"{x:,.0f}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
     ax.set_title(title or f"where the {res.cycles:,} cycles went", fontsize=10)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=3, fontsize=8, frameon=False)
-    fig.tight_layout()
+    # under the x axis's label: 4.5 font sizes (36 points) below the axes, whatever their height
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), borderaxespad=4.5, ncol=3, fontsize=8,
+              frameon=False)  # fmt: skip
     _save(fig, path)
 
 
 def plot_stalls(res: Result, path: str | Path, title: str = "") -> None:
     """Non-compute cycles per (phase, cause, place), largest first, on a log axis so every one shows."""
-    plt = _plt()
+    from matplotlib.patches import Rectangle
+    from matplotlib.ticker import FuncFormatter
+
     df = res.stalls
     top = 24
-    fig, ax = plt.subplots(dpi=DPI, figsize=(11, 0.34 * max(min(len(df), top), 1) + 1.8))
+    fig, ax = _figure(11, 0.34 * max(min(len(df), top), 1) + 1.8)
     if df.empty:
         ax.text(0.5, 0.5, "no non-compute cycles", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
@@ -157,23 +158,23 @@ def plot_stalls(res: Result, path: str | Path, title: str = "") -> None:
         ax.set_xlim(STALL_BASE, df["cycles"].max() * 8)
         # decades as whole cycles ('1,000'), not mathtext's 10^3: easier to read, and parsing
         # mathtext was a third of this plot's CPU time
-        ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: f"{x:,.0f}"))
-        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
+        _minor_log_ticks(ax, STALL_BASE, df["cycles"].max() * 8)
         for y, cycles in enumerate(df["cycles"]):
             ax.text(cycles * 1.1, y, f"{int(cycles):,} ({_pct(int(cycles), res.cycles)})",
                     va="center", fontsize=7)  # fmt: skip
-        ax.set_yticks(range(len(df)), labels, fontsize=7)
+        _y_tick_labels(ax, range(len(df)), labels, 7)
         ax.set_xlabel("cycles (log scale)")
         causes = list(dict.fromkeys(df["cause"][::-1]))
-        ax.legend([plt.Rectangle((0, 0), 1, 1, color=CAUSE_COLORS.get(c, "#000")) for c in causes],
+        ax.legend([Rectangle((0, 0), 1, 1, color=CAUSE_COLORS.get(c, "#000")) for c in causes],
                   causes, loc="lower right", fontsize=7, frameon=False)  # fmt: skip
-        if len(rest):
-            ax.text(1.0, -0.08 - 1.2 / max(len(df), 1), f"{len(rest)} more rows, {int(rest['cycles'].sum()):,} cycles",
-                    transform=ax.transAxes, ha="right", fontsize=7)  # fmt: skip
+        if len(rest):  # under the axes' right end, beside the x axis's label
+            ax.annotate(f"{len(rest)} more rows, {int(rest['cycles'].sum()):,} cycles", (1, 0),
+                        xycoords="axes fraction", xytext=(0, -24), textcoords="offset points",
+                        ha="right", va="top", fontsize=7)  # fmt: skip
     non_compute = res.onload_cycles + res.stall_cycles + res.offload_cycles
     ax.set_title(title or f"non-compute cycles by root cause: {non_compute:,} of {res.cycles:,} "
                  f"({_pct(non_compute, res.cycles)})", fontsize=10)  # fmt: skip
-    fig.tight_layout()
     _save(fig, path)
 
 
@@ -204,9 +205,6 @@ def utilisation(runs, start: int, end: int, bins: int):
 
 def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
     """Per-port busy fraction over time, binned (a heat map row per port), the PE array on top."""
-    plt = _plt()
-    import numpy as np
-
     rows, labels = [], []
     st = act.pe_states
     computing = np.array([state == COMPUTE for state in st.states], dtype=bool)
@@ -223,15 +221,14 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
         share = " (PE array + transfers)" if act.pe_ports.get(key) and act.ports[key] else (
             " (PE array)" if act.pe_ports.get(key) else "")  # fmt: skip
         labels.append(f"{key}{share}")
-    fig, ax = plt.subplots(dpi=DPI, figsize=(12, 0.32 * len(rows) + 1.9))
+    fig, ax = _figure(12, 0.32 * len(rows) + 1.9)
     im = ax.imshow(np.array(rows), aspect="auto", interpolation="nearest", cmap="viridis",
                    vmin=0, vmax=1, extent=(edges[0], edges[-1], len(rows) - 0.5, -0.5))  # fmt: skip
-    ax.set_yticks(range(len(rows)), labels, fontsize=8)
+    _y_tick_labels(ax, range(len(rows)), labels, 8)
     width = f"{(act.end - act.start) / bins:,.0f}"
     ax.set_xlabel(f"cycle ({bins} bins of {width} cycle{'' if width == '1' else 's'})")
     fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01, label="busy fraction")
     ax.set_title(title or "port utilisation over time (busy: a transfer holds it or the PE array uses it)", fontsize=10)  # fmt: skip
-    fig.tight_layout()
     _save(fig, path)
 
 
@@ -266,7 +263,9 @@ def plot_timeline(
 ) -> None:
     """Gantt chart over window: the PE array's state, each busy port (its transfers, and the PE
     array's use in a thinner bar), DMA channels."""
-    plt = _plt()
+    from matplotlib import rcParams
+    from matplotlib.patches import Rectangle
+
     w0, w1 = window
 
     def within(records):
@@ -297,55 +296,83 @@ def plot_timeline(
             bars = [(b.start, b.end, _color(b.tensor, colors), f"moving {b.tensor}") for b in within(transfers)]  # fmt: skip
             if bars:
                 rows.append((f"DMA {engine} ch{c}", bars, []))
-    fig, ax = plt.subplots(dpi=DPI, figsize=(12, 0.42 * len(rows) + 1.8))
+    fig, ax = _figure(12, 0.42 * len(rows) + 1.8)
     # white separators between bars only where bars are a few pixels wide; narrower ones
     # (short bursts in a long window) get an edge of their own colour instead, so white does
     # not wash them out and a transfer shorter than a pixel still shows
     pixels_per_cycle = 0.8 * fig.get_figwidth() * fig.dpi / max(w1 - w0, 1)
     for y, (_, bars, thin) in enumerate(reversed(rows)):
         if bars:
-            faces = [c for _, _, c, _ in bars]
+            faces = _rgba([c for _, _, c, _ in bars])
             wide = min(b - a for a, b, _, _ in bars) * pixels_per_cycle >= 4
-            ax.broken_barh([(a, b - a) for a, b, _, _ in bars], (y - 0.38, 0.76),
-                           facecolors=faces, edgecolors="white" if wide else faces,
-                           linewidth=0.4 if wide else 0.6)  # fmt: skip
+            _bars(ax, bars, y - 0.38, 0.76, facecolors=faces, edgecolors="white" if wide else faces,
+                  linewidths=0.4 if wide else 0.6)  # fmt: skip
         if thin:
-            ax.broken_barh([(a, b - a) for a, b, _, _ in thin], (y - 0.38, 0.18),
-                           facecolors=PE_USE_COLOR, edgecolor="none")  # fmt: skip
-    ax.set_yticks(range(len(rows)), [name for name, _, _ in reversed(rows)], fontsize=8)
+            _bars(ax, thin, y - 0.38, 0.18, facecolors=PE_USE_COLOR, edgecolors="none")
+    # the rows' extent with matplotlib's margin, as autoscaling to the bars gave
+    margin = rcParams["axes.ymargin"] * (len(rows) - 1 + 0.76)
+    ax.set_ylim(-0.38 - margin, len(rows) - 1 + 0.38 + margin)
+    _y_tick_labels(ax, range(len(rows)), [name for name, _, _ in reversed(rows)], 8)
     ax.set_xlim(w0, w1)
     ax.set_xlabel("cycle")
     ax.set_title(title or f"timeline, cycles {w0:,}..{w1:,} (of {act.cycles:,})", fontsize=10)
     used = {lab: c for _, bars, thin in rows for _, _, c, lab in bars + thin}
-    ax.legend([plt.Rectangle((0, 0), 1, 1, color=c) for c in used.values()], list(used),
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)  # fmt: skip
-    fig.tight_layout()
+    # right of the axes by one font size (8 points), whatever their width
+    ax.legend([Rectangle((0, 0), 1, 1, color=c) for c in used.values()], list(used),
+              loc="upper left", bbox_to_anchor=(1, 1), borderaxespad=1, fontsize=8, frameon=False)  # fmt: skip
     _save(fig, path)
 
 
 def plot_occupancy(
     act: Activity, path: str | Path, window: tuple[int, int], title: str = ""
 ) -> None:
-    """Step plot of the tiles resident in each buffer (storage node) over window."""
-    plt = _plt()
+    """Step plot of the tiles resident in each buffer (storage node) over window: a framed row
+    per buffer on its own scale 0..slots, the rows drawn on one axes (an axes per row cost
+    ~25 ms of matplotlib's machinery each; the memory-size example has seven)."""
+    from matplotlib import rcParams
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.patches import Rectangle
+
     w0, w1 = window
     bufs = act.buffers or []
-    fig, axes = plt.subplots(max(len(bufs), 1), 1, dpi=DPI, figsize=(12, 0.9 * max(len(bufs), 1) + 1.0),
-                             sharex=True, squeeze=False)  # fmt: skip
-    for ax, buf in zip(axes[:, 0], bufs, strict=False):
+    rows = max(len(bufs), 1)
+    fig, ax = _figure(12, 0.9 * rows + 1.0)
+    ax.set_xlim(w0, w1)
+    ax.set_ylim(0, rows + (rows - 1) * ROW_GAP)
+    ax.spines[:].set_visible(False)  # each row has its own frame
+    ticks = [t for t in ax.xaxis.get_major_locator().tick_values(w0, w1) if w0 <= t <= w1]
+    ax.set_xticks(ticks)  # labelled under the bottom row, marks only under the others
+    # a row's name right of its tick labels, as a y axis label stands (the widest label measured)
+    font = FontProperties(size=rcParams["ytick.labelsize"])
+    widest = max((len(str(b.slots)) for b in bufs), default=1)
+    width = fig.canvas.get_renderer().get_text_width_height_descent("8" * widest, font, False)[0]
+    name_x = -(rcParams["ytick.major.size"] + rcParams["ytick.major.pad"] + width * 72 / DPI + 4)
+    positions, labels = [], []
+    for row in range(rows):
+        base = (rows - 1 - row) * (1 + ROW_GAP)  # the first buffer on top
+        ax.add_patch(Rectangle((0, base), 1, 1, transform=ax.get_yaxis_transform(), fill=False,
+                               edgecolor=rcParams["axes.edgecolor"], zorder=2.5,
+                               linewidth=rcParams["axes.linewidth"], clip_on=False))  # fmt: skip
+        if row < rows - 1:
+            _tick_marks(ax, ticks, at=base)
+        if row >= len(bufs):
+            continue
+        buf = bufs[row]
+        scale = 1 / (buf.slots + 0.4)  # counts -0.2 .. slots + 0.2 fill the row
         times, counts = np.array(buf.times, np.int64), np.array(buf.counts, np.int64)
         before = int(np.searchsorted(times, w0, side="right"))  # changes at or before w0
         inside = np.flatnonzero((times > w0) & (times < w1))
         ts = [w0, *times[inside].tolist(), w1]
         ns = [int(counts[before - 1]) if before else 0, *counts[inside].tolist()]
-        ax.step(ts, ns + ns[-1:], where="post")
-        ax.set_ylim(-0.2, buf.slots + 0.2)
-        ax.set_yticks(range(buf.slots + 1))
-        ax.set_ylabel(buf.label, rotation=0, ha="right", va="center", fontsize=8)
-    axes[-1, 0].set_xlim(w0, w1)
-    axes[-1, 0].set_xlabel("cycle")
-    axes[0, 0].set_title(title or f"tiles resident per buffer, cycles {w0:,}..{w1:,}", fontsize=10)
-    fig.tight_layout()
+        ax.step(ts, [base + (n + 0.2) * scale for n in ns + ns[-1:]], where="post", color="C0")
+        positions += [base + (k + 0.2) * scale for k in range(buf.slots + 1)]
+        labels += [str(k) for k in range(buf.slots + 1)]
+        ax.annotate(buf.label, (0, base + 0.5), xycoords=ax.get_yaxis_transform(),
+                    xytext=(name_x, 0), textcoords="offset points", ha="right", va="center",
+                    fontsize=8)  # fmt: skip
+    _y_tick_labels(ax, positions, labels, rcParams["ytick.labelsize"])
+    ax.set_xlabel("cycle")
+    ax.set_title(title or f"tiles resident per buffer, cycles {w0:,}..{w1:,}", fontsize=10)
     _save(fig, path)
 
 

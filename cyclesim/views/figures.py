@@ -1,0 +1,185 @@
+"""matplotlib figures drawn once, for the plots (views/plots.py): a Figure on its own Agg canvas
+(no pyplot) whose renderer draws a string as one bitmap made when the layout measures it,
+margins from one measurement of what sticks out of the axes, tick marks and y tick labels
+without matplotlib's Tick objects (~1.5 ms each to make, update and measure, twice), and rows
+of bars as one collection built from arrays.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+# The figures are drawn at the dpi they are saved at, on one Agg canvas each: the margins are
+# measured and the PNG drawn by the same renderer, which measures each text once.
+DPI = 110
+PAD_INCHES = 0.1  # blank round what a figure shows (savefig's pad for bbox_inches="tight")
+# zlib level 3, not PIL's 6: its encoding took 40% less CPU (0.17 -> 0.11 s for the five on the
+# memory-size example) for files at most a third larger (the plots are flat colours and text)
+PNG_ZLIB = {"compress_level": 3}
+
+
+def new_figure(width: float, height: float) -> tuple[Figure, Axes]:
+    """A matplotlib Figure on its own Agg canvas, and its axes: no pyplot, so no figure
+    manager, backend switch or state between plots."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    _canvas()(fig)
+    return fig, fig.subplots()
+
+
+@functools.cache
+def _canvas() -> type:
+    """FigureCanvasAgg whose renderer draws a string as one bitmap (FreeType lays out and
+    rasterises it in one call, as matplotlib's Agg did up to 3.10), not glyph by glyph in
+    Python: matplotlib 3.11's way took ~6 ms for a 45-character label, this one ~2 ms, and
+    text was most of the plots' drawing. Mathtext and TeX are drawn as matplotlib draws them;
+    without FT2Font.draw_glyphs_to_bitmap, the plain canvas."""
+    from matplotlib import rcParams
+    from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+    from matplotlib.ft2font import FT2Font
+
+    if not hasattr(FT2Font, "draw_glyphs_to_bitmap"):
+        return FigureCanvasAgg
+
+    class StringRenderer(RendererAgg):
+        def __init__(self, width: int, height: int, dpi: float) -> None:
+            super().__init__(width, height, dpi)
+            self._strings: dict = {}  # (text, font, antialiased) -> its bitmap and metrics
+
+        def _string(self, s: str, prop, antialiased: bool) -> tuple:  # noqa: ANN001
+            """The bitmap of s laid out once, when the layout measures it, for the drawing."""
+            key = (s, prop.copy(), bool(antialiased))
+            if key not in self._strings:
+                font = self._prepare_font(prop)
+                font.set_text(s, 0, flags=get_hinting_flag())  # unrotated: the image rotates
+                font.draw_glyphs_to_bitmap(antialiased=antialiased)
+                self._strings[key] = (np.array(font.get_image()), font.get_bitmap_offset(),
+                                      font.get_descent(), font.get_width_height())  # fmt: skip
+            return self._strings[key]
+
+        def get_text_width_height_descent(self, s, prop, ismath):  # noqa: ANN001
+            if ismath:
+                return super().get_text_width_height_descent(s, prop, ismath)
+            _, _, descent, (width, height) = self._string(s, prop, rcParams["text.antialiased"])
+            return width / 64, height / 64, descent / 64  # FreeType's 26.6 fixed point
+
+        def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):  # noqa: ANN001
+            if ismath:
+                return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+            image, (dx, dy), descent, _ = self._string(s, prop, gc.get_antialiased())
+            dx, dy, descent = dx / 64, dy / 64, descent / 64
+            x = round(x + dx + descent * math.sin(math.radians(angle)))
+            y = round(y + dy + descent * math.cos(math.radians(angle)))
+            self._renderer.draw_text_image(image, x, y + 1, angle, gc)
+            return None
+
+    class StringCanvas(FigureCanvasAgg):
+        def get_renderer(self) -> RendererAgg:
+            key = (*self.get_width_height(physical=True), self.figure.dpi)
+            if self._lastKey != key:  # as FigureCanvasAgg's: one renderer per size
+                self.renderer = StringRenderer(key[0], key[1], key[2])
+                self._lastKey = key
+            return self.renderer
+
+    return StringCanvas
+
+
+def fit(fig: Figure) -> None:
+    """Margins that hold what sticks out of the axes (tick labels, titles, legends, colour
+    bar) with PAD_INCHES to spare, from one measurement: what tight_layout and
+    savefig(bbox_inches="tight") found in three layout passes, here one.
+
+    What sticks out must not scale with the axes (legends and notes outside them are placed
+    in points from their edge), so moving the axes does not change it.
+    """
+    renderer = fig.canvas.get_renderer()
+    content = fig.get_tightbbox(renderer)  # inches
+    width, height = fig.get_size_inches()
+    x0 = min(ax.get_position().x0 for ax in fig.axes) * width
+    x1 = max(ax.get_position().x1 for ax in fig.axes) * width
+    y0 = min(ax.get_position().y0 for ax in fig.axes) * height
+    y1 = max(ax.get_position().y1 for ax in fig.axes) * height
+    left = (x0 - content.x0 + PAD_INCHES) / width
+    right = 1 - (content.x1 - x1 + PAD_INCHES) / width
+    bottom = (y0 - content.y0 + PAD_INCHES) / height
+    top = 1 - (content.y1 - y1 + PAD_INCHES) / height
+    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
+
+
+def tick_marks(
+    ax: Axes, xs: Sequence[float], which: str = "major", at: float | None = None
+) -> None:
+    """Unlabelled tick marks at xs (data) under the x axis, or under the height `at` (data),
+    drawn as the axis draws its own, as one line of markers: the axis makes a Tick, with two
+    hidden labels, for each of them."""
+    from matplotlib import rcParams as rc
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKDOWN
+
+    transform = ax.get_xaxis_transform() if at is None else ax.transData
+    ax.add_artist(Line2D(xs, [at or 0] * len(xs), transform=transform, linestyle="none",
+                         marker=TICKDOWN, markersize=rc[f"xtick.{which}.size"],
+                         markeredgewidth=rc[f"xtick.{which}.width"], color=rc["xtick.color"],
+                         clip_on=False))  # fmt: skip
+
+
+def y_tick_labels(
+    ax: Axes, ys: Sequence[float], labels: Sequence[str], fontsize: float | str
+) -> None:
+    """Labelled tick marks on the y axis at ys (data), placed as the axis places its own (the
+    same transform, alignment and pad), as one line of markers and a text each: the axis made
+    a Tick per label, with a second hidden label, three lines and a deep copy of its style."""
+    from matplotlib import rcParams as rc
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKLEFT
+    from matplotlib.ticker import NullLocator
+
+    ax.yaxis.set_major_locator(NullLocator())
+    ax.add_artist(Line2D([0] * len(ys), ys, transform=ax.get_yaxis_transform(), linestyle="none",
+                         marker=TICKLEFT, markersize=rc["ytick.major.size"],
+                         markeredgewidth=rc["ytick.major.width"], color=rc["ytick.color"],
+                         clip_on=False))  # fmt: skip
+    transform, va, ha = ax.get_yaxis_text1_transform(rc["ytick.major.size"] + rc["ytick.major.pad"])
+    for y, label in zip(ys, labels, strict=True):
+        ax.text(0, y, label, transform=transform, va=va, ha=ha, fontsize=fontsize, clip_on=False)
+
+
+def minor_log_ticks(ax: Axes, lo: float, hi: float) -> None:
+    """The log x axis's minor ticks, 2..9 times each power of ten in lo..hi (~60)."""
+    from matplotlib.ticker import NullLocator
+
+    ax.xaxis.set_minor_locator(NullLocator())
+    decades = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+    tick_marks(ax, [k * 10.0**d for d in decades for k in range(2, 10) if lo <= k * 10.0**d <= hi],
+                "minor")  # fmt: skip
+
+
+def rgba(colors: list[str]) -> np.ndarray:
+    """RGBA rows of colours, each distinct one converted once (a bar's colour is one of a few)."""
+    from matplotlib.colors import to_rgba
+
+    known: dict[str, tuple] = {}
+    return np.array([known[c] if c in known else known.setdefault(c, to_rgba(c)) for c in colors])
+
+
+def bars(ax: Axes, records: list, bottom: float, height: float, **style: object) -> None:
+    """Rectangles from (start, end, ...) records at one height, as one PolyCollection built from
+    arrays (what broken_barh makes, converting and checking each bar in Python)."""
+    from matplotlib.collections import PolyCollection
+
+    x = np.array([(a, b) for a, b, *_ in records], dtype=np.float64)
+    verts = np.empty((len(x), 4, 2))
+    verts[:, :2, 0], verts[:, 2:, 0] = x[:, :1], x[:, 1:]
+    verts[:, (0, 3), 1], verts[:, (1, 2), 1] = bottom, bottom + height
+    ax.add_collection(PolyCollection(verts, **style), autolim=False)

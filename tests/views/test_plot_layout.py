@@ -1,0 +1,62 @@
+"""The five plots: what they draw lies inside the image with a small margin, from the one layout
+measurement that replaced tight_layout and savefig's bbox_inches="tight"; the same Result gives
+the same PNG bytes twice."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+import cyclesim.views.plots as plots
+
+CASES = ("01_compute_bound", "05_narrow_innermost_port", "dma_two_tensors", "slow_write_back")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_plot_fits_its_image_with_a_small_margin(traced, tmp_path, monkeypatch, case):
+    # after the margins are set and the PNG drawn, the drawing's extent is measured again: no
+    # text is cut by the image's edge, and no side has more than a quarter inch of blank
+    figures = []
+    fit = plots._fit
+    monkeypatch.setattr(plots, "_fit", lambda fig: (fit(fig), figures.append(fig)))
+    plots.write_plots(traced(case), tmp_path)
+    assert len(figures) == len(plots.PLOT_NAMES)
+    for name, fig in zip(plots.PLOT_NAMES, figures, strict=True):
+        drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+        width, height = fig.get_size_inches()
+        margins = (drawn.x0, drawn.y0, width - drawn.x1, height - drawn.y1)
+        assert min(margins) >= 0.02, (name, margins)
+        assert max(margins) <= 0.25, (name, margins)
+
+
+def test_the_same_result_gives_the_same_png_bytes_twice(traced, tmp_path):
+    res = traced("dma_two_tensors")
+    first = plots.write_plots(res, tmp_path / "a")
+    second = plots.write_plots(res, tmp_path / "b")
+    digests = [[hashlib.sha256(p.read_bytes()).hexdigest() for p in ps] for ps in (first, second)]
+    assert digests[0] == digests[1]
+    assert [p.name for p in first] == [f"{n}.png" for n in plots.PLOT_NAMES]
+
+
+@pytest.mark.parametrize("rotation", [0, 90])
+def test_a_text_is_drawn_where_the_layout_measured_it(rotation):
+    # the plots' canvas draws a string as one bitmap (figures._canvas): its ink lies inside
+    # the extent the margins were computed from, within a pixel
+    import numpy as np
+
+    from cyclesim.views.figures import new_figure
+
+    fig, ax = new_figure(4, 3)
+    ax.set_axis_off()
+    text = fig.text(0.3, 0.4, "compute bandwidth: W@sram_64KB dram.rw_port_1", fontsize=7,
+                    rotation=rotation)  # fmt: skip
+    fig.canvas.draw()
+    box = text.get_window_extent()
+    ink = np.argwhere(np.asarray(fig.canvas.buffer_rgba())[:, :, 0] < 250)  # rows, columns
+    height = fig.canvas.get_width_height()[1]
+    top, left = ink.min(axis=0)
+    bottom, right = ink.max(axis=0)
+    assert box.x0 - 1 <= left and right <= box.x1 + 1
+    assert box.y0 - 1 <= height - 1 - bottom and height - 1 - top <= box.y1 + 1
+    assert (right - left) >= 0.8 * box.width or (bottom - top) >= 0.8 * box.height
