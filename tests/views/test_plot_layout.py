@@ -60,3 +60,21 @@ def test_a_text_is_drawn_where_the_layout_measured_it(rotation):
     assert box.x0 - 1 <= left and right <= box.x1 + 1
     assert box.y0 - 1 <= height - 1 - bottom and height - 1 - top <= box.y1 + 1
     assert (right - left) >= 0.8 * box.width or (bottom - top) >= 0.8 * box.height
+
+
+def test_the_string_canvas_finds_the_matplotlib_internals_it_uses():
+    # views/figures.py draws a string as one FreeType bitmap through three private names of
+    # matplotlib's Agg backend (pyproject pins matplotlib to the versions it was tested with);
+    # when a release moves one of them, this fails rather than a user's --plot
+    from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+    from matplotlib.ft2font import FT2Font
+
+    from cyclesim.views.figures import _canvas, new_figure
+
+    assert hasattr(FT2Font, "draw_glyphs_to_bitmap"), "the fast path is off: plots are slower"
+    assert _canvas() is not FigureCanvasAgg
+    assert callable(getattr(RendererAgg, "_prepare_font", None))
+    fig, _ = new_figure(2, 1)
+    renderer = fig.canvas.get_renderer()
+    assert fig.canvas._lastKey is not None
+    assert callable(getattr(renderer._renderer, "draw_text_image", None))
