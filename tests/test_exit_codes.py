@@ -164,7 +164,7 @@ def test_running_out_of_memory_is_one_line_exit_4_and_removes_begun_outputs(
 ):
     """A replay whose records do not fit: no traceback, what ran out and what to try, exit 4,
     and the output file it had begun is gone (the MemoryError is injected mid-run)."""
-    import cyclesim.results.result as result
+    import cyclesim.results.result_build as result
 
     events = tmp_path / "events.csv"
 

@@ -200,7 +200,7 @@ def test_an_interrupted_sweep_keeps_its_finished_points_and_no_worker(tmp_path):
 # is freed when the MemoryError unwinds: only the reserve cyclesim set aside is).
 OUT_OF_MEMORY = """
 import resource, sys
-import cyclesim.cli, cyclesim.results.result as result
+import cyclesim.cli, cyclesim.results.result_build as result
 from cyclesim.cli import main
 held = []
 def greedy(*args, **kwargs):
