@@ -65,10 +65,10 @@ def write_chip_perfetto(res: ChipResult, path: str | Path) -> Path:
     if path.suffix != ".gz":
         write_atomically(path, text)
         return path
-    import gzip
+    from cyclesim.views.perfetto_json import gzipped
 
-    with atomic_path(path) as temporary:
-        temporary.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=5, mtime=0))
+    with atomic_path(path) as temporary, gzipped(temporary) as f:
+        f.write(text.encode("utf-8"))
     return path
 
 

@@ -59,7 +59,7 @@ def _dump(e: dict, names: dict[str, str]) -> str:
 
 
 @contextlib.contextmanager
-def _gzipped(path: Path) -> Iterator[gzip.GzipFile]:
+def gzipped(path: Path) -> Iterator[gzip.GzipFile]:
     """A gzip stream to `path` whose header holds neither a time stamp nor a file name (the name
     would be the temporary one, with a pid in it): the same trace gives the same bytes."""
     with open(path, "wb") as raw, gzip.GzipFile("", "wb", 5, raw, mtime=0) as f:
@@ -89,7 +89,7 @@ def write_chrome_json(
     )
     path = Path(path)
     # bytes: the JSON is ASCII (strings are escaped), written as numpy made it
-    opener = (lambda: _gzipped(path)) if path.suffix == ".gz" else (lambda: open(path, "wb"))
+    opener = (lambda: gzipped(path)) if path.suffix == ".gz" else (lambda: open(path, "wb"))
     count = 0
     with opener() as f, gc_paused(), writing_bar(total_events(act), f"Perfetto {path.name}", progress) as bar:  # fmt: skip
         f.write(b'{"otherData":')
