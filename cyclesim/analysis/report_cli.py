@@ -48,6 +48,6 @@ def run(args: argparse.Namespace) -> int:
     )
     res = replay(arch, workload, mapping, options)
     title = f"cyclesim: {workload.name} on {arch.name}, mapping {mapping.name}"  # as `run`
-    write_html_report(res, path, title=title, architecture=arch, progress=progress)
+    write_html_report(res, path, title=title, progress=progress)
     print(path)
     return 0

@@ -191,12 +191,7 @@ def _write_views(args: argparse.Namespace, res: Result, written: list[Path]) -> 
     if getattr(args, "html", None):
         from cyclesim.views.html import write_html_report
 
-        architecture = getattr(args, "architecture", None)
-        written.append(
-            write_html_report(
-                res, args.html, title=title, architecture=architecture, progress=progress
-            )
-        )
+        written.append(write_html_report(res, args.html, title=title, progress=progress))
     if getattr(args, "events", None):
         from cyclesim.views.tables import write_events
 

@@ -103,13 +103,11 @@ def _accesses(res: Result) -> str:
     return _table(["einsum", "tensor", "memory", "action", "values", "bits"], rows, {4, 5})
 
 
-def _energy(res: Result, arch) -> str:
-    from cyclesim.results.energy import energy_table, has_energies
-
-    if arch is None or not has_energies(arch):
+def _energy(res: Result) -> str:
+    table = res.energy  # None without per-action energies
+    if table is None:
         return "<p>the architecture gives no per-action energies</p>"
-    table = energy_table(res, arch)
-    unit = arch.energy_unit
+    unit = res.architecture.energy_unit
     by_part = table.groupby("component", sort=False)["energy"].sum()
     rows = [[c, f"{e:,.6g}"] for c, e in by_part.items()]
     rows.append(["total", f"{table['energy'].sum():,.6g}"])
@@ -175,7 +173,6 @@ def write_html_report(
     path: str | Path,
     *,
     title: str = "cyclesim",
-    architecture=None,
     progress: bool | None = False,
 ) -> Path:
     """Write the one-page report of a traced run to path (one file, nothing fetched)."""
@@ -190,7 +187,7 @@ def write_html_report(
             '<canvas id="timeline"></canvas><div class="legend" id="timeline-legend"></div>',
         ),
         ("Accesses", _accesses(res)),
-        ("Energy", _energy(res, architecture)),
+        ("Energy", _energy(res)),
         ("Plots", _plots(res, title, progress)),
     ]
     body = "".join(f"<h2>{html.escape(h)}</h2>{s}" for h, s in sections)

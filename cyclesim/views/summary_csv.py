@@ -21,7 +21,7 @@ import pandas as pd
 
 from cyclesim.outputs import atomic_path
 from cyclesim.results import Result
-from cyclesim.results.energy import energy_table, has_energies
+from cyclesim.results.energy import has_energies
 from cyclesim.results.stall_span import CAUSES
 from cyclesim.spec import Architecture
 
@@ -52,17 +52,15 @@ def compute_report(res: Result, arch: Architecture, run: str = "run") -> pd.Data
         reuse=res.reuse,
         isolate_einsums=res.isolate_einsums,
     )
-    if has_energies(arch):
-        row |= dict(
-            energy=float(energy_table(res, arch).energy.sum()), energy_unit=arch.energy_unit
-        )
+    if res.energy is not None:
+        row |= dict(energy=float(res.energy.energy.sum()), energy_unit=arch.energy_unit)
     return pd.DataFrame([row])
 
 
 def memory_report(res: Result, arch: Architecture, run: str = "run") -> pd.DataFrame:
     """One row per memory, outermost first: reads and writes (values, bits) and bandwidth used."""
     acc = res.detailed_accesses
-    energy = energy_table(res, arch) if has_energies(arch) else None
+    energy = res.energy
     rows = []
     for mem in arch.memories:
         mine = acc[acc["memory"] == mem.name]
@@ -99,7 +97,7 @@ def memory_report(res: Result, arch: Architecture, run: str = "run") -> pd.DataF
 
 def energy_report(res: Result, arch: Architecture, run: str = "run") -> pd.DataFrame:
     """The energy table (results/energy.py) with the run's name and the energies' unit."""
-    table = energy_table(res, arch)
+    table = res.energy.copy()  # (Result's own is not to be changed)
     table.insert(0, "run", run)
     table["energy_unit"] = arch.energy_unit
     return table

@@ -216,7 +216,7 @@ def html_report(setting: str, path: Path) -> Path:
 
     arch, workload, mapping = load_example(setting)
     result = replay(arch, workload, mapping, trace=True, progress=False)
-    return write_html_report(result, path, title=title_of(setting), architecture=arch)
+    return write_html_report(result, path, title=title_of(setting))
 
 
 if __name__ == "__main__":
