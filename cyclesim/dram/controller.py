@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import Any
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import (
@@ -33,6 +34,8 @@ from cyclesim.dram.timing import (
 
 CLOSED, OPEN = 0, 1
 NEVER = 1 << 62
+# what one command raises (Channel._raises_of): per delay, the (bank's ready times, kind) held
+Raises = tuple[tuple[int, tuple[tuple[list[int], int], ...]], ...]
 
 
 @dataclass(slots=True)
@@ -55,7 +58,7 @@ class Transaction:
     is_write: bool
     added: int = 0
     complete: int = -1
-    owner: object = None  # who issued it (the replay's link), for the causes of its delay
+    owner: Any = None  # who issued it (the replay's link), for the causes of its delay
     # at its column command: (cycle, its row's activate cycle, was the bank refreshed before
     # that activate, the opener of the row before, did the bus turn around) (Channel.served_info)
     served: tuple | None = None
@@ -90,7 +93,7 @@ class Channel:
         self.open_row = [-1] * n_banks
         self.row_hits = [0] * n_banks
         self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
-        self._raises: dict[tuple[int, int], tuple] = {}  # (kind, bank) -> _raises_of
+        self._raises: dict[tuple[int, int], Raises] = {}  # (kind, bank) -> _raises_of
         # the ready times raised to, as a heap of distinct values and, per value, the (bank's
         # times, kind) entries raised to it: the earliest one still held and ahead is where an
         # idle stretch ends (next_change), found without scanning every bank's ten times; a
@@ -519,6 +522,7 @@ class Channel:
         c, t, clk = self.config, self.tables, self.clk
         kind = cmd.kind
         ready = self.ready_at
+        raises: Raises | None
         if kind == REFRESH:
             first = cmd.rank * c.banks
             raises = tuple(
@@ -548,7 +552,7 @@ class Channel:
                             heapq.heappush(self._times, v)
                     bucket.append((times, k))
 
-    def _raises_of(self, cmd: Command) -> tuple[tuple[int, tuple[tuple[list[int], int], ...]], ...]:
+    def _raises_of(self, cmd: Command) -> Raises:
         """What a command of cmd's kind on cmd's bank constrains, by delay: (the delay, the
         (bank's ready times, kind) it holds back), over its bank, its bank group, its rank and
         the other ranks; computed once per (kind, bank), as the timing of every issue reads it."""
