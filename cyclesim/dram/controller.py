@@ -11,7 +11,6 @@ refresh falls due or a request arrives, so a long idle stretch costs one step.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,19 +93,18 @@ class Channel:
         self.row_hits = [0] * n_banks
         self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
         self._raises: dict[tuple[int, int], Raises] = {}  # (kind, bank) -> _raises_of
-        # the ready times raised to, as a heap of distinct values and, per value, the (bank's
-        # times, kind) entries raised to it: the earliest one still held and ahead is where an
-        # idle stretch ends (next_change), found without scanning every bank's ten times; a
-        # time once past, or no longer held (every entry raised beyond it), leaves both
-        self._times: list[int] = [0]
-        self._held: dict[int, list[tuple[list[int], int]]] = {
-            0: [(times, k) for times in self.ready_at for k in range(KINDS)]
-        }
         # what the scan for a transaction to move into the command queues reads changes only
         # where `moves` counts up (a request added, a command issued or leaving its queue, a
         # transaction moved); a scan that found no room notes (moves, which queue) it saw
         self.moves = 0
         self._found_no_room: tuple[int, bool] | None = None
+        # likewise for the command queues' scan, which reads the clock too: a scan that found
+        # no command ready notes `moves`, whether a refresh held queues back, and the earliest
+        # cycle at which a command it passed over on timing becomes ready (_command_to_issue);
+        # that cycle is also where an idle stretch ends (next_change), unless a refresh waits
+        self._scanned_moves = -1
+        self._scanned_in_refresh = False
+        self._scan_again_at = 0
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
         self.num_queues = n_banks if c.queue_per_bank else c.ranks
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
@@ -222,15 +220,27 @@ class Channel:
         )
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
-        # the earliest timing constraint still ahead (the skipping loop's cost per idle stretch)
-        times, held = self._times, self._held
-        while times:
-            v = times[0]
-            if v >= t and any(entry[k] == v for entry, k in held[v]):
-                break
-            del held[heapq.heappop(times)]  # past, or every entry raised beyond it
-        if times and times[0] < nxt:
-            nxt = times[0]
+        ready_at = self.ready_at
+        if self._scanned_moves == self.moves and self._scanned_in_refresh == self.in_refresh:
+            # the tick's scan found no command ready: the first becomes ready at this cycle
+            # (its time, or its rank's activation window), as nothing it read moves till then
+            if self._scan_again_at < nxt:
+                nxt = self._scan_again_at
+            ref = self.refresh_queue[0] if self.refresh_queue else None
+            if ref is not None:  # a refresh waits on its banks' times (_ready)
+                c = self.config
+                first = ref.rank * c.banks if ref.kind == REFRESH else ref.bank_index
+                last = first + c.banks if ref.kind == REFRESH else first + 1
+                for b in range(first, last):
+                    for v in ready_at[b]:
+                        if t <= v < nxt:
+                            nxt = v
+            return max(nxt, t)
+        # no scan to go by: the earliest timing constraint still ahead, of any bank
+        for times in ready_at:
+            for v in times:
+                if t <= v < nxt:
+                    nxt = v
         for window in self.activation_windows:
             for v in window:
                 if t <= v < nxt:
@@ -276,11 +286,10 @@ class Channel:
         (since = (command counts, log length) at its start) are counted and logged again."""
         shift = cycles * repeats
         self.clk += shift
+        self._scanned_moves = -1  # its scan's times are the cycles before the shift
         for times in self.ready_at:
             for kind, v in enumerate(times):
                 times[kind] = v + shift
-        self._times = [v + shift for v in self._times]  # a heap still: every entry moves alike
-        self._held = {v + shift: entries for v, entries in self._held.items()}
         for window in self.activation_windows:
             window[:] = [v + shift for v in window]
         counts, logged = since
@@ -378,14 +387,23 @@ class Channel:
     def _command_to_issue(self) -> Command | None:
         """The first ready command of the queues visited round-robin after the last one that
         issued (empty queues, and a rank's queues while it refreshes, are passed over)."""
+        # nothing it reads moved since a scan found none ready, and no time it waited on came
+        if (
+            self.clk < self._scan_again_at
+            and self.moves == self._scanned_moves
+            and self.in_refresh == self._scanned_in_refresh
+        ):
+            return None
         queues = self.queues
         skip = self.refresh_queues if self.in_refresh else ()
+        self._scan_again_at = NEVER  # _first_ready lowers it to each command's ready time
         for index in self._round_robin[self.queue_index]:
             queue = queues[index]
             if not queue or index in skip:
                 continue
             cmd = self._first_ready(queue)
             if cmd is not None:
+                self._scanned_moves = -1
                 self.queue_index = index
                 if cmd.kind <= WRITE_PRECHARGE:
                     for i, queued in enumerate(queue):
@@ -394,17 +412,21 @@ class Channel:
                             self.moves += 1
                             break
                 return cmd
+        self._scanned_moves, self._scanned_in_refresh = self.moves, self.in_refresh
         return None  # the index went round to where it was
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
         """The first command of a command queue that may issue now (as `_ready`, inlined: the
-        queues hold column commands only, and this scan is the controller's hottest loop)."""
+        queues hold column commands only, and this scan is the controller's hottest loop);
+        lowers `_scan_again_at` to the cycle a command passed over on timing becomes ready (a
+        command passed over for another reason waits for something to move)."""
         clk, bank_state, open_row, ready_at = (
             self.clk,
             self.bank_state,
             self.open_row,
             self.ready_at,
         )
+        again = self._scan_again_at
         for i, queued in enumerate(queue):
             b = queued.bank_index
             if bank_state[b] == CLOSED:
@@ -413,10 +435,17 @@ class Channel:
                 need = queued.kind
             else:
                 need = PRECHARGE
-            if clk < ready_at[b][need]:
+            ready = ready_at[b][need]
+            if clk < ready:
+                if ready < again:
+                    again = ready
                 continue
-            if need == ACTIVATE and not self._activation_window_ok(queued.rank):
-                continue
+            if need == ACTIVATE:
+                window = self.activation_windows[queued.rank]
+                if window and clk < window[0] and len(window) >= 4:  # _activation_window_ok
+                    if window[0] < again:
+                        again = window[0]
+                    continue
             if need == PRECHARGE:
                 if not self._precharge_allowed(i, queue):
                     continue
@@ -426,6 +455,7 @@ class Channel:
                 return queued
             return Command(need, queued.rank, queued.bankgroup, queued.bank, queued.row,
                            queued.column, queued.address, b)  # fmt: skip
+        self._scan_again_at = again
         return None
 
     def _precharge_allowed(self, i: int, queue: list[Command]) -> bool:
@@ -538,19 +568,11 @@ class Channel:
             raises = self._raises.get((kind, cmd.bank_index))
             if raises is None:
                 raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
-        held = self._held
         for delay, entries in raises:
             v = clk + delay
-            bucket = None
             for times, k in entries:
                 if times[k] < v:
                     times[k] = v
-                    if bucket is None:
-                        bucket = held.get(v)
-                        if bucket is None:
-                            bucket = held[v] = []
-                            heapq.heappush(self._times, v)
-                    bucket.append((times, k))
 
     def _raises_of(self, cmd: Command) -> Raises:
         """What a command of cmd's kind on cmd's bank constrains, by delay: (the delay, the
