@@ -98,17 +98,28 @@ class Channel:
         # transaction moved); a scan that found no room notes (moves, which queue) it saw
         self.moves = 0
         self._found_no_room: tuple[int, bool] | None = None
-        # likewise for the command queues' scan, which reads the clock too: a scan that found
-        # no command ready notes `moves`, whether a refresh held queues back, and the earliest
-        # cycle at which a command it passed over on timing becomes ready (_command_to_issue);
-        # that cycle is also where an idle stretch ends (next_change), unless a refresh waits
+        # likewise for the command queues' scan, which reads the clock too, and changes only
+        # where `command_moves` counts up (a command issued, or entering or leaving a command
+        # queue): a scan that found no command ready notes it, whether a refresh held queues
+        # back, and the earliest cycle at which a command it passed over on timing becomes
+        # ready (_command_to_issue); that cycle is also where an idle stretch ends
+        # (next_change), unless a refresh waits
+        self.command_moves = 0
         self._scanned_moves = -1
         self._scanned_in_refresh = False
         self._scan_again_at = 0
+        # and per command queue, as a command issued elsewhere only raises the ready times and
+        # fills the activation windows its commands wait on (none becomes ready sooner): a
+        # scan of queue i that found none ready notes the cycle one becomes ready in
+        # _queue_again[i], valid until the queue changes or a command changes the state of one
+        # of its banks (_queue_stale[i])
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
         self.num_queues = n_banks if c.queue_per_bank else c.ranks
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
         self.queue_index = 0
+        self._queue_stale = [True] * self.num_queues
+        self._queue_again = [0] * self.num_queues
+        self._first_ready_again = NEVER  # set by _first_ready when it finds none
         # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
         n = self.num_queues
         self._round_robin = [tuple((i + step) % n for step in range(1, n + 1)) for i in range(n)]
@@ -221,7 +232,10 @@ class Channel:
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
         ready_at = self.ready_at
-        if self._scanned_moves == self.moves and self._scanned_in_refresh == self.in_refresh:
+        if (
+            self._scanned_moves == self.command_moves
+            and self._scanned_in_refresh == self.in_refresh
+        ):
             # the tick's scan found no command ready: the first becomes ready at this cycle
             # (its time, or its rank's activation window), as nothing it read moves till then
             if self._scan_again_at < nxt:
@@ -286,7 +300,8 @@ class Channel:
         (since = (command counts, log length) at its start) are counted and logged again."""
         shift = cycles * repeats
         self.clk += shift
-        self._scanned_moves = -1  # its scan's times are the cycles before the shift
+        self._scanned_moves = -1  # its scans' times are the cycles before the shift
+        self._queue_stale = [True] * self.num_queues
         for times in self.ready_at:
             for kind, v in enumerate(times):
                 times[kind] = v + shift
@@ -387,19 +402,24 @@ class Channel:
     def _command_to_issue(self) -> Command | None:
         """The first ready command of the queues visited round-robin after the last one that
         issued (empty queues, and a rank's queues while it refreshes, are passed over)."""
+        clk = self.clk
         # nothing it reads moved since a scan found none ready, and no time it waited on came
         if (
-            self.clk < self._scan_again_at
-            and self.moves == self._scanned_moves
+            clk < self._scan_again_at
+            and self.command_moves == self._scanned_moves
             and self.in_refresh == self._scanned_in_refresh
         ):
             return None
-        queues = self.queues
+        queues, stale, again_at = self.queues, self._queue_stale, self._queue_again
         skip = self.refresh_queues if self.in_refresh else ()
-        self._scan_again_at = NEVER  # _first_ready lowers it to each command's ready time
+        again = NEVER  # the earliest cycle a command passed over on timing becomes ready
         for index in self._round_robin[self.queue_index]:
             queue = queues[index]
             if not queue or index in skip:
+                continue
+            if not stale[index] and clk < again_at[index]:  # none ready yet, as scanned
+                if again_at[index] < again:
+                    again = again_at[index]
                 continue
             cmd = self._first_ready(queue)
             if cmd is not None:
@@ -410,23 +430,30 @@ class Channel:
                         if queued.address == cmd.address and queued.kind == cmd.kind:
                             del queue[i]
                             self.moves += 1
+                            self.command_moves += 1
+                            stale[index] = True
                             break
                 return cmd
-        self._scanned_moves, self._scanned_in_refresh = self.moves, self.in_refresh
+            stale[index] = False
+            again_at[index] = self._first_ready_again
+            if again_at[index] < again:
+                again = again_at[index]
+        self._scan_again_at = again
+        self._scanned_moves, self._scanned_in_refresh = self.command_moves, self.in_refresh
         return None  # the index went round to where it was
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
         """The first command of a command queue that may issue now (as `_ready`, inlined: the
         queues hold column commands only, and this scan is the controller's hottest loop);
-        lowers `_scan_again_at` to the cycle a command passed over on timing becomes ready (a
-        command passed over for another reason waits for something to move)."""
+        if none, `_first_ready_again` is the cycle the first command passed over on timing
+        becomes ready (one passed over for another reason waits for something to move)."""
         clk, bank_state, open_row, ready_at = (
             self.clk,
             self.bank_state,
             self.open_row,
             self.ready_at,
         )
-        again = self._scan_again_at
+        again = NEVER
         for i, queued in enumerate(queue):
             b = queued.bank_index
             if bank_state[b] == CLOSED:
@@ -455,7 +482,7 @@ class Channel:
                 return queued
             return Command(need, queued.rank, queued.bankgroup, queued.bank, queued.row,
                            queued.column, queued.address, b)  # fmt: skip
-        self._scan_again_at = again
+        self._first_ready_again = again
         return None
 
     def _precharge_allowed(self, i: int, queue: list[Command]) -> bool:
@@ -481,6 +508,7 @@ class Channel:
     def _issue(self, cmd: Command) -> None:
         self.changed = True
         self.moves += 1
+        self.command_moves += 1
         c, s, clk = self.config, self.stats, self.clk
         kind = cmd.kind
         if s.log is not None:
@@ -547,6 +575,9 @@ class Channel:
             self.bank_state[b] = CLOSED
             self.open_row[b] = -1
             self.row_hits[b] = 0
+        else:
+            return
+        self._queue_stale[b if self.config.queue_per_bank else cmd.rank] = True
 
     def _update_timing(self, cmd: Command) -> None:
         c, t, clk = self.config, self.tables, self.clk
@@ -623,7 +654,8 @@ class Channel:
         queues, per_bank, size = self.queues, c.queue_per_bank, c.cmd_queue_size
         for i, trans in enumerate(queue):
             cmd = trans.command or self._to_command(trans)
-            q = queues[cmd.bank_index if per_bank else cmd.rank]
+            index = cmd.bank_index if per_bank else cmd.rank
+            q = queues[index]
             if len(q) < size:
                 if not c.unified_queue and trans.is_write:
                     if trans.address in self.pending_reads:  # a read of it is older
@@ -632,6 +664,8 @@ class Channel:
                         return
                     self.write_draining -= 1
                 q.append(cmd)
+                self.command_moves += 1
+                self._queue_stale[index] = True
                 del queue[i]
                 self.changed = True
                 self.moves += 1
