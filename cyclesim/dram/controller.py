@@ -93,18 +93,19 @@ class Channel:
         self.row_hits = [0] * n_banks
         self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
         self._raises: dict[tuple[int, int], Raises] = {}  # (kind, bank) -> _raises_of
-        # what the scan for a transaction to move into the command queues reads changes only
-        # where `moves` counts up (a request added, a command issued or leaving its queue, a
-        # transaction moved); a scan that found no room notes (moves, which queue) it saw
-        self.moves = 0
-        self._found_no_room: tuple[int, bool] | None = None
-        # likewise for the command queues' scan, which reads the clock too, and changes only
-        # where `command_moves` counts up (a command issued, or entering or leaving a command
-        # queue): a scan that found no command ready notes it, whether a refresh held queues
-        # back, and the earliest cycle at which a command it passed over on timing becomes
-        # ready (_command_to_issue); that cycle is also where an idle stretch ends
-        # (next_change), unless a refresh waits
+        # what the scans of the queues read changes only where `command_moves` counts up (a
+        # command issued, or entering or leaving a command queue). The scan for a transaction
+        # to move into its command queue: a transaction found no room for finds none until
+        # then, so a scan notes (command_moves, which queue, how many transactions it passed
+        # over) and the next resumes after them, at the requests added since
         self.command_moves = 0
+        self._no_room_moves = -1
+        self._no_room_writes = False
+        self._no_room_upto = 0
+        # the command queues' scan, which reads the clock too: a scan that found no command
+        # ready notes command_moves, whether a refresh held queues back, and the earliest cycle
+        # at which a command it passed over on timing becomes ready (_command_to_issue); that
+        # cycle is also where an idle stretch ends (next_change), unless a refresh waits
         self._scanned_moves = -1
         self._scanned_in_refresh = False
         self._scan_again_at = 0
@@ -178,7 +179,6 @@ class Channel:
     def add(self, address: int, is_write: bool) -> Transaction:
         """Accept a request at the current cycle (the caller checked `will_accept`)."""
         self.changed = True
-        self.moves += 1
         trans = Transaction(address, is_write, added=self.clk)
         queue = (
             self.read_queue if (self.config.unified_queue or not is_write) else self.write_buffer
@@ -429,7 +429,6 @@ class Channel:
                     for i, queued in enumerate(queue):
                         if queued.address == cmd.address and queued.kind == cmd.kind:
                             del queue[i]
-                            self.moves += 1
                             self.command_moves += 1
                             stale[index] = True
                             break
@@ -507,7 +506,6 @@ class Channel:
     # ---- issuing -------------------------------------------------------------------------
     def _issue(self, cmd: Command) -> None:
         self.changed = True
-        self.moves += 1
         self.command_moves += 1
         c, s, clk = self.config, self.stats, self.clk
         kind = cmd.kind
@@ -635,11 +633,10 @@ class Channel:
         c = self.config
         if self.write_draining == 0 and not c.unified_queue:
             n = len(self.write_buffer)
-            queues_empty = not any(self.queues)
             if (
                 n >= c.trans_queue_size
-                or (n > 8 and queues_empty)
-                or (n and self.flush_writes and queues_empty and not self.read_queue)
+                or (n > 8 and not any(self.queues))
+                or (n and self.flush_writes and not self.read_queue and not any(self.queues))
             ):
                 self.write_draining = n
                 self.changed = True
@@ -647,12 +644,15 @@ class Channel:
             queue = self.read_queue
         else:
             queue = self.write_buffer if self.write_draining > 0 else self.read_queue
-        # nothing moved since a scan of this queue found no room: none is found now either
-        looked = (self.moves, queue is self.write_buffer)
-        if looked == self._found_no_room:
-            return
+        writes = queue is self.write_buffer
+        start = 0
+        if self._no_room_moves == self.command_moves and self._no_room_writes == writes:
+            start = self._no_room_upto  # no command queue changed: those before find no room
+            if start >= len(queue):
+                return
         queues, per_bank, size = self.queues, c.queue_per_bank, c.cmd_queue_size
-        for i, trans in enumerate(queue):
+        for i in range(start, len(queue)):
+            trans = queue[i]
             cmd = trans.command or self._to_command(trans)
             index = cmd.bank_index if per_bank else cmd.rank
             q = queues[index]
@@ -668,9 +668,9 @@ class Channel:
                 self._queue_stale[index] = True
                 del queue[i]
                 self.changed = True
-                self.moves += 1
                 return
-        self._found_no_room = looked
+        self._no_room_moves, self._no_room_writes = self.command_moves, writes
+        self._no_room_upto = len(queue)
 
     def _to_command(self, trans: Transaction) -> Command:
         cmd = trans.command
