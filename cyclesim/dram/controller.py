@@ -120,6 +120,12 @@ class Channel:
         self.queue_index = 0
         self._queue_stale = [True] * self.num_queues
         self._queue_again = [0] * self.num_queues
+        # a queue's ready cycle may be put off by a command issued since its scan (`issues`
+        # then differs from _queue_issues[i]): next_change scans such a queue again rather
+        # than tick at a cycle where nothing happens; the queue of the earliest one
+        self.issues = 0
+        self._queue_issues = [0] * self.num_queues
+        self._scan_again_queue = -1
         self._first_ready_again = NEVER  # set by _first_ready when it finds none
         # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
         n = self.num_queues
@@ -238,8 +244,11 @@ class Channel:
         ):
             # the tick's scan found no command ready: the first becomes ready at this cycle
             # (its time, or its rank's activation window), as nothing it read moves till then
-            if self._scan_again_at < nxt:
-                nxt = self._scan_again_at
+            again = self._scan_again_at
+            if again < nxt and self._queue_issues[self._scan_again_queue] != self.issues:
+                again = self._scan_waits_again(nxt)
+            if again < nxt:
+                nxt = again
             ref = self.refresh_queue[0] if self.refresh_queue else None
             if ref is not None:  # a refresh waits on its banks' times (_ready)
                 c = self.config
@@ -260,6 +269,29 @@ class Channel:
                 if t <= v < nxt:
                     nxt = v
         return max(nxt, t)
+
+    def _scan_waits_again(self, limit: int) -> int:
+        """The cycle the first command of the queues becomes ready, each queue whose ready cycle
+        is before `limit` and scanned before the last command issued scanned again (at the
+        current cycle: now if one is ready)."""
+        clk, issues, queues = self.clk, self.issues, self.queues
+        stale, again_at, queue_issues = self._queue_stale, self._queue_again, self._queue_issues
+        skip = self.refresh_queues if self.in_refresh else ()
+        again, again_queue = NEVER, -1
+        for index in range(self.num_queues):
+            queue = queues[index]
+            if not queue or index in skip:
+                continue
+            if stale[index] or (again_at[index] < limit and queue_issues[index] != issues):
+                if self._first_ready(queue) is not None:
+                    return clk
+                stale[index] = False
+                again_at[index] = self._first_ready_again
+                queue_issues[index] = issues
+            if again_at[index] < again:
+                again, again_queue = again_at[index], index
+        self._scan_again_at, self._scan_again_queue = again, again_queue
+        return again
 
     def quiet(self) -> bool:
         """No read and no command is waiting: only refresh, or writes buffered until the buffer
@@ -413,13 +445,14 @@ class Channel:
         queues, stale, again_at = self.queues, self._queue_stale, self._queue_again
         skip = self.refresh_queues if self.in_refresh else ()
         again = NEVER  # the earliest cycle a command passed over on timing becomes ready
+        again_queue, issues, queue_issues = -1, self.issues, self._queue_issues
         for index in self._round_robin[self.queue_index]:
             queue = queues[index]
             if not queue or index in skip:
                 continue
             if not stale[index] and clk < again_at[index]:  # none ready yet, as scanned
                 if again_at[index] < again:
-                    again = again_at[index]
+                    again, again_queue = again_at[index], index
                 continue
             cmd = self._first_ready(queue)
             if cmd is not None:
@@ -435,9 +468,10 @@ class Channel:
                 return cmd
             stale[index] = False
             again_at[index] = self._first_ready_again
+            queue_issues[index] = issues
             if again_at[index] < again:
-                again = again_at[index]
-        self._scan_again_at = again
+                again, again_queue = again_at[index], index
+        self._scan_again_at, self._scan_again_queue = again, again_queue
         self._scanned_moves, self._scanned_in_refresh = self.command_moves, self.in_refresh
         return None  # the index went round to where it was
 
@@ -507,6 +541,7 @@ class Channel:
     def _issue(self, cmd: Command) -> None:
         self.changed = True
         self.command_moves += 1
+        self.issues += 1
         c, s, clk = self.config, self.stats, self.clk
         kind = cmd.kind
         if s.log is not None:
