@@ -33,8 +33,8 @@ from cyclesim.dram.timing import (
 
 CLOSED, OPEN = 0, 1
 NEVER = 1 << 62
-# what one command raises (Channel._raises_of): per delay, the (bank's ready times, kind) held
-Raises = tuple[tuple[int, tuple[tuple[list[int], int], ...]], ...]
+# what one command raises (Channel._raises_of): per delay, the indices into Channel.ready held
+Raises = list[tuple[int, list[int]]]
 
 
 @dataclass(slots=True)
@@ -91,7 +91,8 @@ class Channel:
         self.bank_state = [CLOSED] * n_banks
         self.open_row = [-1] * n_banks
         self.row_hits = [0] * n_banks
-        self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
+        # the earliest cycle per bank and command kind: of kind k on bank b at b * KINDS + k
+        self.ready = [0] * (n_banks * KINDS)
         self._raises: dict[tuple[int, int], Raises] = {}  # (kind, bank) -> _raises_of
         # what the scans of the queues read changes only where `command_moves` counts up (a
         # command issued, or entering or leaving a command queue). The scan for a transaction
@@ -237,7 +238,7 @@ class Channel:
         )
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
-        ready_at = self.ready_at
+        ready = self.ready
         if (
             self._scanned_moves == self.command_moves
             and self._scanned_in_refresh == self.in_refresh
@@ -254,16 +255,14 @@ class Channel:
                 c = self.config
                 first = ref.rank * c.banks if ref.kind == REFRESH else ref.bank_index
                 last = first + c.banks if ref.kind == REFRESH else first + 1
-                for b in range(first, last):
-                    for v in ready_at[b]:
-                        if t <= v < nxt:
-                            nxt = v
+                for v in ready[first * KINDS : last * KINDS]:
+                    if t <= v < nxt:
+                        nxt = v
             return max(nxt, t)
         # no scan to go by: the earliest timing constraint still ahead, of any bank
-        for times in ready_at:
-            for v in times:
-                if t <= v < nxt:
-                    nxt = v
+        for v in ready:
+            if t <= v < nxt:
+                nxt = v
         for window in self.activation_windows:
             for v in window:
                 if t <= v < nxt:
@@ -314,7 +313,7 @@ class Channel:
             tuple(self.bank_state),
             tuple(self.open_row),
             tuple(self.row_hits),
-            tuple(tuple(rel(v) for v in times) for times in self.ready_at),
+            tuple(rel(v) for v in self.ready),
             tuple(tuple(rel(v) for v in w) for w in self.activation_windows),
             self.queue_index,
             tuple((r.kind, r.rank, r.bankgroup, r.bank, r.bank_index) for r in self.refresh_queue),
@@ -334,9 +333,7 @@ class Channel:
         self.clk += shift
         self._scanned_moves = -1  # its scans' times are the cycles before the shift
         self._queue_stale = [True] * self.num_queues
-        for times in self.ready_at:
-            for kind, v in enumerate(times):
-                times[kind] = v + shift
+        self.ready = [v + shift for v in self.ready]
         for window in self.activation_windows:
             window[:] = [v + shift for v in window]
         counts, logged = since
@@ -407,18 +404,18 @@ class Channel:
             first = cmd.rank * c.banks
             for b in range(first, first + c.banks):
                 need = self._required(cmd, b)
-                if clk < self.ready_at[b][need]:
+                if clk < self.ready[b * KINDS + need]:
                     continue
                 if need != REFRESH:
                     bg, bank = divmod(b - first, c.banks_per_group)
                     return Command(need, cmd.rank, bg, bank, -1, -1, -1, b)
-            if all(clk >= self.ready_at[b][REFRESH] and self.bank_state[b] == CLOSED
+            if all(clk >= self.ready[b * KINDS + REFRESH] and self.bank_state[b] == CLOSED
                    for b in range(first, first + c.banks)):  # fmt: skip
                 return cmd
             return None
         b = cmd.bank_index
         need = self._required(cmd, b)
-        if clk < self.ready_at[b][need]:
+        if clk < self.ready[b * KINDS + need]:
             return None
         if need == ACTIVATE and not self._activation_window_ok(cmd.rank):
             return None
@@ -480,11 +477,12 @@ class Channel:
         queues hold column commands only, and this scan is the controller's hottest loop);
         if none, `_first_ready_again` is the cycle the first command passed over on timing
         becomes ready (one passed over for another reason waits for something to move)."""
-        clk, bank_state, open_row, ready_at = (
+        clk, bank_state, open_row, ready_at, kinds = (
             self.clk,
             self.bank_state,
             self.open_row,
-            self.ready_at,
+            self.ready,
+            KINDS,
         )
         again = NEVER
         for i, queued in enumerate(queue):
@@ -495,7 +493,7 @@ class Channel:
                 need = queued.kind
             else:
                 need = PRECHARGE
-            ready = ready_at[b][need]
+            ready = ready_at[b * kinds + need]
             if clk < ready:
                 if ready < again:
                     again = ready
@@ -615,14 +613,14 @@ class Channel:
     def _update_timing(self, cmd: Command) -> None:
         c, t, clk = self.config, self.tables, self.clk
         kind = cmd.kind
-        ready = self.ready_at
+        ready = self.ready
         raises: Raises | None
         if kind == REFRESH:
             first = cmd.rank * c.banks
-            raises = tuple(
-                (d, tuple((ready[b], k) for b in range(first, first + c.banks)))
+            raises = [
+                (d, [b * KINDS + k for b in range(first, first + c.banks)])
                 for k, d in t.same_rank[kind]
-            )
+            ]
         else:
             if kind == ACTIVATE:
                 window = self.activation_windows[cmd.rank]
@@ -632,36 +630,37 @@ class Channel:
             raises = self._raises.get((kind, cmd.bank_index))
             if raises is None:
                 raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
-        for delay, entries in raises:
+        for delay, held in raises:
             v = clk + delay
-            for times, k in entries:
-                if times[k] < v:
-                    times[k] = v
+            for i in held:
+                if ready[i] < v:
+                    ready[i] = v
 
     def _raises_of(self, cmd: Command) -> Raises:
         """What a command of cmd's kind on cmd's bank constrains, by delay: (the delay, the
-        (bank's ready times, kind) it holds back), over its bank, its bank group, its rank and
-        the other ranks; computed once per (kind, bank), as the timing of every issue reads it."""
-        c, t, kind, ready = self.config, self.tables, cmd.kind, self.ready_at
+        indices of the (bank, kind) ready times it holds back), over its bank, its bank group,
+        its rank and the other ranks; computed once per (kind, bank), as the timing of every
+        issue reads it."""
+        c, t, kind = self.config, self.tables, cmd.kind
         b0 = cmd.bank_index
         per_group, per_rank = c.banks_per_group, c.banks
         rank_first = b0 // per_rank * per_rank
         group_first = rank_first + (b0 - rank_first) // per_group * per_group
-        out = [(ready[b0], k, d) for k, d in t.same_bank[kind]]
+        out = [(b0 * KINDS + k, d) for k, d in t.same_bank[kind]]
         for b in range(group_first, group_first + per_group):
             if b != b0:
-                out += [(ready[b], k, d) for k, d in t.same_bankgroup[kind]]
+                out += [(b * KINDS + k, d) for k, d in t.same_bankgroup[kind]]
         for b in range(rank_first, rank_first + per_rank):
             if not group_first <= b < group_first + per_group:
-                out += [(ready[b], k, d) for k, d in t.other_bankgroups[kind]]
+                out += [(b * KINDS + k, d) for k, d in t.other_bankgroups[kind]]
         if c.ranks > 1 and t.other_ranks[kind]:
             for b in range(self.n_banks):
                 if not rank_first <= b < rank_first + per_rank:
-                    out += [(ready[b], k, d) for k, d in t.other_ranks[kind]]
-        by_delay: dict[int, list[tuple[list[int], int]]] = {}
-        for times, k, d in out:  # (each entry's raises in the order the tables give them)
-            by_delay.setdefault(d, []).append((times, k))
-        return tuple((d, tuple(entries)) for d, entries in by_delay.items())
+                    out += [(b * KINDS + k, d) for k, d in t.other_ranks[kind]]
+        by_delay: dict[int, list[int]] = {}
+        for i, d in out:
+            by_delay.setdefault(d, []).append(i)
+        return list(by_delay.items())
 
     # ---- moving a transaction into the command queues --------------------------------------
     def _schedule_transaction(self) -> None:

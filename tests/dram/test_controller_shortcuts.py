@@ -8,8 +8,6 @@ makes the shortcuts fire."""
 
 from __future__ import annotations
 
-from itertools import chain
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -39,7 +37,7 @@ class PlainChannel(Channel):
         nxt = (t // interval + 1) * interval if t > 0 else interval
         if t % interval == 0 and t > 0:
             nxt = t
-        nxt = min(nxt, min(filter(t.__le__, chain.from_iterable(self.ready_at)), default=nxt))
+        nxt = min(nxt, min(filter(t.__le__, self.ready), default=nxt))
         for window in self.activation_windows:
             for v in window:
                 if t <= v < nxt:
