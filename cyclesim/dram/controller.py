@@ -12,7 +12,7 @@ refresh falls due or a request arrives, so a long idle stretch costs one step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import (
@@ -21,18 +21,17 @@ from cyclesim.dram.timing import (
     PRECHARGE,
     READ,
     READ_PRECHARGE,
-    READS,
     REFRESH,
     REFRESH_BANK,
     WRITE,
     WRITE_PRECHARGE,
-    WRITES,
     TimingTables,
     timing_tables,
 )
 
-CLOSED, OPEN = 0, 1
-NEVER = 1 << 62
+CLOSED: Final = 0
+OPEN: Final = 1
+NEVER: Final = 1 << 62
 # what one command raises (Channel._raises_of): per delay, the indices into Channel.ready held
 Raises = list[tuple[int, list[int]]]
 
@@ -116,6 +115,15 @@ class Channel:
         # _queue_again[i], valid until the queue changes or a command changes the state of one
         # of its banks (_queue_stale[i])
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
+        # the configuration the tick reads, as the channel's own (typed, compiled) attributes
+        self._unified_queue: bool = c.unified_queue
+        self._queue_per_bank: bool = c.queue_per_bank
+        self._trans_queue_size: int = c.trans_queue_size
+        self._cmd_queue_size: int = c.cmd_queue_size
+        self._dual_command: bool = c.hbm_dual_cmd and c.is_hbm
+        self._read_delay: int = c.read_delay
+        self._write_delay: int = c.write_delay
+        self._tFAW: int = c.tFAW
         self.num_queues = n_banks if c.queue_per_bank else c.ranks
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
         self.queue_index = 0
@@ -177,19 +185,16 @@ class Channel:
 
     # ---- the front end's side ----------------------------------------------------------
     def will_accept(self, is_write: bool) -> bool:
-        c = self.config
-        if c.unified_queue:
-            return len(self.read_queue) < c.trans_queue_size
+        if self._unified_queue:
+            return len(self.read_queue) < self._trans_queue_size
         queue = self.write_buffer if is_write else self.read_queue
-        return len(queue) < c.trans_queue_size
+        return len(queue) < self._trans_queue_size
 
     def add(self, address: int, is_write: bool) -> Transaction:
         """Accept a request at the current cycle (the caller checked `will_accept`)."""
         self.changed = True
         trans = Transaction(address, is_write, added=self.clk)
-        queue = (
-            self.read_queue if (self.config.unified_queue or not is_write) else self.write_buffer
-        )
+        queue = self.read_queue if (self._unified_queue or not is_write) else self.write_buffer
         if is_write:
             if address not in self.pending_writes:
                 self.pending_writes[address] = trans
@@ -221,7 +226,7 @@ class Channel:
             cmd = self._command_to_issue()
         if cmd is not None:
             self._issue(cmd)
-            if self.config.hbm_dual_cmd and self.config.is_hbm:
+            if self._dual_command:
                 second = self._command_to_issue()
                 if second is not None and _is_column(second.kind) != _is_column(cmd.kind):
                     self._issue(second)
@@ -507,7 +512,7 @@ class Channel:
             if need == PRECHARGE:
                 if not self._precharge_allowed(i, queue):
                     continue
-            elif need in WRITES and self._write_after_read(i, queue):
+            elif (need == WRITE or need == WRITE_PRECHARGE) and self._write_after_read(i, queue):
                 continue
             if need == queued.kind:
                 return queued
@@ -530,7 +535,7 @@ class Channel:
     def _write_after_read(i: int, queue: list[Command]) -> bool:
         w = queue[i]
         return any(
-            q.kind in READS and q.row == w.row and q.column == w.column and q.bank == w.bank
+            (q.kind == READ or q.kind == READ_PRECHARGE) and q.row == w.row and q.column == w.column and q.bank == w.bank
             and q.bankgroup == w.bankgroup
             for q in queue[:i]
         )  # fmt: skip
@@ -544,16 +549,18 @@ class Channel:
         kind = cmd.kind
         if s.log is not None:
             s.log.append((clk, kind, cmd.rank, cmd.bankgroup, cmd.bank, cmd.row, cmd.column))
-        if kind in READS:
+        is_read = kind == READ or kind == READ_PRECHARGE
+        is_write = kind == WRITE or kind == WRITE_PRECHARGE
+        if is_read:
             served = self._served(cmd, False)
             for trans in self.pending_reads.pop(cmd.address):
-                trans.complete = clk + c.read_delay
+                trans.complete = clk + self._read_delay
                 trans.served = served
                 s.read_latencies.append(trans.complete - trans.added)
-            s.last_data_cycle = max(s.last_data_cycle, clk + c.read_delay)
-        elif kind in WRITES:
+            s.last_data_cycle = max(s.last_data_cycle, clk + self._read_delay)
+        elif is_write:
             self.pending_writes.pop(cmd.address).served = self._served(cmd, True)
-            s.last_data_cycle = max(s.last_data_cycle, clk + c.write_delay)
+            s.last_data_cycle = max(s.last_data_cycle, clk + self._write_delay)
         elif kind == ACTIVATE:
             b = cmd.bank_index
             self.activated_at[b] = clk
@@ -568,9 +575,9 @@ class Channel:
         elif kind == REFRESH_BANK:
             self.refreshed[cmd.bank_index] = True
         s.commands[kind] += 1
-        if kind in READS and self.row_hits[cmd.bank_index]:
+        if is_read and self.row_hits[cmd.bank_index]:
             s.read_row_hits += 1
-        elif kind in WRITES and self.row_hits[cmd.bank_index]:
+        elif is_write and self.row_hits[cmd.bank_index]:
             s.write_row_hits += 1
         self._update_state(cmd)
         self._update_timing(cmd)
@@ -608,7 +615,7 @@ class Channel:
             self.row_hits[b] = 0
         else:
             return
-        self._queue_stale[b if self.config.queue_per_bank else cmd.rank] = True
+        self._queue_stale[b if self._queue_per_bank else cmd.rank] = True
 
     def _update_timing(self, cmd: Command) -> None:
         c, t, clk = self.config, self.tables, self.clk
@@ -626,7 +633,7 @@ class Channel:
                 window = self.activation_windows[cmd.rank]
                 if window and clk >= window[0]:
                     window.pop(0)
-                window.append(clk + c.tFAW)
+                window.append(clk + self._tFAW)
             raises = self._raises.get((kind, cmd.bank_index))
             if raises is None:
                 raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
@@ -664,17 +671,17 @@ class Channel:
 
     # ---- moving a transaction into the command queues --------------------------------------
     def _schedule_transaction(self) -> None:
-        c = self.config
-        if self.write_draining == 0 and not c.unified_queue:
+        unified = self._unified_queue
+        if self.write_draining == 0 and not unified:
             n = len(self.write_buffer)
             if (
-                n >= c.trans_queue_size
+                n >= self._trans_queue_size
                 or (n > 8 and not any(self.queues))
                 or (n and self.flush_writes and not self.read_queue and not any(self.queues))
             ):
                 self.write_draining = n
                 self.changed = True
-        if c.unified_queue:
+        if unified:
             queue = self.read_queue
         else:
             queue = self.write_buffer if self.write_draining > 0 else self.read_queue
@@ -684,14 +691,14 @@ class Channel:
             start = self._no_room_upto  # no command queue changed: those before find no room
             if start >= len(queue):
                 return
-        queues, per_bank, size = self.queues, c.queue_per_bank, c.cmd_queue_size
+        queues, per_bank, size = self.queues, self._queue_per_bank, self._cmd_queue_size
         for i in range(start, len(queue)):
             trans = queue[i]
             cmd = trans.command or self._to_command(trans)
             index = cmd.bank_index if per_bank else cmd.rank
             q = queues[index]
             if len(q) < size:
-                if not c.unified_queue and trans.is_write:
+                if not unified and trans.is_write:
                     if trans.address in self.pending_reads:  # a read of it is older
                         self.write_draining = 0
                         self.changed = True
