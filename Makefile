@@ -25,7 +25,7 @@ $(VENV)/.test: $(VENV)/.base pyproject.toml
 $(VENV)/.native-tools: $(VENV)/.base pyproject.toml
 	@$(BIN)/pip install -q -e '.[native]' && touch $@ || echo "mypy could not be installed"
 
-# The DRAM timer compiled with mypyc (copies stamped with their source's hash; dram/native.py
+# The DRAM timer and controller compiled with mypyc (copies stamped with their source's hash; dram/native.py
 # uses them only while the hash matches). It names what it compiles, then says in one line that
 # it did, or why not (pure Python is used then).
 native: $(VENV)/.native-tools

@@ -11,8 +11,8 @@ refresh falls due or a request arrives, so a long idle stretch costs one step.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import (
@@ -21,18 +21,19 @@ from cyclesim.dram.timing import (
     PRECHARGE,
     READ,
     READ_PRECHARGE,
-    READS,
     REFRESH,
     REFRESH_BANK,
     WRITE,
     WRITE_PRECHARGE,
-    WRITES,
     TimingTables,
     timing_tables,
 )
 
-CLOSED, OPEN = 0, 1
-NEVER = 1 << 62
+CLOSED: Final = 0
+OPEN: Final = 1
+NEVER: Final = 1 << 62
+# what one command raises (Channel._raises_of): per delay, the indices into Channel.ready held
+Raises = list[tuple[int, list[int]]]
 
 
 @dataclass(slots=True)
@@ -55,7 +56,7 @@ class Transaction:
     is_write: bool
     added: int = 0
     complete: int = -1
-    owner: object = None  # who issued it (the replay's link), for the causes of its delay
+    owner: Any = None  # who issued it (the replay's link), for the causes of its delay
     # at its column command: (cycle, its row's activate cycle, was the bank refreshed before
     # that activate, the opener of the row before, did the bus turn around) (Channel.served_info)
     served: tuple | None = None
@@ -89,25 +90,52 @@ class Channel:
         self.bank_state = [CLOSED] * n_banks
         self.open_row = [-1] * n_banks
         self.row_hits = [0] * n_banks
-        self.ready_at = [[0] * KINDS for _ in range(n_banks)]  # earliest cycle per command kind
-        self._raises: dict[tuple[int, int], tuple] = {}  # (kind, bank) -> _raises_of
-        # the ready times raised to, as a heap of distinct values and, per value, the (bank's
-        # times, kind) entries raised to it: the earliest one still held and ahead is where an
-        # idle stretch ends (next_change), found without scanning every bank's ten times; a
-        # time once past, or no longer held (every entry raised beyond it), leaves both
-        self._times: list[int] = [0]
-        self._held: dict[int, list[tuple[list[int], int]]] = {
-            0: [(times, k) for times in self.ready_at for k in range(KINDS)]
-        }
-        # what the scan for a transaction to move into the command queues reads changes only
-        # where `moves` counts up (a request added, a command issued or leaving its queue, a
-        # transaction moved); a scan that found no room notes (moves, which queue) it saw
-        self.moves = 0
-        self._found_no_room: tuple[int, bool] | None = None
+        # the earliest cycle per bank and command kind: of kind k on bank b at b * KINDS + k
+        self.ready = [0] * (n_banks * KINDS)
+        self._raises: dict[tuple[int, int], Raises] = {}  # (kind, bank) -> _raises_of
+        # what the scans of the queues read changes only where `command_moves` counts up (a
+        # command issued, or entering or leaving a command queue). The scan for a transaction
+        # to move into its command queue: a transaction found no room for finds none until
+        # then, so a scan notes (command_moves, which queue, how many transactions it passed
+        # over) and the next resumes after them, at the requests added since
+        self.command_moves = 0
+        self._no_room_moves = -1
+        self._no_room_writes = False
+        self._no_room_upto = 0
+        # the command queues' scan, which reads the clock too: a scan that found no command
+        # ready notes command_moves, whether a refresh held queues back, and the earliest cycle
+        # at which a command it passed over on timing becomes ready (_command_to_issue); that
+        # cycle is also where an idle stretch ends (next_change), unless a refresh waits
+        self._scanned_moves = -1
+        self._scanned_in_refresh = False
+        self._scan_again_at = 0
+        # and per command queue, as a command issued elsewhere only raises the ready times and
+        # fills the activation windows its commands wait on (none becomes ready sooner): a
+        # scan of queue i that found none ready notes the cycle one becomes ready in
+        # _queue_again[i], valid until the queue changes or a command changes the state of one
+        # of its banks (_queue_stale[i])
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
+        # the configuration the tick reads, as the channel's own (typed, compiled) attributes
+        self._unified_queue: bool = c.unified_queue
+        self._queue_per_bank: bool = c.queue_per_bank
+        self._trans_queue_size: int = c.trans_queue_size
+        self._cmd_queue_size: int = c.cmd_queue_size
+        self._dual_command: bool = c.hbm_dual_cmd and c.is_hbm
+        self._read_delay: int = c.read_delay
+        self._write_delay: int = c.write_delay
+        self._tFAW: int = c.tFAW
         self.num_queues = n_banks if c.queue_per_bank else c.ranks
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
         self.queue_index = 0
+        self._queue_stale = [True] * self.num_queues
+        self._queue_again = [0] * self.num_queues
+        # a queue's ready cycle may be put off by a command issued since its scan (`issues`
+        # then differs from _queue_issues[i]): next_change scans such a queue again rather
+        # than tick at a cycle where nothing happens; the queue of the earliest one
+        self.issues = 0
+        self._queue_issues = [0] * self.num_queues
+        self._scan_again_queue = -1
+        self._first_ready_again = NEVER  # set by _first_ready when it finds none
         # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
         n = self.num_queues
         self._round_robin = [tuple((i + step) % n for step in range(1, n + 1)) for i in range(n)]
@@ -157,20 +185,16 @@ class Channel:
 
     # ---- the front end's side ----------------------------------------------------------
     def will_accept(self, is_write: bool) -> bool:
-        c = self.config
-        if c.unified_queue:
-            return len(self.read_queue) < c.trans_queue_size
+        if self._unified_queue:
+            return len(self.read_queue) < self._trans_queue_size
         queue = self.write_buffer if is_write else self.read_queue
-        return len(queue) < c.trans_queue_size
+        return len(queue) < self._trans_queue_size
 
     def add(self, address: int, is_write: bool) -> Transaction:
         """Accept a request at the current cycle (the caller checked `will_accept`)."""
         self.changed = True
-        self.moves += 1
         trans = Transaction(address, is_write, added=self.clk)
-        queue = (
-            self.read_queue if (self.config.unified_queue or not is_write) else self.write_buffer
-        )
+        queue = self.read_queue if (self._unified_queue or not is_write) else self.write_buffer
         if is_write:
             if address not in self.pending_writes:
                 self.pending_writes[address] = trans
@@ -202,7 +226,7 @@ class Channel:
             cmd = self._command_to_issue()
         if cmd is not None:
             self._issue(cmd)
-            if self.config.hbm_dual_cmd and self.config.is_hbm:
+            if self._dual_command:
                 second = self._command_to_issue()
                 if second is not None and _is_column(second.kind) != _is_column(cmd.kind):
                     self._issue(second)
@@ -219,20 +243,59 @@ class Channel:
         )
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
-        # the earliest timing constraint still ahead (the skipping loop's cost per idle stretch)
-        times, held = self._times, self._held
-        while times:
-            v = times[0]
-            if v >= t and any(entry[k] == v for entry, k in held[v]):
-                break
-            del held[heapq.heappop(times)]  # past, or every entry raised beyond it
-        if times and times[0] < nxt:
-            nxt = times[0]
+        ready = self.ready
+        if (
+            self._scanned_moves == self.command_moves
+            and self._scanned_in_refresh == self.in_refresh
+        ):
+            # the tick's scan found no command ready: the first becomes ready at this cycle
+            # (its time, or its rank's activation window), as nothing it read moves till then
+            again = self._scan_again_at
+            if again < nxt and self._queue_issues[self._scan_again_queue] != self.issues:
+                again = self._scan_waits_again(nxt)
+            if again < nxt:
+                nxt = again
+            ref = self.refresh_queue[0] if self.refresh_queue else None
+            if ref is not None:  # a refresh waits on its banks' times (_ready)
+                c = self.config
+                first = ref.rank * c.banks if ref.kind == REFRESH else ref.bank_index
+                last = first + c.banks if ref.kind == REFRESH else first + 1
+                for v in ready[first * KINDS : last * KINDS]:
+                    if t <= v < nxt:
+                        nxt = v
+            return max(nxt, t)
+        # no scan to go by: the earliest timing constraint still ahead, of any bank
+        for v in ready:
+            if t <= v < nxt:
+                nxt = v
         for window in self.activation_windows:
             for v in window:
                 if t <= v < nxt:
                     nxt = v
         return max(nxt, t)
+
+    def _scan_waits_again(self, limit: int) -> int:
+        """The cycle the first command of the queues becomes ready, each queue whose ready cycle
+        is before `limit` and scanned before the last command issued scanned again (at the
+        current cycle: now if one is ready)."""
+        clk, issues, queues = self.clk, self.issues, self.queues
+        stale, again_at, queue_issues = self._queue_stale, self._queue_again, self._queue_issues
+        skip = self.refresh_queues if self.in_refresh else ()
+        again, again_queue = NEVER, -1
+        for index in range(self.num_queues):
+            queue = queues[index]
+            if not queue or index in skip:
+                continue
+            if stale[index] or (again_at[index] < limit and queue_issues[index] != issues):
+                if self._first_ready(queue) is not None:
+                    return clk
+                stale[index] = False
+                again_at[index] = self._first_ready_again
+                queue_issues[index] = issues
+            if again_at[index] < again:
+                again, again_queue = again_at[index], index
+        self._scan_again_at, self._scan_again_queue = again, again_queue
+        return again
 
     def quiet(self) -> bool:
         """No read and no command is waiting: only refresh, or writes buffered until the buffer
@@ -255,7 +318,7 @@ class Channel:
             tuple(self.bank_state),
             tuple(self.open_row),
             tuple(self.row_hits),
-            tuple(tuple(rel(v) for v in times) for times in self.ready_at),
+            tuple(rel(v) for v in self.ready),
             tuple(tuple(rel(v) for v in w) for w in self.activation_windows),
             self.queue_index,
             tuple((r.kind, r.rank, r.bankgroup, r.bank, r.bank_index) for r in self.refresh_queue),
@@ -273,11 +336,9 @@ class Channel:
         (since = (command counts, log length) at its start) are counted and logged again."""
         shift = cycles * repeats
         self.clk += shift
-        for times in self.ready_at:
-            for kind, v in enumerate(times):
-                times[kind] = v + shift
-        self._times = [v + shift for v in self._times]  # a heap still: every entry moves alike
-        self._held = {v + shift: entries for v, entries in self._held.items()}
+        self._scanned_moves = -1  # its scans' times are the cycles before the shift
+        self._queue_stale = [True] * self.num_queues
+        self.ready = [v + shift for v in self.ready]
         for window in self.activation_windows:
             window[:] = [v + shift for v in window]
         counts, logged = since
@@ -348,18 +409,18 @@ class Channel:
             first = cmd.rank * c.banks
             for b in range(first, first + c.banks):
                 need = self._required(cmd, b)
-                if clk < self.ready_at[b][need]:
+                if clk < self.ready[b * KINDS + need]:
                     continue
                 if need != REFRESH:
                     bg, bank = divmod(b - first, c.banks_per_group)
                     return Command(need, cmd.rank, bg, bank, -1, -1, -1, b)
-            if all(clk >= self.ready_at[b][REFRESH] and self.bank_state[b] == CLOSED
+            if all(clk >= self.ready[b * KINDS + REFRESH] and self.bank_state[b] == CLOSED
                    for b in range(first, first + c.banks)):  # fmt: skip
                 return cmd
             return None
         b = cmd.bank_index
         need = self._required(cmd, b)
-        if clk < self.ready_at[b][need]:
+        if clk < self.ready[b * KINDS + need]:
             return None
         if need == ACTIVATE and not self._activation_window_ok(cmd.rank):
             return None
@@ -375,33 +436,60 @@ class Channel:
     def _command_to_issue(self) -> Command | None:
         """The first ready command of the queues visited round-robin after the last one that
         issued (empty queues, and a rank's queues while it refreshes, are passed over)."""
-        queues = self.queues
+        clk = self.clk
+        # nothing it reads moved since a scan found none ready, and no time it waited on came
+        if (
+            clk < self._scan_again_at
+            and self.command_moves == self._scanned_moves
+            and self.in_refresh == self._scanned_in_refresh
+        ):
+            return None
+        queues, stale, again_at = self.queues, self._queue_stale, self._queue_again
         skip = self.refresh_queues if self.in_refresh else ()
+        again = NEVER  # the earliest cycle a command passed over on timing becomes ready
+        again_queue, issues, queue_issues = -1, self.issues, self._queue_issues
         for index in self._round_robin[self.queue_index]:
             queue = queues[index]
             if not queue or index in skip:
                 continue
+            if not stale[index] and clk < again_at[index]:  # none ready yet, as scanned
+                if again_at[index] < again:
+                    again, again_queue = again_at[index], index
+                continue
             cmd = self._first_ready(queue)
             if cmd is not None:
+                self._scanned_moves = -1
                 self.queue_index = index
                 if cmd.kind <= WRITE_PRECHARGE:
                     for i, queued in enumerate(queue):
                         if queued.address == cmd.address and queued.kind == cmd.kind:
                             del queue[i]
-                            self.moves += 1
+                            self.command_moves += 1
+                            stale[index] = True
                             break
                 return cmd
+            stale[index] = False
+            again_at[index] = self._first_ready_again
+            queue_issues[index] = issues
+            if again_at[index] < again:
+                again, again_queue = again_at[index], index
+        self._scan_again_at, self._scan_again_queue = again, again_queue
+        self._scanned_moves, self._scanned_in_refresh = self.command_moves, self.in_refresh
         return None  # the index went round to where it was
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
         """The first command of a command queue that may issue now (as `_ready`, inlined: the
-        queues hold column commands only, and this scan is the controller's hottest loop)."""
-        clk, bank_state, open_row, ready_at = (
+        queues hold column commands only, and this scan is the controller's hottest loop);
+        if none, `_first_ready_again` is the cycle the first command passed over on timing
+        becomes ready (one passed over for another reason waits for something to move)."""
+        clk, bank_state, open_row, ready_at, kinds = (
             self.clk,
             self.bank_state,
             self.open_row,
-            self.ready_at,
+            self.ready,
+            KINDS,
         )
+        again = NEVER
         for i, queued in enumerate(queue):
             b = queued.bank_index
             if bank_state[b] == CLOSED:
@@ -410,19 +498,27 @@ class Channel:
                 need = queued.kind
             else:
                 need = PRECHARGE
-            if clk < ready_at[b][need]:
+            ready = ready_at[b * kinds + need]
+            if clk < ready:
+                if ready < again:
+                    again = ready
                 continue
-            if need == ACTIVATE and not self._activation_window_ok(queued.rank):
-                continue
+            if need == ACTIVATE:
+                window = self.activation_windows[queued.rank]
+                if window and clk < window[0] and len(window) >= 4:  # _activation_window_ok
+                    if window[0] < again:
+                        again = window[0]
+                    continue
             if need == PRECHARGE:
                 if not self._precharge_allowed(i, queue):
                     continue
-            elif need in WRITES and self._write_after_read(i, queue):
+            elif (need == WRITE or need == WRITE_PRECHARGE) and self._write_after_read(i, queue):
                 continue
             if need == queued.kind:
                 return queued
             return Command(need, queued.rank, queued.bankgroup, queued.bank, queued.row,
                            queued.column, queued.address, b)  # fmt: skip
+        self._first_ready_again = again
         return None
 
     def _precharge_allowed(self, i: int, queue: list[Command]) -> bool:
@@ -439,7 +535,7 @@ class Channel:
     def _write_after_read(i: int, queue: list[Command]) -> bool:
         w = queue[i]
         return any(
-            q.kind in READS and q.row == w.row and q.column == w.column and q.bank == w.bank
+            (q.kind == READ or q.kind == READ_PRECHARGE) and q.row == w.row and q.column == w.column and q.bank == w.bank
             and q.bankgroup == w.bankgroup
             for q in queue[:i]
         )  # fmt: skip
@@ -447,21 +543,24 @@ class Channel:
     # ---- issuing -------------------------------------------------------------------------
     def _issue(self, cmd: Command) -> None:
         self.changed = True
-        self.moves += 1
+        self.command_moves += 1
+        self.issues += 1
         c, s, clk = self.config, self.stats, self.clk
         kind = cmd.kind
         if s.log is not None:
             s.log.append((clk, kind, cmd.rank, cmd.bankgroup, cmd.bank, cmd.row, cmd.column))
-        if kind in READS:
+        is_read = kind == READ or kind == READ_PRECHARGE
+        is_write = kind == WRITE or kind == WRITE_PRECHARGE
+        if is_read:
             served = self._served(cmd, False)
             for trans in self.pending_reads.pop(cmd.address):
-                trans.complete = clk + c.read_delay
+                trans.complete = clk + self._read_delay
                 trans.served = served
                 s.read_latencies.append(trans.complete - trans.added)
-            s.last_data_cycle = max(s.last_data_cycle, clk + c.read_delay)
-        elif kind in WRITES:
+            s.last_data_cycle = max(s.last_data_cycle, clk + self._read_delay)
+        elif is_write:
             self.pending_writes.pop(cmd.address).served = self._served(cmd, True)
-            s.last_data_cycle = max(s.last_data_cycle, clk + c.write_delay)
+            s.last_data_cycle = max(s.last_data_cycle, clk + self._write_delay)
         elif kind == ACTIVATE:
             b = cmd.bank_index
             self.activated_at[b] = clk
@@ -476,9 +575,9 @@ class Channel:
         elif kind == REFRESH_BANK:
             self.refreshed[cmd.bank_index] = True
         s.commands[kind] += 1
-        if kind in READS and self.row_hits[cmd.bank_index]:
+        if is_read and self.row_hits[cmd.bank_index]:
             s.read_row_hits += 1
-        elif kind in WRITES and self.row_hits[cmd.bank_index]:
+        elif is_write and self.row_hits[cmd.bank_index]:
             s.write_row_hits += 1
         self._update_state(cmd)
         self._update_timing(cmd)
@@ -514,103 +613,105 @@ class Channel:
             self.bank_state[b] = CLOSED
             self.open_row[b] = -1
             self.row_hits[b] = 0
+        else:
+            return
+        self._queue_stale[b if self._queue_per_bank else cmd.rank] = True
 
     def _update_timing(self, cmd: Command) -> None:
         c, t, clk = self.config, self.tables, self.clk
         kind = cmd.kind
-        ready = self.ready_at
+        ready = self.ready
+        raises: Raises | None
         if kind == REFRESH:
             first = cmd.rank * c.banks
-            raises = tuple(
-                (d, tuple((ready[b], k) for b in range(first, first + c.banks)))
+            raises = [
+                (d, [b * KINDS + k for b in range(first, first + c.banks)])
                 for k, d in t.same_rank[kind]
-            )
+            ]
         else:
             if kind == ACTIVATE:
                 window = self.activation_windows[cmd.rank]
                 if window and clk >= window[0]:
                     window.pop(0)
-                window.append(clk + c.tFAW)
+                window.append(clk + self._tFAW)
             raises = self._raises.get((kind, cmd.bank_index))
             if raises is None:
                 raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
-        held = self._held
-        for delay, entries in raises:
+        for delay, held in raises:
             v = clk + delay
-            bucket = None
-            for times, k in entries:
-                if times[k] < v:
-                    times[k] = v
-                    if bucket is None:
-                        bucket = held.get(v)
-                        if bucket is None:
-                            bucket = held[v] = []
-                            heapq.heappush(self._times, v)
-                    bucket.append((times, k))
+            for i in held:
+                if ready[i] < v:
+                    ready[i] = v
 
-    def _raises_of(self, cmd: Command) -> tuple[tuple[int, tuple[tuple[list[int], int], ...]], ...]:
+    def _raises_of(self, cmd: Command) -> Raises:
         """What a command of cmd's kind on cmd's bank constrains, by delay: (the delay, the
-        (bank's ready times, kind) it holds back), over its bank, its bank group, its rank and
-        the other ranks; computed once per (kind, bank), as the timing of every issue reads it."""
-        c, t, kind, ready = self.config, self.tables, cmd.kind, self.ready_at
+        indices of the (bank, kind) ready times it holds back), over its bank, its bank group,
+        its rank and the other ranks; computed once per (kind, bank), as the timing of every
+        issue reads it."""
+        c, t, kind = self.config, self.tables, cmd.kind
         b0 = cmd.bank_index
         per_group, per_rank = c.banks_per_group, c.banks
         rank_first = b0 // per_rank * per_rank
         group_first = rank_first + (b0 - rank_first) // per_group * per_group
-        out = [(ready[b0], k, d) for k, d in t.same_bank[kind]]
+        out = [(b0 * KINDS + k, d) for k, d in t.same_bank[kind]]
         for b in range(group_first, group_first + per_group):
             if b != b0:
-                out += [(ready[b], k, d) for k, d in t.same_bankgroup[kind]]
+                out += [(b * KINDS + k, d) for k, d in t.same_bankgroup[kind]]
         for b in range(rank_first, rank_first + per_rank):
             if not group_first <= b < group_first + per_group:
-                out += [(ready[b], k, d) for k, d in t.other_bankgroups[kind]]
+                out += [(b * KINDS + k, d) for k, d in t.other_bankgroups[kind]]
         if c.ranks > 1 and t.other_ranks[kind]:
             for b in range(self.n_banks):
                 if not rank_first <= b < rank_first + per_rank:
-                    out += [(ready[b], k, d) for k, d in t.other_ranks[kind]]
-        by_delay: dict[int, list[tuple[list[int], int]]] = {}
-        for times, k, d in out:  # (each entry's raises in the order the tables give them)
-            by_delay.setdefault(d, []).append((times, k))
-        return tuple((d, tuple(entries)) for d, entries in by_delay.items())
+                    out += [(b * KINDS + k, d) for k, d in t.other_ranks[kind]]
+        by_delay: dict[int, list[int]] = {}
+        for i, d in out:
+            by_delay.setdefault(d, []).append(i)
+        return list(by_delay.items())
 
     # ---- moving a transaction into the command queues --------------------------------------
     def _schedule_transaction(self) -> None:
-        c = self.config
-        if self.write_draining == 0 and not c.unified_queue:
+        unified = self._unified_queue
+        if self.write_draining == 0 and not unified:
             n = len(self.write_buffer)
-            queues_empty = not any(self.queues)
             if (
-                n >= c.trans_queue_size
-                or (n > 8 and queues_empty)
-                or (n and self.flush_writes and queues_empty and not self.read_queue)
+                n >= self._trans_queue_size
+                or (n > 8 and not any(self.queues))
+                or (n and self.flush_writes and not self.read_queue and not any(self.queues))
             ):
                 self.write_draining = n
                 self.changed = True
-        if c.unified_queue:
+        if unified:
             queue = self.read_queue
         else:
             queue = self.write_buffer if self.write_draining > 0 else self.read_queue
-        # nothing moved since a scan of this queue found no room: none is found now either
-        looked = (self.moves, queue is self.write_buffer)
-        if looked == self._found_no_room:
-            return
-        queues, per_bank, size = self.queues, c.queue_per_bank, c.cmd_queue_size
-        for i, trans in enumerate(queue):
+        writes = queue is self.write_buffer
+        start = 0
+        if self._no_room_moves == self.command_moves and self._no_room_writes == writes:
+            start = self._no_room_upto  # no command queue changed: those before find no room
+            if start >= len(queue):
+                return
+        queues, per_bank, size = self.queues, self._queue_per_bank, self._cmd_queue_size
+        for i in range(start, len(queue)):
+            trans = queue[i]
             cmd = trans.command or self._to_command(trans)
-            q = queues[cmd.bank_index if per_bank else cmd.rank]
+            index = cmd.bank_index if per_bank else cmd.rank
+            q = queues[index]
             if len(q) < size:
-                if not c.unified_queue and trans.is_write:
+                if not unified and trans.is_write:
                     if trans.address in self.pending_reads:  # a read of it is older
                         self.write_draining = 0
                         self.changed = True
                         return
                     self.write_draining -= 1
                 q.append(cmd)
+                self.command_moves += 1
+                self._queue_stale[index] = True
                 del queue[i]
                 self.changed = True
-                self.moves += 1
                 return
-        self._found_no_room = looked
+        self._no_room_moves, self._no_room_writes = self.command_moves, writes
+        self._no_room_upto = len(queue)
 
     def _to_command(self, trans: Transaction) -> Command:
         cmd = trans.command

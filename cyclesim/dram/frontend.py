@@ -14,6 +14,7 @@ import heapq
 import time
 from collections.abc import Callable
 from itertools import count
+from typing import Any
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.controller import Channel, Transaction
@@ -24,14 +25,14 @@ class Request:
 
     __slots__ = ("address", "is_write", "arrival", "trans", "owner", "cancelled", "waited_behind")
 
-    def __init__(self, address: int, is_write: bool, arrival: int, owner=None) -> None:
+    def __init__(self, address: int, is_write: bool, arrival: int, owner: Any = None) -> None:
         self.address = address
         self.is_write = is_write
         self.arrival = arrival  # DRAM cycle it reached the front end
         self.trans: Transaction | None = None  # set when it enters its channel's queue
-        self.owner = owner  # who issued it (the replay: the link's name), for causes
+        self.owner: Any = owner  # who issued it (the replay: the link's name), for causes
         self.cancelled = False  # taken back before it entered (the replay: a cut run)
-        self.waited_behind = None  # the owner of the head request it waited behind, if another
+        self.waited_behind: Any = None  # the owner of the head request it waited behind, if another
 
     @property
     def entered(self) -> int:
@@ -61,7 +62,7 @@ class FrontEnd:
         self.entered: list[Request] | None = None  # every request in entry order, if recording
         self.pushed = 0
         self.n_entered = 0
-        self._last_owner = None  # who issued the request that entered last
+        self._last_owner: Any = None  # who issued the request that entered last
 
     def channel_of(self, address: int) -> Channel:
         return self.channels[(address >> self._ch_shift) & self._ch_mask]

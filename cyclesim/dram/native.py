@@ -1,6 +1,7 @@
 """Which DRAM modules run compiled: the mypyc-compiled copy of the timer (dram/timer.py and
-the modules it is made of) and of the byte-run slicing (dram/byte_runs.py) when it was built
-from the current sources, else the pure-Python modules (never a stale binary).
+the modules it is made of), of the byte-run slicing (dram/byte_runs.py) and of the controller
+in the loop (dram/frontend.py with dram/controller.py) when it was built from the current
+sources, else the pure-Python modules (never a stale binary).
 
 `make native` (python -m cyclesim.dram.native_build) compiles a copy of each source under
 another name (`_timer_native`: an extension next to timer.py would shadow it) with the sha256
@@ -27,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 NATIVE_UNITS = {
     "timer": ("timer", "column_timing", "paces", "row_visits"),
     "byte_runs": ("byte_runs",),
+    "frontend": ("frontend", "controller"),
 }
 PURE_ENVIRONMENT_VARIABLE = "CYCLESIM_PURE_PYTHON"
 COMPILED = "compiled (mypyc)"
@@ -111,7 +113,15 @@ timer_module, TIMER_KIND = choose("timer")
 slices_module, SLICES_KIND = choose("byte_runs")
 DramTimer = timer_module.DramTimer
 byte_runs = slices_module.byte_runs
+# the front end and the controllers (`cyclesim dram`, `timing: controller`): the compiled
+# frontend imports the compiled controller, so both come from the one module chosen
+controller_module, CONTROLLER_KIND = choose("frontend")
+FrontEnd = controller_module.FrontEnd
+Request = controller_module.Request
+Channel = controller_module.Channel
 # what `cyclesim --version` and the DRAM benchmark print after "DRAM timer: "
-NATIVE_KIND = (
-    TIMER_KIND if SLICES_KIND == TIMER_KIND else f"{TIMER_KIND}; byte-run slicing {SLICES_KIND}"
-)
+NATIVE_KIND = TIMER_KIND
+if SLICES_KIND != TIMER_KIND:
+    NATIVE_KIND += f"; byte-run slicing {SLICES_KIND}"
+if CONTROLLER_KIND != TIMER_KIND:
+    NATIVE_KIND += f"; controller {CONTROLLER_KIND}"

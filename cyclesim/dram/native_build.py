@@ -1,7 +1,7 @@
 """Compile the DRAM timer with mypyc: `python -m cyclesim.dram.native_build` (make native).
 
 For each unit of native.NATIVE_UNITS (the timer and the modules it is made of; the byte-run
-slicing), copies named `_<module>_native`, importing each other, stamped with the sha256 of the
+slicing; the front end with the controller), copies named `_<module>_native`, importing each other, stamped with the sha256 of the
 unit's sources, are compiled together next to them; native.py uses them only while the stamp
 matches the sources. The copies' names keep the extensions from shadowing the sources. Exit status 0 when every compiled module is current (built now or
 before), 1 with one line saying why when one could not be built (mypy not installed, no C

@@ -9,13 +9,23 @@ agree on what is legal.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from cyclesim.dram.config import DramConfig
 
-# Command kinds, in DRAMsim3's order (its command trace prints them by these names).
-READ, READ_PRECHARGE, WRITE, WRITE_PRECHARGE, ACTIVATE, PRECHARGE = range(6)
-REFRESH_BANK, REFRESH, SREF_ENTER, SREF_EXIT = range(6, 10)
-KINDS = 10
+# Command kinds, in DRAMsim3's order (its command trace prints them by these names); Final
+# literals, so that the compiled controller (dram/native.py) uses them as constants
+READ: Final = 0
+READ_PRECHARGE: Final = 1
+WRITE: Final = 2
+WRITE_PRECHARGE: Final = 3
+ACTIVATE: Final = 4
+PRECHARGE: Final = 5
+REFRESH_BANK: Final = 6
+REFRESH: Final = 7
+SREF_ENTER: Final = 8
+SREF_EXIT: Final = 9
+KINDS: Final = 10
 NAMES = (
     "read", "read_p", "write", "write_p", "activate", "precharge",
     "refresh_bank", "refresh", "self_refresh_enter", "self_refresh_exit",

@@ -15,13 +15,15 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from cyclesim.dram import native
 from cyclesim.dram.config import DramConfig
-from cyclesim.dram.controller import Channel
-from cyclesim.dram.frontend import FrontEnd
-from cyclesim.dram.frontend import Request as FrontRequest
 from cyclesim.dram.timing import ACTIVATE, NAMES, PRECHARGE, READS, REFRESH, REFRESH_BANK, WRITES
 from cyclesim.errors import SpecError
+
+if TYPE_CHECKING:
+    from cyclesim.dram.controller import Channel
 
 WRITE_WORDS = {"WRITE", "write", "P_MEM_WR", "BOFF"}  # DRAMsim3's spellings of a write
 READ_WORDS = {"READ", "read", "P_MEM_RD", "P_FETCH", "P_LOCK_RD", "P_LOCK_WR"}
@@ -205,9 +207,9 @@ def simulate_trace(
     `progress(requests in, requests, cycle)` is called every PROGRESS_SECONDS or so.
     """
     reqs = list(requests)
-    front = FrontEnd(config, keep_commands=keep_commands)
+    front = native.FrontEnd(config, keep_commands=keep_commands)
     for r in reqs:
-        front.push(FrontRequest(r.address, r.is_write, r.cycle))
+        front.push(native.Request(r.address, r.is_write, r.cycle))
     front.run_until(
         None,
         flush_at_end=True,
@@ -221,8 +223,8 @@ def simulate_trace(
 def completion_cycles(config: DramConfig, requests: Iterable[Request]) -> list[int]:
     """Each request's completion cycle (its read data back, its write accepted), in trace
     order: what the replay's in-loop controller gives the same requests (engine/dram_loop.py)."""
-    pushed = [FrontRequest(r.address, r.is_write, r.cycle) for r in requests]
-    front = FrontEnd(config)
+    pushed = [native.Request(r.address, r.is_write, r.cycle) for r in requests]
+    front = native.FrontEnd(config)
     for r in pushed:
         front.push(r)
     front.run_until(None, flush_at_end=True)

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+# the front end and controllers compiled with mypyc when built from the current sources, else
+# pure Python (dram/native.py); looked up at each use, so that a test may swap them
+from cyclesim.dram import native
 from cyclesim.dram.config import DramConfig
-from cyclesim.dram.frontend import FrontEnd, Request
 from cyclesim.dram.timing import (
     ACTIVATE,
     PRECHARGE,
@@ -31,6 +34,9 @@ from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import DECIDE
 from cyclesim.engine.transfer import DramRuns
 from cyclesim.vocabulary import BankCommand, Cause, Wait
+
+if TYPE_CHECKING:
+    from cyclesim.dram.frontend import Request
 
 # SimPy priority of advancing the controllers: after every process (NORMAL, 1) and the
 # fabric's end-of-cycle grant decision (DECIDE, 2) of the cycle, and the processes that
@@ -81,7 +87,7 @@ class DramLoop:
         self.env, self.config = env, config
         self.ratio = Fraction(str(config.tck_ns)) * Fraction(str(clock_mhz)) / 1000
         self._num, self._den = self.ratio.numerator, self.ratio.denominator
-        self.front = FrontEnd(config, keep_commands=keep_commands)
+        self.front = native.FrontEnd(config, keep_commands=keep_commands)
         if record:
             self.front.entered = []
         self.request_bytes = config.request_bytes
@@ -109,7 +115,7 @@ class DramLoop:
     # ------------------------------------------------------------- requests
     def push(self, address: int, is_write: bool, at: int, owner) -> Request:
         """A request reaching the controller's front end at accelerator cycle `at`."""
-        r = Request(address, is_write, max(self.to_dram(at), self.front.clk), owner)
+        r = native.Request(address, is_write, max(self.to_dram(at), self.front.clk), owner)
         self.front.push(r)
         self.calls += 1
         return r

@@ -1,11 +1,12 @@
-"""The controller's two shortcuts change nothing: the earliest ready time kept in a heap
-(Channel.next_change) and no rescan for a transaction to move while nothing it reads moved
-(Channel._schedule_transaction). Checked against the controller without them on dense
-streams, the case that fills every queue and makes the shortcuts fire."""
+"""The controller's shortcuts change nothing: an idle stretch ends where the last scan of the
+command queues found the first command becomes ready (Channel.next_change), no rescan of a
+command queue while nothing it reads moved and no time it waited on came
+(Channel._command_to_issue), and a scan for a transaction to move that resumes after those it
+found no room for while no command queue changed (Channel._schedule_transaction). Checked
+against the controller without them on dense streams, the case that fills every queue and
+makes the shortcuts fire."""
 
 from __future__ import annotations
-
-from itertools import chain
 
 import pytest
 from hypothesis import given, settings
@@ -18,19 +19,25 @@ from cyclesim.dram.frontend import FrontEnd, Request
 
 
 class PlainChannel(Channel):
-    """The controller without its shortcuts: every tick scans the transaction queue, and an
-    idle stretch ends at the earliest ready time found by scanning every bank's times."""
+    """The controller without its shortcuts: every tick scans the transaction queue and every
+    command queue, and an idle stretch ends at the earliest ready time found by scanning every
+    bank's times."""
 
     def _schedule_transaction(self) -> None:
-        self._found_no_room = None  # no scan is ever skipped
+        self._no_room_moves = -1  # no scan is ever skipped or resumed
         super()._schedule_transaction()
+
+    def _command_to_issue(self):
+        self._scanned_moves = -1  # no scan is ever skipped, of all queues or of one
+        self._queue_stale = [True] * self.num_queues
+        return super()._command_to_issue()
 
     def next_change(self) -> int:
         t, interval = self.clk, self.refresh_interval
         nxt = (t // interval + 1) * interval if t > 0 else interval
         if t % interval == 0 and t > 0:
             nxt = t
-        nxt = min(nxt, min(filter(t.__le__, chain.from_iterable(self.ready_at)), default=nxt))
+        nxt = min(nxt, min(filter(t.__le__, self.ready), default=nxt))
         for window in self.activation_windows:
             for v in window:
                 if t <= v < nxt:

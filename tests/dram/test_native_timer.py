@@ -1,16 +1,19 @@
 """The mypyc-compiled DRAM timer gives the pure-Python timer's numbers, and is never stale.
 
-`make native` compiles copies of dram/timer.py (with the modules it is made of) and
-dram/byte_runs.py stamped with their sources' sha256 (dram/native_build.py); dram/native.py uses
-a copy only while its stamp equals the sources' hash. These tests replay the DRAM examples with both and
-compare every record and the report byte for byte, compare random request sequences call by
-call and random byte-run slices, and check the loader's choice. The comparisons skip, saying
+`make native` compiles copies of dram/timer.py (with the modules it is made of),
+dram/byte_runs.py and dram/frontend.py (with dram/controller.py) stamped with their sources'
+sha256 (dram/native_build.py); dram/native.py uses a copy only while its stamp equals the
+sources' hash. These tests replay the DRAM examples with both (the timer, and the controller in
+the loop) and compare every record and the report byte for byte, compare random request
+sequences call by call, random request streams through the controllers and random byte-run
+slices, and check the loader's choice. The comparisons skip, saying
 why, where the compiled modules are not built (CI builds them: `make test` runs `make native`
 first).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.machinery
 import json
 import os
@@ -30,8 +33,10 @@ from test_replay_properties import schedules  # noqa: E402
 from test_timer_fast_path import TIMER_SETUPS, streams, timer_config  # noqa: E402
 
 from cyclesim.dram import byte_runs as pure_slices  # noqa: E402
+from cyclesim.dram import frontend as pure_frontend  # noqa: E402
 from cyclesim.dram import native as loader  # noqa: E402
 from cyclesim.dram import timer as pure  # noqa: E402
+from cyclesim.dram.config import load_dram_config  # noqa: E402
 from cyclesim.engine.run import replay_plan  # noqa: E402
 from cyclesim.engine.verify import run_differences  # noqa: E402
 from cyclesim.results import build_result  # noqa: E402
@@ -43,10 +48,13 @@ ROOT = Path(__file__).resolve().parents[2]
 # the compiled modules whatever the environment
 NATIVE, KIND = loader.choose("timer", environ={})
 NATIVE_SLICES, SLICES_KIND = loader.choose("byte_runs", environ={})
+NATIVE_FRONTEND, FRONTEND_KIND = loader.choose("frontend", environ={})
 needs_native = pytest.mark.skipif(
-    NATIVE is pure or NATIVE_SLICES is pure_slices, reason=f"DRAM timer: {KIND}; {SLICES_KIND}"
+    NATIVE is pure or NATIVE_SLICES is pure_slices or NATIVE_FRONTEND is pure_frontend,
+    reason=f"DRAM timer: {KIND}; {SLICES_KIND}; controller {FRONTEND_KIND}",
 )
-COMPILED_MODULES, PURE_MODULES = (NATIVE, NATIVE_SLICES), (pure, pure_slices)
+COMPILED_MODULES = (NATIVE, NATIVE_SLICES, NATIVE_FRONTEND)
+PURE_MODULES = (pure, pure_slices, pure_frontend)
 
 
 def example(arch: str, workload: str, mapping: str):
@@ -55,13 +63,23 @@ def example(arch: str, workload: str, mapping: str):
     return a, w, load_mapping(str(ROOT / mapping), a, w)
 
 
-def replay_with(modules, monkeypatch, inputs, **options):
+def replay_with(modules, monkeypatch, inputs, controller=False, **options):
     """The raw run and the JSON report of a traced replay with these DRAM modules (timer,
-    byte-run slicing)."""
-    timer_module, slices_module = modules
+    byte-run slicing, front end and controllers); `controller`: every DRAM timed by the
+    controller in the loop (`timing: controller`)."""
+    timer_module, slices_module, frontend_module = modules
     monkeypatch.setattr(loader, "DramTimer", timer_module.DramTimer)
     monkeypatch.setattr(loader, "byte_runs", slices_module.byte_runs)
-    raw = replay_plan(build_plan(*inputs), trace=True, progress=False, **options)
+    for name in ("FrontEnd", "Request", "Channel"):
+        monkeypatch.setattr(loader, name, getattr(frontend_module, name))
+    plan = build_plan(*inputs)
+    if controller:
+        dram = tuple(
+            (name, config.with_changes(replay_controller=True), placed, mhz)
+            for name, config, placed, mhz in plan.dram
+        )
+        plan = dataclasses.replace(plan, dram=dram)
+    raw = replay_plan(plan, trace=True, progress=False, **options)
     document = versioned(build_result(raw).to_json_dict())
     document.pop("wall_seconds")  # the replay's own run time: the one field that may differ
     report = json.dumps(document, sort_keys=True)
@@ -99,6 +117,62 @@ def test_a_replay_is_the_same_with_the_compiled_and_the_pure_timer(name, monkeyp
     assert run_differences(native_raw, pure_raw) == []  # every record, bank commands included
     assert native_report == pure_report
     assert native_raw.rec.dram_banks  # the comparison covered the traced bank commands
+
+
+@needs_native
+@pytest.mark.parametrize("name", [name for name in EXAMPLES if "memsize" not in name])
+def test_a_replay_with_the_controller_in_the_loop_is_the_same_compiled_and_pure(name, monkeypatch):
+    # the ResNet-50 layer: 118,277 cycles, write-backs drained while reads queue
+    inputs = EXAMPLES[name]()
+    native_raw, native_report = replay_with(COMPILED_MODULES, monkeypatch, inputs, True)
+    pure_raw, pure_report = replay_with(PURE_MODULES, monkeypatch, inputs, True)
+    assert run_differences(native_raw, pure_raw) == []
+    assert native_report == pure_report
+    assert native_raw.rec.dram_requests  # the controller timed them
+
+
+def through_the_controllers(module, config, requests) -> tuple[list, list]:
+    """`cyclesim dram`'s loop with this front end module: each request's (entered, completed,
+    causes) and every channel's command log."""
+    pushed = [module.Request(a, w, c, owner=k % 3) for k, (a, w, c) in enumerate(requests)]
+    front = module.FrontEnd(config, keep_commands=True)
+    for r in pushed:
+        front.push(r)
+    front.run_until(None, flush_at_end=True)
+    done = [(r.entered, r.complete, r.trans.served, r.waited_behind) for r in pushed]
+    return done, [(c.stats.log, c.stats.commands, c.clk) for c in front.channels]
+
+
+@needs_native
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, (1 << 26) // 64 - 1), st.integers(1, 120), st.booleans()),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(st.integers(0, 40), min_size=1, max_size=16),
+    st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128", "DDR4_8Gb_x16_3200"]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_random_streams_through_the_controllers_are_the_same_compiled_and_pure(
+    streams, gaps, config, often, close_page
+):
+    # row runs read or written, arriving faster than served or with idle gaps; `often`: a
+    # refresh every tRFC + 200 cycles
+    conf = load_dram_config(config)
+    if often:
+        conf = conf.with_changes(tREFI=conf.tRFC + 200)
+    if close_page:
+        conf = conf.with_changes(close_page=True)
+    requests, arrival = [], 0
+    for k, (line, count, is_write) in enumerate(streams):
+        for n in range(count):
+            arrival += gaps[(k + n) % len(gaps)] // (1 if n % 7 == 0 else 8)
+            requests.append((64 * (line + n), is_write, arrival))
+    native = through_the_controllers(NATIVE_FRONTEND, conf, requests)
+    assert native == through_the_controllers(pure_frontend, conf, requests)
 
 
 @needs_native
@@ -214,12 +288,24 @@ def test_a_stale_build_falls_back_to_pure_python(tmp_path):
     edited = tmp_path / "byte_runs.py"
     edited.write_text((loader.HERE / "byte_runs.py").read_text() + "# edited\n")
     assert loader.choose("byte_runs", sources=[edited], environ={})[0] is pure_slices
+    # the front end's unit: frontend.py itself, or the controller compiled with it, edited
+    for edited_module in loader.NATIVE_UNITS["frontend"]:
+        sources = []
+        for source in loader.unit_sources("frontend"):
+            copy = tmp_path / source.name
+            edit = "# edited\n" if source.stem == edited_module else ""
+            copy.write_text(source.read_text() + edit)
+            sources.append(copy)
+        module, kind = loader.choose("frontend", sources=sources, environ={})
+        assert module is pure_frontend and "stale" in kind, edited_module
+    assert loader.choose("frontend", environ={}) == (NATIVE_FRONTEND, loader.COMPILED)
 
 
 def test_the_environment_variable_forces_pure_python():
     module, kind = loader.choose("timer", environ={"CYCLESIM_PURE_PYTHON": "1"})
     assert module is pure and kind == "pure Python (CYCLESIM_PURE_PYTHON=1)"
     assert loader.choose("byte_runs", environ={"CYCLESIM_PURE_PYTHON": "1"})[0] is pure_slices
+    assert loader.choose("frontend", environ={"CYCLESIM_PURE_PYTHON": "1"})[0] is pure_frontend
     assert loader.choose("timer", environ={"CYCLESIM_PURE_PYTHON": "0"})[1] == KIND
 
 
@@ -308,6 +394,7 @@ def test_the_build_says_what_it_compiles_before_the_compilers_silent_minute(monk
     assert capsys.readouterr().out == (
         "DRAM timer: compiling timer.py with mypyc (about a minute) ...\n"
         "DRAM timer: compiling byte_runs.py with mypyc (about a minute) ...\n"
+        "DRAM timer: compiling frontend.py with mypyc (about a minute) ...\n"
         "DRAM timer: compiled (mypyc)\n"
     )
 
