@@ -28,6 +28,7 @@ from cyclesim.dram.timing import (
     TimingTables,
     timing_tables,
 )
+from cyclesim.errors import DeadlockError
 
 CLOSED: Final = 0
 OPEN: Final = 1
@@ -702,6 +703,7 @@ class Channel:
                     if trans.address in self.pending_reads:  # a read of it is older
                         self.write_draining = 0
                         self.changed = True
+                        self._check_drain_deadlock(trans)
                         return
                     self.write_draining -= 1
                 q.append(cmd)
@@ -712,6 +714,25 @@ class Channel:
                 return
         self._no_room_moves, self._no_room_writes = self.command_moves, writes
         self._no_room_upto = len(queue)
+
+    def _check_drain_deadlock(self, write: Transaction) -> None:
+        """Raise DeadlockError where DRAMsim3's transaction scheduling loops for ever: a write
+        waits for an older read of its address that is still in the read queue, no command
+        queue holds anything that could move, and the write buffer is so full that every
+        cycle drains writes first, so that read never reaches a command queue (and nothing
+        but a refresh happens again)."""
+        n = len(self.write_buffer)
+        if any(self.queues) or not (n >= self._trans_queue_size or n > 8):
+            return
+        older = self.pending_reads[write.address][0]
+        if not any(t is older for t in self.read_queue):
+            return  # issued already: its data returns, and the write may go
+        raise DeadlockError(
+            f"DRAM channel {self.index}, cycle {self.clk}: the write to {write.address:#x} waits "
+            f"for an older read of the same address that the write drain keeps from the command "
+            f"queues for ever (write buffer {n} of {self._trans_queue_size} requests): DRAMsim3's "
+            "scheduling loops on these requests without end, so cyclesim stops"
+        )
 
     def _to_command(self, trans: Transaction) -> Command:
         cmd = trans.command
