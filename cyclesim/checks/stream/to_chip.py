@@ -39,7 +39,7 @@ class ChipInputs:
 
     chip: Any  # cyclesim.chip.arch.Chip
     workload: Any  # cyclesim.spec.Workload
-    mapping: Any  # cyclesim.chip.mapping.ChipMapping
+    mapping: Any  # cyclesim.chip.mapping_types.ChipMapping
     # where ZigZag double-buffers a tile two of whose largest instances do not fit: one slot
     single_slot: tuple[str, ...] = ()
 
