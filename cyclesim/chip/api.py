@@ -7,7 +7,8 @@ from pathlib import Path
 
 from cyclesim.chip.arch import Chip, load_chip
 from cyclesim.chip.engine import run_chip
-from cyclesim.chip.mapping import ChipMapping, load_chip_mapping
+from cyclesim.chip.mapping import load_chip_mapping
+from cyclesim.chip.mapping_types import ChipMapping
 from cyclesim.chip.plan import build_chip_plan
 from cyclesim.chip.result import ChipResult
 from cyclesim.spec import Workload, load_workload

@@ -59,7 +59,7 @@ FAST_FORWARD = (
 def replay_steps(plan: ChipPlan, fast_forward: bool = True) -> tuple[dict, float]:
     """Today's single-core replay of one step of every (layer, core)."""
     from cyclesim.analysis.simulate import replay
-    from cyclesim.chip.mapping import step_architecture
+    from cyclesim.chip.layer_mapping import step_architecture
 
     t0 = time.perf_counter()
     out = {}

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 
 from cyclesim.chip.arch import Chip
 from cyclesim.chip.engine import run_chip
-from cyclesim.chip.mapping import ChipMapping, with_tile
+from cyclesim.chip.layer_mapping import with_tile
+from cyclesim.chip.mapping_types import ChipMapping
 from cyclesim.chip.plan import build_chip_plan
 from cyclesim.chip.result import ChipResult
 from cyclesim.chip.routes import route_tree

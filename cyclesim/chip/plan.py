@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cyclesim.chip.arch import Chip, Medium, MediumKind
-from cyclesim.chip.mapping import ChipMapping, Via
+from cyclesim.chip.mapping_types import ChipMapping, Via
 from cyclesim.chip.routes import route_tree
 from cyclesim.chip.steps import (
     Box,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from cyclesim.chip.mapping import ChipMapping, LayerMapping
+from cyclesim.chip.mapping_types import ChipMapping, LayerMapping
 from cyclesim.spec.workload import Einsum, TensorAccess, Workload
 
 Box = tuple[tuple[int, int], ...]

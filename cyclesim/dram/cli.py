@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from cyclesim.dram.config import PRESET_NAMES
+from cyclesim.dram.presets import PRESET_NAMES
 
 
 def register(sub) -> None:
@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cyclesim.dram.config import load_dram_config
+    from cyclesim.dram.load import load_dram_config
     from cyclesim.dram.trace import read_trace, simulate_trace
     from cyclesim.errors import OptionError, SpecError
 

@@ -54,10 +54,10 @@ from cyclesim.engine.fastforward_dram import (
     dram_watch,
 )
 from cyclesim.engine.fastforward_records import replicate
+from cyclesim.engine.link import n_bursts_of
 from cyclesim.engine.record import FOREVER
 from cyclesim.engine.snapshot import Snapshot, Unknown, Watched, cannot_capture
 from cyclesim.engine.tiles import entry_classifier
-from cyclesim.engine.transfer import n_bursts_of
 from cyclesim.vocabulary import Wait
 
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ class FastForward:
                 return self._miss("another transfer", 0)
             if not delta:
                 continue
-            # bursts are counted on the side with more bits (engine/transfer.py moved_bits)
+            # bursts are counted on the side with more bits (engine/link.py moved_bits)
             more, fewer = max(x.big, x.small), min(x.big, x.small)
             if fewer * x.burst * delta % more:
                 return self._miss("uneven bursts", 0)  # the other side's share of a burst varies

@@ -13,13 +13,13 @@ import os
 from cyclesim.engine.dma import Channels
 from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import Fabric, requester
+from cyclesim.engine.link import Link
 from cyclesim.engine.pe_array import PeArray
 from cyclesim.engine.record import Recorder, TraceFilter, compile_filter
 from cyclesim.engine.rows import Rows
 from cyclesim.engine.snapshot import Origin, Snapshot, Watched
 from cyclesim.engine.space import LEDGER_ENVIRONMENT_VARIABLE, Space
 from cyclesim.engine.storage_node import StorageNode
-from cyclesim.engine.transfer import Link
 from cyclesim.schedule.plan import NodePlan, Plan
 
 

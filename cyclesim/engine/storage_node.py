@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from cyclesim.engine.snapshot import Origin
 from cyclesim.engine.tiles import Tiles, entry_classifier
-from cyclesim.engine.transfer import TransferState, transfer
+from cyclesim.engine.transfer import transfer
+from cyclesim.engine.transfer_state import TransferState
 from cyclesim.schedule.counts import (
     READ,
     READ_TO_ABOVE,

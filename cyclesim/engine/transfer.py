@@ -2,10 +2,10 @@
 
 The one transfer loop (transfer) and what times its runs of bursts: the ports alone
 (PortRuns), or a DRAM end (DramRuns, shared by engine/dram_port.py's timer and
-engine/dram_loop.py's controller). Over 400 lines because the loop and every side's cut
-rules read together: a cut's rules are what keep every cycle and trace byte exact. What a
-transfer carries across a yield lives in its TransferState, so fast-forward can compare and
-move it.
+engine/dram_loop.py's controller); the loop and every side's cut rules read together: a
+cut's rules are what keep every cycle and trace byte exact. What a transfer carries across a
+yield lives in its TransferState (transfer_state.py), so fast-forward can compare and move
+it; its Link and burst tables are in link.py.
 """
 
 from __future__ import annotations
@@ -16,8 +16,16 @@ from typing import TYPE_CHECKING
 import simpy
 
 from cyclesim.engine.fabric import Fabric
+from cyclesim.engine.link import (
+    Link,
+    burst_timing,
+    moved_bits,
+    n_bursts_of,
+    named_keys,
+    parent_named,
+)
 from cyclesim.engine.record import Recorder
-from cyclesim.schedule.plan import PortRef
+from cyclesim.engine.transfer_state import TransferState
 from cyclesim.vocabulary import Wait
 
 if TYPE_CHECKING:
@@ -30,217 +38,7 @@ _DMA = Wait.DMA
 _LATENCY = Wait.LATENCY
 _PORT = Wait.PORT
 _SETUP = Wait.SETUP
-_START = Wait.START
 _WIDTH = Wait.WIDTH
-
-
-class TransferState:
-    """One transfer in progress (engine/transfer.py): its bursts, current run and DMA channel."""
-
-    __slots__ = (
-        "stage",
-        "big",
-        "small",
-        "burst",
-        "i",
-        "rest",
-        "stopping",
-        "start",
-        "first",
-        "j",
-        "end",
-        "last",
-        "last_start",
-        "wp",
-        "wc",
-        "channel",
-        "granted",
-    )
-
-    def __init__(self, big: int, small: int) -> None:
-        self.stage = _START
-        self.big, self.small = big, small  # parent and child bits of the whole transfer
-        self.burst = 0  # child bits per burst
-        self.i = 0  # next burst
-        self.rest = None  # (parent bits, child bits) left of burst i when it was cut short
-        self.stopping = False  # the run stops after the burst in progress (a competitor waits)
-        self.start = self.end = self.last = self.last_start = 0  # the run: start, end, last burst
-        self.first = 0  # cycles of the run's first burst
-        self.j = 0  # burst after the run
-        self.wp = self.wc = 0  # port widths the run was timed at
-        self.channel = None  # the DMA channel request held, if any
-        self.granted = 0  # the first burst of the grant held (or asked for): x.i at the grant
-
-    def snapshot(self, now: int, locs: dict, grants: bool) -> tuple:
-        """The transfer's state relative to cycle now (engine/storage_node.py NodeState.snapshot
-        says what grants leaves out); locs: id(event) -> where it is held."""
-        channel = None if self.channel is None else locs.get(id(self.channel), "unseen")
-        i = None if grants else self.i
-        out = (self.stage, self.big, self.small, i, self.rest, self.stopping, channel)
-        out += (self.i - self.granted,)  # bursts moved under the grant held
-        if self.stage == _BURST:  # the run in progress: read back when it ends or is cut
-            out += (self.start - now, self.first, self.j - self.i, self.last - now)
-            out += (self.wp, self.wc)
-        return out
-
-    def shift(self, dt: int, bursts: int = 0) -> None:
-        """Move the transfer's times dt cycles and its burst indices `bursts` on (a
-        fast-forward jump; bursts only between grants, inside the same transfer)."""
-        self.start += dt
-        self.end += dt
-        self.last += dt
-        self.last_start += dt
-        self.i += bursts
-        self.j += bursts
-        self.granted += bursts
-
-
-class Link:
-    """One direction of a node's transfers (fill or write-back), resolved once per replay.
-
-    Holds the ports' keys, the burst size, the latency and, per transfer size and port widths,
-    the cycles of every burst and their running sums, so a run of bursts is timed by a
-    subtraction instead of a loop.
-    """
-
-    __slots__ = (
-        "who",
-        "tensor",
-        "pk",
-        "ck",
-        "keys",
-        "burst",
-        "latency",
-        "latency_key",
-        "dma",
-        "timings",
-        "dram",
-        "child_on_tie",
-        "first_keys",
-    )
-
-    def __init__(
-        self,
-        who: int,
-        tensor: str,
-        parent_port: PortRef,
-        child_port: PortRef,
-        dma: tuple[simpy.Resource, int, str] | None,
-    ) -> None:
-        self.who = who
-        self.tensor = tensor
-        self.pk, self.ck = parent_port.key, child_port.key
-        self.keys = (self.pk, self.ck) if self.pk != self.ck else (self.pk,)
-        self.burst = min(parent_port.burst_bits, child_port.burst_bits)
-        self.latency = max(parent_port.latency_cycles, child_port.latency_cycles)
-        self.latency_key = (
-            self.pk if parent_port.latency_cycles >= child_port.latency_cycles else self.ck
-        )
-        self.dma = dma
-        self.timings: dict[tuple, tuple[list, list, list, list]] = {}  # (bits, widths) -> _timing
-        self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
-        self.child_on_tie = False  # a write-back: a tie names the child's port, which data leaves
-        # (parent bits, child bits) -> named_keys for burst 0 at the ports' full widths (which
-        # never change in a replay): asked once per transfer, on the hot path
-        self.first_keys: dict[tuple[int, int], tuple[str, ...]] = {}
-
-
-def moved_bits(big: int, small: int, burst: int, lo: int, hi: int) -> tuple[int, int]:
-    """(parent bits, child bits) of bursts lo..hi-1 (burst j alone: lo=j, hi=j+1; a grant's
-    bits, recorded with it in engine/fabric.py: the grant's bursts).
-
-    Bursts are counted where the bits meet (DESIGN "Bursts are counted where the bits meet"):
-    on the side that moves more bits — the parent's port when it carries several instances'
-    shares (parent bits > child bits), else one instance's port — and the other side moves
-    its share pro rata in the same bursts. Each side's bits before burst j are a function of
-    j alone, so a run of bursts is a difference of two of them."""
-    if big > small:
-        a, b = min(big, lo * burst), min(big, hi * burst)
-        return b - a, small * b // big - small * a // big
-    if not small:
-        return 0, 0
-    a, b = min(small, lo * burst), min(small, hi * burst)
-    return big * b // small - big * a // small, b - a
-
-
-def n_bursts_of(big: int, small: int, burst: int) -> int:
-    """Bursts of a transfer of big parent bits and small bits per child instance."""
-    return -(-max(big, small) // burst)
-
-
-def _timing(
-    big: int, small: int, burst: int, wp: int, wc: int, child_on_tie: bool = False
-) -> tuple[list, list, list, list]:
-    """Per burst at widths (wp, wc): cycles, whether the parent side is the one named (the
-    slower; on a tie the side the data leaves: the parent for a fill, the child for a
-    write-back, child_on_tie), and the running sum of cycles (prefix[j] = cycles of bursts
-    0..j-1); then the splits, the bursts that name another port than the burst before them
-    (where an uncontested run stops). Burst j as in moved_bits."""
-    if big > small:  # counted on the parent side: the same with the sides swapped
-        return _timing_counted(small, big, burst, wc, wp, not child_on_tie, True)
-    return _timing_counted(big, small, burst, wp, wc, child_on_tie, False)
-
-
-def _timing_counted(
-    big: int, small: int, burst: int, wp: int, wc: int, child_on_tie: bool, swapped: bool
-) -> tuple[list, list, list, list]:
-    """_timing with the bursts counted on the `small` side; `swapped`: the sides were swapped
-    by the caller, so each burst's named side is reported the other way round. Equal full
-    bursts are made as one repeated value (C), not burst by burst: a streamed tile has a burst
-    per few cycles, and its table grows with the tile."""
-    full = (small - 1) // burst  # bursts before the last one, all of `burst` child bits
-    if full > 1 and big * burst % small == 0:  # they all move the same parent bits too
-        share = big * burst // small
-        cp, cc = -(-share // wp), -(-burst // wc)
-        c = max(cp, cc, 1)
-        lo = full * burst  # the last burst: as in the loop below
-        cp_last, cc_last = -(-(big - big * lo // small) // wp), -(-(small - lo) // wc)
-        c_last = max(cp_last, cc_last, 1)
-        prefix = list(range(0, full * c + 1, c))
-        prefix.append(prefix[-1] + c_last)
-        named = _parent_named(cp, cc, child_on_tie) != swapped
-        named_last = _parent_named(cp_last, cc_last, child_on_tie) != swapped
-        return (
-            [c] * full + [c_last],
-            [named] * full + [named_last],
-            prefix,
-            [full] if named_last != named else [],
-        )
-    cycles, parent_slower, prefix, splits = [], [], [0], []
-    t = 0
-    below = 0  # parent bits of the bursts before j: big * lo // small
-    for lo in range(0, small, burst):
-        hi = min(small, lo + burst)
-        upto = big * hi // small
-        cp, cc = -((below - upto) // wp), -((lo - hi) // wc)  # ceil divisions
-        below = upto
-        c = max(cp, cc, 1)
-        named = _parent_named(cp, cc, child_on_tie) != swapped
-        if parent_slower and parent_slower[-1] != named:
-            splits.append(len(cycles))
-        cycles.append(c)
-        parent_slower.append(named)
-        t += c
-        prefix.append(t)
-    return cycles, parent_slower, prefix, splits
-
-
-def _parent_named(cp: int, cc: int, child_on_tie: bool) -> bool:
-    """Does a burst of cp parent-side and cc child-side cycles name the parent's port?"""
-    return cp > cc or (cp == cc and not child_on_tie)
-
-
-def named_keys(
-    link: Link, big: int, small: int, width: dict[str, int], j: int = 0
-) -> tuple[str, ...]:
-    """The link's port keys, the one a wait for burst j is named after first: the port whose
-    ceil(bits / width) for that burst is largest, on a tie the port the data leaves (DESIGN
-    "Naming a stalled transfer's port")."""
-    if len(link.keys) == 1:
-        return link.keys
-    pb, cb = moved_bits(big, small, link.burst, j, j + 1)
-    cp, cc = -(-pb // width[link.pk]), -(-cb // width[link.ck])
-    return link.keys if _parent_named(cp, cc, link.child_on_tie) else (link.ck, link.pk)
 
 
 def acquire_dma(
@@ -339,7 +137,9 @@ def transfer(
             shape = (big, small, wp, wc)
             timing = timings.get(shape)
             if timing is None:
-                timing = timings[shape] = _timing(big, small, link.burst, wp, wc, link.child_on_tie)
+                timing = timings[shape] = burst_timing(
+                    big, small, link.burst, wp, wc, link.child_on_tie
+                )
             side.plan(x, timing, shape)  # the run [x.i, x.j), ending at x.end
             fabric.start_run(keys, proc, x.stopping)
             x.stage = _BURST
@@ -411,7 +211,7 @@ class PortRuns:
             first, slower = cycles[i], parent_slower[i]
         else:
             cp, cc = -(-rest[0] // wp), -(-rest[1] // wc)
-            first, slower = max(cp, cc, 1), _parent_named(cp, cc, link.child_on_tie)
+            first, slower = max(cp, cc, 1), parent_named(cp, cc, link.child_on_tie)
         self.tl.append((start, _BURST, link.pk if slower else link.ck))
         # someone waits (or we were told to stop): this burst, then round-robin
         if x.stopping or i + 1 == n_bursts or self.fabric.contested(link.keys):

@@ -274,7 +274,7 @@ class Attributor:
     ):
         """Split [a, b) by who held the wanted ports; the PE array when no transfer did.
 
-        Every cycle names keys[0], the transfer's binding port (engine/transfer.py
+        Every cycle names keys[0], the transfer's binding port (engine/link.py
         named_keys), whichever of its ports the competitor holds."""
         t = a
         while t < b:

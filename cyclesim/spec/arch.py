@@ -189,7 +189,8 @@ def _dram_model(m: _Memory, loc: tuple, clock_mhz: float | None, name: str, err:
     """Load the memory's DRAM config (preset or .ini, relative to the architecture file)."""
     from pathlib import Path
 
-    from cyclesim.dram.config import PRESET_NAMES, load_dram_config
+    from cyclesim.dram.load import load_dram_config
+    from cyclesim.dram.presets import PRESET_NAMES
 
     block = m.dram
     loc = loc + ("dram",)

@@ -45,7 +45,7 @@ def test_a_core_double_buffering_two_layers_tensors_replays_each_layers_step():
     from chip_helpers import CHAIN, LOCAL, TINY_CORE, layer, run
 
     from cyclesim.chip import chip_from_dict
-    from cyclesim.chip.mapping import step_architecture
+    from cyclesim.chip.layer_mapping import step_architecture
     from cyclesim.spec import workload_from_dict
 
     core = {**TINY_CORE, "memories": [{**TINY_CORE["memories"][0], "double_buffered": ["A", "Z"]}]}

@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from patterns import PATTERNS, write_trace  # noqa: E402
 
-from cyclesim.dram.config import load_dram_config  # noqa: E402
+from cyclesim.dram.load import load_dram_config  # noqa: E402
 
 CONFIGS = ("DDR4_8Gb_x8_2400", "HBM2_8Gb_x128")
 

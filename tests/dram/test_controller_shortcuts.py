@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cyclesim.dram.frontend as frontend
-from cyclesim.dram.config import load_dram_config
 from cyclesim.dram.controller import Channel
 from cyclesim.dram.frontend import FrontEnd, Request
+from cyclesim.dram.load import load_dram_config
 from cyclesim.errors import DeadlockError
 
 

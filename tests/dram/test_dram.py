@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from patterns import PATTERNS
 
-from cyclesim.dram.config import PRESET_NAMES, load_dram_config
+from cyclesim.dram.load import load_dram_config
+from cyclesim.dram.presets import PRESET_NAMES
 from cyclesim.dram.trace import Request, read_trace, simulate_trace
 from cyclesim.errors import SpecError
 

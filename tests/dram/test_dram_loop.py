@@ -21,7 +21,7 @@ from patterns import PATTERNS  # noqa: E402
 from replay_helpers import arch_with_dram, inputs_from_dicts  # noqa: E402
 from test_replay_properties import schedules  # noqa: E402
 
-from cyclesim.dram.config import load_dram_config  # noqa: E402
+from cyclesim.dram.load import load_dram_config  # noqa: E402
 from cyclesim.dram.trace import completion_cycles, read_trace, simulate_trace  # noqa: E402
 from cyclesim.engine.dram_loop import DramLoop, request_addresses, write_dram_trace  # noqa: E402
 from cyclesim.engine.environment import ReplayEnvironment  # noqa: E402

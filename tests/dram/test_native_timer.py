@@ -36,7 +36,7 @@ from cyclesim.dram import byte_runs as pure_slices  # noqa: E402
 from cyclesim.dram import frontend as pure_frontend  # noqa: E402
 from cyclesim.dram import native as loader  # noqa: E402
 from cyclesim.dram import timer as pure  # noqa: E402
-from cyclesim.dram.config import load_dram_config  # noqa: E402
+from cyclesim.dram.load import load_dram_config  # noqa: E402
 from cyclesim.engine.run import replay_plan  # noqa: E402
 from cyclesim.engine.verify import run_differences  # noqa: E402
 from cyclesim.results import build_result  # noqa: E402

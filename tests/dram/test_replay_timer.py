@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cyclesim.dram.config import load_dram_config
+from cyclesim.dram.load import load_dram_config
 from cyclesim.dram.native import DramTimer  # the one the replay uses
 from cyclesim.dram.trace import Request, simulate_trace
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cyclesim.dram import timer as pure
-from cyclesim.dram.config import load_dram_config
+from cyclesim.dram.load import load_dram_config
 from cyclesim.dram.native import DramTimer
 
 CONFIGS = st.sampled_from(["DDR4_8Gb_x8_2400", "HBM2_8Gb_x128"])

@@ -10,7 +10,7 @@ from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.snapshot import Origin
 from cyclesim.engine.storage_node import NodeState
 from cyclesim.engine.tiles import Tiles
-from cyclesim.engine.transfer import TransferState
+from cyclesim.engine.transfer_state import TransferState
 from cyclesim.vocabulary import Wait
 
 

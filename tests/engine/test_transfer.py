@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from cyclesim.engine.dma import Channels
 from cyclesim.engine.fabric import Fabric
+from cyclesim.engine.link import Link
 from cyclesim.engine.record import Recorder
-from cyclesim.engine.transfer import Link, transfer
+from cyclesim.engine.transfer import transfer
 from cyclesim.schedule.types import PortRef
 from cyclesim.vocabulary import Wait
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from math import ceil
 from typing import Any
 
+from cyclesim.checks.stream.chip_cores import core_name
 from cyclesim.checks.stream.schedule import StreamGroup, StreamRun
-from cyclesim.checks.stream.to_chip import core_name
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,10 @@ workload and mapping, so `replay_chip` can run the schedule dependency-driven.
 Each compute core becomes its ZigZag core imported as a single-core architecture (the ZigZag
 adapter's import, tensors renamed to the ONNX names); the off-chip core its DRAM port; every
 connection that wins its core pairs (last listed) a link or bus with Stream's width and no
-latency (Stream has none). Each layer keeps Stream's split and per-core step; a step's loop tree
-is the ZigZag mapping Stream's search chose for that tile. Tensors between layers of one fused
-group go over the network, between groups through DRAM, as in Stream.
+latency (Stream has none): chip_cores.py. Each layer keeps Stream's split and per-core step; a
+step's loop tree is the ZigZag mapping Stream's search chose for that tile. Tensors between
+layers of one fused group go over the network, between groups through DRAM, as in Stream:
+chip_layers.py. Here: the build of the three inputs from one case, and ONNX tensor shapes.
 """
 
 from __future__ import annotations
@@ -16,17 +17,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cyclesim.checks.stream.model import CoreKind, OnnxNode, StreamAccelerator
+from cyclesim.checks.stream.chip_cores import chip_dict, merged, renamed_architecture, renamed_tree
+from cyclesim.checks.stream.chip_layers import (
+    chip_workload,
+    layer_einsum,
+    layer_entry,
+    mapping_dict,
+    rank_cuts,
+    split_ranks_in_tree,
+)
+from cyclesim.checks.stream.model import OnnxNode, StreamAccelerator
 from cyclesim.checks.stream.pernode import zigzag_core_yaml, zigzag_names
 from cyclesim.checks.stream.schedule import StreamRun
 from cyclesim.checks.zigzag.cases import write_case
 from cyclesim.errors import SpecError
-
-OFFCHIP = "dram"
-
-
-def core_name(core_id: int) -> str:
-    return f"c{core_id}"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -35,7 +39,7 @@ class ChipInputs:
 
     chip: Any  # cyclesim.chip.arch.Chip
     workload: Any  # cyclesim.spec.Workload
-    mapping: Any  # cyclesim.chip.mapping.ChipMapping
+    mapping: Any  # cyclesim.chip.mapping_types.ChipMapping
     # where ZigZag double-buffers a tile two of whose largest instances do not fit: one slot
     single_slot: tuple[str, ...] = ()
 
@@ -87,15 +91,17 @@ def to_chip(
                         inputs, flags, f"{node.name} on core {on_core.core}"
                     )
                     single += [n for n in notes if n not in single]
-                    arch = _renamed_architecture(to_architecture(inputs, flags), names)
-                    architectures[on_core.core] = _merged(architectures.get(on_core.core), arch)
+                    arch = renamed_architecture(to_architecture(inputs, flags), names)
+                    architectures[on_core.core] = merged(architectures.get(on_core.core), arch)
                     tile = to_workload(inputs)
                     tree = mapping_to_dict(to_mapping(inputs, to_architecture(inputs, flags), tile))
-                    trees[on_core.core] = _renamed_tree(tree["loop_tree"], names)
-                    cuts = _cuts(inputs, onnx, shapes, len(node.cores), group.iterations, node.name)
+                    trees[on_core.core] = renamed_tree(tree["loop_tree"], names)
+                    cuts = rank_cuts(
+                        inputs, onnx, shapes, len(node.cores), group.iterations, node.name
+                    )
                     _refuse_padding(inputs, node.name, cuts)
-                    trees[on_core.core] = _split_ranks_in_tree(trees[on_core.core], cuts)
-                    einsum = _einsum(inputs, onnx, names, shapes, cuts)
+                    trees[on_core.core] = split_ranks_in_tree(trees[on_core.core], cuts)
+                    einsum = layer_einsum(inputs, onnx, names, shapes, cuts)
                 for core in list(trees)[1:]:
                     if trees[core] != trees[next(iter(trees))]:
                         raise SpecError(
@@ -108,13 +114,13 @@ def to_chip(
                         tensors[name] = (inputs.layer.final_output_precision_bits, bits)
                     else:
                         tensors.setdefault(name, (bits, bits))
-                layers.append(_layer_entry(node, group.index, einsum, cuts, trees))
-        workload = _workload(einsums, tensors)
+                layers.append(layer_entry(node, group.index, einsum, cuts, trees))
+        workload = chip_workload(einsums, tensors)
         chip = chip_from_dict(
-            _chip_dict(accelerator, architectures, architecture_to_dict), "<stream chip>"
+            chip_dict(accelerator, architectures, architecture_to_dict), "<stream chip>"
         )
         mapping = chip_mapping_from_dict(
-            _mapping_dict(layers, run, workload), chip, workload, "<stream mapping>"
+            mapping_dict(layers, run, workload), chip, workload, "<stream mapping>"
         )
     return ChipInputs(chip, workload, mapping, tuple(single))
 
@@ -176,305 +182,6 @@ def _refuse_padding(inputs: Any, node: str, cuts: dict) -> None:
                 f"({layer.loop_size(dim)} iterations padded to {mapping.padded_size(layer, dim)}) "
                 "and Stream cuts that rank over cores or steps: the padded parts would not line up"
             )
-
-
-def _renamed_architecture(arch: Any, names: dict[str, str]) -> Any:
-    memories = []
-    for m in arch.memories:
-        ports = tuple(
-            dataclasses.replace(p, serves=tuple((names.get(t, t), d) for t, d in p.serves))
-            if p.serves is not None
-            else p
-            for p in m.ports
-        )
-        doubled = (
-            tuple(names.get(t, t) for t in m.double_buffered)
-            if not isinstance(m.double_buffered, bool)
-            else m.double_buffered
-        )
-        tensors = None if m.tensors is None else tuple(names.get(t, t) for t in m.tensors)
-        memories.append(
-            dataclasses.replace(m, tensors=tensors, double_buffered=doubled, ports=ports)
-        )
-    return dataclasses.replace(arch, memories=tuple(memories))
-
-
-def _merged(old: Any, new: Any) -> Any:
-    """One core running several layers: its memories hold and its ports serve all their tensors."""
-    if old is None:
-        return new
-    if [m.name for m in old.memories] != [m.name for m in new.memories]:
-        raise SpecError(f"core '{new.name}': two layers use different memories of it")
-
-    def union(a: tuple, b: tuple) -> tuple:
-        return a + tuple(x for x in b if x not in a)
-
-    memories = []
-    for a, b in zip(old.memories, new.memories, strict=True):
-        ports = tuple(
-            dataclasses.replace(p, serves=union(p.serves, q.serves))
-            if p.serves is not None and q.serves is not None
-            else p
-            for p, q in zip(a.ports, b.ports, strict=True)
-        )
-        doubled = (
-            _doubled(a, b)
-            if not isinstance(a.double_buffered, bool) and not isinstance(b.double_buffered, bool)
-            else a.double_buffered
-        )
-        memories.append(
-            dataclasses.replace(
-                a,
-                tensors=union(a.tensors or (), b.tensors or ()),
-                double_buffered=doubled,
-                ports=ports,
-            )
-        )
-    return dataclasses.replace(old, memories=tuple(memories))
-
-
-def _doubled(a: Any, b: Any) -> tuple[str, ...]:
-    """Two slots for a tensor only where every layer that keeps it in this memory gives it two
-    (a layer's output may be too large to double where its reader's input tile is not)."""
-    held_a, held_b = set(a.tensors or ()), set(b.tensors or ())
-    out = [t for t in a.double_buffered if t not in held_b or t in b.double_buffered]
-    out += [t for t in b.double_buffered if t not in held_a and t not in out]
-    return tuple(out)
-
-
-def _renamed_tree(nodes: list[dict], names: dict[str, str]) -> list[dict]:
-    out = []
-    for n in nodes:
-        n = dict(n)
-        if n["type"] == "storage":
-            n["tensors"] = [names.get(t, t) for t in n["tensors"]]
-        elif n["type"] == "sequential":
-            n["branches"] = [_renamed_tree(b, names) for b in n["branches"]]
-        out.append(n)
-    return out
-
-
-STREAM_CONV_DIMS = ("D0", "D1", "D2", "D3", "D4", "D5", "D6")  # batch, OX, OY, FX, FY, C, K
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Cut:
-    """How Stream cuts one rank of a layer: `parts` over the cores, `iterations` steps of
-    `step` each on one core. Stream nests its steps OUTSIDE the cores (iteration k covers
-    rank values k x parts x step ...), the chip's `split` gives each core a contiguous part: a
-    rank cut both ways becomes two ranks, <rank>o (the iterations) and <rank>i (parts x step),
-    with the tensors indexed (parts x step) x <rank>o + <rank>i."""
-
-    rank: str
-    size: int
-    parts: int
-    iterations: int
-    step: int
-
-    @property
-    def interleaved(self) -> bool:
-        return self.parts > 1 and self.iterations > 1
-
-
-def _full_sizes(onnx: OnnxNode, shapes: dict) -> dict[str, int]:
-    out, weights = shapes[onnx.outputs[0]], shapes[onnx.inputs[1]]
-    return dict(
-        zip(
-            STREAM_CONV_DIMS,
-            (out[0], out[3], out[2], weights[3], weights[2], weights[1], weights[0]),
-            strict=True,
-        )
-    )
-
-
-def _cuts(
-    inputs: Any, onnx: OnnxNode, shapes: dict, cores: int, iterations: int, node: str
-) -> dict[str, Cut]:
-    """Per rank the tile is smaller than the layer in: its parts over the cores and its steps."""
-    full = _full_sizes(onnx, shapes)
-    cuts = {}
-    for dim in inputs.layer.loop_dims:
-        step, size = inputs.layer.loop_size(dim), int(full[dim])
-        if step == size:
-            continue
-        pieces = size // step
-        if size % step:
-            raise SpecError(
-                f"node '{node}': rank {dim} ({size}) is not cut into whole steps of {step}"
-            )
-        if pieces == cores * iterations and cores > 1 and iterations > 1:
-            cuts[dim] = Cut(dim, size, cores, iterations, step)
-        elif pieces == cores:
-            cuts[dim] = Cut(dim, size, cores, 1, step)
-        elif pieces == iterations:
-            cuts[dim] = Cut(dim, size, 1, iterations, step)
-        else:
-            raise SpecError(
-                f"node '{node}': rank {dim} ({size}) in steps of {step} fits neither {cores} "
-                f"cores nor {iterations} iterations"
-            )
-    return cuts
-
-
-def _split_ranks_in_tree(nodes: list[dict], cuts: dict[str, Cut]) -> list[dict]:
-    """The tile's loops over an interleaved rank run over its inner rank."""
-    out = []
-    for n in nodes:
-        n = dict(n)
-        if n.get("rank") in cuts and cuts[n["rank"]].interleaved:
-            n["rank"] = n["rank"] + "i"
-        if n["type"] == "sequential":
-            n["branches"] = [_split_ranks_in_tree(b, cuts) for b in n["branches"]]
-        out.append(n)
-    return out
-
-
-def _einsum(
-    inputs: Any, onnx: OnnxNode, names: dict[str, str], shapes: dict, cuts: dict[str, Cut]
-) -> Any:
-    """The whole layer as an Einsum over Stream's dims (D0 batch, D1 OX, D2 OY, D3 FX, D4 FY, D5 C,
-    D6 K; an interleaved rank as two), input rows and columns clipped to the input's extent."""
-    from cyclesim.spec.workload import Einsum, Projection, TensorAccess
-
-    layer = inputs.layer
-    full = _full_sizes(onnx, shapes)
-    relations = {rel.target: rel for rel in layer.relations}
-    extents = {
-        "I": shapes[onnx.inputs[0]],
-        "W": shapes[onnx.inputs[1]],
-        "O": shapes[onnx.outputs[0]],
-    }
-
-    def terms_of(coefficient: int, dim: str) -> tuple:
-        cut = cuts.get(dim)
-        if cut is None or not cut.interleaved:
-            return ((coefficient, dim),)
-        return ((coefficient * cut.parts * cut.step, dim + "o"), (coefficient, dim + "i"))
-
-    def access(op: str) -> TensorAccess:
-        projections = []
-        for position, dim in enumerate(layer.dims_of(op)):
-            rel = relations.get(dim)
-            if rel is None:  # its real extent: a rank padded to whole spatial steps is clipped
-                projections.append(Projection(terms_of(1, dim), int(extents[op][position])))
-            else:
-                terms = terms_of(rel.first_coefficient, rel.first_dim) + terms_of(
-                    rel.second_coefficient, rel.second_dim
-                )
-                projections.append(Projection(terms, int(extents[op][position])))
-        return TensorAccess(names[op], tuple(projections))
-
-    ranks = []
-    for d in layer.loop_dims:
-        cut = cuts.get(d)
-        if cut is not None and cut.interleaved:
-            ranks += [(d + "o", cut.iterations), (d + "i", cut.parts * cut.step)]
-        elif cut is None:  # whole on every core: padded to whole spatial steps, as the tile is
-            ranks.append((d, inputs.mapping.padded_size(layer, d)))
-        else:
-            ranks.append((d, int(full[d])))
-    inputs_access = tuple(access(op) for op in layer.operands if op != layer.output_operand)
-    return Einsum(onnx.name, tuple(ranks), inputs_access, access("O"))
-
-
-def _workload(einsums: list, tensors: dict) -> Any:
-    from cyclesim.spec.workload import Tensor, Workload
-
-    return Workload(
-        tuple(einsums),
-        tuple(Tensor(name, bits, psum) for name, (bits, psum) in tensors.items()),
-        "stream",
-        None,
-    )
-
-
-def _layer_entry(node: Any, group: int, einsum: Any, cuts: dict[str, Cut], trees: dict) -> dict:
-    """The chip mapping's entry: interleaved ranks split inside and stepped outside."""
-    split, tile = [], []
-    for cut in cuts.values():
-        if cut.interleaved:
-            split.append({"rank": cut.rank + "i", "parts": cut.parts})
-            tile.append({"rank": cut.rank + "o", "size": 1})
-        elif cut.parts > 1:
-            split.append({"rank": cut.rank, "parts": cut.parts})
-        else:
-            tile.append({"rank": cut.rank, "size": cut.step})
-    return {"einsum": einsum.name, "group": group, "cores": [core_name(c.core) for c in node.cores],
-            "split": split, "tile": tile, "loop_tree": next(iter(trees.values()))}  # fmt: skip
-
-
-def _mapping_dict(layers: list[dict], run: StreamRun, workload: Any) -> dict:
-    """The chip mapping: layers with Stream's cores, split and step; groups; tensor placement
-    (network inputs and outputs in DRAM, within a group over the network, between groups
-    through DRAM)."""
-    entries = [
-        {k: layer[k] for k in ("einsum", "cores", "split", "tile", "loop_tree")} for layer in layers
-    ]
-    group_of = {layer["einsum"]: layer["group"] for layer in layers}
-    groups = [{"layers": [e for e in group_of if group_of[e] == g.index]} for g in run.groups]
-    producers = {e.output.tensor: e.name for e in workload.einsums}
-    readers: dict[str, list[str]] = {}
-    for e in workload.einsums:
-        for a in e.inputs:
-            readers.setdefault(a.tensor, []).append(e.name)
-    placements = []
-    for t in workload.tensors:
-        if t.name not in producers:
-            placements.append({"tensor": t.name, "home": OFFCHIP, "multicast": True})
-        elif t.name not in readers:
-            placements.append({"tensor": t.name, "home": OFFCHIP})
-        else:
-            same = all(group_of[r] == group_of[producers[t.name]] for r in readers[t.name])
-            placements.append({"tensor": t.name, "via": "network" if same else "dram"})
-    return {"name": "stream", "layers": entries, "groups": groups, "tensors": placements}
-
-
-def _chip_dict(accelerator: StreamAccelerator, architectures: dict, to_dict: Any) -> dict:
-    used = set(architectures)
-    offchip = accelerator.core(accelerator.offchip_core_id)
-    present = {c: core_name(c) for c in used} | {accelerator.offchip_core_id: OFFCHIP}
-    links, buses = [], []
-    alive = {index for _, _, index in accelerator.channels}
-    for c in accelerator.connections:
-        if c.index not in alive:
-            continue
-        members = [present[x] for x in c.cores if x in present]
-        if len(members) < 2:
-            continue
-        width = int(c.bandwidth)
-        if c.kind.value == "link":
-            links.append({"name": f"link{c.index}", "cores": members, "width_bits": width,
-                          "latency_cycles": 0, "bidirectional": True})  # fmt: skip
-        else:
-            buses.append(
-                {
-                    "name": f"bus{c.index}",
-                    "cores": members,
-                    "width_bits": width,
-                    "latency_cycles": 0,
-                }
-            )
-    if offchip.kind is not CoreKind.OFFCHIP:  # pragma: no cover - the reader checks it
-        raise SpecError("the off-chip core is not an off-chip core")
-    return {
-        "name": accelerator.name,
-        "cores": [
-            {"name": core_name(c), "architecture": to_dict(architectures[c])} for c in sorted(used)
-        ],
-        "offchip": {
-            "name": OFFCHIP,
-            "ports": [
-                {
-                    "name": "rw",
-                    "kind": "read_write",
-                    "width_bits": offchip.top_port_bits,
-                    "latency_cycles": 0,
-                    "burst_bits": offchip.top_port_bits,
-                }
-            ],  # fmt: skip
-        },
-        "interconnect": {"links": links, "buses": buses},
-    }
 
 
 def onnx_shapes(path: str | Path) -> dict[str, tuple[int, ...]]:
