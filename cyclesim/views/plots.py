@@ -54,7 +54,9 @@ PHASE_COLORS = {"onload": "#DDDDDD", "compute": "#009E73", "offload": "#BBBBBB"}
 _PALETTE = ("#A5170E", "#777777", "#332288", "#F6C141", "#5289C7", "#AA4499", "#D1BBD7",
             "#EE7733", "#72190E", "#CC3311", "#882255", "#99DDFF")  # fmt: skip
 PE_USE_COLOR = "#000000"  # the PE array's use of a port: a thin bar under the transfers
-_META = {"Software": None}  # no version/date stamps: same input, same bytes
+# no version or date stamps, the keys each format has (SVG has no "Software", PNG no "Date"):
+# same input, same bytes
+_META = {"png": {"Software": None}, "svg": {"Date": None}}
 PLOT_NAMES = ("breakdown", "stalls", "ports", "timeline", "occupancy")  # write_plots' files
 ROW_GAP = 0.27  # blank between the occupancy plot's rows, in rows' heights
 STALL_BASE = 0.5  # where the stall plot's log-scale bars start, in cycles
@@ -87,9 +89,13 @@ def _pct(part: int, whole: int) -> str:
 @atomic_output
 def _save(fig, path) -> None:
     """Margins set (_fit), then the one drawing of the figure into path (PNG: zlib level 3)."""
+    import matplotlib
+
     _fit(fig)
-    png = Path(path).suffix.lower() == ".png"
-    fig.savefig(path, metadata=_META, dpi=DPI, **({"pil_kwargs": PNG_ZLIB} if png else {}))
+    fmt = Path(path).suffix.lower().lstrip(".")
+    extra = {"pil_kwargs": PNG_ZLIB} if fmt == "png" else {}
+    with matplotlib.rc_context({"svg.hashsalt": "cyclesim"}):  # SVG ids from a fixed salt
+        fig.savefig(path, metadata=_META.get(fmt), dpi=DPI, **extra)
 
 
 def breakdown_parts(res: Result) -> list[tuple[str, int, str]]:

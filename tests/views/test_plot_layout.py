@@ -78,3 +78,14 @@ def test_the_string_canvas_finds_the_matplotlib_internals_it_uses():
     renderer = fig.canvas.get_renderer()
     assert fig.canvas._lastKey is not None
     assert callable(getattr(renderer._renderer, "draw_text_image", None))
+
+
+def test_svg_plots_are_written_and_the_same_twice(traced, tmp_path):
+    # write_plots(fmt="svg") passed PNG's metadata key to the SVG writer, which refused it;
+    # SVG gets its own keys (no date) and a fixed salt for its element ids
+    res = traced("dma_two_tensors")
+    first = plots.write_plots(res, tmp_path / "a", fmt="svg")
+    second = plots.write_plots(res, tmp_path / "b", fmt="svg")
+    assert [p.name for p in first] == [f"{n}.svg" for n in plots.PLOT_NAMES]
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+    assert all(p.read_text().lstrip().startswith("<?xml") for p in first)
