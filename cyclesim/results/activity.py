@@ -13,10 +13,6 @@ from typing import NamedTuple
 
 # (re-exported: views never import the engine)
 from cyclesim.engine.loop import gc_paused as gc_paused
-
-# (re-exported: views.plots reads the merged busy runs from here)
-from cyclesim.results.port_use import busy_run_columns as busy_run_columns
-from cyclesim.results.port_use import merged_runs as merged_runs
 from cyclesim.results.wait_causes import bank_path
 from cyclesim.vocabulary import BankCommand
 

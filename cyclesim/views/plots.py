@@ -12,7 +12,8 @@ import numpy as np
 
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
-from cyclesim.results.activity import COMPUTE, Activity, busy_run_columns, merged_runs
+from cyclesim.results.activity import COMPUTE, Activity
+from cyclesim.results.port_use import busy_run_columns, merged_runs
 from cyclesim.views.figures import DPI, PNG_ZLIB
 from cyclesim.views.figures import bars as _bars
 from cyclesim.views.figures import fit as _fit
