@@ -30,7 +30,7 @@ from cyclesim.checks.accelforge.rows import (
 )
 from cyclesim.checks.accelforge.spec import ENERGY_UNIT, AfSpec
 from cyclesim.errors import PeerUnavailable, SpecError
-from cyclesim.results.energy import energy_table, has_energies
+from cyclesim.results.energy import has_energies
 
 
 def _table(frame, bits: str = "bits") -> dict[Key, float]:
@@ -126,7 +126,7 @@ def _energy_rows(spec: AfSpec, imported, res, model: AfModelResult, theirs) -> t
             per_action = energy.read if key[3] == "read" else energy.write
             replayed[key] = bits / energy.bits_per_action * per_action
     compute = spec.arch.compute.name
-    table = energy_table(res, arch)
+    table = res.energy  # the replay's own (it ran on the imported architecture)
     for r in table[table.action == "mac"].itertuples():
         replayed[r.einsum, compute, "", COMPUTE_ACTION] = r.energy
     modelled = _energies(model.accesses)
