@@ -51,7 +51,9 @@ class Link:
             self.pk if parent_port.latency_cycles >= child_port.latency_cycles else self.ck
         )
         self.dma = dma
-        self.timings: dict[tuple, tuple[list, list, list, list]] = {}  # (bits, widths) -> _timing
+        self.timings: dict[
+            tuple, tuple[list, list, list, list]
+        ] = {}  # (bits, widths) -> burst_timing
         self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
         self.child_on_tie = False  # a write-back: a tie names the child's port, which data leaves
         # (parent bits, child bits) -> named_keys for burst 0 at the ports' full widths (which
@@ -98,7 +100,7 @@ def burst_timing(
 def _timing_counted(
     big: int, small: int, burst: int, wp: int, wc: int, child_on_tie: bool, swapped: bool
 ) -> tuple[list, list, list, list]:
-    """_timing with the bursts counted on the `small` side; `swapped`: the sides were swapped
+    """burst_timing with the bursts counted on the `small` side; `swapped`: the sides were swapped
     by the caller, so each burst's named side is reported the other way round. Equal full
     bursts are made as one repeated value (C), not burst by burst: a streamed tile has a burst
     per few cycles, and its table grows with the tile."""
