@@ -67,7 +67,8 @@ def test_version_and_help_as_a_user_runs_them():
     # the version, then which DRAM timer a replay uses (dram/native.py)
     lines = version.stdout.splitlines()
     assert version.returncode == 0 and lines[0] == f"cyclesim {__version__}"
-    assert lines[1].startswith("DRAM timer: ") and len(lines) == 2
+    assert lines[1].startswith("DRAM timer: ") and lines[2].startswith("FST writer: ")
+    assert len(lines) == 3
     helped = subprocess.run([*run, "--help"], capture_output=True, text=True, env=env).stdout
     assert "exit codes:" in helped and "3  the replay cannot progress" in helped
 

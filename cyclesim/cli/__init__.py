@@ -27,15 +27,21 @@ from cyclesim.errors import CyclesimError, DeadlockError, FoundFailure
 
 
 class _Version(argparse.Action):
-    """--version: the version and which DRAM timer a replay would use (imported only here)."""
+    """--version: the version, which DRAM timer a replay would use and which loop writes FST
+    changes (imported only here)."""
 
     def __init__(self, option_strings, dest, help=None) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         from cyclesim.dram.native import NATIVE_KIND
+        from cyclesim.views.fst import fst_writer
+        from cyclesim.views.fst_native import load
 
-        print(f"{parser.prog} {__version__}\nDRAM timer: {NATIVE_KIND}")
+        fst = fst_writer() or "none (pip install pylibfst, or make gtkwave-deps for vcd2fst)"
+        if fst == "pylibfst":
+            fst += f" ({load()[1]})"
+        print(f"{parser.prog} {__version__}\nDRAM timer: {NATIVE_KIND}\nFST writer: {fst}")
         parser.exit()
 
 

@@ -106,35 +106,34 @@ class ChangeStream:
     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per stretch of cycles: (times, firsts, texts) where texts holds fmt[i](value) of each
         change in time order (signal order within a time), times[j] the distinct times and
-        firsts[j] where time j's changes start in texts. Merged by numpy on integer keys, not
-        per change in Python: a long run has millions of changes."""
+        firsts[j] where time j's changes start in texts."""
+        pool, where = self._texts(fmt)
+        for times, firsts, positions in self.merged(where, bar, stretch):
+            yield times, firsts, pool[positions]
+
+    def merged(
+        self, where: list[np.ndarray], bar=None, stretch: int | None = None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per stretch of cycles: (times, firsts, positions): where[i][k] (a number standing for
+        signal i's change k) of each change in time order (signal order within a time),
+        times[j] the distinct times and firsts[j] where time j's changes start. Merged by numpy
+        on integer keys, not per change in Python: a long run has millions of changes."""
         w0, w1 = self.w.start, self.w.end
         n = len(self.times)
         stretch = stretch or max(1 << 12, (w1 - w0) // 64)
-        pool, where = self._texts(fmt)
         edges = np.arange(w0, w1 + 1, stretch, dtype=np.int64)[1:]
         edges = np.append(edges, w1 + 1)
         cuts = [np.concatenate(([0], np.searchsorted(t, edges))) for t in self.times]
         lo = w0
         for s, hi in enumerate(edges.tolist()):
             keys = [self.times[i][c[s] : c[s + 1]] * n + i for i, c in enumerate(cuts)]
-            texts = [where[i][c[s] : c[s + 1]] for i, c in enumerate(cuts)]
+            positions = [where[i][c[s] : c[s + 1]] for i, c in enumerate(cuts)]
             ordered = np.concatenate(keys)
             if len(ordered):
                 order = np.argsort(ordered, kind="stable")
                 times = ordered[order] // n
                 firsts = np.flatnonzero(np.concatenate(([True], times[1:] != times[:-1])))
-                yield times[firsts], firsts, pool[np.concatenate(texts)[order]]
+                yield times[firsts], firsts, np.concatenate(positions)[order]
             if bar is not None:
                 bar.update(min(hi, w1) - lo)
             lo = hi
-
-    def run(self, fmt: list, emit_time, emit, bar=None, stretch: int | None = None) -> None:
-        """emit_time(t) once per time with changes, then emit(fmt[i](value)) per change."""
-        for times, firsts, texts in self.stretches(fmt, bar, stretch):
-            bounds = [*firsts.tolist(), len(texts)]
-            changes = texts.tolist()
-            for j, t in enumerate(times.tolist()):
-                emit_time(t)
-                for change in changes[bounds[j] : bounds[j + 1]]:
-                    emit(change)

@@ -21,6 +21,8 @@ from cyclesim.errors import TraceError
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
+from cyclesim.results.record_columns import numbered
+from cyclesim.views import fst_native
 from cyclesim.views.change_stream import ChangeStream
 from cyclesim.views.progress import writing_bar
 from cyclesim.views.vcd import timescale_for, write_vcd
@@ -100,20 +102,95 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
             emit_time(ctx, act.start)
             own = [i for i, j in enumerate(stream.alias) if j is None]  # an alias has no changes
             _calls([ops[i](stream.initial[i]) for i in own])
-            for times, firsts, calls in stream.stretches(ops, bar):
-                # each time's call goes before its first change's: call j moves down by the
-                # number of times begun at or before it
-                out = np.empty(len(calls) + len(times), dtype=object)
-                marks = firsts + np.arange(len(times))
-                out[marks] = np.fromiter(((emit_time, ctx, t) for t in times.tolist()), dtype=object, count=len(times))  # fmt: skip
-                rest = np.ones(len(out), dtype=bool)
-                rest[marks] = False
-                out[rest] = calls
-                _calls(out.tolist())
+            native, _ = fst_native.load()
+            if native is not None:
+                _emit_in_c(native, lib, ffi, ctx, w.signals, handles, stream, bar)
+            else:
+                _emit_in_python(emit_time, ctx, ops, stream, bar)
             emit_time(ctx, act.end)
     finally:
         lib.fstWriterClose(ctx)
     return w.signals
+
+
+def _emit_in_python(emit_time, ctx, ops: list, stream: ChangeStream, bar) -> None:
+    """Every change after the window's start, as libfst calls made from Python (C-looped)."""
+    for times, firsts, calls in stream.stretches(ops, bar):
+        # each time's call goes before its first change's: call j moves down by the number of
+        # times begun at or before it
+        out = np.empty(len(calls) + len(times), dtype=object)
+        marks = firsts + np.arange(len(times))
+        out[marks] = np.fromiter(((emit_time, ctx, t) for t in times.tolist()), dtype=object, count=len(times))  # fmt: skip
+        rest = np.ones(len(out), dtype=bool)
+        rest[marks] = False
+        out[rest] = calls
+        _calls(out.tolist())
+
+
+def _emit_in_c(native, lib, ffi, ctx, signals: list[Signal], handles, stream, bar) -> None:
+    """Every change after the window's start, as the same libfst calls _emit_in_python makes
+    (so the same bytes), made by the compiled loop from columns: one call per stretch."""
+    kinds, handle_col, size_col, values, blob, offsets, where = _change_columns(
+        signals, handles, stream
+    )
+    address = [int(ffi.cast("uintptr_t", x)) for x in (
+        ctx, ffi.addressof(lib, "fstWriterEmitTimeChange"), ffi.addressof(lib, "fstWriterEmitValueChange"),
+        ffi.addressof(lib, "fstWriterEmitValueChange64"), ffi.addressof(lib, "fstWriterEmitVariableLengthValueChange"),
+    )]  # fmt: skip
+    buffer = native.ffi.from_buffer
+    blob_c, offsets_c = buffer("char[]", blob), buffer("int64_t[]", offsets)
+    for times, firsts, at in stream.merged(where, bar):
+        columns = [np.ascontiguousarray(c[at]) for c in (kinds, handle_col, size_col, values)]
+        times, firsts = times.astype(np.uint64), np.ascontiguousarray(firsts, dtype=np.int64)
+        native.lib.emit_changes(
+            *address, len(times), buffer("uint64_t[]", times), buffer("int64_t[]", firsts),
+            len(at), *(buffer(t, c) for t, c in zip(_C_TYPES, columns, strict=True)),
+            blob_c, offsets_c,
+        )  # fmt: skip
+
+
+_C_TYPES = ("uint8_t[]", "uint32_t[]", "uint32_t[]", "uint64_t[]")
+
+
+def _change_columns(signals: list[Signal], handles, stream: ChangeStream) -> tuple:
+    """Every distinct (signal, value) as a row of columns the C loop reads, and per signal each
+    change's row: kind (fst_native's NUMBER, BITS or STRING), handle, size and value (a
+    number's, or where its bytes are in blob by offsets), making the libfst call _fst_call
+    makes for it."""
+    kinds, handle_col, size_col, value_col, where = [], [], [], [], []
+    texts: list[bytes] = [b"0", b"1"]  # a wire's two values: texts 0 and 1
+    rows = 0
+    for sig, h, size, values in zip(signals, handles, stream.sizes, stream.values, strict=True):
+        if values.dtype == object:  # strings, numbered in order of first sight
+            at, uniq = numbered(values)
+            kind = np.full(len(uniq), fst_native.STRING, dtype=np.uint8)
+            value = np.arange(len(texts), len(texts) + len(uniq), dtype=np.uint64)
+            texts += [str(v).encode() for v in uniq]
+        else:
+            uniq, at = np.unique(values, return_inverse=True)
+            if sig.var_type == "wire":
+                kind = np.full(len(uniq), fst_native.BITS, dtype=np.uint8)
+                value = (uniq != 0).astype(np.uint64)
+            else:  # a number of `size` bits; "x" or a negative number as bits
+                number = uniq >= 0  # below 1 << size: size is the bits the values need
+                kind = np.where(number, fst_native.NUMBER, fst_native.BITS).astype(np.uint8)
+                value = uniq.astype(np.uint64)
+                for k in np.flatnonzero(~number).tolist():
+                    v = int(uniq[k])
+                    value[k] = len(texts)
+                    texts.append(b"x" * size if v == X else f"{v:064b}".encode())
+        kinds.append(kind)
+        handle_col.append(np.full(len(uniq), h, dtype=np.uint32))
+        size_col.append(np.full(len(uniq), size, dtype=np.uint32))
+        value_col.append(value)
+        where.append(at.reshape(-1) + rows)
+        rows += len(uniq)
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    columns = (
+        np.concatenate(c) if c else np.empty(0) for c in (kinds, handle_col, size_col, value_col)
+    )
+    return (*columns, b"".join(texts), offsets, where)
 
 
 def _calls(calls: list[tuple]) -> None:
