@@ -5,7 +5,8 @@
 
 Arrows point down only: a module imports its own layer and the layers above it, never one
 below; views read results only (neither the engine nor the schedule it runs). Beside the
-column: errors, outputs and the vocabulary (causes, waits, directions) are the foundation everyone may use (they import no other cyclesim
+column: errors, outputs, the vocabulary (causes, waits, directions) and the pure-Python switch
+(compiled.py) are the foundation everyone may use (they import no other cyclesim
 module); the DRAM and L1 models (cyclesim/dram, cyclesim/l1) sit beside spec (which validates
 their blocks) and import only spec and the foundation. Entry points (analysis, checks, chip,
 the command lines) may import anything and nothing imports them — so only they start a
@@ -22,7 +23,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "cyclesim"
 
 COLUMN = ("spec", "schedule", "engine", "results", "views")  # top to bottom
-FOUNDATION = ("errors", "outputs", "vocabulary")
+FOUNDATION = ("compiled", "errors", "outputs", "vocabulary")
 MODELS = ("dram", "l1")
 ENTRY = ("analysis", "checks", "chip", "cli", "__main__")
 # a command line inside a model's package is an entry point of its own (`cyclesim dram`, `l1`)

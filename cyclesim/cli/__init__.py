@@ -160,7 +160,7 @@ def _environment_error() -> str | None:
     user's input: exit 2), else None; the engine is imported only when the variable is set."""
     if "CYCLESIM_PURE_PYTHON" not in os.environ:
         return None
-    from cyclesim.dram.native import pure_python_requested
+    from cyclesim.compiled import pure_python_requested
 
     try:
         pure_python_requested()

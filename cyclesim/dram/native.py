@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
+from cyclesim.compiled import PURE_ENVIRONMENT_VARIABLE, pure_python_requested
+
 PACKAGE = "cyclesim.dram"
 HERE = Path(__file__).resolve().parent
 # what make native compiles, a unit at a time: the module others import -> the modules compiled
@@ -30,11 +32,7 @@ NATIVE_UNITS = {
     "byte_runs": ("byte_runs",),
     "frontend": ("frontend", "controller"),
 }
-PURE_ENVIRONMENT_VARIABLE = "CYCLESIM_PURE_PYTHON"
 COMPILED = "compiled (mypyc)"
-# CYCLESIM_PURE_PYTHON's values, as the user may spell them (any case, spaces around)
-PURE_WORDS = {"1": True, "true": True, "yes": True, "on": True}
-PURE_WORDS |= {"": False, "0": False, "false": False, "no": False, "off": False}
 
 
 def native_name(module: str) -> str:
@@ -54,19 +52,6 @@ def source_sha256(sources: list[Path]) -> str:
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
     return digest.hexdigest()
-
-
-def pure_python_requested(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether CYCLESIM_PURE_PYTHON asks for pure Python (unset: no); ValueError naming the
-    variable, its value and the accepted ones when it is none of PURE_WORDS."""
-    value = environ.get(PURE_ENVIRONMENT_VARIABLE, "")
-    try:
-        return PURE_WORDS[value.strip().lower()]
-    except KeyError:
-        raise ValueError(
-            f"{PURE_ENVIRONMENT_VARIABLE}={value!r}: expected 1, true, yes or on (pure Python), "
-            "or 0, false, no, off or empty (the compiled DRAM timer where make native built it)"
-        ) from None
 
 
 def choose(

@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
+from cyclesim.compiled import pure_python_requested
+
 MODULE = "cyclesim.views._fst_emit"
 HERE = Path(__file__).resolve().parent
 
@@ -92,8 +94,6 @@ def _stamped_source() -> str:
 def load() -> tuple[ModuleType | None, str]:
     """(the compiled module, how changes are written) when it is built from this source; else
     (None, how and why)."""
-    from cyclesim.dram.native import pure_python_requested
-
     try:
         if pure_python_requested():
             return None, "changes written in Python: CYCLESIM_PURE_PYTHON"

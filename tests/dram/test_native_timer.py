@@ -340,7 +340,7 @@ def test_an_odd_value_of_the_variable_is_refused_by_the_cli_in_one_line(value):
         assert done.returncode == 2 and done.stdout == ""
         assert done.stderr == (
             f"cyclesim: CYCLESIM_PURE_PYTHON={value!r}: expected 1, true, yes or on (pure "
-            "Python), or 0, false, no, off or empty (the compiled DRAM timer where make native "
+            "Python), or 0, false, no, off or empty (the compiled code where make native "
             "built it)\n"
         )
 
