@@ -57,7 +57,7 @@ def files_in(folder: Path) -> list[str]:
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_an_interrupt_inside_the_vcd_writer_leaves_no_file(tmp_path, sig, code):
     # the VCD's file is open (under its temporary name) when its change stream is built
-    done = run_interrupted(tmp_path, "cyclesim.views.vcd:ChangeStream", sig, "run", *WORKED,
+    done = run_interrupted(tmp_path, "cyclesim.views.vcd:change_stream", sig, "run", *WORKED,
                            "--vcd", "out/run.vcd", "--no-progress")  # fmt: skip
     assert (done.returncode, done.stderr) == (code, "cyclesim: interrupted\n")
     assert files_in(tmp_path) == []  # no run.vcd, no .run.partial-*.vcd, no out/

@@ -189,7 +189,7 @@ class DramBank:
         return bank_path(self.channel, self.rank, self.bank_group, self.bank, ranks)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)  # weakref: the waveform writers share a stream
 class Activity:
     """The whole picture over [start, end): ports, DMA channels, PE array, buffers."""
 

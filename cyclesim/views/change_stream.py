@@ -8,12 +8,14 @@ at every cycle of the window, as a port's two ends often are: written once).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
 
+from cyclesim.results.activity import Activity
 from cyclesim.results.record_columns import numbered
-from cyclesim.views.waves import Waves, X
+from cyclesim.views.waves import Waves, X, plan_waves
 
 
 def _aliases_and_sizes(w: Waves, initial: list, times: list, values: list) -> tuple[list, list]:
@@ -137,3 +139,21 @@ class ChangeStream:
             if bar is not None:
                 bar.update(min(hi, w1) - lo)
             lo = hi
+
+
+# id(Activity) -> (a weak reference to it, its stream): dropped when the Activity is (an
+# Activity compares by value, so it cannot be a weak dictionary's key)
+_STREAMS: dict[int, tuple[weakref.ref, ChangeStream]] = {}
+
+
+def change_stream(act: Activity) -> ChangeStream:
+    """The ChangeStream of an Activity's waves, made once while the Activity lives: `--vcd` and
+    `--fst` of one run (and the benchmark's writers) merge the changes once, not twice."""
+    key = id(act)
+    held = _STREAMS.get(key)
+    if held is not None and held[0]() is act:
+        return held[1]
+    stream = ChangeStream(plan_waves(act))
+    forget = _STREAMS.pop  # bound now: at exit the module global may be gone before the Activity
+    _STREAMS[key] = (weakref.ref(act, lambda _: forget(key, None)), stream)
+    return stream

@@ -23,7 +23,7 @@ from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
 from cyclesim.results.record_columns import numbered
 from cyclesim.views import fst_native
-from cyclesim.views.change_stream import ChangeStream
+from cyclesim.views.change_stream import ChangeStream, change_stream
 from cyclesim.views.progress import writing_bar
 from cyclesim.views.vcd import timescale_for, write_vcd
 from cyclesim.views.waves import Signal, X, plan_waves
@@ -81,7 +81,6 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
     from pylibfst import ffi, lib
 
     act = res.activity(window)
-    w = plan_waves(act)
     timescale, comment = timescale_for(clock_mhz)
     ctx = lib.fstWriterCreate(str(path).encode(), 1)
     if ctx == ffi.NULL:
@@ -92,7 +91,8 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
         lib.fstWriterSetComment(ctx, comment.encode())
         lib.fstWriterSetDate(ctx, b"")
         with gc_paused(), writing_bar(act.end - act.start, f"FST {path.name}", progress) as bar:
-            stream = ChangeStream(w)
+            stream = change_stream(act)
+            w = stream.w
             handles = _register(lib, ffi, ctx, w.signals, stream.sizes, stream.alias)
             ops = [
                 _fst_call(lib, ctx, s.var_type, h, size)

@@ -16,9 +16,9 @@ import numpy as np
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
-from cyclesim.views.change_stream import ChangeStream
+from cyclesim.views.change_stream import change_stream
 from cyclesim.views.progress import writing_bar
-from cyclesim.views.waves import Signal, Waves, X, plan_waves
+from cyclesim.views.waves import Signal, Waves, X
 
 _UNITS = ("fs", "ps", "ns", "us", "ms", "s")
 
@@ -144,10 +144,10 @@ def write_vcd(
     Raise TraceError if the run was not traced or the window is empty.
     """
     act = res.activity(window)
-    w = plan_waves(act)
     timescale, comment = timescale_for(clock_mhz)
     with open(path, "w", encoding="utf-8", newline="\n") as f, gc_paused():
-        stream = ChangeStream(w)
+        stream = change_stream(act)
+        w = stream.w
         # an alias shares its signal's identifier code: VCD's own way to write one value once
         own = [i for i, j in enumerate(stream.alias) if j is None]
         code_of = {i: _id_code(n) for n, i in enumerate(own)}
