@@ -33,7 +33,8 @@ from pydantic import Field
 
 from cyclesim.analysis.rank import RankRun, totals
 from cyclesim.analysis.rank_stats import kendall_tau, regret, spearman_rho
-from cyclesim.analysis.sweep_spec import Axis, SweepSpec, _Axis, _axis
+from cyclesim.analysis.sweep_axes import Axis, AxisEntry, read_axis
+from cyclesim.analysis.sweep_spec import SweepSpec
 from cyclesim.errors import SpecError
 from cyclesim.spec.yamlio import StrictModel, format_path, line_of, read_yaml, validate
 
@@ -46,7 +47,7 @@ class _HardwareRank(StrictModel):
     layers: list[str] | None = None
     top: int = Field(20, ge=1)
     combine: str = Field("product", pattern="^(product|zip)$")
-    axes: list[_Axis] = Field(min_length=1)
+    axes: list[AxisEntry] = Field(min_length=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,7 @@ def load_hardware_rank(path: str | Path) -> HardwareRankSpec:
 
     axes = []
     for i, a in enumerate(raw.axes):
-        axis = _axis(a, i, err)
+        axis = read_axis(a, i, err)
         for field in axis.fields:
             if not field.startswith("architecture."):
                 raise err("only hardware is ranked here: an architecture.PATH field", ("axes", i),

@@ -12,7 +12,8 @@ import pytest
 
 import cyclesim
 from cyclesim.analysis.sweep import sweep
-from cyclesim.analysis.sweep_spec import column_name, load_sweep
+from cyclesim.analysis.sweep_axes import column_name
+from cyclesim.analysis.sweep_spec import load_sweep
 from cyclesim.cli import main
 from cyclesim.errors import SpecError
 
