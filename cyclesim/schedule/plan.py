@@ -12,13 +12,12 @@ from math import prod
 from cyclesim.schedule.addresses import dram_addresses
 from cyclesim.schedule.capacity import check_capacity
 from cyclesim.schedule.isolate import isolate
+from cyclesim.schedule.node_plans import finish_nodes, still_levels
 from cyclesim.schedule.nodes import (
     NodeFacts,
     PlanInputs,
     StorageRecord,
-    _still_levels,
     copies,
-    finish_nodes,
     footprint,
     node_facts,
     port_ref,
@@ -232,7 +231,7 @@ def _operand(
     else:
         change = max((i + 1 for i, n in enumerate(temporal) if n.rank in a.ranks()), default=0)
         if not is_out:
-            still = _still_levels(inputs.leaves[li][0], temporal, lane_loop, a.projection)
+            still = still_levels(inputs.leaves[li][0], temporal, lane_loop, a.projection)
     mem = r.store.memory
     tensor = workload.tensor(a.tensor)
     why = f"the PE array of Einsum '{einsum.name}'"
