@@ -15,7 +15,7 @@ from cyclesim.errors import TraceError
 from cyclesim.results.activity import COMPUTE, States, Track
 from cyclesim.results.spans import SpanList, SpanRepeat
 from cyclesim.results.stall_span import StallSpan
-from cyclesim.schedule.steps import segment_classifier, segment_profile
+from cyclesim.schedule.steps import segment_classes, segment_profile
 from cyclesim.vocabulary import Cause, Fold
 
 
@@ -30,7 +30,6 @@ def build_pe_use(res, w0: int, w1: int, segs: list[np.ndarray]) -> tuple[dict[st
     """
     plan, rec = res.raw.plan, res.raw.rec
     pe_ports: dict[str, Track] = {p.key: Track() for p in plan.ports}
-    classify = [segment_classifier(leaf) for leaf in plan.leaves]
     port_tensors: list[dict[str, str]] = []
     where_of: list[dict[tuple[int, str], str]] = []
     for leaf in plan.leaves:
@@ -46,11 +45,7 @@ def build_pe_use(res, w0: int, w1: int, segs: list[np.ndarray]) -> tuple[dict[st
         port_tensors.append({k: "+".join(v) for k, v in on.items()})
         where_of.append(wheres)
     starts, ends, leaf_of, tiles = segs
-    kinds: dict[tuple, int] = {}  # (leaf, level, first visit) -> its number, in first-seen order
-    kind_of = np.array(
-        [kinds.setdefault((li, *classify[li](g)), len(kinds)) for li, g in zip(leaf_of.tolist(), tiles.tolist(), strict=True)],
-        dtype=np.int64,
-    )  # fmt: skip
+    kinds, kind_of = _kinds(plan, leaf_of, tiles)
     spatial_sum: dict[tuple[int, int, str], int] = {}
     complete = rec.trace_leaves is None and rec.trace_window == (0, FOREVER)
     pieces = _Pieces()
@@ -192,3 +187,23 @@ def _where_text(tensor, memory, port, port_memory, competitor) -> str:
     if s.competitor:
         where += f" vs {s.competitor}"
     return where.strip()
+
+
+def _kinds(plan, leaf_of: np.ndarray, tiles: np.ndarray) -> tuple[dict[tuple, int], np.ndarray]:
+    """Each segment's kind (leaf, level, first visit) numbered in first-seen order, and the
+    number of every segment's kind; classified by numpy per leaf (steps.segment_classes)."""
+    level = np.zeros(len(tiles), dtype=np.int64)
+    first = np.zeros(len(tiles), dtype=bool)
+    for li in np.unique(leaf_of).tolist():
+        mine = leaf_of == li
+        level[mine], first[mine] = segment_classes(plan.leaves[li], tiles[mine])
+    key = (leaf_of * (int(level.max(initial=0)) + 1) + level) * 2 + first
+    _, seen_at, which = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(seen_at, kind="stable")  # the kinds in the order first seen
+    number = np.empty(len(order), dtype=np.int64)
+    number[order] = np.arange(len(order))
+    kinds = {
+        (int(leaf_of[i]), int(level[i]), bool(first[i])): n
+        for n, i in enumerate(seen_at[order].tolist())
+    }
+    return kinds, number[which.reshape(-1)]

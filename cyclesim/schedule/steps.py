@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
 
+import numpy as np
+
 from cyclesim.schedule.plan import LeafPlan, Plan
 
 
@@ -88,19 +90,7 @@ def segment_classifier(leaf: LeafPlan):
     the first-visit test looks at runs of adjacent loops that do not index the output, each run
     one division: its digits are all 0 iff g // stride % (product of their bounds) is 0.
     """
-    digits = []  # (stride, bound, level), innermost loop first
-    runs = []  # (stride, product of bounds) of adjacent loops that do not index the output
-    stride = 1
-    for pos in range(leaf.seg_depth - 1, -1, -1):
-        bound = leaf.bounds[pos]
-        digits.append((stride, bound, pos + 1))
-        if not leaf.out_relevant[pos]:
-            if runs and runs[-1][0] * runs[-1][1] == stride:  # extends the run just inside it
-                runs[-1] = (runs[-1][0], runs[-1][1] * bound)
-            else:
-                runs.append((stride, bound))
-        stride *= bound
-    digits, runs = tuple(digits), tuple(runs)
+    digits, runs = _digits_and_runs(leaf)
 
     def classify(g: int) -> tuple[int, bool]:
         level = 0
@@ -114,6 +104,41 @@ def segment_classifier(leaf: LeafPlan):
         return level, True
 
     return classify
+
+
+def segment_classes(leaf: LeafPlan, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """segment_classifier's (level, first visit) of every segment number in g, by numpy: the
+    trace's PE pieces classify every recorded segment (62,500 on the memory-size example)."""
+    digits, runs = _digits_and_runs(leaf)
+    level = np.zeros(len(g), dtype=np.int64)
+    found = np.zeros(len(g), dtype=bool)
+    for stride, bound, lv in digits:  # innermost first: the first non-zero digit wins
+        hit = ~found & (g // stride % bound != 0)
+        level[hit] = lv
+        found |= hit
+    first = np.ones(len(g), dtype=bool)
+    for stride, span in runs:
+        first &= g // stride % span == 0
+    return level, first
+
+
+def _digits_and_runs(leaf: LeafPlan) -> tuple[tuple, tuple]:
+    """(stride, bound, level) of each loop digit, innermost first, and (stride, product of
+    bounds) of each run of adjacent loops that do not index the output."""
+    digits = []  # (stride, bound, level), innermost loop first
+    runs = []  # (stride, product of bounds) of adjacent loops that do not index the output
+    stride = 1
+    for pos in range(leaf.seg_depth - 1, -1, -1):
+        bound = leaf.bounds[pos]
+        digits.append((stride, bound, pos + 1))
+        if not leaf.out_relevant[pos]:
+            if runs and runs[-1][0] * runs[-1][1] == stride:  # extends the run just inside it
+                runs[-1] = (runs[-1][0], runs[-1][1] * bound)
+            else:
+                runs.append((stride, bound))
+        stride *= bound
+    digits, runs = tuple(digits), tuple(runs)
+    return digits, runs
 
 
 @lru_cache(maxsize=4096)

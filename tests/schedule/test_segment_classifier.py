@@ -1,11 +1,17 @@
 """segment_classifier (schedule/steps.py) on a hand-made leaf: the level of a segment's first
-step and whether it visits output elements first, read off the segment index's loop digits."""
+step and whether it visits output elements first, read off the segment index's loop digits;
+segment_classes, its numpy form for whole columns, equal to it on any leaf."""
 
 from __future__ import annotations
 
+from math import prod
 from types import SimpleNamespace
 
-from cyclesim.schedule.steps import segment_classifier
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cyclesim.schedule.steps import segment_classes, segment_classifier
 
 
 def test_level_and_first_visit_read_off_the_segment_digits():
@@ -37,3 +43,22 @@ def test_adjacent_loops_that_do_not_index_the_output_form_one_run():
         d = (g // 4, g // 2 % 2, g % 2)
         level = max((i + 1 for i in range(3) if d[i]), default=0)
         assert classify(g) == (level, g % 4 == 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 5), st.booleans()), min_size=1, max_size=5),
+    st.integers(0, 5),
+)
+def test_segment_classes_by_numpy_equal_the_classifier_on_every_segment(loops, inner):
+    # any leaf: loops (bound, indexes the output), outermost first, the first len(loops) - at
+    # most `inner` of them enumerating segments; every segment number is classified both ways
+    depth = max(1, len(loops) - inner)
+    leaf = SimpleNamespace(seg_depth=depth, bounds=tuple(b for b, _ in loops),
+                           out_relevant=tuple(o for _, o in loops))  # fmt: skip
+    segments = prod(b for b, _ in loops[:depth])
+    classify = segment_classifier(leaf)
+    level, first = segment_classes(leaf, np.arange(segments, dtype=np.int64))
+    assert list(zip(level.tolist(), first.tolist(), strict=True)) == [
+        classify(g) for g in range(segments)
+    ]
