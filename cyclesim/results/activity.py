@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
 # (re-exported: views never import the engine)
 from cyclesim.engine.loop import gc_paused as gc_paused
 from cyclesim.results.wait_causes import bank_path
@@ -92,13 +94,19 @@ class States:
         return len(self.starts)
 
 
-class Segment(NamedTuple):
-    """The PE array computing tile `tile` of `einsum` over [start, end)."""
+@dataclass(frozen=True, slots=True)
+class Segments:
+    """The PE array's segments over the window, as columns: segment i computes tile tiles[i]
+    of Einsum einsums[leaves[i]] over [starts[i], ends[i]) (clipped to the window)."""
 
-    start: int
-    end: int
-    einsum: str
-    tile: int
+    starts: np.ndarray  # int64, in time order
+    ends: np.ndarray
+    leaves: np.ndarray  # the leaf of each segment: an index into einsums
+    tiles: np.ndarray
+    einsums: tuple[str, ...]  # per leaf, its Einsum's name
+
+    def __len__(self) -> int:
+        return len(self.starts)
 
 
 class PeState(NamedTuple):
@@ -201,7 +209,7 @@ class Activity:
     port_memory: dict[str, str]
     port_width: dict[str, int]
     dma: dict[str, list[list[Busy]]]  # engine -> per channel transfers
-    segments: list[Segment]
+    segments: Segments
     pe_states: States  # cover [start, end) without overlap, in time order
     buffers: list[Buffer]
     memories: list[str]  # outermost first, as in the plan's ports

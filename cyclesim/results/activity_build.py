@@ -24,7 +24,7 @@ from cyclesim.results.activity import (
     Buffer,
     Busy,
     DramBank,
-    Segment,
+    Segments,
     Track,
 )
 from cyclesim.results.activity_pe import build_pe_states, build_pe_use
@@ -237,15 +237,17 @@ def _acquired(tl: list[tuple], start: int, end: int) -> int:
     return start
 
 
-def _segments(res, w0: int, w1: int, segs: list[np.ndarray]) -> list[Segment]:
+def _segments(res, w0: int, w1: int, segs: list[np.ndarray]) -> Segments:
     """The recorded segments (segs: sorted columns) inside [w0, w1), clipped to it."""
-    einsums = [leaf.einsum for leaf in res.raw.plan.leaves]
     starts, ends, leaf_of, tiles = segs
     inside = np.flatnonzero((ends > w0) & (starts < w1))
-    return [
-        Segment(max(s, w0), min(e, w1), einsums[li], g)
-        for s, e, li, g in zip(*(c[inside].tolist() for c in segs), strict=True)
-    ]
+    return Segments(
+        np.maximum(starts[inside], w0),
+        np.minimum(ends[inside], w1),
+        leaf_of[inside],
+        tiles[inside],
+        tuple(leaf.einsum for leaf in res.raw.plan.leaves),
+    )
 
 
 def _l1_occupancy(res, w0: int, w1: int) -> dict[str, list[tuple[int, int]]]:

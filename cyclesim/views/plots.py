@@ -249,7 +249,7 @@ def steady_window(act: Activity) -> tuple[int, int]:
     """
     from collections import Counter
 
-    starts = [s.start for s in act.segments]
+    starts = act.segments.starts.tolist()
     periods = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     if periods:
         common = Counter(periods).most_common(1)[0][0]

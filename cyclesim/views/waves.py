@@ -168,9 +168,8 @@ def _pe_waves(w: Waves, act: Activity) -> None:
           lambda: _spans(st.starts, st.ends, _objects(st.phases), IDLE))  # fmt: skip
     w.add(pe, "active", "wire", group, 0, lambda: _active(st))
     w.add(pe, "einsum", "string", group, IDLE,
-          lambda: _at([s.start for s in segs], _per_value([s.einsum for s in segs], _clean)))  # fmt: skip
-    w.add(pe, "tile", "integer", group, "x",
-          lambda: _at([s.start for s in segs], _ints([s.tile for s in segs])))  # fmt: skip
+          lambda: _at(segs.starts, _objects([_clean(e) for e in segs.einsums])[segs.leaves]))  # fmt: skip
+    w.add(pe, "tile", "integer", group, "x", lambda: _at(segs.starts, _ints(segs.tiles)))
     w.add(pe, "stall_where", "string", group, IDLE,
           lambda: _spans(st.starts, st.ends, _per_value(st.wheres, _where_value), IDLE))  # fmt: skip
 
