@@ -236,7 +236,7 @@ def test_the_sweeps_energy_column_is_picojoules_whatever_the_unit(unit, picojoul
     # 2.5 of `unit` is 2.5 x (picojoules per unit): 1 J = 10**12 pJ, 1 fJ = 10**-3 pJ
     import pandas as pd
 
-    from cyclesim.analysis.sweep import energy_total_pj
+    from cyclesim.analysis.sweep_point import energy_total_pj
 
     table = pd.DataFrame({"energy": [1.0, 1.5]})
     assert math.isclose(energy_total_pj(table, unit), picojoules, rel_tol=1e-12)

@@ -184,6 +184,10 @@ def rank_accelforge(
 
     Raise SpecError if cyclesim's reader refuses the spec, PeerUnavailable if accelforge
     cannot run, AccelForgeRejected if its mapper refuses the spec.
+
+    Over 80 lines: its steps run once each, in order (check the files, run or read the mapper,
+    order its candidates, replay them under each policy), sharing the cache and the parallel
+    settings.
     """
     from cyclesim.checks.accelforge.read import load_accelforge_spec
     from cyclesim.errors import CyclesimError, SpecError

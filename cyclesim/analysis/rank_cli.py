@@ -17,6 +17,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="does a peer's model pick the right mapping? replay its best candidates and rank them",
     )
     peers = rank.add_subparsers(dest="peer", required=True)
+    _register_zigzag(peers)
+    _register_accelforge(peers)
+    _register_hardware(peers)
+    return rank
+
+
+def _register_zigzag(peers: argparse._SubParsersAction) -> None:
+    """`rank zigzag`: zigzag-dse's temporal-mapping search, its candidates replayed."""
     p = peers.add_parser(
         "zigzag",
         help="replay the top candidates of zigzag-dse's temporal-mapping search (LOMA)",
@@ -56,6 +64,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
     _common(p)
     p.set_defaults(func=run_zigzag, error_prefix="cyclesim rank zigzag")
+
+
+def _register_accelforge(peers: argparse._SubParsersAction) -> None:
+    """`rank accelforge`: AccelForge's mapper's Pareto set, replayed under both policies."""
     a = peers.add_parser(
         "accelforge",
         help="replay the Pareto set of AccelForge's mapper, under its conventions and the default",
@@ -98,6 +110,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     a.add_argument("--no-plots", action="store_true", help="write the tables only")
     _common(a)
     a.set_defaults(func=run_accelforge, error_prefix="cyclesim rank accelforge")
+
+
+def _register_hardware(peers: argparse._SubParsersAction) -> None:
+    """`rank zigzag-hardware`: hardware variants ordered by zigzag-dse and by the replay."""
     h = peers.add_parser(
         "zigzag-hardware",
         help="does zigzag-dse order hardware variants as the replay does?",
@@ -111,7 +127,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     h.add_argument("rank_file", metavar="FILE.yaml", help="the rank file")
     _common(h)
     h.set_defaults(func=run_hardware, error_prefix="cyclesim rank zigzag-hardware")
-    return rank
 
 
 def _common(p: argparse.ArgumentParser) -> None:

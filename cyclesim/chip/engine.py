@@ -71,7 +71,11 @@ def replay_steps(plan: ChipPlan, fast_forward: bool = True) -> tuple[dict, float
 
 
 def run_chip(plan: ChipPlan, *, fast_forward: bool = True) -> ChipRun:
-    """Replay the chip plan; DeadlockError if steps wait on each other forever."""
+    """Replay the chip plan; DeadlockError if steps wait on each other forever.
+
+    Over 80 lines: the chip's SimPy processes (steps, link and bus transfers, shared DRAM) are
+    closures over the one arbiter and the per-step events built here.
+    """
     t0 = time.perf_counter()
     replays, step_seconds = replay_steps(plan, fast_forward)
     env = ReplayEnvironment()

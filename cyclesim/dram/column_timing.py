@@ -66,7 +66,11 @@ def time_visits(
     cycles past `base` go to the row's cause, then to `turnaround`; the others follow every
     `spacing` cycles (tCCD_S where paces() interleaves it with another bank group's). A
     refresh due before a command is done first. `following` are visits queued behind these
-    (for the pace only)."""
+    (for the pace only).
+
+    Over 80 lines: the DRAM timer's inner loop (compiled by mypyc); every step reads and updates
+    the same bank, rank, bus and calendar cycles, which a split would pass back and forth.
+    """
     (
         ranks, ch_pos, ch_mask, ra_pos, ra_mask, bg_pos, bg_mask, ba_pos, ba_mask, ro_pos,
         ro_mask, bankgroups, banks_per_group, per_channel, queue, burst, same_direction,

@@ -7,6 +7,10 @@ while row hits to the open row are pending, up to four hits; refresh takes the r
 The controller is advanced cycle by cycle only where something can happen: a cycle in which
 nothing changed is followed directly by the next cycle at which a timing constraint expires, a
 refresh falls due or a request arrives, so a long idle stretch costs one step.
+
+Over 400 lines: DRAMsim3's controller, command queues and channel state (three of its C++ files)
+are one class here, which mypyc compiles into one native class whose methods call each other
+natively.
 """
 
 from __future__ import annotations
@@ -82,6 +86,11 @@ class Channel:
     """The controller and bank state of one channel."""
 
     def __init__(self, config: DramConfig, index: int, *, keep_log: bool = False) -> None:
+        """A channel's controller and bank state before its first cycle.
+
+        Over 80 lines: every field of a channel's state as DRAMsim3 keeps it, declared and typed
+        here, where mypyc reads a compiled class's attributes.
+        """
         c = self.config = config
         self.index = index
         self.tables: TimingTables = timing_tables(config)

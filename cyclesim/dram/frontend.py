@@ -102,7 +102,11 @@ class FrontEnd:
         """Simulate cycles up to `limit` (exclusive), or, with limit None, until every request
         pushed is done (a trace: `flush_at_end` drains the writes once the last has entered).
         `skip_idle=False` ticks every cycle (the reference the skipping is tested against).
-        `progress(requests in, requests, cycle)` is called every `progress_seconds` or so."""
+        `progress(requests in, requests, cycle)` is called every `progress_seconds` or so.
+
+        Over 80 lines: the controller's cycle loop with its idle-stretch skip and progress
+        lines; its locals are the loop's state on the compiled hot path.
+        """
         looks, next_line = 0, time.monotonic() + progress_seconds
         channels = self.channels
         period = max(_refresh_period(c) for c in channels) if limit is None else 0

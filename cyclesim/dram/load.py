@@ -49,6 +49,13 @@ def load_dram_config(source: str | Path, overrides: dict | None = None) -> DramC
 
 
 def _build(raw: dict, name: str, origin: str, lines: dict) -> DramConfig:
+    """The DramConfig of a DRAMsim3 .ini's parsed keys, each checked with the file, key and
+    line.
+
+    Over 80 lines: small readers (integer, power of two, choice) shared by every key, then the
+    keys in the order DRAMsim3's .ini lists them.
+    """
+
     def err(key: str, message: str, found: object, expected: str) -> SpecError:
         return SpecError(
             message, file=origin, field=key, line=lines.get(key), found=found, expected=expected

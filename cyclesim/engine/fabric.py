@@ -18,6 +18,9 @@ burst in progress — the same grants as burst by burst, at a fraction of the ev
 of the PE array's reservation interrupts the holder too, which re-times the rest of its
 bursts (the one in progress included) at the new width: a port never moves more bits in a
 cycle than its width.
+
+Over 400 lines: one resource class (request, the grant decided at the cycle's end, release,
+round-robin) whose methods share its queues; split, they would reach into each other's fields.
 """
 
 from __future__ import annotations

@@ -35,9 +35,10 @@ This module holds the driver: the levels, when to look, and how far a jump may g
 component describes and moves its own state (snapshot and shift beside its fields: storage
 nodes and their tiles, the PE array, the fabric, the DMA channels, transfers; Replay in
 engine/shared.py puts them together, engine/snapshot.py names the events); the copies of a
-period's records are engine/fastforward_records.py. Over 400 lines because
-how far a jump may go (_periods, _grant_periods) is the exactness argument and reads with the
-levels it bounds.
+period's records are engine/fastforward_records.py.
+
+Over 400 lines: how far a jump may go (_periods, _grant_periods) is the exactness argument
+and reads with the levels it bounds.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class PeArray:
     def process(self):
         """Wait for each segment's operand tiles, then compute the segment.
 
-        One generator over ~80 lines on purpose: it is a SimPy process on the hot path (per
+        Over 80 lines: one generator on purpose, it is a SimPy process on the hot path (per
         segment and per operand), and splitting it into sub-generators would cost a frame per
         yield. The segment it is at, the kind whose port shares it holds and its open wait
         are fields of self, read back after every yield (fast-forward may have moved them).

@@ -4,7 +4,7 @@ Each node of the plan is one StorageNode. Its fill enters tiles in order (an inp
 parent, an output's partial sums on a revisit); an output's write-back sends each tile back
 once all its users are done. What a process carries across a yield lives in a NodeState,
 read back after every yield, so fast-forward can compare it (snapshot) and move it (shift).
-About 400 lines: the fill and the write-back read together (one hands the other its tiles).
+Over 400 lines: the fill and the write-back read together (one hands the other its tiles).
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ class StorageNode:
     def fill_process(self):
         """Fill (inputs) or enter (outputs: partial-sum reload on a revisit) tiles in order.
 
-        One generator over ~80 lines on purpose: it is a SimPy process on the hot path, and
+        Over 80 lines: one generator on purpose, it is a SimPy process on the hot path, and
         splitting it into sub-generators would cost a frame per yield. The entry it is at and
         what it carries across a yield live in self.fill; after every yield the entry is read
         back from there (fast-forward may have moved it).

@@ -88,8 +88,9 @@ def transfer(
     carries across a yield lives in a TransferState (owner.xfer while a plain transfer runs),
     read back after every yield: fast-forward may have shifted it in the meantime.
 
-    One generator of ~110 lines on purpose: every fill and write-back runs it (`yield from`)
-    per transfer, and each sub-generator would cost a frame per yield on the hot path.
+    Over 80 lines: every fill and write-back runs it (`yield from`) per transfer, burst run by
+    burst run, and each sub-generator would cost a frame per yield on the hot path; what it
+    carries across yields (the bursts left, the DMA channel, the DRAM side) lives in its locals.
     """
     big, small = parent_bits, child_bits
     # bursts are counted where the bits meet (moved_bits); the other side moves its share in

@@ -10,7 +10,11 @@ from cyclesim.l1.opspec import OpSpec, OutputOwner, StepKind
 def check_body(
     op: OpSpec, library: dict[str, OpSpec], loc: tuple, err: Any, is_model: bool
 ) -> None:
-    """Walk the body once with a set of live tensors: every alloc, free and call must make sense."""
+    """Walk the body once with a set of live tensors: every alloc, free and call must make sense.
+
+    Over 80 lines: one walk over the body with one set of live tensors; each statement kind
+    (alloc, free, call, circular buffer) is a short branch of it.
+    """
     what = "the model" if is_model else f"op '{op.name}'"
     tensors_key = "tensors" if is_model else "intermediates"
     inter = {t.name for t in op.intermediates}

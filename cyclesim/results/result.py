@@ -4,6 +4,9 @@ The rows are plain tuples, computed in Python; the pandas tables are built from 
 access, so a replay that only prints its report never imports pandas (a lean start). What needs
 a view or another replay (the text report, trace files, a traced re-run) is a function of
 analysis/simulate.py, re-exported by the package: `cyclesim.report_text(result)` and the like.
+
+Over 400 lines: one class whose properties are every table a user reads, each built on first
+access; split, the tables would be reached through another object.
 """
 
 from __future__ import annotations

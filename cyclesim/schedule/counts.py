@@ -34,7 +34,11 @@ def transfer_bits(node: NodePlan, final: bool) -> int:
 
 
 def closed_form(plan: Plan) -> list[Access]:
-    """Every storage node's fills, reloads and write-backs, and the PE array's operand accesses."""
+    """Every storage node's fills, reloads and write-backs, and the PE array's operand accesses.
+
+    Over 80 lines: one loop per kind of access (storage nodes, the PE array's operands, re-reads
+    after another Einsum) appending to one table.
+    """
     rows: list[Access] = []
     nodes = plan.nodes
     for n in nodes:

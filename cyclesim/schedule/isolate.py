@@ -18,6 +18,9 @@ def isolate(mapping: Mapping, workload: Workload) -> tuple:
     it is. A backing store moved to the top that another Einsum's branch states again in the
     same memory (as AccelForge's per-Einsum mappings do for an intermediate kept in DRAM) is
     that same store, not a copy below it.
+
+    Over 80 lines: three closures (same_store, fused_prefix, split) recurse over the loop tree
+    and share the backing stores the mapping writes.
     """
     from cyclesim.spec import leaves
 

@@ -34,7 +34,11 @@ def load_architecture(path: str) -> Architecture:
 def architecture_from_dict(
     data: Any, name: str = "<architecture>", lines: Lines | None = None
 ) -> Architecture:
-    """Validate a parsed architecture; every fault is one SpecError."""
+    """Validate a parsed architecture; every fault is one SpecError.
+
+    Over 80 lines: the checks in the order of the file's fields, each refusing with the file,
+    field and line; they share err and the memories read so far.
+    """
     lines = lines or {}
     if isinstance(data, dict) and "cores" in data and "pe_array" not in data:
         raise SpecError(

@@ -186,7 +186,9 @@ def _convert(nodes: list, prefix: str) -> tuple[Node, ...]:
 
 
 def check_mapping(mapping: Mapping, arch: Architecture, workload: Workload) -> None:
-    """Semantic checks of a loop tree against the architecture and workload."""
+    """Semantic checks of a loop tree against the architecture and workload.
+
+    Over 80 lines: one recursive walk (check_list), then checks needing the whole tree."""
     err = mapping.error
     mem_names = [m.name for m in arch.memories]
     dims = arch.pe_array.dim_sizes

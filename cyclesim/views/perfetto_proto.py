@@ -48,6 +48,9 @@ def write_perfetto_proto(
     Packets are serialised one by one and appended (a Trace is a repeated field 1 of
     TracePacket), so the file streams.
     Raise TraceError if the `perfetto` package is not installed or the run was not traced.
+
+    Over 80 lines: one streaming pass writing packets in order (track descriptors, then each
+    track's events) with one sequence state and count, both carried by its locals.
     """
     try:
         from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb

@@ -2,6 +2,9 @@
 stall cycles by cause (every cause visible), per-port utilisation over time (binned), a Gantt
 timeline over a window around the first steady stretch, and buffer occupancy over that window.
 Deterministic PNG/SVG (no dates in metadata); drawn from Result tables and its Activity.
+
+Over 400 lines: the five figures `--plot` writes, one function each, sharing their colours,
+binning and save.
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def test_sweep_file_runs_its_sizes_from_the_small_to_the_large_setting():
 def test_sweep_hook_puts_zigzags_latency_beside_the_replay(tmp_path):
     """The columns hook on the small setting: ZigZag's latency of the same mapping (250,294)."""
     import cyclesim
-    from cyclesim.analysis.sweep import resolve_point, run_point
+    from cyclesim.analysis.sweep_point import resolve_point, run_point
     from cyclesim.analysis.sweep_spec import load_sweep
 
     spec = load_sweep(EXAMPLE / "sweep.yaml")

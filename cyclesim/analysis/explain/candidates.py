@@ -43,6 +43,10 @@ def candidates(
     `write_back` the ports of the write-back that frees a buffer_full cause's slot, `holding`
     how many of its cycles that write-back waited for the PE array's pipeline and how many it
     took itself (without `holding`, all its own).
+
+    Over 80 lines: one short block per remedy family (slots, write-back, pipeline, systolic,
+    port width, port sharing, latency, DMA) in the order explain lists them; they share the
+    cause's port, far port and DMA engine, looked up once at the top.
     """
     other_port = ends.far if ends is not None else None
     out: list[tuple[str, Architecture]] = []

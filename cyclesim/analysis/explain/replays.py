@@ -126,6 +126,10 @@ def explain(
 
     The replays run in parallel (map_tasks, one task per distinct change, with its progress
     bar); a fallback (GROW) is replayed in a second round only where its plain change failed.
+
+    Over 80 lines: the remedies of every top cause replay in two parallel rounds (the first
+    choices, then the fallbacks of those that did not fit), and both rounds fill the one table
+    of results kept here.
     """
     from cyclesim.analysis.parallel import map_tasks
 

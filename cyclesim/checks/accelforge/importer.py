@@ -2,6 +2,10 @@
 
 AccelForge leaves things a cycle replay must know unbounded (sizes, throughputs); where it does,
 an explicit choice is made and written into `notes`. What cannot be converted is refused by name.
+
+Over 400 lines: both directions of the conversion (an AccelForge spec into cyclesim's inputs,
+and a loop tree back) in one module: each is the other's inverse and they share the choices
+written into notes.
 """
 
 from __future__ import annotations
@@ -122,6 +126,12 @@ def _widest_tensor_bits(spec: AfSpec) -> int:
 
 
 def _arch_dict(spec: AfSpec, notes: list[str]) -> dict:
+    """The cyclesim architecture, as a dictionary, of an AccelForge spec; notes on what it
+    approximates are appended to `notes`.
+
+    Over 80 lines: one field of the architecture after another, each with the note or refusal
+    that names AccelForge's field when cyclesim cannot express it.
+    """
     containers = _pe_array(spec, notes)
     dims = {d.name: d.fanout for d in containers[0].dimensions} if containers else {"pe": 1}
     container_index = spec.arch.index(containers[0].name) if containers else len(spec.arch.nodes)

@@ -215,7 +215,11 @@ def may_reuse(spec: AfSpec, einsum: AfEinsum, loop: AfLoopNode, tensor: str) -> 
 
 
 def _count_tensor(items: list[_Item], tensor: str, einsum: AfEinsum, spec: AfSpec):
-    """Yield (memory, action, values total, values per unit) for every holder of `tensor`."""
+    """Yield (memory, action, values total, values per unit) for every holder of `tensor`.
+
+    Over 80 lines: AccelForge's counting rules for one tensor, as small closures over the same
+    loop nest and holders, then applied holder by holder.
+    """
     access = einsum.access(tensor)
     is_copy = einsum.is_copy_operation
     is_output = tensor in einsum.output_tensor_names

@@ -1,5 +1,8 @@
 """Read an AccelForge `arch:` section: its !Memory, !Container and !Compute nodes, their
 actions (costed from the spec, hwcomponents' Dummy, or a component class's model) and fan-outs.
+
+Over 400 lines: the arch section's three node kinds and their actions read in one module, so
+every refusal goes through the same field and line look-ups.
 """
 
 from __future__ import annotations
@@ -230,6 +233,10 @@ def _read_actions(
     and throughput (or latency, or a shared-port `total_latency`) first, then hwcomponents'
     `Dummy` class (energy 0, unbounded), then the component class's hwcomponents model (asked of
     the real accelforge through `lookup`).
+
+    Over 80 lines: AccelForge's fallback order for an action's costs (the spec's own,
+    hwcomponents' Dummy, then the component's model) kept in one place, so it reads in the order
+    AccelForge applies it.
     """
     component = str(fields_of_component.get("name"))
     component_class = fields_of_component.get("component_class")

@@ -158,6 +158,12 @@ def _read_einsum(
     workload_rank_sizes: dict[str, int],
     variables: dict[str, Any],
 ) -> tuple[AfEinsum, Where]:
+    """One Einsum of an AccelForge workload: its accesses, projections and rank sizes, refused
+    with the file and field where cyclesim cannot replay it.
+
+    Over 80 lines: the Einsum's fields read in the order AccelForge defines them, each check a
+    few lines naming the file and field.
+    """
     if isinstance(raw, str):
         raw = parse_einsum_string(raw, where)
     fields = require_mapping(raw, where, "an Einsum")

@@ -136,7 +136,11 @@ def _read_text(path: str, what: str) -> str:
 def read_config(path: str | Path) -> ScaleConfig:
     """Read a SCALE-Sim .cfg as SCALE-Sim 3.0.0 reads it (ConfigParser with its interpolation,
     int() of every number, getboolean of the layout switches), so a file SCALE-Sim refuses is
-    refused here too, before any replay; raise SpecError naming the file, section, key, line."""
+    refused here too, before any replay; raise SpecError naming the file, section, key, line.
+
+    Over 80 lines: SCALE-Sim's sections and keys read in the order its own parser reads them,
+    each with the same conversion and refusal.
+    """
     path = str(path)
     text = _read_text(path, "config")
     lines = text.splitlines()

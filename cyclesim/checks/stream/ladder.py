@@ -226,6 +226,12 @@ def _stream_idle(g: StreamGroup, resource: str) -> float | None:
 def _why(
     run: StreamRun, ladder: Ladder, rung: Rung, previous: Rung | None, nodes: tuple, waits: str
 ) -> str:
+    """Why this rung's latency differs from the one before, in words, from the rungs'
+    placements.
+
+    Over 80 lines: one branch per rung of the ladder, in the ladder's order; each reads its
+    rung's placement against the one before.
+    """
     p = ladder.placements.get(rung)
     parts: list[str] = []
     if rung is Rung.STREAM_TERMS:

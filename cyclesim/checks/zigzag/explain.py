@@ -266,7 +266,11 @@ def _sliding_loops(inputs: ZigZagInputs, row: AccessRow) -> list[tuple[str, int]
 
 
 def _access_sentences(inputs: ZigZagInputs, rows: list[AccessRow]) -> list[str]:
-    """One sentence per word-access row where the sources differ, naming its mechanism."""
+    """One sentence per word-access row where the sources differ, naming its mechanism.
+
+    Over 80 lines: one loop over the rows with one short branch per access mechanism (partial
+    sums, padding, strides, spatial reuse), in the order the table lists them.
+    """
     from cyclesim.checks.zigzag.to_spec import padded_dims
 
     out: list[str] = []

@@ -248,7 +248,11 @@ def _direction(zz_direction: Any) -> DataDirection:
 
 
 def _result(cme: Any) -> PeerResult:
-    """Read a CostModelEvaluation's attributes into our dataclasses (no recomputation)."""
+    """Read a CostModelEvaluation's attributes into our dataclasses (no recomputation).
+
+    Over 80 lines: a CostModelEvaluation's attributes read field by field into our dataclasses,
+    no computation.
+    """
     acc, layer = cme.accelerator, cme.layer
     links = layer.memory_operand_links
     hierarchy = {

@@ -99,7 +99,11 @@ def parse_accelerator(
 
 
 def _parse_memory(r: Reader, name: str, data: Any, dims: tuple[str, ...]) -> ZigZagMemory:
-    """Read one memory: operands, ports with their allocations, served dimensions."""
+    """Read one memory: operands, ports with their allocations, served dimensions.
+
+    Over 80 lines: a memory's fields read in the file's order, each refusal naming the file,
+    field and line.
+    """
     base = ("memories", name)
     m = r.mapping(
         data, base, MEMORY_FIELDS, {"size", "latency", "operands", "ports", "served_dimensions"}

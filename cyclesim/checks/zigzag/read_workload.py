@@ -20,7 +20,11 @@ def layers_found(names: list[str], wanted: str) -> tuple[str, str]:
 
 
 def parse_layer(r: Reader, layer_name: str | None) -> ZigZagLayer:
-    """Read one layer of a ZigZag 3.x workload YAML (the only one, or the one named)."""
+    """Read one layer of a ZigZag 3.x workload YAML (the only one, or the one named).
+
+    Over 80 lines: a layer's fields read in the file's order, each refusal naming the file,
+    field and line.
+    """
     layers = r.listing(r.data, ())
     if not layers:
         r.fail((), "the workload has no layers")
