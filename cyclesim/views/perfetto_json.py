@@ -210,28 +210,27 @@ def _pe_state_lines(st, enc) -> _Lines:
     tiles = np.array([-1 if t is None else t for t in st.tiles], dtype=np.int64)[shown]
     if (tiles[compute] < 0).any():
         raise TraceError("a compute slice of the PE array without its tile")
+    states = states[shown]
+    # a field per key, a pool entry per text it may hold (a stall's keys: text left out when
+    # computing), so that numpy copies one field where a text and a string would be two
+    names = np.where(compute, einsums[shown], len(einsum_pool) + states)
     return (
         _Lines(len(shown))
         .text('{"name":')
-        .strings(einsums[shown], [enc(e) for e in einsum_pool], compute)
-        .strings(states[shown], [enc(s) for s in state_pool], stall)
-        .text(',"cat":"compute"', compute)
-        .text(',"cat":"stall"', stall)
+        .strings(names, [enc(e) for e in einsum_pool] + [enc(s) for s in state_pool])
+        .strings(compute.astype(np.intp), [',"cat":"stall"', ',"cat":"compute"'])
         .text(',"ph":"X","ts":')
         .micros(starts[shown])
         .text(',"dur":')
         .micros(ends[shown] - starts[shown])
         .text(f',"pid":{PID},"tid":1,"args":{{')
-        .text('"cause":"', stall)
-        .strings(states[shown], [str(s) for s in state_pool], stall)
-        .text('",', stall)
+        .strings(states, [f'"cause":"{s}",' for s in state_pool], stall)
         .text('"phase":"')
         .strings(phases[shown], [str(p) for p in phase_pool])
         .text('"')
         .text(',"tile":', tiles >= 0)
         .number(np.maximum(tiles, 0), tiles >= 0)
-        .text(',"where":', stall)
-        .strings(wheres[shown], [enc(w) for w in where_pool], stall)
+        .strings(wheres[shown], [f',"where":{enc(w)}' for w in where_pool], stall)
         .text("}}")
     )
 
