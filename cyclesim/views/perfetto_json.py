@@ -18,11 +18,11 @@ import numpy as np
 from cyclesim.errors import TraceError
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
-from cyclesim.results.activity import BANK_ACTIVE, COMPUTE, Activity, gc_paused
+from cyclesim.results.activity import BANK_ACTIVE, BANK_IDLE, COMPUTE, Activity, gc_paused
 from cyclesim.results.record_columns import numbered
 from cyclesim.views.perfetto import (
     PID,
-    bank_slices,
+    bank_track,
     merged_columns,
     total_events,
     trace_events,
@@ -134,8 +134,8 @@ def _json_lines(act: Activity, title: str) -> Iterator[str]:
 
 
 def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
-    """The events' JSON in order, in parts: lists of lines, and the bulk (PE array, ports,
-    buffer counters) as _Lines made by numpy."""
+    """The events' JSON in order, in parts: the metadata as a list of lines, then the slices
+    and counters of each track as _Lines made by numpy."""
     names: dict[str, str] = {}
 
     def enc(text: str) -> str:
@@ -143,10 +143,6 @@ def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
         if out is None:
             out = names[text] = _ENCODE(text)
         return out
-
-    def x(name: str, cat: str, a: int, b: int, tid: int, args: str) -> str:
-        return (f'{{"name":{enc(name)},"cat":"{cat}","ph":"X","ts":{_us(a)},"dur":{_us(b - a)},'
-                f'"pid":{PID},"tid":{tid},"args":{{{args}}}}}')  # fmt: skip
 
     meta = []
     for e in trace_events(act, title):  # the metadata first, through the generic encoder
@@ -164,18 +160,10 @@ def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
         if pe:
             tid = tids[f"port {key} (PE array)"]
             yield _slice_lines(pe, "pe_port", tid, enc, "segments", " (PE array)")
-    lines = []
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
-            tid = tids[f"DMA {engine} ch{c}"]
-            for b in transfers:
-                if b.end > b.start:
-                    args = f'"bits":{b.bits},"node":{enc(b.who)}'
-                    lines.append(x(f"{b.tensor} {b.kind}", "dma", b.start, b.end, tid, args))
-    for tid, name, start, end, state, row in bank_slices(act):
-        args = f'"row":{row},"state":"{state}"' if state == BANK_ACTIVE else f'"state":"{state}"'
-        lines.append(x(name, "dram", start, end, tid, args))
-    yield lines
+            yield _dma_lines(transfers, tids[f"DMA {engine} ch{c}"], enc)
+    yield from _bank_lines(act, tids, enc)
     for buf in act.buffers:
         counts = np.array(buf.counts, dtype=np.int64)
         yield (
@@ -188,12 +176,79 @@ def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
             .number(counts)
             .text("}}")
         )
-    lines = []
-    for memory, series in act.l1.items():
-        head = f'{{"name":{enc(f"{memory} allocator occupancy")},"cat":"l1","ph":"C","ts":'
-        for t, used in series:
-            lines.append(f'{head}{_us(t)},"pid":{PID},"tid":0,"args":{{"bytes":{used}}}}}')
-    yield lines
+    for memory, series in act.l1.items():  # (cycle, bytes in use) pairs
+        times, used = np.array(series, dtype=np.int64).reshape(-1, 2).T
+        yield (
+            _Lines(len(times))
+            .text(f'{{"name":{enc(f"{memory} allocator occupancy")},"cat":"l1","ph":"C","ts":')
+            .micros(times)
+            .text(f',"pid":{PID},"tid":0,"args":{{"bytes":')
+            .number(used)
+            .text("}}")
+        )
+
+
+def _dma_lines(transfers: list, tid: int, enc) -> _Lines:
+    """A DMA channel's transfers (name: tensor and kind; bits, node), empty ones left out."""
+    if not transfers:
+        return _Lines(0)
+    starts, ends, tensors, whos, bits, kinds = zip(*transfers, strict=True)
+    starts, ends, bits = (np.array(c, dtype=np.int64) for c in (starts, ends, bits))
+    shown = np.flatnonzero(ends > starts)
+    tensors, tensor_pool = numbered(tensors)
+    kinds, kind_pool = numbered(kinds)
+    nodes, node_pool = numbered(whos)
+    names = tensors * len(kind_pool) + kinds  # the (tensor, kind) pair: its entry in the pool below
+    return (
+        _Lines(len(shown))
+        .text('{"name":')
+        .strings(names[shown], [enc(f"{t} {k}") for t in tensor_pool for k in kind_pool])
+        .text(',"cat":"dma","ph":"X","ts":')
+        .micros(starts[shown])
+        .text(',"dur":')
+        .micros(ends[shown] - starts[shown])
+        .text(f',"pid":{PID},"tid":{tid},"args":{{"bits":')
+        .number(bits[shown])
+        .text(',"node":')
+        .strings(nodes[shown], [enc(w) for w in node_pool])
+        .text("}}")
+    )
+
+
+def _bank_lines(act: Activity, tids: dict[str, int], enc) -> Iterator[_Lines]:
+    """Each DRAM bank's non-idle stretches, as bank_slices gives them (name: `row N` while
+    row N is open, else the state; args: row when open, state), a _Lines per bank."""
+    for memory, banks in act.dram_banks.items():
+        for bank in banks:
+            track = bank_track(memory, bank, act.dram_ranks[memory])
+            times = np.array(bank.times, dtype=np.int64)
+            ends = np.append(times[1:], act.end)[: len(times)]
+            states, pool = numbered(bank.states)
+            busy = np.array([s != BANK_IDLE for s in pool], dtype=bool)[states]
+            shown = np.flatnonzero(busy & (ends > times))
+            states = states[shown]
+            active = np.array([s == BANK_ACTIVE for s in pool], dtype=bool)[states]
+            rows = np.array(bank.rows, dtype=np.int64)[shown]
+            if (rows[active] < 0).any():
+                raise TraceError(f"{track}: active without an open row")
+            rows = np.maximum(rows, 0)
+            yield (
+                _Lines(len(shown))
+                .text('{"name":')
+                .strings(states, ['"row ' if s == BANK_ACTIVE else enc(s) for s in pool])
+                .number(rows, active)
+                .text('"', active)
+                .text(',"cat":"dram","ph":"X","ts":')
+                .micros(times[shown])
+                .text(',"dur":')
+                .micros(ends[shown] - times[shown])
+                .text(f',"pid":{PID},"tid":{tids[track]},"args":{{')
+                .text('"row":', active)
+                .number(rows, active)
+                .text(",", active)
+                .strings(states, [f'"state":"{s}"' for s in pool])
+                .text("}}")
+            )
 
 
 def _pe_state_lines(st, enc) -> _Lines:
