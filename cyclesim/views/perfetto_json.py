@@ -18,11 +18,11 @@ import numpy as np
 from cyclesim.errors import TraceError
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
-from cyclesim.results.activity import BANK_ACTIVE, COMPUTE, Activity, gc_paused
+from cyclesim.results.activity import BANK_ACTIVE, BANK_IDLE, COMPUTE, Activity, gc_paused
 from cyclesim.results.record_columns import numbered
 from cyclesim.views.perfetto import (
     PID,
-    bank_slices,
+    bank_track,
     merged_columns,
     total_events,
     trace_events,
@@ -31,6 +31,8 @@ from cyclesim.views.perfetto import (
 from cyclesim.views.progress import writing_bar
 
 CHUNK = 1 << 14  # events between two separators without a line break
+BLOCK_BYTES = 1 << 20  # bytes of a block of padded lines made at once: they stay in the CPU's cache
+_FULL, _ABSENT = 1000, 2000  # row offsets in the digit tables: leading zeros kept; left out
 
 
 def _us(cycles: int) -> str:
@@ -97,17 +99,19 @@ def write_chrome_json(
         f.write(b',"traceEvents":[\n')
         # events are separated by ",\n", but by "," alone after every CHUNK-th (the form this
         # writer always had, when it wrote CHUNK events at a time)
-        held = b""  # the text written last, held back: its final separator is dropped
+        held = b""  # the text made last, held back: its final separator is dropped
         for part in _json_parts(act, title):
             if not len(part):
                 continue
-            f.write(held)
             after = np.arange(count + 1, count + len(part) + 1)  # each event's number
             seps = np.where(after % CHUNK == 0, 1, 2)
             if isinstance(part, list):
-                held = "".join(line + ",\n"[:k] for line, k in zip(part, seps.tolist(), strict=True)).encode()  # fmt: skip
+                texts = ["".join(line + ",\n"[:k] for line, k in zip(part, seps.tolist(), strict=True)).encode()]  # fmt: skip
             else:
-                held = part.render(",\n", seps)
+                texts = part.render(",\n", seps)
+            for text in texts:
+                f.write(held)
+                held = text
             count += len(part)
             if bar is not None:
                 bar.update(len(part))
@@ -126,12 +130,12 @@ def _json_lines(act: Activity, title: str) -> Iterator[str]:
         if isinstance(part, list):
             yield from part
         elif len(part):
-            yield from part.render("\n", 1)[:-1].decode("ascii").split("\n")
+            yield from b"".join(part.render("\n", 1))[:-1].decode("ascii").split("\n")
 
 
 def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
-    """The events' JSON in order, in parts: lists of lines, and the bulk (PE array, ports,
-    buffer counters) as _Lines made by numpy."""
+    """The events' JSON in order, in parts: the metadata as a list of lines, then the slices
+    and counters of each track as _Lines made by numpy."""
     names: dict[str, str] = {}
 
     def enc(text: str) -> str:
@@ -139,10 +143,6 @@ def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
         if out is None:
             out = names[text] = _ENCODE(text)
         return out
-
-    def x(name: str, cat: str, a: int, b: int, tid: int, args: str) -> str:
-        return (f'{{"name":{enc(name)},"cat":"{cat}","ph":"X","ts":{_us(a)},"dur":{_us(b - a)},'
-                f'"pid":{PID},"tid":{tid},"args":{{{args}}}}}')  # fmt: skip
 
     meta = []
     for e in trace_events(act, title):  # the metadata first, through the generic encoder
@@ -160,18 +160,10 @@ def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
         if pe:
             tid = tids[f"port {key} (PE array)"]
             yield _slice_lines(pe, "pe_port", tid, enc, "segments", " (PE array)")
-    lines = []
     for engine, channels in act.dma.items():
         for c, transfers in enumerate(channels):
-            tid = tids[f"DMA {engine} ch{c}"]
-            for b in transfers:
-                if b.end > b.start:
-                    args = f'"bits":{b.bits},"node":{enc(b.who)}'
-                    lines.append(x(f"{b.tensor} {b.kind}", "dma", b.start, b.end, tid, args))
-    for tid, name, start, end, state, row in bank_slices(act):
-        args = f'"row":{row},"state":"{state}"' if state == BANK_ACTIVE else f'"state":"{state}"'
-        lines.append(x(name, "dram", start, end, tid, args))
-    yield lines
+            yield _dma_lines(transfers, tids[f"DMA {engine} ch{c}"], enc)
+    yield from _bank_lines(act, tids, enc)
     for buf in act.buffers:
         counts = np.array(buf.counts, dtype=np.int64)
         yield (
@@ -184,12 +176,79 @@ def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
             .number(counts)
             .text("}}")
         )
-    lines = []
-    for memory, series in act.l1.items():
-        head = f'{{"name":{enc(f"{memory} allocator occupancy")},"cat":"l1","ph":"C","ts":'
-        for t, used in series:
-            lines.append(f'{head}{_us(t)},"pid":{PID},"tid":0,"args":{{"bytes":{used}}}}}')
-    yield lines
+    for memory, series in act.l1.items():  # (cycle, bytes in use) pairs
+        times, used = np.array(series, dtype=np.int64).reshape(-1, 2).T
+        yield (
+            _Lines(len(times))
+            .text(f'{{"name":{enc(f"{memory} allocator occupancy")},"cat":"l1","ph":"C","ts":')
+            .micros(times)
+            .text(f',"pid":{PID},"tid":0,"args":{{"bytes":')
+            .number(used)
+            .text("}}")
+        )
+
+
+def _dma_lines(transfers: list, tid: int, enc) -> _Lines:
+    """A DMA channel's transfers (name: tensor and kind; bits, node), empty ones left out."""
+    if not transfers:
+        return _Lines(0)
+    starts, ends, tensors, whos, bits, kinds = zip(*transfers, strict=True)
+    starts, ends, bits = (np.array(c, dtype=np.int64) for c in (starts, ends, bits))
+    shown = np.flatnonzero(ends > starts)
+    tensors, tensor_pool = numbered(tensors)
+    kinds, kind_pool = numbered(kinds)
+    nodes, node_pool = numbered(whos)
+    names = tensors * len(kind_pool) + kinds  # the (tensor, kind) pair: its entry in the pool below
+    return (
+        _Lines(len(shown))
+        .text('{"name":')
+        .strings(names[shown], [enc(f"{t} {k}") for t in tensor_pool for k in kind_pool])
+        .text(',"cat":"dma","ph":"X","ts":')
+        .micros(starts[shown])
+        .text(',"dur":')
+        .micros(ends[shown] - starts[shown])
+        .text(f',"pid":{PID},"tid":{tid},"args":{{"bits":')
+        .number(bits[shown])
+        .text(',"node":')
+        .strings(nodes[shown], [enc(w) for w in node_pool])
+        .text("}}")
+    )
+
+
+def _bank_lines(act: Activity, tids: dict[str, int], enc) -> Iterator[_Lines]:
+    """Each DRAM bank's non-idle stretches, as bank_slices gives them (name: `row N` while
+    row N is open, else the state; args: row when open, state), a _Lines per bank."""
+    for memory, banks in act.dram_banks.items():
+        for bank in banks:
+            track = bank_track(memory, bank, act.dram_ranks[memory])
+            times = np.array(bank.times, dtype=np.int64)
+            ends = np.append(times[1:], act.end)[: len(times)]
+            states, pool = numbered(bank.states)
+            busy = np.array([s != BANK_IDLE for s in pool], dtype=bool)[states]
+            shown = np.flatnonzero(busy & (ends > times))
+            states = states[shown]
+            active = np.array([s == BANK_ACTIVE for s in pool], dtype=bool)[states]
+            rows = np.array(bank.rows, dtype=np.int64)[shown]
+            if (rows[active] < 0).any():
+                raise TraceError(f"{track}: active without an open row")
+            rows = np.maximum(rows, 0)
+            yield (
+                _Lines(len(shown))
+                .text('{"name":')
+                .strings(states, ['"row ' if s == BANK_ACTIVE else enc(s) for s in pool])
+                .number(rows, active)
+                .text('"', active)
+                .text(',"cat":"dram","ph":"X","ts":')
+                .micros(times[shown])
+                .text(',"dur":')
+                .micros(ends[shown] - times[shown])
+                .text(f',"pid":{PID},"tid":{tids[track]},"args":{{')
+                .text('"row":', active)
+                .number(rows, active)
+                .text(",", active)
+                .strings(states, [f'"state":"{s}"' for s in pool])
+                .text("}}")
+            )
 
 
 def _pe_state_lines(st, enc) -> _Lines:
@@ -206,28 +265,27 @@ def _pe_state_lines(st, enc) -> _Lines:
     tiles = np.array([-1 if t is None else t for t in st.tiles], dtype=np.int64)[shown]
     if (tiles[compute] < 0).any():
         raise TraceError("a compute slice of the PE array without its tile")
+    states = states[shown]
+    # a field per key, a pool entry per text it may hold (a stall's keys: text left out when
+    # computing), so that numpy copies one field where a text and a string would be two
+    names = np.where(compute, einsums[shown], len(einsum_pool) + states)
     return (
         _Lines(len(shown))
         .text('{"name":')
-        .strings(einsums[shown], [enc(e) for e in einsum_pool], compute)
-        .strings(states[shown], [enc(s) for s in state_pool], stall)
-        .text(',"cat":"compute"', compute)
-        .text(',"cat":"stall"', stall)
+        .strings(names, [enc(e) for e in einsum_pool] + [enc(s) for s in state_pool])
+        .strings(compute.astype(np.intp), [',"cat":"stall"', ',"cat":"compute"'])
         .text(',"ph":"X","ts":')
         .micros(starts[shown])
         .text(',"dur":')
         .micros(ends[shown] - starts[shown])
         .text(f',"pid":{PID},"tid":1,"args":{{')
-        .text('"cause":"', stall)
-        .strings(states[shown], [str(s) for s in state_pool], stall)
-        .text('",', stall)
+        .strings(states, [f'"cause":"{s}",' for s in state_pool], stall)
         .text('"phase":"')
         .strings(phases[shown], [str(p) for p in phase_pool])
         .text('"')
         .text(',"tile":', tiles >= 0)
         .number(np.maximum(tiles, 0), tiles >= 0)
-        .text(',"where":', stall)
-        .strings(wheres[shown], [enc(w) for w in where_pool], stall)
+        .strings(wheres[shown], [f',"where":{enc(w)}' for w in where_pool], stall)
         .text("}}")
     )
 
@@ -256,74 +314,111 @@ def _slice_lines(track, cat: str, tid: int, enc, count: str, suffix: str) -> _Li
 
 
 class _Lines:
-    """Lines of ASCII text made by numpy column by column, not per line in Python: each field
-    is a byte matrix (a row per line, or one row for every line) of which each line takes its
-    first `lens` bytes (0: the field is left out of that line)."""
+    """Lines of ASCII text made by numpy column by column, not per line in Python.
+
+    Each field is a byte table and a row of it per line (None: its one row on every line); the
+    rows are NUL-padded (a number's leading zeros, a shorter string, a field left out), and a
+    block of lines is written side by side, then squeezed: the NULs dropped. The JSON never
+    holds a NUL byte (strings are escaped), so the squeeze removes only the padding."""
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.fields: list[tuple[np.ndarray, np.ndarray | int]] = []
+        self.fields: list[tuple[np.ndarray, np.ndarray | None]] = []
 
     def __len__(self) -> int:
         return self.n
 
     def text(self, text: str, when: np.ndarray | None = None) -> _Lines:
         """The same text on every line (where `when`)."""
-        row = np.frombuffer(text.encode("ascii"), dtype=np.uint8)[None, :]
-        self.fields.append((row, len(text) if when is None else np.where(when, len(text), 0)))
+        row = _ascii_rows([text])
+        if when is None:
+            self.fields.append((row, None))
+        else:
+            self.fields.append((np.vstack([np.zeros_like(row), row]), when.astype(np.intp)))
         return self
 
     def number(self, values: np.ndarray, when: np.ndarray | None = None) -> _Lines:
-        """Non-negative integers in decimal."""
+        """Non-negative integers in decimal, three digits (a row of _DIGITS) per field."""
         values = np.asarray(values, dtype=np.int64)
-        digits = np.ones(len(values), dtype=np.int64)
-        for k in range(1, 19):
-            more = values >= 10**k
-            if not more.any():
-                break
-            digits += more
-        width = int(digits.max()) if len(values) else 1
-        exponent = digits[:, None] - 1 - np.arange(width)[None, :]
-        matrix = (values[:, None] // 10 ** np.clip(exponent, 0, None) % 10 + 48).astype(np.uint8)
-        self.fields.append((matrix, digits if when is None else np.where(when, digits, 0)))
+        groups = max(1, -(-len(str(int(values.max()) if len(values) else 0)) // 3))
+        for k in reversed(range(groups)):  # the most significant group first
+            rows = values // 1000**k % 1000
+            if k < groups - 1:  # below a non-zero group, a group keeps its leading zeros
+                rows += _FULL * (values >= 1000 ** (k + 1))
+            if when is not None:
+                rows = np.where(when, rows, _ABSENT)
+            self.fields.append((_DIGITS[k > 0], rows))
         return self
 
     def micros(self, cycles: np.ndarray) -> _Lines:
         """Cycles as _us writes them: whole microseconds, then .ddd when there is a remainder."""
         whole, frac = np.divmod(np.asarray(cycles, dtype=np.int64), 1000)
         self.number(whole)
-        part = np.empty((len(frac), 4), dtype=np.uint8)
-        part[:, 0] = ord(".")
-        part[:, 1], part[:, 2], part[:, 3] = frac // 100 + 48, frac // 10 % 10 + 48, frac % 10 + 48
-        self.fields.append((part, np.where(frac > 0, 4, 0)))
+        self.fields.append((_FRACTION, frac))
         return self
 
     def strings(self, codes: np.ndarray, pool: list[str], when: np.ndarray | None = None) -> _Lines:
         """pool[codes[i]] on line i (ASCII)."""
-        lens = np.array([len(s) for s in pool], dtype=np.int64)
-        matrix = np.zeros((len(pool), max(int(lens.max()) if len(pool) else 1, 1)), dtype=np.uint8)
-        for i, s in enumerate(pool):  # a few distinct strings
-            matrix[i, : lens[i]] = np.frombuffer(s.encode("ascii"), dtype=np.uint8)
-        took = lens[codes]
-        self.fields.append((matrix[codes], took if when is None else np.where(when, took, 0)))
+        table = _ascii_rows([*pool, ""])  # the last row, all NUL: the field left out
+        self.fields.append((table, codes if when is None else np.where(when, codes, len(pool))))
         return self
 
-    def render(self, separator: str, seps: np.ndarray | int) -> bytes:
-        """The lines, each followed by the first seps[i] characters of separator."""
-        self.text(separator)
-        self.fields[-1] = (self.fields[-1][0], seps)
-        widths = [m.shape[1] for m, _ in self.fields]
-        out = []
-        for lo in range(0, self.n, 1 << 15):  # a block of lines at a time: bounded memory
-            hi = min(lo + (1 << 15), self.n)
-            block = np.empty((hi - lo, sum(widths)), dtype=np.uint8)
-            keep = np.empty(block.shape, dtype=bool)
-            at = 0
-            for (m, lens), w in zip(self.fields, widths, strict=True):
-                block[:, at : at + w] = m if m.shape[0] == 1 else m[lo:hi]
-                lens = lens if np.isscalar(lens) else np.asarray(lens)[lo:hi, None]
-                keep[:, at : at + w] = np.arange(w)[None, :] < lens
-                at += w
-            out.append(block[keep].tobytes())
-        self.fields.pop()
-        return b"".join(out)
+    def render(self, separator: str, seps: np.ndarray | int) -> Iterator[np.ndarray]:
+        """The lines, each followed by the first seps[i] characters of separator, as ASCII
+        byte arrays of a block of lines each (bounded memory)."""
+        ends = _ascii_rows([separator[:k] for k in range(len(separator) + 1)])
+        fields = [*self.fields, (ends, np.broadcast_to(np.asarray(seps, np.intp), (self.n,)))]
+        width = sum(table.shape[1] for table, _ in fields)
+        lines = max(1, min(self.n, BLOCK_BYTES // width))
+        block = np.empty((lines, width), dtype=np.uint8)
+        keep = np.empty(block.shape, dtype=bool)
+        varying = []  # (table, rows, columns), a table row as one item of numpy's void type
+        at = 0
+        for table, rows in fields:
+            columns = block[:, at : at + table.shape[1]]
+            at += table.shape[1]
+            if rows is None:
+                columns[:] = table  # the same on every line: written once for all blocks
+            else:
+                varying.append((_items(table), rows, _items(columns)))
+        for lo in range(0, self.n, lines):
+            hi = min(lo + lines, self.n)
+            for table, rows, columns in varying:
+                columns[: hi - lo] = table[rows[lo:hi]]
+            text = block[: hi - lo]
+            yield text[np.not_equal(text, 0, out=keep[: hi - lo])]
+
+
+def _items(matrix: np.ndarray) -> np.ndarray:
+    """Each row of a byte matrix (its columns contiguous) as one item, so that numpy copies
+    rows by one memcpy each rather than byte by byte."""
+    return matrix.view(np.dtype((np.void, matrix.shape[1])))[:, 0]
+
+
+def _ascii_rows(texts: list[str]) -> np.ndarray:
+    """texts as a byte matrix, a row each, NUL-padded on the right (at least one column)."""
+    encoded = [t.encode("ascii") for t in texts]
+    if any(0 in b for b in encoded):
+        raise ValueError("a NUL in trace text: the JSON lines drop NULs as padding")
+    out = np.zeros((len(encoded), max(1, *map(len, encoded))), dtype=np.uint8)
+    for row, b in zip(out, encoded, strict=True):  # a few distinct strings
+        row[: len(b)] = np.frombuffer(b, dtype=np.uint8)
+    return out
+
+
+def _digit_tables() -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Three-digit groups (rows q: q without leading zeros, NUL instead; _FULL + q: with them;
+    _ABSENT: all NUL) for a number's lowest group, which writes 0 as "0", and for the groups
+    above it, which write it as nothing; then the fractions of a microsecond, ".ddd" (0: none)."""
+    q = np.arange(1000)
+    full = (np.stack([q // 100, q // 10 % 10, q % 10], axis=1) + ord("0")).astype(np.uint8)
+    lead = np.where(q[:, None] >= np.array([100, 10, 1]), full, 0).astype(np.uint8)
+    higher = np.vstack([lead, full, np.zeros((1, 3), dtype=np.uint8)])
+    lowest = higher.copy()
+    lowest[0, 2] = ord("0")
+    fraction = np.hstack([np.full((1000, 1), ord("."), dtype=np.uint8), full])
+    fraction[0] = 0
+    return (lowest, higher), fraction
+
+
+_DIGITS, _FRACTION = _digit_tables()  # _DIGITS[0]: a number's lowest group, [1]: those above

@@ -6,6 +6,7 @@ import json
 from collections import defaultdict
 from decimal import Decimal
 
+import numpy as np
 import pytest
 from view_cases import CASES
 
@@ -140,3 +141,44 @@ def test_protobuf_form_has_balanced_slices(traced, tmp_path):
                 depth[te.track_uuid] -= 1
     assert all(d == 0 for d in depth.values())
     assert {"cause", "phase", "where", "bits"} <= names  # the events keep their arguments
+
+
+def test_numbers_and_microseconds_read_as_python_writes_them():
+    """The digit tables: every width of number, 0 and the largest int64 included."""
+    from cyclesim.views.perfetto_json import _Lines, _us
+
+    edges = [0, 1, 9, 10, 99, 100, 999, 1000, 1001, 10**6, 10**6 + 7, 10**18, 2**63 - 1]
+    values = np.array(edges + np.random.default_rng(1).integers(0, 10**12, 500).tolist())
+    shown = np.arange(len(values)) % 3 > 0
+
+    def lines(made) -> list[str]:
+        return b"".join(made.render("\n", 1)).decode("ascii").split("\n")[:-1]
+
+    assert lines(_Lines(len(values)).number(values)) == [str(v) for v in values.tolist()]
+    assert lines(_Lines(len(values)).micros(values)) == [_us(v) for v in values.tolist()]
+    assert lines(_Lines(len(values)).number(values, shown)) == [
+        str(v) if s else "" for v, s in zip(values.tolist(), shown.tolist(), strict=True)
+    ]
+
+
+def test_file_is_the_events_joined_in_chunks_across_blocks(traced, tmp_path, monkeypatch):
+    """The events (as the generic encoder writes them) separated by ",\n" or, after every
+    CHUNK-th, by ","; the same bytes whether a block holds all the lines or one."""
+    from cyclesim.views import perfetto_json
+    from cyclesim.views.perfetto_json import _json_lines
+
+    res = traced("dma_two_tensors")
+    lines = list(_json_lines(res.activity(), "cyclesim"))
+
+    def events_of(path) -> str:
+        head, events = path.read_text().split('"traceEvents":[\n')
+        assert head.startswith('{"otherData":{') and events.endswith("\n]}\n")
+        return events.removesuffix("\n]}\n")
+
+    write_chrome_json(res, tmp_path / "t.json")
+    assert len(lines) < perfetto_json.CHUNK and events_of(tmp_path / "t.json") == ",\n".join(lines)
+    monkeypatch.setattr(perfetto_json, "CHUNK", 7)
+    monkeypatch.setattr(perfetto_json, "BLOCK_BYTES", 1)  # a line at a time
+    write_chrome_json(res, tmp_path / "t.json")
+    seps = [",\n"[: 1 if i % 7 == 0 else 2] for i in range(1, len(lines))] + [""]
+    assert events_of(tmp_path / "t.json") == "".join(map(str.__add__, lines, seps))

@@ -143,6 +143,17 @@ def test_hand_formatted_json_equals_the_generic_encoder(case):
     assert list(_json_lines(act, "cyclesim")) == generic
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schedules())
+def test_random_schedules_hand_formatted_json_equals_the_generic_encoder(spec):
+    """As above on random schedules (DMA channels among them): every track's lines as numpy
+    makes them, event for event."""
+    act = replay(*spec, trace=True, progress=False).activity()
+    names: dict[str, str] = {}
+    generic = [_dump(e, names) for e in trace_events(act) if e.get("dur", 1) > 0]
+    assert list(_json_lines(act, "cyclesim")) == generic
+
+
 def test_spatial_stalls_show_in_the_state_signal(tmp_path):
     """05: a 32-bit operand through an 8-bit port takes 4 cycles a step: 1 computing, 3 spatial.
 
