@@ -20,7 +20,8 @@ from pathlib import Path
 
 from cyclesim.analysis.simulate import replay
 from cyclesim.spec import load_architecture, load_mapping, load_workload
-from cyclesim.views.fst import fst_writer, write_fst
+from cyclesim.views.fst import write_fst
+from cyclesim.views.fst_native import fst_writer
 from cyclesim.views.perfetto_json import write_chrome_json
 from cyclesim.views.perfetto_proto import perfetto_available, write_perfetto_proto
 from cyclesim.views.plots import write_plots

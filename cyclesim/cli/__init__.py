@@ -35,8 +35,7 @@ class _Version(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         from cyclesim.dram.native import NATIVE_KIND
-        from cyclesim.views.fst import fst_writer
-        from cyclesim.views.fst_native import load
+        from cyclesim.views.fst_native import fst_writer, load
 
         fst = fst_writer() or "none (pip install pylibfst, or make gtkwave-deps for vcd2fst)"
         if fst == "pylibfst":

@@ -13,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from cyclesim.schedule.plan import LeafPlan, Plan
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,8 @@ def segment_classifier(leaf: LeafPlan):
 def segment_classes(leaf: LeafPlan, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """segment_classifier's (level, first visit) of every segment number in g, by numpy: the
     trace's PE pieces classify every recorded segment (62,500 on the memory-size example)."""
+    import numpy as np  # here: the replay imports this module and needs no numpy (lean start)
+
     digits, runs = _digits_and_runs(leaf)
     level = np.zeros(len(g), dtype=np.int64)
     found = np.zeros(len(g), dtype=bool)

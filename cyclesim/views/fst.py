@@ -7,7 +7,6 @@ installed; otherwise the VCD is written to a temporary file and converted with G
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import tempfile
 from collections import deque
@@ -24,18 +23,10 @@ from cyclesim.results.activity import gc_paused
 from cyclesim.results.record_columns import numbered
 from cyclesim.views import fst_native
 from cyclesim.views.change_stream import ChangeStream, change_stream
+from cyclesim.views.fst_native import fst_writer
 from cyclesim.views.progress import writing_bar
 from cyclesim.views.vcd import timescale_for, write_vcd
 from cyclesim.views.waves import Signal, X, plan_waves
-
-
-def fst_writer() -> str | None:
-    """Which FST writer this machine has: 'pylibfst', 'vcd2fst', or None."""
-    try:
-        import pylibfst  # noqa: F401
-    except ImportError:
-        return "vcd2fst" if shutil.which("vcd2fst") else None
-    return "pylibfst"
 
 
 @atomic_output

@@ -1,4 +1,5 @@
-"""The FST writer's change loop in C: one call per stretch of changes instead of one per change.
+"""Which FST writer this machine has, and its change loop in C: one call per stretch of
+changes instead of one per change.
 
 pylibfst exposes libfst's functions to Python, so writing a change costs a Python call (about
 a microsecond, several times libfst's own work). This small C function, compiled with cffi by
@@ -23,6 +24,16 @@ from pathlib import Path
 from types import ModuleType
 
 from cyclesim.compiled import pure_python_requested
+
+
+def fst_writer() -> str | None:
+    """Which FST writer this machine has: 'pylibfst', 'vcd2fst', or None."""
+    try:
+        import pylibfst  # noqa: F401
+    except ImportError:
+        return "vcd2fst" if shutil.which("vcd2fst") else None
+    return "pylibfst"
+
 
 MODULE = "cyclesim.views._fst_emit"
 HERE = Path(__file__).resolve().parent

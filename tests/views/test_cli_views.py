@@ -132,7 +132,7 @@ def test_run_default_path_writes_fst_and_gzipped_perfetto(tmp_path, capsys):
     import gzip
     import json
 
-    from cyclesim.views.fst import fst_writer
+    from cyclesim.views.fst_native import fst_writer
 
     args = ["run", *files("03_single_buffer"), "--vcd", str(tmp_path / "t.vcd"),
             "--perfetto", str(tmp_path / "t.json.gz")]  # fmt: skip

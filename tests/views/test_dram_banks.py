@@ -18,7 +18,8 @@ from cyclesim.analysis.simulate import replay  # noqa: E402
 from cyclesim.cli import main  # noqa: E402
 from cyclesim.engine import TraceFilter  # noqa: E402
 from cyclesim.spec import architecture_from_dict, mapping_from_dict, workload_from_dict  # noqa: E402
-from cyclesim.views.fst import fst_writer, write_fst  # noqa: E402
+from cyclesim.views.fst import write_fst
+from cyclesim.views.fst_native import fst_writer  # noqa: E402
 from cyclesim.views.perfetto import trace_events  # noqa: E402
 from cyclesim.views.perfetto_json import _dump, _json_lines, write_chrome_json  # noqa: E402
 from cyclesim.views.perfetto_proto import perfetto_available, write_perfetto_proto  # noqa: E402

@@ -15,7 +15,8 @@ from random_cases import schedules
 from view_cases import CASES, load_case
 
 from cyclesim.analysis.simulate import replay
-from cyclesim.views.fst import fst_writer, write_fst
+from cyclesim.views.fst import write_fst
+from cyclesim.views.fst_native import fst_writer
 from cyclesim.views.perfetto import trace_events
 from cyclesim.views.perfetto_json import _dump, _json_lines, write_chrome_json
 from cyclesim.views.vcd import write_vcd
