@@ -87,13 +87,12 @@ class _VcdInteger:
         return f"bx {self.code}" if v == "x" else f"b{v:b} {self.code}"
 
     def many(self, values: np.ndarray) -> list[str]:
-        """The texts of int64 values (X for "x"), by Python's own integer formatting mapped
-        in C: 2-3x faster than cutting binary digits out of a numpy matrix (measured)."""
-        text = ("b{:b} " + self.code).format
+        """The texts of int64 values (X for "x"), by Python's own integer formatting: 2-3x
+        faster than cutting binary digits out of a numpy matrix (measured)."""
+        code = self.code  # any printable character, "{" included: never a format string
         if (values == X).any():
-            unknown = f"bx {self.code}"
-            return [unknown if v == X else text(v) for v in values.tolist()]
-        return list(map(text, values.tolist()))
+            return [f"bx {code}" if v == X else f"b{v:b} {code}" for v in values.tolist()]
+        return [f"b{v:b} {code}" for v in values.tolist()]
 
 
 def _vcd_header(

@@ -196,3 +196,14 @@ def test_spans_drop_the_idle_value_between_back_to_back_records():
     col = _spans([2, 4, 8, 9], [4, 6, 9, 9], np.array(["a", "b", "a", "c"], dtype=object), "-")
     assert col.times.tolist() == [2, 4, 6, 8, 9]
     assert col.values.tolist() == ["a", "b", "-", "a", "-"]
+
+
+def test_integer_texts_with_every_identifier_character():
+    # found: the texts of many values were made with str.format over "b{:b} " + code, which
+    # fails (or misplaces the value) for a code holding "{" or "}", VCD identifier characters
+    # from the 91st variable on; each text must be what one value's text is
+    values = np.array([0, 5, X, 1 << 40], dtype=np.int64)
+    for code in ("!", "{", "}", "a{}", "{{"):
+        integer = _VcdInteger(code)
+        assert integer.many(values) == [integer("x" if v == X else v) for v in values.tolist()]
+        assert integer.many(values[:2]) == [f"b0 {code}", f"b101 {code}"]
