@@ -58,7 +58,7 @@ from cyclesim.engine.fastforward_records import replicate
 from cyclesim.engine.link import n_bursts_of
 from cyclesim.engine.record import FOREVER
 from cyclesim.engine.snapshot import Snapshot, Unknown, Watched, cannot_capture
-from cyclesim.engine.tiles import entry_classifier
+from cyclesim.engine.visits import VisitBlocks
 from cyclesim.vocabulary import Wait
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class FastForward:
         leaf = plan.leaves[0]
         segments = leaf.segments
         self.tiles_per = [segments // n.entries for n in plan.nodes]  # R_n: segments per tile
-        self.classifiers = [entry_classifier(n) for n in plan.nodes]
+        self.visits = [VisitBlocks(n) for n in plan.nodes]
         # procs: fixed order, fills, write-backs, the PE array
         ids = {id(p): i for i, p in enumerate(procs)}
         self.watched = Watched(procs, ids, self.active, self.tiles_per)
@@ -301,7 +301,7 @@ class FastForward:
         cycles and PE segments skipped."""
         m = (b.g - a.g) // lv.period  # iterations of L per period
         tiles = tuple(m * d for d in lv.below)  # per node: tiles per period
-        dt = self.r.shift(a, b, K, tiles, m * lv.period, self.classifiers)
+        dt = self.r.shift(a, b, K, tiles, m * lv.period, self.visits)
         replicate(self.r, a, b, K, tiles, m * lv.period)
         return dt, K * (b.marks["segments"] - a.marks["segments"])
 

@@ -206,16 +206,16 @@ class Replay:
         }
 
     def shift(
-        self, a: Snapshot, b: Snapshot, K: int, tiles: tuple, segments: int, classifiers: list
+        self, a: Snapshot, b: Snapshot, K: int, tiles: tuple, segments: int, visits: list
     ) -> int:
         """Move the whole replay K periods (the one from a to b) on, as if they had run;
         return the cycles moved. tiles: per node, tiles per period (0: frozen); segments: PE
-        segments per period; classifiers: per node, tiles.entry_classifier. The period's
+        segments per period; visits: per node, its VisitBlocks (engine/visits.py). The period's
         records are engine/fastforward_records.py's to copy."""
         dt = K * (b.time - a.time)
         self.env.shift(dt)  # the clock and the queue
         for node, d in zip(self.nodes, tiles, strict=True):
-            node.shift(dt, K * d, classifiers[node.plan.index])
+            node.shift(dt, K * d, visits[node.plan.index])
         self.pe.shift(dt, K * segments)
         for (node, name, k), v in b.countdowns.items():  # frozen tiles: uses left fall
             drop = a.countdowns[(node, name, k)] - v

@@ -15,6 +15,7 @@ from cyclesim.engine.snapshot import Origin
 from cyclesim.engine.tiles import Tiles, entry_classifier
 from cyclesim.engine.transfer import transfer
 from cyclesim.engine.transfer_state import TransferState
+from cyclesim.engine.visits import VisitBlocks, shift_visits
 from cyclesim.schedule.counts import (
     READ,
     READ_TO_ABOVE,
@@ -201,20 +202,19 @@ class StorageNode:
             out += (self.write_back.snapshot(base, now, locs, grants),)
         return out
 
-    def shift(self, dt: int, tiles: int, classifiers: tuple) -> None:
+    def shift(self, dt: int, tiles: int, visits: VisitBlocks) -> None:
         """Move the node dt cycles and `tiles` tiles on, as if that many had passed: its
-        processes, its tables, and an output's revisit marks (classifiers: its
-        tiles.entry_classifier)."""
+        processes, its tables, and an output's revisit marks (visits: its entries' digits,
+        engine/visits.py)."""
         n = self.plan
+        f_old, w_old = self.fill.k, self.write_back.k
         if n.parent is not None:
-            moved = {True: (self.fill, self.fill.k)}
             self.fill.shift(dt, tiles)
             if n.output_role:
-                moved[False] = (self.write_back, self.write_back.k)
                 self.write_back.shift(dt, tiles)
         self.tiles.shift(dt, tiles, n.dependency_groups)
         if tiles and n.parent is not None and n.output_role:
-            self.tiles.shift_visits(classifiers, moved, tiles)
+            shift_visits(self.tiles, visits, self.fill, f_old, self.write_back, w_old, tiles)
 
     # ------------------------------------------------------------------ processes
     def fill_process(self):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import simpy
 
 from cyclesim.engine.snapshot import Origin, Unknown
-from cyclesim.vocabulary import Wait
 
 TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # `produced` is only read by the consumers of an intermediate (never with one leaf): shifted
@@ -130,75 +129,6 @@ class Tiles:
         for k in lands_at:
             lands_at[k] += dt
 
-    def shift_visits(self, classifiers: tuple, moved: dict, shift: int) -> None:
-        """Bring an output node's revisit tables to the entries its processes jumped to.
-
-        The write-back marks the partial sums of each entry it passed as drained; the fill
-        records each entry it passed as the latest visit of its values and takes the drained
-        mark of the previous visit (a mark is always made before it is taken). A waiter in
-        `drained` moves with the entries. moved: is the fill -> (state, entry at b).
-
-        Both walks go entry by entry in one pass (an entry's mark, then the fill's visit of it),
-        so `drained` holds only the marks not yet taken, never every skipped entry at once (an
-        outer level's jump may pass millions).
-        """
-        t = self
-        drained = t.drained
-        waiters = []  # the fill's, if it waits for `drained` (nobody else does)
-        if True in moved and moved[True][0].stage == Wait.PREVIOUS_WRITE_BACK:
-            key = moved[True][0].prev - shift
-            if drained.get(key, True) is not True:
-                waiters.append((key, drained.pop(key)))
-        w_lo = w_hi = f_lo = f_hi = 0
-        taken_during = None  # the mark entry `old` took during the skip (after the marks made)
-        if False in moved:
-            w_st, w_old = moved[False]
-            w_lo, w_hi = w_old, w_st.k  # the write-back's entries [old, k)
-            final = classifiers[1]
-        if True in moved:
-            f_st, f_old = moved[True]
-            f_lo, f_hi = f_old + 1, f_st.k + 1  # the fill's entries (old, k]
-            first_and_key = classifiers[0]
-            last_visit = t.last_visit
-            # the fill takes an entry's mark after its waits for the parent and `drained`
-            taken = f_st.stage not in (Wait.PARENT, Wait.PREVIOUS_WRITE_BACK)
-            if not taken and f_st.prev is not None:  # entry `old` took its mark during the skip
-                taken_during = f_st.prev - shift
-            last = f_st.k
-        spans = [(x, y) for x, y in ((w_lo, w_hi), (f_lo, f_hi)) if y > x]
-        lo = min(x for x, _ in spans) if spans else 0
-        hi = max(y for _, y in spans) if spans else 0
-        if taken_during is not None and not w_lo <= taken_during < w_hi:
-            drained.pop(taken_during, None)
-        cuts = sorted({v for v in (lo, hi, w_lo, w_hi, f_lo, f_hi) if lo <= v <= hi})
-        for a, b in zip(
-            cuts, cuts[1:], strict=False
-        ):  # stretches where the same walks are under way
-            marks, visits = w_lo <= a < w_hi, f_lo <= a < f_hi
-            if marks and not visits:
-                for x in range(a, b):
-                    if not final(x):
-                        drained[x] = True
-                if a <= (taken_during if taken_during is not None else -1) < b:
-                    drained.pop(taken_during, None)
-                continue
-            if not visits:
-                continue
-            visit = last_visit.get
-            pop = drained.pop
-            for x in range(a, b):
-                if marks and not final(x):
-                    drained[x] = True
-                    if x == taken_during:
-                        del drained[x]
-                first, key = first_and_key(x)
-                prev = visit(key)
-                last_visit[key] = x
-                if not first and prev is not None and (x < last or taken):
-                    pop(prev, None)
-        for k, v in waiters:
-            drained[k + shift] = v
-
 
 def _rekey(table: dict, shift: int) -> None:
     """Shift every key of a tile table, in place (processes hold the dict) and in order."""
@@ -209,6 +139,21 @@ def _rekey(table: dict, shift: int) -> None:
     table.update((k + shift, v) for k, v in items)
 
 
+def digit_runs(n) -> list[list]:
+    """A node's counted loops as runs of adjacent loops that all index its tensor or all do
+    not, innermost first: [stride, span, indexes the tensor] (an entry's run digit is
+    k // stride % span)."""
+    runs: list[list] = []
+    stride = 1
+    for bound, rel in zip(reversed(n.counted), reversed(n.relevant), strict=True):
+        if runs and runs[-1][2] == rel:
+            runs[-1][1] *= bound
+        else:
+            runs.append([stride, bound, rel])
+        stride *= bound
+    return runs
+
+
 def entry_classifier(n) -> tuple:
     """Per storage node, two functions of an entry k, with its digit loops turned into strides:
     k -> (first visit, element key), as NodePlan.visit_flags(k)[0] and NodePlan.element_key(k),
@@ -217,14 +162,7 @@ def entry_classifier(n) -> tuple:
     Adjacent counted loops that index the tensor (or that do not) form one run: its digits
     together are g // stride % span, so a run costs one division instead of one per loop.
     """
-    runs = []  # [stride, span, relevant], innermost first
-    stride = 1
-    for bound, rel in zip(reversed(n.counted), reversed(n.relevant), strict=True):
-        if runs and runs[-1][2] == rel:
-            runs[-1][1] *= bound
-        else:
-            runs.append([stride, bound, rel])
-        stride *= bound
+    runs = digit_runs(n)
     key_runs = []  # (stride, span, scale) of the runs of loops that index the tensor
     scale = 1
     for stride, span, rel in runs:
