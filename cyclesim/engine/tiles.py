@@ -91,29 +91,31 @@ class Tiles:
         frozen node's countdowns of uses left, (node, table, tile) -> uses, which fall by a
         constant per period. parts: the node's dependency_groups; finishers: the recorder's
         last finisher of each tile (compared for a frozen node's tiles in use)."""
-        event, now = origin.event, origin.now
-        rows = []
-        for name in TABLES:  # in key order: a table is only ever looked up
-            table = getattr(self, name)
-            rows.append(
-                tuple(
-                    (k - base, True if v is True else event(v, ("tile", node, name, k - base)))
-                    for k, v in sorted(table.items())
-                )
-            )
-        rows.append(tuple((k - base, max(0, v - now)) for k, v in sorted(self.lands_at.items())))
+        # most tables are empty or hold a tile or two: an empty one costs no sort
+        rows = [_named(getattr(self, name), base, origin, node, name) for name in TABLES]
+        lands_at, now = self.lands_at, origin.now
+        rows.append(
+            tuple([(k - base, max(0, v - now)) for k, v in sorted(lands_at.items())])
+            if lands_at
+            else ()
+        )
         countdowns = {}
         for name in COUNTDOWNS:
             table = getattr(self, name)
-            if moving:
+            if not table:
+                rows.append(())
+            elif moving:
                 at = base * parts if name in BY_PART else base
-                rows.append(tuple(sorted((k - at, v) for k, v in table.items())))
+                rows.append(tuple(sorted([(k - at, v) for k, v in table.items()])))
             else:
                 rows.append(tuple(sorted(table)))
                 for k, v in table.items():
                     countdowns[(node, name, k)] = v
         if not moving:
-            rows.append(tuple(finishers.get((node, k)) for k in sorted(self.remaining)))
+            remaining = self.remaining
+            rows.append(
+                tuple([finishers.get((node, k)) for k in sorted(remaining)]) if remaining else ()
+            )
         if self.computed_tile or self.computed_part:
             raise Unknown("intermediate")
         return tuple(rows), countdowns
@@ -128,6 +130,20 @@ class Tiles:
         lands_at = self.lands_at
         for k in lands_at:
             lands_at[k] += dt
+
+
+def _named(table: dict, base: int, origin: Origin, node: int, name: str) -> tuple:
+    """A tile table relative to tile base, in key order (a table is only ever looked up),
+    each waiter's event named by origin."""
+    if not table:
+        return ()
+    event = origin.event
+    return tuple(
+        [
+            (k - base, True if v is True else event(v, ("tile", node, name, k - base)))
+            for k, v in sorted(table.items())
+        ]
+    )
 
 
 def _rekey(table: dict, shift: int) -> None:
