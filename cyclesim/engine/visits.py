@@ -98,22 +98,31 @@ def shift_visits(
     taken_during = fill.prev - shift if not taken and fill.prev is not None else None
     f_lo, f_hi = f_old + 1, fill.k + 1  # the fill's visits
     f_end = f_hi if taken else fill.k  # ... those that took their previous visit's mark
-    _take_marks(drained, blocks, f_lo, f_end)
-    _new_marks(drained, blocks, w_old, write_back.k, f_lo, f_end)
-    _last_visits(t.last_visit, blocks, f_lo, f_hi)
+    w_lo, w_hi = w_old, write_back.k  # the write-back's marks
+    # a visit takes a mark made before the jump (new ones that a visit takes are never made):
+    # only previous visits inside the marks there can be dropped
+    d_lo, d_hi = (min(drained), max(drained) + 1) if drained else (0, 0)
+    last_visit, s = t.last_visit, blocks.span
+    lo, hi = min(f_lo, w_lo), max(f_hi, w_hi)
+    for x0 in range(lo - lo % s, hi, s):  # the blocks, each with its gaps computed once
+        up, down = blocks.gaps(x0)
+        # visits whose previous one may lie in [d_lo, d_hi): x - down, or x - 1 in a block
+        # of the same values
+        back = (down or 0) if blocks.inner_rel else 1
+        a = max(f_lo, x0, d_lo + back)
+        b = min(f_end, x0 + s, d_hi + max(back, down or 0))
+        if b > a:
+            _take_marks(drained, blocks, x0, down, a, b)
+        a, b = max(w_lo, x0), min(w_hi, x0 + s)
+        if b > a:
+            _new_marks(drained, blocks, x0, up, a, b, f_lo, f_end)
+        a, b = max(f_lo, x0), min(f_hi, x0 + s)
+        if b > a:
+            _last_visits(last_visit, blocks, x0, up, a, b, f_hi)
     if taken_during is not None:
         drained.pop(taken_during, None)
     if waiter is not None:
         drained[waiter[0] + shift] = waiter[1]
-
-
-def _blocks(blocks: VisitBlocks, lo: int, hi: int):
-    """(x0, a, b) per block of [lo, hi): the block's first entry and the stretch inside it."""
-    s = blocks.span
-    x0 = lo - lo % s
-    while x0 < hi:
-        yield x0, max(lo, x0), min(hi, x0 + s)
-        x0 += s
 
 
 def _pop_all(table: dict, lo: int, hi: int) -> None:
@@ -122,54 +131,45 @@ def _pop_all(table: dict, lo: int, hi: int) -> None:
         deque(map(table.pop, range(lo, hi), repeat(None)), maxlen=0)
 
 
-def _take_marks(drained: dict, blocks: VisitBlocks, lo: int, hi: int) -> None:
-    """Each visit in [lo, hi) took the mark of the previous visit of its values."""
-    inner_rel = blocks.inner_rel
-    for x0, a, b in _blocks(blocks, lo, hi):
-        down = blocks.gaps(x0)[1]
-        if inner_rel:  # every entry of the block: the same gap back
-            if down is not None:
-                _pop_all(drained, a - down, b - down)
-            continue
-        if a == x0 and down is not None:  # the block's first entry: back to the last block
-            drained.pop(x0 - down, None)
-        _pop_all(drained, max(a, x0 + 1) - 1, b - 1)  # the others: the entry before
+def _take_marks(drained: dict, blocks: VisitBlocks, x0: int, down, a: int, b: int) -> None:
+    """The visits a..b-1 of block x0 took the marks of their previous visits."""
+    if blocks.inner_rel:  # every entry of the block: the same gap back
+        if down is not None:
+            _pop_all(drained, a - down, b - down)
+        return
+    if a == x0 and down is not None:  # the block's first entry: back to the last block
+        drained.pop(x0 - down, None)
+    _pop_all(drained, max(a, x0 + 1) - 1, b - 1)  # the others: the entry before
 
 
-def _new_marks(drained: dict, blocks: VisitBlocks, lo: int, hi: int, f_lo: int, f_end: int):
-    """The write-back's marks of [lo, hi) that no visit in [f_lo, f_end) took."""
-    inner_rel, s = blocks.inner_rel, blocks.span
-    for x0, a, b in _blocks(blocks, lo, hi):
-        up = blocks.gaps(x0)[0]
-        if inner_rel:
-            if up is None:  # final visits: no mark
-                continue
-            # y stays unless f_lo <= y + up < f_end
-            for c, d in ((a, min(b, f_lo - up)), (max(a, f_end - up), b)):
-                if d > c:
-                    drained.update(dict.fromkeys(range(c, d), True))
-            continue
-        last = x0 + s - 1  # the block's last entry: its next visit is in another block
-        for c, d in ((a, min(b, last, f_lo - 1)), (max(a, f_end - 1), min(b, last))):
+def _new_marks(drained: dict, blocks: VisitBlocks, x0: int, up, a: int, b: int, f_lo, f_end):
+    """The write-back's marks a..b-1 of block x0 that no visit in [f_lo, f_end) took."""
+    if blocks.inner_rel:
+        if up is None:  # final visits: no mark
+            return
+        # y stays unless f_lo <= y + up < f_end
+        for c, d in ((a, min(b, f_lo - up)), (max(a, f_end - up), b)):
             if d > c:
                 drained.update(dict.fromkeys(range(c, d), True))
-        if a <= last < b and up is not None and not f_lo <= last + up < f_end:
-            drained[last] = True
+        return
+    last = x0 + blocks.span - 1  # the block's last entry: its next visit is in another block
+    for c, d in ((a, min(b, last, f_lo - 1)), (max(a, f_end - 1), min(b, last))):
+        if d > c:
+            drained.update(dict.fromkeys(range(c, d), True))
+    if a <= last < b and up is not None and not f_lo <= last + up < f_end:
+        drained[last] = True
 
 
-def _last_visits(last_visit: dict, blocks: VisitBlocks, lo: int, hi: int) -> None:
-    """Each element key visited in [lo, hi): its last visit there."""
-    inner_rel, s = blocks.inner_rel, blocks.span
-    for x0, a, b in _blocks(blocks, lo, hi):
-        up = blocks.gaps(x0)[0]
-        if inner_rel:  # consecutive keys; the last visit unless the next is before hi
-            c = a if up is None else max(a, hi - up)
-            if b > c:
-                k = blocks.key(c)
-                last_visit.update(zip(range(k, k + b - c), range(c, b), strict=True))
-            continue
-        last = x0 + s - 1
-        if a <= last < b and (up is None or last + up >= hi):
-            last_visit[blocks.key(last)] = last
-        elif a <= hi - 1 < min(b, last):
-            last_visit[blocks.key(hi - 1)] = hi - 1
+def _last_visits(last_visit: dict, blocks: VisitBlocks, x0: int, up, a: int, b: int, hi: int):
+    """The visits a..b-1 of block x0 that are their key's last one before hi."""
+    if blocks.inner_rel:  # consecutive keys; the last visit unless the next is before hi
+        c = a if up is None else max(a, hi - up)
+        if b > c:
+            k = blocks.key(c)
+            last_visit.update(zip(range(k, k + b - c), range(c, b), strict=True))
+        return
+    last = x0 + blocks.span - 1
+    if a <= last < b and (up is None or last + up >= hi):
+        last_visit[blocks.key(last)] = last
+    elif a <= hi - 1 < min(b, last):
+        last_visit[blocks.key(hi - 1)] = hi - 1
