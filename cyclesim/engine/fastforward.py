@@ -171,18 +171,22 @@ class FastForward:
         if g < 0:
             self._at_grant()
             return
-        now = self.r.env.now
+        # called at every boundary of the innermost level: the levels that do not look cost
+        # little (no look schedules an event: the recorder's count holds until a jump)
+        now, total, dram = self.r.env.now, self.r.rec.events, self.dram.timers
         for lv in self.levels:  # outer loops first
             if g % lv.period:
                 continue
             last, lv.last_time = lv.last_time, now
-            events, lv.last_events = self.r.rec.events - lv.last_events, self.r.rec.events
+            events, lv.last_events = total - lv.last_events, total
             history = lv.history
-            quiet = self._dram_quiet(lv)
+            quiet = self._dram_quiet(lv) if dram else True
             if events < MIN_EVENTS or lv.wait or last is None or g // lv.period % lv.bound == 0:
                 # not worth a look, backing off, or the first iteration of L (never a reference)
-                lv.wait = max(0, lv.wait - 1)
-                history.clear()
+                if lv.wait:
+                    lv.wait -= 1
+                if history:
+                    history.clear()
                 continue
             if not quiet:  # the state moved on, and may well go on moving: look less often
                 history.clear()
@@ -245,10 +249,12 @@ class FastForward:
         now = r.env.now
         last, lv.last_time = lv.last_time, now
         history = lv.history
-        quiet = self._dram_quiet(lv)
+        quiet = self._dram_quiet(lv) if self.dram.timers else True
         if lv.wait or last is None:
-            lv.wait = max(0, lv.wait - 1)
-            history.clear()
+            if lv.wait:
+                lv.wait -= 1
+            if history:
+                history.clear()
             return
         if not quiet:
             history.clear()
