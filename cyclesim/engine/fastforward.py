@@ -193,6 +193,9 @@ class FastForward:
                 self._miss(DRAM_REQUESTS, None)
                 lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
                 continue
+            if self._cannot_jump(lv, g):
+                self._miss("cannot jump", None)
+                continue
             pair = self._matching_pair(lv, g, now, "state")
             if pair is None:
                 continue
@@ -217,6 +220,26 @@ class FastForward:
             lv.last_time = self.r.env.now - (now - last)
             lv.last_events = self.r.rec.events
             return
+
+    def _cannot_jump(self, lv: _Level, g: int) -> bool:
+        """Would a snapshot at boundary g of lv be for nothing, every later decision the same
+        without it? Then it is not taken (a snapshot costs as much as many events).
+
+        It is for nothing when it can be neither end of a jump: no earlier snapshot of this
+        pass over L lets the PE array and the processes as they stand go on (_reach, which
+        needs no snapshot), and no later one of the pass can (from iteration bound - 2 of L
+        on, a pair leaves no period before the last iteration). Leaving it out changes nothing
+        else when the level cannot back off in this pass (no backoff yet, no DRAM, and not
+        HISTORY snapshots without a match): a match would only reset a backoff of 0, and the
+        history and a wait to the end of the pass are void at the next pass's iteration 0.
+        """
+        if self.dram.timers or lv.backoff:
+            return False
+        i = g // lv.period % lv.bound
+        history = lv.history
+        if i < lv.bound - 2 or len(history) + lv.bound - i > HISTORY:
+            return False
+        return all(self._reach(lv, h.g, g)[0] < 1 for h in history)
 
     def _matching_pair(self, lv, g: int, now: int, why: str) -> tuple | None:
         """Snapshot the state at level lv; (an equal earlier snapshot, this one), or None.
@@ -369,35 +392,52 @@ class FastForward:
     def _periods(self, lv: _Level, a: Snapshot, b: Snapshot) -> int:
         """How many periods after b are of the same class as the one from a to b (0: none).
 
-        Every process's entry from a's to the resume point stays in one iteration of the loop
-        above L (the PE array's segment and every tile of a node below L), and outputs whose
-        values L does not index keep to the revisits (no first visit at a, no final write-back
-        before the resume point: a write-back still waiting to start may stand at the first
-        final entry). Frozen tiles keep at least one use left.
+        As far as the PE array and the processes allow (_reach), and frozen tiles keep at
+        least one use left.
         """
-        bound, period = lv.bound, lv.period
-        block = period * bound  # segments per iteration of the loop above L
-        m = (b.g - a.g) // period  # iterations of L per period of the state
-        if a.g // block != b.g // block:
-            return self._miss("pe", 0)
-        # the PE array: from a's iteration of L (never the first) up to the start of the last
-        most = ((a.g // block + 1) * block - period - b.g) // (m * period)
+        most, why = self._reach(lv, a.g, b.g)
+        if why:
+            return self._miss(why, 0)
         for (node, name, k), v in b.countdowns.items():
             drop = a.countdowns.get((node, name, k), v) - v
             if drop < 0:
                 return self._miss("countdown", 0)
             if drop:
                 most = min(most, (v - 1) // drop)
+        if most > 0:
+            return most
+        # later pairs in this pass over L end sooner still: no more snapshots until the next
+        lv.wait = lv.bound - 1 - b.g // lv.period % lv.bound
+        return self._miss("end of loop", 0)
+
+    def _reach(self, lv: _Level, ag: int, bg: int) -> tuple[int, str]:
+        """How many periods after segment bg the PE array and the processes (as they stand
+        now, at bg) allow for the period from segment ag, and why none ('' when the count
+        says so): it needs no snapshot.
+
+        Every process's entry from a's to the resume point stays in one iteration of the loop
+        above L (the PE array's segment and every tile of a node below L), and outputs whose
+        values L does not index keep to the revisits (no first visit at a, no final write-back
+        before the resume point: a write-back still waiting to start may stand at the first
+        final entry).
+        """
+        bound, period = lv.bound, lv.period
+        block = period * bound  # segments per iteration of the loop above L
+        m = (bg - ag) // period  # iterations of L per period of the state
+        if ag // block != bg // block:
+            return 0, "pe"
+        # the PE array: from a's iteration of L (never the first) up to the start of the last
+        most = ((ag // block + 1) * block - period - bg) // (m * period)
         for n, st, is_fill in self.active:
             d = lv.below[n.index]
             if not d:
                 continue
             if st.stage == Wait.IDLE:
-                return self._miss("done", 0)
+                return 0, "done"
             x2 = st.k
             x1 = x2 - m * d
             if x1 < 0:
-                return self._miss("outer tile", 0)
+                return 0, "outer tile"
             if not n.output_role:  # an input's fills differ only in the parent tile they read
                 if lv.below[n.parent]:
                     continue  # it moves with them
@@ -408,17 +448,13 @@ class FastForward:
             top = (x1 // span + 1) * span - 1  # last tile of this iteration above L
             if not n.relevant[lv.pos]:
                 if is_fill and x1 // d % bound == 0:
-                    return self._miss("first visit", 0)
+                    return 0, "first visit"
                 if not is_fill:
                     top -= d  # a final write-back differs from a partial one
                     if st.stage in (Wait.USES, Wait.PIPELINE, Wait.PARENT):
                         top += 1  # ... its entry st.k decides which only after these waits
             most = min(most, (top - x2) // (m * d))
-        if most > 0:
-            return most
-        # later pairs in this pass over L end sooner still: no more snapshots until the next
-        lv.wait = bound - 1 - b.g // period % bound
-        return self._miss("end of loop", 0)
+        return most, ""
 
     def _miss(self, why: str, value):
         """Count why a snapshot pair did not lead to a jump (for diagnostics and tests)."""
