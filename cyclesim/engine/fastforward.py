@@ -174,9 +174,11 @@ class FastForward:
         # called at every boundary of the innermost level: the levels that do not look cost
         # little (no look schedules an event: the recorder's count holds until a jump)
         now, total, dram = self.r.env.now, self.r.rec.events, self.dram.timers
-        for lv in self.levels:  # outer loops first
-            if g % lv.period:
-                continue
+        levels = self.levels
+        first = len(levels)  # an outer level's period is a multiple of an inner one's: the
+        while first and not g % levels[first - 1].period:  # levels at g are the inner ones
+            first -= 1
+        for lv in levels[first:]:  # outer loops first
             last, lv.last_time = lv.last_time, now
             events, lv.last_events = total - lv.last_events, total
             history = lv.history
