@@ -26,10 +26,13 @@ class _Rule:
     def __init__(self, base: dict[int, tuple], d: int, count: int, inner: list) -> None:
         self.d, self.count, self.inner = d, count, inner
         self.by_residue: dict[int, tuple[list[int], list[tuple]]] = {}
+        by_residue = self.by_residue
         for s in sorted(base):
-            tiles, whos = self.by_residue.setdefault(s % d, ([], []))
-            tiles.append(s)
-            whos.append(base[s])
+            found = by_residue.get(s % d)
+            if found is None:  # (setdefault would build the pair for every tile)
+                found = by_residue[s % d] = ([], [])
+            found[0].append(s)
+            found[1].append(base[s])
         lows = [min(base)] if base else []
         highs = [max(base)] if base else []
         lows += [r.lo for r in inner]
