@@ -26,6 +26,10 @@ under way at either end (engine/fastforward_dram.py says why that is exact); a l
 every iteration a DRAM-linked node moves to other tiles is not watched, and a level backs
 off after DRAM requests (looks that cannot jump cost as much as many events).
 
+A snapshot that can end no jump is not taken when leaving it out changes no later decision
+(_cannot_jump: from iteration bound - 2 of L on, with no earlier snapshot of the pass that lets
+the processes as they stand go on, and no backoff the look could change).
+
 It is exact or it does not fire: any state it cannot capture (L1 allocators, several
 leaves, a trace window) turns it off, and any difference between two snapshots means
 simulate on. The replay's results, records and traces are the same with it or without it;
@@ -34,11 +38,12 @@ only SimPy's event count differs.
 This module holds the driver: the levels, when to look, and how far a jump may go. Each
 component describes and moves its own state (snapshot and shift beside its fields: storage
 nodes and their tiles, the PE array, the fabric, the DMA channels, transfers; Replay in
-engine/shared.py puts them together, engine/snapshot.py names the events); the copies of a
-period's records are engine/fastforward_records.py.
+engine/shared.py puts them together, engine/snapshot.py names the events, an output's revisit
+tables are engine/visits.py's); the copies of a period's records are
+engine/fastforward_records.py.
 
-Over 400 lines: how far a jump may go (_periods, _grant_periods) is the exactness argument
-and reads with the levels it bounds.
+Over 400 lines: how far a jump may go (_periods, _reach, _grant_periods) is the exactness
+argument and reads with the levels it bounds.
 """
 
 from __future__ import annotations
