@@ -5,7 +5,10 @@ element key -> entry) and takes the `drained` mark its write-back left on the pr
 After a jump these tables must be what the skipped entries would have left. Entry by entry
 that costs a few microseconds per skipped entry (an outer level's jump skips thousands, or
 millions); here they follow from each entry's next and previous visit of the same values,
-which depend only on the entry's digits in the loops that do not index the tensor.
+which depend only on the entry's digits in the loops that do not index the tensor. That holds
+because the fill enters every entry in order (a key's latest visit is the previous entry with
+its digits) and `drained` holds marks of entries that have a later visit only (final visits
+leave none); tests/engine/test_visits.py checks it against the walk entry by entry.
 
 Entries are walked in blocks of the innermost run of loops (that index the tensor or not):
 in a block either every entry has the same such digits (so the same gap to its next and
