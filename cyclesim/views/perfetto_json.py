@@ -29,10 +29,9 @@ from cyclesim.views.perfetto import (
     tracks,
 )
 from cyclesim.views.progress import writing_bar
+from cyclesim.views.text_lines import TextLines
 
 CHUNK = 1 << 14  # events between two separators without a line break
-BLOCK_BYTES = 1 << 20  # bytes of a block of padded lines made at once: they stay in the CPU's cache
-_FULL, _ABSENT = 1000, 2000  # row offsets in the digit tables: leading zeros kept; left out
 
 
 def _us(cycles: int) -> str:
@@ -133,9 +132,9 @@ def _json_lines(act: Activity, title: str) -> Iterator[str]:
             yield from b"".join(part.render("\n", 1))[:-1].decode("ascii").split("\n")
 
 
-def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
+def _json_parts(act: Activity, title: str) -> Iterator[list[str] | TextLines]:
     """The events' JSON in order, in parts: the metadata as a list of lines, then the slices
-    and counters of each track as _Lines made by numpy."""
+    and counters of each track as TextLines made by numpy."""
     names: dict[str, str] = {}
 
     def enc(text: str) -> str:
@@ -167,7 +166,7 @@ def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
     for buf in act.buffers:
         counts = np.array(buf.counts, dtype=np.int64)
         yield (
-            _Lines(len(counts))
+            TextLines(len(counts))
             .text(f'{{"name":{enc(f"{buf.label} occupancy")},"cat":"buffer","ph":"C","ts":')
             .micros(np.array(buf.times, dtype=np.int64))
             .text(f',"pid":{PID},"tid":0,"args":{{"bits":')
@@ -179,7 +178,7 @@ def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
     for memory, series in act.l1.items():  # (cycle, bytes in use) pairs
         times, used = np.array(series, dtype=np.int64).reshape(-1, 2).T
         yield (
-            _Lines(len(times))
+            TextLines(len(times))
             .text(f'{{"name":{enc(f"{memory} allocator occupancy")},"cat":"l1","ph":"C","ts":')
             .micros(times)
             .text(f',"pid":{PID},"tid":0,"args":{{"bytes":')
@@ -188,10 +187,10 @@ def _json_parts(act: Activity, title: str) -> Iterator[list[str] | _Lines]:
         )
 
 
-def _dma_lines(transfers: list, tid: int, enc) -> _Lines:
+def _dma_lines(transfers: list, tid: int, enc) -> TextLines:
     """A DMA channel's transfers (name: tensor and kind; bits, node), empty ones left out."""
     if not transfers:
-        return _Lines(0)
+        return TextLines(0)
     starts, ends, tensors, whos, bits, kinds = zip(*transfers, strict=True)
     starts, ends, bits = (np.array(c, dtype=np.int64) for c in (starts, ends, bits))
     shown = np.flatnonzero(ends > starts)
@@ -200,7 +199,7 @@ def _dma_lines(transfers: list, tid: int, enc) -> _Lines:
     nodes, node_pool = numbered(whos)
     names = tensors * len(kind_pool) + kinds  # the (tensor, kind) pair: its entry in the pool below
     return (
-        _Lines(len(shown))
+        TextLines(len(shown))
         .text('{"name":')
         .strings(names[shown], [enc(f"{t} {k}") for t in tensor_pool for k in kind_pool])
         .text(',"cat":"dma","ph":"X","ts":')
@@ -215,9 +214,9 @@ def _dma_lines(transfers: list, tid: int, enc) -> _Lines:
     )
 
 
-def _bank_lines(act: Activity, tids: dict[str, int], enc) -> Iterator[_Lines]:
+def _bank_lines(act: Activity, tids: dict[str, int], enc) -> Iterator[TextLines]:
     """Each DRAM bank's non-idle stretches, as bank_slices gives them (name: `row N` while
-    row N is open, else the state; args: row when open, state), a _Lines per bank."""
+    row N is open, else the state; args: row when open, state), a TextLines per bank."""
     for memory, banks in act.dram_banks.items():
         for bank in banks:
             track = bank_track(memory, bank, act.dram_ranks[memory])
@@ -233,7 +232,7 @@ def _bank_lines(act: Activity, tids: dict[str, int], enc) -> Iterator[_Lines]:
                 raise TraceError(f"{track}: active without an open row")
             rows = np.maximum(rows, 0)
             yield (
-                _Lines(len(shown))
+                TextLines(len(shown))
                 .text('{"name":')
                 .strings(states, ['"row ' if s == BANK_ACTIVE else enc(s) for s in pool])
                 .number(rows, active)
@@ -251,7 +250,7 @@ def _bank_lines(act: Activity, tids: dict[str, int], enc) -> Iterator[_Lines]:
             )
 
 
-def _pe_state_lines(st, enc) -> _Lines:
+def _pe_state_lines(st, enc) -> TextLines:
     """The PE array's slices: compute (name: the Einsum; phase, tile) or a stall (name: its
     cause; cause, phase, tile when in a segment, where), empty ones left out."""
     starts, ends = np.array(st.starts, np.int64), np.array(st.ends, np.int64)
@@ -270,7 +269,7 @@ def _pe_state_lines(st, enc) -> _Lines:
     # computing), so that numpy copies one field where a text and a string would be two
     names = np.where(compute, einsums[shown], len(einsum_pool) + states)
     return (
-        _Lines(len(shown))
+        TextLines(len(shown))
         .text('{"name":')
         .strings(names, [enc(e) for e in einsum_pool] + [enc(s) for s in state_pool])
         .strings(compute.astype(np.intp), [',"cat":"stall"', ',"cat":"compute"'])
@@ -290,13 +289,13 @@ def _pe_state_lines(st, enc) -> _Lines:
     )
 
 
-def _slice_lines(track, cat: str, tid: int, enc, count: str, suffix: str) -> _Lines:
+def _slice_lines(track, cat: str, tid: int, enc, count: str, suffix: str) -> TextLines:
     """A port track's slices (merged_columns: back-to-back grants of one holder and tensor as
     one), empty ones left out."""
     starts, ends, tensors, tensor_pool, bys, by_pool, bits, counts = merged_columns(track)
     shown = np.flatnonzero(ends > starts)
     return (
-        _Lines(len(shown))
+        TextLines(len(shown))
         .text('{"name":')
         .strings(tensors[shown], [enc(f"{t}{suffix}") for t in tensor_pool])
         .text(f',"cat":"{cat}","ph":"X","ts":')
@@ -311,114 +310,3 @@ def _slice_lines(track, cat: str, tid: int, enc, count: str, suffix: str) -> _Li
         .number(counts[shown])
         .text("}}")
     )
-
-
-class _Lines:
-    """Lines of ASCII text made by numpy column by column, not per line in Python.
-
-    Each field is a byte table and a row of it per line (None: its one row on every line); the
-    rows are NUL-padded (a number's leading zeros, a shorter string, a field left out), and a
-    block of lines is written side by side, then squeezed: the NULs dropped. The JSON never
-    holds a NUL byte (strings are escaped), so the squeeze removes only the padding."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.fields: list[tuple[np.ndarray, np.ndarray | None]] = []
-
-    def __len__(self) -> int:
-        return self.n
-
-    def text(self, text: str, when: np.ndarray | None = None) -> _Lines:
-        """The same text on every line (where `when`)."""
-        row = _ascii_rows([text])
-        if when is None:
-            self.fields.append((row, None))
-        else:
-            self.fields.append((np.vstack([np.zeros_like(row), row]), when.astype(np.intp)))
-        return self
-
-    def number(self, values: np.ndarray, when: np.ndarray | None = None) -> _Lines:
-        """Non-negative integers in decimal, three digits (a row of _DIGITS) per field."""
-        values = np.asarray(values, dtype=np.int64)
-        groups = max(1, -(-len(str(int(values.max()) if len(values) else 0)) // 3))
-        for k in reversed(range(groups)):  # the most significant group first
-            rows = values // 1000**k % 1000
-            if k < groups - 1:  # below a non-zero group, a group keeps its leading zeros
-                rows += _FULL * (values >= 1000 ** (k + 1))
-            if when is not None:
-                rows = np.where(when, rows, _ABSENT)
-            self.fields.append((_DIGITS[k > 0], rows))
-        return self
-
-    def micros(self, cycles: np.ndarray) -> _Lines:
-        """Cycles as _us writes them: whole microseconds, then .ddd when there is a remainder."""
-        whole, frac = np.divmod(np.asarray(cycles, dtype=np.int64), 1000)
-        self.number(whole)
-        self.fields.append((_FRACTION, frac))
-        return self
-
-    def strings(self, codes: np.ndarray, pool: list[str], when: np.ndarray | None = None) -> _Lines:
-        """pool[codes[i]] on line i (ASCII)."""
-        table = _ascii_rows([*pool, ""])  # the last row, all NUL: the field left out
-        self.fields.append((table, codes if when is None else np.where(when, codes, len(pool))))
-        return self
-
-    def render(self, separator: str, seps: np.ndarray | int) -> Iterator[np.ndarray]:
-        """The lines, each followed by the first seps[i] characters of separator, as ASCII
-        byte arrays of a block of lines each (bounded memory)."""
-        ends = _ascii_rows([separator[:k] for k in range(len(separator) + 1)])
-        fields = [*self.fields, (ends, np.broadcast_to(np.asarray(seps, np.intp), (self.n,)))]
-        width = sum(table.shape[1] for table, _ in fields)
-        lines = max(1, min(self.n, BLOCK_BYTES // width))
-        block = np.empty((lines, width), dtype=np.uint8)
-        keep = np.empty(block.shape, dtype=bool)
-        varying = []  # (table, rows, columns), a table row as one item of numpy's void type
-        at = 0
-        for table, rows in fields:
-            columns = block[:, at : at + table.shape[1]]
-            at += table.shape[1]
-            if rows is None:
-                columns[:] = table  # the same on every line: written once for all blocks
-            else:
-                varying.append((_items(table), rows, _items(columns)))
-        for lo in range(0, self.n, lines):
-            hi = min(lo + lines, self.n)
-            for table, rows, columns in varying:
-                columns[: hi - lo] = table[rows[lo:hi]]
-            text = block[: hi - lo]
-            yield text[np.not_equal(text, 0, out=keep[: hi - lo])]
-
-
-def _items(matrix: np.ndarray) -> np.ndarray:
-    """Each row of a byte matrix (its columns contiguous) as one item, so that numpy copies
-    rows by one memcpy each rather than byte by byte."""
-    return matrix.view(np.dtype((np.void, matrix.shape[1])))[:, 0]
-
-
-def _ascii_rows(texts: list[str]) -> np.ndarray:
-    """texts as a byte matrix, a row each, NUL-padded on the right (at least one column)."""
-    encoded = [t.encode("ascii") for t in texts]
-    if any(0 in b for b in encoded):
-        raise ValueError("a NUL in trace text: the JSON lines drop NULs as padding")
-    out = np.zeros((len(encoded), max(1, *map(len, encoded))), dtype=np.uint8)
-    for row, b in zip(out, encoded, strict=True):  # a few distinct strings
-        row[: len(b)] = np.frombuffer(b, dtype=np.uint8)
-    return out
-
-
-def _digit_tables() -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
-    """Three-digit groups (rows q: q without leading zeros, NUL instead; _FULL + q: with them;
-    _ABSENT: all NUL) for a number's lowest group, which writes 0 as "0", and for the groups
-    above it, which write it as nothing; then the fractions of a microsecond, ".ddd" (0: none)."""
-    q = np.arange(1000)
-    full = (np.stack([q // 100, q // 10 % 10, q % 10], axis=1) + ord("0")).astype(np.uint8)
-    lead = np.where(q[:, None] >= np.array([100, 10, 1]), full, 0).astype(np.uint8)
-    higher = np.vstack([lead, full, np.zeros((1, 3), dtype=np.uint8)])
-    lowest = higher.copy()
-    lowest[0, 2] = ord("0")
-    fraction = np.hstack([np.full((1000, 1), ord("."), dtype=np.uint8), full])
-    fraction[0] = 0
-    return (lowest, higher), fraction
-
-
-_DIGITS, _FRACTION = _digit_tables()  # _DIGITS[0]: a number's lowest group, [1]: those above

@@ -145,7 +145,8 @@ def test_protobuf_form_has_balanced_slices(traced, tmp_path):
 
 def test_numbers_and_microseconds_read_as_python_writes_them():
     """The digit tables: every width of number, 0 and the largest int64 included."""
-    from cyclesim.views.perfetto_json import _Lines, _us
+    from cyclesim.views.perfetto_json import _us
+    from cyclesim.views.text_lines import TextLines
 
     edges = [0, 1, 9, 10, 99, 100, 999, 1000, 1001, 10**6, 10**6 + 7, 10**18, 2**63 - 1]
     values = np.array(edges + np.random.default_rng(1).integers(0, 10**12, 500).tolist())
@@ -154,9 +155,9 @@ def test_numbers_and_microseconds_read_as_python_writes_them():
     def lines(made) -> list[str]:
         return b"".join(made.render("\n", 1)).decode("ascii").split("\n")[:-1]
 
-    assert lines(_Lines(len(values)).number(values)) == [str(v) for v in values.tolist()]
-    assert lines(_Lines(len(values)).micros(values)) == [_us(v) for v in values.tolist()]
-    assert lines(_Lines(len(values)).number(values, shown)) == [
+    assert lines(TextLines(len(values)).number(values)) == [str(v) for v in values.tolist()]
+    assert lines(TextLines(len(values)).micros(values)) == [_us(v) for v in values.tolist()]
+    assert lines(TextLines(len(values)).number(values, shown)) == [
         str(v) if s else "" for v, s in zip(values.tolist(), shown.tolist(), strict=True)
     ]
 
@@ -164,7 +165,7 @@ def test_numbers_and_microseconds_read_as_python_writes_them():
 def test_file_is_the_events_joined_in_chunks_across_blocks(traced, tmp_path, monkeypatch):
     """The events (as the generic encoder writes them) separated by ",\n" or, after every
     CHUNK-th, by ","; the same bytes whether a block holds all the lines or one."""
-    from cyclesim.views import perfetto_json
+    from cyclesim.views import perfetto_json, text_lines
     from cyclesim.views.perfetto_json import _json_lines
 
     res = traced("dma_two_tensors")
@@ -178,7 +179,7 @@ def test_file_is_the_events_joined_in_chunks_across_blocks(traced, tmp_path, mon
     write_chrome_json(res, tmp_path / "t.json")
     assert len(lines) < perfetto_json.CHUNK and events_of(tmp_path / "t.json") == ",\n".join(lines)
     monkeypatch.setattr(perfetto_json, "CHUNK", 7)
-    monkeypatch.setattr(perfetto_json, "BLOCK_BYTES", 1)  # a line at a time
+    monkeypatch.setattr(text_lines, "BLOCK_BYTES", 1)  # a line at a time
     write_chrome_json(res, tmp_path / "t.json")
     seps = [",\n"[: 1 if i % 7 == 0 else 2] for i in range(1, len(lines))] + [""]
     assert events_of(tmp_path / "t.json") == "".join(map(str.__add__, lines, seps))
