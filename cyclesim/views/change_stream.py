@@ -78,6 +78,7 @@ class ChangeStream:
             self.times.append(times[changed])
             self.values.append(values[changed])
         self.alias, self.sizes = _aliases_and_sizes(w, self.initial, self.times, self.values)
+        self._merges: dict[int, list[tuple]] = {}  # stretch -> _merge's stretches
         empty = np.empty(0, dtype=np.int64)
         for i, j in enumerate(self.alias):
             if j is not None:  # written once, under the signal it repeats
@@ -118,27 +119,45 @@ class ChangeStream:
     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per stretch of cycles: (times, firsts, positions): where[i][k] (a number standing for
         signal i's change k) of each change in time order (signal order within a time),
-        times[j] the distinct times and firsts[j] where time j's changes start. Merged by numpy
-        on integer keys, not per change in Python: a long run has millions of changes."""
+        times[j] the distinct times and firsts[j] where time j's changes start."""
+        w0, w1 = self.w.start, self.w.end
+        stretch = stretch or max(1 << 12, (w1 - w0) // 64)
+        lo = w0
+        for hi, cuts, merge in self._merge(stretch):
+            if merge is not None:
+                times, firsts, order = merge
+                positions = [where[i][a:b] for i, (a, b) in enumerate(cuts)]
+                yield times, firsts, np.concatenate(positions)[order]
+            if bar is not None:
+                bar.update(min(hi, w1) - lo)
+            lo = hi
+
+    def _merge(self, stretch: int) -> list[tuple]:
+        """Per stretch: its end, each signal's slice of changes in it, and (distinct times,
+        where each begins, the order of its changes), None without changes. Merged by numpy on
+        integer keys, not per change in Python (a long run has millions of changes), and kept:
+        the VCD and the FST of one run merge once."""
+        held = self._merges.get(stretch)
+        if held is not None:
+            return held
         w0, w1 = self.w.start, self.w.end
         n = len(self.times)
-        stretch = stretch or max(1 << 12, (w1 - w0) // 64)
         edges = np.arange(w0, w1 + 1, stretch, dtype=np.int64)[1:]
         edges = np.append(edges, w1 + 1)
-        cuts = [np.concatenate(([0], np.searchsorted(t, edges))) for t in self.times]
-        lo = w0
+        cuts = [np.concatenate(([0], np.searchsorted(t, edges))).tolist() for t in self.times]
+        out = []
         for s, hi in enumerate(edges.tolist()):
-            keys = [self.times[i][c[s] : c[s + 1]] * n + i for i, c in enumerate(cuts)]
-            positions = [where[i][c[s] : c[s + 1]] for i, c in enumerate(cuts)]
-            ordered = np.concatenate(keys)
+            mine = [(c[s], c[s + 1]) for c in cuts]
+            ordered = np.concatenate([self.times[i][a:b] * n + i for i, (a, b) in enumerate(mine)])
+            merge = None
             if len(ordered):
                 order = np.argsort(ordered, kind="stable")
                 times = ordered[order] // n
                 firsts = np.flatnonzero(np.concatenate(([True], times[1:] != times[:-1])))
-                yield times[firsts], firsts, np.concatenate(positions)[order]
-            if bar is not None:
-                bar.update(min(hi, w1) - lo)
-            lo = hi
+                merge = (times[firsts], firsts, order)
+            out.append((hi, mine, merge))
+        self._merges[stretch] = out
+        return out
 
 
 # id(Activity) -> (a weak reference to it, its stream): dropped when the Activity is (an
