@@ -79,22 +79,36 @@ class ChangeStream:
             self.values.append(values[changed])
         self.alias, self.sizes = _aliases_and_sizes(w, self.initial, self.times, self.values)
         self._merges: dict[int, list[tuple]] = {}  # stretch -> _merge's stretches
+        self._distinct: dict[int, tuple] = {}  # signal -> distinct's numbering
         empty = np.empty(0, dtype=np.int64)
         for i, j in enumerate(self.alias):
             if j is not None:  # written once, under the signal it repeats
                 self.times[i], self.values[i] = empty, self.values[i][:0]
+
+    def distinct(self, i: int) -> tuple[np.ndarray, np.ndarray | list]:
+        """Signal i's changes as (each one's index among its distinct values, the distinct
+        values): strings in order of first sight, numbers sorted; made once for every writer."""
+        held = self._distinct.get(i)
+        if held is None:
+            values = self.values[i]
+            if values.dtype == object:
+                held = numbered(values)
+            else:
+                uniq, at = np.unique(values, return_inverse=True)
+                held = (at.reshape(-1), uniq)
+            self._distinct[i] = held
+        return held
 
     def _texts(self, fmt: list) -> tuple[np.ndarray, list[np.ndarray]]:
         """fmt[i](value) of every distinct value of every signal in one pool, and per signal
         each change's position in it."""
         pool: list = []
         where: list[np.ndarray] = []
-        for f, values in zip(fmt, self.values, strict=True):
-            if values.dtype == object:
-                at, uniq = numbered(values)
+        for i, f in enumerate(fmt):
+            at, uniq = self.distinct(i)
+            if self.values[i].dtype == object:
                 distinct = [f(v) for v in uniq]
             else:
-                uniq, at = np.unique(values, return_inverse=True)
                 many = getattr(f, "many", None)
                 if many is not None:
                     distinct = many(uniq)

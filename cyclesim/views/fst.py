@@ -20,7 +20,6 @@ from cyclesim.errors import TraceError
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
-from cyclesim.results.record_columns import numbered
 from cyclesim.views import fst_native
 from cyclesim.views.change_stream import ChangeStream, change_stream
 from cyclesim.views.fst_native import fst_writer
@@ -151,25 +150,23 @@ def _change_columns(signals: list[Signal], handles, stream: ChangeStream) -> tup
     kinds, handle_col, size_col, value_col, where = [], [], [], [], []
     texts: list[bytes] = [b"0", b"1"]  # a wire's two values: texts 0 and 1
     rows = 0
-    for sig, h, size, values in zip(signals, handles, stream.sizes, stream.values, strict=True):
-        if values.dtype == object:  # strings, numbered in order of first sight
-            at, uniq = numbered(values)
+    for i, (sig, h, size) in enumerate(zip(signals, handles, stream.sizes, strict=True)):
+        at, uniq = stream.distinct(i)
+        if stream.values[i].dtype == object:  # strings, numbered in order of first sight
             kind = np.full(len(uniq), fst_native.STRING, dtype=np.uint8)
             value = np.arange(len(texts), len(texts) + len(uniq), dtype=np.uint64)
             texts += [str(v).encode() for v in uniq]
-        else:
-            uniq, at = np.unique(values, return_inverse=True)
-            if sig.var_type == "wire":
-                kind = np.full(len(uniq), fst_native.BITS, dtype=np.uint8)
-                value = (uniq != 0).astype(np.uint64)
-            else:  # a number of `size` bits; "x" or a negative number as bits
-                number = uniq >= 0  # below 1 << size: size is the bits the values need
-                kind = np.where(number, fst_native.NUMBER, fst_native.BITS).astype(np.uint8)
-                value = uniq.astype(np.uint64)
-                for k in np.flatnonzero(~number).tolist():
-                    v = int(uniq[k])
-                    value[k] = len(texts)
-                    texts.append(b"x" * size if v == X else f"{v:064b}".encode())
+        elif sig.var_type == "wire":
+            kind = np.full(len(uniq), fst_native.BITS, dtype=np.uint8)
+            value = (uniq != 0).astype(np.uint64)
+        else:  # a number of `size` bits; "x" or a negative number as bits
+            number = uniq >= 0  # below 1 << size: size is the bits the values need
+            kind = np.where(number, fst_native.NUMBER, fst_native.BITS).astype(np.uint8)
+            value = uniq.astype(np.uint64)
+            for k in np.flatnonzero(~number).tolist():
+                v = int(uniq[k])
+                value[k] = len(texts)
+                texts.append(b"x" * size if v == X else f"{v:064b}".encode())
         kinds.append(kind)
         handle_col.append(np.full(len(uniq), h, dtype=np.uint32))
         size_col.append(np.full(len(uniq), size, dtype=np.uint32))
