@@ -299,9 +299,7 @@ class Channel:
             if stale[index] or (again_at[index] < limit and queue_issues[index] != issues):
                 if self._first_ready(queue) is not None:
                     return clk
-                stale[index] = False
-                again_at[index] = self._first_ready_again
-                queue_issues[index] = issues
+                self._none_ready(index)
             if again_at[index] < again:
                 again, again_queue = again_at[index], index
         self._scan_again_at, self._scan_again_queue = again, again_queue
@@ -457,7 +455,7 @@ class Channel:
         queues, stale, again_at = self.queues, self._queue_stale, self._queue_again
         skip = self.refresh_queues if self.in_refresh else ()
         again = NEVER  # the earliest cycle a command passed over on timing becomes ready
-        again_queue, issues, queue_issues = -1, self.issues, self._queue_issues
+        again_queue = -1
         for index in self._round_robin[self.queue_index]:
             queue = queues[index]
             if not queue or index in skip:
@@ -478,14 +476,19 @@ class Channel:
                             stale[index] = True
                             break
                 return cmd
-            stale[index] = False
-            again_at[index] = self._first_ready_again
-            queue_issues[index] = issues
+            self._none_ready(index)
             if again_at[index] < again:
                 again, again_queue = again_at[index], index
         self._scan_again_at, self._scan_again_queue = again, again_queue
         self._scanned_moves, self._scanned_in_refresh = self.command_moves, self.in_refresh
         return None  # the index went round to where it was
+
+    def _none_ready(self, index: int) -> None:
+        """Queue `index` was scanned and holds no ready command: scans pass it over until a
+        command moves or the earliest ready time it passed over (`_first_ready_again`) comes."""
+        self._queue_stale[index] = False
+        self._queue_again[index] = self._first_ready_again
+        self._queue_issues[index] = self.issues
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
         """The first command of a command queue that may issue now (as `_ready`, inlined: the
