@@ -56,6 +56,17 @@ class TextLines:
         self.fields.append((_FRACTION, frac))
         return self
 
+    def slice_times(self, starts: np.ndarray, ends: np.ndarray, pid: int, tid: int) -> TextLines:
+        """What every Trace Event slice has after its name and category: phase X, start and
+        duration in microseconds, pid and tid, and the opening of its args."""
+        return (
+            self.text(',"ph":"X","ts":')
+            .micros(starts)
+            .text(',"dur":')
+            .micros(ends - starts)
+            .text(f',"pid":{pid},"tid":{tid},"args":{{')
+        )
+
     def strings(
         self, codes: np.ndarray, pool: list[str], when: np.ndarray | None = None
     ) -> TextLines:
