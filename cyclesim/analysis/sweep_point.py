@@ -18,8 +18,6 @@ from cyclesim.analysis.sweep_spec import Point, SweepSpec
 from cyclesim.errors import CyclesimError
 from cyclesim.spec.energy_units import DEFAULT_ENERGY_UNIT, to_picojoules
 
-CAUSE_COLUMNS_PREFIX = "cause_"
-
 
 @dataclass(frozen=True)
 class PointTask:
@@ -63,23 +61,15 @@ def run_point(task: PointTask) -> dict:
 
 def metrics_row(result: Any) -> dict:
     """The table's result columns for one replay (a Result)."""
-    from cyclesim.results.stall_span import CAUSES
 
-    sim = result
-    by_cause = result.stalls_by_cause
     dram = result.architecture.memories[0].name  # the outermost memory is the backing store
-    acc = sim.accesses
+    acc = result.accesses
     dram_acc = acc[acc["memory"] == dram]
     row: dict[str, Any] = dict(
         status="ok",
         error=None,
-        cycles=sim.cycles,
-        onload_cycles=sim.onload_cycles,
-        ideal_compute_cycles=sim.ideal_compute_cycles,
-        stall_cycles=sim.stall_cycles,
-        offload_cycles=sim.offload_cycles,
-        **{f"{CAUSE_COLUMNS_PREFIX}{c}_cycles": by_cause.get(c, 0) for c in CAUSES},
-        macs=sim.macs,
+        **result.cycle_columns(),
+        macs=result.macs,
         dram_read_bits=int(dram_acc[dram_acc["action"] == "read"]["bits"].sum()),
         dram_write_bits=int(dram_acc[dram_acc["action"] == "write"]["bits"].sum()),
     )
@@ -91,6 +81,7 @@ def metrics_row(result: Any) -> dict:
 
 def result_columns() -> list[str]:
     """The result columns of a sweep row, in table order (energy_pj only when present)."""
+    from cyclesim.results.result import cause_column
     from cyclesim.results.stall_span import CAUSES
 
     return [
@@ -99,7 +90,7 @@ def result_columns() -> list[str]:
         "ideal_compute_cycles",
         "stall_cycles",
         "offload_cycles",
-        *(f"{CAUSE_COLUMNS_PREFIX}{c}_cycles" for c in CAUSES),
+        *(cause_column(c) for c in CAUSES),
         "macs",
         "dram_read_bits",
         "dram_write_bits",

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from cyclesim.spec import Architecture, Mapping, Workload
 
 
+def cause_column(cause: str) -> str:
+    """A cause's column in the tables of runs: cause_<cause>_cycles."""
+    return f"cause_{cause}_cycles"
+
+
 ACCESS_KEYS = ["einsum", "tensor", "memory", "action", "direction"]
 PHASES = ("onload", "ideal_compute", "stall", "offload")  # the rows of `phases`, in order
 STALL_KEYS = ["phase", "cause", "action", "memory", "tensor", "port", "port_memory", "competitor"]
@@ -260,6 +265,19 @@ class Result:
             if phase in phases:
                 out[cause] = out.get(cause, 0) + cycles
         return {k: v for k, v in out.items() if v}
+
+    def cycle_columns(self) -> dict[str, int]:
+        """The run's cycles, its phases and every cause's non-compute cycles (0 where none),
+        named as the tables of runs name them (`run --csv`, a sweep's table)."""
+        by_cause = self.stalls_by_cause
+        return dict(
+            cycles=self.cycles,
+            onload_cycles=self.onload_cycles,
+            ideal_compute_cycles=self.ideal_compute_cycles,
+            stall_cycles=self.stall_cycles,
+            offload_cycles=self.offload_cycles,
+            **{cause_column(c): by_cause.get(c, 0) for c in CAUSES},
+        )
 
     @property
     def stalls_by_cause(self) -> dict[str, int]:

@@ -22,7 +22,6 @@ import pandas as pd
 from cyclesim.outputs import atomic_path
 from cyclesim.results import Result
 from cyclesim.results.energy import has_energies
-from cyclesim.results.stall_span import CAUSES
 from cyclesim.spec import Architecture
 
 
@@ -32,15 +31,9 @@ def compute_report(res: Result, arch: Architecture, run: str = "run") -> pd.Data
     for _, size in arch.pe_array.dims:
         pes *= size
     peak_macs = res.cycles * pes * arch.pe_array.macs_per_pe_per_cycle
-    by_cause = res.stall_cycles_by_cause(("onload", "compute", "offload"))
     row = dict(
         run=run,
-        cycles=res.cycles,
-        onload_cycles=res.onload_cycles,
-        ideal_compute_cycles=res.ideal_compute_cycles,
-        stall_cycles=res.stall_cycles,
-        offload_cycles=res.offload_cycles,
-        **{f"cause_{cause}_cycles": by_cause.get(cause, 0) for cause in CAUSES},
+        **res.cycle_columns(),
         macs=res.macs,
         pe_count=pes,
         # SCALE-Sim's "compute utilisation": cycles the array steps over all cycles
