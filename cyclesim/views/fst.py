@@ -130,8 +130,8 @@ def _emit_in_c(native, lib, ffi, ctx, signals: list[Signal], handles, stream, ba
     buffer = native.ffi.from_buffer
     blob_c, offsets_c = buffer("char[]", blob), buffer("int64_t[]", offsets)
     for times, firsts, at in stream.merged(where, bar):
-        columns = [np.ascontiguousarray(c[at]) for c in (kinds, handle_col, size_col, values)]
-        times, firsts = times.astype(np.uint64), np.ascontiguousarray(firsts, dtype=np.int64)
+        columns = [c[at] for c in (kinds, handle_col, size_col, values)]  # gathered: contiguous
+        times, firsts = times.astype(np.uint64), firsts.astype(np.int64, copy=False)
         native.lib.emit_changes(
             *address, len(times), buffer("uint64_t[]", times), buffer("int64_t[]", firsts),
             len(at), *(buffer(t, c) for t, c in zip(_C_TYPES, columns, strict=True)),
