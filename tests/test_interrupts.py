@@ -75,6 +75,17 @@ def test_sigterm_between_trace_files_leaves_no_half_set(tmp_path):
     assert files_in(tmp_path) == []
 
 
+def test_sigterm_after_both_waveforms_removes_both_save_files(tmp_path):
+    # with --vcd X.vcd --fst X.fst the FST's save file is X.fst.gtkw (X.gtkw is the VCD's):
+    # both lists of a run's new files (the CLI's and the writers') must name it
+    pytest.importorskip("pylibfst")
+    done = run_interrupted(tmp_path, "cyclesim.views.perfetto_json:write_chrome_json",
+                           signal.SIGTERM, "run", *WORKED, "--vcd", "run.vcd", "--fst", "run.fst",
+                           "--perfetto", "run.json", "--no-progress")  # fmt: skip
+    assert (done.returncode, done.stderr) == (143, "cyclesim: interrupted\n")
+    assert files_in(tmp_path) == []
+
+
 def _alive(pid: int) -> bool:
     """A process that exists and is not a zombie."""
     try:

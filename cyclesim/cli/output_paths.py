@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from cyclesim.errors import OptionError
+from cyclesim.views import WAVES, save_file_of
 
 # Output options of every sub-command: checked before anything runs ("-" is refused: none
 # goes to stdout). Some name
@@ -83,7 +84,9 @@ def new_outputs(args: argparse.Namespace) -> list[Path]:
         value = getattr(args, option, None)
         if not isinstance(value, str) or value in ("", "-"):
             continue
-        companions = [Path(value).with_suffix(".gtkw")] if option in ("vcd", "fst") else []
+        # the waveform's save file as the writer names it (an FST beside a VCD of the same stem
+        # gets X.fst.gtkw): removed with it when the run is cut short
+        companions = [save_file_of(args, option)] if option in WAVES else []
         out += [p for p in (Path(value), *companions) if not p.exists()]
         made = None  # the outermost folder the output's path still lacks: made by this run
         for parent in Path(value).absolute().parents:

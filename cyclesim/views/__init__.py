@@ -21,12 +21,15 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     """--vcd, --fst, --perfetto, --plot, --events, --save-run, and the trace filter (--window, --only)."""
     g = p.add_argument_group("traces and plots")
     g.add_argument(
-        "--vcd", metavar="PATH", help="write a VCD (and PATH.gtkw beside it for GTKWave)"
+        "--vcd",
+        metavar="PATH",
+        help="write a VCD, and a GTKWave save file beside it (run.vcd: run.gtkw)",
     )
     g.add_argument(
         "--fst",
         metavar="PATH",
-        help="write an FST, the compressed waveform GTKWave and Surfer read (and PATH.gtkw); "
+        help="write an FST, the compressed waveform GTKWave and Surfer read, and a save file beside "
+        "it (run.fst: run.gtkw, or run.fst.gtkw when a --vcd takes run.gtkw); "
         "written with the pylibfst package, or converted by GTKWave's vcd2fst when pylibfst is missing",
     )
     g.add_argument(

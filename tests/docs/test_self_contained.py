@@ -83,3 +83,19 @@ def test_no_tracked_file_names_a_path_outside_the_repository() -> None:
 
 def test_no_tracked_file_cites_an_internal_issue_number() -> None:
     assert offending_lines(INTERNAL_ISSUE) == []
+
+
+def test_error_messages_point_at_pages_that_exist():
+    """A file that is not a mapping of fields names where its fields are described: that page
+    and heading must be in the repository (they once pointed at README sections that moved)."""
+    from cyclesim.spec.field_errors import DOCUMENTED_IN
+
+    for what, where in DOCUMENTED_IN.items():
+        page, _, heading = where.partition(": ")
+        path = ROOT / page
+        assert path.is_file(), f"{what}: {page} is not in the repository"
+        headings = [line.lstrip("#").strip() for line in path.read_text().splitlines()
+                    if line.startswith("#")]  # fmt: skip
+        assert any(h.startswith(heading.strip("'")) for h in headings), (
+            f"{what}: {page} has no heading {heading}"
+        )
