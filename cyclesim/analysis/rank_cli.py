@@ -167,6 +167,7 @@ def run_hardware(args: argparse.Namespace) -> int:
     from cyclesim.analysis.rank_hardware import format_hardware, load_hardware_rank, rank_hardware
 
     spec = load_hardware_rank(args.rank_file)
+    _require_zigzag()  # each variant is searched by zigzag-dse
     out = Path(args.out) if args.out else Path("out") / "rank" / spec.name
     options = _options(args)
     start = time.perf_counter()
@@ -181,6 +182,21 @@ def run_hardware(args: argparse.Namespace) -> int:
     return 0
 
 
+def _require_zigzag() -> None:
+    """Refuse before any work when zigzag-dse cannot be imported: every candidate comes from
+    its search and is re-evaluated by it, so nothing could be ranked (one line, exit 2)."""
+    from cyclesim.checks.zigzag.peer import require_zigzag
+    from cyclesim.errors import PeerUnavailable
+
+    try:
+        require_zigzag()
+    except PeerUnavailable as exc:
+        raise CyclesimError(
+            f"{exc}; ranking needs zigzag-dse 3.9.1: `make peers` installs it "
+            "(or pip install zigzag-dse==3.9.1 six)"
+        ) from None
+
+
 def run_zigzag(args: argparse.Namespace) -> int:
     """Rank one workload on one accelerator; print the table, write tables and plots."""
     import time
@@ -190,6 +206,7 @@ def run_zigzag(args: argparse.Namespace) -> int:
 
     if args.top is not None and args.top < 1 and not args.all:
         raise CyclesimError("--top must be at least 1")
+    _require_zigzag()
     for option in ("accelerator", "workload", "mapping"):
         if not Path(getattr(args, option)).is_file():
             raise CyclesimError(f"--{option} {getattr(args, option)}: no such file")

@@ -208,3 +208,29 @@ def test_the_regret_is_explained_by_the_picks_sentence_for_the_cause_it_pays_mor
     assert regret_sentence("onload/bandwidth +15; compute/x +1", mechanisms).startswith("onloading")
     assert regret_sentence("offload/bandwidth +1", mechanisms) == ""
     assert regret_sentence("", mechanisms) == ""
+
+
+def test_rank_zigzag_without_zigzag_dse_is_one_line_exit_2_and_writes_nothing(tmp_path):
+    # found by a new user: `make demo` installs no zigzag-dse; `rank zigzag` then exited 0 with
+    # "0 of 1 layers ranked", an empty candidates.png and no word on how to get the peer
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    shadow = tmp_path / "shadow" / "zigzag"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError(\"No module named 'zigzag'\")\n")
+    rank = root / "examples" / "rank"
+    done = subprocess.run(
+        [sys.executable, "-m", "cyclesim", "rank", "zigzag",
+         "--accelerator", str(rank / "eyeriss4x4_accelerator.yaml"),
+         "--workload", str(rank / "eyeriss4x4_workload.yaml"),
+         "--mapping", str(rank / "eyeriss4x4_mapping.yaml"), "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": f"{tmp_path / 'shadow'}:{root}"},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "zigzag-dse" in done.stderr
+    assert "make peers" in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -19,12 +19,12 @@ from cyclesim.checks.zigzag.peer import (
     N_SPATIAL_MAPPINGS,
     PeerResult,
     ZigZagPeerError,
-    _import,
     _no_mapping,
     _quiet,
     _result,
     loma_search,
     one_layer,
+    require_zigzag,
 )
 
 Spatial = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]
@@ -132,7 +132,7 @@ def search_candidates(
     Raise PeerUnavailable if zigzag-dse cannot be imported, ZigZagPeerError if it fails or finds
     no mapping.
     """
-    _import()
+    require_zigzag()
     sink: list = []
     try:
         with _quiet():
@@ -175,7 +175,7 @@ def evaluate_candidate(
 
     Raise ZigZagPeerError if the candidate's spatial mapping is not one ZigZag generates.
     """
-    _import()
+    require_zigzag()
     with _quiet():
         return _result(_evaluate(accelerator, workload, mapping, layer_name, candidate))
 

@@ -51,13 +51,13 @@ class PeerResult:
 
 def zigzag_version() -> str:
     """The installed zigzag-dse version. Raise PeerUnavailable if it cannot be imported."""
-    _import()
+    require_zigzag()
     import importlib.metadata
 
     return importlib.metadata.version("zigzag-dse")
 
 
-def _import() -> None:
+def require_zigzag() -> None:
     """Import zigzag-dse's API once, turning a failure into PeerUnavailable with the reason."""
     try:
         with _quiet():
@@ -91,7 +91,7 @@ def run_zigzag(
     lpf_limit: int = 6,
 ) -> PeerResult:
     """Evaluate one layer with zigzag-dse. Raise PeerUnavailable, or ZigZagPeerError if ZigZag fails."""
-    _import()
+    require_zigzag()
     try:
         with _quiet():
             cme = _evaluate(accelerator, workload, mapping, temporal_mapping, layer_name, lpf_limit)
