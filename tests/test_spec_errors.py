@@ -250,3 +250,13 @@ def test_a_misspelt_field_is_named_with_the_one_it_is_closest_to(tmp_path, capsy
         "architecture: unknown field 'widht_bits': did you mean 'width_bits'? (allowed: name, kind, "
         "width_bits, latency_cycles, burst_bits, serves)"
     )
+
+
+def test_a_field_of_several_types_is_named_without_pydantic_s_member_tag(tmp_path, capsys):
+    # found by a new user: `double_buffered: maybe` was reported as field
+    # 'memories[0].double_buffered.bool' (the union member pydantic tried), not the file's path
+    text = good("arch.yaml").replace("double_buffered: false", "double_buffered: maybe", 1)
+    (tmp_path / "arch.yaml").write_text(text)
+    assert run_with_arch(tmp_path / "arch.yaml") == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'arch.yaml'}:13: field 'memories[0].double_buffered': " in err, err

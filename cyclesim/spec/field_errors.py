@@ -65,6 +65,24 @@ def validate(model: type[BaseModel], data: Any, lines: Lines, name: str, what: s
         raise pydantic_to_spec_error(exc, model, name, lines, what=what) from None
 
 
+# the names pydantic puts into an error's location for the member of a union it tried
+# (`double_buffered: bool | {...}` reports 'memories[2].double_buffered.bool')
+_UNION_MEMBERS = frozenset({"bool", "int", "float", "str", "none", "dict", "list"})
+
+
+def _field_path(prefix: tuple, loc: tuple, lines: Lines) -> tuple:
+    """The error's location as a path in the file: validator and union-member tags dropped
+    (a part the file itself has, one with a line, is always kept)."""
+    out = prefix
+    for part in loc:
+        tag = isinstance(part, str) and (
+            part in _UNION_MEMBERS or "[" in part or part.startswith("function-")
+        )
+        if not tag or (*out, part) in lines:
+            out = (*out, part)
+    return out
+
+
 def pydantic_to_spec_error(
     exc: ValidationError,
     model: type[BaseModel],
@@ -89,9 +107,7 @@ def pydantic_to_spec_error(
             ),
             error,
         )
-    loc = prefix + tuple(
-        p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-"))
-    )
+    loc = _field_path(prefix, error["loc"], lines)
     found = None if error["type"] in ("missing", "extra_forbidden") else error.get("input")
     message, expected = error["msg"], None
     if error["type"] == "extra_forbidden":
