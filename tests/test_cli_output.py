@@ -52,6 +52,16 @@ def test_csv_summaries_hold_the_hand_derived_numbers(tmp_path, capsys):
     assert float(dram["bandwidth_used_pct"]) == pytest.approx(100 * 160 / 52 / 12, abs=1e-3)
 
 
+def test_a_run_names_the_files_it_wrote_unless_quiet(tmp_path, capsys):
+    # found by a new user: `run --html/--vcd/--plot` wrote its files without a word (only -v
+    # named them), where sweep and rank print what they wrote
+    assert main(["run", *FILES, "--csv", str(tmp_path), "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    written = sorted(line.removeprefix("cyclesim: wrote ") for line in err.splitlines())
+    assert written == sorted(str(p) for p in tmp_path.iterdir()) and written
+    assert "wrote" not in out  # stdout keeps the report alone
+
+
 def test_verbose_logs_what_is_done_and_quiet_says_nothing(tmp_path, capsys):
     assert main(["-v", "run", *FILES, "--csv", str(tmp_path), "--no-progress"]) == 0
     err = capsys.readouterr().err

@@ -123,17 +123,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             if len(in_loop) > 1:
                 path = path.with_name(f"{path.name}.{name}")
             write_dram_trace(path, res.raw.rec.dram_requests[name])
-            log.info("wrote %s", path)
+            _say_wrote(args, path)
     args.title = res.title  # plots, Perfetto
     args.architecture, args.run_name = arch, mapping.name  # --csv summaries
     for path in _write_views(args, res):
-        log.info("wrote %s", path)
+        _say_wrote(args, path)
     if args.json:
         json.dump(res.to_dict(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif not args.quiet:  # -q: errors only, no report
         print(report_text(res))
     return 0
+
+
+def _say_wrote(args: argparse.Namespace, path) -> None:
+    """Name a file the run wrote on stderr (not with -q): a user who asked for --html or --vcd
+    is told where it is, as sweep and rank do; stdout keeps the report or --json alone."""
+    if not args.quiet:
+        print(f"cyclesim: wrote {path}", file=sys.stderr)
 
 
 def _trace_filter(args: argparse.Namespace):
