@@ -164,7 +164,8 @@ def render_compare(results: list[ReplayResult]) -> str:
             lines += ["", f"{res.policy} FAILED ({res.failure.reason}): {res.failure}"]
     lines += [
         "",
-        "requirement: stack = one contiguous number (the op's deepest frame: CBs + intermediates);",
+        "requirement: stack '(1)' = one contiguous number (the op's deepest frame: CBs +",
+        "intermediates);",
         "heap/pool = CB peak + heap/pool peak: two regions whose peaks need not coincide (an upper",
         "bound, like tt-mlir's sum), with no allowance for fragmentation.",
         "'+': the replay failed in or before this op; its requirement is read from the same",
