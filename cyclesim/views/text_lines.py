@@ -111,7 +111,8 @@ def _render_in_c(native, fields: list, n: int, lines: int, width: int) -> Iterat
     """render's blocks written by the C loop (views/text_native.py): each table row without
     its NULs, copied field by field, line by line; the same bytes, no padded block."""
     tables = [table for table, _ in fields]
-    blob = np.concatenate([table[table != 0] for table in tables])  # the rows, NULs dropped
+    # the rows, NULs dropped, and the 16 bytes the C loop may read past the last
+    blob = np.concatenate([*(table[table != 0] for table in tables), np.zeros(16, np.uint8)])
     lengths = np.concatenate([np.count_nonzero(table, axis=1) for table in tables])
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -125,7 +126,8 @@ def _render_in_c(native, fields: list, n: int, lines: int, width: int) -> Iterat
             ffi.from_buffer("char[]", blob), ffi.from_buffer("int64_t[]", offsets))  # fmt: skip
     for lo in range(0, n, lines):
         hi = min(lo + lines, n)
-        out = np.empty((hi - lo) * width, dtype=np.uint8)  # a padded line's width bounds each
+        # a padded line's width bounds each; 16 bytes the C loop may write past the last
+        out = np.empty((hi - lo) * width + 16, dtype=np.uint8)
         written = lib.text_lines(lo, hi, len(fields), *args, ffi.from_buffer("char[]", out))
         if written < 0:
             raise IndexError("a text line's row is outside its table")

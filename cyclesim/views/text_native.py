@@ -104,7 +104,8 @@ int64_t vcd_lines(size_t n_times, const uint64_t *times, const int64_t *firsts,
 
 /* Lines lo..hi of fields side by side: field f of line i is text bases[f] + rows[f][i] of
    blob (from offsets[k] to offsets[k + 1]); a field whose rows is 0 has text bases[f] on
-   every line. Returns the bytes written to out, or -1 for a row not below sizes[f]. */
+   every line. blob and out have 16 bytes to spare after their last text. Returns the bytes
+   written to out, or -1 for a row not below sizes[f]. */
 int64_t text_lines(size_t lo, size_t hi, size_t n_fields, const uintptr_t *rows,
     const int64_t *bases, const int64_t *sizes, const char *blob, const int64_t *offsets,
     char *out)
@@ -121,7 +122,10 @@ int64_t text_lines(size_t lo, size_t hi, size_t n_fields, const uintptr_t *rows,
             }
             k += bases[f];
             size_t len = (size_t)(offsets[k + 1] - offsets[k]);
-            memcpy(o, blob + offsets[k], len);
+            if (len <= 16)  /* most fields: one fixed 16-byte copy, the slack overwritten */
+                memcpy(o, blob + offsets[k], 16);
+            else
+                memcpy(o, blob + offsets[k], len);
             o += len;
         }
     }
