@@ -26,12 +26,14 @@ $(VENV)/.native-tools: $(VENV)/.base pyproject.toml
 	@$(BIN)/pip install -q -e '.[native]' && touch $@ || echo "mypy could not be installed"
 
 # The DRAM timer and controller compiled with mypyc (copies stamped with their source's hash; dram/native.py
-# uses them only while the hash matches), and the FST writer's change loop compiled with cffi
-# (views/fst_native.py, stamped alike). Each says in one line that it did, or why not (the
+# uses them only while the hash matches), the FST writer's change loop and the VCD and Perfetto
+# JSON writers' text loops compiled with cffi (views/fst_native.py, views/text_native.py,
+# stamped alike). Each says in one line that it did, or why not (the
 # pure-Python code, with the same results, is used then).
 native: $(VENV)/.native-tools
 	@$(BIN)/python -m cyclesim.dram.native_build || true
 	@$(BIN)/python -m cyclesim.views.fst_native || true
+	@$(BIN)/python -m cyclesim.views.text_native || true
 
 # accelforge needs Python >= 3.12 (its hwcomponents dependency); it lives in its own
 # environment and is called as a subprocess by cyclesim.checks.accelforge.peer.
@@ -114,4 +116,4 @@ traces: $(VENV)/.base
 	$(BIN)/python -m cyclesim.analysis.regen_traces traces
 
 clean:
-	rm -rf $(VENV) $(AFVENV) $(SSVENV) $(STVENV) out build *.egg-info cyclesim/dram/_*_native* cyclesim/views/_fst_emit*
+	rm -rf $(VENV) $(AFVENV) $(SSVENV) $(STVENV) out build *.egg-info cyclesim/dram/_*_native* cyclesim/views/_fst_emit* cyclesim/views/_text_fill*

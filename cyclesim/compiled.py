@@ -1,6 +1,7 @@
 """CYCLESIM_PURE_PYTHON: the one switch that makes every compiled part (the DRAM timer and
-controller compiled by mypyc, the FST writer's C loop) give way to its pure-Python code, which
-gives the same results. Foundation: it imports no other cyclesim module.
+controller compiled by mypyc, the FST writer's C loop, the VCD and Perfetto JSON text loops)
+give way to its pure-Python code, which gives the same results. Foundation: it imports no
+other cyclesim module.
 """
 
 from __future__ import annotations

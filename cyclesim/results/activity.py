@@ -15,6 +15,7 @@ import numpy as np
 
 # (re-exported: views never import the engine)
 from cyclesim.engine.loop import gc_paused as gc_paused
+from cyclesim.results.record_columns import numbered
 from cyclesim.results.wait_causes import bank_path
 from cyclesim.vocabulary import BankCommand
 
@@ -36,13 +37,18 @@ class Track:
     """Busy records of one port stored by column (about 30 bytes each instead of a hundred);
     iterating gives Busy records in time order. A long run holds hundreds of thousands."""
 
-    __slots__ = ("starts", "ends", "tensors", "whos", "bits", "kinds")
+    __slots__ = ("starts", "ends", "tensors", "whos", "bits", "kinds", "_numbered")
 
     def __init__(self) -> None:
         self.starts, self.ends, self.bits = array("q"), array("q"), array("q")
         self.tensors: list[str] = []
         self.whos: list[str] = []
         self.kinds: list[str] = []
+        self._numbered: dict = {}
+
+    def numbered(self, column: str) -> tuple[np.ndarray, list]:
+        """numbered() of a column of strings ("tensors", "whos"): see numbered_column."""
+        return numbered_column(self, column)
 
     def add(self, start: int, end: int, tensor: str, who: str, bits: int, kind: str) -> None:
         self.starts.append(start)
@@ -71,7 +77,7 @@ class Track:
 class States:
     """The PE array's states (PeState) stored by column; iterating gives PeState in time order."""
 
-    __slots__ = ("starts", "ends", "phases", "states", "wheres", "einsums", "tiles")
+    __slots__ = ("starts", "ends", "phases", "states", "wheres", "einsums", "tiles", "_numbered")
 
     def __init__(self) -> None:
         self.starts, self.ends = array("q"), array("q")
@@ -80,6 +86,11 @@ class States:
         self.wheres: list[str] = []
         self.einsums: list[str] = []
         self.tiles: list[int | None] = []
+        self._numbered: dict = {}
+
+    def numbered(self, column: str) -> tuple[np.ndarray, list]:
+        """numbered() of a column of strings ("states", "wheres", ...): see numbered_column."""
+        return numbered_column(self, column)
 
     def __iter__(self) -> Iterator[PeState]:
         columns = (self.starts, self.ends, self.phases, self.states, self.wheres, self.einsums, self.tiles)  # fmt: skip
@@ -107,6 +118,18 @@ class Segments:
 
     def __len__(self) -> int:
         return len(self.starts)
+
+
+def numbered_column(records: Track | States, column: str) -> tuple[np.ndarray, list]:
+    """numbered(records.<column>) made once per column (the waveforms and the Perfetto JSON
+    number the same ones), again only if the column has grown since; the numbers read-only."""
+    values = getattr(records, column)
+    held = records._numbered.get(column)
+    if held is None or len(held[0]) != len(values):
+        codes, distinct = numbered(values)
+        codes.flags.writeable = False  # shared by every view that asks
+        held = records._numbered[column] = (codes, distinct)
+    return held
 
 
 class PeState(NamedTuple):

@@ -154,19 +154,27 @@ def _port_track(res, rec, w0: int, w1: int, grants: list) -> Track:
     ends = np.where(ends == OPEN, res.cycles, ends)
     bits = np.where(bits == OPEN, 0, bits)
     out = Track()
-    distinct = np.unique(holders).tolist()
-    labels = {h: (who_label(res, h) if _traced(rec, h) else "") for h in distinct}
-    kinds = {h: who_kind(res, h) for h in distinct}
-    shown = np.array([bool(labels[h]) for h in holders.tolist()], dtype=bool)
+    distinct, holder = np.unique(holders, return_inverse=True)  # holder: each grant's, by number
+    labels = [who_label(res, h) if _traced(rec, h) else "" for h in distinct.tolist()]
+    kinds = [who_kind(res, h) for h in distinct.tolist()]
+    shown = np.array([bool(label) for label in labels], dtype=bool)[holder.reshape(-1)]
     keep = np.flatnonzero(shown & (ends > w0) & (starts < w1))
     out.starts.frombytes(np.maximum(starts[keep], w0).tobytes())
     out.ends.frombytes(np.minimum(ends[keep], w1).tobytes())
     out.bits.frombytes(np.ascontiguousarray(bits[keep], dtype=np.int64).tobytes())
-    at = keep.tolist()
-    out.tensors = [tensors[i] for i in at]
-    out.whos = [labels[h] for h in holders[keep].tolist()]
-    out.kinds = [kinds[h] for h in holders[keep].tolist()]
+    # the kept grants' columns as lists, taken by numpy from object columns, not value by value
+    held = holder.reshape(-1)[keep]
+    out.tensors = _objects(tensors)[keep].tolist()
+    out.whos = _objects(labels)[held].tolist()
+    out.kinds = _objects(kinds)[held].tolist()
     return out
+
+
+def _objects(values) -> np.ndarray:
+    """A list as a numpy object column (its items themselves, not converted)."""
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column
 
 
 def _traced(rec, who: int) -> bool:

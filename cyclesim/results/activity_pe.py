@@ -140,13 +140,16 @@ def build_pe_states(res, w0: int, w1: int, pieces: _Pieces) -> States:
     out = States()
     out.starts.frombytes(np.maximum(starts[keep], w0).tobytes())
     out.ends.frombytes(np.minimum(ends[keep], w1).tobytes())
-    table = list(labels)
-    chosen = [table[i] for i in label_of[keep].tolist()]
-    out.phases = [x[0] for x in chosen]
-    out.states = [x[1] for x in chosen]
-    out.wheres = [x[2] for x in chosen]
-    out.einsums = [x[3] for x in chosen]
-    out.tiles = [None if k < 0 else k for k in tiles[keep].tolist()]
+    # each label's four parts as object columns, taken by numpy for the kept states' labels
+    chosen = label_of[keep]
+    parts = np.empty((len(labels), 4), dtype=object)
+    for row, label in zip(parts, labels, strict=True):
+        row[:] = label
+    out.phases, out.states, out.wheres, out.einsums = (parts[chosen, c].tolist() for c in range(4))  # fmt: skip
+    kept_tiles = tiles[keep]
+    tile_objects = kept_tiles.astype(object)  # Python ints, None where there is no tile
+    tile_objects[kept_tiles < 0] = None
+    out.tiles = tile_objects.tolist()
     return out
 
 

@@ -25,7 +25,9 @@ def _aliases_and_sizes(w: Waves, initial: list, times: list, values: list) -> tu
     negative), which the VCD header and the FST declare alike."""
     alias: list = [None] * len(w.signals)
     sizes: list = [1] * len(w.signals)
-    first: dict = {}
+    # signals alike in all but their changes, in order: an alias is the first of them whose
+    # changes are equal (compared in full only here: most signals differ in their count)
+    alike: dict = {}
     for i, sig in enumerate(w.signals):
         col = values[i]
         if sig.var_type == "integer":
@@ -34,12 +36,21 @@ def _aliases_and_sizes(w: Waves, initial: list, times: list, values: list) -> tu
             top = max(int(known.max()) if len(known) else 0, init if init != "x" else 0)
             negative = (len(known) and int(known.min()) < 0) or (init != "x" and init < 0)
             sizes[i] = 64 if negative else max(1, top.bit_length())
-        shown = tuple(col.tolist()) if col.dtype == object else col.tobytes()
-        key = (sig.var_type, sizes[i], str(initial[i]), times[i].tobytes(), shown)
-        alias[i] = first.setdefault(key, i)
-        if alias[i] == i:
-            alias[i] = None
+        key = (sig.var_type, sizes[i], str(initial[i]), len(col), col.dtype == object)
+        earlier = alike.setdefault(key, [])
+        alias[i] = next((j for j in earlier if _same_changes(times, values, i, j)), None)
+        if alias[i] is None:
+            earlier.append(i)
     return alias, sizes
+
+
+def _same_changes(times: list, values: list, i: int, j: int) -> bool:
+    """Signals i and j change at the same times to the same values (strings compared by ==)."""
+    if not np.array_equal(times[i], times[j]):
+        return False
+    if values[i].dtype == object:
+        return values[i].tolist() == values[j].tolist()
+    return np.array_equal(values[i], values[j])
 
 
 class ChangeStream:

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 import numpy as np
 
 from cyclesim.results.activity import BANK_ACTIVE, BANK_IDLE, COMPUTE, Activity, DramBank
-from cyclesim.results.record_columns import numbered
 
 PID = 1
 
@@ -90,8 +89,8 @@ def merged_columns(bursts) -> tuple:
     when it starts at its end with the same tensor and holder."""
     n = len(bursts)
     starts, ends = np.array(bursts.starts, np.int64), np.array(bursts.ends, np.int64)
-    tensors, tensor_pool = numbered(bursts.tensors)
-    whos, who_pool = numbered(bursts.whos)
+    tensors, tensor_pool = bursts.numbered("tensors")
+    whos, who_pool = bursts.numbered("whos")
     heads = np.ones(n, dtype=bool)
     heads[1:] = (starts[1:] != ends[:-1]) | (tensors[1:] != tensors[:-1]) | (whos[1:] != whos[:-1])
     heads = np.flatnonzero(heads)

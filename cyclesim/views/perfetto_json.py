@@ -250,12 +250,12 @@ def _pe_state_lines(st, enc) -> TextLines:
     cause; cause, phase, tile when in a segment, where), empty ones left out."""
     starts, ends = np.array(st.starts, np.int64), np.array(st.ends, np.int64)
     shown = np.flatnonzero(ends > starts)
-    states, state_pool = numbered(st.states)
+    states, state_pool = st.numbered("states")
     compute = np.array([s == COMPUTE for s in state_pool], dtype=bool)[states[shown]]
     stall = ~compute
-    einsums, einsum_pool = numbered(st.einsums)
-    wheres, where_pool = numbered(st.wheres)
-    phases, phase_pool = numbered(st.phases)
+    einsums, einsum_pool = st.numbered("einsums")
+    wheres, where_pool = st.numbered("wheres")
+    phases, phase_pool = st.numbered("phases")
     tiles = np.array([-1 if t is None else t for t in st.tiles], dtype=np.int64)[shown]
     if (tiles[compute] < 0).any():
         raise TraceError("a compute slice of the PE array without its tile")

@@ -1,5 +1,6 @@
-"""Lines of ASCII text (the Perfetto JSON's events) made by numpy column by column, a block at
-a time, not per line in Python: a million events' text in a fraction of a second.
+"""Lines of ASCII text (the Perfetto JSON's events) made column by column, a block at a time,
+not per line in Python: by the C loop of views/text_native.py where it is built, else by
+numpy (padded rows side by side, the padding squeezed out); the same bytes either way.
 """
 
 from __future__ import annotations
@@ -7,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+
+from cyclesim.views import text_native
 
 BLOCK_BYTES = 1 << 20  # bytes of a block of padded lines made at once: they stay in the CPU's cache
 _FULL, _ABSENT = 1000, 2000  # row offsets in the digit tables: leading zeros kept; left out
@@ -82,6 +85,10 @@ class TextLines:
         fields = [*self.fields, (ends, np.broadcast_to(np.asarray(seps, np.intp), (self.n,)))]
         width = sum(table.shape[1] for table, _ in fields)
         lines = max(1, min(self.n, BLOCK_BYTES // width))
+        native = text_native.load()
+        if native is not None:
+            yield from _render_in_c(native, fields, self.n, lines, width)
+            return
         block = np.empty((lines, width), dtype=np.uint8)
         keep = np.empty(block.shape, dtype=bool)
         varying = []  # (table, rows, columns), a table row as one item of numpy's void type
@@ -99,6 +106,33 @@ class TextLines:
                 columns[: hi - lo] = table[rows[lo:hi]]
             text = block[: hi - lo]
             yield text[np.not_equal(text, 0, out=keep[: hi - lo])]
+
+
+def _render_in_c(native, fields: list, n: int, lines: int, width: int) -> Iterator[np.ndarray]:
+    """render's blocks written by the C loop (views/text_native.py): each table row without
+    its NULs, copied field by field, line by line; the same bytes, no padded block."""
+    tables = [table for table, _ in fields]
+    # the rows, NULs dropped, and the 16 bytes the C loop may read past the last
+    blob = np.concatenate([*(table[table != 0] for table in tables), np.zeros(16, np.uint8)])
+    lengths = np.concatenate([np.count_nonzero(table, axis=1) for table in tables])
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    sizes = np.array([len(table) for table in tables], dtype=np.int64)
+    bases = np.zeros(len(tables), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=bases[1:])
+    columns = [None if rows is None else np.ascontiguousarray(rows, dtype=np.int64) for _, rows in fields]  # fmt: skip
+    ffi, lib = native.ffi, native.lib
+    rows_c = ffi.new("uintptr_t[]", [0 if c is None else c.ctypes.data for c in columns])
+    args = (rows_c, ffi.from_buffer("int64_t[]", bases), ffi.from_buffer("int64_t[]", sizes),
+            ffi.from_buffer("char[]", blob), ffi.from_buffer("int64_t[]", offsets))  # fmt: skip
+    for lo in range(0, n, lines):
+        hi = min(lo + lines, n)
+        # a padded line's width bounds each; 16 bytes the C loop may write past the last
+        out = np.empty((hi - lo) * width + 16, dtype=np.uint8)
+        written = lib.text_lines(lo, hi, len(fields), *args, ffi.from_buffer("char[]", out))
+        if written < 0:
+            raise IndexError("a text line's row is outside its table")
+        yield out[:written]
 
 
 def _items(matrix: np.ndarray) -> np.ndarray:

@@ -16,7 +16,8 @@ import numpy as np
 from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
-from cyclesim.views.change_stream import change_stream
+from cyclesim.views import text_native
+from cyclesim.views.change_stream import ChangeStream, change_stream
 from cyclesim.views.progress import writing_bar
 from cyclesim.views.waves import Signal, Waves, X
 
@@ -131,7 +132,7 @@ def write_vcd(
     """
     act = res.activity(window)
     timescale, comment = timescale_for(clock_mhz)
-    with open(path, "w", encoding="utf-8", newline="\n") as f, gc_paused():
+    with open(path, "wb") as f, gc_paused():  # UTF-8 text, encoded here
         stream = change_stream(act)
         w = stream.w
         # an alias shares its signal's identifier code: VCD's own way to write one value once
@@ -142,20 +143,96 @@ def write_vcd(
         lines = _vcd_header(w, codes, stream.sizes, timescale, comment)
         lines += [f"#{act.start}", "$dumpvars"]
         lines += [fmt[i](stream.initial[i]) for i in own] + ["$end"]
-        f.write("\n".join(lines) + "\n")
-        last_time = act.start
+        f.write(("\n".join(lines) + "\n").encode())
+        native = text_native.load()
         with writing_bar(act.end - act.start, f"VCD {Path(path).name}", progress) as bar:
-            for times, firsts, texts in stream.stretches(fmt, bar):
-                # each time's "#t" line goes before its first change: text j moves down by
-                # the number of times begun at or before it
-                out = np.empty(len(texts) + len(times), dtype=object)
-                marks = firsts + np.arange(len(times))
-                out[marks] = [f"#{t}" for t in times.tolist()]
-                rest = np.ones(len(out), dtype=bool)
-                rest[marks] = False
-                out[rest] = texts
-                f.write("\n".join(out.tolist()) + "\n")
-                last_time = int(times[-1])
+            if native is not None:
+                last_time = _changes_in_c(native, f, stream, fmt, codes, bar)
+            else:
+                last_time = _changes_in_python(f, stream, fmt, bar)
         if last_time != act.end:
-            f.write(f"#{act.end}\n")
+            f.write(f"#{act.end}\n".encode())
     return w.signals
+
+
+def _changes_in_python(f, stream: ChangeStream, fmt: list, bar) -> int | None:
+    """Every change after the window's start as VCD lines made in Python; the last time."""
+    last_time = None
+    for times, firsts, texts in stream.stretches(fmt, bar):
+        # each time's "#t" line goes before its first change: text j moves down by
+        # the number of times begun at or before it
+        out = np.empty(len(texts) + len(times), dtype=object)
+        marks = firsts + np.arange(len(times))
+        out[marks] = [f"#{t}" for t in times.tolist()]
+        rest = np.ones(len(out), dtype=bool)
+        rest[marks] = False
+        out[rest] = texts
+        f.write(("\n".join(out.tolist()) + "\n").encode())
+        last_time = int(times[-1])
+    return last_time
+
+
+def _changes_in_c(native, f, stream: ChangeStream, fmt: list, codes: list[str], bar) -> int | None:
+    """The lines _changes_in_python writes, written by the C loop (views/text_native.py) from
+    rows of distinct (signal, value): an integer's binary digits made there, every other
+    text (a wire's, a string's, "x", a negative number's) by fmt, once per row."""
+    kinds, values, code_col, where, texts = _change_rows(stream, fmt, codes)
+    blob = b"".join(texts)
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    longest = 3 + 64 + offsets[code_col + 1] - offsets[code_col]  # "b", 64 digits, " ", code, "\n"
+    text = np.where(kinds == text_native.TEXT, values, 0).astype(np.int64)
+    row_bytes = np.where(kinds == text_native.NUMBER, longest, offsets[text + 1] - offsets[text] + 1)  # fmt: skip
+    ffi, lib = native.ffi, native.lib
+    buffer = ffi.from_buffer
+    rows = (len(kinds), buffer("uint8_t[]", kinds), buffer("uint64_t[]", values),
+            buffer("int64_t[]", code_col), buffer("char[]", blob), buffer("int64_t[]", offsets))  # fmt: skip
+    last_time = None
+    for times, firsts, at in stream.merged(where, bar):
+        at = np.ascontiguousarray(at, dtype=np.int64)
+        # a row's longest line, and "#", 20 digits and "\n" per time
+        out = np.empty(int(row_bytes[at].sum()) + 22 * len(times), dtype=np.uint8)
+        times = np.ascontiguousarray(times, dtype=np.int64)
+        firsts = np.ascontiguousarray(firsts, dtype=np.int64)
+        written = lib.vcd_lines(len(times), buffer("uint64_t[]", times.view(np.uint64)),
+                                buffer("int64_t[]", firsts), len(at), buffer("int64_t[]", at),
+                                *rows, buffer("char[]", out))  # fmt: skip
+        if written < 0:
+            raise IndexError("a VCD change's row is outside the rows made for it")
+        f.write(out[:written])
+        last_time = int(times[-1])
+    return last_time
+
+
+def _change_rows(stream: ChangeStream, fmt: list, codes: list[str]) -> tuple:
+    """Every distinct (signal, value) as a row of columns the C loop reads, per signal each
+    change's row, and the texts the rows point to (the identifier codes first, by signal):
+    kind NUMBER (a non-negative integer: value and code) or TEXT (fmt's text: its index)."""
+    texts = [c.encode() for c in codes]
+    kinds, values, code_col, where = [], [], [], []
+    rows = 0
+    for i, f in enumerate(fmt):
+        at, uniq = stream.distinct(i)
+        if stream.values[i].dtype == object:
+            kind = np.full(len(uniq), text_native.TEXT, dtype=np.uint8)
+            value = np.arange(len(texts), len(texts) + len(uniq), dtype=np.uint64)
+            texts += [f(v).encode() for v in uniq]
+        elif getattr(f, "many", None) is not None:  # an integer's digits made in C
+            number = uniq >= 0  # X (no value) is negative too
+            kind = np.where(number, text_native.NUMBER, text_native.TEXT).astype(np.uint8)
+            value = uniq.astype(np.uint64)
+            for k in np.flatnonzero(~number).tolist():
+                value[k] = len(texts)
+                texts.append(f("x" if uniq[k] == X else int(uniq[k])).encode())
+        else:
+            kind = np.full(len(uniq), text_native.TEXT, dtype=np.uint8)
+            value = np.arange(len(texts), len(texts) + len(uniq), dtype=np.uint64)
+            texts += [f("x" if v == X else v).encode() for v in uniq.tolist()]
+        kinds.append(kind)
+        values.append(value)
+        code_col.append(np.full(len(uniq), i, dtype=np.int64))
+        where.append(at.reshape(-1) + rows)
+        rows += len(uniq)
+    columns = (np.concatenate(c) if c else np.empty(0, t) for c, t in
+               ((kinds, np.uint8), (values, np.uint64), (code_col, np.int64)))  # fmt: skip
+    return (*columns, where, texts)

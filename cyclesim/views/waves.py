@@ -101,6 +101,16 @@ def _spans(starts, ends, values, idle) -> Column:
     return Column(times[keep], column[keep])
 
 
+def _string_spans(starts, ends, coded: tuple[np.ndarray, list], transform=None) -> Column:
+    """_spans of a string column given numbered (a number per record and the distinct values,
+    shared with the other views), transform(v) of each distinct one: the numbers are spread
+    and the strings taken from the distinct ones once at the end (IDLE after the last)."""
+    codes, distinct = coded
+    texts = distinct if transform is None else [transform(v) for v in distinct]
+    column = _spans(starts, ends, codes, len(texts))
+    return Column(column.times, _objects([*texts, IDLE])[column.values])
+
+
 def _where_value(where: str) -> str:
     return _clean(where) if where else IDLE
 
@@ -132,7 +142,7 @@ def _port_waves(w: Waves, act: Activity, memory: str, key: str) -> None:
     scope, group = (TOP, memory, key.split(".", 1)[1]), memory
     w.add(scope, "busy", "wire", group, 0, lambda: _spans(*busy_run_columns(act, key), 1, 0))
     w.add(scope, "tensor", "string", group, IDLE,
-          lambda: _spans(bursts.starts, bursts.ends, _per_value(bursts.tensors, _clean), IDLE))  # fmt: skip
+          lambda: _string_spans(bursts.starts, bursts.ends, bursts.numbered("tensors"), _clean))  # fmt: skip
     w.add(scope, "bits", "integer", group, 0,
           lambda: _spans(bursts.starts, bursts.ends, _ints(bursts.bits), 0))  # fmt: skip
     if pe:
@@ -163,15 +173,15 @@ def _pe_waves(w: Waves, act: Activity) -> None:
     pe, group = (TOP, "pe_array"), "PE array"
     st, segs = act.pe_states, act.segments
     w.add(pe, "state", "string", group, IDLE,
-          lambda: _spans(st.starts, st.ends, _objects(st.states), IDLE))  # fmt: skip
+          lambda: _string_spans(st.starts, st.ends, st.numbered("states")))  # fmt: skip
     w.add(pe, "phase", "string", group, IDLE,
-          lambda: _spans(st.starts, st.ends, _objects(st.phases), IDLE))  # fmt: skip
+          lambda: _string_spans(st.starts, st.ends, st.numbered("phases")))  # fmt: skip
     w.add(pe, "active", "wire", group, 0, lambda: _active(st))
     w.add(pe, "einsum", "string", group, IDLE,
           lambda: _at(segs.starts, _objects([_clean(e) for e in segs.einsums])[segs.leaves]))  # fmt: skip
     w.add(pe, "tile", "integer", group, "x", lambda: _at(segs.starts, _ints(segs.tiles)))
     w.add(pe, "stall_where", "string", group, IDLE,
-          lambda: _spans(st.starts, st.ends, _per_value(st.wheres, _where_value), IDLE))  # fmt: skip
+          lambda: _string_spans(st.starts, st.ends, st.numbered("wheres"), _where_value))  # fmt: skip
 
 
 def _active(st) -> Column:
