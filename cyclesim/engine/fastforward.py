@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from math import gcd, prod
 from typing import TYPE_CHECKING
 
+from cyclesim.engine.fastforward_classes import same_class_until
 from cyclesim.engine.fastforward_dram import (
     DRAM_OFF_BECAUSE,
     DRAM_REQUESTS,
@@ -107,6 +108,8 @@ class _Level:
     wait: int = 0  # boundaries to let pass before the next try
     backoff: int = 0  # ... after the next pair that does not match
     grants: bool = False  # boundaries are every GRANT_SPACING-th grant, not iterations of L
+    # may iteration 0 of L be a period's start? Only when L indexes the output (_reach)
+    from_zero: bool = False
     dram_calls: tuple = ()  # per DRAM timer, its issue() calls at the last boundary
 
 
@@ -157,7 +160,8 @@ class FastForward:
                 if self.dram.every_iteration(below):
                     self.dram_levels += 1
                     continue
-                self.levels.append(_Level(pos, bound, period, tuple(below)))
+                zero = leaf.out_relevant[pos]
+                self.levels.append(_Level(pos, bound, period, tuple(below), from_zero=zero))
         r.boundaries = []
         r.boundary_every = FOREVER  # no level: the PE array never reports a segment
         if self.levels:
@@ -188,8 +192,11 @@ class FastForward:
             events, lv.last_events = total - lv.last_events, total
             history = lv.history
             quiet = self._dram_quiet(lv) if dram else True
-            if events < MIN_EVENTS or lv.wait or last is None or g // lv.period % lv.bound == 0:
-                # not worth a look, backing off, or the first iteration of L (never a reference)
+            zero = g // lv.period % lv.bound == 0
+            if zero and history:  # no pair spans two iterations of the loop above L
+                history.clear()
+            if events < MIN_EVENTS or lv.wait or last is None or (zero and not lv.from_zero):
+                # not worth a look, backing off, or iteration 0 of L that cannot start a period
                 if lv.wait:
                     lv.wait -= 1
                 if history:
@@ -414,7 +421,9 @@ class FastForward:
         if most > 0:
             return most
         # later pairs in this pass over L end sooner still: no more snapshots until the next
-        lv.wait = lv.bound - 1 - b.g // lv.period % lv.bound
+        # (but a pair from iteration 0 may end on a process still in the previous pass)
+        if a.g // lv.period % lv.bound:
+            lv.wait = lv.bound - 1 - b.g // lv.period % lv.bound
         return self._miss("end of loop", 0)
 
     def _reach(self, lv: _Level, ag: int, bg: int) -> tuple[int, str]:
@@ -422,18 +431,26 @@ class FastForward:
         now, at bg) allow for the period from segment ag, and why none ('' when the count
         says so): it needs no snapshot.
 
-        Every process's entry from a's to the resume point stays in one iteration of the loop
-        above L (the PE array's segment and every tile of a node below L), and outputs whose
-        values L does not index keep to the revisits (no first visit at a, no final write-back
-        before the resume point: a write-back still waiting to start may stand at the first
-        final entry).
+        The PE array's segment from a's to the resume point stays in one iteration of the loop
+        above L, and so does every tile of a node below L, but for outputs that L indexes:
+        their fills and write-backs (a step or two ahead of the PE array or behind it) may run
+        on into iterations above L whose entries have the visits of the period's
+        (engine/fastforward_classes.py), within their frozen parent tile. Outputs whose values
+        L does not index keep to the revisits (no first visit at a, no final write-back before
+        the resume point: a write-back still waiting to start may stand at the first final
+        entry).
+
+        a may be at iteration 0 of L when L indexes the output (_Level.from_zero): the segment
+        kinds of an iteration then differ from the next one's in its first segment only
+        (its level is an outer loop's; first visits follow loops L does not take part in),
+        which the snapshots compare by profile (PeArray.snapshot's kind held).
         """
         bound, period = lv.bound, lv.period
         block = period * bound  # segments per iteration of the loop above L
         m = (bg - ag) // period  # iterations of L per period of the state
         if ag // block != bg // block:
             return 0, "pe"
-        # the PE array: from a's iteration of L (never the first) up to the start of the last
+        # the PE array: from a's iteration of L up to the start of the last
         most = ((ag // block + 1) * block - period - bg) // (m * period)
         for n, st, is_fill in self.active:
             d = lv.below[n.index]
@@ -451,15 +468,20 @@ class FastForward:
                 top = (x1 // n.ratio + 1) * n.ratio - 1  # the frozen parent tile's last
                 most = min(most, (top - x2) // (m * d))
                 continue
+            if n.relevant[lv.pos]:  # on into the next iterations above L of the same class
+                top = same_class_until(n, lv.pos, x1, is_fill, x2 + most * m * d)
+                if not lv.below[n.parent]:  # ... and the frozen parent tile it reads or writes
+                    top = min(top, (x1 // n.ratio + 1) * n.ratio - 1)
+                most = min(most, (top - x2) // (m * d))
+                continue
             span = d * bound  # tiles of n per iteration of the loop above L
             top = (x1 // span + 1) * span - 1  # last tile of this iteration above L
-            if not n.relevant[lv.pos]:
-                if is_fill and x1 // d % bound == 0:
-                    return 0, "first visit"
-                if not is_fill:
-                    top -= d  # a final write-back differs from a partial one
-                    if st.stage in (Wait.USES, Wait.PIPELINE, Wait.PARENT):
-                        top += 1  # ... its entry st.k decides which only after these waits
+            if is_fill and x1 // d % bound == 0:
+                return 0, "first visit"
+            if not is_fill:
+                top -= d  # a final write-back differs from a partial one
+                if st.stage in (Wait.USES, Wait.PIPELINE, Wait.PARENT):
+                    top += 1  # ... its entry st.k decides which only after these waits
             most = min(most, (top - x2) // (m * d))
         return most, ""
 
