@@ -77,6 +77,10 @@ MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did 
 MIN_EVENTS = 64
 GRANT_SPACING = 16  # between grants: a snapshot at every 16th grant
 HISTORY = 4  # a state may repeat every 1, 2, 3 or 4 iterations of L
+# passes over L (iterations of the loop above it) that looked and never jumped before a level
+# lets passes go by without a look: 1, 2, 4 ... at most MAX_DRY_SKIP, until a pass jumps
+DRY_PASSES = 2
+MAX_DRY_SKIP = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,10 @@ class _Level:
     grants: bool = False  # boundaries are every GRANT_SPACING-th grant, not iterations of L
     # may iteration 0 of L be a period's start? Only when L indexes the output (_reach)
     from_zero: bool = False
+    looked: bool = False  # a look was due in this pass over L ...
+    jumped: bool = False  # ... and a jump made
+    dry: int = 0  # passes in a row that looked and never jumped
+    skip: int = 0  # passes still to let go by without a look
     dram_calls: tuple = ()  # per DRAM timer, its issue() calls at the last boundary
 
 
@@ -193,9 +201,17 @@ class FastForward:
             history = lv.history
             quiet = self._dram_quiet(lv) if dram else True
             zero = g // lv.period % lv.bound == 0
-            if zero and history:  # no pair spans two iterations of the loop above L
-                history.clear()
-            if events < MIN_EVENTS or lv.wait or last is None or (zero and not lv.from_zero):
+            if zero:
+                _new_pass(lv)
+                if history:  # no pair spans two iterations of the loop above L
+                    history.clear()
+            if (
+                events < MIN_EVENTS
+                or lv.wait
+                or lv.skip
+                or last is None
+                or (zero and not lv.from_zero)
+            ):
                 # not worth a look, backing off, or iteration 0 of L that cannot start a period
                 if lv.wait:
                     lv.wait -= 1
@@ -207,6 +223,7 @@ class FastForward:
                 self._miss(DRAM_REQUESTS, None)
                 lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
                 continue
+            lv.looked = True  # (a look _cannot_jump leaves out counts: it changes nothing)
             if self._cannot_jump(lv, g):
                 self._miss("cannot jump", None)
                 continue
@@ -219,6 +236,7 @@ class FastForward:
                 continue
             dt, segments = self._jump(lv, prev, snap, periods)
             self._count(periods, dt, segments)
+            lv.jumped = True
             # inner levels' snapshots are now stale (outer ones' still hold: everything they
             # would see between two snapshots is what the run did), but the jump lands on a
             # boundary of each of them: it counts as their last look (not as no look), so
@@ -298,6 +316,8 @@ class FastForward:
             self._miss(DRAM_REQUESTS, None)
             lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return
+        if not self._room_between_grants():
+            return
         pair = self._matching_pair(lv, r.pe.g, now, "state between grants")
         if pair is None:
             return
@@ -311,6 +331,21 @@ class FastForward:
         for other in (*self.levels, self.grant_level):
             other.history.clear()
             other.last_time = None
+
+    def _room_between_grants(self) -> bool:
+        """Has some transfer under way a burst to spare beyond its current run and its last
+        one? A look without one ends no jump (_grant_periods: each transfer that moved keeps
+        its last bursts to be simulated), and it is not taken (a snapshot costs as much as
+        many events); it could start one only if a competitor later cut a run short."""
+        for _, st, _ in self.active:
+            x = st.xfer
+            if x is not None:
+                if not x.burst:  # not timed yet
+                    return True
+                ahead = max(1, x.j - x.i) if x.stage == Wait.BURST else 1
+                if n_bursts_of(x.big, x.small, x.burst) - 1 - ahead - x.i >= 1:
+                    return True
+        return False
 
     def _dram_quiet(self, lv: _Level) -> bool:
         """Did no request reach a DRAM timer since the level's last boundary (always true
@@ -489,6 +524,19 @@ class FastForward:
         """Count why a snapshot pair did not lead to a jump (for diagnostics and tests)."""
         self.misses[why] = self.misses.get(why, 0) + 1
         return value
+
+
+def _new_pass(lv: _Level) -> None:
+    """Iteration 0 of L: after DRY_PASSES passes that looked and never jumped (the state does
+    not repeat from one iteration of L to the next there), let 1, 2, 4 ... passes go by
+    without a look (a snapshot costs as much as many events); a pass that jumps ends it."""
+    if lv.skip:  # the pass that ended went by without a look
+        lv.skip -= 1
+    elif lv.looked:
+        lv.dry = 0 if lv.jumped else lv.dry + 1
+        if lv.dry >= DRY_PASSES:
+            lv.skip = min(1 << (lv.dry - DRY_PASSES), MAX_DRY_SKIP)
+    lv.looked = lv.jumped = False
 
 
 def _match(history: list, snap: Snapshot) -> Snapshot | None:
