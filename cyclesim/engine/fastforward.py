@@ -8,7 +8,11 @@ reservations, waiting requests, runs, round-robin order), the DMA channels. When
 equals one of the last HISTORY of L (two fills that take turns on a port may repeat only
 every second iteration), the system is in a steady state of period P cycles: each further
 period repeats the last one shifted by P cycles, d_n tiles of every node n below L and D
-segments per iteration, as long as the schedule says the iterations are of the same class.
+segments per iteration, as long as the schedule says the iterations are of the same class
+(_reach; an output's fill a tile ahead of the PE array or its write-back a tile behind may be
+in the neighbouring iteration of the loop above L when that one's visits are of the same
+class, engine/fastforward_classes.py, so a period may start at iteration 0 of an L that
+indexes the output and a jump may land at the start of L's last iteration).
 The jump then advances everything by K periods at once: queued event times and the clock,
 state objects and tile tables, the accumulators (counts, spatial and systolic stalls, kinds of
 segment), and it replicates the period's records (timelines, grants, PE waits, trace) K times.
@@ -28,7 +32,10 @@ off after DRAM requests (looks that cannot jump cost as much as many events).
 
 A snapshot that can end no jump is not taken when leaving it out changes no later decision
 (_cannot_jump: from iteration bound - 2 of L on, with no earlier snapshot of the pass that lets
-the processes as they stand go on, and no backoff the look could change).
+the processes as they stand go on, and no backoff the look could change). Where it looks
+changes no result either: a level whose passes over L looked and never jumped lets passes go
+by (_new_pass), and a look between grants with no transfer that has bursts to spare, which
+ends no jump, is not taken (_room_between_grants).
 
 It is exact or it does not fire: any state it cannot capture (L1 allocators, several
 leaves, a trace window) turns it off, and any difference between two snapshots means
