@@ -8,7 +8,11 @@ reservations, waiting requests, runs, round-robin order), the DMA channels. When
 equals one of the last HISTORY of L (two fills that take turns on a port may repeat only
 every second iteration), the system is in a steady state of period P cycles: each further
 period repeats the last one shifted by P cycles, d_n tiles of every node n below L and D
-segments per iteration, as long as the schedule says the iterations are of the same class.
+segments per iteration, as long as the schedule says the iterations are of the same class
+(_reach; an output's fill a tile ahead of the PE array or its write-back a tile behind may be
+in the neighbouring iteration of the loop above L when that one's visits are of the same
+class, engine/fastforward_classes.py, so a period may start at iteration 0 of an L that
+indexes the output and a jump may land at the start of L's last iteration).
 The jump then advances everything by K periods at once: queued event times and the clock,
 state objects and tile tables, the accumulators (counts, spatial and systolic stalls, kinds of
 segment), and it replicates the period's records (timelines, grants, PE waits, trace) K times.
@@ -28,7 +32,10 @@ off after DRAM requests (looks that cannot jump cost as much as many events).
 
 A snapshot that can end no jump is not taken when leaving it out changes no later decision
 (_cannot_jump: from iteration bound - 2 of L on, with no earlier snapshot of the pass that lets
-the processes as they stand go on, and no backoff the look could change).
+the processes as they stand go on, and no backoff the look could change). Where it looks
+changes no result either: a level whose passes over L looked and never jumped lets passes go
+by (_new_pass), and a look between grants with no transfer that has bursts to spare, which
+ends no jump, is not taken (_room_between_grants).
 
 It is exact or it does not fire: any state it cannot capture (L1 allocators, several
 leaves, a trace window) turns it off, and any difference between two snapshots means
@@ -53,6 +60,7 @@ from dataclasses import dataclass, field, replace
 from math import gcd, prod
 from typing import TYPE_CHECKING
 
+from cyclesim.engine.fastforward_classes import same_class_until
 from cyclesim.engine.fastforward_dram import (
     DRAM_OFF_BECAUSE,
     DRAM_REQUESTS,
@@ -76,6 +84,10 @@ MAX_BACKOFF = 64  # boundaries a level waits, at most, after snapshots that did 
 MIN_EVENTS = 64
 GRANT_SPACING = 16  # between grants: a snapshot at every 16th grant
 HISTORY = 4  # a state may repeat every 1, 2, 3 or 4 iterations of L
+# passes over L (iterations of the loop above it) that looked and never jumped before a level
+# lets passes go by without a look: 1, 2, 4 ... at most MAX_DRY_SKIP, until a pass jumps
+DRY_PASSES = 2
+MAX_DRY_SKIP = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +119,12 @@ class _Level:
     wait: int = 0  # boundaries to let pass before the next try
     backoff: int = 0  # ... after the next pair that does not match
     grants: bool = False  # boundaries are every GRANT_SPACING-th grant, not iterations of L
+    # may iteration 0 of L be a period's start? Only when L indexes the output (_reach)
+    from_zero: bool = False
+    looked: bool = False  # a look was due in this pass over L ...
+    jumped: bool = False  # ... and a jump made
+    dry: int = 0  # passes in a row that looked and never jumped
+    skip: int = 0  # passes still to let go by without a look
     dram_calls: tuple = ()  # per DRAM timer, its issue() calls at the last boundary
 
 
@@ -157,7 +175,8 @@ class FastForward:
                 if self.dram.every_iteration(below):
                     self.dram_levels += 1
                     continue
-                self.levels.append(_Level(pos, bound, period, tuple(below)))
+                zero = leaf.out_relevant[pos]
+                self.levels.append(_Level(pos, bound, period, tuple(below), from_zero=zero))
         r.boundaries = []
         r.boundary_every = FOREVER  # no level: the PE array never reports a segment
         if self.levels:
@@ -188,8 +207,19 @@ class FastForward:
             events, lv.last_events = total - lv.last_events, total
             history = lv.history
             quiet = self._dram_quiet(lv) if dram else True
-            if events < MIN_EVENTS or lv.wait or last is None or g // lv.period % lv.bound == 0:
-                # not worth a look, backing off, or the first iteration of L (never a reference)
+            zero = g // lv.period % lv.bound == 0
+            if zero:
+                _new_pass(lv)
+                if history:  # no pair spans two iterations of the loop above L
+                    history.clear()
+            if (
+                events < MIN_EVENTS
+                or lv.wait
+                or lv.skip
+                or last is None
+                or (zero and not lv.from_zero)
+            ):
+                # not worth a look, backing off, or iteration 0 of L that cannot start a period
                 if lv.wait:
                     lv.wait -= 1
                 if history:
@@ -200,6 +230,7 @@ class FastForward:
                 self._miss(DRAM_REQUESTS, None)
                 lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
                 continue
+            lv.looked = True  # (a look _cannot_jump leaves out counts: it changes nothing)
             if self._cannot_jump(lv, g):
                 self._miss("cannot jump", None)
                 continue
@@ -212,6 +243,7 @@ class FastForward:
                 continue
             dt, segments = self._jump(lv, prev, snap, periods)
             self._count(periods, dt, segments)
+            lv.jumped = True
             # inner levels' snapshots are now stale (outer ones' still hold: everything they
             # would see between two snapshots is what the run did), but the jump lands on a
             # boundary of each of them: it counts as their last look (not as no look), so
@@ -291,6 +323,8 @@ class FastForward:
             self._miss(DRAM_REQUESTS, None)
             lv.wait, lv.backoff = lv.backoff, min(max(1, 2 * lv.backoff), MAX_BACKOFF)
             return
+        if not self._room_between_grants():
+            return
         pair = self._matching_pair(lv, r.pe.g, now, "state between grants")
         if pair is None:
             return
@@ -304,6 +338,21 @@ class FastForward:
         for other in (*self.levels, self.grant_level):
             other.history.clear()
             other.last_time = None
+
+    def _room_between_grants(self) -> bool:
+        """Has some transfer under way a burst to spare beyond its current run and its last
+        one? A look without one ends no jump (_grant_periods: each transfer that moved keeps
+        its last bursts to be simulated), and it is not taken (a snapshot costs as much as
+        many events); it could start one only if a competitor later cut a run short."""
+        for _, st, _ in self.active:
+            x = st.xfer
+            if x is not None:
+                if not x.burst:  # not timed yet
+                    return True
+                ahead = max(1, x.j - x.i) if x.stage == Wait.BURST else 1
+                if n_bursts_of(x.big, x.small, x.burst) - 1 - ahead - x.i >= 1:
+                    return True
+        return False
 
     def _dram_quiet(self, lv: _Level) -> bool:
         """Did no request reach a DRAM timer since the level's last boundary (always true
@@ -414,7 +463,9 @@ class FastForward:
         if most > 0:
             return most
         # later pairs in this pass over L end sooner still: no more snapshots until the next
-        lv.wait = lv.bound - 1 - b.g // lv.period % lv.bound
+        # (but a pair from iteration 0 may end on a process still in the previous pass)
+        if a.g // lv.period % lv.bound:
+            lv.wait = lv.bound - 1 - b.g // lv.period % lv.bound
         return self._miss("end of loop", 0)
 
     def _reach(self, lv: _Level, ag: int, bg: int) -> tuple[int, str]:
@@ -422,18 +473,26 @@ class FastForward:
         now, at bg) allow for the period from segment ag, and why none ('' when the count
         says so): it needs no snapshot.
 
-        Every process's entry from a's to the resume point stays in one iteration of the loop
-        above L (the PE array's segment and every tile of a node below L), and outputs whose
-        values L does not index keep to the revisits (no first visit at a, no final write-back
-        before the resume point: a write-back still waiting to start may stand at the first
-        final entry).
+        The PE array's segment from a's to the resume point stays in one iteration of the loop
+        above L, and so does every tile of a node below L, but for outputs that L indexes:
+        their fills and write-backs (a step or two ahead of the PE array or behind it) may run
+        on into iterations above L whose entries have the visits of the period's
+        (engine/fastforward_classes.py), within their frozen parent tile. Outputs whose values
+        L does not index keep to the revisits (no first visit at a, no final write-back before
+        the resume point: a write-back still waiting to start may stand at the first final
+        entry).
+
+        a may be at iteration 0 of L when L indexes the output (_Level.from_zero): the segment
+        kinds of an iteration then differ from the next one's in its first segment only
+        (its level is an outer loop's; first visits follow loops L does not take part in),
+        which the snapshots compare by profile (PeArray.snapshot's kind held).
         """
         bound, period = lv.bound, lv.period
         block = period * bound  # segments per iteration of the loop above L
         m = (bg - ag) // period  # iterations of L per period of the state
         if ag // block != bg // block:
             return 0, "pe"
-        # the PE array: from a's iteration of L (never the first) up to the start of the last
+        # the PE array: from a's iteration of L up to the start of the last
         most = ((ag // block + 1) * block - period - bg) // (m * period)
         for n, st, is_fill in self.active:
             d = lv.below[n.index]
@@ -451,15 +510,20 @@ class FastForward:
                 top = (x1 // n.ratio + 1) * n.ratio - 1  # the frozen parent tile's last
                 most = min(most, (top - x2) // (m * d))
                 continue
+            if n.relevant[lv.pos]:  # on into the next iterations above L of the same class
+                top = same_class_until(n, lv.pos, x1, is_fill, x2 + most * m * d)
+                if not lv.below[n.parent]:  # ... and the frozen parent tile it reads or writes
+                    top = min(top, (x1 // n.ratio + 1) * n.ratio - 1)
+                most = min(most, (top - x2) // (m * d))
+                continue
             span = d * bound  # tiles of n per iteration of the loop above L
             top = (x1 // span + 1) * span - 1  # last tile of this iteration above L
-            if not n.relevant[lv.pos]:
-                if is_fill and x1 // d % bound == 0:
-                    return 0, "first visit"
-                if not is_fill:
-                    top -= d  # a final write-back differs from a partial one
-                    if st.stage in (Wait.USES, Wait.PIPELINE, Wait.PARENT):
-                        top += 1  # ... its entry st.k decides which only after these waits
+            if is_fill and x1 // d % bound == 0:
+                return 0, "first visit"
+            if not is_fill:
+                top -= d  # a final write-back differs from a partial one
+                if st.stage in (Wait.USES, Wait.PIPELINE, Wait.PARENT):
+                    top += 1  # ... its entry st.k decides which only after these waits
             most = min(most, (top - x2) // (m * d))
         return most, ""
 
@@ -467,6 +531,19 @@ class FastForward:
         """Count why a snapshot pair did not lead to a jump (for diagnostics and tests)."""
         self.misses[why] = self.misses.get(why, 0) + 1
         return value
+
+
+def _new_pass(lv: _Level) -> None:
+    """Iteration 0 of L: after DRY_PASSES passes that looked and never jumped (the state does
+    not repeat from one iteration of L to the next there), let 1, 2, 4 ... passes go by
+    without a look (a snapshot costs as much as many events); a pass that jumps ends it."""
+    if lv.skip:  # the pass that ended went by without a look
+        lv.skip -= 1
+    elif lv.looked:
+        lv.dry = 0 if lv.jumped else lv.dry + 1
+        if lv.dry >= DRY_PASSES:
+            lv.skip = min(1 << (lv.dry - DRY_PASSES), MAX_DRY_SKIP)
+    lv.looked = lv.jumped = False
 
 
 def _match(history: list, snap: Snapshot) -> Snapshot | None:

@@ -203,7 +203,9 @@ class PeArray:
         """Its state relative to origin: at an iteration boundary it has just started segment
         g, waiting for nothing (else Unknown); between grants (grants) it stays where it is,
         waiting or not, so its times are absolute."""
-        held = None if self.held is None else id(self.held)
+        # the kind held, by its profile: two kinds with one profile act alike (a period may
+        # start with iteration 0 of a loop, whose first segment is of an outer loop's kind)
+        held = None if self.held is None else self.held.prof
         if not grants:
             if self.wait is not None or self.waiting is not None or self.g != g:
                 raise Unknown("pe")

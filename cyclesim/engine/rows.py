@@ -73,6 +73,18 @@ class Repeat:
             for row in base:
                 yield shift(row, j)
 
+    def rows(self, lo: int, hi: int) -> Iterator[tuple]:
+        """Rows lo..hi-1, from copy lo // len(base) on: the copies before lo are not walked
+        (a jump's period often starts in the last copy of an inner jump's repeat)."""
+        n, base, shift = self._n, self.base, self.shift
+        j, r = divmod(lo, n)
+        while lo < hi:
+            end = min(n, r + hi - lo)
+            for row in base if (r, end) == (0, n) else base[r:end]:
+                yield shift(row, j + 1)
+            lo += end - r
+            j, r = j + 1, 0
+
     def copy_rows(self, j: int) -> Rows:
         """Copy j (1..K) as a Rows of its own: the base's literal rows shifted, its repeats kept
         as repeats of shifted bases (nothing expanded but rows that were simulated)."""
@@ -226,8 +238,11 @@ class Rows:
         out = Rows()
         if stop <= start:
             return out
-        at = 0
-        for piece in self.pieces():
+        # from the piece holding row start (a jump's period lies at the end of many pieces)
+        p = _bisect_right(self._ends, start)
+        at = self._ends[p - 1] if p else 0
+        tail = [self._tail] if self._tail else []
+        for piece in self._pieces[p:] + tail:
             n = len(piece)
             lo, hi = max(start - at, 0), min(stop - at, n)
             if lo < hi:
@@ -235,7 +250,7 @@ class Rows:
                     out._close_tail()
                     out._push(piece)
                 elif isinstance(piece, Repeat):
-                    out.extend(islice(piece, lo, hi))
+                    out.extend(piece.rows(lo, hi))
                 else:
                     out.extend(piece[lo:hi])
             at += n
