@@ -281,7 +281,7 @@ class Fabric:
             if width_waiters:
                 for ev in width_waiters.pop(key, ()):
                     if not ev.triggered:  # one event may wait on both ports of a transfer
-                        ev.succeed()
+                        self.env.fast_succeed(ev)
             run = runs.get(key)
             if run is not None:
                 self._interrupt(run, "reserve")
@@ -313,6 +313,7 @@ class Fabric:
         order = self.order
         ports = sorted(by_port, key=lambda k: (-len(by_port[k]), order[k]))
         served, wanted, now = self.served, self.wanted, self.env.now
+        succeed = self.env.fast_succeed
         granted = []
         for k in ports:
             if holder[k] is not None or reserved[k] >= width[k]:
@@ -334,7 +335,7 @@ class Fabric:
                     wanted[o] -= 1
                     self.grants[o].append([now, None, who, w[4], None])
                 self.last_grant[who] = now
-                w[3].succeed()
+                succeed(w[3])
                 granted.append(w)
                 if self.grant_log is not None:
                     self.grants_seen += 1

@@ -42,10 +42,12 @@ class Tiles:
         "computed_tile",
         "computed_part",
         "lands_at",
+        "succeed",
     )
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
+        self.succeed = env.fast_succeed  # ev -> ev.succeed(), in one call (environment.py)
         self.resident: dict = {}
         self.used: dict = {}
         self.released: dict = {}
@@ -75,7 +77,7 @@ class Tiles:
     def fire(self, table: dict, k: int) -> None:
         e = table.get(k)
         if e is not None and e is not True:
-            e.succeed()
+            self.succeed(e)
         table[k] = True
 
     def forget_parts(self, k: int, parts: int) -> None:

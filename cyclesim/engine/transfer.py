@@ -93,13 +93,14 @@ def transfer(
     carries across yields (the bursts left, the DMA channel, the DRAM side) lives in its locals.
     """
     big, small = parent_bits, child_bits
-    # bursts are counted where the bits meet (moved_bits); the other side moves its share in
-    # the same bursts, all instances in lockstep
-    n_bursts = n_bursts_of(big, small, link.burst)
+    sized = link.sized.get((big, small))
+    if sized is None:
+        sized = link.sized[(big, small)] = _sized(env, fabric, tl, link, big, small)
+    n_bursts, asking, whole, ports = sized
     x = TransferState(big, small)
     x.burst = link.burst
-    if link.dram is None:
-        side = PortRuns(env, fabric, tl, link, n_bursts)
+    if ports is not None:
+        side = ports
         if owner is not None:
             owner.xfer = x
     else:
@@ -109,12 +110,8 @@ def transfer(
         yield from acquire_dma(env, rec, tl, dma, x, link.who)
     pk, ck, keys, who = link.pk, link.ck, link.keys, link.who
     one_port = len(keys) == 1
-    whole = (big,) if one_port else (big, small)  # what a grant of every burst moved
     width, reserved, timings = fabric.width, fabric.reserved, link.timings
     proc = env.active_process
-    asking = link.first_keys.get((big, small))  # keys, the port a wait names first
-    if asking is None:
-        asking = link.first_keys[(big, small)] = named_keys(link, big, small, width)
     # (the fabric notes a wait in tl; a DRAM side is never granted before the cycle's end:
     # requests it issued cannot be taken back by a revoke)
     ev = fabric.request(who, asking, link.tensor, tl, side.at_once)
@@ -184,6 +181,20 @@ def transfer(
         dma[0].release(x.channel)
     if owner is not None:
         owner.xfer = None
+
+
+def _sized(env, fabric: Fabric, tl: list, link: Link, big: int, small: int) -> tuple:
+    """What every transfer of big parent bits and small child bits on a link shares, made
+    once per link and size (Link.sized): its bursts, the keys its first wait names first,
+    what a grant of all its bursts moved, and, without a DRAM end, its side (PortRuns keeps
+    no state of a transfer's own: that lives in its TransferState)."""
+    # bursts are counted where the bits meet (moved_bits); the other side moves its share in
+    # the same bursts, all instances in lockstep
+    n_bursts = n_bursts_of(big, small, link.burst)
+    asking = named_keys(link, big, small, fabric.width)  # the ports' full widths: fixed
+    whole = (big,) if len(link.keys) == 1 else (big, small)
+    ports = PortRuns(env, fabric, tl, link, n_bursts) if link.dram is None else None
+    return n_bursts, asking, whole, ports
 
 
 class PortRuns:
