@@ -57,10 +57,9 @@ class ReplayEnvironment(simpy.Environment):
         """Run callback `delay` cycles from now, after that cycle's events of lower priority
         (SimPy's URGENT 0 and NORMAL 1): an event already triggered, queued at `priority`
         (`Event.succeed` would queue it at NORMAL, now). Return the event."""
-        ev = Event(self)
-        ev._ok, ev._value = True, None
-        ev.callbacks.append(callback)
-        self.schedule(ev, priority, delay)
+        ev = Event.__new__(Event)  # (Event(self) and schedule inlined: once per decision)
+        ev.env, ev.callbacks, ev._ok, ev._value = self, [callback], True, None
+        heappush(self._queue, (self.now + delay, priority, next(self._eid), ev))
         return ev
 
     def __init__(self, initial_time: int = 0) -> None:

@@ -83,6 +83,8 @@ class Tiles:
     def forget_parts(self, k: int, parts: int) -> None:
         """Drop the produced flags of every part of tile k (the tile has left the node)."""
         produced = self.produced
+        if not produced:  # (only an intermediate's consumers fill it: most nodes never do)
+            return
         for pkey in range(k * parts, (k + 1) * parts):
             produced.pop(pkey, None)
 

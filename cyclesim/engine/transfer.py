@@ -204,14 +204,20 @@ class PortRuns:
 
     at_once = True  # granted in the cycle it asks when the ports are free
 
-    __slots__ = ("env", "fabric", "tl", "link", "n_bursts")
+    __slots__ = ("env", "fabric", "tl", "link", "n_bursts", "named")
 
     def __init__(self, env, fabric: Fabric, tl: list, link: Link, n_bursts: int) -> None:
         self.env, self.fabric, self.tl, self.link, self.n_bursts = env, fabric, tl, link, n_bursts
+        # burst -> named_keys at the ports' full widths (fixed): one PortRuns serves every
+        # transfer of its link and size, and a contested transfer asks once per burst
+        self.named: dict[int, tuple[str, ...]] = {}
 
     def asking(self, x: TransferState) -> tuple[str, ...]:
         """The keys to ask for burst x.i with (a short last burst may tie)."""
-        return named_keys(self.link, x.big, x.small, self.fabric.width, x.i)
+        keys = self.named.get(x.i)
+        if keys is None:
+            keys = self.named[x.i] = named_keys(self.link, x.big, x.small, self.fabric.width, x.i)
+        return keys
 
     def plan(self, x: TransferState, timing: tuple, shape: tuple) -> None:
         """Time bursts x.i.. from x.start: set x.first, x.j, x.end, x.last, x.wp, x.wc."""
