@@ -157,11 +157,12 @@ class ReplayProcess(Process):
     def __init__(self, env: ReplayEnvironment, generator) -> None:
         super().__init__(env, generator)
         self._resumer = self._resume  # (Interruption removes it by equality: the same)
+        self._send = generator.send
 
     def _resume(self, event: Event) -> None:
         env = self.env
         env._active_proc = self
-        send = self._generator.send
+        send = self._send
         while True:
             if not event._ok:  # thrown into the generator: SimPy's own path, from here
                 Process._resume(self, event)
