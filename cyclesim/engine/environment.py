@@ -5,10 +5,13 @@ cannot do: it shifts the clock and the event queue, lists the queue, and tells w
 event and its callbacks are. The fabric and the DMA engines queue a decision at the end of a
 cycle, an already-triggered event at a priority of their own. The hot paths make their
 timeouts without SimPy's per-call overhead (fast_timeout), and the replay runs its events in
-a loop of its own with SimPy's step inlined (run_events). Each of these is a method here,
-so the fields they rely on (`_now`, `_queue`, `_eid`, `Event._ok` / `_value` / `callbacks`
-/ `_defused`, `Timeout._delay`, `Process._resume`) are named in one module; pyproject.toml pins SimPy to the versions this
-was tested with, and tests/engine/test_replay_environment.py fails when their shape changes.
+a loop of its own with SimPy's step inlined (run_events); its processes resume through
+ReplayProcess, SimPy's resume with less work per event, and its clock is a plain slot. Each
+of these is a method here, so the fields they rely on (`_now`, `_queue`, `_eid`,
+`Event._ok` / `_value` / `callbacks` / `_defused`, `Timeout._delay`, `Process._resume` /
+`_generator` / `_target`, `Environment._active_proc`) are named in one module;
+pyproject.toml pins SimPy to the versions this was tested with, and
+tests/engine/test_replay_environment.py fails when their shape changes.
 """
 
 from __future__ import annotations
