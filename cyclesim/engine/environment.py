@@ -5,10 +5,13 @@ cannot do: it shifts the clock and the event queue, lists the queue, and tells w
 event and its callbacks are. The fabric and the DMA engines queue a decision at the end of a
 cycle, an already-triggered event at a priority of their own. The hot paths make their
 timeouts without SimPy's per-call overhead (fast_timeout), and the replay runs its events in
-a loop of its own with SimPy's step inlined (run_events). Each of these is a method here,
-so the fields they rely on (`_now`, `_queue`, `_eid`, `Event._ok` / `_value` / `callbacks`
-/ `_defused`, `Timeout._delay`, `Process._resume`) are named in one module; pyproject.toml pins SimPy to the versions this
-was tested with, and tests/engine/test_replay_environment.py fails when their shape changes.
+a loop of its own with SimPy's step inlined (run_events); its processes resume through
+ReplayProcess, SimPy's resume with less work per event, and its clock is a plain slot. Each
+of these is a method here, so the fields they rely on (`_now`, `_queue`, `_eid`,
+`Event._ok` / `_value` / `callbacks` / `_defused`, `Timeout._delay`, `Process._resume` /
+`_generator` / `_target`, `Environment._active_proc`) are named in one module;
+pyproject.toml pins SimPy to the versions this was tested with, and
+tests/engine/test_replay_environment.py fails when their shape changes.
 """
 
 from __future__ import annotations
@@ -21,13 +24,27 @@ from simpy.events import NORMAL, PENDING, Event, Interruption, Process, Timeout
 
 
 class ReplayEnvironment(simpy.Environment):
-    """A simpy.Environment that fast-forward can shift in time and read."""
+    """A simpy.Environment that fast-forward can shift in time and read.
+
+    Its clock `now` is a plain slot, not SimPy's property over `_now` (kept as a property
+    over it, for SimPy's own methods): the hot paths read it twice per event, and a
+    property costs a call each time."""
+
+    __slots__ = ("now",)
+
+    @property
+    def _now(self) -> int:
+        return self.now
+
+    @_now.setter
+    def _now(self, value: int) -> None:
+        self.now = value
 
     def shift(self, dt: int) -> None:
         """Move the clock and every queued event dt cycles on, as if dt cycles had passed
         with nothing happening. A uniform shift keeps the heap's order."""
         self._queue[:] = [(t + dt, prio, eid, ev) for t, prio, eid, ev in self._queue]
-        self._now += dt
+        self.now += dt
 
     def queued(self) -> list[tuple[int, int, Event]]:
         """The queued events as (time, priority, event), in the order they will fire."""
@@ -43,16 +60,35 @@ class ReplayEnvironment(simpy.Environment):
         """Run callback `delay` cycles from now, after that cycle's events of lower priority
         (SimPy's URGENT 0 and NORMAL 1): an event already triggered, queued at `priority`
         (`Event.succeed` would queue it at NORMAL, now). Return the event."""
-        ev = Event(self)
-        ev._ok, ev._value = True, None
-        ev.callbacks.append(callback)
-        self.schedule(ev, priority, delay)
+        ev = Event.__new__(Event)  # (Event(self) and schedule inlined: once per decision)
+        ev.env, ev.callbacks, ev._ok, ev._value = self, [callback], True, None
+        heappush(self._queue, (self.now + delay, priority, next(self._eid), ev))
         return ev
 
     def __init__(self, initial_time: int = 0) -> None:
         super().__init__(initial_time)
         # delay -> Timeout: the hot paths' timeouts (transfers, the PE array, write-backs)
         self.fast_timeout = self._timeouts()
+        # event -> None: `event.succeed()` (tiles, the fabric's grants) in one call, not two
+        self.fast_succeed = self._succeeder()
+
+    def process(self, generator) -> Process:
+        """A process whose resume is ReplayProcess's (the same events, in the same order)."""
+        return ReplayProcess(self, generator)
+
+    def _succeeder(self) -> Callable[[Event], None]:
+        """A function ev -> None, `ev.succeed()`: the same event queued at the same time,
+        priority and number, without the call to `schedule`."""
+        queue, eid = self._queue, self._eid
+        env = self
+
+        def succeed(ev: Event) -> None:
+            if ev._value is not PENDING:
+                raise RuntimeError(f"{ev} has already been triggered")
+            ev._ok, ev._value = True, None
+            heappush(queue, (env.now, NORMAL, next(eid), ev))
+
+        return succeed
 
     def _timeouts(self) -> Callable[[int], Timeout]:
         """A function delay -> Timeout, the same event `env.timeout(delay)` schedules (same
@@ -64,7 +100,7 @@ class ReplayEnvironment(simpy.Environment):
         def timeout(delay: int) -> Timeout:
             ev = new(Timeout)
             ev.env, ev.callbacks, ev._value, ev._delay, ev._ok = env, [], None, delay, True
-            heappush(queue, (env._now + delay, NORMAL, next(eid), ev))
+            heappush(queue, (env.now + delay, NORMAL, next(eid), ev))
             return ev
 
         return timeout
@@ -85,7 +121,7 @@ class ReplayEnvironment(simpy.Environment):
             if not limit:
                 return False
             limit -= 1
-            self._now, _, _, event = heappop(queue)
+            self.now, _, _, event = heappop(queue)
             callbacks, event.callbacks = event.callbacks, None
             for callback in callbacks:
                 callback(event)
@@ -104,7 +140,7 @@ class ReplayEnvironment(simpy.Environment):
     def resumed_process(callback) -> Process | None:
         """The process a callback resumes, when it is a process's wait on an event."""
         owner = getattr(callback, "__self__", None)
-        if owner is not None and getattr(callback, "__func__", None) is Process._resume:
+        if owner is not None and getattr(callback, "__func__", None) in _RESUMES:
             return owner
         return None
 
@@ -113,3 +149,49 @@ class ReplayEnvironment(simpy.Environment):
         """(still pending, succeeded (None before it is triggered), an interruption's cause)."""
         cause = ev._value.cause if isinstance(ev, Interruption) else None
         return ev._value is PENDING, getattr(ev, "_ok", None), cause
+
+
+class ReplayProcess(Process):
+    """A SimPy process whose wait on an event costs less: `Process._resume` with the bound
+    method it registers on each event made once per process instead of once per yield, and
+    the environment and generator read once per resume. Same events, same order, same
+    failures (a failed event takes SimPy's own path)."""
+
+    def __init__(self, env: ReplayEnvironment, generator) -> None:
+        super().__init__(env, generator)
+        self._resumer = self._resume  # (Interruption removes it by equality: the same)
+        self._send = generator.send
+
+    def _resume(self, event: Event) -> None:
+        env = self.env
+        env._active_proc = self
+        send = self._send
+        while True:
+            if not event._ok:  # thrown into the generator: SimPy's own path, from here
+                Process._resume(self, event)
+                return
+            try:
+                event = send(event._value)
+            except StopIteration as e:  # it returned: the process succeeds, as in SimPy
+                event = None
+                self._ok, self._value = True, e.args[0] if e.args else None
+                env.schedule(self)
+                break
+            except BaseException as e:  # it failed: the process fails, as in SimPy
+                event = None
+                e.__traceback__ = e.__traceback__.tb_next
+                self._ok, self._value = False, e
+                env.schedule(self)
+                break
+            try:
+                callbacks = event.callbacks
+            except AttributeError:
+                raise RuntimeError(f'Invalid yield value "{event}"') from None
+            if callbacks is not None:  # not processed yet: wait for it
+                callbacks.append(self._resumer)
+                break
+        self._target = event
+        env._active_proc = None
+
+
+_RESUMES = (Process._resume, ReplayProcess._resume)

@@ -26,6 +26,7 @@ round-robin) whose methods share its queues; split, they would reach into each o
 from __future__ import annotations
 
 from bisect import bisect_left
+from operator import itemgetter
 
 import simpy
 
@@ -34,6 +35,7 @@ from cyclesim.engine.rows import Rows
 from cyclesim.engine.snapshot import Origin, Unknown
 from cyclesim.vocabulary import Wait
 
+_WHO = itemgetter(1)  # a waiting request's requester id, its round-robin rank
 PE = -1  # requester id of the PE array; a node's fills and write-backs: requester()
 DECIDE = 2  # SimPy priority of the end-of-cycle grant decision: after URGENT (0) and NORMAL (1)
 
@@ -142,7 +144,7 @@ class Fabric:
                     if not self.grants_seen % self.grant_every:
                         self.grant_log.append(~who)
                 return None
-        ev = self.env.event()
+        ev = simpy.Event(self.env)  # (env.event: a descriptor per call)
         self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor, now, tl])
         granted_at = self.granted_at
         for k in keys:  # a grant made at once this cycle to a requester behind this one
@@ -256,7 +258,7 @@ class Fabric:
 
     def wait_for_width(self, keys: tuple[str, ...]) -> simpy.Event:
         """An event that fires when the PE array's reservation on one of these ports changes."""
-        ev = self.env.event()
+        ev = simpy.Event(self.env)
         for k in keys:
             waiters = self.width_waiters.setdefault(k, [])
             if waiters and waiters[0].triggered:  # woken through its other port: drop them
@@ -281,7 +283,7 @@ class Fabric:
             if width_waiters:
                 for ev in width_waiters.pop(key, ()):
                     if not ev.triggered:  # one event may wait on both ports of a transfer
-                        ev.succeed()
+                        self.env.fast_succeed(ev)
             run = runs.get(key)
             if run is not None:
                 self._interrupt(run, "reserve")
@@ -311,21 +313,25 @@ class Fabric:
             for k in w[2]:
                 by_port.setdefault(k, []).append(w)
         order = self.order
-        ports = sorted(by_port, key=lambda k: (-len(by_port[k]), order[k]))
+        if len(by_port) == 1:  # (one port: nothing to order)
+            ports = list(by_port)
+        else:
+            ports = sorted(by_port, key=lambda k: (-len(by_port[k]), order[k]))
         served, wanted, now = self.served, self.wanted, self.env.now
+        succeed = self.env.fast_succeed
         granted = []
         for k in ports:
             if holder[k] is not None or reserved[k] >= width[k]:
                 continue
             last = served.get(k)
-            ranked = sorted(by_port[k], key=lambda w: w[1])
+            ranked = sorted(by_port[k], key=_WHO)
             if last is not None:  # the first requester after the one served last, wrapping
                 ranked = [w for w in ranked if w[1] > last] + [w for w in ranked if w[1] <= last]
             for w in ranked:
                 if w[3].triggered:
                     continue
                 keys = w[2]
-                if any(holder[o] is not None or reserved[o] >= width[o] for o in keys):
+                if not _all_free(keys, holder, reserved, width):
                     continue
                 who = w[1]
                 for o in keys:
@@ -334,7 +340,7 @@ class Fabric:
                     wanted[o] -= 1
                     self.grants[o].append([now, None, who, w[4], None])
                 self.last_grant[who] = now
-                w[3].succeed()
+                succeed(w[3])
                 granted.append(w)
                 if self.grant_log is not None:
                     self.grants_seen += 1
@@ -427,6 +433,15 @@ class Fabric:
             self.deciding += dt
         for k in self.granted_at:  # grants made at once in the snapshot's cycle
             self.granted_at[k] += dt
+
+
+def _all_free(keys: tuple[str, ...], holder: dict, reserved: dict, width: dict) -> bool:
+    """Is every port in keys free (no holder, not all reserved by the PE array)? (A loop,
+    not any() over a generator: it runs per waiting request and port at each decision.)"""
+    for k in keys:
+        if holder[k] is not None or reserved[k] >= width[k]:
+            return False
+    return True
 
 
 def _ahead(who: int, other: int, last: int | None) -> bool:

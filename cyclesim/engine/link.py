@@ -30,7 +30,7 @@ class Link:
         "timings",
         "dram",
         "child_on_tie",
-        "first_keys",
+        "sized",
     )
 
     def __init__(
@@ -56,9 +56,11 @@ class Link:
         ] = {}  # (bits, widths) -> burst_timing
         self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
         self.child_on_tie = False  # a write-back: a tie names the child's port, which data leaves
-        # (parent bits, child bits) -> named_keys for burst 0 at the ports' full widths (which
-        # never change in a replay): asked once per transfer, on the hot path
-        self.first_keys: dict[tuple[int, int], tuple[str, ...]] = {}
+        # (parent bits, child bits) -> what each transfer of that size shares: its bursts,
+        # the keys its first wait names (at the ports' full widths, which never change in a
+        # replay), what a grant of all its bursts moved and its side (engine/transfer.py
+        # _sized); all its transfers record in one timeline (its process's)
+        self.sized: dict[tuple[int, int], tuple] = {}
 
 
 def moved_bits(big: int, small: int, burst: int, lo: int, hi: int) -> tuple[int, int]:

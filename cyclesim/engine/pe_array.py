@@ -88,7 +88,8 @@ class PeArray:
             who = ("pe", li)
             classify = segment_classifier(leaf)
             # per operand: node, ratio, tiles, waits for residency, waits for the producer,
-            # output, the node's plan (parts of a tile its producer completes in turn)
+            # output, the node's plan (parts of a tile its producer completes in turn), and
+            # the node's finish_use (bound once: it runs per operand and segment)
             ops = tuple(
                 (
                     o.node,
@@ -98,13 +99,14 @@ class PeArray:
                     not o.is_output and nodes[o.node].output_role,
                     o.is_output,
                     nodes[o.node],
+                    storage[o.node].finish_use,
                 )
                 for o in leaf.operands
             )
             st.g = g0
             while st.g < g1:
                 g = st.g
-                for i, (node, ratio, t, check_resident, check_produced, _, n) in enumerate(ops):
+                for i, (node, ratio, t, check_resident, check_produced, _, n, _) in enumerate(ops):
                     k = g // ratio
                     ev = None
                     if check_resident and t.resident.get(k) is not True:
@@ -179,12 +181,12 @@ class PeArray:
                         cur[0] += c
                         cur[2] = now
                 sk.runs += 1
-                for node, ratio, _, _, _, is_output, n in ops:
+                for _, ratio, _, _, _, is_output, n, finish_use in ops:
                     if is_output:
                         part = n.user_group(g, ratio) if n.dependency_groups > 1 else 0
-                        storage[node].finish_use(g // ratio, who, True, part, now)
+                        finish_use(g // ratio, who, True, part, now)
                     else:
-                        storage[node].finish_use(g // ratio, who, False)
+                        finish_use(g // ratio, who, False)
                 r.segments_done += 1
                 st.g = g + 1
         st.stage = _IDLE
@@ -267,7 +269,7 @@ class _SegmentWait:
         # operand index -> cycle its tile became resident, for tiles missing at the start
         self.resident_at: dict[int, int | None] = {}
         for j in range(first, len(ops)):
-            _, ratio, t, check_resident, check_produced, _, _ = ops[j]
+            _, ratio, t, check_resident, check_produced, _, _, _ = ops[j]
             k = g // ratio
             if check_resident and t.resident.get(k) is not True:
                 self.resident_at[j] = None

@@ -151,7 +151,7 @@ class StorageNode:
             return
         remaining = t.remaining
         left = remaining.get(k, n.uses_per_tile) - 1
-        r.rec.last_finisher[(node, k)] = who
+        r.rec.last_finisher.entries[(node, k)] = who  # (Finishers.__setitem__, one call less)
         if left:
             remaining[k] = left
             return

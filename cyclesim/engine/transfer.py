@@ -93,13 +93,14 @@ def transfer(
     carries across yields (the bursts left, the DMA channel, the DRAM side) lives in its locals.
     """
     big, small = parent_bits, child_bits
-    # bursts are counted where the bits meet (moved_bits); the other side moves its share in
-    # the same bursts, all instances in lockstep
-    n_bursts = n_bursts_of(big, small, link.burst)
+    sized = link.sized.get((big, small))
+    if sized is None:
+        sized = link.sized[(big, small)] = _sized(env, fabric, tl, link, big, small)
+    n_bursts, asking, whole, ports = sized
     x = TransferState(big, small)
     x.burst = link.burst
-    if link.dram is None:
-        side = PortRuns(env, fabric, tl, link, n_bursts)
+    if ports is not None:
+        side = ports
         if owner is not None:
             owner.xfer = x
     else:
@@ -109,12 +110,8 @@ def transfer(
         yield from acquire_dma(env, rec, tl, dma, x, link.who)
     pk, ck, keys, who = link.pk, link.ck, link.keys, link.who
     one_port = len(keys) == 1
-    whole = (big,) if one_port else (big, small)  # what a grant of every burst moved
     width, reserved, timings = fabric.width, fabric.reserved, link.timings
     proc = env.active_process
-    asking = link.first_keys.get((big, small))  # keys, the port a wait names first
-    if asking is None:
-        asking = link.first_keys[(big, small)] = named_keys(link, big, small, width)
     # (the fabric notes a wait in tl; a DRAM side is never granted before the cycle's end:
     # requests it issued cannot be taken back by a revoke)
     ev = fabric.request(who, asking, link.tensor, tl, side.at_once)
@@ -186,6 +183,20 @@ def transfer(
         owner.xfer = None
 
 
+def _sized(env, fabric: Fabric, tl: list, link: Link, big: int, small: int) -> tuple:
+    """What every transfer of big parent bits and small child bits on a link shares, made
+    once per link and size (Link.sized): its bursts, the keys its first wait names first,
+    what a grant of all its bursts moved, and, without a DRAM end, its side (PortRuns keeps
+    no state of a transfer's own: that lives in its TransferState)."""
+    # bursts are counted where the bits meet (moved_bits); the other side moves its share in
+    # the same bursts, all instances in lockstep
+    n_bursts = n_bursts_of(big, small, link.burst)
+    asking = named_keys(link, big, small, fabric.width)  # the ports' full widths: fixed
+    whole = (big,) if len(link.keys) == 1 else (big, small)
+    ports = PortRuns(env, fabric, tl, link, n_bursts) if link.dram is None else None
+    return n_bursts, asking, whole, ports
+
+
 class PortRuns:
     """The ports alone time a transfer: an uncontested run goes up to the first burst that
     names the other port; a cut re-times the rest of the burst in progress at the new widths
@@ -193,14 +204,20 @@ class PortRuns:
 
     at_once = True  # granted in the cycle it asks when the ports are free
 
-    __slots__ = ("env", "fabric", "tl", "link", "n_bursts")
+    __slots__ = ("env", "fabric", "tl", "link", "n_bursts", "named")
 
     def __init__(self, env, fabric: Fabric, tl: list, link: Link, n_bursts: int) -> None:
         self.env, self.fabric, self.tl, self.link, self.n_bursts = env, fabric, tl, link, n_bursts
+        # burst -> named_keys at the ports' full widths (fixed): one PortRuns serves every
+        # transfer of its link and size, and a contested transfer asks once per burst
+        self.named: dict[int, tuple[str, ...]] = {}
 
     def asking(self, x: TransferState) -> tuple[str, ...]:
         """The keys to ask for burst x.i with (a short last burst may tie)."""
-        return named_keys(self.link, x.big, x.small, self.fabric.width, x.i)
+        keys = self.named.get(x.i)
+        if keys is None:
+            keys = self.named[x.i] = named_keys(self.link, x.big, x.small, self.fabric.width, x.i)
+        return keys
 
     def plan(self, x: TransferState, timing: tuple, shape: tuple) -> None:
         """Time bursts x.i.. from x.start: set x.first, x.j, x.end, x.last, x.wp, x.wc."""

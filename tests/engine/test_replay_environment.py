@@ -13,6 +13,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import simpy
 from packaging.specifiers import SpecifierSet
 from simpy.core import NORMAL, URGENT
@@ -170,3 +171,71 @@ def test_run_events_stops_after_its_limit_and_says_when_the_queue_is_empty():
     assert env.run_events(3, boundaries, seen.append) is False and env.now == 2
     assert env.run_events(-1, boundaries, seen.append) is True and env.now == 5
     assert seen == [7] and boundaries == []
+
+
+def _life(env, log):
+    """Processes that wait, are interrupted, wait on a shared event, return a value and fail:
+    every path of a process's resume."""
+    gate = Event(env)
+
+    def sleeper():
+        try:
+            yield env.timeout(10)
+        except simpy.Interrupt as irq:
+            log.append((env.now, "interrupted", irq.cause))
+        yield gate
+        log.append((env.now, "gate"))
+        return "done"
+
+    def waker(p):
+        yield env.timeout(2)
+        p.interrupt("reserve")
+        yield env.timeout(1)
+        gate.succeed()
+
+    def parent(p):
+        value = yield p
+        log.append((env.now, "joined", value))
+        yield env.timeout(0)
+        raise ValueError("failed")
+
+    def watcher(q):
+        try:
+            yield q
+        except ValueError as e:
+            log.append((env.now, "caught", str(e)))
+
+    p = env.process(sleeper())
+    env.process(waker(p))
+    q = env.process(parent(p))
+    env.process(watcher(q))
+
+
+def test_replay_processes_resume_as_simpys_do():
+    # the same processes on SimPy's environment and on the replay's (its ReplayProcess): the
+    # same log, the same events scheduled, the same end
+    old_env, new_env = simpy.Environment(), ReplayEnvironment()
+    old_log, new_log = [], []
+    _life(old_env, old_log)
+    _life(new_env, new_log)
+    old_env.run()
+    new_env.run_events()
+    assert new_log == old_log
+    assert old_log == [
+        (2, "interrupted", "reserve"),
+        (3, "gate"),
+        (3, "joined", "done"),
+        (3, "caught", "failed"),
+    ]
+    assert next(old_env._eid) == new_env.scheduled_count() and new_env.now == old_env.now
+
+
+def test_fast_succeed_queues_what_succeed_queues():
+    env = ReplayEnvironment()
+    a, b = Event(env), Event(env)
+    a.succeed()
+    env.fast_succeed(b)
+    assert env._queue == [(0, NORMAL, 0, a), (0, NORMAL, 1, b)]
+    assert (b._ok, b._value) == (True, None)
+    with pytest.raises(RuntimeError):
+        env.fast_succeed(b)
