@@ -14,16 +14,11 @@ source and used only while the stamp matches; CYCLESIM_PURE_PYTHON=1 forces the 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
-import os
 import shutil
 import sys
-import tempfile
-from pathlib import Path
 from types import ModuleType
 
-from cyclesim.compiled import pure_python_requested
+from cyclesim.views.c_loop import CLoop
 
 
 def fst_writer() -> str | None:
@@ -36,7 +31,6 @@ def fst_writer() -> str | None:
 
 
 MODULE = "cyclesim.views._fst_emit"
-HERE = Path(__file__).resolve().parent
 
 # what each change asks libfst for (the kinds column)
 NUMBER, BITS, STRING = 0, 1, 2
@@ -93,63 +87,27 @@ void emit_changes(uintptr_t ctx, uintptr_t emit_time, uintptr_t emit_bits,
 """
 
 
+LOOP = CLoop(MODULE, CDEF, SOURCE, "FST writer: C loop", "the Python loop is used")
+
+
 def stamp() -> str:
     """The sha256 of the C source and its declarations, as the build stamps it in."""
-    return hashlib.sha256((CDEF + "\0" + SOURCE).encode()).hexdigest()
-
-
-def _stamped_source() -> str:
-    return SOURCE + f'\nconst char *source_sha256(void) {{ return "{stamp()}"; }}\n'
+    return LOOP.stamp()
 
 
 def load() -> tuple[ModuleType | None, str]:
     """(the compiled module, how changes are written) when it is built from this source; else
     (None, how and why)."""
-    try:
-        if pure_python_requested():
-            return None, "changes written in Python: CYCLESIM_PURE_PYTHON"
-    except ValueError:
-        return None, "changes written in Python: CYCLESIM_PURE_PYTHON has an unknown value"
-    try:
-        module = importlib.import_module(MODULE)
-    except ImportError:
-        return None, "changes written in Python: the C loop is not built (make native)"
-    if module.ffi.string(module.lib.source_sha256()).decode() != stamp():
-        return None, "changes written in Python: the C loop is stale (make native)"
+    module, why = LOOP.load()
+    if module is None:
+        loop = "the C loop is " if why.endswith("(make native)") else ""
+        return None, f"changes written in Python: {loop}{why}"
     return module, "changes written by a compiled C loop"
-
-
-def build() -> None:
-    """Compile the C loop with cffi next to this module (replacing any older build)."""
-    from cffi import FFI
-
-    ffi = FFI()
-    ffi.cdef(CDEF)
-    ffi.set_source(MODULE, _stamped_source(), extra_compile_args=["-O2"])
-    with tempfile.TemporaryDirectory(prefix="cyclesim-fst-") as tmp:
-        built = Path(ffi.compile(tmpdir=tmp))
-        for old in HERE.glob("_fst_emit.*"):
-            if old.suffix in (".so", ".pyd"):
-                old.unlink()
-        staged = HERE / (built.name + ".new")  # replace, never overwrite a mapped library
-        shutil.copy2(built, staged)
-        os.replace(staged, HERE / built.name)
 
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    module, kind = load()
-    if module is not None:
-        print("FST writer: C loop, up to date")
-        return 0
-    try:
-        build()
-    except Exception as e:  # no cffi, no C compiler: the Python loop writes the same bytes
-        first = (str(e).splitlines() or [type(e).__name__])[0][:160]
-        print(f"FST writer: C loop not built, the Python loop is used ({first})")
-        return 1
-    print("FST writer: C loop compiled")
-    return 0
+    return LOOP.make()
 
 
 if __name__ == "__main__":

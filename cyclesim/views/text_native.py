@@ -12,19 +12,12 @@ CYCLESIM_PURE_PYTHON=1 forces the Python code, which writes the same bytes.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
-import os
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 from types import ModuleType
 
-from cyclesim.compiled import pure_python_requested
+from cyclesim.views.c_loop import CLoop
 
 MODULE = "cyclesim.views._text_fill"
-HERE = Path(__file__).resolve().parent
 
 # a VCD change row's kind: an integer's binary digits made here, or a text made in Python
 NUMBER, TEXT = 0, 1
@@ -134,62 +127,23 @@ int64_t text_lines(size_t lo, size_t hi, size_t n_fields, const uintptr_t *rows,
 """
 
 
+LOOP = CLoop(MODULE, CDEF, SOURCE, "trace text: C loops", "numpy and Python write it")
+
+
 def stamp() -> str:
     """The sha256 of the C source and its declarations, as the build stamps it in."""
-    return hashlib.sha256((CDEF + "\0" + SOURCE).encode()).hexdigest()
-
-
-def _stamped_source() -> str:
-    return SOURCE + f'\nconst char *source_sha256(void) {{ return "{stamp()}"; }}\n'
+    return LOOP.stamp()
 
 
 def load() -> ModuleType | None:
     """The compiled module when it is built from this source and pure Python is not asked
     for; else None (the writers' numpy and Python code makes the same bytes)."""
-    try:
-        if pure_python_requested():
-            return None
-    except ValueError:
-        return None
-    try:
-        module = importlib.import_module(MODULE)
-    except ImportError:
-        return None
-    if module.ffi.string(module.lib.source_sha256()).decode() != stamp():
-        return None
-    return module
-
-
-def build() -> None:
-    """Compile the C functions with cffi next to this module (replacing any older build)."""
-    from cffi import FFI
-
-    ffi = FFI()
-    ffi.cdef(CDEF)
-    ffi.set_source(MODULE, _stamped_source(), extra_compile_args=["-O2"])
-    with tempfile.TemporaryDirectory(prefix="cyclesim-text-") as tmp:
-        built = Path(ffi.compile(tmpdir=tmp))
-        for old in HERE.glob("_text_fill.*"):
-            if old.suffix in (".so", ".pyd"):
-                old.unlink()
-        staged = HERE / (built.name + ".new")  # replace, never overwrite a mapped library
-        shutil.copy2(built, staged)
-        os.replace(staged, HERE / built.name)
+    return LOOP.load()[0]
 
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    if load() is not None:
-        print("trace text: C loops, up to date")
-        return 0
-    try:
-        build()
-    except Exception as e:  # no cffi, no C compiler: numpy and Python write the same bytes
-        first = (str(e).splitlines() or [type(e).__name__])[0][:160]
-        print(f"trace text: C loops not built, numpy and Python write it ({first})")
-        return 1
-    print("trace text: C loops compiled")
-    return 0
+    return LOOP.make()
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ writes, byte for byte, and is used only while it is built from its current sourc
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from random_cases import schedules
@@ -56,7 +58,9 @@ def test_random_schedules_same_bytes_from_the_c_loop_and_the_python_loop(
 
 def test_a_stale_or_refused_build_is_not_used(monkeypatch):
     _compiled()
-    monkeypatch.setattr(fst_native, "stamp", lambda: "0" * 64)  # the source changed since
+    # the source changed since it was built: another stamp than the build's
+    changed = dataclasses.replace(fst_native.LOOP, source=fst_native.SOURCE + "/* edited */")
+    monkeypatch.setattr(fst_native, "LOOP", changed)
     module, why = fst_native.load()
     assert module is None and "stale" in why
     monkeypatch.undo()

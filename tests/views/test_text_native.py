@@ -3,6 +3,8 @@ numpy and Python code writes, and are used only while built from their current s
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from random_cases import schedules
@@ -56,7 +58,9 @@ def test_random_schedules_same_bytes_with_and_without_the_c_loops(tmp_path, monk
 
 def test_a_stale_or_refused_build_is_not_used(monkeypatch):
     _compiled()
-    monkeypatch.setattr(text_native, "stamp", lambda: "0" * 64)  # the source changed since
+    # the source changed since it was built: another stamp than the build's
+    changed = dataclasses.replace(text_native.LOOP, source=text_native.SOURCE + "/* edited */")
+    monkeypatch.setattr(text_native, "LOOP", changed)
     assert text_native.load() is None
     monkeypatch.undo()
     monkeypatch.setenv("CYCLESIM_PURE_PYTHON", "1")
