@@ -201,3 +201,23 @@ def change_stream(act: Activity) -> ChangeStream:
     forget = _STREAMS.pop  # bound now: at exit the module global may be gone before the Activity
     _STREAMS[key] = (weakref.ref(act, lambda _: forget(key, None)), stream)
     return stream
+
+
+def distinct_rows(stream: ChangeStream, classify, texts: list[bytes]) -> tuple:
+    """Every distinct (signal, value) of the stream as a row of the columns a writer's C loop
+    reads (kind, value, signal), and per signal each change's row: classify(i, uniq, texts)
+    gives signal i's distinct values their kinds and values, appending to texts whatever text
+    the rows point to. Shared by the VCD's and the FST's compiled loops."""
+    kinds, values, signal_col, where = [], [], [], []
+    rows = 0
+    for i in range(len(stream.values)):
+        at, uniq = stream.distinct(i)
+        kind, value = classify(i, uniq, texts)
+        kinds.append(kind)
+        values.append(value)
+        signal_col.append(np.full(len(uniq), i, dtype=np.int64))
+        where.append(at.reshape(-1) + rows)
+        rows += len(uniq)
+    columns = (np.concatenate(c).astype(t, copy=False) if c else np.empty(0, t) for c, t in
+               ((kinds, np.uint8), (values, np.uint64), (signal_col, np.int64)))  # fmt: skip
+    return (*columns, where, texts)

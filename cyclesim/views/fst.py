@@ -21,7 +21,7 @@ from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
 from cyclesim.views import fst_native
-from cyclesim.views.change_stream import ChangeStream, change_stream
+from cyclesim.views.change_stream import ChangeStream, change_stream, distinct_rows
 from cyclesim.views.fst_native import fst_writer
 from cyclesim.views.progress import writing_bar
 from cyclesim.views.vcd import timescale_for, write_vcd
@@ -147,38 +147,32 @@ def _change_columns(signals: list[Signal], handles, stream: ChangeStream) -> tup
     change's row: kind (fst_native's NUMBER, BITS or STRING), handle, size and value (a
     number's, or where its bytes are in blob by offsets), making the libfst call _fst_call
     makes for it."""
-    kinds, handle_col, size_col, value_col, where = [], [], [], [], []
-    texts: list[bytes] = [b"0", b"1"]  # a wire's two values: texts 0 and 1
-    rows = 0
-    for i, (sig, h, size) in enumerate(zip(signals, handles, stream.sizes, strict=True)):
-        at, uniq = stream.distinct(i)
+
+    def classify(i: int, uniq, texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
         if stream.values[i].dtype == object:  # strings, numbered in order of first sight
-            kind = np.full(len(uniq), fst_native.STRING, dtype=np.uint8)
             value = np.arange(len(texts), len(texts) + len(uniq), dtype=np.uint64)
             texts += [str(v).encode() for v in uniq]
-        elif sig.var_type == "wire":
-            kind = np.full(len(uniq), fst_native.BITS, dtype=np.uint8)
-            value = (uniq != 0).astype(np.uint64)
-        else:  # a number of `size` bits; "x" or a negative number as bits
-            number = uniq >= 0  # below 1 << size: size is the bits the values need
-            kind = np.where(number, fst_native.NUMBER, fst_native.BITS).astype(np.uint8)
-            value = uniq.astype(np.uint64)
-            for k in np.flatnonzero(~number).tolist():
-                v = int(uniq[k])
-                value[k] = len(texts)
-                texts.append(b"x" * size if v == X else f"{v:064b}".encode())
-        kinds.append(kind)
-        handle_col.append(np.full(len(uniq), h, dtype=np.uint32))
-        size_col.append(np.full(len(uniq), size, dtype=np.uint32))
-        value_col.append(value)
-        where.append(at.reshape(-1) + rows)
-        rows += len(uniq)
+            return np.full(len(uniq), fst_native.STRING, dtype=np.uint8), value
+        if signals[i].var_type == "wire":
+            return np.full(len(uniq), fst_native.BITS, dtype=np.uint8), (uniq != 0).astype(
+                np.uint64
+            )
+        number = uniq >= 0  # a number of `size` bits, below 1 << size; "x" or negative as bits
+        kind = np.where(number, fst_native.NUMBER, fst_native.BITS).astype(np.uint8)
+        value = uniq.astype(np.uint64)
+        for k in np.flatnonzero(~number).tolist():
+            v = int(uniq[k])
+            value[k] = len(texts)
+            texts.append(b"x" * stream.sizes[i] if v == X else f"{v:064b}".encode())
+        return kind, value
+
+    # a wire's two values: texts 0 and 1
+    kinds, values, signal, where, texts = distinct_rows(stream, classify, [b"0", b"1"])
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum([len(t) for t in texts], out=offsets[1:])
-    columns = (
-        np.concatenate(c) if c else np.empty(0) for c in (kinds, handle_col, size_col, value_col)
-    )
-    return (*columns, b"".join(texts), offsets, where)
+    handle_col = np.asarray(handles, dtype=np.uint32)[signal]
+    size_col = np.asarray(stream.sizes, dtype=np.uint32)[signal]
+    return kinds, handle_col, size_col, values, b"".join(texts), offsets, where
 
 
 def _calls(calls: list[tuple]) -> None:

@@ -17,7 +17,7 @@ from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
 from cyclesim.views import text_native
-from cyclesim.views.change_stream import ChangeStream, change_stream
+from cyclesim.views.change_stream import ChangeStream, change_stream, distinct_rows
 from cyclesim.views.progress import writing_bar
 from cyclesim.views.waves import Signal, Waves, X
 
@@ -208,31 +208,20 @@ def _change_rows(stream: ChangeStream, fmt: list, codes: list[str]) -> tuple:
     """Every distinct (signal, value) as a row of columns the C loop reads, per signal each
     change's row, and the texts the rows point to (the identifier codes first, by signal):
     kind NUMBER (a non-negative integer: value and code) or TEXT (fmt's text: its index)."""
-    texts = [c.encode() for c in codes]
-    kinds, values, code_col, where = [], [], [], []
-    rows = 0
-    for i, f in enumerate(fmt):
-        at, uniq = stream.distinct(i)
-        if stream.values[i].dtype == object:
-            kind = np.full(len(uniq), text_native.TEXT, dtype=np.uint8)
+
+    def classify(i: int, uniq, texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        f = fmt[i]
+        if stream.values[i].dtype == object or getattr(f, "many", None) is None:
+            new = uniq if stream.values[i].dtype == object else ["x" if v == X else v for v in uniq.tolist()]  # fmt: skip
             value = np.arange(len(texts), len(texts) + len(uniq), dtype=np.uint64)
-            texts += [f(v).encode() for v in uniq]
-        elif getattr(f, "many", None) is not None:  # an integer's digits made in C
-            number = uniq >= 0  # X (no value) is negative too
-            kind = np.where(number, text_native.NUMBER, text_native.TEXT).astype(np.uint8)
-            value = uniq.astype(np.uint64)
-            for k in np.flatnonzero(~number).tolist():
-                value[k] = len(texts)
-                texts.append(f("x" if uniq[k] == X else int(uniq[k])).encode())
-        else:
-            kind = np.full(len(uniq), text_native.TEXT, dtype=np.uint8)
-            value = np.arange(len(texts), len(texts) + len(uniq), dtype=np.uint64)
-            texts += [f("x" if v == X else v).encode() for v in uniq.tolist()]
-        kinds.append(kind)
-        values.append(value)
-        code_col.append(np.full(len(uniq), i, dtype=np.int64))
-        where.append(at.reshape(-1) + rows)
-        rows += len(uniq)
-    columns = (np.concatenate(c) if c else np.empty(0, t) for c, t in
-               ((kinds, np.uint8), (values, np.uint64), (code_col, np.int64)))  # fmt: skip
-    return (*columns, where, texts)
+            texts += [f(v).encode() for v in new]
+            return np.full(len(uniq), text_native.TEXT, dtype=np.uint8), value
+        number = uniq >= 0  # an integer's digits made in C; X (no value) is negative too
+        kind = np.where(number, text_native.NUMBER, text_native.TEXT).astype(np.uint8)
+        value = uniq.astype(np.uint64)
+        for k in np.flatnonzero(~number).tolist():
+            value[k] = len(texts)
+            texts.append(f("x" if uniq[k] == X else int(uniq[k])).encode())
+        return kind, value
+
+    return distinct_rows(stream, classify, [c.encode() for c in codes])
