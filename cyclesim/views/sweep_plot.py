@@ -1,5 +1,7 @@
 """Plots of a sweep table: one per chosen pair of axes, y (cycles by default) against x, one
-line per value of the series axis. Failed points are left out and counted in the legend title.
+line per value of the series axis. Failed points are left out and counted in the legend title;
+a y column without a value at any point (a peer's column when the peer is not installed) is
+named in the title, not drawn as an empty legend entry.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def write_sweep_plots(
         groups = [(None, ok)] if series is None else list(ok.groupby(series, sort=False))
         numeric_x = pd.api.types.is_numeric_dtype(ok[x])
         k = 0
-        for y in ys:
+        empty = [y for y in ys if pd.to_numeric(ok[y], errors="coerce").isna().all()]
+        for y in (y for y in ys if y not in empty):
             for value, rows in groups:
                 rows = rows.sort_values(x) if numeric_x else rows
                 parts = ([y] if len(ys) > 1 else []) + ([f"{series} = {value}"] if series else [])
@@ -77,7 +80,8 @@ def write_sweep_plots(
         ax.set_ylabel(y)
         ax.set_title(
             textwrap.fill(f"{title}: {y} vs {x}", 80)
-            + (f"\n({failed} failed points left out)" if failed else ""),
+            + (f"\n({failed} failed points left out)" if failed else "")
+            + (f"\n(no values: {', '.join(empty)})" if empty else ""),
             fontsize=10,
         )
         ax.grid(True, alpha=0.3)
