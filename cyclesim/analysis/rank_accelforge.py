@@ -281,6 +281,7 @@ def _candidates(
     cyclesim's source: a change in the simulator does not change what the mapper finds.
     """
     from cyclesim.checks.accelforge import peer
+    from cyclesim.checks.peer_python import environment_stamp
 
     python = peer.accelforge_python()
     key = hashlib.sha256(
@@ -291,7 +292,7 @@ def _candidates(
                 jinja,
                 objectives,
                 file_digest(str(peer.RUNNER)),
-                peer.environment_stamp(python),
+                environment_stamp(python),
             ]
         ).encode()
     ).hexdigest()[:32]

@@ -11,8 +11,6 @@ import hashlib
 import json
 import math
 import os
-import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,9 +19,9 @@ from typing import Any
 import pandas as pd
 
 from cyclesim.checks.accelforge.spec import AfActionCost
-from cyclesim.checks.peer_python import peer_python
+from cyclesim.checks.peer_python import cache_folder, environment_stamp, peer_python, run_runner
 from cyclesim.errors import CyclesimError, PeerUnavailable
-from cyclesim.outputs import run_peer, write_atomically
+from cyclesim.outputs import write_atomically
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_ACCELFORGE_PYTHON"
 RUNNER = Path(__file__).with_name("peer_runner.py")
@@ -182,7 +180,7 @@ def component_costs(
     key = digest.hexdigest()
     if key in _COSTS:
         return _COSTS[key]
-    cached = _cache_folder() / f"{key}.json"
+    cached = cache_folder("accelforge-component-costs") / f"{key}.json"
     try:
         payload = json.loads(cached.read_text())
     except (OSError, ValueError):
@@ -211,48 +209,19 @@ def component_costs(
     return costs
 
 
-def environment_stamp(python: Path) -> list[str]:
-    """What identifies AccelForge's environment in a cache key: its interpreter and its
-    site-packages folders' modification times (pip install changes them)."""
-    stamp = [str(python), str(_mtime(str(python.resolve())))]
-    stamp += [str(_mtime(str(p))) for p in python.parent.parent.glob("lib/python3*/site-packages")]
-    return stamp
-
-
-def _cache_folder() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cyclesim" / "accelforge-component-costs"
-
-
 def _run_runner(
     python: Path, arguments: list[str], files: tuple[str, ...], timeout_seconds: float
 ) -> dict[str, Any]:
     """Run peer_runner.py with `arguments` in a scratch folder; its JSON, or raise."""
-    command = [str(python), "-I", "-B", str(RUNNER), *arguments]
-    with tempfile.TemporaryDirectory(prefix="cyclesim-af-") as workdir:
-        try:
-            completed = run_peer(command, cwd=workdir, text=True, timeout=timeout_seconds)
-        except subprocess.TimeoutExpired:
-            raise PeerUnavailable(
-                f"accelforge did not finish within {timeout_seconds:g} s"
-            ) from None
-        except OSError as error:
-            raise PeerUnavailable(f"cannot start {python}: {error.strerror}") from None
-    try:
-        payload = json.loads(completed.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        raise PeerUnavailable(
-            f"the accelforge runner printed no JSON (exit {completed.returncode}): "
-            + (completed.stderr.strip()[-800:] or completed.stdout.strip()[-800:] or "no output")
-        ) from None
-    if "error" in payload:
-        error = payload["error"]
-        if error.get("type") in ("ModuleNotFoundError", "ImportError"):
-            raise PeerUnavailable(f"accelforge is not importable: {error.get('message')}")
-        raise AccelForgeRejected(
-            f"accelforge rejected {', '.join(files)}: {error.get('type')}: {error.get('message')}"
-        )
-    return payload
+    return run_runner(
+        python,
+        RUNNER,
+        arguments,
+        peer="accelforge",
+        package="accelforge",
+        timeout_seconds=timeout_seconds,
+        rejected=lambda why: AccelForgeRejected(f"accelforge rejected {', '.join(files)}: {why}"),
+    )
 
 
 def _mtime(file: str) -> float:

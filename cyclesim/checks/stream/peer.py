@@ -11,18 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from cyclesim.checks.peer_python import peer_python
+from cyclesim.checks.peer_python import cache_folder, environment_stamp, peer_python, run_runner
 from cyclesim.checks.stream.read import read_accelerator
 from cyclesim.checks.stream.schedule import StreamRun, parse_run
 from cyclesim.errors import CyclesimError, PeerUnavailable
-from cyclesim.outputs import run_peer
+from cyclesim.outputs import run_peer, write_atomically
 
 ENVIRONMENT_VARIABLE = "CYCLESIM_STREAM_PYTHON"
 RUNNER = Path(__file__).with_name("peer_runner.py")
@@ -73,7 +71,7 @@ def run_stream(
         files.append(Path(mapping).resolve())
     cores = sorted({Path(c.file).resolve() for c in read_accelerator(accelerator).cores})
     key = _key(python, files + cores, mapping is not None)
-    cached = _cache_folder() / f"{key}.json"
+    cached = cache_folder("stream-runs") / f"{key}.json"
     if use_cache:
         try:
             return parse_run(json.loads(cached.read_text()), cached=True)
@@ -85,9 +83,7 @@ def run_stream(
     run = parse_run(payload)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cached.with_suffix(".tmp")
-        temporary.write_text(json.dumps(payload))
-        temporary.replace(cached)  # never a half-written cache entry
+        write_atomically(cached, json.dumps(payload))  # never a half-written cache entry
     except OSError:
         pass  # a read-only home: no disk cache, the answer is still right
     return run
@@ -95,59 +91,26 @@ def run_stream(
 
 def _key(python: Path, files: list[Path], has_mapping: bool) -> str:
     digest = hashlib.sha256()
-    environment = [str(python), str(_mtime(python.resolve()))]
-    environment += [str(_mtime(p)) for p in python.parent.parent.glob("lib/python3*/site-packages")]
-    for part in (*environment, str(has_mapping), RUNNER.read_text()):
+    for part in (*environment_stamp(python), str(has_mapping), RUNNER.read_text()):
         digest.update(part.encode() + b"\0")
     for file in files:
         digest.update(file.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return -1.0
-
-
-def _cache_folder() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cyclesim" / "stream-runs"
-
-
 def _run_runner(python: Path, arguments: list[str], timeout_seconds: float) -> dict[str, Any]:
     """Run peer_runner.py in a scratch folder (Stream writes its outputs there); its JSON, or raise."""
-    command = [str(python), "-I", "-B", str(RUNNER), *arguments]
-    with tempfile.TemporaryDirectory(prefix="cyclesim-stream-") as workdir:
-        try:
-            completed = run_peer(
-                command,
-                cwd=workdir,
-                text=True,
-                timeout=timeout_seconds,
-                heartbeat=lambda s: log.warning("Stream still running (%.0f s)", s),
-                every=HEARTBEAT_SECONDS,
-            )
-        except subprocess.TimeoutExpired:
-            raise PeerUnavailable(f"Stream did not finish within {timeout_seconds:g} s") from None
-        except OSError as error:
-            raise PeerUnavailable(f"cannot start {python}: {error.strerror}") from None
-    try:
-        payload = json.loads(completed.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        raise PeerUnavailable(
-            f"the Stream runner printed no JSON (exit {completed.returncode}): "
-            + (completed.stderr.strip()[-800:] or "no output")
-        ) from None
-    if "error" in payload:
-        error = payload["error"]
-        if error.get("type") in ("ModuleNotFoundError", "ImportError"):
-            raise PeerUnavailable(f"stream-dse is not importable: {error.get('message')}")
-        raise StreamRejected(
-            f"Stream refused the inputs: {error.get('type')}: {error.get('message')}"
-        )
-    return payload
+    return run_runner(
+        python,
+        RUNNER,
+        arguments,
+        peer="Stream",
+        package="stream-dse",
+        timeout_seconds=timeout_seconds,
+        rejected=lambda why: StreamRejected(f"Stream refused the inputs: {why}"),
+        heartbeat=lambda s: log.warning("Stream still running (%.0f s)", s),
+        every=HEARTBEAT_SECONDS,
+    )
 
 
 def build_two_conv(
