@@ -34,8 +34,13 @@ class Interrupted(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an
     """SIGINT or SIGTERM arrived: unwinds like KeyboardInterrupt, carrying the signal."""
 
     def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
+        # args is (signum,): SimPy (and the replay's event loop) re-raise a failed process's
+        # exception as type(exc)(*exc.args), which must make the same Interrupted again
+        super().__init__(signum)
         self.signum = signum
+
+    def __str__(self) -> str:
+        return signal.Signals(self.signum).name
 
 
 def temporary_name(path: str | Path) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import signal
 import tomllib
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from simpy.core import NORMAL, URGENT
 from simpy.events import PENDING, Event, Interruption, Timeout
 
 from cyclesim.engine.environment import ReplayEnvironment
+from cyclesim.outputs import Interrupted
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -239,3 +241,21 @@ def test_fast_succeed_queues_what_succeed_queues():
     assert (b._ok, b._value) == (True, None)
     with pytest.raises(RuntimeError):
         env.fast_succeed(b)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_inside_a_process_unwinds_as_the_same_interrupt(signum):
+    # Ctrl-C lands while a process runs: the handler raises Interrupted in it, the process
+    # fails, and the loop re-raises a copy made as type(exc)(*exc.args), as SimPy's step does.
+    # The copy must be the same Interrupted (the CLI's one line and exit 130/143), not a
+    # ValueError from building a signal out of its name.
+    def process(env):
+        yield env.timeout(1)
+        raise Interrupted(signum)
+
+    for run in (lambda env: env.run_events(), lambda env: simpy.Environment.run(env)):
+        env = ReplayEnvironment()
+        env.process(process(env))
+        with pytest.raises(Interrupted) as caught:
+            run(env)
+        assert caught.value.signum == signum and str(caught.value) == signum.name
