@@ -13,6 +13,7 @@ from cyclesim.errors import SpecError
 from cyclesim.schedule import build_plan
 from cyclesim.spec import load_architecture, load_mapping, load_workload
 
+ROOT = Path(__file__).resolve().parents[1]
 WORKED = Path(__file__).parent / "cases" / "worked" / "03_single_buffer"
 
 
@@ -260,3 +261,57 @@ def test_a_field_of_several_types_is_named_without_pydantic_s_member_tag(tmp_pat
     assert run_with_arch(tmp_path / "arch.yaml") == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'arch.yaml'}:13: field 'memories[0].double_buffered': " in err, err
+
+
+def test_a_misspelt_field_in_a_loop_tree_node_is_named_with_the_closest(tmp_path, capsys):
+    # found by a new user: `memroy: UB` in a storage node was "field
+    # 'loop_tree[1].storage.memroy': ... unknown field 'memroy' (allowed: )": pydantic's tag of
+    # the node type in the path, and no allowed field. The same in a chip mapping's layers.
+    tpu = ROOT / "examples" / "tpu_gemm"
+    text = (tpu / "mapping.yaml").read_text().replace("memory: UB, tensors", "memroy: UB, tensors")
+    (tmp_path / "m.yaml").write_text(text)
+    code = main(["run", str(ROOT / "hw_models/tpu_like.yaml"), str(tpu / "workload.yaml"), str(tmp_path / "m.yaml")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(
+        f"cyclesim: {tmp_path / 'm.yaml'}:7: field 'loop_tree[1].memroy': mapping: unknown field "
+        "'memroy': did you mean 'memory'? (allowed: type, memory, tensors)"
+    ), err
+    multicore = ROOT / "examples" / "multicore"
+    text = (multicore / "fused_rows_2core.yaml").read_text()
+    text = text.replace("type: temporal, rank: k, bound: 2", "type: temporal, rnak: k, bound: 2", 1)
+    (tmp_path / "c.yaml").write_text(text)
+    code = main(["chip", str(multicore / "chip_bus_2core.yaml"), str(multicore / "workload.yaml"), str(tmp_path / "c.yaml")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "field 'layers[0].loop_tree[1].rnak': chip mapping: unknown field 'rnak': did you mean 'rank'? (allowed: type, rank, bound)" in err, err  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        # B kept only in the per-PE weight registers, below n and k (which index B): each
+        # register holds one of 32 x 32 = 1,024 tiles of B in turn; the rest exist nowhere.
+        # Replayed, this ran 1,163,464 cycles, fewer than the real mapping's 1,179,854.
+        (
+            lambda t: t.replace("tensors: [A, B, Z]}", "tensors: [A, Z]}").replace(
+                "memory: UB, tensors: [A, B]}", "memory: UB, tensors: [A]}"
+            ),
+            ":13: field 'loop_tree[7]': the workload's input B is first kept in memory 'wreg', "
+            "below loops that index it: that node holds one of its 1,024 tiles at a time",
+        ),
+        # Z kept only in the accumulators, below n (which indexes Z): 32 tiles, none written out
+        (
+            lambda t: t.replace("tensors: [A, B, Z]}", "tensors: [A, B]}"),
+            ":11: field 'loop_tree[5]': the workload's output Z is first kept in memory 'acc', "
+            "below loops that index it: that node holds one of its 32 tiles at a time",
+        ),
+    ],
+)
+def test_a_workload_tensor_must_be_whole_in_its_backing_store(tmp_path, capsys, edit, message):
+    # found by a new user: both mappings replayed with exit 0 (the second wrote nothing back)
+    tpu = ROOT / "examples" / "tpu_gemm"
+    (tmp_path / "m.yaml").write_text(edit((tpu / "mapping.yaml").read_text()))
+    code = main(["run", str(ROOT / "hw_models/tpu_like.yaml"), str(tpu / "workload.yaml"), str(tmp_path / "m.yaml")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and f"cyclesim: {tmp_path / 'm.yaml'}{message}" in err, err

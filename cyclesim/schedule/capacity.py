@@ -1,6 +1,9 @@
-"""Capacity: the slots of every tile a memory instance keeps must fit its size, before any run."""
+"""Capacity, before any run: the slots of every tile a memory instance keeps must fit its size,
+and a tensor the workload takes in or gives out must be whole in its backing store."""
 
 from __future__ import annotations
+
+from math import prod
 
 from cyclesim.schedule.types import LeafPlan, NodePlan
 
@@ -46,3 +49,28 @@ def _on_path(n: NodePlan, leaf: LeafPlan, nodes) -> bool:
                 return True
             i = nodes[i].parent
     return False
+
+
+def check_backing_stores(workload, mapping, nodes) -> None:
+    """A workload's input (no Einsum writes it) or final output (no Einsum reads it) must be
+    whole in its backing store: DESIGN's backing store starts full (inputs) or receives the
+    final values (outputs), so a backing store whose tile changes under a loop above it would
+    replay a tensor that never exists whole anywhere (an input's other tiles from nowhere, an
+    output's earlier tiles overwritten, none written out). A tensor one Einsum writes and
+    another reads may be backed tile by tile on chip (fused Einsums)."""
+    written = {e.output.tensor for e in workload.einsums}
+    read = {a.tensor for e in workload.einsums for a in e.inputs}
+    for n in nodes:
+        if not n.is_backing or (n.tensor in written and n.tensor in read):
+            continue
+        tiles = prod(b for b, indexes in zip(n.counted, n.relevant, strict=True) if indexes)
+        if tiles > 1:
+            role = "input" if n.tensor not in written else "output"
+            raise mapping.error(
+                f"the workload's {role} {n.tensor} is first kept in memory '{n.memory}', below "
+                f"loops that index it: that node holds one of its {tiles:,} tiles at a time, "
+                f"so the whole {n.tensor} is never stored anywhere",
+                n.path,
+                expected=f"{n.tensor} kept whole above those loops (in DRAM, usually, "
+                "as the loop tree's first storage node)",
+            )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from math import prod
 
 from cyclesim.schedule.addresses import dram_addresses
-from cyclesim.schedule.capacity import check_capacity
+from cyclesim.schedule.capacity import check_backing_stores, check_capacity
 from cyclesim.schedule.isolate import isolate
 from cyclesim.schedule.node_plans import finish_nodes, still_levels
 from cyclesim.schedule.nodes import (
@@ -85,6 +85,7 @@ def build_plan(
         leaf_plans.append(leaf)
         leaf_loops.append(loops)
     nodes = finish_nodes(inputs, recs, facts, leaf_plans, leaf_loops)
+    check_backing_stores(workload, mapping, nodes)
     check_capacity(arch, mapping, nodes, leaf_plans)
     dma = tuple((d.name, d.channels, d.setup_cycles) for d in arch.dma_engines)
     dram, dram_nodes = dram_addresses(arch, workload, tree, tuple(nodes))

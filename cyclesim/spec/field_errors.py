@@ -107,12 +107,14 @@ def pydantic_to_spec_error(
             ),
             error,
         )
-    loc = _field_path(prefix, error["loc"], lines)
+    _, tags = _walk(model, tuple(error["loc"]))
+    untagged = tuple(p for i, p in enumerate(error["loc"]) if i not in tags)
+    loc = _field_path(prefix, untagged, lines)
     found = None if error["type"] in ("missing", "extra_forbidden") else error.get("input")
     message, expected = error["msg"], None
     if error["type"] == "extra_forbidden":
         message = f"unknown field '{loc[-1]}'"
-        allowed = _fields_at(model, tuple(error["loc"][:-1]))
+        allowed = _fields_at(model, tuple(error["loc"][:-1]))  # through the tags
         expected = "one of: " + ", ".join(allowed) if allowed else None
     if error["type"] == "extra_forbidden":
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
@@ -159,17 +161,62 @@ def _kind(data: Any) -> str:
 
 def _fields_at(model: Any, loc: tuple) -> list[str]:
     """Field names accepted at a path, walking through dict values and list items."""
+    return _walk(model, loc)[0]
+
+
+def _walk(model: Any, loc: tuple) -> tuple[list[str], frozenset[int]]:
+    """Walk a path of pydantic's through the model: the field names accepted at its end, and
+    which of its parts are the tags pydantic adds for a discriminated union's member (a loop
+    tree node's 'storage' in 'loop_tree[1].storage.memroy'), which the file does not have."""
     current: Any = _model_in(model)
-    for part in loc:
+    tags = set()
+    for i, part in enumerate(loc):
+        member = _tagged_member(current, part)
+        if member is None:
+            member = _union_member(current, part)
+        if member is not None:
+            current = member
+            tags.add(i)
+            continue
         if _is_model(current) and isinstance(part, str) and part in current.model_fields:
             current = current.model_fields[part].annotation
         elif not _is_model(current) and current is not None:
             current = _container_item(current)
         else:
-            return []
+            return [], frozenset(tags)
         current = _model_in(current) or current
     current = _model_in(current)
-    return list(current.model_fields) if _is_model(current) else []
+    return (list(current.model_fields) if _is_model(current) else []), frozenset(tags)
+
+
+def _union_member(annotation: Any, tag: Any) -> Any:
+    """The member of a plain union that pydantic's location part `tag` names ('str',
+    'list[...]', a model's class name); None when annotation is no union or none matches."""
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return None
+    if not isinstance(tag, str):
+        return None
+    for member in typing.get_args(annotation):
+        name = getattr(typing.get_origin(member) or member, "__name__", "")
+        if name and (tag == name or tag.startswith(name + "[")):
+            return member
+    return None
+
+
+def _tagged_member(annotation: Any, tag: Any) -> Any:
+    """The member of a discriminated union (Annotated[A | B, Field(discriminator=...)]) whose
+    discriminator field is the literal `tag`; None when annotation is no such union."""
+    if typing.get_origin(annotation) is not typing.Annotated or not isinstance(tag, str):
+        return None
+    union, *extras = typing.get_args(annotation)
+    key = next((getattr(e, "discriminator", None) for e in extras), None)
+    if not isinstance(key, str):
+        return None
+    for member in typing.get_args(union):
+        field_info = getattr(member, "model_fields", {}).get(key)
+        if field_info is not None and tag in typing.get_args(field_info.annotation):
+            return member
+    return None
 
 
 def _is_model(annotation: Any) -> bool:
