@@ -28,14 +28,20 @@ OUTPUT_OPTIONS = (
     "dram_trace",
 )
 DIRECTORY_OPTIONS = ("plot", "csv", "out")
-# outputs whose suffix chooses a format and that have no default (views/tables.py; a Perfetto
+# outputs whose suffix chooses or names a format (a waveform's or a saved run's file under
+# another suffix is a file other tools misread: --vcd run.fst, --fst run.vcd) and that have no default (views/tables.py; a Perfetto
 # trace is Chrome JSON, gzipped or not, or Perfetto's protobuf: views.write_perfetto)
 FORMAT_SUFFIXES = {
+    "vcd": (".vcd",),
+    "fst": (".fst",),
+    "save_run": (".json",),
     "events": (".csv", ".parquet", ".pq"),
     "perfetto": (".json", ".json.gz", ".pftrace", ".pb"),
     "html": (".html", ".htm"),
 }
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
+# where a command writes fewer formats: the chip's Perfetto trace is Trace Event JSON only
+COMMAND_SUFFIXES = {("chip", "perfetto"): (".json", ".json.gz")}
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -60,11 +66,15 @@ def check_outputs(args: argparse.Namespace) -> None:
             raise OptionError(f"{flag} {value} is a file; a directory is expected")
         # an image without a suffix is saved by matplotlib as PATH.png: not the path asked for
         suffixes = (
-            IMAGE_SUFFIXES if option == "plot" and not folder else FORMAT_SUFFIXES.get(option, ())
+            IMAGE_SUFFIXES
+            if option == "plot" and not folder
+            else COMMAND_SUFFIXES.get((args.command, option)) or FORMAT_SUFFIXES.get(option, ())
         )
         if suffixes and not value.lower().endswith(suffixes):
             raise OptionError(
                 f"{flag} {value}: the suffix chooses the format; use one of {', '.join(suffixes)}"
+                if len(suffixes) > 1
+                else f"{flag} {value}: this file's name must end in {suffixes[0]}"
             )
         parent = path if path.is_dir() else path.parent
         while not parent.exists() and parent != parent.parent:

@@ -232,6 +232,11 @@ def test_a_one_cycle_stall_is_a_visible_bar_on_the_log_scale_stall_plot(
         (["--csv", "arch.yaml"], "--csv arch.yaml is a file; a directory is expected"),
         # refused before the replay, not after it
         (["--events", "t.txt"], "--events t.txt: the suffix chooses the format; use one of .csv"),
+        # found by a new user: a waveform or a saved run under another format's suffix was
+        # written without a word (--vcd a.fst wrote FST, --fst b.vcd FST bytes into a .vcd)
+        (["--vcd", "a.fst"], "--vcd a.fst: this file's name must end in .vcd"),
+        (["--fst", "b.vcd"], "--fst b.vcd: this file's name must end in .fst"),
+        (["--save-run", "s.yaml"], "--save-run s.yaml: this file's name must end in .json"),
     ],
 )
 def test_trace_options_that_would_do_nothing_are_refused_before_the_run(
