@@ -81,6 +81,20 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             _TEMPORARY.discard(temporary)
 
 
+def make_parent_folders(outputs: dict[str, str | None]) -> None:
+    """Make the missing folders of each output file, {flag: path} ('-' and empty skipped):
+    every command makes them alike (the CLI checked beforehand that they can be made), and a
+    folder that cannot be made is one OptionError naming the flag."""
+    from cyclesim.errors import OptionError
+
+    for flag, value in outputs.items():
+        if isinstance(value, str) and value not in ("", "-"):
+            try:
+                Path(value).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OptionError(f"{flag} {value} cannot be written: {exc.strerror}") from None
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO]:
     """open() of a temporary name, renamed to `path` once closed after a normal end."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 
 def register(sub) -> None:
@@ -42,17 +41,15 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from cyclesim.chip.api import replay_chip
     from cyclesim.chip.report import chip_report
-    from cyclesim.errors import OptionError
-
-    if args.perfetto and Path(args.perfetto).suffix in (".pftrace", ".pb"):
-        raise OptionError(f"--perfetto {args.perfetto}: the chip writes Perfetto's Trace Event "
-                          "JSON, not its protobuf; use .json or .json.gz")  # fmt: skip
 
     res = replay_chip(args.arch, args.workload, args.mapping,
                       fast_forward=not args.no_fast_forward)  # fmt: skip
     written = []
     if args.vcd or args.fst or args.perfetto or args.plot:
         from cyclesim.chip import views
+        from cyclesim.outputs import make_parent_folders
+
+        make_parent_folders({"--vcd": args.vcd, "--fst": args.fst, "--perfetto": args.perfetto})
 
         if args.vcd:
             written.append(views.write_chip_vcd(res, args.vcd))

@@ -144,15 +144,12 @@ def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
     """The waveform (chip_waves) as FST, written with pylibfst (GTKWave's libfst)."""
     from pylibfst import ffi, lib
 
-    from cyclesim.errors import TraceError
-    from cyclesim.views.fst import _fst_value, _register, change_emitter
+    from cyclesim.views.fst import _fst_value, _register, change_emitter, create_fst_writer
     from cyclesim.views.waves import Signal
 
     path = Path(path)
     signals, changes = chip_waves(res)
-    ctx = lib.fstWriterCreate(str(path).encode(), 1)
-    if ctx == ffi.NULL:
-        raise TraceError(f"FST {path}: cannot create the file")
+    ctx = create_fst_writer(ffi, lib, path)
     try:
         lib.fstWriterSetTimescaleFromString(ctx, b"1ns")
         lib.fstWriterSetVersion(ctx, b"cyclesim")

@@ -9,7 +9,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cyclesim.errors import CyclesimError, OptionError
+from cyclesim.errors import CyclesimError
+from cyclesim.outputs import make_parent_folders
 
 if TYPE_CHECKING:  # `cyclesim --help` must not import the engine, pandas or the writers
     from cyclesim.results import Result
@@ -112,14 +113,12 @@ def write_requested(args: argparse.Namespace, res: Result) -> list[Path]:
     writer fails, the files this call wrote are removed: no half set of outputs is left.
     """
     written: list[Path] = []
-    for option in ("save_run", "vcd", "fst", "perfetto", "events", "html"):
-        value = getattr(args, option, None)
-        if isinstance(value, str) and value not in ("", "-"):
-            try:
-                Path(value).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                flag = "--" + option.replace("_", "-")
-                raise OptionError(f"{flag} {value} cannot be written: {exc.strerror}") from None
+    make_parent_folders(
+        {
+            "--" + option.replace("_", "-"): getattr(args, option, None)
+            for option in ("save_run", "vcd", "fst", "perfetto", "events", "html")
+        }
+    )
     new_files = [  # the files this call creates; a failing writer removes them again
         path
         for option in ("save_run", "vcd", "fst", "perfetto", "events", "html")

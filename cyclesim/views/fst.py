@@ -7,6 +7,7 @@ installed; otherwise the VCD is written to a temporary file and converted with G
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 from collections import deque
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from cyclesim.errors import TraceError
-from cyclesim.outputs import atomic_output
+from cyclesim.outputs import atomic_output, final_names
 from cyclesim.results import Result
 from cyclesim.results.activity import gc_paused
 from cyclesim.views import fst_native
@@ -72,9 +73,7 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
 
     act = res.activity(window)
     timescale, comment = timescale_for(clock_mhz)
-    ctx = lib.fstWriterCreate(str(path).encode(), 1)
-    if ctx == ffi.NULL:
-        raise TraceError(f"FST {path}: cannot create the file")
+    ctx = create_fst_writer(ffi, lib, path)
     try:
         lib.fstWriterSetTimescaleFromString(ctx, timescale.replace(" ", "").encode())
         lib.fstWriterSetVersion(ctx, b"cyclesim")
@@ -101,6 +100,17 @@ def _write_with_pylibfst(res, path: Path, clock_mhz, window, progress) -> list[S
     finally:
         lib.fstWriterClose(ctx)
     return w.signals
+
+
+def create_fst_writer(ffi, lib, path: Path):
+    """libfst's writer for path, or TraceError naming the file and why the system refused it
+    (a missing folder, no permission: fopen's errno)."""
+    ffi.errno = 0
+    ctx = lib.fstWriterCreate(str(path).encode(), 1)
+    if ctx == ffi.NULL:
+        why = os.strerror(ffi.errno) if ffi.errno else "libfst could not open it"
+        raise TraceError(f"FST {final_names(str(path))}: cannot create the file: {why}")
+    return ctx
 
 
 def _emit_in_python(emit_time, ctx, ops: list, stream: ChangeStream, bar) -> None:

@@ -132,3 +132,33 @@ def test_utilisation_line_covers_the_last_bin():
         assert ys[-1] == ys[-2]
         busy = sum(y / 100 * (b - a) for y, a, b in zip(ys, xs, xs[1:], strict=False))
         assert abs(busy - port.busy_cycles) < 1e-6 * max(1, res.cycles), port.name
+
+
+def test_chip_outputs_are_checked_and_made_as_runs_are(tmp_path, capsys):
+    # found by a new user: `chip --vcd out/newdir/c.vcd` failed after the replay (exit 2) where
+    # `run` makes the folder; `chip --perfetto c.txt` was told to use .pftrace, which chip then
+    # refused
+    from cyclesim.cli import main
+
+    ex = "examples/multicore"
+    argv = ["chip", f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml"]
+    argv += [f"{ex}/layer_by_layer_2core.yaml"]
+    vcd, fst = tmp_path / "new" / "c.vcd", tmp_path / "other" / "deeper" / "c.fst"
+    assert main([*argv, "--vcd", str(vcd), "--fst", str(fst)]) == 0
+    assert vcd.stat().st_size > 0 and fst.stat().st_size > 0
+    capsys.readouterr()
+    assert main([*argv, "--perfetto", str(tmp_path / "c.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "use one of .json, .json.gz" in err and ".pftrace" not in err, err
+
+
+def test_an_fst_that_cannot_be_created_says_why(tmp_path):
+    # libfst only returns NULL; the message names the file and the system's reason
+    import pytest
+    from pylibfst import ffi, lib
+
+    from cyclesim.errors import TraceError
+    from cyclesim.views.fst import create_fst_writer
+
+    with pytest.raises(TraceError, match=r"c\.fst: cannot create the file: No such file"):
+        create_fst_writer(ffi, lib, tmp_path / "missing" / "c.fst")
