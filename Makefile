@@ -25,11 +25,11 @@ $(VENV)/.test: $(VENV)/.base pyproject.toml
 $(VENV)/.native-tools: $(VENV)/.base pyproject.toml
 	@$(BIN)/pip install -q -e '.[native]' && touch $@ || echo "mypy could not be installed"
 
-# The DRAM timer and controller compiled with mypyc (copies stamped with their source's hash; dram/native.py
-# uses them only while the hash matches), the FST writer's change loop and the VCD and Perfetto
-# JSON writers' text loops compiled with cffi (views/fst_native.py, views/text_native.py,
-# stamped alike). Each says in one line that it did, or why not (the
-# pure-Python code, with the same results, is used then).
+# The DRAM timer and controller and the engine's hot path compiled with mypyc (copies stamped
+# with their sources' hash; dram/native.py and engine/native.py use them only while it
+# matches), the FST writer's change loop and the VCD and Perfetto JSON writers' text loops
+# compiled with cffi (views/fst_native.py, views/text_native.py, stamped alike). Each says in
+# one line that it did, or why not (the pure-Python code, with the same results, is used then).
 native: $(VENV)/.native-tools
 	@$(BIN)/python -m cyclesim.dram.native_build || true
 	@$(BIN)/python -m cyclesim.views.fst_native || true

@@ -64,11 +64,12 @@ def test_version_and_help_as_a_user_runs_them():
     run = [sys.executable, "-m", "cyclesim"]
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     version = subprocess.run([*run, "--version"], capture_output=True, text=True, env=env)
-    # the version, then which DRAM timer a replay uses (dram/native.py)
+    # the version, then which DRAM timer and engine a replay uses (dram/native.py,
+    # engine/native.py)
     lines = version.stdout.splitlines()
     assert version.returncode == 0 and lines[0] == f"cyclesim {__version__}"
-    assert lines[1].startswith("DRAM timer: ") and lines[2].startswith("FST writer: ")
-    assert len(lines) == 3
+    assert lines[1].startswith("DRAM timer: ") and lines[2].startswith("engine: ")
+    assert lines[3].startswith("FST writer: ") and len(lines) == 4
     helped = subprocess.run([*run, "--help"], capture_output=True, text=True, env=env).stdout
     assert "exit codes:" in helped and "3  the replay cannot progress" in helped
 

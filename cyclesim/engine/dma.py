@@ -13,9 +13,11 @@ so it takes part in that cycle's port arbitration whichever process ran first.
 from __future__ import annotations
 
 import simpy
+from simpy.resources.resource import Request
 
 from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import DECIDE
+from cyclesim.engine.rows import Rows
 from cyclesim.engine.snapshot import Origin
 from cyclesim.vocabulary import Wait
 
@@ -30,7 +32,7 @@ class Channels(simpy.Resource):
         self.name = name
         self.deciding = False  # an end-of-cycle decision is queued
 
-    def ask(self, who: int, tl: list) -> simpy.Event:
+    def ask(self, who: int, tl: Rows) -> Request:
         """A request for a channel by requester who (engine/fabric.py requester()), whose
         timeline tl gets the waiting state if it is not granted in the cycle it asks in."""
         req = self.request()

@@ -31,6 +31,7 @@ class ReplayEnvironment(simpy.Environment):
     property costs a call each time."""
 
     __slots__ = ("now",)
+    now: int  # (the slot; SimPy's own `now` is a property over int | float)
 
     @property
     def _now(self) -> int:

@@ -79,7 +79,7 @@ class Fabric:
         self,
         env: ReplayEnvironment,
         widths: dict[str, int],
-        grants: dict[str, list],
+        grants: dict[str, Rows],
         order: tuple[str, ...] = (),
     ) -> None:
         """order: every port key in architecture order, the tie order of ports with as many
@@ -169,9 +169,11 @@ class Fabric:
         if run is None:  # no run to stop (it waits for width): the grant stands
             return
         for k in mine:
-            self.served[k] = self.before.get(k)
-            if self.served[k] is None:
-                del self.served[k]
+            before = self.before.get(k)
+            if before is None:
+                self.served.pop(k, None)
+            else:
+                self.served[k] = before
             del self.granted_at[k]
         self._interrupt(run, "revoke")
 
@@ -234,7 +236,9 @@ class Fabric:
                 return True
         return False
 
-    def start_run(self, keys: tuple[str, ...], proc: simpy.Process, stopping: bool = False) -> None:
+    def start_run(
+        self, keys: tuple[str, ...], proc: simpy.Process | None, stopping: bool = False
+    ) -> None:
         """proc times bursts on these ports; it may be interrupted until end_run."""
         run = [proc, stopping]
         for k in keys:

@@ -60,6 +60,7 @@ from dataclasses import dataclass, field, replace
 from math import gcd, prod
 from typing import TYPE_CHECKING
 
+from cyclesim.engine import native
 from cyclesim.engine.fastforward_classes import same_class_until
 from cyclesim.engine.fastforward_dram import (
     DRAM_OFF_BECAUSE,
@@ -71,7 +72,6 @@ from cyclesim.engine.fastforward_records import replicate
 from cyclesim.engine.link import n_bursts_of
 from cyclesim.engine.record import FOREVER
 from cyclesim.engine.snapshot import Snapshot, Unknown, Watched, cannot_capture
-from cyclesim.engine.visits import VisitBlocks
 from cyclesim.vocabulary import Wait
 
 if TYPE_CHECKING:
@@ -153,7 +153,8 @@ class FastForward:
         leaf = plan.leaves[0]
         segments = leaf.segments
         self.tiles_per = [segments // n.entries for n in plan.nodes]  # R_n: segments per tile
-        self.visits = [VisitBlocks(n) for n in plan.nodes]
+        # (the compiled storage nodes take the compiled VisitBlocks: engine/native.py)
+        self.visits = [native.components.VisitBlocks(n) for n in plan.nodes]
         # procs: fixed order, fills, write-backs, the PE array
         ids = {id(p): i for i, p in enumerate(procs)}
         self.watched = Watched(procs, ids, self.active, self.tiles_per)

@@ -4,9 +4,13 @@ Link caches) and the port a wait is named after (named_keys)."""
 
 from __future__ import annotations
 
-import simpy
+from typing import TYPE_CHECKING
 
 from cyclesim.schedule.plan import PortRef
+
+if TYPE_CHECKING:
+    from cyclesim.engine.dma import Channels
+    from cyclesim.engine.dram_port import DramSide
 
 
 class Link:
@@ -39,7 +43,7 @@ class Link:
         tensor: str,
         parent_port: PortRef,
         child_port: PortRef,
-        dma: tuple[simpy.Resource, int, str] | None,
+        dma: tuple[Channels, int, str] | None,
     ) -> None:
         self.who = who
         self.tensor = tensor
@@ -54,7 +58,8 @@ class Link:
         self.timings: dict[
             tuple, tuple[list, list, list, list]
         ] = {}  # (bits, widths) -> burst_timing
-        self.dram = None  # dram_port.DramSide when one end is a DRAM-modelled memory
+        # its DRAM side (engine/dram_port.py) when one end is a DRAM-modelled memory
+        self.dram: DramSide | None = None
         self.child_on_tie = False  # a write-back: a tie names the child's port, which data leaves
         # (parent bits, child bits) -> what each transfer of that size shares: its bursts,
         # the keys its first wait names (at the ports' full widths, which never change in a
@@ -124,7 +129,9 @@ def _timing_counted(
             prefix,
             [full] if named_last != named else [],
         )
-    cycles, parent_slower, prefix, splits = [], [], [0], []
+    cycles: list[int] = []
+    parent_slower: list[bool] = []
+    prefix, splits = [0], []
     t = 0
     below = 0  # parent bits of the bursts before j: big * lo // small
     for lo in range(0, small, burst):

@@ -20,6 +20,7 @@ from cyclesim.schedule.steps import program_blocks, segment_classifier, segment_
 from cyclesim.vocabulary import Fold, PeWait, Wait
 
 if TYPE_CHECKING:
+    from cyclesim.engine.rows import Rows
     from cyclesim.engine.shared import Replay
 
 # the vocabulary's members this module reads on the hot path, bound once: an enum
@@ -212,15 +213,15 @@ class PeArray:
             if self.wait is not None or self.waiting is not None or self.g != g:
                 raise Unknown("pe")
             return (self.stage, self.start - origin.now, held)
-        wait = self.wait
+        wait, open_wait = self.wait, None
         if wait is not None:
-            wait = (
+            open_wait = (
                 wait.start,
                 tuple(wait.met_at.items()),
                 tuple(wait.keys.items()),
                 tuple(wait.resident_at.items()),
             )
-        return (self.stage, self.g, self.start, held, wait, self.waiting)
+        return (self.stage, self.g, self.start, held, open_wait, self.waiting)
 
     def shift(self, dt: int, segments: int) -> None:
         """Move it dt cycles and `segments` segments on (a fast-forward jump)."""
@@ -277,7 +278,7 @@ class _SegmentWait:
                     t.waiter(t.resident, k).callbacks.append(partial(self._resident, j))
 
     def _resident(self, j: int, event: simpy.Event) -> None:
-        self.resident_at[j] = event.env.now
+        self.resident_at[j] = int(event.env.now)
 
     def met(self, i: int, kind: str, now: int, k: int, pkey: int) -> None:
         """Operand i's need `kind` was met at cycle now."""
@@ -286,7 +287,7 @@ class _SegmentWait:
         if kind == _PE_RESIDENT:
             self.resident_at[i] = now
 
-    def record(self, waits: list, ops: tuple, now: int) -> None:
+    def record(self, waits: Rows, ops: tuple, now: int) -> None:
         """Append the wait [start, now) of the binding tile: (start, end, node, kind, key)."""
         start = self.start
         if now == start:

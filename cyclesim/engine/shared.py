@@ -9,18 +9,20 @@ the processes and runs them to the end.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
+from cyclesim.engine import native
 from cyclesim.engine.dma import Channels
 from cyclesim.engine.environment import ReplayEnvironment
-from cyclesim.engine.fabric import Fabric, requester
-from cyclesim.engine.link import Link
-from cyclesim.engine.pe_array import PeArray
+from cyclesim.engine.fabric import requester
 from cyclesim.engine.record import Recorder, TraceFilter, compile_filter
 from cyclesim.engine.rows import Rows
 from cyclesim.engine.snapshot import Origin, Snapshot, Watched
 from cyclesim.engine.space import LEDGER_ENVIRONMENT_VARIABLE, Space
-from cyclesim.engine.storage_node import StorageNode
 from cyclesim.schedule.plan import NodePlan, Plan
+
+if TYPE_CHECKING:
+    from cyclesim.engine.link import Link
 
 
 class Replay:
@@ -39,7 +41,9 @@ class Replay:
                 compile_filter(rec, plan, trace_filter)
         self.trace = trace
         widths = {p.key: p.width_bits for p in plan.ports}
-        self.fabric = Fabric(self.env, widths, rec.grants, plan.port_order)
+        # the components, compiled or pure (engine/native.py)
+        parts = native.components
+        self.fabric = parts.Fabric(self.env, widths, rec.grants, plan.port_order)
         # (einsum, tensor, memory, action, direction) -> [values, bits], in first-use order
         self.counts: dict[tuple, list[int]] = {}
         self.dma: dict[str, tuple[Channels, int, str]] = {
@@ -67,7 +71,7 @@ class Replay:
         # record when their producer computed each part, for the `dependency` rule
         consumed = {o.tensor for leaf in plan.leaves for o in leaf.operands if not o.is_output}
         self.nodes = [
-            StorageNode(
+            parts.StorageNode(
                 self,
                 n,
                 intermediate=n.tensor in consumed and n.tensor in self.producer_of,
@@ -75,7 +79,7 @@ class Replay:
             )
             for n in plan.nodes
         ]
-        self.pe = PeArray(self)
+        self.pe = parts.PeArray(self)
         # segments the PE array started since the driver last looked (None: nobody looks)
         self.boundaries: list[int] | None = None
         self.boundary_every = 1  # ... of the segments that are a multiple of this
@@ -136,11 +140,12 @@ class Replay:
         """The link of n's fill (or write-back), with its DMA engine and, when n's parent lives
         in a DRAM-modelled memory, its DRAM side."""
         dma = self.dma[n.dma] if n.dma is not None else None
+        new_link = native.components.Link  # compiled or pure (engine/native.py)
         if is_write:
-            link = Link(requester(n.index, True), n.tensor, n.drain_dst, n.drain_src, dma)
+            link = new_link(requester(n.index, True), n.tensor, n.drain_dst, n.drain_src, dma)
             link.child_on_tie = True  # a write-back's data leaves the child's read port
         else:
-            link = Link(requester(n.index, False), n.tensor, n.fill_src, n.fill_dst, dma)
+            link = new_link(requester(n.index, False), n.tensor, n.fill_src, n.fill_dst, dma)
         addresses = self.plan.dram_nodes[n.index] if self.plan.dram_nodes else None
         if addresses is not None:
             from cyclesim.engine.dram_port import DramSide

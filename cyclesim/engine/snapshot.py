@@ -93,10 +93,10 @@ class Origin:
         if isinstance(owner, Interruption):
             return ("interrupt", self.proc_ids.get(id(owner.process)))
         if owner is self.fabric:  # the end-of-cycle grant decision (engine/fabric.py)
-            return ("fabric", cb.__func__.__name__)
+            return ("fabric", cb.__name__)
         name = self.resources.get(id(owner))
         if name is not None:  # a DMA engine serving its queue when a channel is freed
-            return ("dma", name, cb.__func__.__name__)
+            return ("dma", name, cb.__name__)
         if isinstance(cb, functools.partial) and getattr(cb.func, "__name__", "") == "_resident":
             return ("resident", cb.args)  # the PE array's wait notes when a tile arrived
         raise Unknown(cb)

@@ -59,7 +59,8 @@ class NodeState:
     def __init__(self) -> None:
         self.stage = _START
         self.k = 0  # the entry being entered, filled or written back (n.entries: done)
-        self.prev = None  # outputs' fill: the previous visit of entry k's values (or None)
+        # outputs' fill: the previous visit of entry k's values (or None)
+        self.prev: int | None = None
         self.start = 0  # start of the entry's transfer
         self.xfer: TransferState | None = None  # the transfer in progress
 
@@ -76,7 +77,7 @@ class NodeState:
             if self.stage in (_PARENT, _PREVIOUS_WRITE_BACK) and self.prev is not None
             else None
         )
-        start = None
+        start: int | None = None
         if self.stage == _TRANSFER:
             start = self.start if grants else self.start - now
         return (self.stage, self.k - base, prev, start, xfer)
@@ -197,7 +198,7 @@ class StorageNode:
             waiter = self.tiles.drained.get(fill.prev)
             if waiter is not None and waiter is not True:  # (True: it woke, in the queue)
                 origin.event(waiter, ("tile", self.plan.index, "drained"))
-        out = (fill.snapshot(base, now, locs, grants),)
+        out: tuple = (fill.snapshot(base, now, locs, grants),)
         if self.plan.output_role:
             out += (self.write_back.snapshot(base, now, locs, grants),)
         return out

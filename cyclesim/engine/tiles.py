@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import simpy
 
 from cyclesim.engine.snapshot import Origin, Unknown
+
+if TYPE_CHECKING:
+    from cyclesim.engine.environment import ReplayEnvironment
 
 TABLES = ("resident", "used", "released")  # bounded: compared and shifted
 # `produced` is only read by the consumers of an intermediate (never with one leaf): shifted
@@ -45,7 +50,7 @@ class Tiles:
         "succeed",
     )
 
-    def __init__(self, env: simpy.Environment) -> None:
+    def __init__(self, env: ReplayEnvironment) -> None:
         self.env = env
         self.succeed = env.fast_succeed  # ev -> ev.succeed(), in one call (environment.py)
         self.resident: dict = {}
@@ -183,14 +188,14 @@ def entry_classifier(n) -> tuple:
     together are g // stride % span, so a run costs one division instead of one per loop.
     """
     runs = digit_runs(n)
-    key_runs = []  # (stride, span, scale) of the runs of loops that index the tensor
+    indexing = []  # (stride, span, scale) of the runs of loops that index the tensor
     scale = 1
     for stride, span, rel in runs:
         if rel:
-            key_runs.append((stride, span, scale))
+            indexing.append((stride, span, scale))
             scale *= span
     other_runs = tuple((stride, span) for stride, span, rel in runs if not rel)
-    key_runs = tuple(key_runs)
+    key_runs = tuple(indexing)
 
     def first_and_key(k: int) -> tuple[bool, int]:
         first = True

@@ -11,7 +11,8 @@ it; its Link and burst tables are in link.py.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 import simpy
 
@@ -25,10 +26,14 @@ from cyclesim.engine.link import (
     parent_named,
 )
 from cyclesim.engine.record import Recorder
+from cyclesim.engine.rows import Rows
 from cyclesim.engine.transfer_state import TransferState
 from cyclesim.vocabulary import Wait
 
 if TYPE_CHECKING:
+    from simpy.resources.resource import Request
+
+    from cyclesim.engine.environment import ReplayEnvironment
     from cyclesim.engine.storage_node import NodeState
 
 # the vocabulary's members this module reads on the hot path, bound once: an enum
@@ -42,8 +47,8 @@ _WIDTH = Wait.WIDTH
 
 
 def acquire_dma(
-    env: simpy.Environment, rec: Recorder, tl: list, dma, x=None, who: int = 0
-) -> object:
+    env: ReplayEnvironment, rec: Recorder, tl: Rows, dma, x=None, who: int = 0
+) -> Generator[simpy.Event, Any, Request | None]:
     """Take a channel of the link's DMA engine (waiting if all are busy, or until the end of
     the cycle decides among its requests: engine/dma.py) and pay its setup; return the
     channel request to release when the transfer ends (None without a DMA engine).
@@ -66,10 +71,10 @@ def acquire_dma(
 
 
 def transfer(
-    env: simpy.Environment,
+    env: ReplayEnvironment,
     fabric: Fabric,
     rec: Recorder,
-    tl: list,
+    tl: Rows,
     link: Link,
     parent_bits: int,
     child_bits: int,
@@ -99,12 +104,15 @@ def transfer(
     n_bursts, asking, whole, ports = sized
     x = TransferState(big, small)
     x.burst = link.burst
+    side: Any  # PortRuns, or a DRAM side's (engine/dram_port.py, engine/dram_loop.py)
     if ports is not None:
         side = ports
         if owner is not None:
             owner.xfer = x
     else:
-        side = link.dram.begin(env, fabric, rec, tl, link, big, small, n_bursts)
+        dram = link.dram  # (no ports: one end is a DRAM-modelled memory)
+        assert dram is not None
+        side = dram.begin(env, fabric, rec, tl, link, big, small, n_bursts)
     dma = link.dma
     if dma is not None:
         yield from acquire_dma(env, rec, tl, dma, x, link.who)
@@ -177,13 +185,13 @@ def transfer(
         x.stage = _LATENCY
         yield env.fast_timeout(latency)
         rec.events += 1
-    if x.channel is not None:
+    if dma is not None and x.channel is not None:
         dma[0].release(x.channel)
     if owner is not None:
         owner.xfer = None
 
 
-def _sized(env, fabric: Fabric, tl: list, link: Link, big: int, small: int) -> tuple:
+def _sized(env, fabric: Fabric, tl: Rows, link: Link, big: int, small: int) -> tuple:
     """What every transfer of big parent bits and small child bits on a link shares, made
     once per link and size (Link.sized): its bursts, the keys its first wait names first,
     what a grant of all its bursts moved, and, without a DRAM end, its side (PortRuns keeps
@@ -206,7 +214,7 @@ class PortRuns:
 
     __slots__ = ("env", "fabric", "tl", "link", "n_bursts", "named")
 
-    def __init__(self, env, fabric: Fabric, tl: list, link: Link, n_bursts: int) -> None:
+    def __init__(self, env, fabric: Fabric, tl: Rows, link: Link, n_bursts: int) -> None:
         self.env, self.fabric, self.tl, self.link, self.n_bursts = env, fabric, tl, link, n_bursts
         # burst -> named_keys at the ports' full widths (fixed): one PortRuns serves every
         # transfer of its link and size, and a contested transfer asks once per burst
@@ -314,11 +322,12 @@ class DramRuns:
 
     at_once = False
 
-    def __init__(self, env, fabric: Fabric, rec: Recorder, tl: list, link: Link,
+    def __init__(self, env, fabric: Fabric, rec: Recorder, tl: Rows, link: Link,
                  big: int, small: int, n_bursts: int) -> None:  # fmt: skip
         self.env, self.fabric, self.rec, self.tl, self.link = env, fabric, rec, tl, link
         self.big, self.small, self.n_bursts = big, small, n_bursts
         side = self.side = link.dram
+        assert side is not None  # (made for links with a DRAM end)
         self.timer = side.timer
         self.dram_key = link.pk  # the parent end is the DRAM (fills read it, write-backs write it)
         self.count = max(big, small)  # the side bursts are counted on (moved_bits)
@@ -363,7 +372,7 @@ class DramRuns:
         yield from finish_burst(self.env, self.fabric, self.rec, self.tl, link, rest, self.dram_key)
 
 
-def finish_burst(env, fabric: Fabric, rec: Recorder, tl: list, link: Link, rest, port_key):
+def finish_burst(env, fabric: Fabric, rec: Recorder, tl: Rows, link: Link, rest, port_key):
     """Move the (parent bits, child bits) left of a burst at the ports' current widths,
     re-timing whenever the PE array's share changes (a port never moves more than its width)."""
     width, reserved, pk, ck, keys = fabric.width, fabric.reserved, link.pk, link.ck, link.keys

@@ -3,7 +3,12 @@ current run and its DMA channel, kept apart so fast-forward can compare and move
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cyclesim.vocabulary import Wait
+
+if TYPE_CHECKING:
+    from simpy.resources.resource import Request
 
 # bound once, as engine/transfer.py binds them: an enum attribute costs ~0.2 us
 _BURST = Wait.BURST
@@ -38,13 +43,14 @@ class TransferState:
         self.big, self.small = big, small  # parent and child bits of the whole transfer
         self.burst = 0  # child bits per burst
         self.i = 0  # next burst
-        self.rest = None  # (parent bits, child bits) left of burst i when it was cut short
+        # (parent bits, child bits) left of burst i when it was cut short
+        self.rest: tuple[int, int] | None = None
         self.stopping = False  # the run stops after the burst in progress (a competitor waits)
         self.start = self.end = self.last = self.last_start = 0  # the run: start, end, last burst
         self.first = 0  # cycles of the run's first burst
         self.j = 0  # burst after the run
         self.wp = self.wc = 0  # port widths the run was timed at
-        self.channel = None  # the DMA channel request held, if any
+        self.channel: Request | None = None  # the DMA channel request held, if any
         self.granted = 0  # the first burst of the grant held (or asked for): x.i at the grant
 
     def snapshot(self, now: int, locs: dict, grants: bool) -> tuple:
@@ -52,7 +58,7 @@ class TransferState:
         says what grants leaves out); locs: id(event) -> where it is held."""
         channel = None if self.channel is None else locs.get(id(self.channel), "unseen")
         i = None if grants else self.i
-        out = (self.stage, self.big, self.small, i, self.rest, self.stopping, channel)
+        out: tuple = (self.stage, self.big, self.small, i, self.rest, self.stopping, channel)
         out += (self.i - self.granted,)  # bursts moved under the grant held
         if self.stage == _BURST:  # the run in progress: read back when it ends or is cut
             out += (self.start - now, self.first, self.j - self.i, self.last - now)

@@ -92,7 +92,7 @@ def shift_visits(
     """
     drained = t.drained
     waiter = None  # the fill's, if it waits for `drained` (nobody else does)
-    if fill.stage == Wait.PREVIOUS_WRITE_BACK:
+    if fill.stage == Wait.PREVIOUS_WRITE_BACK and fill.prev is not None:  # (prev: set then)
         key = fill.prev - shift
         if drained.get(key, True) is not True:
             waiter = (key, drained.pop(key))

@@ -384,7 +384,9 @@ def test_the_build_leaves_a_current_build_alone(capsys):
     from cyclesim.dram import native_build
 
     assert native_build.main([]) == 0
-    assert capsys.readouterr().out == "DRAM timer: compiled (mypyc), up to date\n"
+    assert capsys.readouterr().out == (
+        "DRAM timer: compiled (mypyc), up to date\nengine: compiled (mypyc), up to date\n"
+    )
 
 
 def test_the_build_says_what_it_compiles_before_the_compilers_silent_minute(monkeypatch, capsys):
@@ -401,6 +403,8 @@ def test_the_build_says_what_it_compiles_before_the_compilers_silent_minute(monk
         "DRAM timer: compiling byte_runs.py with mypyc (about a minute) ...\n"
         "DRAM timer: compiling frontend.py with mypyc (about a minute) ...\n"
         "DRAM timer: compiled (mypyc)\n"
+        "engine: compiling components.py with mypyc (about a minute) ...\n"
+        "engine: compiled (mypyc)\n"
     )
 
     def no_compiler(name, *_):
