@@ -69,7 +69,8 @@ def test_version_and_help_as_a_user_runs_them():
     lines = version.stdout.splitlines()
     assert version.returncode == 0 and lines[0] == f"cyclesim {__version__}"
     assert lines[1].startswith("DRAM timer: ") and lines[2].startswith("engine: ")
-    assert lines[3].startswith("FST writer: ") and len(lines) == 4
+    assert lines[3].startswith("FST writer: ")
+    assert lines[4].startswith("VCD and Perfetto JSON text: ") and len(lines) == 5
     helped = subprocess.run([*run, "--help"], capture_output=True, text=True, env=env).stdout
     assert "exit codes:" in helped and "3  the replay cannot progress" in helped
 

@@ -27,8 +27,9 @@ from cyclesim.errors import CyclesimError, DeadlockError, FoundFailure
 
 
 class _Version(argparse.Action):
-    """--version: the version, which DRAM timer and engine (compiled or pure) a replay would use
-    and which loop writes FST changes (imported only here)."""
+    """--version: the version, which DRAM timer and engine (compiled or pure) a replay would use,
+    which loop writes FST changes and which the VCD's and Perfetto JSON's text (imported only
+    here)."""
 
     def __init__(self, option_strings, dest, help=None) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
@@ -36,13 +37,16 @@ class _Version(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         from cyclesim.dram.native import NATIVE_KIND
         from cyclesim.engine.native import ENGINE_KIND
+        from cyclesim.views import text_native
         from cyclesim.views.fst_native import fst_writer, load
 
         fst = fst_writer() or "none (pip install pylibfst, or make gtkwave-deps for vcd2fst)"
         if fst == "pylibfst":
             fst += f" ({load()[1]})"
+        _, why_not = text_native.LOOP.load()
+        text = f"numpy and Python ({why_not})" if why_not else "compiled C loops"
         print(f"{parser.prog} {__version__}\nDRAM timer: {NATIVE_KIND}\nengine: {ENGINE_KIND}")
-        print(f"FST writer: {fst}")
+        print(f"FST writer: {fst}\nVCD and Perfetto JSON text: {text}")
         parser.exit()
 
 
