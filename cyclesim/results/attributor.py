@@ -5,11 +5,16 @@ slot, for its parent's tile, for the producing Einsum, for its ports, or moving 
 for the parent is followed into the parent's timeline, and so on to a root. Interval
 arithmetic over the recorded state timelines: no per-cycle loop. What each recorded wait is
 charged to is the table results/wait_causes.BY_WAIT.
+
+The Attributor also keeps `earliest`, the earliest start cycle of a recorded row the walks
+have read (results/attribution.py: a fast-forward copy whose walk reads nothing before the
+stretch is every copy's walk, moved).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from math import inf
 from typing import NamedTuple
 
 from cyclesim.engine.run import RawRun
@@ -47,6 +52,11 @@ class Attributor:
         self._grant_starts: dict[str, object] = {}  # per port key, made on first look
         self._readers: dict[tuple, object] = {}
         self._processes: dict[tuple, tuple] = {}  # (kind, node) -> _process's answer
+        # the earliest start cycle of a timeline row or port grant read so far (rows are
+        # dated when recorded, so none earlier was read); -inf once a walk has read what
+        # fast-forward does not repeat by copies (a tile's producer or last finisher, the
+        # absence of any earlier row). The caller resets it around what it wants to know.
+        self.earliest: float = inf
 
     # -------------------------------------------------------------- helpers
     def label(self, who: int) -> str:
@@ -108,6 +118,10 @@ class Attributor:
             return
         n, tl, times, rows, repeats, what, word = self._process(kind, node)
         i = max(0, started_by(times, a) - 1)
+        if rows:  # reads row i, or that no row starts by a
+            first_read = times[i] if times[i] <= a else -inf
+            if first_read < self.earliest:
+                self.earliest = first_read
         w = Walk(kind, node, n, phase, chain + (word,), depth, entry, what)
         t = a
         while t < b:
@@ -230,6 +244,7 @@ class Attributor:
         has, the wait follows the write-back that lands the part in the node.
         """
         n = self.nodes[node]
+        self.earliest = -inf  # fast-forward does not repeat `produced` by copies
         computed, who = self.rec.produced.get((node, pkey), (b, None))
         split = min(max(computed, a), b)
         if split > a:
@@ -285,6 +300,10 @@ class Attributor:
                 if starts is None:
                     starts = self._grant_starts[k] = start_cycles(grants)
                 j = started_by(starts, t) - 1
+                if grants:  # reads grant j, or that none starts by t
+                    first_read = starts[j] if j >= 0 else -inf
+                    if first_read < self.earliest:
+                        self.earliest = first_read
                 if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
                     end = grants[j][1] if grants[j][1] is not None else b
                     holder, until, busy = grants[j][2], min(b, end), k
