@@ -23,6 +23,10 @@ def attribute(raw: RawRun) -> SpanList:
     at = Attributor(raw)
     first = rec.first_step if rec.first_step is not None else raw.cycles
     producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
+    # the chain's first words, per node: for its tile, for its part to be produced
+    tile_words = [(f"PE array waits for {n.tensor} tile at {n.memory}",) for n in plan.nodes]
+    part_words = [(f"PE array waits for {n.tensor} at {n.memory}",) for n in plan.nodes]
+    fill, produced = Direction.FILL, PeWait.PRODUCED
 
     def waits(rows) -> SpanList:
         spans = SpanCollector()
@@ -32,31 +36,15 @@ def attribute(raw: RawRun) -> SpanList:
                 at.earliest = -inf  # a later copy may be compute: not a copy of this one
             else:
                 phase = "compute"
-            n = plan.nodes[node]
-            if kind == PeWait.PRODUCED:
+            if kind == produced:
+                n = plan.nodes[node]
                 spans.extend(
                     at.produced(
-                        node,
-                        key,
-                        producer_of.get(n.tensor),
-                        t0,
-                        t1,
-                        phase,
-                        (f"PE array waits for {n.tensor} at {n.memory}",),
+                        node, key, producer_of.get(n.tensor), t0, t1, phase, part_words[node]
                     )
                 )
                 continue
-            spans.extend(
-                at.explain(
-                    Direction.FILL,
-                    node,
-                    t0,
-                    t1,
-                    phase,
-                    (f"PE array waits for {n.tensor} tile at {n.memory}",),
-                    entry=key,
-                )
-            )
+            spans.extend(at.explain(fill, node, t0, t1, phase, tile_words[node], entry=key))
         return spans.done()
 
     # DRAM-modelled memories record their rows ahead of the clock (engine/dram_port.py)
