@@ -80,7 +80,7 @@ def attribute(raw: RawRun) -> SpanList:
     return out
 
 
-def _walk_waits(rows: Rows, waits, at: Attributor | None) -> SpanList:
+def _walk_waits(rows: Rows, waits, at: Attributor | None, after: float = -inf) -> SpanList:
     """The spans of the PE array's waits; a stretch fast-forward repeated K times gives its
     copies' spans as a SpanRepeat when they repeat exactly.
 
@@ -91,6 +91,9 @@ def _walk_waits(rows: Rows, waits, at: Attributor | None) -> SpanList:
     ahead), copy j's walk reads copy 1's rows moved on and gives copy 1's spans moved:
     copy 1 is walked alone. Otherwise copies 2, 3 and K are walked and compared, and when 3
     and K are 2 moved on, so is every copy between; else every copy is walked.
+
+    after: rows are a copy of an enclosing stretch, whose rows repeat from after this cycle
+    (the copy's period began); a repeat inside is trusted only when its walk reads no earlier.
     """
     out = SpanList()
     for piece in rows.pieces():
@@ -102,16 +105,19 @@ def _walk_waits(rows: Rows, waits, at: Attributor | None) -> SpanList:
         K = piece.count
         copies: dict[int, SpanList] = {}
 
-        def copy(j: int, piece=piece, copies=copies) -> SpanList:
+        began = _period_began_by(piece.base)
+
+        def copy(j: int, piece=piece, copies=copies, began=began, P=period) -> SpanList:
             if j not in copies:
-                copies[j] = _walk_waits(piece.copy_rows(j), waits, at)
+                inside = max(after, began + j * P)  # copy j's rows repeat from here on
+                copies[j] = _walk_waits(piece.copy_rows(j), waits, at, inside)
             return copies[j]
 
         if at is not None:
             before, at.earliest = at.earliest, inf
             copy(1)
             read_from, at.earliest = at.earliest, min(before, at.earliest)
-            if read_from > _period_began_by(piece.base):
+            if read_from > max(after, began):
                 out.add(SpanRepeat(copies[1], K, period, tiles))
                 continue
         out.add(copy(1))
