@@ -219,7 +219,8 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
     """Per-port busy fraction over time, binned (a heat map row per port), the PE array on top."""
     rows, labels = [], []
     st = act.pe_states
-    computing = np.array([state == COMPUTE for state in st.states], dtype=bool)
+    codes, states = st.numbered("states")  # numbered once for every view (VCD, Perfetto)
+    computing = codes == states.index(COMPUTE) if COMPUTE in states else np.zeros(len(st), bool)
     pe_runs = merged_runs(np.array(st.starts, np.int64)[computing], np.array(st.ends, np.int64)[computing])  # fmt: skip
     bins = min(BINS, max(1, act.end - act.start))
     edges, frac = utilisation(pe_runs, act.start, act.end, bins)
