@@ -7,6 +7,8 @@ the offload after the last step. A stretch fast-forward repeated gives its spans
 
 from __future__ import annotations
 
+from math import inf
+
 from cyclesim.engine.rows import Repeat, Rows
 from cyclesim.engine.run import RawRun
 from cyclesim.results.attributor import Attributor
@@ -21,39 +23,32 @@ def attribute(raw: RawRun) -> SpanList:
     at = Attributor(raw)
     first = rec.first_step if rec.first_step is not None else raw.cycles
     producer_of = {leaf.operands[-1].tensor: leaf.einsum for leaf in plan.leaves}
+    # the chain's first words, per node: for its tile, for its part to be produced
+    tile_words = [(f"PE array waits for {n.tensor} tile at {n.memory}",) for n in plan.nodes]
+    part_words = [(f"PE array waits for {n.tensor} at {n.memory}",) for n in plan.nodes]
+    fill, produced = Direction.FILL, PeWait.PRODUCED
 
     def waits(rows) -> SpanList:
         spans = SpanCollector()
         for t0, t1, node, kind, key in rows:
-            phase = "onload" if t1 <= first else "compute"
-            n = plan.nodes[node]
-            if kind == PeWait.PRODUCED:
+            if t1 <= first:
+                phase = "onload"
+                at.earliest = -inf  # a later copy may be compute: not a copy of this one
+            else:
+                phase = "compute"
+            if kind == produced:
+                n = plan.nodes[node]
                 spans.extend(
                     at.produced(
-                        node,
-                        key,
-                        producer_of.get(n.tensor),
-                        t0,
-                        t1,
-                        phase,
-                        (f"PE array waits for {n.tensor} at {n.memory}",),
+                        node, key, producer_of.get(n.tensor), t0, t1, phase, part_words[node]
                     )
                 )
                 continue
-            spans.extend(
-                at.explain(
-                    Direction.FILL,
-                    node,
-                    t0,
-                    t1,
-                    phase,
-                    (f"PE array waits for {n.tensor} tile at {n.memory}",),
-                    entry=key,
-                )
-            )
+            spans.extend(at.explain(fill, node, t0, t1, phase, tile_words[node], entry=key))
         return spans.done()
 
-    out = _walk_waits(rec.pe_waits, waits)
+    # DRAM-modelled memories record their rows ahead of the clock (engine/dram_port.py)
+    out = _walk_waits(rec.pe_waits, waits, None if plan.dram else at)
     spans: list[StallSpan] = []
     for (li, oi, key), (cycles, start, end) in rec.spatial.items():
         leaf = plan.leaves[li]
@@ -85,15 +80,20 @@ def attribute(raw: RawRun) -> SpanList:
     return out
 
 
-def _walk_waits(rows: Rows, waits) -> SpanList:
+def _walk_waits(rows: Rows, waits, at: Attributor | None, after: float = -inf) -> SpanList:
     """The spans of the PE array's waits; a stretch fast-forward repeated K times gives its
     copies' spans as a SpanRepeat when they repeat exactly.
 
-    Copy j's waits are copy 1's moved j - 1 periods on, and so are the timelines and grants
-    they are traced through, within the stretch. A walk may still read rows from before the
-    stretch (a transfer already under way when it began): copy 1 is walked on its own, copies
-    2, 3 and K are walked and compared, and when 3 and K are 2 moved on, so is every copy
-    between (each reads rows the stretch repeats). Otherwise every copy is walked.
+    Copy j's waits, and every row recorded in the stretch, are copy 1's moved j - 1 periods
+    on (engine/rows.py): rows are dated when recorded, so those starting after the period
+    fast-forward copied began were recorded in it or in a copy. When copy 1's walk reads no
+    row starting earlier (at.earliest, results/attributor.py; at None: rows may be dated
+    ahead), copy j's walk reads copy 1's rows moved on and gives copy 1's spans moved:
+    copy 1 is walked alone. Otherwise copies 2, 3 and K are walked and compared, and when 3
+    and K are 2 moved on, so is every copy between; else every copy is walked.
+
+    after: rows are a copy of an enclosing stretch, whose rows repeat from after this cycle
+    (the copy's period began); a repeat inside is trusted only when its walk reads no earlier.
     """
     out = SpanList()
     for piece in rows.pieces():
@@ -105,11 +105,21 @@ def _walk_waits(rows: Rows, waits) -> SpanList:
         K = piece.count
         copies: dict[int, SpanList] = {}
 
-        def copy(j: int, piece=piece, copies=copies) -> SpanList:
+        began = _period_began_by(piece.base)
+
+        def copy(j: int, piece=piece, copies=copies, began=began, P=period) -> SpanList:
             if j not in copies:
-                copies[j] = _walk_waits(piece.copy_rows(j), waits)
+                inside = max(after, began + j * P)  # copy j's rows repeat from here on
+                copies[j] = _walk_waits(piece.copy_rows(j), waits, at, inside)
             return copies[j]
 
+        if at is not None:
+            before, at.earliest = at.earliest, inf
+            copy(1)
+            read_from, at.earliest = at.earliest, min(before, at.earliest)
+            if read_from > max(after, began):
+                out.add(SpanRepeat(copies[1], K, period, tiles))
+                continue
         out.add(copy(1))
         if K >= 4 and (
             same_moved(copy(2), copy(3), period, 1, tiles)
@@ -122,6 +132,13 @@ def _walk_waits(rows: Rows, waits) -> SpanList:
             out.add(copy(j))
             copies.pop(j, None)
     return out
+
+
+def _period_began_by(base: Rows) -> int:
+    """A cycle at or after the start of the period fast-forward copied, from its PE waits
+    (base): a wait is recorded when it ends, the first row's end or, when its wait was split
+    in two (resident, then produced), the second's."""
+    return max(row[1] for row in base[:2])
 
 
 def _wavefront(raw: RawRun) -> list[StallSpan]:

@@ -5,11 +5,16 @@ slot, for its parent's tile, for the producing Einsum, for its ports, or moving 
 for the parent is followed into the parent's timeline, and so on to a root. Interval
 arithmetic over the recorded state timelines: no per-cycle loop. What each recorded wait is
 charged to is the table results/wait_causes.BY_WAIT.
+
+The Attributor also keeps `earliest`, the earliest start cycle of a recorded row the walks
+have read (results/attribution.py: a fast-forward copy whose walk reads nothing before the
+stretch is every copy's walk, moved).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from math import inf
 from typing import NamedTuple
 
 from cyclesim.engine.run import RawRun
@@ -47,6 +52,11 @@ class Attributor:
         self._grant_starts: dict[str, object] = {}  # per port key, made on first look
         self._readers: dict[tuple, object] = {}
         self._processes: dict[tuple, tuple] = {}  # (kind, node) -> _process's answer
+        # the earliest start cycle of a timeline row or port grant read so far (rows are
+        # dated when recorded, so none earlier was read); -inf once a walk has read what
+        # fast-forward does not repeat by copies (a tile's producer or last finisher, the
+        # absence of any earlier row). The caller resets it around what it wants to know.
+        self.earliest: float = inf
 
     # -------------------------------------------------------------- helpers
     def label(self, who: int) -> str:
@@ -106,12 +116,21 @@ class Attributor:
         Each recorded wait is explained by its entry in wait_causes.BY_WAIT."""
         if a >= b:
             return
-        n, tl, times, rows, repeats, what, word = self._process(kind, node)
-        i = max(0, started_by(times, a) - 1)
+        got = self._processes.get((kind, node))
+        n, tl, times, rows, repeats, what, word = got or self._process(kind, node)
+        i = bisect_right(times, a) if type(times) is list else times.count_by(a)
+        i = i - 1 if i else 0
+        if rows:  # reads row i, or that no row starts by a
+            start = tl[i][0]
+            first_read = start if start <= a else -inf
+            if first_read < self.earliest:
+                self.earliest = first_read
         w = Walk(kind, node, n, phase, chain + (word,), depth, entry, what)
         t = a
         while t < b:
-            if repeats and i < rows and times[i] == t:
+            row = tl[i] if rows else None  # (i < rows: the walk ends at the last row)
+            start = row[0] if rows else None
+            if repeats and start == t:
                 whole = self._repeated_copies(
                     repeats, i, t, b, kind, node, phase, chain, depth, entry
                 )
@@ -119,15 +138,14 @@ class Attributor:
                     i, t = whole[0], whole[1]
                     yield whole[2]
                     continue
-            if not rows or times[i] > t:
+            if not rows or start > t:
                 # before the process recorded anything: it had not started this work yet
-                end = min(b, times[i]) if rows else b
+                end = min(b, start) if rows else b
                 yield self.root(w, t, end, Cause.BUFFER_FULL, competitor="not started")
                 t = end
                 continue
-            row = tl[i]
             state, info = row[1], row[2]
-            end = min(b, times[i + 1]) if i + 1 < rows else b
+            end = min(b, tl[i + 1][0]) if i + 1 < rows else b
             if end <= t:
                 i += 1
                 continue
@@ -230,6 +248,7 @@ class Attributor:
         has, the wait follows the write-back that lands the part in the node.
         """
         n = self.nodes[node]
+        self.earliest = -inf  # fast-forward does not repeat `produced` by copies
         computed, who = self.rec.produced.get((node, pkey), (b, None))
         split = min(max(computed, a), b)
         if split > a:
@@ -285,6 +304,10 @@ class Attributor:
                 if starts is None:
                     starts = self._grant_starts[k] = start_cycles(grants)
                 j = started_by(starts, t) - 1
+                if grants:  # reads grant j, or that none starts by t
+                    first_read = starts[j] if j >= 0 else -inf
+                    if first_read < self.earliest:
+                        self.earliest = first_read
                 if j >= 0 and (grants[j][1] is None or grants[j][1] > t) and grants[j][2] != own:
                     end = grants[j][1] if grants[j][1] is not None else b
                     holder, until, busy = grants[j][2], min(b, end), k
@@ -309,11 +332,7 @@ class Attributor:
     def span(
         self, a, b, phase, cause, n, port_key, _unused, competitor, chain, action=None, holder=None
     ) -> StallSpan:
-        port = port_mem = None
-        if port_key is not None and "." in port_key:
-            port_mem, port = port_key.split(".", 1)
-        elif port_key is not None:
-            port = port_key
+        port, port_mem = _PORT_NAMES.get(port_key) or _port_names(port_key)
         return StallSpan(
             a,
             b,
@@ -329,3 +348,14 @@ class Attributor:
             action,
             holder,
         )
+
+
+_PORT_NAMES: dict = {None: (None, None)}  # port key -> (port, memory), made on first use
+
+
+def _port_names(port_key: str) -> tuple[str, str | None]:
+    """'sram.rw_port_1' -> ('rw_port_1', 'sram'); a key without a memory -> (key, None)."""
+    got = _PORT_NAMES[port_key] = (
+        tuple(reversed(port_key.split(".", 1))) if "." in port_key else (port_key, None)
+    )
+    return got

@@ -74,35 +74,79 @@ def read_rows(rows):
     return rows.flat if isinstance(rows, Rows) else rows
 
 
-class StartColumn:
+class RepeatedStarts:
     """The first column (start cycles) of rows fast-forward repeated, read without writing
-    the rows out: indexing and bisect by arithmetic over the repeats (engine/rows.py)."""
+    the rows out: a row's start by the reader, and how many rows start by a cycle by
+    bisecting the pieces' first starts, then the piece's own column (a Repeat's copy j: its
+    base's column moved j periods, by arithmetic). Only the pieces looked into get a column:
+    a walk that reads one copy of each repeat pays for that copy, not for all of them."""
 
-    __slots__ = ("rows",)
+    __slots__ = ("reader", "pieces", "firsts", "offsets", "_cols")
 
-    def __init__(self, rows: Rows) -> None:
-        self.rows = rows
+    def __init__(self, reader: RunReader) -> None:
+        self.reader = reader
+        self.pieces = list(reader.rows.pieces())
+        self.firsts: list[int] = []  # each piece's first start (rows start in order)
+        self.offsets: list[int] = []  # each piece's first row index
+        at = 0
+        for piece in self.pieces:
+            self.firsts.append(piece[0][0] if not isinstance(piece, Repeat) else piece.row(0)[0])
+            self.offsets.append(at)
+            at += len(piece)
+        self._cols: dict[int, tuple] = {}  # per piece looked into: _column's answer
 
     def __getitem__(self, i: int) -> int:
-        return self.rows[i][0]
+        p = bisect_right(self.offsets, i) - 1
+        col, P = self._column(p)
+        k = i - self.offsets[p]
+        if not P:
+            return col[k]
+        j, k = divmod(k, len(col))
+        return col[k] + (j + 1) * P
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.reader)
+
+    def _column(self, p: int) -> tuple[list[int], int]:
+        """Piece p's column and 0, or, for a repeat whose copy j is its base moved j periods P
+        on, the base's column and P."""
+        got = self._cols.get(p)
+        if got is None:
+            piece = self.pieces[p]
+            if isinstance(piece, Repeat) and piece._span > 0 and not _shifts_starts(piece):
+                got = first_column(piece.base), piece._span
+            else:
+                got = [r[0] for r in piece], 0
+            self._cols[p] = got
+        return got
+
+    def count_by(self, t: int) -> int:
+        """How many rows start at or before t."""
+        p = bisect_right(self.firsts, t) - 1
+        if p < 0:
+            return 0
+        col, P = self._column(p)
+        if not P:
+            return self.offsets[p] + bisect_right(col, t)
+        # copy j (1..count) starts at col[0] + j * P, and piece p has started by t; the
+        # copies before the last one started by t have started every row (rows in order)
+        j = min(self.pieces[p].count, (t - col[0]) // P)
+        return self.offsets[p] + (j - 1) * len(col) + bisect_right(col, t - j * P)
 
 
-_STARTS_LIMIT = 250_000  # longer repeated timelines keep their starts as arithmetic
+def _shifts_starts(piece: Repeat) -> bool:
+    """Whether a repeat's tile shift moves the start column (then it is written out)."""
+    return piece.tile is not None and piece.tile.column == 0
 
 
 def start_cycles(rows) -> object:
-    """The start cycles of a timeline's or a port's rows: a list when the rows are one."""
+    """The start cycles of a timeline's or a port's rows: a list when the rows are one, else
+    a RepeatedStarts; started_by bisects either."""
+    if isinstance(rows, Rows) and rows.flat is None:
+        rows = RunReader(rows)
     if isinstance(rows, RunReader):
-        rows = rows.rows
-    flat = rows.flat if isinstance(rows, Rows) else rows
-    if flat is None and len(rows) <= _STARTS_LIMIT:
-        flat = rows  # a few hundred thousand ints: bisected by the builtin, read by index
-    if flat is None:
-        return StartColumn(RunReader(rows))
-    return first_column(flat) if isinstance(flat, Rows) else [r[0] for r in flat]
+        return RepeatedStarts(rows)
+    return [r[0] for r in (rows.flat if isinstance(rows, Rows) else rows)]
 
 
 def first_column(rows: Rows) -> list[int]:
@@ -110,7 +154,7 @@ def first_column(rows: Rows) -> list[int]:
     (copy j adds j times the stretch's step to it) instead of shifting every row."""
     out: list[int] = []
     for piece in rows.pieces():
-        if not isinstance(piece, Repeat) or (piece.tile is not None and piece.tile.column == 0):
+        if not isinstance(piece, Repeat) or _shifts_starts(piece):
             out.extend([r[0] for r in piece])
             continue
         base, step = first_column(piece.base), dict(piece.steps).get(0, 0)
@@ -122,6 +166,6 @@ def first_column(rows: Rows) -> list[int]:
 
 def started_by(starts, t: int) -> int:
     """How many rows start at or before t."""
-    if isinstance(starts, StartColumn):
-        return starts.rows.bisect_right(t)
-    return bisect_right(starts, t)
+    if type(starts) is list:
+        return bisect_right(starts, t)
+    return starts.count_by(t)

@@ -9,6 +9,7 @@ per row walked than yielding from it).
 
 from __future__ import annotations
 
+from math import inf
 from typing import TYPE_CHECKING
 
 from cyclesim.engine.fabric import PE, requester, requester_of
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
 
 def _slot(at: Attributor, w: Walk, t: int, end: int, holder: int):
+    if _may_drain(at.nodes, w.n, w.entry):
+        at.earliest = -inf  # which tiles share an element is no shift of a period's
     if _draining(at.nodes, w.n, w.entry, holder):
         # the tile the chain waits for (a revisit) needs its previous visit's values
         # back first: that write-back is its state, not the slot (DESIGN's order)
@@ -50,6 +53,7 @@ def _previous_write_back(at: Attributor, w: Walk, t: int, end: int, node: int):
 
 
 def _uses(at: Attributor, w: Walk, t: int, end: int, tile: int):
+    at.earliest = -inf  # a tile's last finisher: rules, not copies, after fast-forward
     who = at.rec.last_finisher.get((w.node, tile))
     if who is not None and who[0] == "node":
         return at.follow(w, Direction.WRITE_BACK, who[1], t, end, "tile still in use")
@@ -69,6 +73,8 @@ def _uses(at: Attributor, w: Walk, t: int, end: int, tile: int):
 def _space(at: Attributor, w: Walk, t: int, end: int, holder):
     """No room in the memory (engine/space.py): the tile holding it, or the running branch."""
     n = w.n
+    if holder is not None:  # the tile named is not moved in fast-forward's copies
+        at.earliest = -inf
     if holder is None:  # nothing held yet: the room is kept for the running branch
         who, why = "the running branch", f"room in {n.memory} kept for the running branch"
     else:
@@ -153,12 +159,18 @@ def _draining(nodes, n, entry: int | None, holder: int) -> bool:
     slot. A tile's slot is freed when its write-back lands, and write-backs land in tile
     order: while the slot of holder <= the previous visit is held, that visit has not
     landed either."""
-    if entry is None or not n.output_role or not nodes[n.parent].is_backing:
+    if not _may_drain(nodes, n, entry):
         return False
     if entry <= holder or n.visit_flags(entry)[0]:
         return False
     key = n.element_key(entry)
     return any(n.element_key(j) == key for j in range(entry - 1, holder - 1, -1))
+
+
+def _may_drain(nodes, n, entry: int | None) -> bool:
+    """Whether _draining looks at the tiles' elements (entry: an output tile's revisit whose
+    parent is the backing store), or answers False whatever the tiles."""
+    return entry is not None and n.output_role and nodes[n.parent].is_backing
 
 
 # each wait a timeline records (vocabulary.Wait), and what explains its cycles

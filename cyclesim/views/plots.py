@@ -17,7 +17,7 @@ from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import COMPUTE, Activity, gc_paused
 from cyclesim.results.port_use import busy_run_columns, merged_runs
-from cyclesim.views.figures import DPI, PNG_ZLIB
+from cyclesim.views.figures import DPI, save_png
 from cyclesim.views.figures import bars as _bars
 from cyclesim.views.figures import fit as _fit
 from cyclesim.views.figures import minor_log_ticks as _minor_log_ticks
@@ -58,9 +58,9 @@ PHASE_COLORS = {"onload": "#DDDDDD", "compute": "#009E73", "offload": "#BBBBBB"}
 _PALETTE = ("#A5170E", "#777777", "#332288", "#F6C141", "#5289C7", "#AA4499", "#D1BBD7",
             "#EE7733", "#72190E", "#CC3311", "#882255", "#99DDFF")  # fmt: skip
 PE_USE_COLOR = "#000000"  # the PE array's use of a port: a thin bar under the transfers
-# no version or date stamps, the keys each format has (SVG has no "Software", PNG no "Date"):
-# same input, same bytes
-_META = {"png": {"Software": None}, "svg": {"Date": None}}
+# no version or date stamps (the keys each format has; PNGs are written by figures.save_png,
+# with none): same input, same bytes
+_META = {"svg": {"Date": None}}
 PLOT_NAMES = ("breakdown", "stalls", "ports", "timeline", "occupancy")  # write_plots' files
 ROW_GAP = 0.27  # blank between the occupancy plot's rows, in rows' heights
 STALL_BASE = 0.5  # where the stall plot's log-scale bars start, in cycles
@@ -97,9 +97,11 @@ def _save(fig, path) -> None:
 
     _fit(fig)
     fmt = Path(path).suffix.lower().lstrip(".")
-    extra = {"pil_kwargs": PNG_ZLIB} if fmt == "png" else {}
+    if fmt == "png":
+        save_png(fig, path, DPI)
+        return
     with matplotlib.rc_context({"svg.hashsalt": "cyclesim"}):  # SVG ids from a fixed salt
-        fig.savefig(path, metadata=_META.get(fmt), dpi=DPI, **extra)
+        fig.savefig(path, metadata=_META.get(fmt), dpi=DPI)
 
 
 def breakdown_parts(res: Result) -> list[tuple[str, int, str]]:
@@ -217,7 +219,8 @@ def plot_ports(act: Activity, path: str | Path, title: str = "") -> None:
     """Per-port busy fraction over time, binned (a heat map row per port), the PE array on top."""
     rows, labels = [], []
     st = act.pe_states
-    computing = np.array([state == COMPUTE for state in st.states], dtype=bool)
+    codes, states = st.numbered("states")  # numbered once for every view (VCD, Perfetto)
+    computing = codes == states.index(COMPUTE) if COMPUTE in states else np.zeros(len(st), bool)
     pe_runs = merged_runs(np.array(st.starts, np.int64)[computing], np.array(st.ends, np.int64)[computing])  # fmt: skip
     bins = min(BINS, max(1, act.end - act.start))
     edges, frac = utilisation(pe_runs, act.start, act.end, bins)

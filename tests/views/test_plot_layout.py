@@ -39,6 +39,25 @@ def test_the_same_result_gives_the_same_png_bytes_twice(traced, tmp_path):
     assert [p.name for p in first] == [f"{n}.png" for n in plots.PLOT_NAMES]
 
 
+def test_a_png_holds_the_pixels_savefig_draws(traced, tmp_path):
+    # figures.save_png encodes the drawn pixels itself: PIL reads back what matplotlib's own
+    # PNG (savefig through PIL) holds, pixel for pixel, at the same dpi
+    import numpy as np
+    from PIL import Image
+
+    from cyclesim.views.figures import DPI, new_figure, save_png
+
+    fig, ax = new_figure(4, 3)
+    ax.plot([0, 1, 2], [2, 0, 1])
+    ax.set_title("a title and tick labels: antialiased text")
+    save_png(fig, tmp_path / "ours.png", DPI)
+    fig.savefig(tmp_path / "pil.png", dpi=DPI)
+    ours, pil = (Image.open(tmp_path / f"{n}.png") for n in ("ours", "pil"))
+    assert ours.mode == pil.mode == "RGBA" and ours.size == pil.size
+    assert ours.info["dpi"] == pil.info["dpi"]
+    assert np.array_equal(np.asarray(ours), np.asarray(pil))
+
+
 @pytest.mark.parametrize("rotation", [0, 90])
 def test_a_text_is_drawn_where_the_layout_measured_it(rotation):
     # the plots' canvas draws a string as one bitmap (figures._canvas): its ink lies inside
