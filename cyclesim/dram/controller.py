@@ -16,7 +16,7 @@ natively.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import (
@@ -170,6 +170,7 @@ class Channel:
         self._shift = (c.request_bytes - 1).bit_length()
         self._fields = {k: (pos, (1 << width) - 1) for k, (pos, width) in layout.items()}
         self.changed = False
+        self.settled = 0  # transactions whose completion cycle is known (FrontEnd.settled)
         # what the causes of a request's delay read (Transaction.served): per bank, the cycle
         # its row was activated, whether a refresh came since its last row closed, who opened
         # the row open now and the row before; the direction of the last column command
@@ -210,9 +211,11 @@ class Channel:
                 self.pending_writes[address] = trans
                 queue.append(trans)
             trans.complete = self.clk + 1  # a write is done for the requester once buffered
+            self.settled += 1
             return trans
         if address in self.pending_writes:  # served from the write buffer
             trans.complete = self.clk + 1
+            self.settled += 1
             self.stats.read_latencies.append(1)
             return trans
         waiting = self.pending_reads.setdefault(address, [])
@@ -568,6 +571,7 @@ class Channel:
             served = self._served(cmd, False)
             for trans in self.pending_reads.pop(cmd.address):
                 trans.complete = clk + self._read_delay
+                self.settled += 1
                 trans.served = served
                 s.read_latencies.append(trans.complete - trans.added)
             s.last_data_cycle = max(s.last_data_cycle, clk + self._read_delay)
@@ -650,11 +654,15 @@ class Channel:
             raises = self._raises.get((kind, cmd.bank_index))
             if raises is None:
                 raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
+        # one int object per delay, stored in every entry it raises: the compiled loop boxes it
+        # once, not once an entry, and later reads find few objects to load (the same list)
+        store = cast("list[object]", ready)
         for delay, held in raises:
             v = clk + delay
+            boxed: object = v
             for i in held:
                 if ready[i] < v:
-                    ready[i] = v
+                    store[i] = boxed
 
     def _raises_of(self, cmd: Command) -> Raises:
         """What a command of cmd's kind on cmd's bank constrains, by delay: (the delay, the

@@ -84,6 +84,31 @@ class FrontEnd:
             not c.idle() or c.pending_reads or c.pending_writes for c in self.channels
         )
 
+    def settled(self) -> int:
+        """How many requests have their completion cycle (a write or a read served from the
+        write buffer once it entered, any other read once its column command issued)."""
+        n = 0
+        for c in self.channels:
+            n += c.settled
+        return n
+
+    def fire_until(
+        self, fire: int, horizon: int, num: int, den: int, settled: int, entered: int
+    ) -> tuple[int, bool]:
+        """The replay's advances of the controllers (engine/dram_loop.py) from accelerator
+        cycle `fire` on, while no other event comes before `horizon`: each runs every DRAM
+        cycle up to the end of its accelerator cycle (an accelerator cycle is num/den DRAM
+        cycles' worth: DRAM cycle d ends in accelerator cycle ceil(d * num / den)), the next
+        is in the accelerator cycle `resume_at` falls in. (that fire, True) after the first
+        at which `settled` requests are settled or `entered` entered (a waiter may be done),
+        else (the first fire at or after `horizon`, False), not run."""
+        while fire < horizon:
+            self.run_until((fire * den) // num + 1)  # the first DRAM cycle of fire + 1
+            if self.n_entered >= entered or self.settled() >= settled:
+                return fire, True
+            fire = -(-self.resume_at * num // den)
+        return fire, False
+
     def _head(self) -> Request | None:
         waiting = self.waiting
         while waiting and waiting[0][2].cancelled:

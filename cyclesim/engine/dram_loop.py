@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 # decision resumes; an event of lower priority always runs first at the same time, so
 # nothing of this cycle is left to run when the controllers advance
 ADVANCE = DECIDE + 1
+NEVER = 1 << 62  # no event queued: the look-ahead of DramLoop._next_fire has no horizon
 
 
 class _Waiter:
@@ -70,6 +71,21 @@ class _Waiter:
             k += 1
         self.k = k
         return k == len(reqs)
+
+
+def _targets(waiters: list[_Waiter], front) -> tuple[int, int]:
+    """(settled, entered): the counts the front end reaches first when a waiter is done, at
+    the soonest (each request still not done must settle, or enter, for it to be)."""
+    settled = entered = NEVER
+    done_settled, done_entered = front.settled(), front.n_entered
+    for w in waiters:
+        if w.entered:
+            left = sum(1 for r in w.requests[w.k :] if r.trans is None)
+            entered = min(entered, done_entered + left)
+        else:
+            left = sum(1 for r in w.requests[w.k :] if r.trans is None or r.trans.complete < 0)
+            settled = min(settled, done_settled + left)
+    return settled, entered
 
 
 class DramLoop:
@@ -153,7 +169,24 @@ class DramLoop:
                 still.append(w)
         self.waiters = still
         if still:
-            self._schedule(self.to_accel(self.front.resume_at))
+            self._schedule(self._next_fire(still))
+
+    def _next_fire(self, waiters: list[_Waiter]) -> int:
+        """The accelerator cycle of the next advance a waiter may be done at, or of the first
+        advance after the next event queued (the advances before it, which no other event
+        comes between and which find no waiter done, are run here, in FrontEnd.fire_until,
+        not queued one SimPy event each: the controllers and waiters end as they would)."""
+        front = self.front
+        at = self.to_accel(front.resume_at)
+        horizon = self.env.peek()
+        horizon = int(horizon) if horizon != float("inf") else NEVER
+        while at < horizon:
+            settled, entered = _targets(waiters, front)
+            at, stopped = front.fire_until(at, horizon, self._num, self._den, settled, entered)
+            if not stopped or any(w.check() for w in waiters):
+                return at
+            at = self.to_accel(front.resume_at)
+        return at
 
     def finish(self, end: int) -> None:
         """After the replay, which ended at accelerator cycle `end`: simulate the controllers
