@@ -102,7 +102,8 @@ class Channel:
         self.row_hits = [0] * n_banks
         # the earliest cycle per bank and command kind: of kind k on bank b at b * KINDS + k
         self.ready = [0] * (n_banks * KINDS)
-        self._raises: dict[tuple[int, int], Raises] = {}  # (kind, bank) -> _raises_of
+        # bank * KINDS + kind -> _raises_of that command (computed at its first issue)
+        self._raises: list[Raises | None] = [None] * (n_banks * KINDS)
         # what the scans of the queues read changes only where `command_moves` counts up (a
         # command issued, or entering or leaving a command queue). The scan for a transaction
         # to move into its command queue: a transaction found no room for finds none until
@@ -169,6 +170,11 @@ class Channel:
         layout = c.field_layout()
         self._shift = (c.request_bytes - 1).bit_length()
         self._fields = {k: (pos, (1 << width) - 1) for k, (pos, width) in layout.items()}
+        # what decode reads, as plain ints: the position and mask of ra, bg, ba, ro, co in turn
+        self._layout = [v for k in ("ra", "bg", "ba", "ro", "co") for v in self._fields[k]]
+        self._bankgroups: int = c.bankgroups
+        self._banks_per_group: int = c.banks_per_group
+        self._close_page: bool = c.close_page
         self.changed = False
         self.settled = 0  # transactions whose completion cycle is known (FrontEnd.settled)
         # what the causes of a request's delay read (Transaction.served): per bank, the cycle
@@ -184,12 +190,12 @@ class Channel:
     # ---- addresses -------------------------------------------------------------------
     def decode(self, address: int) -> tuple[int, int, int, int, int]:
         """(rank, bankgroup, bank, row, column) of a byte address, by the address mapping."""
-        a = address >> self._shift
-        f = self._fields
-        return tuple((a >> f[k][0]) & f[k][1] for k in ("ra", "bg", "ba", "ro", "co"))  # type: ignore[return-value]
+        a, f = address >> self._shift, self._layout
+        return ((a >> f[0]) & f[1], (a >> f[2]) & f[3], (a >> f[4]) & f[5], (a >> f[6]) & f[7],
+                (a >> f[8]) & f[9])  # fmt: skip
 
     def _bank_index(self, rank: int, bankgroup: int, bank: int) -> int:
-        return (rank * self.config.bankgroups + bankgroup) * self.config.banks_per_group + bank
+        return (rank * self._bankgroups + bankgroup) * self._banks_per_group + bank
 
     def _queue_of(self, cmd: Command) -> int:
         return cmd.bank_index if self.config.queue_per_bank else cmd.rank
@@ -561,7 +567,7 @@ class Channel:
         self.changed = True
         self.command_moves += 1
         self.issues += 1
-        c, s, clk = self.config, self.stats, self.clk
+        s, clk = self.stats, self.clk
         kind = cmd.kind
         if s.log is not None:
             s.log.append((clk, kind, cmd.rank, cmd.bankgroup, cmd.bank, cmd.row, cmd.column))
@@ -587,8 +593,9 @@ class Channel:
             opening = waiting[0] if waiting else self.pending_writes.get(cmd.address)
             self.opener[b] = opening.owner if opening is not None else None
         elif kind == REFRESH:
-            first = cmd.rank * c.banks
-            self.refreshed[first : first + c.banks] = [True] * c.banks
+            banks = self.config.banks
+            first = cmd.rank * banks
+            self.refreshed[first : first + banks] = [True] * banks
         elif kind == REFRESH_BANK:
             self.refreshed[cmd.bank_index] = True
         s.commands[kind] += 1
@@ -635,15 +642,16 @@ class Channel:
         self._queue_stale[b if self._queue_per_bank else cmd.rank] = True
 
     def _update_timing(self, cmd: Command) -> None:
-        c, t, clk = self.config, self.tables, self.clk
+        clk = self.clk
         kind = cmd.kind
         ready = self.ready
         raises: Raises | None
         if kind == REFRESH:
-            first = cmd.rank * c.banks
+            banks = self.config.banks
+            first = cmd.rank * banks
             raises = [
-                (d, [b * KINDS + k for b in range(first, first + c.banks)])
-                for k, d in t.same_rank[kind]
+                (d, [b * KINDS + k for b in range(first, first + banks)])
+                for k, d in self.tables.same_rank[kind]
             ]
         else:
             if kind == ACTIVATE:
@@ -651,9 +659,10 @@ class Channel:
                 if window and clk >= window[0]:
                     window.pop(0)
                 window.append(clk + self._tFAW)
-            raises = self._raises.get((kind, cmd.bank_index))
+            at = cmd.bank_index * KINDS + kind
+            raises = self._raises[at]
             if raises is None:
-                raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
+                raises = self._raises[at] = self._raises_of(cmd)
         # one int object per delay, stored in every entry it raises: the compiled loop boxes it
         # once, not once an entry, and later reads find few objects to load (the same list)
         store = cast("list[object]", ready)
@@ -762,7 +771,7 @@ class Channel:
 
     def _decode_command(self, trans: Transaction) -> Command:
         rank, bankgroup, bank, row, column = self.decode(trans.address)
-        if self.config.close_page:
+        if self._close_page:
             kind = WRITE_PRECHARGE if trans.is_write else READ_PRECHARGE
         else:
             kind = WRITE if trans.is_write else READ
