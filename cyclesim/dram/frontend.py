@@ -78,6 +78,32 @@ class FrontEnd:
         if request.arrival < self.resume_at:
             self.resume_at = request.arrival
 
+    def push_run(
+        self, addresses: list[int], ats: list[int], is_write: bool, owner: Any, num: int, den: int
+    ) -> list[Request]:
+        """Queue a request to each of `addresses`, the k-th reaching the front end in the first
+        DRAM cycle of accelerator cycle ats[k] (num/den accelerator cycles a DRAM cycle), or at
+        the next cycle to simulate if that is later (the replay's bursts, engine/dram_loop.py)."""
+        out = []
+        clk = self.clk
+        for k in range(len(addresses)):
+            a = ats[k]
+            arrival = (a - 1) * den // num + 1 if a > 0 else 0
+            r = Request(addresses[k], is_write, arrival if arrival > clk else clk, owner)
+            self.push(r)
+            out.append(r)
+        return out
+
+    def records(self) -> list[tuple[int, bool, int, int, int]]:
+        """Every request that entered, in entry order (`entered` kept): (address, is write,
+        arrival, entered, completed)."""
+        out = []
+        for r in self.entered or []:
+            t = r.trans
+            entered, complete = (t.added, t.complete) if t is not None else (-1, -1)
+            out.append((r.address, r.is_write, r.arrival, entered, complete))
+        return out
+
     def busy(self) -> bool:
         """Is a request waiting, queued or in flight anywhere?"""
         return bool(self.waiting) or any(

@@ -136,6 +136,12 @@ class DramLoop:
         self.calls += 1
         return r
 
+    def push_run(self, addresses: list[int], ats: list[int], is_write: bool, owner) -> list:
+        """Requests to `addresses`, the k-th reaching the front end at accelerator cycle
+        ats[k] (as `push` each, in one compiled call)."""
+        self.calls += len(addresses)
+        return self.front.push_run(addresses, ats, is_write, owner, self._num, self._den)
+
     def wait(self, requests: list[Request], entered: bool):
         """Generator: the DRAM cycle by which all `requests` entered their queues (entered) or
         completed, and the request that did last."""
@@ -253,10 +259,7 @@ class DramLoop:
     def requests(self) -> tuple[tuple[int, bool, int, int, int], ...]:
         """Every request that entered, in entry order: (address, is write, arrival, entered,
         completed), in DRAM cycles (record=True; Recorder.dram_requests)."""
-        return tuple(
-            (r.address, r.is_write, r.arrival, r.entered, r.complete)
-            for r in self.front.entered or ()
-        )
+        return tuple(self.front.records())
 
 
 def write_dram_trace(path: str | Path, requests) -> None:
@@ -314,13 +317,16 @@ class ControllerRuns(DramRuns):
         prefix, byte_at = self.prefix, self.byte_at
         lo, hi = byte_at(i), byte_at(j)
         go_on = self.prev if lo and side.mid_line(lo) else None
-        run: list[tuple[int, Request]] = []
-        b = i
+        bursts, addresses, ats = [], [], []
+        b, edge = i, byte_at(i + 1) if i + 1 < j else hi  # the bytes before burst b + 1
         for o, address in request_addresses(side.slice(lo, hi), loop.request_bytes, go_on):
-            while b + 1 < j and byte_at(b + 1) <= lo + o:
+            while edge <= lo + o and b + 1 < j:
                 b += 1
-            run.append((b, loop.push(address, side.is_write, start + prefix[b] - prefix[i], who)))
-        self.run = run
+                edge = byte_at(b + 1) if b + 1 < j else hi
+            bursts.append(b)
+            addresses.append(address)
+            ats.append(start + prefix[b] - prefix[i])
+        self.run = list(zip(bursts, loop.push_run(addresses, ats, side.is_write, who), strict=True))
         self.tl.append((start, Wait.BURST, self.dram_key))
         x.end = start + prefix[j] - prefix[i]
 
