@@ -147,6 +147,11 @@ class Channel:
         self._queue_issues = [0] * self.num_queues
         self._scan_again_queue = -1
         self._first_ready_again = NEVER  # set by _first_ready when it finds none
+        # and the ready times its commands waited on, as indices into `ready` (at most two
+        # distinct, else -1): while the queue is not stale, a queue whose commands all still
+        # wait on those times has none ready, the first of them its ready cycle (_waits_on)
+        self._first_ready_waits = (-1, -1)
+        self._queue_waits: list[tuple[int, int]] = [(-1, -1)] * self.num_queues
         # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
         n = self.num_queues
         self._round_robin = [tuple((i + step) % n for step in range(1, n + 1)) for i in range(n)]
@@ -306,7 +311,9 @@ class Channel:
             if not queue or index in skip:
                 continue
             if stale[index] or (again_at[index] < limit and queue_issues[index] != issues):
-                if self._first_ready(queue) is not None:
+                if (stale[index] or not self._waits_on(index)) and (
+                    self._first_ready(queue) is not None
+                ):
                     return clk
                 self._none_ready(index)
             if again_at[index] < again:
@@ -473,7 +480,7 @@ class Channel:
                 if again_at[index] < again:
                     again, again_queue = again_at[index], index
                 continue
-            cmd = self._first_ready(queue)
+            cmd = None if not stale[index] and self._waits_on(index) else self._first_ready(queue)
             if cmd is not None:
                 self._scanned_moves = -1
                 self.queue_index = index
@@ -498,6 +505,29 @@ class Channel:
         self._queue_stale[index] = False
         self._queue_again[index] = self._first_ready_again
         self._queue_issues[index] = self.issues
+        self._queue_waits[index] = self._first_ready_waits
+
+    def _waits_on(self, index: int) -> bool:
+        """Does every command of queue `index`, not stale since it was scanned, still wait on
+        a ready time it waited on then? Then none is ready (one passed over for another reason
+        waited on none), as a scan would find, and `_first_ready_again` is the first of those
+        times, the one a scan would find: nothing that decides a command's need changed."""
+        first, second = waits = self._queue_waits[index]
+        if first < 0:
+            return False
+        clk, ready = self.clk, self.ready
+        again = ready[first]
+        if clk >= again:
+            return False
+        if second >= 0:
+            other = ready[second]
+            if clk >= other:
+                return False
+            if other < again:
+                again = other
+        self._first_ready_again = again
+        self._first_ready_waits = waits
+        return True
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
         """The first command of a command queue that may issue now (as `_ready`, inlined: the
@@ -512,6 +542,7 @@ class Channel:
             KINDS,
         )
         again = NEVER
+        first = second = -1  # the distinct ready times waited on (-2: more than two)
         for i, queued in enumerate(queue):
             b = queued.bank_index
             if bank_state[b] == CLOSED:
@@ -520,7 +551,15 @@ class Channel:
                 need = queued.kind
             else:
                 need = PRECHARGE
-            ready = ready_at[b * kinds + need]
+            at = b * kinds + need
+            if at != first and at != second and second != -2:
+                if first == -1:
+                    first = at
+                elif second == -1:
+                    second = at
+                else:
+                    first = second = -2
+            ready = ready_at[at]
             if clk < ready:
                 if ready < again:
                     again = ready
@@ -541,6 +580,7 @@ class Channel:
             return Command(need, queued.rank, queued.bankgroup, queued.bank, queued.row,
                            queued.column, queued.address, b)  # fmt: skip
         self._first_ready_again = again
+        self._first_ready_waits = (first, second) if first != -2 else (-1, -1)
         return None
 
     def _precharge_allowed(self, i: int, queue: list[Command]) -> bool:
