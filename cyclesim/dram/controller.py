@@ -150,8 +150,12 @@ class Channel:
         # and the ready times its commands waited on, as indices into `ready` (at most two
         # distinct, else -1): while the queue is not stale, a queue whose commands all still
         # wait on those times has none ready, the first of them its ready cycle (_waits_on)
-        self._first_ready_waits = (-1, -1)
-        self._queue_waits: list[tuple[int, int]] = [(-1, -1)] * self.num_queues
+        # (kept per queue relative to its first bank's first index, small ints: no allocation)
+        self._first_ready_first = self._first_ready_second = -1
+        self._queue_first = [-1] * self.num_queues
+        self._queue_second = [-1] * self.num_queues
+        per_queue = KINDS if c.queue_per_bank else c.banks * KINDS
+        self._queue_base = [i * per_queue for i in range(self.num_queues)]
         # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
         n = self.num_queues
         self._round_robin = [tuple((i + step) % n for step in range(1, n + 1)) for i in range(n)]
@@ -505,16 +509,26 @@ class Channel:
         self._queue_stale[index] = False
         self._queue_again[index] = self._first_ready_again
         self._queue_issues[index] = self.issues
-        self._queue_waits[index] = self._first_ready_waits
+        first, second, base = (
+            self._first_ready_first,
+            self._first_ready_second,
+            self._queue_base[index],
+        )
+        self._queue_first[index] = first - base if first >= 0 else -1
+        self._queue_second[index] = second - base if second >= 0 else -1
 
     def _waits_on(self, index: int) -> bool:
         """Does every command of queue `index`, not stale since it was scanned, still wait on
         a ready time it waited on then? Then none is ready (one passed over for another reason
         waited on none), as a scan would find, and `_first_ready_again` is the first of those
         times, the one a scan would find: nothing that decides a command's need changed."""
-        first, second = waits = self._queue_waits[index]
+        first, second = self._queue_first[index], self._queue_second[index]
         if first < 0:
             return False
+        base = self._queue_base[index]
+        first += base
+        if second >= 0:
+            second += base
         clk, ready = self.clk, self.ready
         again = ready[first]
         if clk >= again:
@@ -526,7 +540,7 @@ class Channel:
             if other < again:
                 again = other
         self._first_ready_again = again
-        self._first_ready_waits = waits
+        self._first_ready_first, self._first_ready_second = first, second
         return True
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
@@ -580,7 +594,9 @@ class Channel:
             return Command(need, queued.rank, queued.bankgroup, queued.bank, queued.row,
                            queued.column, queued.address, b)  # fmt: skip
         self._first_ready_again = again
-        self._first_ready_waits = (first, second) if first != -2 else (-1, -1)
+        if first == -2:
+            first = second = -1
+        self._first_ready_first, self._first_ready_second = first, second
         return None
 
     def _precharge_allowed(self, i: int, queue: list[Command]) -> bool:
