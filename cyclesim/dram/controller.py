@@ -68,6 +68,20 @@ class Transaction:
     command: Command | None = None  # its column command, decoded once (Channel._to_command)
 
 
+class QueueScan:
+    """What the last scan of a command queue that found no command ready noted (Channel.
+    _none_ready): the cycle one becomes ready, the channel's `issues` then, and the (at most
+    two) ready times its commands waited on, as indices into Channel.ready (else -1). Fields of
+    a compiled object, so that noting them allocates nothing."""
+
+    __slots__ = ("again", "issues", "first", "second")
+
+    def __init__(self) -> None:
+        self.again = 0
+        self.issues = 0
+        self.first = self.second = -1
+
+
 @dataclass(slots=True)
 class ChannelStats:
     """What one channel did: command counts, row hits, completed reads' latencies."""
@@ -123,7 +137,7 @@ class Channel:
         # and per command queue, as a command issued elsewhere only raises the ready times and
         # fills the activation windows its commands wait on (none becomes ready sooner): a
         # scan of queue i that found none ready notes the cycle one becomes ready in
-        # _queue_again[i], valid until the queue changes or a command changes the state of one
+        # _scans[i].again, valid until the queue changes or a command changes the state of one
         # of its banks (_queue_stale[i])
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
         # the configuration the tick reads, as the channel's own (typed, compiled) attributes
@@ -139,23 +153,17 @@ class Channel:
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
         self.queue_index = 0
         self._queue_stale = [True] * self.num_queues
-        self._queue_again = [0] * self.num_queues
+        self._scans = [QueueScan() for _ in range(self.num_queues)]
         # a queue's ready cycle may be put off by a command issued since its scan (`issues`
-        # then differs from _queue_issues[i]): next_change scans such a queue again rather
+        # then differs from _scans[i].issues): next_change scans such a queue again rather
         # than tick at a cycle where nothing happens; the queue of the earliest one
         self.issues = 0
-        self._queue_issues = [0] * self.num_queues
         self._scan_again_queue = -1
         self._first_ready_again = NEVER  # set by _first_ready when it finds none
         # and the ready times its commands waited on, as indices into `ready` (at most two
         # distinct, else -1): while the queue is not stale, a queue whose commands all still
         # wait on those times has none ready, the first of them its ready cycle (_waits_on)
-        # (kept per queue relative to its first bank's first index, small ints: no allocation)
         self._first_ready_first = self._first_ready_second = -1
-        self._queue_first = [-1] * self.num_queues
-        self._queue_second = [-1] * self.num_queues
-        per_queue = KINDS if c.queue_per_bank else c.banks * KINDS
-        self._queue_base = [i * per_queue for i in range(self.num_queues)]
         # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
         n = self.num_queues
         self._round_robin = [tuple((i + step) % n for step in range(1, n + 1)) for i in range(n)]
@@ -279,7 +287,7 @@ class Channel:
             # the tick's scan found no command ready: the first becomes ready at this cycle
             # (its time, or its rank's activation window), as nothing it read moves till then
             again = self._scan_again_at
-            if again < nxt and self._queue_issues[self._scan_again_queue] != self.issues:
+            if again < nxt and self._scans[self._scan_again_queue].issues != self.issues:
                 again = self._scan_waits_again(nxt)
             if again < nxt:
                 nxt = again
@@ -307,21 +315,22 @@ class Channel:
         is before `limit` and scanned before the last command issued scanned again (at the
         current cycle: now if one is ready)."""
         clk, issues, queues = self.clk, self.issues, self.queues
-        stale, again_at, queue_issues = self._queue_stale, self._queue_again, self._queue_issues
+        stale, scans = self._queue_stale, self._scans
         skip = self.refresh_queues if self.in_refresh else ()
         again, again_queue = NEVER, -1
         for index in range(self.num_queues):
             queue = queues[index]
             if not queue or index in skip:
                 continue
-            if stale[index] or (again_at[index] < limit and queue_issues[index] != issues):
+            scan = scans[index]
+            if stale[index] or (scan.again < limit and scan.issues != issues):
                 if (stale[index] or not self._waits_on(index)) and (
                     self._first_ready(queue) is not None
                 ):
                     return clk
                 self._none_ready(index)
-            if again_at[index] < again:
-                again, again_queue = again_at[index], index
+            if scan.again < again:
+                again, again_queue = scan.again, index
         self._scan_again_at, self._scan_again_queue = again, again_queue
         return again
 
@@ -472,7 +481,7 @@ class Channel:
             and self.in_refresh == self._scanned_in_refresh
         ):
             return None
-        queues, stale, again_at = self.queues, self._queue_stale, self._queue_again
+        queues, stale, scans = self.queues, self._queue_stale, self._scans
         skip = self.refresh_queues if self.in_refresh else ()
         again = NEVER  # the earliest cycle a command passed over on timing becomes ready
         again_queue = -1
@@ -480,9 +489,10 @@ class Channel:
             queue = queues[index]
             if not queue or index in skip:
                 continue
-            if not stale[index] and clk < again_at[index]:  # none ready yet, as scanned
-                if again_at[index] < again:
-                    again, again_queue = again_at[index], index
+            scan = scans[index]
+            if not stale[index] and clk < scan.again:  # none ready yet, as scanned
+                if scan.again < again:
+                    again, again_queue = scan.again, index
                 continue
             cmd = None if not stale[index] and self._waits_on(index) else self._first_ready(queue)
             if cmd is not None:
@@ -497,8 +507,8 @@ class Channel:
                             break
                 return cmd
             self._none_ready(index)
-            if again_at[index] < again:
-                again, again_queue = again_at[index], index
+            if scan.again < again:
+                again, again_queue = scan.again, index
         self._scan_again_at, self._scan_again_queue = again, again_queue
         self._scanned_moves, self._scanned_in_refresh = self.command_moves, self.in_refresh
         return None  # the index went round to where it was
@@ -507,28 +517,19 @@ class Channel:
         """Queue `index` was scanned and holds no ready command: scans pass it over until a
         command moves or the earliest ready time it passed over (`_first_ready_again`) comes."""
         self._queue_stale[index] = False
-        self._queue_again[index] = self._first_ready_again
-        self._queue_issues[index] = self.issues
-        first, second, base = (
-            self._first_ready_first,
-            self._first_ready_second,
-            self._queue_base[index],
-        )
-        self._queue_first[index] = first - base if first >= 0 else -1
-        self._queue_second[index] = second - base if second >= 0 else -1
+        scan = self._scans[index]
+        scan.again, scan.issues = self._first_ready_again, self.issues
+        scan.first, scan.second = self._first_ready_first, self._first_ready_second
 
     def _waits_on(self, index: int) -> bool:
         """Does every command of queue `index`, not stale since it was scanned, still wait on
         a ready time it waited on then? Then none is ready (one passed over for another reason
         waited on none), as a scan would find, and `_first_ready_again` is the first of those
         times, the one a scan would find: nothing that decides a command's need changed."""
-        first, second = self._queue_first[index], self._queue_second[index]
+        scan = self._scans[index]
+        first, second = scan.first, scan.second
         if first < 0:
             return False
-        base = self._queue_base[index]
-        first += base
-        if second >= 0:
-            second += base
         clk, ready = self.clk, self.ready
         again = ready[first]
         if clk >= again:
