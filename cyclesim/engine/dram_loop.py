@@ -14,6 +14,7 @@ replay gave it (tests/dram/test_dram_loop.py). docs/dram_causes.md has the rules
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -276,7 +277,12 @@ def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[
     """(offset in these bytes, request address) of each request the strided byte runs cover,
     in order; a line's requests are its own, and a first line that goes on from the previous
     call does not issue `prev` (the request the last burst ended in) again."""
-    out = []
+    return list(zip(*request_offsets(runs, request_bytes, prev), strict=True))
+
+
+def request_offsets(runs, request_bytes: int, prev: int | None) -> tuple[list[int], list[int]]:
+    """request_addresses as two lists, the offsets and the addresses (no pair per request)."""
+    offsets, addresses = [], []
     off = 0
     mask = ~(request_bytes - 1)
     for address, size, stride, count in runs:
@@ -286,12 +292,13 @@ def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[
             o = off
             while r <= last:
                 if r != prev:
-                    out.append((o, r))
+                    offsets.append(o)
+                    addresses.append(r)
                 o += r + request_bytes - max(r, a)
                 r += request_bytes
             prev = None
             off += size
-    return out
+    return offsets, addresses
 
 
 class ControllerRuns(DramRuns):
@@ -307,7 +314,8 @@ class ControllerRuns(DramRuns):
         super().__init__(env, fabric, rec, tl, link, big, small, n_bursts)
         self.mine: list[Request] = []  # every request the transfer pushed and kept
         self.prev: int | None = None  # the request the last burst ended in
-        self.run: list[tuple[int, Request]] = []  # (burst, request) of the current run
+        self.run: list[Request] = []  # the requests of the current run
+        self.bursts: list[int] = []  # the burst of each (nondecreasing)
 
     def plan(self, x, timing: tuple, shape: tuple) -> None:
         """Push the run's requests, each at the cycle its burst reaches the port."""
@@ -317,16 +325,17 @@ class ControllerRuns(DramRuns):
         prefix, byte_at = self.prefix, self.byte_at
         lo, hi = byte_at(i), byte_at(j)
         go_on = self.prev if lo and side.mid_line(lo) else None
-        bursts, addresses, ats = [], [], []
+        offsets, addresses = request_offsets(side.slice(lo, hi), loop.request_bytes, go_on)
+        bursts, ats = [], []
         b, edge = i, byte_at(i + 1) if i + 1 < j else hi  # the bytes before burst b + 1
-        for o, address in request_addresses(side.slice(lo, hi), loop.request_bytes, go_on):
+        for o in offsets:
             while edge <= lo + o and b + 1 < j:
                 b += 1
                 edge = byte_at(b + 1) if b + 1 < j else hi
             bursts.append(b)
-            addresses.append(address)
             ats.append(start + prefix[b] - prefix[i])
-        self.run = list(zip(bursts, loop.push_run(addresses, ats, side.is_write, who), strict=True))
+        self.bursts = bursts
+        self.run = loop.push_run(addresses, ats, side.is_write, who)
         self.tl.append((start, Wait.BURST, self.dram_key))
         x.end = start + prefix[j] - prefix[i]
 
@@ -340,10 +349,10 @@ class ControllerRuns(DramRuns):
         b = i
         while b + 1 < x.j and x.start + prefix[b + 1] - prefix[i] <= now:
             b += 1
-        for y, r in self.run:
-            if y > b:
-                r.cancelled = True
-        self.run = [(y, r) for y, r in self.run if y <= b]
+        keep = bisect_right(self.bursts, b)
+        for r in self.run[keep:]:
+            r.cancelled = True
+        del self.run[keep:], self.bursts[keep:]
         self.in_progress, x.j = b, b + 1
         return True
 
@@ -355,8 +364,8 @@ class ControllerRuns(DramRuns):
 
     def _keep(self) -> None:
         if self.run:
-            self.prev = self.run[-1][1].address
-            self.mine.extend(r for _, r in self.run)
+            self.prev = self.run[-1].address
+            self.mine.extend(self.run)
 
     def tail(self):
         """Generator: until every request completed, charged by cause (_tail)."""
