@@ -114,8 +114,22 @@ class Channel:
         self.bank_state = [CLOSED] * n_banks
         self.open_row = [-1] * n_banks
         self.row_hits = [0] * n_banks
-        # the earliest cycle per bank and command kind: of kind k on bank b at b * KINDS + k
-        self.ready = [0] * (n_banks * KINDS)
+        # the earliest cycle per bank and command kind: of kind k on bank b, the largest of
+        # ready[b * KINDS + k] (what its bank and the other banks of its bank group hold back)
+        # and two floors shared by many banks: of its bank group (what the other bank groups of
+        # its rank hold back) and of its rank (what the other ranks hold back), at
+        # _floors[b * KINDS + k] and that + 1; so that a column command raises a floor per
+        # bank group and rank, not each of their banks' times (Channel.ready_at)
+        n_groups = c.ranks * c.bankgroups
+        self.n_times = n_banks * KINDS
+        self.ready = [0] * (self.n_times + (n_groups + c.ranks) * KINDS)
+        self._floors = [0] * (2 * self.n_times)
+        for b in range(n_banks):
+            for k in range(KINDS):
+                group = self.n_times + (b // c.banks_per_group) * KINDS + k
+                rank = self.n_times + (n_groups + b // c.banks) * KINDS + k
+                self._floors[2 * (b * KINDS + k)] = group
+                self._floors[2 * (b * KINDS + k) + 1] = rank
         # bank * KINDS + kind -> _raises_of that command (computed at its first issue)
         self._raises: list[Raises | None] = [None] * (n_banks * KINDS)
         # what the scans of the queues read changes only where `command_moves` counts up (a
@@ -214,6 +228,14 @@ class Channel:
     def _bank_index(self, rank: int, bankgroup: int, bank: int) -> int:
         return (rank * self._bankgroups + bankgroup) * self._banks_per_group + bank
 
+    def ready_at(self, i: int) -> int:
+        """The earliest cycle of bank b's command of kind k, i = b * KINDS + k."""
+        ready, floors = self.ready, self._floors
+        v, group, rank = ready[i], ready[floors[2 * i]], ready[floors[2 * i + 1]]
+        if group > v:
+            v = group
+        return rank if rank > v else v
+
     def _queue_of(self, cmd: Command) -> int:
         return cmd.bank_index if self.config.queue_per_bank else cmd.rank
 
@@ -279,7 +301,7 @@ class Channel:
         )
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
-        ready = self.ready
+        ready_at = self.ready_at
         if (
             self._scanned_moves == self.command_moves
             and self._scanned_in_refresh == self.in_refresh
@@ -296,12 +318,14 @@ class Channel:
                 c = self.config
                 first = ref.rank * c.banks if ref.kind == REFRESH else ref.bank_index
                 last = first + c.banks if ref.kind == REFRESH else first + 1
-                for v in ready[first * KINDS : last * KINDS]:
+                for i in range(first * KINDS, last * KINDS):
+                    v = ready_at(i)
                     if t <= v < nxt:
                         nxt = v
             return max(nxt, t)
         # no scan to go by: the earliest timing constraint still ahead, of any bank
-        for v in ready:
+        for i in range(self.n_times):
+            v = ready_at(i)
             if t <= v < nxt:
                 nxt = v
         for window in self.activation_windows:
@@ -355,7 +379,7 @@ class Channel:
             tuple(self.bank_state),
             tuple(self.open_row),
             tuple(self.row_hits),
-            tuple(rel(v) for v in self.ready),
+            tuple(rel(self.ready_at(i)) for i in range(self.n_times)),
             tuple(tuple(rel(v) for v in w) for w in self.activation_windows),
             self.queue_index,
             tuple((r.kind, r.rank, r.bankgroup, r.bank, r.bank_index) for r in self.refresh_queue),
@@ -446,18 +470,18 @@ class Channel:
             first = cmd.rank * c.banks
             for b in range(first, first + c.banks):
                 need = self._required(cmd, b)
-                if clk < self.ready[b * KINDS + need]:
+                if clk < self.ready_at(b * KINDS + need):
                     continue
                 if need != REFRESH:
                     bg, bank = divmod(b - first, c.banks_per_group)
                     return Command(need, cmd.rank, bg, bank, -1, -1, -1, b)
-            if all(clk >= self.ready[b * KINDS + REFRESH] and self.bank_state[b] == CLOSED
+            if all(clk >= self.ready_at(b * KINDS + REFRESH) and self.bank_state[b] == CLOSED
                    for b in range(first, first + c.banks)):  # fmt: skip
                 return cmd
             return None
         b = cmd.bank_index
         need = self._required(cmd, b)
-        if clk < self.ready[b * KINDS + need]:
+        if clk < self.ready_at(b * KINDS + need):
             return None
         if need == ACTIVATE and not self._activation_window_ok(cmd.rank):
             return None
@@ -530,12 +554,12 @@ class Channel:
         first, second = scan.first, scan.second
         if first < 0:
             return False
-        clk, ready = self.clk, self.ready
-        again = ready[first]
+        clk = self.clk
+        again = self.ready_at(first)
         if clk >= again:
             return False
         if second >= 0:
-            other = ready[second]
+            other = self.ready_at(second)
             if clk >= other:
                 return False
             if other < again:
@@ -549,11 +573,12 @@ class Channel:
         queues hold column commands only, and this scan is the controller's hottest loop);
         if none, `_first_ready_again` is the cycle the first command passed over on timing
         becomes ready (one passed over for another reason waits for something to move)."""
-        clk, bank_state, open_row, ready_at, kinds = (
+        clk, bank_state, open_row, ready_at, floors, kinds = (
             self.clk,
             self.bank_state,
             self.open_row,
             self.ready,
+            self._floors,
             KINDS,
         )
         again = NEVER
@@ -574,7 +599,12 @@ class Channel:
                     second = at
                 else:
                     first = second = -2
-            ready = ready_at[at]
+            ready = ready_at[at]  # (ready_at(at), inlined)
+            group, rank = ready_at[floors[2 * at]], ready_at[floors[2 * at + 1]]
+            if group > ready:
+                ready = group
+            if rank > ready:
+                ready = rank
             if clk < ready:
                 if ready < again:
                     again = ready
@@ -744,13 +774,16 @@ class Channel:
         for b in range(group_first, group_first + per_group):
             if b != b0:
                 out += [(b * KINDS + k, d) for k, d in t.same_bankgroup[kind]]
-        for b in range(rank_first, rank_first + per_rank):
-            if not group_first <= b < group_first + per_group:
-                out += [(b * KINDS + k, d) for k, d in t.other_bankgroups[kind]]
+        # the other bank groups of the rank and the other ranks: their floors (ready_at)
+        groups, n_groups = c.bankgroups, c.ranks * c.bankgroups
+        for g in range(rank_first // per_group, rank_first // per_group + groups):
+            if g != group_first // per_group:
+                out += [(self.n_times + g * KINDS + k, d) for k, d in t.other_bankgroups[kind]]
         if c.ranks > 1 and t.other_ranks[kind]:
-            for b in range(self.n_banks):
-                if not rank_first <= b < rank_first + per_rank:
-                    out += [(b * KINDS + k, d) for k, d in t.other_ranks[kind]]
+            for r in range(c.ranks):
+                if r != rank_first // per_rank:
+                    at = self.n_times + (n_groups + r) * KINDS
+                    out += [(at + k, d) for k, d in t.other_ranks[kind]]
         by_delay: dict[int, list[int]] = {}
         for i, d in out:
             by_delay.setdefault(d, []).append(i)
