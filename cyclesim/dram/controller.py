@@ -15,6 +15,7 @@ natively.
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -178,9 +179,8 @@ class Channel:
         # distinct, else -1): while the queue is not stale, a queue whose commands all still
         # wait on those times has none ready, the first of them its ready cycle (_waits_on)
         self._first_ready_first = self._first_ready_second = -1
-        # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
-        n = self.num_queues
-        self._round_robin = [tuple((i + step) % n for step in range(1, n + 1)) for i in range(n)]
+        # the command queues holding a command, in order (what the scans visit)
+        self._busy: list[int] = []
         self.refresh_queue: list[Command] = []
         self.in_refresh = False
         self.refresh_queues: set[int] = set()
@@ -271,7 +271,7 @@ class Channel:
 
     def idle(self) -> bool:
         """No request is waiting anywhere in this channel."""
-        return not (self.read_queue or self.write_buffer or any(self.queues))
+        return not (self.read_queue or self.write_buffer or self._busy)
 
     # ---- one cycle -----------------------------------------------------------------------
     def tick(self) -> None:
@@ -342,10 +342,10 @@ class Channel:
         stale, scans = self._queue_stale, self._scans
         skip = self.refresh_queues if self.in_refresh else ()
         again, again_queue = NEVER, -1
-        for index in range(self.num_queues):
-            queue = queues[index]
-            if not queue or index in skip:
+        for index in self._busy:
+            if index in skip:
                 continue
+            queue = queues[index]
             scan = scans[index]
             if stale[index] or (scan.again < limit and scan.issues != issues):
                 if (stale[index] or not self._waits_on(index)) and (
@@ -361,7 +361,7 @@ class Channel:
     def quiet(self) -> bool:
         """No read and no command is waiting: only refresh, or writes buffered until the buffer
         fills or the trace ends, can happen."""
-        return not (self.read_queue or any(self.queues) or self.write_draining)
+        return not (self.read_queue or self._busy or self.write_draining)
 
     def idle_state(self, period: int) -> tuple:
         """Everything a later tick can depend on, relative to the current cycle, while the
@@ -509,10 +509,15 @@ class Channel:
         skip = self.refresh_queues if self.in_refresh else ()
         again = NEVER  # the earliest cycle a command passed over on timing becomes ready
         again_queue = -1
-        for index in self._round_robin[self.queue_index]:
-            queue = queues[index]
-            if not queue or index in skip:
+        # the queues holding a command, round-robin from the one after the last that issued
+        busy = self._busy
+        n = len(busy)
+        start = bisect_right(busy, self.queue_index)
+        for step in range(n):
+            index = busy[start + step - n] if start + step >= n else busy[start + step]
+            if index in skip:
                 continue
+            queue = queues[index]
             scan = scans[index]
             if not stale[index] and clk < scan.again:  # none ready yet, as scanned
                 if scan.again < again:
@@ -526,6 +531,8 @@ class Channel:
                     for i, queued in enumerate(queue):
                         if queued.address == cmd.address and queued.kind == cmd.kind:
                             del queue[i]
+                            if not queue:
+                                busy.remove(index)
                             self.command_moves += 1
                             stale[index] = True
                             break
@@ -796,8 +803,8 @@ class Channel:
             n = len(self.write_buffer)
             if (
                 n >= self._trans_queue_size
-                or (n > 8 and not any(self.queues))
-                or (n and self.flush_writes and not self.read_queue and not any(self.queues))
+                or (n > 8 and not self._busy)
+                or (n and self.flush_writes and not self.read_queue and not self._busy)
             ):
                 self.write_draining = n
                 self.changed = True
@@ -826,6 +833,8 @@ class Channel:
                         return
                     self.write_draining -= 1
                 q.append(cmd)
+                if len(q) == 1:
+                    insort(self._busy, index)
                 self.command_moves += 1
                 self._queue_stale[index] = True
                 del queue[i]
@@ -841,7 +850,7 @@ class Channel:
         cycle drains writes first, so that read never reaches a command queue (and nothing
         but a refresh happens again)."""
         n = len(self.write_buffer)
-        if any(self.queues) or not (n >= self._trans_queue_size or n > 8):
+        if self._busy or not (n >= self._trans_queue_size or n > 8):
             return
         older = self.pending_reads[write.address][0]
         if not any(t is older for t in self.read_queue):
