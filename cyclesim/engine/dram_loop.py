@@ -31,6 +31,7 @@ from cyclesim.dram.timing import (
     REFRESH_BANK,
     WRITE_PRECHARGE,
 )
+from cyclesim.engine.dram_waiters import NEVER, Waiter, targets
 from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import DECIDE
 from cyclesim.engine.transfer import DramRuns
@@ -44,49 +45,6 @@ if TYPE_CHECKING:
 # decision resumes; an event of lower priority always runs first at the same time, so
 # nothing of this cycle is left to run when the controllers advance
 ADVANCE = DECIDE + 1
-NEVER = 1 << 62  # no event queued: the look-ahead of DramLoop._next_fire has no horizon
-
-
-class _Waiter:
-    """A transfer waiting until all its `requests` entered the controller's queue (entered)
-    or completed; `cycle` the DRAM cycle the last of them did, `last` that request."""
-
-    __slots__ = ("requests", "entered", "k", "cycle", "last", "event")
-
-    def __init__(self, requests: list[Request], entered: bool) -> None:
-        self.requests, self.entered = requests, entered
-        self.k, self.cycle, self.last, self.event = 0, -1, None, None
-
-    def check(self) -> bool:
-        reqs, k, entered = self.requests, self.k, self.entered
-        while k < len(reqs):
-            r = reqs[k]
-            t = r.trans
-            if t is None:
-                break
-            c = t.added if entered else t.complete
-            if c < 0:
-                break
-            if c >= self.cycle:
-                self.cycle, self.last = c, r
-            k += 1
-        self.k = k
-        return k == len(reqs)
-
-
-def _targets(waiters: list[_Waiter], front) -> tuple[int, int]:
-    """(settled, entered): the counts the front end reaches first when a waiter is done, at
-    the soonest (each request still not done must settle, or enter, for it to be)."""
-    settled = entered = NEVER
-    done_settled, done_entered = front.settled(), front.n_entered
-    for w in waiters:
-        if w.entered:
-            left = sum(1 for r in w.requests[w.k :] if r.trans is None)
-            entered = min(entered, done_entered + left)
-        else:
-            left = sum(1 for r in w.requests[w.k :] if r.trans is None or r.trans.complete < 0)
-            settled = min(settled, done_settled + left)
-    return settled, entered
 
 
 class DramLoop:
@@ -108,7 +66,7 @@ class DramLoop:
         if record:
             self.front.entered = []
         self.request_bytes = config.request_bytes
-        self.waiters: list[_Waiter] = []
+        self.waiters: list[Waiter] = []
         self._fire_event = None
         self._fire_at: int | None = None
         self.calls = 0  # requests pushed (fast-forward pairs two moments only if equal)
@@ -146,7 +104,7 @@ class DramLoop:
     def wait(self, requests: list[Request], entered: bool):
         """Generator: the DRAM cycle by which all `requests` entered their queues (entered) or
         completed, and the request that did last."""
-        w = _Waiter(requests, entered)
+        w = Waiter(requests, entered)
         if not w.check():
             w.event = self.env.event()
             self.waiters.append(w)
@@ -178,7 +136,7 @@ class DramLoop:
         if still:
             self._schedule(self._next_fire(still))
 
-    def _next_fire(self, waiters: list[_Waiter]) -> int:
+    def _next_fire(self, waiters: list[Waiter]) -> int:
         """The accelerator cycle of the next advance a waiter may be done at, or of the first
         advance after the next event queued (the advances before it, which no other event
         comes between and which find no waiter done, are run here, in FrontEnd.fire_until,
@@ -188,7 +146,7 @@ class DramLoop:
         horizon = self.env.peek()
         horizon = int(horizon) if horizon != float("inf") else NEVER
         while at < horizon:
-            settled, entered = _targets(waiters, front)
+            settled, entered = targets(waiters, front)
             at, stopped = front.fire_until(at, horizon, self._num, self._den, settled, entered)
             if not stopped or any(w.check() for w in waiters):
                 return at
