@@ -15,8 +15,9 @@ natively.
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from cyclesim.dram.config import DramConfig
 from cyclesim.dram.timing import (
@@ -68,6 +69,20 @@ class Transaction:
     command: Command | None = None  # its column command, decoded once (Channel._to_command)
 
 
+class QueueScan:
+    """What the last scan of a command queue that found no command ready noted (Channel.
+    _none_ready): the cycle one becomes ready, the channel's `issues` then, and the (at most
+    two) ready times its commands waited on, as indices into Channel.ready (else -1). Fields of
+    a compiled object, so that noting them allocates nothing."""
+
+    __slots__ = ("again", "issues", "first", "second")
+
+    def __init__(self) -> None:
+        self.again = 0
+        self.issues = 0
+        self.first = self.second = -1
+
+
 @dataclass(slots=True)
 class ChannelStats:
     """What one channel did: command counts, row hits, completed reads' latencies."""
@@ -100,9 +115,24 @@ class Channel:
         self.bank_state = [CLOSED] * n_banks
         self.open_row = [-1] * n_banks
         self.row_hits = [0] * n_banks
-        # the earliest cycle per bank and command kind: of kind k on bank b at b * KINDS + k
-        self.ready = [0] * (n_banks * KINDS)
-        self._raises: dict[tuple[int, int], Raises] = {}  # (kind, bank) -> _raises_of
+        # the earliest cycle per bank and command kind: of kind k on bank b, the largest of
+        # ready[b * KINDS + k] (what its bank and the other banks of its bank group hold back)
+        # and two floors shared by many banks: of its bank group (what the other bank groups of
+        # its rank hold back) and of its rank (what the other ranks hold back), at
+        # _floors[b * KINDS + k] and that + 1; so that a column command raises a floor per
+        # bank group and rank, not each of their banks' times (Channel.ready_at)
+        n_groups = c.ranks * c.bankgroups
+        self.n_times = n_banks * KINDS
+        self.ready = [0] * (self.n_times + (n_groups + c.ranks) * KINDS)
+        self._floors = [0] * (2 * self.n_times)
+        for b in range(n_banks):
+            for k in range(KINDS):
+                group = self.n_times + (b // c.banks_per_group) * KINDS + k
+                rank = self.n_times + (n_groups + b // c.banks) * KINDS + k
+                self._floors[2 * (b * KINDS + k)] = group
+                self._floors[2 * (b * KINDS + k) + 1] = rank
+        # bank * KINDS + kind -> _raises_of that command (computed at its first issue)
+        self._raises: list[Raises | None] = [None] * (n_banks * KINDS)
         # what the scans of the queues read changes only where `command_moves` counts up (a
         # command issued, or entering or leaving a command queue). The scan for a transaction
         # to move into its command queue: a transaction found no room for finds none until
@@ -122,7 +152,7 @@ class Channel:
         # and per command queue, as a command issued elsewhere only raises the ready times and
         # fills the activation windows its commands wait on (none becomes ready sooner): a
         # scan of queue i that found none ready notes the cycle one becomes ready in
-        # _queue_again[i], valid until the queue changes or a command changes the state of one
+        # _scans[i].again, valid until the queue changes or a command changes the state of one
         # of its banks (_queue_stale[i])
         self.activation_windows: list[list[int]] = [[] for _ in range(c.ranks)]
         # the configuration the tick reads, as the channel's own (typed, compiled) attributes
@@ -138,17 +168,19 @@ class Channel:
         self.queues: list[list[Command]] = [[] for _ in range(self.num_queues)]
         self.queue_index = 0
         self._queue_stale = [True] * self.num_queues
-        self._queue_again = [0] * self.num_queues
+        self._scans = [QueueScan() for _ in range(self.num_queues)]
         # a queue's ready cycle may be put off by a command issued since its scan (`issues`
-        # then differs from _queue_issues[i]): next_change scans such a queue again rather
+        # then differs from _scans[i].issues): next_change scans such a queue again rather
         # than tick at a cycle where nothing happens; the queue of the earliest one
         self.issues = 0
-        self._queue_issues = [0] * self.num_queues
         self._scan_again_queue = -1
         self._first_ready_again = NEVER  # set by _first_ready when it finds none
-        # the queues in the order visited after queue i issued: i + 1, ..., then i itself last
-        n = self.num_queues
-        self._round_robin = [tuple((i + step) % n for step in range(1, n + 1)) for i in range(n)]
+        # and the ready times its commands waited on, as indices into `ready` (at most two
+        # distinct, else -1): while the queue is not stale, a queue whose commands all still
+        # wait on those times has none ready, the first of them its ready cycle (_waits_on)
+        self._first_ready_first = self._first_ready_second = -1
+        # the command queues holding a command, in order (what the scans visit)
+        self._busy: list[int] = []
         self.refresh_queue: list[Command] = []
         self.in_refresh = False
         self.refresh_queues: set[int] = set()
@@ -169,7 +201,13 @@ class Channel:
         layout = c.field_layout()
         self._shift = (c.request_bytes - 1).bit_length()
         self._fields = {k: (pos, (1 << width) - 1) for k, (pos, width) in layout.items()}
+        # what decode reads, as plain ints: the position and mask of ra, bg, ba, ro, co in turn
+        self._layout = [v for k in ("ra", "bg", "ba", "ro", "co") for v in self._fields[k]]
+        self._bankgroups: int = c.bankgroups
+        self._banks_per_group: int = c.banks_per_group
+        self._close_page: bool = c.close_page
         self.changed = False
+        self.settled = 0  # transactions whose completion cycle is known (FrontEnd.settled)
         # what the causes of a request's delay read (Transaction.served): per bank, the cycle
         # its row was activated, whether a refresh came since its last row closed, who opened
         # the row open now and the row before; the direction of the last column command
@@ -183,12 +221,20 @@ class Channel:
     # ---- addresses -------------------------------------------------------------------
     def decode(self, address: int) -> tuple[int, int, int, int, int]:
         """(rank, bankgroup, bank, row, column) of a byte address, by the address mapping."""
-        a = address >> self._shift
-        f = self._fields
-        return tuple((a >> f[k][0]) & f[k][1] for k in ("ra", "bg", "ba", "ro", "co"))  # type: ignore[return-value]
+        a, f = address >> self._shift, self._layout
+        return ((a >> f[0]) & f[1], (a >> f[2]) & f[3], (a >> f[4]) & f[5], (a >> f[6]) & f[7],
+                (a >> f[8]) & f[9])  # fmt: skip
 
     def _bank_index(self, rank: int, bankgroup: int, bank: int) -> int:
-        return (rank * self.config.bankgroups + bankgroup) * self.config.banks_per_group + bank
+        return (rank * self._bankgroups + bankgroup) * self._banks_per_group + bank
+
+    def ready_at(self, i: int) -> int:
+        """The earliest cycle of bank b's command of kind k, i = b * KINDS + k."""
+        ready, floors = self.ready, self._floors
+        v, group, rank = ready[i], ready[floors[2 * i]], ready[floors[2 * i + 1]]
+        if group > v:
+            v = group
+        return rank if rank > v else v
 
     def _queue_of(self, cmd: Command) -> int:
         return cmd.bank_index if self.config.queue_per_bank else cmd.rank
@@ -210,9 +256,11 @@ class Channel:
                 self.pending_writes[address] = trans
                 queue.append(trans)
             trans.complete = self.clk + 1  # a write is done for the requester once buffered
+            self.settled += 1
             return trans
         if address in self.pending_writes:  # served from the write buffer
             trans.complete = self.clk + 1
+            self.settled += 1
             self.stats.read_latencies.append(1)
             return trans
         waiting = self.pending_reads.setdefault(address, [])
@@ -223,7 +271,7 @@ class Channel:
 
     def idle(self) -> bool:
         """No request is waiting anywhere in this channel."""
-        return not (self.read_queue or self.write_buffer or any(self.queues))
+        return not (self.read_queue or self.write_buffer or self._busy)
 
     # ---- one cycle -----------------------------------------------------------------------
     def tick(self) -> None:
@@ -253,7 +301,7 @@ class Channel:
         )
         if t % self.refresh_interval == 0 and t > 0:
             nxt = t
-        ready = self.ready
+        ready_at = self.ready_at
         if (
             self._scanned_moves == self.command_moves
             and self._scanned_in_refresh == self.in_refresh
@@ -261,7 +309,7 @@ class Channel:
             # the tick's scan found no command ready: the first becomes ready at this cycle
             # (its time, or its rank's activation window), as nothing it read moves till then
             again = self._scan_again_at
-            if again < nxt and self._queue_issues[self._scan_again_queue] != self.issues:
+            if again < nxt and self._scans[self._scan_again_queue].issues != self.issues:
                 again = self._scan_waits_again(nxt)
             if again < nxt:
                 nxt = again
@@ -270,12 +318,14 @@ class Channel:
                 c = self.config
                 first = ref.rank * c.banks if ref.kind == REFRESH else ref.bank_index
                 last = first + c.banks if ref.kind == REFRESH else first + 1
-                for v in ready[first * KINDS : last * KINDS]:
+                for i in range(first * KINDS, last * KINDS):
+                    v = ready_at(i)
                     if t <= v < nxt:
                         nxt = v
             return max(nxt, t)
         # no scan to go by: the earliest timing constraint still ahead, of any bank
-        for v in ready:
+        for i in range(self.n_times):
+            v = ready_at(i)
             if t <= v < nxt:
                 nxt = v
         for window in self.activation_windows:
@@ -289,26 +339,29 @@ class Channel:
         is before `limit` and scanned before the last command issued scanned again (at the
         current cycle: now if one is ready)."""
         clk, issues, queues = self.clk, self.issues, self.queues
-        stale, again_at, queue_issues = self._queue_stale, self._queue_again, self._queue_issues
+        stale, scans = self._queue_stale, self._scans
         skip = self.refresh_queues if self.in_refresh else ()
         again, again_queue = NEVER, -1
-        for index in range(self.num_queues):
-            queue = queues[index]
-            if not queue or index in skip:
+        for index in self._busy:
+            if index in skip:
                 continue
-            if stale[index] or (again_at[index] < limit and queue_issues[index] != issues):
-                if self._first_ready(queue) is not None:
+            queue = queues[index]
+            scan = scans[index]
+            if stale[index] or (scan.again < limit and scan.issues != issues):
+                if (stale[index] or not self._waits_on(index)) and (
+                    self._first_ready(queue) is not None
+                ):
                     return clk
                 self._none_ready(index)
-            if again_at[index] < again:
-                again, again_queue = again_at[index], index
+            if scan.again < again:
+                again, again_queue = scan.again, index
         self._scan_again_at, self._scan_again_queue = again, again_queue
         return again
 
     def quiet(self) -> bool:
         """No read and no command is waiting: only refresh, or writes buffered until the buffer
         fills or the trace ends, can happen."""
-        return not (self.read_queue or any(self.queues) or self.write_draining)
+        return not (self.read_queue or self._busy or self.write_draining)
 
     def idle_state(self, period: int) -> tuple:
         """Everything a later tick can depend on, relative to the current cycle, while the
@@ -326,7 +379,7 @@ class Channel:
             tuple(self.bank_state),
             tuple(self.open_row),
             tuple(self.row_hits),
-            tuple(rel(v) for v in self.ready),
+            tuple(rel(self.ready_at(i)) for i in range(self.n_times)),
             tuple(tuple(rel(v) for v in w) for w in self.activation_windows),
             self.queue_index,
             tuple((r.kind, r.rank, r.bankgroup, r.bank, r.bank_index) for r in self.refresh_queue),
@@ -417,18 +470,18 @@ class Channel:
             first = cmd.rank * c.banks
             for b in range(first, first + c.banks):
                 need = self._required(cmd, b)
-                if clk < self.ready[b * KINDS + need]:
+                if clk < self.ready_at(b * KINDS + need):
                     continue
                 if need != REFRESH:
                     bg, bank = divmod(b - first, c.banks_per_group)
                     return Command(need, cmd.rank, bg, bank, -1, -1, -1, b)
-            if all(clk >= self.ready[b * KINDS + REFRESH] and self.bank_state[b] == CLOSED
+            if all(clk >= self.ready_at(b * KINDS + REFRESH) and self.bank_state[b] == CLOSED
                    for b in range(first, first + c.banks)):  # fmt: skip
                 return cmd
             return None
         b = cmd.bank_index
         need = self._required(cmd, b)
-        if clk < self.ready[b * KINDS + need]:
+        if clk < self.ready_at(b * KINDS + need):
             return None
         if need == ACTIVATE and not self._activation_window_ok(cmd.rank):
             return None
@@ -452,19 +505,25 @@ class Channel:
             and self.in_refresh == self._scanned_in_refresh
         ):
             return None
-        queues, stale, again_at = self.queues, self._queue_stale, self._queue_again
+        queues, stale, scans = self.queues, self._queue_stale, self._scans
         skip = self.refresh_queues if self.in_refresh else ()
         again = NEVER  # the earliest cycle a command passed over on timing becomes ready
         again_queue = -1
-        for index in self._round_robin[self.queue_index]:
+        # the queues holding a command, round-robin from the one after the last that issued
+        busy = self._busy
+        n = len(busy)
+        start = bisect_right(busy, self.queue_index)
+        for step in range(n):
+            index = busy[start + step - n] if start + step >= n else busy[start + step]
+            if index in skip:
+                continue
             queue = queues[index]
-            if not queue or index in skip:
+            scan = scans[index]
+            if not stale[index] and clk < scan.again:  # none ready yet, as scanned
+                if scan.again < again:
+                    again, again_queue = scan.again, index
                 continue
-            if not stale[index] and clk < again_at[index]:  # none ready yet, as scanned
-                if again_at[index] < again:
-                    again, again_queue = again_at[index], index
-                continue
-            cmd = self._first_ready(queue)
+            cmd = None if not stale[index] and self._waits_on(index) else self._first_ready(queue)
             if cmd is not None:
                 self._scanned_moves = -1
                 self.queue_index = index
@@ -472,13 +531,15 @@ class Channel:
                     for i, queued in enumerate(queue):
                         if queued.address == cmd.address and queued.kind == cmd.kind:
                             del queue[i]
+                            if not queue:
+                                busy.remove(index)
                             self.command_moves += 1
                             stale[index] = True
                             break
                 return cmd
             self._none_ready(index)
-            if again_at[index] < again:
-                again, again_queue = again_at[index], index
+            if scan.again < again:
+                again, again_queue = scan.again, index
         self._scan_again_at, self._scan_again_queue = again, again_queue
         self._scanned_moves, self._scanned_in_refresh = self.command_moves, self.in_refresh
         return None  # the index went round to where it was
@@ -487,22 +548,48 @@ class Channel:
         """Queue `index` was scanned and holds no ready command: scans pass it over until a
         command moves or the earliest ready time it passed over (`_first_ready_again`) comes."""
         self._queue_stale[index] = False
-        self._queue_again[index] = self._first_ready_again
-        self._queue_issues[index] = self.issues
+        scan = self._scans[index]
+        scan.again, scan.issues = self._first_ready_again, self.issues
+        scan.first, scan.second = self._first_ready_first, self._first_ready_second
+
+    def _waits_on(self, index: int) -> bool:
+        """Does every command of queue `index`, not stale since it was scanned, still wait on
+        a ready time it waited on then? Then none is ready (one passed over for another reason
+        waited on none), as a scan would find, and `_first_ready_again` is the first of those
+        times, the one a scan would find: nothing that decides a command's need changed."""
+        scan = self._scans[index]
+        first, second = scan.first, scan.second
+        if first < 0:
+            return False
+        clk = self.clk
+        again = self.ready_at(first)
+        if clk >= again:
+            return False
+        if second >= 0:
+            other = self.ready_at(second)
+            if clk >= other:
+                return False
+            if other < again:
+                again = other
+        self._first_ready_again = again
+        self._first_ready_first, self._first_ready_second = first, second
+        return True
 
     def _first_ready(self, queue: list[Command]) -> Command | None:
         """The first command of a command queue that may issue now (as `_ready`, inlined: the
         queues hold column commands only, and this scan is the controller's hottest loop);
         if none, `_first_ready_again` is the cycle the first command passed over on timing
         becomes ready (one passed over for another reason waits for something to move)."""
-        clk, bank_state, open_row, ready_at, kinds = (
+        clk, bank_state, open_row, ready_at, floors, kinds = (
             self.clk,
             self.bank_state,
             self.open_row,
             self.ready,
+            self._floors,
             KINDS,
         )
         again = NEVER
+        first = second = -1  # the distinct ready times waited on (-2: more than two)
         for i, queued in enumerate(queue):
             b = queued.bank_index
             if bank_state[b] == CLOSED:
@@ -511,7 +598,20 @@ class Channel:
                 need = queued.kind
             else:
                 need = PRECHARGE
-            ready = ready_at[b * kinds + need]
+            at = b * kinds + need
+            if at != first and at != second and second != -2:
+                if first == -1:
+                    first = at
+                elif second == -1:
+                    second = at
+                else:
+                    first = second = -2
+            ready = ready_at[at]  # (ready_at(at), inlined)
+            group, rank = ready_at[floors[2 * at]], ready_at[floors[2 * at + 1]]
+            if group > ready:
+                ready = group
+            if rank > ready:
+                ready = rank
             if clk < ready:
                 if ready < again:
                     again = ready
@@ -532,6 +632,9 @@ class Channel:
             return Command(need, queued.rank, queued.bankgroup, queued.bank, queued.row,
                            queued.column, queued.address, b)  # fmt: skip
         self._first_ready_again = again
+        if first == -2:
+            first = second = -1
+        self._first_ready_first, self._first_ready_second = first, second
         return None
 
     def _precharge_allowed(self, i: int, queue: list[Command]) -> bool:
@@ -558,7 +661,7 @@ class Channel:
         self.changed = True
         self.command_moves += 1
         self.issues += 1
-        c, s, clk = self.config, self.stats, self.clk
+        s, clk = self.stats, self.clk
         kind = cmd.kind
         if s.log is not None:
             s.log.append((clk, kind, cmd.rank, cmd.bankgroup, cmd.bank, cmd.row, cmd.column))
@@ -568,6 +671,7 @@ class Channel:
             served = self._served(cmd, False)
             for trans in self.pending_reads.pop(cmd.address):
                 trans.complete = clk + self._read_delay
+                self.settled += 1
                 trans.served = served
                 s.read_latencies.append(trans.complete - trans.added)
             s.last_data_cycle = max(s.last_data_cycle, clk + self._read_delay)
@@ -583,8 +687,9 @@ class Channel:
             opening = waiting[0] if waiting else self.pending_writes.get(cmd.address)
             self.opener[b] = opening.owner if opening is not None else None
         elif kind == REFRESH:
-            first = cmd.rank * c.banks
-            self.refreshed[first : first + c.banks] = [True] * c.banks
+            banks = self.config.banks
+            first = cmd.rank * banks
+            self.refreshed[first : first + banks] = [True] * banks
         elif kind == REFRESH_BANK:
             self.refreshed[cmd.bank_index] = True
         s.commands[kind] += 1
@@ -631,15 +736,16 @@ class Channel:
         self._queue_stale[b if self._queue_per_bank else cmd.rank] = True
 
     def _update_timing(self, cmd: Command) -> None:
-        c, t, clk = self.config, self.tables, self.clk
+        clk = self.clk
         kind = cmd.kind
         ready = self.ready
         raises: Raises | None
         if kind == REFRESH:
-            first = cmd.rank * c.banks
+            banks = self.config.banks
+            first = cmd.rank * banks
             raises = [
-                (d, [b * KINDS + k for b in range(first, first + c.banks)])
-                for k, d in t.same_rank[kind]
+                (d, [b * KINDS + k for b in range(first, first + banks)])
+                for k, d in self.tables.same_rank[kind]
             ]
         else:
             if kind == ACTIVATE:
@@ -647,14 +753,19 @@ class Channel:
                 if window and clk >= window[0]:
                     window.pop(0)
                 window.append(clk + self._tFAW)
-            raises = self._raises.get((kind, cmd.bank_index))
+            at = cmd.bank_index * KINDS + kind
+            raises = self._raises[at]
             if raises is None:
-                raises = self._raises[(kind, cmd.bank_index)] = self._raises_of(cmd)
+                raises = self._raises[at] = self._raises_of(cmd)
+        # one int object per delay, stored in every entry it raises: the compiled loop boxes it
+        # once, not once an entry, and later reads find few objects to load (the same list)
+        store = cast("list[object]", ready)
         for delay, held in raises:
             v = clk + delay
+            boxed: object = v
             for i in held:
                 if ready[i] < v:
-                    ready[i] = v
+                    store[i] = boxed
 
     def _raises_of(self, cmd: Command) -> Raises:
         """What a command of cmd's kind on cmd's bank constrains, by delay: (the delay, the
@@ -670,13 +781,16 @@ class Channel:
         for b in range(group_first, group_first + per_group):
             if b != b0:
                 out += [(b * KINDS + k, d) for k, d in t.same_bankgroup[kind]]
-        for b in range(rank_first, rank_first + per_rank):
-            if not group_first <= b < group_first + per_group:
-                out += [(b * KINDS + k, d) for k, d in t.other_bankgroups[kind]]
+        # the other bank groups of the rank and the other ranks: their floors (ready_at)
+        groups, n_groups = c.bankgroups, c.ranks * c.bankgroups
+        for g in range(rank_first // per_group, rank_first // per_group + groups):
+            if g != group_first // per_group:
+                out += [(self.n_times + g * KINDS + k, d) for k, d in t.other_bankgroups[kind]]
         if c.ranks > 1 and t.other_ranks[kind]:
-            for b in range(self.n_banks):
-                if not rank_first <= b < rank_first + per_rank:
-                    out += [(b * KINDS + k, d) for k, d in t.other_ranks[kind]]
+            for r in range(c.ranks):
+                if r != rank_first // per_rank:
+                    at = self.n_times + (n_groups + r) * KINDS
+                    out += [(at + k, d) for k, d in t.other_ranks[kind]]
         by_delay: dict[int, list[int]] = {}
         for i, d in out:
             by_delay.setdefault(d, []).append(i)
@@ -689,8 +803,8 @@ class Channel:
             n = len(self.write_buffer)
             if (
                 n >= self._trans_queue_size
-                or (n > 8 and not any(self.queues))
-                or (n and self.flush_writes and not self.read_queue and not any(self.queues))
+                or (n > 8 and not self._busy)
+                or (n and self.flush_writes and not self.read_queue and not self._busy)
             ):
                 self.write_draining = n
                 self.changed = True
@@ -719,6 +833,8 @@ class Channel:
                         return
                     self.write_draining -= 1
                 q.append(cmd)
+                if len(q) == 1:
+                    insort(self._busy, index)
                 self.command_moves += 1
                 self._queue_stale[index] = True
                 del queue[i]
@@ -734,7 +850,7 @@ class Channel:
         cycle drains writes first, so that read never reaches a command queue (and nothing
         but a refresh happens again)."""
         n = len(self.write_buffer)
-        if any(self.queues) or not (n >= self._trans_queue_size or n > 8):
+        if self._busy or not (n >= self._trans_queue_size or n > 8):
             return
         older = self.pending_reads[write.address][0]
         if not any(t is older for t in self.read_queue):
@@ -754,7 +870,7 @@ class Channel:
 
     def _decode_command(self, trans: Transaction) -> Command:
         rank, bankgroup, bank, row, column = self.decode(trans.address)
-        if self.config.close_page:
+        if self._close_page:
             kind = WRITE_PRECHARGE if trans.is_write else READ_PRECHARGE
         else:
             kind = WRITE if trans.is_write else READ

@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable
-from itertools import count
 from typing import Any
 
 from cyclesim.dram.config import DramConfig
@@ -45,6 +44,19 @@ class Request:
         return self.trans.complete if self.trans is not None else -1
 
 
+class _Run:
+    """Requests pushed together, in order of (arrival, push order): the FIFO holds each run
+    once, at its first request not entered yet (`at`), so that a request costs the heap of
+    runs one step, not a heap of requests two."""
+
+    __slots__ = ("requests", "at", "order")
+
+    def __init__(self, requests: list[Request], order: int) -> None:
+        self.requests = requests
+        self.at = 0
+        self.order = order  # the push order of requests[0]; requests[k] is order + k
+
+
 class FrontEnd:
     """The channels' controllers and the FIFO before them, advanced cycle by cycle where
     anything can happen (idle stretches skipped, as `simulate_trace` always did)."""
@@ -55,8 +67,9 @@ class FrontEnd:
         ch_pos, ch_width = config.field_layout()["ch"]
         self._ch_shift = (config.request_bytes - 1).bit_length() + ch_pos
         self._ch_mask = (1 << ch_width) - 1
-        self.waiting: list[tuple[int, int, Request]] = []  # heap of (arrival, order, request)
-        self._order = count()
+        # the FIFO: a heap of (arrival, push order, run) of each run's first request waiting
+        self.waiting: list[tuple[int, int, _Run]] = []
+        self._order = 0  # the push order of the next request
         self.clk = 0  # the next cycle to simulate
         self.resume_at = 0  # the next cycle at which a tick can change anything
         self.entered: list[Request] | None = None  # every request in entry order, if recording
@@ -73,10 +86,51 @@ class FrontEnd:
             raise ValueError(
                 f"request arrives at {request.arrival}, already simulated to {self.clk}"
             )
-        heapq.heappush(self.waiting, (request.arrival, next(self._order), request))
-        self.pushed += 1
-        if request.arrival < self.resume_at:
-            self.resume_at = request.arrival
+        self._queue_run([request])
+
+    def _queue_run(self, requests: list[Request]) -> None:
+        """Queue requests whose arrivals (not before the next cycle) do not decrease."""
+        order = self._order
+        self._order = order + len(requests)
+        heapq.heappush(self.waiting, (requests[0].arrival, order, _Run(requests, order)))
+        self.pushed += len(requests)
+        if requests[0].arrival < self.resume_at:
+            self.resume_at = requests[0].arrival
+
+    def push_run(
+        self, addresses: list[int], ats: list[int], is_write: bool, owner: Any, num: int, den: int
+    ) -> list[Request]:
+        """Queue a request to each of `addresses`, the k-th reaching the front end in the first
+        DRAM cycle of accelerator cycle ats[k] (num/den accelerator cycles a DRAM cycle), or at
+        the next cycle to simulate if that is later (the replay's bursts, engine/dram_loop.py)."""
+        out: list[Request] = []
+        run: list[Request] = []
+        clk = last = self.clk
+        for k in range(len(addresses)):
+            a = ats[k]
+            arrival = (a - 1) * den // num + 1 if a > 0 else 0
+            if arrival < clk:
+                arrival = clk
+            if arrival < last:  # arrives before the one pushed before it: a run of its own
+                self._queue_run(run)
+                run = []
+            last = arrival
+            r = Request(addresses[k], is_write, arrival, owner)
+            run.append(r)
+            out.append(r)
+        if run:
+            self._queue_run(run)
+        return out
+
+    def records(self) -> list[tuple[int, bool, int, int, int]]:
+        """Every request that entered, in entry order (`entered` kept): (address, is write,
+        arrival, entered, completed)."""
+        out = []
+        for r in self.entered or []:
+            t = r.trans
+            entered, complete = (t.added, t.complete) if t is not None else (-1, -1)
+            out.append((r.address, r.is_write, r.arrival, entered, complete))
+        return out
 
     def busy(self) -> bool:
         """Is a request waiting, queued or in flight anywhere?"""
@@ -84,11 +138,51 @@ class FrontEnd:
             not c.idle() or c.pending_reads or c.pending_writes for c in self.channels
         )
 
+    def settled(self) -> int:
+        """How many requests have their completion cycle (a write or a read served from the
+        write buffer once it entered, any other read once its column command issued)."""
+        n = 0
+        for c in self.channels:
+            n += c.settled
+        return n
+
+    def fire_until(
+        self, fire: int, horizon: int, num: int, den: int, settled: int, entered: int
+    ) -> tuple[int, bool]:
+        """The replay's advances of the controllers (engine/dram_loop.py) from accelerator
+        cycle `fire` on, while no other event comes before `horizon`: each runs every DRAM
+        cycle up to the end of its accelerator cycle (an accelerator cycle is num/den DRAM
+        cycles' worth: DRAM cycle d ends in accelerator cycle ceil(d * num / den)), the next
+        is in the accelerator cycle `resume_at` falls in. (that fire, True) after the first
+        at which `settled` requests are settled or `entered` entered (a waiter may be done),
+        else (the first fire at or after `horizon`, False), not run."""
+        while fire < horizon:
+            self.run_until((fire * den) // num + 1)  # the first DRAM cycle of fire + 1
+            if self.n_entered >= entered or self.settled() >= settled:
+                return fire, True
+            fire = -(-self.resume_at * num // den)
+        return fire, False
+
     def _head(self) -> Request | None:
+        """The first request waiting (cancelled ones dropped)."""
         waiting = self.waiting
-        while waiting and waiting[0][2].cancelled:
+        while waiting:
+            run = waiting[0][2]
+            head = run.requests[run.at]
+            if not head.cancelled:
+                return head
+            self._pop()
+        return None
+
+    def _pop(self) -> None:
+        """Take the first request waiting off the FIFO."""
+        waiting = self.waiting
+        run = waiting[0][2]
+        run.at += 1
+        if run.at == len(run.requests):
             heapq.heappop(waiting)
-        return waiting[0][2] if waiting else None
+        else:
+            heapq.heapreplace(waiting, (run.requests[run.at].arrival, run.order + run.at, run))
 
     def run_until(
         self,
@@ -125,7 +219,7 @@ class FrontEnd:
             if head is not None and head.arrival <= clk:
                 ch = self.channel_of(head.address)
                 if ch.will_accept(head.is_write):
-                    heapq.heappop(self.waiting)
+                    self._pop()
                     head.trans = trans = ch.add(head.address, head.is_write)
                     trans.owner = head.owner
                     self.n_entered += 1

@@ -14,6 +14,7 @@ replay gave it (tests/dram/test_dram_loop.py). docs/dram_causes.md has the rules
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from cyclesim.dram.timing import (
     REFRESH_BANK,
     WRITE_PRECHARGE,
 )
+from cyclesim.engine.dram_waiters import NEVER, Waiter, targets
 from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.engine.fabric import DECIDE
 from cyclesim.engine.transfer import DramRuns
@@ -43,33 +45,6 @@ if TYPE_CHECKING:
 # decision resumes; an event of lower priority always runs first at the same time, so
 # nothing of this cycle is left to run when the controllers advance
 ADVANCE = DECIDE + 1
-
-
-class _Waiter:
-    """A transfer waiting until all its `requests` entered the controller's queue (entered)
-    or completed; `cycle` the DRAM cycle the last of them did, `last` that request."""
-
-    __slots__ = ("requests", "entered", "k", "cycle", "last", "event")
-
-    def __init__(self, requests: list[Request], entered: bool) -> None:
-        self.requests, self.entered = requests, entered
-        self.k, self.cycle, self.last, self.event = 0, -1, None, None
-
-    def check(self) -> bool:
-        reqs, k, entered = self.requests, self.k, self.entered
-        while k < len(reqs):
-            r = reqs[k]
-            t = r.trans
-            if t is None:
-                break
-            c = t.added if entered else t.complete
-            if c < 0:
-                break
-            if c >= self.cycle:
-                self.cycle, self.last = c, r
-            k += 1
-        self.k = k
-        return k == len(reqs)
 
 
 class DramLoop:
@@ -91,7 +66,7 @@ class DramLoop:
         if record:
             self.front.entered = []
         self.request_bytes = config.request_bytes
-        self.waiters: list[_Waiter] = []
+        self.waiters: list[Waiter] = []
         self._fire_event = None
         self._fire_at: int | None = None
         self.calls = 0  # requests pushed (fast-forward pairs two moments only if equal)
@@ -120,10 +95,16 @@ class DramLoop:
         self.calls += 1
         return r
 
+    def push_run(self, addresses: list[int], ats: list[int], is_write: bool, owner) -> list:
+        """Requests to `addresses`, the k-th reaching the front end at accelerator cycle
+        ats[k] (as `push` each, in one compiled call)."""
+        self.calls += len(addresses)
+        return self.front.push_run(addresses, ats, is_write, owner, self._num, self._den)
+
     def wait(self, requests: list[Request], entered: bool):
         """Generator: the DRAM cycle by which all `requests` entered their queues (entered) or
         completed, and the request that did last."""
-        w = _Waiter(requests, entered)
+        w = Waiter(requests, entered)
         if not w.check():
             w.event = self.env.event()
             self.waiters.append(w)
@@ -153,7 +134,24 @@ class DramLoop:
                 still.append(w)
         self.waiters = still
         if still:
-            self._schedule(self.to_accel(self.front.resume_at))
+            self._schedule(self._next_fire(still))
+
+    def _next_fire(self, waiters: list[Waiter]) -> int:
+        """The accelerator cycle of the next advance a waiter may be done at, or of the first
+        advance after the next event queued (the advances before it, which no other event
+        comes between and which find no waiter done, are run here, in FrontEnd.fire_until,
+        not queued one SimPy event each: the controllers and waiters end as they would)."""
+        front = self.front
+        at = self.to_accel(front.resume_at)
+        horizon = self.env.peek()
+        horizon = int(horizon) if horizon != float("inf") else NEVER
+        while at < horizon:
+            settled, entered = targets(waiters, front)
+            at, stopped = front.fire_until(at, horizon, self._num, self._den, settled, entered)
+            if not stopped or any(w.check() for w in waiters):
+                return at
+            at = self.to_accel(front.resume_at)
+        return at
 
     def finish(self, end: int) -> None:
         """After the replay, which ended at accelerator cycle `end`: simulate the controllers
@@ -220,10 +218,7 @@ class DramLoop:
     def requests(self) -> tuple[tuple[int, bool, int, int, int], ...]:
         """Every request that entered, in entry order: (address, is write, arrival, entered,
         completed), in DRAM cycles (record=True; Recorder.dram_requests)."""
-        return tuple(
-            (r.address, r.is_write, r.arrival, r.entered, r.complete)
-            for r in self.front.entered or ()
-        )
+        return tuple(self.front.records())
 
 
 def write_dram_trace(path: str | Path, requests) -> None:
@@ -240,7 +235,12 @@ def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[
     """(offset in these bytes, request address) of each request the strided byte runs cover,
     in order; a line's requests are its own, and a first line that goes on from the previous
     call does not issue `prev` (the request the last burst ended in) again."""
-    out = []
+    return list(zip(*request_offsets(runs, request_bytes, prev), strict=True))
+
+
+def request_offsets(runs, request_bytes: int, prev: int | None) -> tuple[list[int], list[int]]:
+    """request_addresses as two lists, the offsets and the addresses (no pair per request)."""
+    offsets, addresses = [], []
     off = 0
     mask = ~(request_bytes - 1)
     for address, size, stride, count in runs:
@@ -250,12 +250,13 @@ def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[
             o = off
             while r <= last:
                 if r != prev:
-                    out.append((o, r))
+                    offsets.append(o)
+                    addresses.append(r)
                 o += r + request_bytes - max(r, a)
                 r += request_bytes
             prev = None
             off += size
-    return out
+    return offsets, addresses
 
 
 class ControllerRuns(DramRuns):
@@ -271,7 +272,8 @@ class ControllerRuns(DramRuns):
         super().__init__(env, fabric, rec, tl, link, big, small, n_bursts)
         self.mine: list[Request] = []  # every request the transfer pushed and kept
         self.prev: int | None = None  # the request the last burst ended in
-        self.run: list[tuple[int, Request]] = []  # (burst, request) of the current run
+        self.run: list[Request] = []  # the requests of the current run
+        self.bursts: list[int] = []  # the burst of each (nondecreasing)
 
     def plan(self, x, timing: tuple, shape: tuple) -> None:
         """Push the run's requests, each at the cycle its burst reaches the port."""
@@ -281,13 +283,17 @@ class ControllerRuns(DramRuns):
         prefix, byte_at = self.prefix, self.byte_at
         lo, hi = byte_at(i), byte_at(j)
         go_on = self.prev if lo and side.mid_line(lo) else None
-        run: list[tuple[int, Request]] = []
-        b = i
-        for o, address in request_addresses(side.slice(lo, hi), loop.request_bytes, go_on):
-            while b + 1 < j and byte_at(b + 1) <= lo + o:
+        offsets, addresses = request_offsets(side.slice(lo, hi), loop.request_bytes, go_on)
+        bursts, ats = [], []
+        b, edge = i, byte_at(i + 1) if i + 1 < j else hi  # the bytes before burst b + 1
+        for o in offsets:
+            while edge <= lo + o and b + 1 < j:
                 b += 1
-            run.append((b, loop.push(address, side.is_write, start + prefix[b] - prefix[i], who)))
-        self.run = run
+                edge = byte_at(b + 1) if b + 1 < j else hi
+            bursts.append(b)
+            ats.append(start + prefix[b] - prefix[i])
+        self.bursts = bursts
+        self.run = loop.push_run(addresses, ats, side.is_write, who)
         self.tl.append((start, Wait.BURST, self.dram_key))
         x.end = start + prefix[j] - prefix[i]
 
@@ -301,10 +307,10 @@ class ControllerRuns(DramRuns):
         b = i
         while b + 1 < x.j and x.start + prefix[b + 1] - prefix[i] <= now:
             b += 1
-        for y, r in self.run:
-            if y > b:
-                r.cancelled = True
-        self.run = [(y, r) for y, r in self.run if y <= b]
+        keep = bisect_right(self.bursts, b)
+        for r in self.run[keep:]:
+            r.cancelled = True
+        del self.run[keep:], self.bursts[keep:]
         self.in_progress, x.j = b, b + 1
         return True
 
@@ -316,8 +322,8 @@ class ControllerRuns(DramRuns):
 
     def _keep(self) -> None:
         if self.run:
-            self.prev = self.run[-1][1].address
-            self.mine.extend(r for _, r in self.run)
+            self.prev = self.run[-1].address
+            self.mine.extend(self.run)
 
     def tail(self):
         """Generator: until every request completed, charged by cause (_tail)."""

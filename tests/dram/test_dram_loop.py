@@ -95,6 +95,126 @@ def test_the_replay_gives_each_request_the_completion_of_its_trace(
     assert by_phase.get("offload", 0) == res.offload_cycles
 
 
+def one_event_per_advance(self, waiters):
+    """DramLoop._next_fire without its look-ahead: the next advance, queued as a SimPy event
+    (as every advance was before FrontEnd.fire_until)."""
+    return self.to_accel(self.front.resume_at)
+
+
+def streams_woken(config: str, clock_mhz: int, streams, per_run: int) -> tuple[list, list]:
+    """DMA-like streams through one DramLoop, each pushing runs of `per_run` requests and
+    waiting for all its requests at its end: (each stream's (accelerator cycle it was woken,
+    the DRAM cycle it was done), every request's (entered, completed))."""
+    c = load_dram_config(config)
+    env = ReplayEnvironment()
+    loop = DramLoop(env, c, clock_mhz, record=True)
+    woken = []
+
+    def stream(name, requests):
+        mine = []
+        for lo in range(0, len(requests), per_run):
+            run = requests[lo : lo + per_run]
+            mine += [loop.push(a, w, at, name) for a, w, at in run]
+            if run[-1][2] + 1 > env.now:
+                yield env.timeout(run[-1][2] + 1 - env.now)
+        done, _ = yield from loop.wait(mine, False)
+        woken.append((name, env.now, done))
+
+    for k, requests in enumerate(streams):
+        env.process(stream(k, requests))
+    env.run()
+    return woken, [(e, done) for _, _, _, e, done in loop.requests()]
+
+
+@st.composite
+def dma_streams(draw):
+    """One to three streams of 64-byte requests (row runs), each reading or writing a region
+    of its own (a write behind an older read of its address can stall DRAMsim3 for ever), at
+    0-5 accelerator cycles apart."""
+    streams = []
+    for k in range(draw(st.integers(1, 3))):
+        at, requests, is_write = draw(st.integers(0, 50)), [], draw(st.booleans())
+        for line, count in draw(
+            st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(1, 80)), min_size=1,
+                     max_size=3)
+        ):  # fmt: skip
+            for n in range(count):
+                at += draw(st.integers(0, 5)) if n % 16 == 0 else 1
+                requests.append((64 * ((k << 17) + line + n), is_write, at))
+        streams.append(requests)
+    return streams
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    dma_streams(), st.sampled_from(CONFIGS), st.sampled_from([300, 700, 1200, 2000]),
+    st.sampled_from([1, 4, 16]),
+)  # fmt: skip
+def test_the_look_ahead_wakes_every_stream_when_one_event_per_advance_does(
+    streams, config, clock_mhz, per_run
+):
+    """With nothing else queued the advances run in FrontEnd.fire_until: every stream is
+    woken at the accelerator cycle, and every request enters and completes at the DRAM cycle,
+    of one SimPy event per advance."""
+    ahead = streams_woken(config, clock_mhz, streams, per_run)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DramLoop, "_next_fire", one_event_per_advance)
+        assert streams_woken(config, clock_mhz, streams, per_run) == ahead
+
+
+def test_the_look_ahead_changes_nothing_on_the_resnet_layer():
+    """The ResNet-50 layer of examples/resnet50_dram with the controller in the loop: the
+    same records with and without the look-ahead, in far fewer SimPy events."""
+    from test_fast_forward import assert_identical
+
+    from cyclesim.spec import load_architecture, load_mapping, load_workload
+
+    arch = load_architecture(str(ROOT / "hw_models" / "tpu_like_ddr4_controller.yaml"))
+    workload = load_workload(str(ROOT / "examples" / "resnet50_dram" / "workload.yaml"))
+    mapping = load_mapping(str(ROOT / "examples" / "resnet50_dram" / "mapping.yaml"), arch,
+                           workload)  # fmt: skip
+    plan = build_plan(arch, workload, mapping)
+    ahead = replay_plan(plan, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DramLoop, "_next_fire", one_event_per_advance)
+        each = replay_plan(plan, progress=False)
+    assert_identical(each, ahead)
+    assert ahead.rec.events == each.rec.events and ahead.cycles == 118_277
+    assert ahead.env_events < each.env_events // 10
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(schedules(shared_ports=True), schedules(steady=(2, 8), shared_ports=True)),
+    st.sampled_from(CONFIGS),
+    st.sampled_from([100, 700, 2000]),
+    st.sampled_from([None, 300]),
+)
+def test_the_look_ahead_changes_nothing_but_the_simpy_events(case, config, clock_mhz, refresh):
+    """The advances run in FrontEnd.fire_until while no other event comes before them end
+    where one SimPy event per advance ends: every record, each request's arrival, entry and
+    completion, the fast-forward's jumps; only the SimPy event count may be lower."""
+    from test_fast_forward import assert_identical
+
+    arch, workload, tree, reuse, _ = case
+    block = {"config": config, "address_mapping": "rochrababgco", "timing": "controller"}
+    a, w, m = inputs_from_dicts(arch_with_dram(arch, block, clock_mhz), workload, tree)
+    plan = build_plan(a, w, m, ReusePolicy(reuse), False)
+    if refresh is not None:
+        dram = tuple(
+            (name, c.with_changes(tREFI=refresh, tRFC=60), p, mhz) for name, c, p, mhz in plan.dram
+        )
+        plan = dataclasses.replace(plan, dram=dram)
+    ahead = replay_plan(plan, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DramLoop, "_next_fire", one_event_per_advance)
+        each = replay_plan(plan, progress=False)
+    assert_identical(each, ahead)
+    assert ahead.rec.events == each.rec.events
+    assert ahead.fast_forward == each.fast_forward
+    assert ahead.env_events <= each.env_events
+
+
 # ---- DMA streams through the controller in the loop against DRAMsim3's recorded cycles ------
 STREAMS = {"two_streams": 2, "same_bank_conflict": 2, "read_write_mix": 3}  # else one stream
 
