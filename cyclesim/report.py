@@ -78,11 +78,18 @@ def text_report(res: Result, title: str = "") -> str:
         )
     for d in res.dram_summary:  # what the DRAM model's banks did, and which model timed them
         out.append("")
+        issued = d.get("column_commands", d["requests"])
+        of = f" of {issued:,} column commands" if issued != d["requests"] else ""
         out.append(
-            f"{d['memory']} as {d['config']}: {d['requests']:,} requests, row hits {d['row_hits']:,} "
-            f"({100 * d['row_hit_rate']:.1f}%), {d['activates']:,} activates, "
+            f"{d['memory']} as {d['config']}: {d['requests']:,} requests, row hits {d['row_hits']:,}"
+            f"{of} ({100 * d['row_hit_rate']:.1f}%), {d['activates']:,} activates, "
             f"{d['refreshes']:,} refreshes"
         )
+        if issued < d["requests"]:
+            out.append(
+                f"  {d['requests'] - issued:,} writes were still in the write buffer when the run "
+                "ended (accepted, so complete; issued to the banks later)"
+            )
         out.append(f"  timing: {DRAM_TIMING[d['timing']]}")
     out.append("")
     out.append(f"replayed in {res.wall_seconds:.3f} s, {res.engine_events:,} engine events")

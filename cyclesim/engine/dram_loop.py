@@ -27,9 +27,11 @@ from cyclesim.dram.timing import (
     ACTIVATE,
     PRECHARGE,
     READ_PRECHARGE,
+    READS,
     REFRESH,
     REFRESH_BANK,
     WRITE_PRECHARGE,
+    WRITES,
 )
 from cyclesim.engine.dram_waiters import NEVER, Waiter, targets
 from cyclesim.engine.environment import ReplayEnvironment
@@ -173,6 +175,9 @@ class DramLoop:
         chans = self.front.channels
         return {
             "requests": self.front.n_entered,
+            # reads and writes issued to the banks: fewer than requests by the writes still in
+            # the write buffer when the run ended (a write completes when it is accepted)
+            "column_commands": sum(c.stats.commands[k] for c in chans for k in (*READS, *WRITES)),
             "row_hits": sum(c.stats.read_row_hits + c.stats.write_row_hits for c in chans),
             "activates": sum(c.stats.commands[ACTIVATE] for c in chans),
             "refreshes": sum(

@@ -383,12 +383,16 @@ class Result:
     def dram_summary(self) -> list[dict]:
         """Per DRAM-modelled memory, from its timer: which timed it ('timer', the closed-form
         row-run timer, or 'controller', cyclesim dram's controller in the loop), requests, row
-        hits and their rate, activates and refreshes (empty without a DRAM model)."""
+        hits and their rate, activates and refreshes (empty without a DRAM model). The rate is
+        over the column commands issued: with the controller, writes still in its write buffer
+        when the run ended were accepted (complete) but not yet issued, as `cyclesim dram`
+        counts them over its trace drained."""
         configs = {name: config for name, config, _, _ in self.raw.plan.dram}
         out = []
         for memory, counts in self.raw.rec.dram_counts.items():
             requests = counts["requests"]
-            rate = round(counts["row_hits"] / requests, 6) if requests else 0.0
+            issued = counts.get("column_commands", requests)
+            rate = round(counts["row_hits"] / issued, 6) if issued else 0.0
             config = configs[memory]
             timing = "controller" if config.replay_controller else "timer"
             out.append(
