@@ -31,7 +31,7 @@ $(VENV)/.native-tools: $(VENV)/.base pyproject.toml
 # compiled with cffi (views/fst_native.py, views/text_native.py, stamped alike). Each says in
 # one line that it did, or why not (the pure-Python code, with the same results, is used then).
 native: $(VENV)/.native-tools
-	@$(BIN)/python -m cyclesim.dram.native_build || true
+	@$(BIN)/python -m cyclesim.cli.native_build || true
 	@$(BIN)/python -m cyclesim.views.fst_native || true
 	@$(BIN)/python -m cyclesim.views.text_native || true
 

@@ -35,7 +35,7 @@ def pure_python_requested(environ: Mapping[str, str] = os.environ) -> bool:
 
 
 class NativeUnits:
-    """A package's units compiled by mypyc (make native: dram/native_build.py) and which module
+    """A package's units compiled by mypyc (make native: cli/native_build.py) and which module
     to use for each: its compiled copy `_<unit>_native` only when it is an extension module
     stamped with the sha256 of the unit's sources as they are now, else the pure module (never
     a stale binary: a developer who edits a source tests the source)."""

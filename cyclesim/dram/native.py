@@ -3,7 +3,7 @@ the modules it is made of), of the byte-run slicing (dram/byte_runs.py) and of t
 in the loop (dram/frontend.py with dram/controller.py) when it was built from the current
 sources, else the pure-Python modules (never a stale binary).
 
-`make native` (python -m cyclesim.dram.native_build) compiles a copy of each source under
+`make native` (python -m cyclesim.cli.native_build) compiles a copy of each source under
 another name (`_timer_native`: an extension next to timer.py would shadow it) with the sha256
 of its unit's sources stamped in. A copy is used only while that stamp equals the hash of the
 sources as they are now: a developer who edits a source tests the source.

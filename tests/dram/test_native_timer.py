@@ -2,7 +2,7 @@
 
 `make native` compiles copies of dram/timer.py (with the modules it is made of),
 dram/byte_runs.py and dram/frontend.py (with dram/controller.py) stamped with their sources'
-sha256 (dram/native_build.py); dram/native.py uses a copy only while its stamp equals the
+sha256 (cli/native_build.py); dram/native.py uses a copy only while its stamp equals the
 sources' hash. These tests replay the DRAM examples with both (the timer, and the controller in
 the loop) and compare every record and the report byte for byte, compare random request
 sequences call by call, random request streams through the controllers and random byte-run
@@ -381,7 +381,7 @@ def test_a_missing_or_uncompiled_module_falls_back_to_pure_python():
 
 @needs_native
 def test_the_build_leaves_a_current_build_alone(capsys):
-    from cyclesim.dram import native_build
+    from cyclesim.cli import native_build
 
     assert native_build.main([]) == 0
     assert capsys.readouterr().out == (
@@ -393,7 +393,7 @@ def test_the_build_says_what_it_compiles_before_the_compilers_silent_minute(monk
     # `make native` printed nothing for the ~55 s mypyc and the C compiler take; the build
     # (stubbed here: one module built, the next failing as without a C compiler) now says
     # which module it compiles before it starts, and the one-line outcome after
-    from cyclesim.dram import native_build
+    from cyclesim.cli import native_build
 
     monkeypatch.setattr(native_build, "built_stamp", lambda compiled: None)
     monkeypatch.setattr(native_build, "build", lambda name, *_: "stamp")
@@ -458,7 +458,7 @@ def test_a_compiler_that_fails_is_named_not_its_command_line():
     # `CC=false make native` said "...(mypyc could not compile timer.py: error: Command
     # '['false', '-Wsign-compare', '-DNDEBUG', '-g', '-fwrapv', '-O3', '-Wall', '-fPIC',
     # '-I/tmp/...)": cut at 160 characters before it said what failed
-    from cyclesim.dram.native_build import compiler_failure
+    from cyclesim.cli.native_build import compiler_failure
 
     line = (
         "error: Command '['false', '-Wsign-compare', '-DNDEBUG', '-g', '-fwrapv', '-O3', "
