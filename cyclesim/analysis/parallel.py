@@ -13,6 +13,7 @@ scheduler by address; sweeps, where points may outnumber one machine's cores).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -71,6 +72,27 @@ def _progress_bar(total: int, desc: str, progress: bool | None):
 
 
 BACKENDS = ("processes", "dask")
+SCHEMES = ("tcp", "tls", "ws", "wss")  # Dask's schemes that reach a scheduler on another host
+ADDRESS_FORM = "expected [tcp://]HOST:PORT (or tls://, ws://, wss://), e.g. tcp://127.0.0.1:8786"
+
+
+def check_scheduler_address(address: str) -> None:
+    """Refuse a Dask scheduler address that cannot name one (no port, a port that is not a
+    number, an unknown scheme) before any work, saying the form expected: Dask itself raises
+    a bare ValueError from deep inside Client. An unreachable address is found by Client."""
+    from cyclesim.errors import CyclesimError
+
+    scheme, has_scheme, rest = address.rpartition("://")
+    host, has_port, port = rest.rpartition(":")
+    if has_scheme and scheme not in SCHEMES:
+        reason = f"unknown scheme {scheme + '://'!r}"
+    elif not has_port or not host:
+        reason = "no port" if not has_port else "no host"
+    elif not port.isdigit() or not 0 < int(port) < 65536:
+        reason = f"port {port!r} is not a number from 1 to 65535"
+    else:
+        return
+    raise CyclesimError(f"malformed Dask scheduler address {address!r} ({reason}); {ADDRESS_FORM}")
 
 
 def map_tasks(
@@ -106,6 +128,8 @@ def map_tasks(
         raise CyclesimError(f"unknown parallel backend {backend!r}; expected one of {BACKENDS}")
     if scheduler is not None and backend != "dask":
         raise CyclesimError("a scheduler address needs the dask backend")
+    if scheduler is not None:
+        check_scheduler_address(scheduler)
     tasks: Sequence[Any] = list(items)
     n_workers = default_workers(len(tasks)) if workers is None else max(1, workers)
     bar = _progress_bar(len(tasks), desc, progress)
@@ -178,28 +202,21 @@ def _dask_outcomes(
     fn: Callable[[Any], Any], tasks: Sequence[Any], workers: int, scheduler: str | None
 ) -> Iterator[TaskOutcome]:
     """Submit every task to a distributed cluster; yield outcomes as they complete."""
-    import logging
-
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import Client, as_completed
 
     from cyclesim.errors import CyclesimError
 
     cluster = None
     try:
         if scheduler is None:
-            cluster = LocalCluster(
-                n_workers=min(workers, len(tasks)),
-                threads_per_worker=1,  # the replay is pure Python: one task per process
-                processes=True,
-                dashboard_address=":0",  # no fixed port: other clusters may be running
-                # CRITICAL, not ERROR: a worker's heartbeat that meets the scheduler closing
-                # at the end logs a CommClosedError traceback at ERROR (seen under load at the
-                # end of examples/api/simulate.py's sweep); a task's own failure is its row
-                silence_logs=logging.CRITICAL,
-            )
+            cluster = _local_cluster(min(workers, len(tasks)))
             client = Client(cluster)
         else:
             client = Client(scheduler, timeout="10s")
+    except ValueError as exc:  # an address check_scheduler_address let through but Dask did not
+        raise CyclesimError(
+            f"malformed Dask scheduler address {scheduler!r} ({exc}); {ADDRESS_FORM}"
+        ) from None
     except OSError as exc:
         if cluster is not None:
             cluster.close()
@@ -219,3 +236,57 @@ def _dask_outcomes(
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _local_cluster(workers: int):
+    """A LocalCluster of single-threaded worker processes, started deaf to Ctrl-C."""
+    import logging
+
+    from distributed import LocalCluster
+
+    with _spawned_deaf_to_ctrl_c():
+        return LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,  # the replay is pure Python: one task per process
+            processes=True,
+            dashboard_address=":0",  # no fixed port: other clusters may be running
+            # CRITICAL, not ERROR: a worker's heartbeat that meets the scheduler closing at the
+            # end logs a CommClosedError traceback at ERROR (seen under load at the end of
+            # examples/api/simulate.py's sweep); a task's own failure is its row
+            silence_logs=logging.CRITICAL,
+        )
+
+
+@contextlib.contextmanager
+def _spawned_deaf_to_ctrl_c() -> Iterator[None]:
+    """Processes spawned inside never see SIGINT, and a SIGINT meanwhile is held, then raised.
+
+    Ctrl-C reaches every process of the terminal's process group; Dask's worker processes,
+    still importing, each printed a KeyboardInterrupt traceback. Here SIGINT is blocked in
+    this thread, so in the threads started inside (Dask's IO loop, the threads that spawn its
+    workers) and in the processes they spawn (a blocked signal stays blocked across exec):
+    it is this process's to handle, which closes the cluster. Not SIG_IGN, which also makes
+    the workers deaf: a Ctrl-C then would be dropped, not held (a library's own thread, which
+    does not block SIGINT, takes it and ignores it).
+    """
+    import signal
+    import threading
+    from multiprocessing import resource_tracker
+
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        yield  # handlers are the main thread's to set; None: a handler not set from Python
+        return
+    # started now, not by Dask's first spawn: starting it unblocks SIGINT in the thread that
+    # starts it, whose later spawns would then hear Ctrl-C
+    resource_tracker.ensure_running()
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # one still pending is held now
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)  # the interrupt, as the user sent it

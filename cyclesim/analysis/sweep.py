@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cyclesim.analysis.parallel import TaskOutcome, map_tasks
+from cyclesim.analysis.parallel import TaskOutcome, check_scheduler_address, map_tasks
 from cyclesim.analysis.sweep_point import (
     PointTask,
     code_fingerprint,
@@ -96,6 +96,8 @@ def sweep(
     from cyclesim.spec import load_architecture, load_workload
 
     started = time.perf_counter()
+    if scheduler is not None:  # refused before the output folder is made
+        check_scheduler_address(scheduler)
     spec = load_sweep(sweep_file)
     out = Path(out)
     cache_dir = out / "cache"

@@ -344,3 +344,20 @@ def test_the_summary_shows_the_successful_points_first():
     lines = summary_text(run, head=2).splitlines()
     assert lines[2].split()[:3] == ["4", "ok", "300"] and lines[3].split()[:3] == ["8", "ok", "200"]
     assert lines[4] == "... 2 more rows"
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [("notanaddress", "no port"), ("tcp://127.0.0.1", "no port"),
+     ("127.0.0.1:8786x", "port '8786x' is not a number from 1 to 65535"),
+     ("foo://x:1", "unknown scheme 'foo://'")],
+)  # fmt: skip
+def test_a_malformed_scheduler_address_is_one_line_and_exit_2(tmp_path, capsys, address, reason):
+    # found: a Dask ValueError traceback and exit 1, after the output folder was made
+    out = tmp_path / "out"
+    assert main(["sweep", str(SWEEP), "--out", str(out), "--scheduler", address]) == 2
+    assert capsys.readouterr().err == (
+        f"cyclesim: malformed Dask scheduler address {address!r} ({reason}); expected "
+        "[tcp://]HOST:PORT (or tls://, ws://, wss://), e.g. tcp://127.0.0.1:8786\n"
+    )
+    assert not out.exists()
