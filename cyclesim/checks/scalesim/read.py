@@ -322,6 +322,10 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
         or a header that starts 'Layer'), else nothing of it."""
         return row.strip()[:80] if layers or rows[0].strip().lower().startswith("layer") else None
 
+    header = [f.strip() for f in rows[0].split(",")]
+    header = [f for f in header[1:] if f and ":" not in f]
+    if gemm is None and len(header) in (3, 7):  # the header tells: 'Layer, M, N, K,'
+        gemm = len(header) == 3
     for line, row in enumerate(rows[1:], start=2):
         if not row.strip():
             continue
@@ -330,10 +334,12 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
             fields = fields[:-1]
         values = [f for f in fields[1:] if ":" not in f]  # an N:M sparsity column is ignored
         kind = gemm if gemm is not None else len(values) == 3
+        gemm = kind  # the first row tells when the header does not; the others follow it
         want = 3 if kind else 7
         if len(values) != want:
             raise SpecError(
-                f"a {'GEMM' if kind else 'conv'} topology row has {want} numbers after the name",
+                f"this row has {len(values)} numbers after the name; a "
+                f"{'GEMM' if kind else 'conv'} topology row has {want}",
                 file=path,
                 line=line,
                 found=shown(row),
