@@ -19,7 +19,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +71,33 @@ def _progress_bar(total: int, desc: str, progress: bool | None):
     return tqdm(total=total, desc=desc, unit="task", file=sys.stderr, leave=False)
 
 
+def progress_lines(
+    desc: str, total: int, progress: bool | None, noun: str = "tasks"
+) -> Callable[[int], None] | None:
+    """A map_tasks heartbeat that logs how far and how long every LOG_SECONDS where no bar is
+    drawn (progress None and stderr not a terminal), as a replay does; None elsewhere."""
+    if progress is not None or sys.stderr.isatty() or total <= 1:
+        return None
+    import logging
+
+    from cyclesim.engine import loop
+
+    start = last = time.perf_counter()
+
+    def line(finished: int) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        if now - last >= loop.LOG_SECONDS:
+            last = now
+            logging.getLogger("cyclesim").warning(
+                "%s: %d of %d %s done after %.0f s", desc, finished, total, noun, now - start
+            )
+
+    return line
+
+
 BACKENDS = ("processes", "dask")
+HEARTBEAT_SECONDS = 1.0  # how often a waiting map_tasks calls its heartbeat
 SCHEMES = ("tcp", "tls", "ws", "wss")  # Dask's schemes that reach a scheduler on another host
 ADDRESS_FORM = "expected [tcp://]HOST:PORT (or tls://, ws://, wss://), e.g. tcp://127.0.0.1:8786"
 
@@ -107,6 +133,7 @@ def map_tasks(
     fresh_process: bool = False,
     on_done: Callable[[TaskOutcome, int], None] | None = None,
     postfix: Callable[[TaskOutcome], str | None] | None = None,
+    heartbeat: Callable[[int], None] | None = None,
 ) -> list[TaskOutcome]:
     """Run `fn(item)` for every item, in worker processes when workers > 1; outcomes in item order.
 
@@ -120,7 +147,9 @@ def map_tasks(
     on_done(outcome, finished): called in this process as each task finishes, in the order
     they finish, with how many have finished so far; what it prints to stderr goes around the
     progress bar, not through it. postfix(outcome): a short text shown after the bar's count
-    (e.g. the best found so far), kept until it returns another.
+    (e.g. the best found so far), kept until it returns another. heartbeat(finished): called
+    after each task and, with the processes backend, every HEARTBEAT_SECONDS while workers run
+    (progress_lines: a line every few seconds where no bar is drawn).
     """
     from cyclesim.errors import CyclesimError
 
@@ -151,6 +180,8 @@ def map_tasks(
             if text:
                 bar.set_postfix_str(text, refresh=False)
             bar.update(1)
+        if heartbeat is not None:
+            heartbeat(done)
 
     try:
         if backend == "dask" and tasks:
@@ -165,9 +196,17 @@ def map_tasks(
                 max_workers=min(n_workers, len(tasks)), initializer=_worker_signals, **fresh
             )
             try:
-                futures = [pool.submit(_call, fn, i, item) for i, item in enumerate(tasks)]
-                for fut in as_completed(futures):
-                    finished(fut.result())
+                pending = {pool.submit(_call, fn, i, item) for i, item in enumerate(tasks)}
+                while pending:
+                    ended, pending = wait(
+                        pending,
+                        timeout=HEARTBEAT_SECONDS if heartbeat is not None else None,
+                        return_when=FIRST_COMPLETED,
+                    )
+                    for fut in ended:
+                        finished(fut.result())
+                    if not ended and heartbeat is not None:  # a long task: still say how far
+                        heartbeat(done)
             except BaseException:  # an interrupt: no queued task runs, no worker outlives us
                 _stop_pool(pool)
                 raise
