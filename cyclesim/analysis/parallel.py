@@ -185,36 +185,47 @@ def map_tasks(
 
     try:
         if backend == "dask" and tasks:
-            for outcome in _dask_outcomes(fn, tasks, n_workers, scheduler):
-                finished(outcome)
+            arriving = _dask_outcomes(fn, tasks, n_workers, scheduler)
         elif not tasks or ((n_workers == 1 or len(tasks) <= 1) and not fresh_process):
-            for i, item in enumerate(tasks):
-                finished(_call(fn, i, item))
+            arriving = (_call(fn, i, item) for i, item in enumerate(tasks))
         else:
-            fresh = {"max_tasks_per_child": 1} if fresh_process else {}
-            pool = ProcessPoolExecutor(
-                max_workers=min(n_workers, len(tasks)), initializer=_worker_signals, **fresh
-            )
-            try:
-                pending = {pool.submit(_call, fn, i, item) for i, item in enumerate(tasks)}
-                while pending:
-                    ended, pending = wait(
-                        pending,
-                        timeout=HEARTBEAT_SECONDS if heartbeat is not None else None,
-                        return_when=FIRST_COMPLETED,
-                    )
-                    for fut in ended:
-                        finished(fut.result())
-                    if not ended and heartbeat is not None:  # a long task: still say how far
-                        heartbeat(done)
-            except BaseException:  # an interrupt: no queued task runs, no worker outlives us
-                _stop_pool(pool)
-                raise
-            pool.shutdown()
+            waiting = (lambda: heartbeat(done)) if heartbeat is not None else None
+            arriving = _pool_outcomes(fn, tasks, n_workers, fresh_process, waiting)
+        with contextlib.closing(arriving):  # an interrupt here stops the workers at once
+            for outcome in arriving:
+                finished(outcome)
     finally:
         if bar is not None:
             bar.close()
     return [o for o in outcomes if o is not None]
+
+
+def _pool_outcomes(
+    fn: Callable[[Any], Any],
+    tasks: Sequence[Any],
+    workers: int,
+    fresh_process: bool,
+    waiting: Callable[[], None] | None,
+) -> Iterator[TaskOutcome]:
+    """Every task in a local process pool; outcomes as they finish. waiting(): called every
+    HEARTBEAT_SECONDS in which no task finished (a long task: a line still says how far)."""
+    fresh = {"max_tasks_per_child": 1} if fresh_process else {}
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(tasks)), initializer=_worker_signals, **fresh
+    )
+    try:
+        pending = {pool.submit(_call, fn, i, item) for i, item in enumerate(tasks)}
+        while pending:
+            timeout = HEARTBEAT_SECONDS if waiting is not None else None
+            ended, pending = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+            for fut in ended:
+                yield fut.result()
+            if not ended and waiting is not None:
+                waiting()
+    except BaseException:  # an interrupt (or the caller closing us): no queued task runs, no
+        _stop_pool(pool)  # worker outlives us
+        raise
+    pool.shutdown()
 
 
 def _worker_signals() -> None:

@@ -171,21 +171,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
                 found=lengths,
                 expected="equal lengths, or combine: product",
             )
-    hook = None
-    if raw.columns is not None:
-        file, sep, function = raw.columns.rpartition(":")
-        if not sep or not file.endswith(".py") or not function.isidentifier():
-            raise err("expected FILE.py:FUNCTION", ("columns",), found=raw.columns)
-        hook_path = Path(os.path.abspath(folder / file))
-        if not hook_path.is_file():
-            raise err("the columns hook file does not exist", ("columns",), found=str(hook_path))
-        if not _may_define(hook_path, function):
-            raise err(
-                f"the columns hook file defines no function {function}",
-                ("columns",),
-                found=raw.columns,
-            )
-        hook = (hook_path, function)
+    hook = _columns_hook(raw, folder, err)
 
     def base(key: str) -> Path:
         """A base input's path, resolved; a missing file, a folder or a symlink loop is refused
@@ -218,6 +204,24 @@ def load_sweep(path: str | Path) -> SweepSpec:
     spec = _check_plots(spec, raw, err)
     _check_paths(spec, raw, err)
     return spec
+
+
+def _columns_hook(raw: _Sweep, folder: Path, err: Any) -> tuple[Path, str] | None:
+    """The columns hook's file and function, refused at its line when the file is missing or
+    defines no such function (read, not run)."""
+    if raw.columns is None:
+        return None
+    file, sep, function = raw.columns.rpartition(":")
+    if not sep or not file.endswith(".py") or not function.isidentifier():
+        raise err("expected FILE.py:FUNCTION", ("columns",), found=raw.columns)
+    hook_path = Path(os.path.abspath(folder / file))
+    if not hook_path.is_file():
+        raise err("the columns hook file does not exist", ("columns",), found=str(hook_path))
+    if not _may_define(hook_path, function):
+        raise err(
+            f"the columns hook file defines no function {function}", ("columns",), found=raw.columns
+        )
+    return hook_path, function
 
 
 def _check_paths(spec: SweepSpec, raw: _Sweep, err: Any) -> None:
