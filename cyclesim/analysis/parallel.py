@@ -19,7 +19,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,12 +215,14 @@ def _pool_outcomes(
     )
     try:
         pending = {pool.submit(_call, fn, i, item) for i, item in enumerate(tasks)}
-        while pending:
-            timeout = HEARTBEAT_SECONDS if waiting is not None else None
-            ended, pending = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+        if waiting is None:  # as_completed: wait() rescans every pending future each time
+            for fut in as_completed(pending):
+                yield fut.result()
+        while pending and waiting is not None:
+            ended, pending = wait(pending, timeout=HEARTBEAT_SECONDS, return_when=FIRST_COMPLETED)
             for fut in ended:
                 yield fut.result()
-            if not ended and waiting is not None:
+            if not ended:
                 waiting()
     except BaseException:  # an interrupt (or the caller closing us): no queued task runs, no
         _stop_pool(pool)  # worker outlives us
