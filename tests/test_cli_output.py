@@ -117,3 +117,32 @@ def test_quiet_prints_no_report(capsys):
     assert capsys.readouterr() == ("", "")
     assert main(["-q", "run", *FILES, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cycles"] == 52
+
+
+ROOT = Path(__file__).resolve().parents[1]
+CHIP = [str(ROOT / "examples" / "multicore" / f) for f in ("chip_bus_2core.yaml", "workload.yaml", "layer_by_layer_2core.yaml")]  # fmt: skip
+SCALESIM = ROOT / "examples" / "scalesim"
+REPORTS = {  # every command with a report, and how it is run
+    "chip": ["chip", *CHIP],
+    "l1": ["l1", str(ROOT / "examples" / "l1_placement" / "softmax.yaml")],
+    "dram": ["dram", "DDR4_8Gb_x8_2400", "TRACE"],
+    "explain": ["explain", *FILES, "--no-verify"],
+    "check scalesim": [
+        "check",
+        "scalesim",
+        str(SCALESIM / "ws_8x16_calc.cfg"),
+        str(SCALESIM / "gemm_small.csv"),
+        "--no-peer",
+    ],  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("command", REPORTS)
+def test_quiet_prints_no_report_in_any_command(command, tmp_path, monkeypatch, capsys):
+    # found: -q quieted only `run`; chip, l1, dram, explain and check printed their reports
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "TRACE").write_text("0x0 READ 0\n0x40 WRITE 9\n")
+    code = main(REPORTS[command])
+    assert capsys.readouterr().out  # the report, without -q
+    assert main([*REPORTS[command], "-q"]) == code
+    assert capsys.readouterr() == ("", "")

@@ -311,3 +311,58 @@ def test_an_interrupt_while_a_peer_starts_is_held_until_the_peer_can_be_terminat
         outputs.run_peer(["sleep", "120"], timeout=60)
     assert started[0].returncode is not None  # terminated and reaped, not left running
     assert not outputs._HELD and not outputs._CHILDREN
+
+
+# Ctrl-C at a terminal: SIGINT to the whole process group, here as the first Dask worker
+# process has just been spawned (it is still importing) or as a finished point is cached
+GROUP_WRAPPER = """
+import importlib, os, signal, sys, time
+module, name, after, delay = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+owner, _, name = name.rpartition(".")  # a class's method: Popen._launch
+mod = importlib.import_module(module)
+mod = getattr(mod, owner) if owner else mod
+original = getattr(mod, name)
+calls = [0]
+def interrupted(*args, **kwargs):
+    result = original(*args, **kwargs)
+    calls[0] += 1
+    if calls[0] == after + 1:
+        time.sleep(delay)  # the worker spawned is importing by then
+        os.killpg(0, signal.SIGINT)
+    return result
+setattr(mod, name, interrupted)
+if __name__ == "__main__":
+    from cyclesim.cli import main
+    sys.exit(main(sys.argv[5:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "after", "delay"),
+    [("multiprocessing.popen_spawn_posix:Popen._launch", 0, 0.5),
+     ("cyclesim.analysis.sweep:write_atomically", 1, 0)],
+    ids=["while-workers-start", "while-points-run"],
+)  # fmt: skip
+def test_ctrl_c_to_the_process_group_during_a_sweep_is_one_line(tmp_path, target, after, delay):
+    # found: Ctrl-C during `sweep` printed each Dask worker's KeyboardInterrupt traceback
+    sweep_file = tmp_path / "s.yaml"
+    sweep_file.write_text(
+        f"architecture: {WORKED[0]}\nworkload: {WORKED[1]}\nmapping: {WORKED[2]}\n"
+        "axes:\n  - field: architecture.memories.DRAM.ports.dram_rd.width_bits\n"
+        "    values: [1, 2, 3, 4, 5, 6, 7, 8]\n"
+    )
+    module, name = target.split(":")
+    script = tmp_path / "wrapper.py"  # a file: spawned workers re-import the main module
+    script.write_text(GROUP_WRAPPER)
+    tag = f"CYCLESIM_TEST_TAG={os.getpid()}-{time.monotonic_ns()}"
+    done = subprocess.run(
+        [sys.executable, str(script), module, name, str(after), str(delay), "sweep", str(sweep_file),
+         "--out", "out", "--no-progress", "--no-plots", "--workers", "2"],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT), **dict([tag.split("=")])),
+        capture_output=True, text=True, timeout=120, start_new_session=True,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (130, "cyclesim: interrupted\n")
+    end = time.monotonic() + 20
+    while tagged_processes(tag) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert tagged_processes(tag) == []  # no Dask worker or nanny left running

@@ -48,3 +48,23 @@ def test_dram_logs_its_progress_when_stderr_is_not_a_terminal(tmp_path, monkeypa
     err = capsys.readouterr().err.splitlines()
     assert err and all(line.startswith("cyclesim: dram: ") for line in err)
     assert "of 20,000 requests in, cycle " in err[-1] and " after " in err[-1]
+
+
+def test_explain_logs_its_remedy_replays_when_stderr_is_not_a_terminal(monkeypatch, capsys):
+    # found: `explain` printed nothing for ~20 s in a log while `run` said how far every 5 s
+    import cyclesim.analysis.parallel as parallel
+    import cyclesim.engine.loop as loop
+
+    monkeypatch.setattr(loop, "LOG_SECONDS", 1e9)  # the replay's own lines: not these
+    assert main(["explain", *TPU, "--json", "--workers", "2"]) == 0
+    silent_out, silent_err = capsys.readouterr()
+    assert silent_err == ""
+    monkeypatch.setattr(loop, "LOG_SECONDS", 0.0)
+    monkeypatch.setattr(parallel, "HEARTBEAT_SECONDS", 0.01, raising=False)  # new here
+    assert main(["explain", *TPU, "--json", "--workers", "2"]) == 0
+    out, err = capsys.readouterr()
+    remedies = [line for line in err.splitlines() if line.startswith("cyclesim: remedies: ")]
+    assert remedies and " replays done after " in remedies[-1], err
+    assert _without_wall_time(out) == _without_wall_time(silent_out)  # the lines change nothing
+    assert main(["explain", *TPU, "--json", "--workers", "2", "-q"]) == 0
+    assert capsys.readouterr().err == ""

@@ -145,6 +145,10 @@ def _options(args: argparse.Namespace) -> dict:
 
     if args.workers is not None and args.workers < 1:
         raise CyclesimError("--workers must be at least 1")
+    if args.scheduler is not None:
+        from cyclesim.analysis.parallel import check_scheduler_address
+
+        check_scheduler_address(args.scheduler)
     quiet = getattr(args, "quiet", False)
     return dict(
         cache_dir=None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cyclesim.analysis.parallel import TaskOutcome, map_tasks
+from cyclesim.analysis.parallel import TaskOutcome, check_scheduler_address, map_tasks
 from cyclesim.analysis.sweep_point import (
     PointTask,
     code_fingerprint,
@@ -96,6 +96,8 @@ def sweep(
     from cyclesim.spec import load_architecture, load_workload
 
     started = time.perf_counter()
+    if scheduler is not None:  # refused before the output folder is made
+        check_scheduler_address(scheduler)
     spec = load_sweep(sweep_file)
     out = Path(out)
     cache_dir = out / "cache"
@@ -125,6 +127,7 @@ def sweep(
     log.info(
         "sweep %s: %d points, %d cached, %d to compute", spec.name, len(points), cached, len(todo)
     )
+    checked = _check_hook_columns(spec, rows.values(), checked=False)
 
     def arrived(outcome: TaskOutcome, _finished: int) -> None:
         """Each point into the cache as it finishes: an interrupted sweep keeps what it did."""
@@ -136,6 +139,8 @@ def sweep(
         else:  # the worker itself failed (not an input fault): not cached, retried next time
             row = {"status": "error", "error": outcome.error}
         rows[task.index] = row | {"cached": False}
+        nonlocal checked
+        checked = _check_hook_columns(spec, [row], checked=checked)
 
     map_tasks(
         run_point,
@@ -159,6 +164,18 @@ def sweep(
         run.files += write_sweep_plots(table, spec.plots, out, title=spec.name)
     run.wall_seconds = time.perf_counter() - started
     return run
+
+
+def _check_hook_columns(spec: SweepSpec, rows: Any, *, checked: bool) -> bool:
+    """Once the columns hook has returned a row, refuse a plot column it lacks (the sweep
+    file's line); True once checked."""
+    if checked or not spec.hook_plot_columns:
+        return True
+    for row in rows:
+        if row.get("status") == "ok" and row.get("error") is None:
+            spec.check_hook_columns(row)
+            return True
+    return False
 
 
 def _table(spec: SweepSpec, points: list[Point], rows: dict[int, dict]) -> Any:

@@ -88,6 +88,15 @@ class SweepSpec:
     axes: tuple[Axis, ...]
     plots: tuple[tuple[str, str | None, tuple[str, ...]], ...]  # (x, series, y columns)
     columns_hook: tuple[Path, str] | None
+    # plot columns neither an axis nor the replay fills: the hook's, or the error to raise
+    # (file, field, line) when the hook's first row has no such column
+    hook_plot_columns: tuple[tuple[str, SpecError], ...] = ()
+
+    def check_hook_columns(self, row: dict) -> None:
+        """Raise the plot's SpecError for a column the columns hook's first row lacks."""
+        for column, error in self.hook_plot_columns:
+            if column not in row:
+                raise error
 
     def points(self) -> list[Point]:
         """Every point: the product of the axes' steps, or their zip."""
@@ -162,15 +171,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
                 found=lengths,
                 expected="equal lengths, or combine: product",
             )
-    hook = None
-    if raw.columns is not None:
-        file, sep, function = raw.columns.rpartition(":")
-        if not sep or not file.endswith(".py") or not function.isidentifier():
-            raise err("expected FILE.py:FUNCTION", ("columns",), found=raw.columns)
-        hook_path = Path(os.path.abspath(folder / file))
-        if not hook_path.is_file():
-            raise err("the columns hook file does not exist", ("columns",), found=str(hook_path))
-        hook = (hook_path, function)
+    hook = _columns_hook(raw, folder, err)
 
     def base(key: str) -> Path:
         """A base input's path, resolved; a missing file, a folder or a symlink loop is refused
@@ -200,9 +201,27 @@ def load_sweep(path: str | Path) -> SweepSpec:
         tuple((p.x, p.series, (p.y,) if isinstance(p.y, str) else tuple(p.y)) for p in raw.plots),
         hook,
     )
-    _check_plots(spec, raw, err)
+    spec = _check_plots(spec, raw, err)
     _check_paths(spec, raw, err)
     return spec
+
+
+def _columns_hook(raw: _Sweep, folder: Path, err: Any) -> tuple[Path, str] | None:
+    """The columns hook's file and function, refused at its line when the file is missing or
+    defines no such function (read, not run)."""
+    if raw.columns is None:
+        return None
+    file, sep, function = raw.columns.rpartition(":")
+    if not sep or not file.endswith(".py") or not function.isidentifier():
+        raise err("expected FILE.py:FUNCTION", ("columns",), found=raw.columns)
+    hook_path = Path(os.path.abspath(folder / file))
+    if not hook_path.is_file():
+        raise err("the columns hook file does not exist", ("columns",), found=str(hook_path))
+    if not _may_define(hook_path, function):
+        raise err(
+            f"the columns hook file defines no function {function}", ("columns",), found=raw.columns
+        )
+    return hook_path, function
 
 
 def _check_paths(spec: SweepSpec, raw: _Sweep, err: Any) -> None:
@@ -271,16 +290,62 @@ def _unknown_leaf(head: str, changed: dict, spec: SweepSpec) -> str | None:
     return None
 
 
-def _check_plots(spec: SweepSpec, raw: _Sweep, err: Any) -> None:
-    """A plot's series must be an axis column (x and y may be any column, checked when drawn)."""
-    known = spec.axis_columns
+def _check_plots(spec: SweepSpec, raw: _Sweep, err: Any) -> SweepSpec:
+    """A plot's series must be an axis column; x and y an axis or a result column, refused at
+    their line before any point runs. With a columns hook, a name neither fills may be the
+    hook's: the spec returned carries its error, raised if the hook's first row lacks it."""
+    from dataclasses import replace
+
+    from cyclesim.analysis.sweep_point import result_columns
+
+    axes, results = spec.axis_columns, result_columns()
+    expected = f"an axis column {axes} or a result column {results}"
+    if spec.columns_hook is not None:
+        expected += f", or a column the columns hook {spec.columns_hook[1]} returns"
+    pending: list[tuple[str, SpecError]] = []
     for i, plot in enumerate(raw.plots):
-        for key in ("series",):
-            value = getattr(plot, key)
-            if value is not None and value not in known:
-                raise err(
-                    "a plot names a column no axis fills",
-                    ("plots", i, key),
-                    found=value,
-                    expected=f"one of {known}",
-                )
+        if plot.series is not None and plot.series not in axes:
+            raise err(
+                "a plot names a column no axis fills",
+                ("plots", i, "series"),
+                found=plot.series,
+                expected=f"one of {axes}",
+            )
+        named = [(("plots", i, "x"), plot.x)]
+        if isinstance(plot.y, str):
+            named.append((("plots", i, "y"), plot.y))
+        else:
+            named += [(("plots", i, "y", j), y) for j, y in enumerate(plot.y)]
+        for loc, column in named:
+            if column in axes or column in results or column == "point":
+                continue
+            error = err(
+                "a plot names a column the sweep table does not have",
+                loc,
+                found=column,
+                expected=expected,
+            )
+            if spec.columns_hook is None:
+                raise error
+            pending.append((column, error))
+    return replace(spec, hook_plot_columns=tuple(pending))
+
+
+def _may_define(path: Path, function: str) -> bool:
+    """Whether a hook file may define `function` at its top level (read, not run: the hook
+    runs in the workers). A star import or a module __getattr__ may define any name."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except (SyntaxError, ValueError, OSError):
+        return True  # its own error, each point's row says it
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return function in names or "*" in names or "__getattr__" in names

@@ -8,9 +8,11 @@ cli.output_paths, what a run cut short by lack of memory or a signal does in cli
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from cyclesim import __version__
@@ -175,6 +177,17 @@ def _environment_error() -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _quiet_stdout(args: argparse.Namespace) -> Iterator[None]:
+    """-q means the same in every command: no report on stdout (errors still on stderr, files
+    still written); the one exception is --json, which asks for stdout by name."""
+    if not args.quiet or getattr(args, "json", False):
+        yield
+        return
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; print an error as one line on stderr and return its exit code."""
     if (odd := _environment_error()) is not None:  # before --version, which reports the timer
@@ -194,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         memory_reserve[:] = [bytearray(RESERVE_BYTES)]
         check_outputs(args)
         fresh = new_outputs(args)
-        return int(args.func(args) or 0)
+        with _quiet_stdout(args):
+            return int(args.func(args) or 0)
     except MemoryError:
         return out_of_memory(args, fresh)
     except (Interrupted, KeyboardInterrupt) as exc:

@@ -17,6 +17,7 @@ from cyclesim.l1.config import AllocKind, Region  # noqa: E402
 from cyclesim.l1.events import Action  # noqa: E402
 from cyclesim.l1.tree_replay import ReplayResult  # noqa: E402
 
+_LEGEND_ENTRY_INCHES = 1.75  # the widest entry, "intermediate (stack)", at font size 8
 _COLOURS = {
     "pool block": "#e8e0f4",
     "tensor": "#8c8c8c",
@@ -82,9 +83,13 @@ def plot_l1_map(results: list[ReplayResult], path: str | Path) -> Path:
         ax.set_xlabel("allocation sequence (event)")
     axes[0][0].set_ylabel("L1 address (KiB); solid: unreserved base, dashed: heap top")
     handles = [Patch(facecolor=c, edgecolor="black", label=k) for k, c in _COLOURS.items()]
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    # as many legend entries per row as the figure's width holds (one policy: 5.5 in), so
+    # the legend is not clipped at both edges; the rows below the plots
+    per_row = max(1, min(len(handles), int(5.5 * len(results) / _LEGEND_ENTRY_INCHES)))
+    rows = -(-len(handles) // per_row)
+    fig.legend(handles=handles, loc="lower center", ncol=per_row, fontsize=8, frameon=False)
     fig.suptitle(f"L1 map over time: {results[0].source}", fontsize=11)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    fig.tight_layout(rect=(0, 0.035 * rows + 0.01, 1, 0.96))
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as temporary:
         fig.savefig(temporary, dpi=120)

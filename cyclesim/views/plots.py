@@ -176,7 +176,14 @@ def plot_stalls(res: Result, path: str | Path, title: str = "") -> None:
             ax.text(cycles * 1.1, y, f"{int(cycles):,} ({_pct(int(cycles), res.cycles)})",
                     va="center", fontsize=7)  # fmt: skip
         _y_tick_labels(ax, range(len(df)), labels, 7)
-        ax.set_xlabel("cycles (log scale)")
+        # the log axis said so only in small print: a 504-cycle bar looked two thirds of a
+        # 187,500-cycle one. A grid line per decade shows the scale; the values are the numbers
+        ax.grid(True, axis="x", which="major", alpha=0.4)
+        ax.set_axisbelow(True)
+        ax.set_xlabel(
+            "cycles, LOG SCALE (each grid line x10): bar lengths are not proportional; "
+            "each bar's value is at its end"
+        )
         causes = list(dict.fromkeys(df["cause"][::-1]))
         ax.legend([Rectangle((0, 0), 1, 1, color=CAUSE_COLORS.get(c, "#000")) for c in causes],
                   causes, loc="lower right", fontsize=7, frameon=False)  # fmt: skip

@@ -39,6 +39,7 @@ def write_sweep_plots(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     from cyclesim.errors import CyclesimError
 
@@ -74,6 +75,14 @@ def write_sweep_plots(
         if numeric_x and 0 < ok[x].nunique() <= 12:
             ticks = sorted(ok[x].unique())
             ax.set_xticks(ticks, [f"{t:.4g}" for t in ticks])
+        values = [pd.to_numeric(ok[y], errors="coerce") for y in ys if y not in empty]
+        if values and min(v.min() for v in values) >= 0:
+            # counts from 0 (a 4 % change looked like 90 % on an axis from 1.16e6 to 1.21e6),
+            # written out in full, not as a 1e6 offset
+            ax.set_ylim(0, max(v.max() for v in values) * 1.06 or 1)
+            ax.yaxis.set_major_formatter(
+                FuncFormatter(lambda v, _: f"{v:,.0f}" if v == int(v) else f"{v:,.3g}")
+            )
         y = " / ".join(ys)
         failed = int((table["status"] != "ok").sum())
         ax.set_xlabel(x)

@@ -344,3 +344,79 @@ def test_the_summary_shows_the_successful_points_first():
     lines = summary_text(run, head=2).splitlines()
     assert lines[2].split()[:3] == ["4", "ok", "300"] and lines[3].split()[:3] == ["8", "ok", "200"]
     assert lines[4] == "... 2 more rows"
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [("notanaddress", "no port"), ("tcp://127.0.0.1", "no port"),
+     ("127.0.0.1:8786x", "port '8786x' is not a number from 1 to 65535"),
+     ("foo://x:1", "unknown scheme 'foo://'")],
+)  # fmt: skip
+def test_a_malformed_scheduler_address_is_one_line_and_exit_2(tmp_path, capsys, address, reason):
+    # found: a Dask ValueError traceback and exit 1, after the output folder was made
+    out = tmp_path / "out"
+    assert main(["sweep", str(SWEEP), "--out", str(out), "--scheduler", address]) == 2
+    assert capsys.readouterr().err == (
+        f"cyclesim: malformed Dask scheduler address {address!r} ({reason}); expected "
+        "[tcp://]HOST:PORT (or tls://, ws://, wss://), e.g. tcp://127.0.0.1:8786\n"
+    )
+    assert not out.exists()
+
+
+def plotted_sweep(tmp_path: Path, plot: str, hook: str | None = None) -> Path:
+    """The small sweep with one plot line (line 13) and, if given, a columns hook (line 14)."""
+    text = SWEEP.read_text().replace("../../cases/", str(WORKED.parent.parent) + "/")
+    text = text.replace("  - {x: DRAM.dram_rd.width_bits, series: abuf.size_bits}", plot)
+    if hook is not None:
+        (tmp_path / "hook.py").write_text(
+            "def columns(result, point):\n    return {'busy': result.ideal_compute_cycles}\n"
+        )
+        text += f"columns: {hook}\n"
+    path = tmp_path / "plotted.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("plot", "field", "found"),
+    [("  - {x: DRAM.dram_rd.width_bits, y: cyclez}", "plots[0].y", "cyclez"),
+     ("  - {x: DRAM.dram_rd.widthbits}", "plots[0].x", "DRAM.dram_rd.widthbits"),
+     ("  - {x: abuf.size_bits, y: [cycles, stalls]}", "plots[0].y[1]", "stalls")],
+)  # fmt: skip
+def test_a_plot_column_the_table_lacks_is_refused_before_any_point(tmp_path, capsys, plot,
+                                                                   field, found):  # fmt: skip
+    # found: refused only after every point ran, naming no file or line
+    path = plotted_sweep(tmp_path, plot)
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"cyclesim: {path}:13: field '{field}': a plot names a column the sweep table does not "
+        f"have (found '{found}'); expected an axis column ['DRAM.dram_rd.width_bits', "
+        "'abuf.size_bits'] or a result column ['cycles', 'onload_cycles', "
+    ), err
+    assert err.count("\n") == 1 and not out.exists()
+
+
+def test_a_plot_column_the_columns_hook_lacks_is_refused_at_its_first_row(tmp_path, capsys):
+    path = plotted_sweep(tmp_path, "  - {x: abuf.size_bits, y: [busy, bussy]}", "hook.py:columns")
+    argv = ["sweep", str(path), "--out", str(tmp_path / "out"), "--no-progress", "--workers", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cyclesim: {path}:13: field 'plots[0].y[1]': a plot names a column ")
+    assert "(found 'bussy')" in err and err.endswith(", or a column the columns hook columns returns\n")  # fmt: skip
+    assert not (tmp_path / "out" / "sweep.csv").exists()
+    # the hook's own column is plotted
+    good = plotted_sweep(tmp_path, "  - {x: abuf.size_bits, y: busy}", "hook.py:columns")
+    assert main(["sweep", str(good), "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+
+
+def test_a_columns_hook_naming_no_function_of_its_file_is_refused(tmp_path, capsys):
+    # found: exit 0 with an `error` cell on every row
+    path = plotted_sweep(tmp_path, "  - {x: abuf.size_bits}", "hook.py:g")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (
+        f"cyclesim: {path}:14: field 'columns': the columns hook file defines no function g "
+        "(found 'hook.py:g')\n"
+    )
+    assert not (tmp_path / "out").exists()

@@ -208,3 +208,15 @@ def test_scalesim_reports_the_hand_derived_4x4_folds_minus_one(tmp_path):
         )
         (layer,) = run_scalesim(cfg, topo, gemm=True).layers
         assert (layer.total_cycles, layer.stall_cycles) == (expected, 0), flow
+
+
+@pytest.mark.parametrize("header", ["Layer, M, N, K,\n", "Layer, M, N, K,\ng, 8, 8, 8,\n"])
+def test_a_short_gemm_row_is_called_a_gemm_row(tmp_path, header):
+    # found: 'g1, 8, 16,' under a GEMM header was "a conv topology row has 7 numbers"
+    topo = tmp_path / "t.csv"
+    topo.write_text(f"{header}g1, 8, 16,\n")
+    done = cli(str(EXAMPLES / "ws_32x32_calc.cfg"), str(topo), "--no-peer")
+    line = header.count("\n") + 1
+    assert (done.returncode, done.stderr) == (2, (
+        f"cyclesim check scalesim: {topo}:{line}: this row has 2 numbers after the name; a GEMM "
+        "topology row has 3 (found 'g1, 8, 16,'); expected name, M, N, K,\n"))  # fmt: skip

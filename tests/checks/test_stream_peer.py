@@ -150,3 +150,18 @@ def test_cli_outputs_are_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) in ([], ["t"])
     assert main([*argv, "--plot", "p.gif"]) == 2
     assert capsys.readouterr().err.startswith("cyclesim check stream: --plot p.gif")
+
+
+def test_without_onnx_the_message_points_to_make_peers(tmp_path, monkeypatch, capsys):
+    # found: "needs the onnx package" and nothing on how to get it
+    import sys
+
+    from cyclesim.cli import main
+
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    monkeypatch.chdir(tmp_path)
+    argv = ["check", "stream", "--accelerator", DUAL, "--workload", ONNX,
+            "--mapping", str(EXAMPLES / "dual_fused_rows.yaml")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs the onnx package: `make peers` installs it" in err, err

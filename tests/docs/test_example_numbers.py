@@ -8,6 +8,7 @@ README edited by hand and a replay that moves both fail here, naming the line.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -123,3 +124,62 @@ def test_resnet50_dram_table_and_controller():
     assert controller, f"{readme}: the controller's 'The layer then takes **N cycles**' is gone"
     got = cycles_of("hw_models/tpu_like_ddr4_controller.yaml", *files)
     assert got == number(controller.group(1))
+
+
+def test_l1_placement_pool_sentence(capsys):
+    # found: the README said an 884,736 B pool; `cyclesim l1 ... --compare` printed 921,600
+    from cyclesim.cli import main
+
+    readme = EXAMPLES / "l1_placement" / "README.md"
+    pattern = (
+        r"layer's ([\d,]+) B pool leaves no room for the QKV matmul's ([\d,]+) B of CBs "
+        r"\(CB end\s+([\d,]+) > pool at ([\d,]+)\)"
+    )
+    found = re.search(pattern, readme.read_text())
+    assert found, f"{readme}: the sentence on the pool policy's clash is gone"
+    stated = [number(g) for g in found.groups()]
+    main(
+        ["l1", str(EXAMPLES / "l1_placement" / "deep_composite.yaml"), "--policy", "pool", "--json"]
+    )
+    run = json.loads(capsys.readouterr().out)["policies"][0]
+    ops = {op["path"]: op for op in run["ops"]}
+    got = [
+        ops["encoder_layer"]["pool_bytes"],
+        ops["encoder_layer/attention_block/linear_qkv"]["cb_peak_bytes"],
+        run["failure"]["cb_region_end"],
+        run["failure"]["lowest_heap_address"],
+    ]
+    assert stated == got, (
+        f"{readme}: says {stated} (pool, QKV CBs, CB end, pool at), l1 gives {got}"
+    )
+
+
+def test_scalesim_cb2a_2_stall_causes(capsys):
+    # found: the README said 285,286 of DRAM.rd_ofmap and 13,549 of DRAM.rd_ifmap; the check
+    # printed 285,770 and 9,045 (and 4,056 of buffer_full). The replay's side only (--no-peer):
+    # the causes are the replay's, SCALE-Sim's run takes a minute
+    from cyclesim.cli import main
+
+    readme = EXAMPLES / "scalesim" / "README.md"
+    pattern = (
+        r"The replay stalls ([\d,]+) cycles, ([\d,]+) of them `bandwidth`\s+of `DRAM.rd_ofmap`"
+        r".*?; ([\d,]+) more are `DRAM.rd_ifmap`.*? and ([\d,]+) `buffer_full` of `ofmap_sram`"
+    )
+    found = re.search(pattern, readme.read_text(), re.S)
+    assert found, f"{readme}: the CB2a_2 sentence on the replay's stall causes is gone"
+    stated = [number(g) for g in found.groups()]
+    folder = EXAMPLES / "scalesim"
+    argv = ["check", "scalesim", str(folder / "ws_32x32_user_bw10.cfg"),
+            str(folder / "resnet50_conv2x.csv"), "--no-peer", "--json"]  # fmt: skip
+    main(argv)
+    doc = json.loads(capsys.readouterr().out)
+    stall = [t["value"] for t in doc["terms"] if (t["term"], t["source"]) == ("stall_cycles", "replay")]  # fmt: skip
+    causes = next(n for n in doc["notes"] if n.startswith("CB2a_2: replay's non-compute cycles"))
+    by_cause = {name: number(n) for name, n in re.findall(r"compute (\w+ [\w.]+) \(\w\) ([\d,]+)", causes)}  # fmt: skip
+    got = [
+        int(stall[0]),
+        by_cause["bandwidth DRAM.rd_ofmap"],
+        by_cause["bandwidth DRAM.rd_ifmap"],
+        by_cause["buffer_full ofmap_sram"],
+    ]
+    assert stated == got, f"{readme}: says {stated} (stall, rd_ofmap, rd_ifmap, buffer_full), the check gives {got}"  # fmt: skip

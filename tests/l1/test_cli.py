@@ -68,3 +68,22 @@ def test_plot_writes_a_png(tmp_path):
     png = tmp_path / "map.png"
     assert main([str(path), "--compare", "--plot", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_l1_map_legend_lies_inside_the_image(tmp_path, monkeypatch):
+    # found: with one policy the legend's seven entries in one row were clipped at both edges
+    import matplotlib.figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from cyclesim.cli import main
+
+    figures = []
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k)))  # fmt: skip
+    deep = Path(__file__).resolve().parents[2] / "examples" / "l1_placement" / "deep_composite.yaml"
+    for policy in (["--policy", "heap"], ["--compare"]):
+        assert main(["l1", str(deep), "--plot", str(tmp_path / "map.png"), "-q", *policy]) == 0
+        fig = figures[-1]
+        box = fig.legends[0].get_window_extent(FigureCanvasAgg(fig).get_renderer())  # closed
+        assert 0 <= box.x0 and box.x1 <= fig.bbox.x1 and 0 <= box.y0, (policy, box, fig.bbox)

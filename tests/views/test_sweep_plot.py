@@ -43,3 +43,15 @@ def test_a_column_without_values_is_named_in_the_title_not_in_the_legend(tmp_pat
         "zigzag_latency, mapping = large",
     ]
     assert "no values: zigzag_search_latency" in ax.get_title()
+
+
+def test_a_count_axis_starts_at_zero(tmp_path, monkeypatch):
+    # found: cycles from 1.16e6 to 1.21e6 filled the axis, so a 4 % change looked large
+    table = pd.DataFrame({"status": ["ok"] * 3, "width": [256, 512, 1024],
+                          "cycles": [1_210_000, 1_180_000, 1_160_000]})  # fmt: skip
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    sweep_plot.write_sweep_plots(table, (("width", None, ("cycles",)),), tmp_path, title="t")
+    (ax,) = figures[0].axes
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] > 1_210_000
+    assert ax.yaxis.get_major_formatter()(1_000_000, 0) == "1,000,000"  # not a 1e6 offset

@@ -131,7 +131,7 @@ def explain(
     choices, then the fallbacks of those that did not fit), and both rounds fill the one table
     of results kept here.
     """
-    from cyclesim.analysis.parallel import map_tasks
+    from cyclesim.analysis.parallel import map_tasks, progress_lines
 
     ex = rank_causes(res, mapping)
     # a full buffer whose slot a write-back holds: that write-back's remedies act on it too,
@@ -171,8 +171,10 @@ def explain(
         todo = [(change, a, m) for change, (a, m) in tasks.items() if change not in done]
         options = remedy_options(res)
         items = [RemedyTask(change, a, workload, m, options, res.cycles, places) for change, a, m in todo]  # fmt: skip
+        lines = progress_lines("remedies", len(items), progress, "replays")  # off a terminal
         for (change, _, _), outcome in zip(todo, map_tasks(_replay_remedy, items, workers=workers,
-                                                            progress=progress, desc="remedies"), strict=True):  # fmt: skip
+                                                            progress=progress, desc="remedies",
+                                                            heartbeat=lines), strict=True):  # fmt: skip
             done[change] = (
                 outcome.value
                 if outcome.ok

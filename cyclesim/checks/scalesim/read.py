@@ -298,6 +298,24 @@ def read_config(path: str | Path) -> ScaleConfig:
     )
 
 
+def _layer(name: str, nums: list[int], gemm: bool, path: str, line: int, row: str | None) -> Layer:
+    """One topology row's layer: GEMM (M, N, K) or conv (H, W, R, S, C, F, stride)."""
+    if "DP" in name:
+        raise SpecError(
+            "depthwise layers ('DP' in the name) are not supported by this check",
+            file=path,
+            line=line,
+            found=name,
+        )
+    if gemm:
+        m, n, k = nums
+        return Layer(name, line, m, k, 1, k, 1, n, 1, True)
+    h, w, r, s, c, f, stride = nums
+    if r > h or s > w:
+        raise SpecError("the filter is larger than the input", file=path, line=line, found=row)
+    return Layer(name, line, h, w, r, s, c, f, stride, False)
+
+
 def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ...]:
     """Read a topology CSV: conv rows (name, H, W, R, S, C, F, stride) or GEMM rows (name, M, N, K).
 
@@ -322,6 +340,10 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
         or a header that starts 'Layer'), else nothing of it."""
         return row.strip()[:80] if layers or rows[0].strip().lower().startswith("layer") else None
 
+    header = [f.strip() for f in rows[0].split(",")]
+    header = [f for f in header[1:] if f and ":" not in f]
+    if gemm is None and len(header) in (3, 7):  # the header tells: 'Layer, M, N, K,'
+        gemm = len(header) == 3
     for line, row in enumerate(rows[1:], start=2):
         if not row.strip():
             continue
@@ -330,10 +352,12 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
             fields = fields[:-1]
         values = [f for f in fields[1:] if ":" not in f]  # an N:M sparsity column is ignored
         kind = gemm if gemm is not None else len(values) == 3
+        gemm = kind  # the first row tells when the header does not; the others follow it
         want = 3 if kind else 7
         if len(values) != want:
             raise SpecError(
-                f"a {'GEMM' if kind else 'conv'} topology row has {want} numbers after the name",
+                f"this row has {len(values)} numbers after the name; a "
+                f"{'GEMM' if kind else 'conv'} topology row has {want}",
                 file=path,
                 line=line,
                 found=shown(row),
@@ -357,24 +381,7 @@ def read_topology(path: str | Path, gemm: bool | None = None) -> tuple[Layer, ..
                 line=line,
                 found=shown(row),
             )
-        name = fields[0]
-        if "DP" in name:
-            raise SpecError(
-                "depthwise layers ('DP' in the name) are not supported by this check",
-                file=path,
-                line=line,
-                found=name,
-            )
-        if kind:
-            m, n, k = nums
-            layers.append(Layer(name, line, m, k, 1, k, 1, n, 1, True))
-        else:
-            h, w, r, s, c, f, stride = nums
-            if r > h or s > w:
-                raise SpecError(
-                    "the filter is larger than the input", file=path, line=line, found=shown(row)
-                )
-            layers.append(Layer(name, line, h, w, r, s, c, f, stride, False))
+        layers.append(_layer(fields[0], nums, kind, path, line, shown(row)))
     if not layers:
         raise SpecError("the topology has no layer rows after its header", file=path)
     return tuple(layers)

@@ -288,7 +288,11 @@ def read_onnx_nodes(path: str | Path) -> tuple[OnnxNode, ...]:
     try:
         import onnx
     except ImportError:  # pragma: no cover - onnx comes with zigzag-dse
-        raise SpecError("reading an ONNX workload needs the onnx package", file=str(path)) from None
+        raise SpecError(
+            "reading an ONNX workload needs the onnx package: `make peers` installs it "
+            "(with zigzag-dse), or pip install onnx",
+            file=str(path),
+        ) from None
     try:
         model = onnx.load(str(path), load_external_data=False)
     except FileNotFoundError:
