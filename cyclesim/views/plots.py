@@ -180,10 +180,7 @@ def plot_stalls(res: Result, path: str | Path, title: str = "") -> None:
         # 187,500-cycle one. A grid line per decade shows the scale; the values are the numbers
         ax.grid(True, axis="x", which="major", alpha=0.4)
         ax.set_axisbelow(True)
-        ax.set_xlabel(
-            "cycles, LOG SCALE (each grid line x10): bar lengths are not proportional; "
-            "each bar's value is at its end"
-        )
+        ax.set_xlabel("cycles, LOG SCALE: each grid line x10, values at the bars' ends", fontsize=9)
         causes = list(dict.fromkeys(df["cause"][::-1]))
         ax.legend([Rectangle((0, 0), 1, 1, color=CAUSE_COLORS.get(c, "#000")) for c in causes],
                   causes, loc="lower right", fontsize=7, frameon=False)  # fmt: skip
@@ -431,7 +428,12 @@ def write_plots(
     # dozens of times per plot, and each full collection walks every live object of the
     # traced run (0.2-0.4 s on the memory-size example); the five figures' cycles are freed
     # by the first collection after
-    with steps_bar(len(draw), "plots", progress) as tick, gc_paused():
+    # matplotlib's own style: a library imported in this process (zigzag-dse sets axes labels
+    # at 20 pt) may have changed rcParams globally, which made the stalls plot's label outgrow
+    # its figure
+    import matplotlib.style
+
+    with steps_bar(len(draw), "plots", progress) as tick, gc_paused(), matplotlib.style.context("default"):  # fmt: skip
         for name, plot in zip(PLOT_NAMES, draw, strict=True):
             plot()
             tick(name)

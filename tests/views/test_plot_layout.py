@@ -124,3 +124,22 @@ def test_the_stall_plot_says_its_axis_is_logarithmic_and_prints_each_value(trace
     assert any(line.get_visible() for line in ax.get_xgridlines())  # a line per decade
     texts = {t.get_text().split(" (")[0] for t in ax.texts}
     assert {f"{int(c):,}" for c in res.stalls["cycles"].head(24)} <= texts
+
+
+def test_plots_keep_their_layout_when_another_library_changed_rcparams(
+    traced, tmp_path, monkeypatch
+):
+    # importing zigzag-dse sets rcParams globally (axes labels at 20 pt); in the full suite a
+    # test that had imported it before made the stalls plot's x label wider than its figure
+    import matplotlib
+
+    figures = []
+    fit = plots._fit
+    monkeypatch.setattr(plots, "_fit", lambda fig: (fit(fig), figures.append(fig)))
+    with matplotlib.rc_context({"axes.labelsize": 20, "axes.titlesize": 20, "font.size": 14}):
+        plots.write_plots(traced("01_compute_bound"), tmp_path)
+    for name, fig in zip(plots.PLOT_NAMES, figures, strict=True):
+        drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+        width, height = fig.get_size_inches()
+        margins = (drawn.x0, drawn.y0, width - drawn.x1, height - drawn.y1)
+        assert 0.02 <= min(margins) and max(margins) <= 0.25, (name, margins)
