@@ -91,11 +91,9 @@ class DramLoop:
 
     # ------------------------------------------------------------- requests
     def push(self, address: int, is_write: bool, at: int, owner) -> Request:
-        """A request reaching the controller's front end at accelerator cycle `at`."""
-        r = native.Request(address, is_write, max(self.to_dram(at), self.front.clk), owner)
-        self.front.push(r)
-        self.calls += 1
-        return r
+        """A request reaching the controller's front end at accelerator cycle `at` (a run of
+        one: the same arrival and clamp as the replay's runs)."""
+        return self.push_run([address], [at], is_write, owner)[0]
 
     def push_run(self, addresses: list[int], ats: list[int], is_write: bool, owner) -> list:
         """Requests to `addresses`, the k-th reaching the front end at accelerator cycle
@@ -236,15 +234,11 @@ def write_dram_trace(path: str | Path, requests) -> None:
     write_atomically(path, "".join(lines))
 
 
-def request_addresses(runs, request_bytes: int, prev: int | None) -> list[tuple[int, int]]:
-    """(offset in these bytes, request address) of each request the strided byte runs cover,
-    in order; a line's requests are its own, and a first line that goes on from the previous
-    call does not issue `prev` (the request the last burst ended in) again."""
-    return list(zip(*request_offsets(runs, request_bytes, prev), strict=True))
-
-
 def request_offsets(runs, request_bytes: int, prev: int | None) -> tuple[list[int], list[int]]:
-    """request_addresses as two lists, the offsets and the addresses (no pair per request)."""
+    """(offsets in these bytes, request addresses) of the requests the strided byte runs
+    cover, in order, as two lists: a line's requests are its own, and a first line that goes
+    on from the previous call does not issue `prev` (the request the last burst ended in)
+    again."""
     offsets, addresses = [], []
     off = 0
     mask = ~(request_bytes - 1)

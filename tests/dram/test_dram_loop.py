@@ -23,7 +23,7 @@ from test_replay_properties import schedules  # noqa: E402
 
 from cyclesim.dram.load import load_dram_config  # noqa: E402
 from cyclesim.dram.trace import completion_cycles, read_trace, simulate_trace  # noqa: E402
-from cyclesim.engine.dram_loop import DramLoop, request_addresses, write_dram_trace  # noqa: E402
+from cyclesim.engine.dram_loop import DramLoop, request_offsets, write_dram_trace  # noqa: E402
 from cyclesim.engine.environment import ReplayEnvironment  # noqa: E402
 from cyclesim.engine.run import replay_plan  # noqa: E402
 from cyclesim.results import build_result  # noqa: E402
@@ -284,6 +284,11 @@ def test_the_trace_and_the_loop_are_one_controller():
 
 def _wait_all(loop, pushed):
     yield from loop.wait(pushed, False)
+
+
+def request_addresses(runs, request_bytes, prev):
+    """(offset, address) pairs of request_offsets' two lists."""
+    return list(zip(*request_offsets(runs, request_bytes, prev), strict=True))
 
 
 def test_a_lines_requests_are_its_own():
