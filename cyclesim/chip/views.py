@@ -191,6 +191,21 @@ def utilisation_steps(res: ChipResult, key: str, bins: int) -> tuple[list[float]
     return [k * width for k in range(bins + 1)], ys + ys[-1:]
 
 
+# The chip's own causes (docs/multicore.md), each a fixed colour of Paul Tol's schemes that no
+# single-core cause, phase or layer (views/plots.py) has; `idle` a pale grey: no work left.
+CHIP_CAUSE_COLORS = {"link": "#44AA99", "dram_port": "#DDCC77", "idle": "#E8E8E8"}
+
+
+def span_color(cause: str, label: str, layers: list[str]) -> str:
+    """A Gantt bar's colour: a step's by its layer (in the mapping's order), a wait's by its
+    cause, the same in every plot (the single-core plots' colours, and the chip's own)."""
+    from cyclesim.views.plots import _PALETTE, CAUSE_COLORS
+
+    if cause == "step":
+        return _PALETTE[layers.index(label) % len(_PALETTE)]
+    return CHIP_CAUSE_COLORS.get(cause) or CAUSE_COLORS.get(cause, "#000000")
+
+
 def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     """chip_gantt.png (per core its steps by layer and its waits by cause; per link, bus and
     DRAM port its bursts) and chip_links.png (utilisation over time, in 50 bins)."""
@@ -203,21 +218,15 @@ def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     plan = res.run.plan
     cores, keys = plan.chip.core_names, plan.port_keys
-    palette = plt.get_cmap("tab10").colors
     layers = [lm.einsum for lm in plan.mapping.layers]
-    causes = sorted({s.cause for s in res.spans if s.cause != "step"})
     rows = len(cores) + len(keys)
     fig, ax = plt.subplots(figsize=(12, 1.6 + 0.45 * rows))
     seen: set[str] = set()
     for i, core in enumerate(cores):
         y = rows - 1 - i
         for s in (s for s in res.spans if s.core == core):
-            if s.cause == "step":
-                label = s.where.split("#")[0]
-                color = palette[layers.index(label) % 10]
-            else:
-                label = s.cause
-                color = plt.get_cmap("Set2").colors[causes.index(s.cause) % 8]
+            label = s.where.split("#")[0] if s.cause == "step" else s.cause
+            color = span_color(s.cause, label, layers)
             ax.broken_barh([(s.start, s.end - s.start)], (y - 0.4, 0.8), facecolor=color,
                            edgecolor="white", linewidth=0.8,
                            label=None if label in seen else label)  # fmt: skip
@@ -260,7 +269,8 @@ def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     ax.set_title(
         f"link, bus and DRAM port utilisation over time ({bins} bins of {width:,.0f} cycles)"
     )
-    ax.legend(fontsize=8, ncol=3)
+    # beside the axes, not over them: a trace at 100 % along the right edge stays in sight
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     fig.tight_layout()
     links = directory / "chip_links.png"
     with atomic_path(links) as temporary:

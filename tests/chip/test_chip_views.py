@@ -162,3 +162,19 @@ def test_an_fst_that_cannot_be_created_says_why(tmp_path):
 
     with pytest.raises(TraceError, match=r"c\.fst: cannot create the file: No such file"):
         create_fst_writer(ffi, lib, tmp_path / "missing" / "c.fst")
+
+
+def test_a_cause_has_one_colour_in_every_gantt():
+    """A wait's colour is its cause's, whatever other causes a run has (colours were handed out
+    per plot, in the order of the run's causes: `latency` green in one Gantt, yellow in
+    another), the single-core plots' colour where the cause is theirs; the chip's own causes
+    have colours no cause, phase or layer has."""
+    from cyclesim.chip.views import CHIP_CAUSE_COLORS, span_color
+    from cyclesim.views.plots import _PALETTE, CAUSE_COLORS, PHASE_COLORS
+
+    assert span_color("latency", "latency", ["e1"]) == CAUSE_COLORS["latency"]
+    assert span_color("latency", "latency", ["e1", "e2", "e3"]) == CAUSE_COLORS["latency"]
+    assert span_color("step", "e2", ["e1", "e2"]) == _PALETTE[1]
+    chip_own = set(CHIP_CAUSE_COLORS.values())
+    assert len(chip_own) == 3
+    assert not chip_own & {*CAUSE_COLORS.values(), *PHASE_COLORS.values(), *_PALETTE}
