@@ -19,6 +19,12 @@ def _transfer_name(res: ChipResult, hop: int) -> str:
     return f"{t.tensor}#{t.id} {t.source}->{'+'.join(t.targets)}"
 
 
+def _us(cycles: int) -> float:
+    """Cycles as Trace Event microseconds, one cycle = one nanosecond on the UI's ruler, as
+    `cyclesim run` writes them (cycles / 1000: its shortest repr is the exact decimal)."""
+    return cycles / 1000
+
+
 def perfetto_events(res: ChipResult) -> list[dict]:
     """Chrome-trace events: pid 1.. a core each (tracks: steps, waits), then one process for
     the interconnect with a track per link, bus and DRAM port (a slice per burst)."""
@@ -39,11 +45,11 @@ def perfetto_events(res: ChipResult) -> list[dict]:
         pid = cores.index(s.core) + 1
         if s.cause == "step":
             events.append({"ph": "X", "name": s.where, "cat": "step", "pid": pid, "tid": 1,
-                           "ts": s.start, "dur": s.end - s.start})  # fmt: skip
+                           "ts": _us(s.start), "dur": _us(s.end - s.start)})  # fmt: skip
         else:
             args = {"phase": s.phase, "where": s.where, "competitor": s.competitor}
             events.append({"ph": "X", "name": s.cause, "cat": "wait", "pid": pid, "tid": 2,
-                           "ts": s.start, "dur": s.end - s.start, "args": args})  # fmt: skip
+                           "ts": _us(s.start), "dur": _us(s.end - s.start), "args": args})  # fmt: skip
     net = len(cores) + 1
     events.append({"ph": "M", "name": "process_name", "pid": net, "args": {"name": "interconnect"}})
     for tid, key in enumerate(plan.port_keys, start=1):
@@ -52,7 +58,7 @@ def perfetto_events(res: ChipResult) -> list[dict]:
         )
         for start, end, hop, bits in res.run.grants[key]:
             events.append({"ph": "X", "name": _transfer_name(res, hop), "cat": "burst", "pid": net,
-                           "tid": tid, "ts": start, "dur": end - start, "args": {"bits": bits}})  # fmt: skip
+                           "tid": tid, "ts": _us(start), "dur": _us(end - start), "args": {"bits": bits}})  # fmt: skip
     return events
 
 
@@ -60,7 +66,8 @@ def write_chip_perfetto(res: ChipResult, path: str | Path) -> Path:
     """A Perfetto (Trace Event JSON) trace, gzipped when path ends in .gz (as `cyclesim run`
     writes it, no time stamp in the header); ui.perfetto.dev opens either."""
     path = Path(path)
-    doc = {"displayTimeUnit": "ns", "traceEvents": perfetto_events(res)}
+    # no displayTimeUnit, as `cyclesim run`'s: older trace processors took it as ts's unit
+    doc = {"traceEvents": perfetto_events(res)}
     text = json.dumps(doc, separators=(",", ":")) + "\n"
     if path.suffix != ".gz":
         write_atomically(path, text)

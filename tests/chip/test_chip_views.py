@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from decimal import Decimal
 
 import pywellen
 import vcdvcd
@@ -42,7 +43,9 @@ def vcd_busy(vcd: vcdvcd.VCDVCD, signal: str, end: int) -> int:
 def test_traces_equal_the_report(tmp_path_factory, case):
     res = run(*case)
     folder = tmp_path_factory.mktemp("chip")
-    trace = json.loads(write_chip_perfetto(res, folder / "t.json").read_text())["traceEvents"]
+    # one cycle is one nanosecond, as `cyclesim run` writes it: ts and dur in microseconds
+    text = write_chip_perfetto(res, folder / "t.json").read_text()
+    trace = json.loads(text, parse_float=lambda x: int(Decimal(x) * 1000))["traceEvents"]
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace if e["ph"] == "M"}
     busy: dict[str, int] = {}
     steps = []
