@@ -46,6 +46,10 @@ def test_traces_equal_the_report(tmp_path_factory, case):
     # one cycle is one nanosecond, as `cyclesim run` writes it: ts and dur in microseconds
     text = write_chip_perfetto(res, folder / "t.json").read_text()
     trace = json.loads(text, parse_float=lambda x: int(Decimal(x) * 1000))["traceEvents"]
+    doc = json.loads(text)
+    assert "displayTimeUnit" not in doc  # older trace processors took it as ts's unit
+    last = max(e["ts"] + e["dur"] for e in doc["traceEvents"] if e["ph"] == "X")
+    assert round(last * 1000) == res.cycles  # the trace's end, in microseconds
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace if e["ph"] == "M"}
     busy: dict[str, int] = {}
     steps = []
