@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def register(sub) -> None:
@@ -77,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
             from cyclesim.chip.explain import explain_section
 
             print(explain_section(res, remedies))
-        for path in written:
-            print(f"wrote {path}")
+    for path in written:  # on stderr, as `cyclesim run` names them: stdout keeps the report
+        if not args.quiet:
+            print(f"cyclesim: wrote {path}", file=sys.stderr)
     return 0

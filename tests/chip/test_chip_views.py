@@ -185,3 +185,19 @@ def test_a_cause_has_one_colour_in_every_gantt():
     chip_own = set(CHIP_CAUSE_COLORS.values())
     assert len(chip_own) == 3
     assert not chip_own & {*CAUSE_COLORS.values(), *PHASE_COLORS.values(), *_PALETTE}
+
+
+def test_chip_names_the_files_it_wrote_on_stderr(tmp_path, capsys):
+    """As `cyclesim run`: each file written is named on stderr ("cyclesim: wrote ..."), with
+    --json too (it used to say nothing then), stdout keeps the JSON alone; -q says nothing."""
+    from cyclesim.cli import main
+
+    ex = "examples/multicore"
+    argv = ["chip", f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml",
+            f"{ex}/layer_by_layer_2core.yaml", "--perfetto", str(tmp_path / "t.json")]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    out = capsys.readouterr()
+    json.loads(out.out)
+    assert out.err.strip() == f"cyclesim: wrote {tmp_path / 't.json'}"
+    assert main(["-q", *argv]) == 0
+    assert capsys.readouterr() == ("", "")
