@@ -52,10 +52,12 @@ def run(args: argparse.Namespace) -> int:
 
         make_parent_folders({"--vcd": args.vcd, "--fst": args.fst, "--perfetto": args.perfetto})
 
-        if args.vcd:
-            written.append(views.write_chip_vcd(res, args.vcd))
-        if args.fst:
-            written.append(views.write_chip_fst(res, args.fst))
+        from cyclesim.views import save_file_of
+
+        for option, write in (("vcd", views.write_chip_vcd), ("fst", views.write_chip_fst)):
+            if getattr(args, option):  # the waveform and its GTKWave save file, as `run` writes
+                wave = write(res, getattr(args, option))
+                written += [wave, views.write_chip_gtkw(res, wave, save_file_of(args, option))]
         if args.perfetto:
             written.append(views.write_chip_perfetto(res, args.perfetto))
         if args.plot:

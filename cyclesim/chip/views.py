@@ -147,6 +147,21 @@ def write_chip_vcd(res: ChipResult, path: str | Path) -> Path:
     return path
 
 
+def write_chip_gtkw(res: ChipResult, wave: str | Path, path: str | Path) -> Path:
+    """GTKWave's save file for the chip's VCD or FST at `wave`: a group per core and per
+    link, bus and DRAM port, opening on the whole run (as `cyclesim run` writes one)."""
+    from cyclesim.views.gtkw import write_gtkw
+    from cyclesim.views.waves import Signal
+
+    plan = res.run.plan
+    groups = {core: f"core {core}" for core in plan.chip.core_names}
+    groups.update({scope_name(key): key for key in plan.port_keys})  # 'dram_rw' -> 'dram.rw'
+    signals = [Signal(scope, name, kind, groups[scope[1]])
+               for scope, name, kind, _ in chip_waves(res)[0]]  # fmt: skip
+    write_gtkw(signals, wave, path, start=0, end=max(res.cycles, 1))
+    return Path(path)
+
+
 def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
     """The waveform (chip_waves) as FST, written with pylibfst (GTKWave's libfst)."""
     from pylibfst import ffi, lib

@@ -111,6 +111,7 @@ def test_perfetto_trace_in_the_format_its_suffix_names(tmp_path, capsys):
     argv = ["chip", f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml"]
     argv += [f"{ex}/layer_by_layer_2core.yaml", "--perfetto"]
     assert main([*argv, str(tmp_path / "t.json.gz")]) == 0
+    capsys.readouterr()
     doc = json.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
     assert any(e["ph"] == "X" for e in doc["traceEvents"])
     assert main([*argv, str(tmp_path / "t.pftrace")]) == 2
@@ -201,3 +202,23 @@ def test_chip_names_the_files_it_wrote_on_stderr(tmp_path, capsys):
     assert out.err.strip() == f"cyclesim: wrote {tmp_path / 't.json'}"
     assert main(["-q", *argv]) == 0
     assert capsys.readouterr() == ("", "")
+
+
+def test_chip_waveforms_come_with_a_gtkwave_save_file(tmp_path, capsys):
+    """--vcd X.vcd --fst X.fst write X.gtkw and X.fst.gtkw, as `cyclesim run` does: a group
+    per core and per link, bus and DRAM port, every trace a signal of the dump it opens."""
+    from cyclesim.cli import main
+
+    ex = "examples/multicore"
+    argv = ["chip", f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml",
+            f"{ex}/layer_by_layer_2core.yaml", "--vcd", str(tmp_path / "x.vcd"),
+            "--fst", str(tmp_path / "x.fst")]  # fmt: skip
+    assert main(argv) == 0
+    vcd = vcdvcd.VCDVCD(str(tmp_path / "x.vcd"), only_sigs=True)
+    for save, dump in (("x.gtkw", "x.vcd"), ("x.fst.gtkw", "x.fst")):
+        text = (tmp_path / save).read_text()
+        assert f'[dumpfile] "{dump}"' in text
+        groups = [line[1:] for line in text.splitlines() if line.startswith("-")]
+        assert {"core c0", "core c1", "bus", "dram.rw"} <= set(groups)
+        traces = [line.split("} ")[1] for line in text.splitlines() if line.startswith("+{")]
+        assert traces and set(traces) <= set(vcd.references_to_ids)
