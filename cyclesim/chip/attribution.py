@@ -106,12 +106,18 @@ class _Chains:
         """[a, b): the timer's delay spans (row_miss, bank_conflict, refresh, turnaround) where
         they fall, the DRAM's data latency (`latency`, naming the off-chip memory) elsewhere."""
         out = []
-        for start, end, cause, _opener, _where in sorted(delays):
+        for start, end, cause, other, _where in sorted(delays):
             lo, hi = max(start, a), min(end, b)
             if hi > lo:
                 if lo > a:
                     out.append((a, lo, ("latency", self.dram, tensor, None, None)))
-                out.append((lo, hi, (cause, self.dram, tensor, None, None)))
+                # contention and bank_conflict name the other transfer whose requests held
+                # the DRAM's data bus or opened the row (the timer knows it by its hop)
+                named = other is not None and other != hop.id
+                rival = self.plan.hops[other] if named else None
+                out.append((lo, hi, (cause, self.dram, tensor,
+                                     self.transfer_name(rival.transfer) if rival else None,
+                                     self.hop_core(rival) if rival else None)))  # fmt: skip
                 a = hi
         if b > a:
             out.append((a, b, ("latency", self.dram, tensor, None, None)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def register(sub) -> None:
@@ -51,10 +52,12 @@ def run(args: argparse.Namespace) -> int:
 
         make_parent_folders({"--vcd": args.vcd, "--fst": args.fst, "--perfetto": args.perfetto})
 
-        if args.vcd:
-            written.append(views.write_chip_vcd(res, args.vcd))
-        if args.fst:
-            written.append(views.write_chip_fst(res, args.fst))
+        from cyclesim.views import save_file_of
+
+        for option, write in (("vcd", views.write_chip_vcd), ("fst", views.write_chip_fst)):
+            if getattr(args, option):  # the waveform and its GTKWave save file, as `run` writes
+                wave = write(res, getattr(args, option))
+                written += [wave, views.write_chip_gtkw(res, wave, save_file_of(args, option))]
         if args.perfetto:
             written.append(views.write_chip_perfetto(res, args.perfetto))
         if args.plot:
@@ -77,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
             from cyclesim.chip.explain import explain_section
 
             print(explain_section(res, remedies))
-        for path in written:
-            print(f"wrote {path}")
+    for path in written:  # on stderr, as `cyclesim run` names them: stdout keeps the report
+        if not args.quiet:
+            print(f"cyclesim: wrote {path}", file=sys.stderr)
     return 0

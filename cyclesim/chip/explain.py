@@ -32,39 +32,85 @@ class Remedy:
     note: str = ""  # why it could not be replayed
 
 
+def _doubled(x):
+    """A link, bus or port twice as wide, its burst at least the new width (as `explain` widens
+    a port: a burst no larger than the width would take one cycle either way)."""
+    return replace(x, width_bits=2 * x.width_bits, burst_bits=max(x.burst_bits, 2 * x.width_bits))
+
+
+def _change(old, new) -> str:
+    burst = (
+        f", burst {old.burst_bits} -> {new.burst_bits} b"
+        if new.burst_bits != old.burst_bits
+        else ""
+    )
+    return f"{old.width_bits} -> {new.width_bits} b/cycle{burst}"
+
+
+def _wider_medium(chip: Chip, name: str) -> Chip:
+    return replace(chip, media=tuple(_doubled(m) if m.name == name else m for m in chip.media))
+
+
+def _wider_dram_ports(chip: Chip) -> Chip:
+    ports = tuple(_doubled(p) for p in chip.offchip.ports)
+    return replace(chip, offchip=replace(chip.offchip, ports=ports))
+
+
+def _joint_widening(plan, widened: dict) -> list[str]:
+    """What to widen together: every link, bus and the DRAM port proposed alone, and the other
+    side of each DRAM hop crossing one of them when that side would then bind its bursts (as
+    single-core `explain` widens a port's far side too): "" names the DRAM port."""
+    joint = list(widened)
+    for hop in plan.hops:
+        if hop.dram_port is None:
+            continue
+        name, port = hop.medium.name, hop.dram_port
+        burst = hop.burst_bits
+        medium = -(-burst // hop.medium.width_bits)
+        dram = -(-burst // port.width_bits)
+        if "" in widened and name not in joint and medium >= -(-burst // (2 * port.width_bits)):
+            joint.append(name)
+        if name in widened and "" not in joint and dram >= -(-burst // (2 * hop.medium.width_bits)):
+            joint.append("")
+    return joint
+
+
 def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
+    """(what, why, chip, mapping) per remedy, from the largest causes down; `why` gives the
+    cycles the remedy answers, summed over every core and tensor (as the report's rows)."""
     plan = res.run.plan
     chip, mapping = plan.chip, plan.mapping
     by_where: Counter = Counter()
+    on_medium: Counter = Counter()  # link and contention cycles per link or bus
+    on_dram = 0  # dram_port and bandwidth cycles on the off-chip memory's ports
+    dram_prefix = chip.offchip.name + "."
+    media = {m.name: m for m in chip.media}
     for r in res.rows:
         if r.phase != "step":
             by_where[(r.cause, r.where, r.tensor)] += r.cycles
+            if r.cause in ("link", "contention") and r.where in media:
+                on_medium[r.where] += r.cycles
+            if r.cause in ("dram_port", "bandwidth") and (r.where or "").startswith(dram_prefix):
+                on_dram += r.cycles
     out = []
-    media = {m.name: m for m in chip.media}
-    widened: set[str] = set()
+    widened: dict[str, tuple[str, str]] = {}  # medium name or "" (the DRAM port) -> (what, why)
     rerouted: set[str] = set()
     for (cause, where, tensor), cycles in by_where.most_common():
         why = f"{cycles:,} cycles of {cause} on {where}"
         if cause in ("link", "contention") and where in media and where not in widened:
-            widened.add(where)
             m = media[where]
-            wide = replace(m, width_bits=2 * m.width_bits)
-            new = replace(chip, media=tuple(wide if x.name == where else x for x in chip.media))
-            out.append((f"{where} ({m.kind.value}) twice as wide ({m.width_bits} -> "
-                        f"{2 * m.width_bits} b/cycle)", why, new, mapping))  # fmt: skip
-        if (
-            cause in ("dram_port", "bandwidth")
-            and where
-            and where.startswith(chip.offchip.name + ".")
-        ):
-            if "dram" not in widened:
-                widened.add("dram")
-                ports = tuple(replace(p, width_bits=2 * p.width_bits) for p in chip.offchip.ports)
-                new = replace(chip, offchip=replace(chip.offchip, ports=ports))
-                widths = "/".join(str(p.width_bits) for p in chip.offchip.ports)
-                out.append((f"DRAM port twice as wide ({widths} -> "
-                            f"{'/'.join(str(p.width_bits) for p in ports)} b/cycle)", why, new,
-                            mapping))  # fmt: skip
+            what = f"{where} ({m.kind.value}) twice as wide ({_change(m, _doubled(m))})"
+            widened[where] = (what, f"{on_medium[where]:,} cycles of link and contention on {where}")  # fmt: skip
+            out.append((what, widened[where][1], _wider_medium(chip, where), mapping))
+        if cause in ("dram_port", "bandwidth") and (where or "").startswith(dram_prefix):
+            if "" not in widened:
+                wide = _wider_dram_ports(chip)
+                changes = "; ".join(
+                    f"{p.name} {_change(p, _doubled(p))}" for p in chip.offchip.ports
+                )
+                what = f"DRAM port twice as wide ({changes})"
+                widened[""] = (what, f"{on_dram:,} cycles of dram_port and bandwidth on {chip.offchip.name}")  # fmt: skip
+                out.append((what, widened[""][1], wide, mapping))
         if cause == "contention" and where in media and tensor and tensor not in rerouted:
             rerouted.add(tensor)
             others = tuple(m.name for m in chip.media if m.name != where)
@@ -80,6 +126,15 @@ def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
                 rerouted.add(tensor)
                 out.append((f"{tensor} sent to each core on its own (no multicast)", why, chip,
                             _with_placement(mapping, replace(p, multicast=False))))  # fmt: skip
+    joint = _joint_widening(plan, widened)
+    if len(joint) > 1:  # each alone may gain nothing while the other side binds: all at once
+        both = chip
+        for name in joint:
+            both = _wider_dram_ports(both) if name == "" else _wider_medium(both, name)
+        names = [name or "the DRAM port" for name in joint]
+        why = "; ".join(widened[name][1] for name in joint if name in widened)
+        out.insert(len(widened), (f"{', '.join(names[:-1])} and {names[-1]} twice as wide, together",
+                                  why, both, mapping))  # fmt: skip
     for p in mapping.tensors:
         if not p.multicast:
             parts = Counter(
@@ -122,13 +177,22 @@ def explain(res: ChipResult, limit: int = 8) -> list[Remedy]:
 
 
 def explain_section(res: ChipResult, remedies: list[Remedy]) -> str:
+    """The remedies that shorten the run, fewest cycles first, then those refused; how many
+    were replayed and saved nothing (or cost cycles): --json lists every one."""
     lines = ["", f"what would help (each replayed; now {res.cycles:,} cycles):"]
     if not remedies:
         lines.append("  nothing to try: no link, bus or DRAM cause and no tile to grow")
+    helped = [r for r in remedies if r.cycles is not None and r.cycles < res.cycles]
+    for r in helped:
+        saved = res.cycles - r.cycles
+        lines.append(f"  {r.cycles:>12,} {-saved:>+9,}  {r.what}  [{r.why}]")
     for r in remedies:
         if r.cycles is None:
             lines.append(f"  {'refused':>12}            {r.what}: {r.note}")
-            continue
-        saved = res.cycles - r.cycles
-        lines.append(f"  {r.cycles:>12,} {-saved:>+9,}  {r.what}  [{r.why}]")
+    if remedies and not helped:
+        lines.append("  none of the changes tried shortens the run")
+    others = sum(1 for r in remedies if r.cycles is not None and r.cycles >= res.cycles)
+    if others:
+        lines.append(f"  ({others} other change{'s' if others > 1 else ''} replayed saved "
+                     "nothing or cost cycles: --json lists them)")  # fmt: skip
     return "\n".join(lines)

@@ -88,6 +88,7 @@ def _tensors(raw: list[_Tensor], workload: Workload, chip: Chip, err: Any) -> tu
     names = [t.name for t in workload.tensors]
     given: dict[str, TensorPlacement] = {}
     media = [m.name for m in chip.media]
+    dram = chip.offchip.name  # a tensor's default home, by whatever name the chip gives it
     both_ways: dict[str, list[str]] = {}  # a bidirectional link's own name: its two directions
     for m in media:
         if m.endswith("]") and "[" in m:
@@ -102,12 +103,13 @@ def _tensors(raw: list[_Tensor], workload: Workload, chip: Chip, err: Any) -> tu
         produced = workload.producer(t.tensor) is not None
         consumed = any(a.tensor == t.tensor for e in workload.einsums for a in e.inputs)
         if not produced:
-            homes = ["dram", "local", *chip.core_names]
+            homes = [dram, "local", *chip.core_names]
         elif not consumed:
-            homes = ["dram", "kept"]
+            homes = [dram, "kept"]
         else:
-            homes = ["dram"]  # an intermediate's place is its `via`
-        if t.home not in homes:
+            homes = [dram]  # an intermediate's place is its `via`
+        home = dram if t.home is None else t.home
+        if home not in homes:
             raise err("not a place this tensor can start or end in", loc + ("home",), found=t.home,
                       expected=f"one of {homes}")  # fmt: skip
         if t.via != "network" and not (produced and consumed):
@@ -119,10 +121,10 @@ def _tensors(raw: list[_Tensor], workload: Workload, chip: Chip, err: Any) -> tu
                 raise err("names an unknown link or bus", loc + ("route", ri), found=m,
                           expected=f"one of {media + sorted(both_ways)}")  # fmt: skip
             route += [m] if m in media else both_ways[m]
-        given[t.tensor] = TensorPlacement(t.tensor, t.home, Via(t.via),
+        given[t.tensor] = TensorPlacement(t.tensor, home, Via(t.via),
                                           tuple(route) if t.route is not None else None,
                                           t.multicast, format_path(loc))  # fmt: skip
-    return tuple(given.get(n) or TensorPlacement(n, "dram", Via.NETWORK, None, True, "tensors")
+    return tuple(given.get(n) or TensorPlacement(n, dram, Via.NETWORK, None, True, "tensors")
                  for n in names)  # fmt: skip
 
 

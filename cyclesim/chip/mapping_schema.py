@@ -38,10 +38,11 @@ class _Layer(StrictModel):
 
 class _Tensor(StrictModel):
     tensor: str
-    home: str = Field(
-        "dram",
-        description="inputs: where they start (dram, a core, or local: on every core that reads "
-        "them); outputs: dram or kept",
+    home: str | None = Field(
+        None,
+        description="inputs: where they start (the off-chip memory, by its name: dram unless "
+        "offchip.name says otherwise; a core; or local: on every core that reads them); "
+        "outputs: the off-chip memory or kept. Default: the off-chip memory",
     )
     via: Literal["network", "dram", "kept"] = "network"
     route: list[str] | None = Field(None, description="links/buses the transfer may use")

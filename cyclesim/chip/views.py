@@ -19,6 +19,12 @@ def _transfer_name(res: ChipResult, hop: int) -> str:
     return f"{t.tensor}#{t.id} {t.source}->{'+'.join(t.targets)}"
 
 
+def _us(cycles: int) -> float:
+    """Cycles as Trace Event microseconds, one cycle = one nanosecond on the UI's ruler, as
+    `cyclesim run` writes them (cycles / 1000: its shortest repr is the exact decimal)."""
+    return cycles / 1000
+
+
 def perfetto_events(res: ChipResult) -> list[dict]:
     """Chrome-trace events: pid 1.. a core each (tracks: steps, waits), then one process for
     the interconnect with a track per link, bus and DRAM port (a slice per burst)."""
@@ -39,11 +45,11 @@ def perfetto_events(res: ChipResult) -> list[dict]:
         pid = cores.index(s.core) + 1
         if s.cause == "step":
             events.append({"ph": "X", "name": s.where, "cat": "step", "pid": pid, "tid": 1,
-                           "ts": s.start, "dur": s.end - s.start})  # fmt: skip
+                           "ts": _us(s.start), "dur": _us(s.end - s.start)})  # fmt: skip
         else:
             args = {"phase": s.phase, "where": s.where, "competitor": s.competitor}
             events.append({"ph": "X", "name": s.cause, "cat": "wait", "pid": pid, "tid": 2,
-                           "ts": s.start, "dur": s.end - s.start, "args": args})  # fmt: skip
+                           "ts": _us(s.start), "dur": _us(s.end - s.start), "args": args})  # fmt: skip
     net = len(cores) + 1
     events.append({"ph": "M", "name": "process_name", "pid": net, "args": {"name": "interconnect"}})
     for tid, key in enumerate(plan.port_keys, start=1):
@@ -52,7 +58,7 @@ def perfetto_events(res: ChipResult) -> list[dict]:
         )
         for start, end, hop, bits in res.run.grants[key]:
             events.append({"ph": "X", "name": _transfer_name(res, hop), "cat": "burst", "pid": net,
-                           "tid": tid, "ts": start, "dur": end - start, "args": {"bits": bits}})  # fmt: skip
+                           "tid": tid, "ts": _us(start), "dur": _us(end - start), "args": {"bits": bits}})  # fmt: skip
     return events
 
 
@@ -60,7 +66,8 @@ def write_chip_perfetto(res: ChipResult, path: str | Path) -> Path:
     """A Perfetto (Trace Event JSON) trace, gzipped when path ends in .gz (as `cyclesim run`
     writes it, no time stamp in the header); ui.perfetto.dev opens either."""
     path = Path(path)
-    doc = {"displayTimeUnit": "ns", "traceEvents": perfetto_events(res)}
+    # no displayTimeUnit, as `cyclesim run`'s: older trace processors took it as ts's unit
+    doc = {"traceEvents": perfetto_events(res)}
     text = json.dumps(doc, separators=(",", ":")) + "\n"
     if path.suffix != ".gz":
         write_atomically(path, text)
@@ -140,6 +147,21 @@ def write_chip_vcd(res: ChipResult, path: str | Path) -> Path:
     return path
 
 
+def write_chip_gtkw(res: ChipResult, wave: str | Path, path: str | Path) -> Path:
+    """GTKWave's save file for the chip's VCD or FST at `wave`: a group per core and per
+    link, bus and DRAM port, opening on the whole run (as `cyclesim run` writes one)."""
+    from cyclesim.views.gtkw import write_gtkw
+    from cyclesim.views.waves import Signal
+
+    plan = res.run.plan
+    groups = {core: f"core {core}" for core in plan.chip.core_names}
+    groups.update({scope_name(key): key for key in plan.port_keys})  # 'dram_rw' -> 'dram.rw'
+    signals = [Signal(scope, name, kind, groups[scope[1]])
+               for scope, name, kind, _ in chip_waves(res)[0]]  # fmt: skip
+    write_gtkw(signals, wave, path, start=0, end=max(res.cycles, 1))
+    return Path(path)
+
+
 def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
     """The waveform (chip_waves) as FST, written with pylibfst (GTKWave's libfst)."""
     from pylibfst import ffi, lib
@@ -191,6 +213,21 @@ def utilisation_steps(res: ChipResult, key: str, bins: int) -> tuple[list[float]
     return [k * width for k in range(bins + 1)], ys + ys[-1:]
 
 
+# The chip's own causes (docs/multicore.md), each a fixed colour of Paul Tol's schemes that no
+# single-core cause, phase or layer (views/plots.py) has; `idle` a pale grey: no work left.
+CHIP_CAUSE_COLORS = {"link": "#44AA99", "dram_port": "#DDCC77", "idle": "#E8E8E8"}
+
+
+def span_color(cause: str, label: str, layers: list[str]) -> str:
+    """A Gantt bar's colour: a step's by its layer (in the mapping's order), a wait's by its
+    cause, the same in every plot (the single-core plots' colours, and the chip's own)."""
+    from cyclesim.views.plots import _PALETTE, CAUSE_COLORS
+
+    if cause == "step":
+        return _PALETTE[layers.index(label) % len(_PALETTE)]
+    return CHIP_CAUSE_COLORS.get(cause) or CAUSE_COLORS.get(cause, "#000000")
+
+
 def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     """chip_gantt.png (per core its steps by layer and its waits by cause; per link, bus and
     DRAM port its bursts) and chip_links.png (utilisation over time, in 50 bins)."""
@@ -203,21 +240,15 @@ def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     plan = res.run.plan
     cores, keys = plan.chip.core_names, plan.port_keys
-    palette = plt.get_cmap("tab10").colors
     layers = [lm.einsum for lm in plan.mapping.layers]
-    causes = sorted({s.cause for s in res.spans if s.cause != "step"})
     rows = len(cores) + len(keys)
     fig, ax = plt.subplots(figsize=(12, 1.6 + 0.45 * rows))
     seen: set[str] = set()
     for i, core in enumerate(cores):
         y = rows - 1 - i
         for s in (s for s in res.spans if s.core == core):
-            if s.cause == "step":
-                label = s.where.split("#")[0]
-                color = palette[layers.index(label) % 10]
-            else:
-                label = s.cause
-                color = plt.get_cmap("Set2").colors[causes.index(s.cause) % 8]
+            label = s.where.split("#")[0] if s.cause == "step" else s.cause
+            color = span_color(s.cause, label, layers)
             ax.broken_barh([(s.start, s.end - s.start)], (y - 0.4, 0.8), facecolor=color,
                            edgecolor="white", linewidth=0.8,
                            label=None if label in seen else label)  # fmt: skip
@@ -260,7 +291,8 @@ def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     ax.set_title(
         f"link, bus and DRAM port utilisation over time ({bins} bins of {width:,.0f} cycles)"
     )
-    ax.legend(fontsize=8, ncol=3)
+    # beside the axes, not over them: a trace at 100 % along the right edge stays in sight
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     fig.tight_layout()
     links = directory / "chip_links.png"
     with atomic_path(links) as temporary:

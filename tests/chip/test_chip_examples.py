@@ -83,7 +83,7 @@ def test_readme_explain_figures(capsys):
     found = {r["remedy"]: r["cycles"] for r in json.loads(capsys.readouterr().out)["explain"]}
     assert found["conv1: tile of 4 along oy (was 2)"] == 12598
     assert found["W2 sent to each core on its own (no multicast)"] == 13086
-    assert found["DRAM port twice as wide (16 -> 32 b/cycle)"] == 14230
+    assert found["DRAM port twice as wide (rw 16 -> 32 b/cycle)"] == 14230
     for cycles in ("12,598", "13,086", "14,230"):
         assert cycles in README
 
@@ -141,3 +141,19 @@ def test_the_fast_forward_note_reads_on_a_terminal(capsys):
     note = out[out.index("fast-forward:") : out.index("replayed in")].splitlines()
     assert note[0].startswith("fast-forward: inside the steps off (--no-fast-forward); off at")
     assert len(note) > 1 and all(len(line) <= 96 for line in note)
+
+
+def test_dram_device_causes_name_the_other_transfer(capsys):
+    """With DDR4 behind the port, core c0 waits 89 cycles on A because the device's data bus
+    still serves another part of A (the timer's `contention`, docs/dram_causes.md): the row
+    names that transfer and its core (it had no competitor, and a cause the chip docs gave
+    only to links and buses)."""
+    args = [str(EX / "chip_bus_2core_ddr4.yaml"), str(EX / "workload.yaml"),
+            str(EX / "layer_by_layer_2core.yaml")]  # fmt: skip
+    assert main(["chip", *args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = [r for core in out["cores"] for r in core["causes"]]
+    at_device = [r for r in rows if r["where"] == "dram" and r["cause"] in ("contention", "bank_conflict")]  # fmt: skip
+    assert at_device and all(r["competitor"] and r["competitor_core"] for r in at_device)
+    c0 = next(r for r in at_device if r["cycles"] == 89)
+    assert (c0["tensor"], c0["competitor"], c0["competitor_core"]) == ("A", "A[0:8,0:8,0:8] dram->c0", "c0")  # fmt: skip

@@ -42,3 +42,45 @@ def test_cli_explain_json(capsys):
     out = json.loads(capsys.readouterr().out)
     best = out["explain"][0]
     assert best["cycles"] + best["saved"] == out["cycles"] and best["saved"] > 0
+
+
+def test_widening_both_sides_together_when_each_alone_gains_nothing():
+    """X (8 values of 8 b = 64 b) comes from the DRAM to c0 over the bus: both the bus and the
+    DRAM port move 16 b/cycle in 32-b bursts, so each burst takes max(32/16, 32/16) = 2 cycles
+    (the tie names the DRAM port, the side the data leaves: `bandwidth` on dram.rw): 2 bursts,
+    4 cycles, then e1's 8: 12 cycles. The port twice as wide (32 b/cycle, burst 32) leaves the
+    bus's 2 cycles a burst: still 12. The port and the bus together: 1 cycle a burst, X lands
+    at 2, 10 cycles. The section shows only what helps (the port alone, +0, is counted)."""
+    from cyclesim.chip.explain import explain_section
+
+    bus = {"name": "b", "cores": ["c0", "dram"], "width_bits": 16, "burst_bits": 32}
+    port = {"name": "rw", "kind": "read_write", "width_bits": 16, "burst_bits": 32}
+    chip = make_chip(cores=("c0",), buses=[bus], dram=port)
+    e1 = CHAIN[0](8)
+    tensors = [{"tensor": "X", "home": "dram"}, {"tensor": "Y", "home": "local"},
+               {"tensor": "A", "home": "kept"}]  # fmt: skip
+    res = run(chip, [e1], [layer(e1, ["c0"])], tensors)
+    assert res.cycles == 12
+    remedies = explain(res)
+    found = {r.what: r.cycles for r in remedies}
+    assert found == {
+        "DRAM port twice as wide (rw 16 -> 32 b/cycle)": 12,
+        "the DRAM port and b twice as wide, together": 10,
+    }
+    text = explain_section(res, remedies)
+    assert "-2  the DRAM port and b twice as wide, together" in text
+    assert "+0" not in text and "(1 other change replayed saved nothing" in text
+
+
+def test_why_sums_a_medium_over_every_core_and_tensor(capsys):
+    """The bracket gives the cycles the remedy answers, summed over every core and tensor, as
+    the report's rows add up (it gave one row's share: 1,096 of the DRAM port's 2,472)."""
+    ex = "examples/multicore"
+    args = [f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml", f"{ex}/layer_by_layer_2core.yaml"]
+    assert main(["chip", *args, "--explain", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = [r for core in out["cores"] for r in core["causes"]]
+    on_dram = sum(r["cycles"] for r in rows if r["phase"] != "step"
+                  and r["cause"] in ("dram_port", "bandwidth") and r["where"].startswith("dram."))  # fmt: skip
+    why = next(r["why"] for r in out["explain"] if r["remedy"].startswith("DRAM port"))
+    assert why == f"{on_dram:,} cycles of dram_port and bandwidth on dram"

@@ -254,3 +254,33 @@ def test_a_route_may_name_a_bidirectional_link_by_its_own_name(tmp_path):
     assert mapping.placement("A").route == ("c01[c0>c1]", "c01[c1>c0]")
     default = replay_chip(chip, work, f"{EX}/fused_rows_2core.yaml")
     assert replay_chip(chip, work, mapping).cycles == default.cycles == 14_994
+
+
+def test_the_offchip_memory_goes_by_the_name_the_chip_gives_it(tmp_path, capsys):
+    """offchip.name: hbm. A tensor's default home is the off-chip memory by that name, and
+    `home: hbm` names it (both used to be refused: every default home said "no route from dram
+    to c0", and `home: hbm` "expected one of ['dram', ...]"). The run is the dram-named chip's,
+    renamed; `dram` is no keyword, on this chip it names nothing."""
+    import json
+
+    from cyclesim.cli import main
+
+    text = open(f"{EX}/chip_bus_2core.yaml").read()
+    renamed = text.replace("name: dram", "name: hbm").replace("c1, dram]", "c1, hbm]")
+    (tmp_path / "hbm.yaml").write_text(renamed)
+    (tmp_path / "core.yaml").write_text(open(f"{EX}/core.yaml").read())
+    mapping = open(f"{EX}/fused_rows_2core.yaml").read()
+    work = f"{EX}/workload.yaml"
+    runs = {}
+    for name, chip, placed in [("dram", f"{EX}/chip_bus_2core.yaml", ""),
+                               ("hbm", tmp_path / "hbm.yaml", ""),
+                               ("hbm, named", tmp_path / "hbm.yaml", "  - {tensor: I, home: hbm}\n")]:  # fmt: skip
+        (tmp_path / "m.yaml").write_text(mapping.replace("tensors:\n", "tensors:\n" + placed))
+        assert main(["chip", str(chip), work, str(tmp_path / "m.yaml"), "--json"]) == 0, name
+        runs[name] = json.loads(capsys.readouterr().out)
+    dram = json.dumps(runs["dram"]["cores"])
+    assert json.dumps(runs["hbm"]["cores"]).replace("hbm", "dram") == dram
+    assert json.dumps(runs["hbm, named"]["cores"]).replace("hbm", "dram") == dram
+    (tmp_path / "m.yaml").write_text(mapping.replace("tensors:\n", "tensors:\n  - {tensor: I, home: dram}\n"))  # fmt: skip
+    assert main(["chip", str(tmp_path / "hbm.yaml"), work, str(tmp_path / "m.yaml")]) == 2
+    assert "expected one of ['hbm', 'local', 'c0', 'c1']" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from decimal import Decimal
 
 import pywellen
 import vcdvcd
@@ -42,7 +43,13 @@ def vcd_busy(vcd: vcdvcd.VCDVCD, signal: str, end: int) -> int:
 def test_traces_equal_the_report(tmp_path_factory, case):
     res = run(*case)
     folder = tmp_path_factory.mktemp("chip")
-    trace = json.loads(write_chip_perfetto(res, folder / "t.json").read_text())["traceEvents"]
+    # one cycle is one nanosecond, as `cyclesim run` writes it: ts and dur in microseconds
+    text = write_chip_perfetto(res, folder / "t.json").read_text()
+    trace = json.loads(text, parse_float=lambda x: int(Decimal(x) * 1000))["traceEvents"]
+    doc = json.loads(text)
+    assert "displayTimeUnit" not in doc  # older trace processors took it as ts's unit
+    last = max(e["ts"] + e["dur"] for e in doc["traceEvents"] if e["ph"] == "X")
+    assert round(last * 1000) == res.cycles  # the trace's end, in microseconds
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace if e["ph"] == "M"}
     busy: dict[str, int] = {}
     steps = []
@@ -104,6 +111,7 @@ def test_perfetto_trace_in_the_format_its_suffix_names(tmp_path, capsys):
     argv = ["chip", f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml"]
     argv += [f"{ex}/layer_by_layer_2core.yaml", "--perfetto"]
     assert main([*argv, str(tmp_path / "t.json.gz")]) == 0
+    capsys.readouterr()
     doc = json.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
     assert any(e["ph"] == "X" for e in doc["traceEvents"])
     assert main([*argv, str(tmp_path / "t.pftrace")]) == 2
@@ -162,3 +170,55 @@ def test_an_fst_that_cannot_be_created_says_why(tmp_path):
 
     with pytest.raises(TraceError, match=r"c\.fst: cannot create the file: No such file"):
         create_fst_writer(ffi, lib, tmp_path / "missing" / "c.fst")
+
+
+def test_a_cause_has_one_colour_in_every_gantt():
+    """A wait's colour is its cause's, whatever other causes a run has (colours were handed out
+    per plot, in the order of the run's causes: `latency` green in one Gantt, yellow in
+    another), the single-core plots' colour where the cause is theirs; the chip's own causes
+    have colours no cause, phase or layer has."""
+    from cyclesim.chip.views import CHIP_CAUSE_COLORS, span_color
+    from cyclesim.views.plots import _PALETTE, CAUSE_COLORS, PHASE_COLORS
+
+    assert span_color("latency", "latency", ["e1"]) == CAUSE_COLORS["latency"]
+    assert span_color("latency", "latency", ["e1", "e2", "e3"]) == CAUSE_COLORS["latency"]
+    assert span_color("step", "e2", ["e1", "e2"]) == _PALETTE[1]
+    chip_own = set(CHIP_CAUSE_COLORS.values())
+    assert len(chip_own) == 3
+    assert not chip_own & {*CAUSE_COLORS.values(), *PHASE_COLORS.values(), *_PALETTE}
+
+
+def test_chip_names_the_files_it_wrote_on_stderr(tmp_path, capsys):
+    """As `cyclesim run`: each file written is named on stderr ("cyclesim: wrote ..."), with
+    --json too (it used to say nothing then), stdout keeps the JSON alone; -q says nothing."""
+    from cyclesim.cli import main
+
+    ex = "examples/multicore"
+    argv = ["chip", f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml",
+            f"{ex}/layer_by_layer_2core.yaml", "--perfetto", str(tmp_path / "t.json")]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    out = capsys.readouterr()
+    json.loads(out.out)
+    assert out.err.strip() == f"cyclesim: wrote {tmp_path / 't.json'}"
+    assert main(["-q", *argv]) == 0
+    assert capsys.readouterr() == ("", "")
+
+
+def test_chip_waveforms_come_with_a_gtkwave_save_file(tmp_path, capsys):
+    """--vcd X.vcd --fst X.fst write X.gtkw and X.fst.gtkw, as `cyclesim run` does: a group
+    per core and per link, bus and DRAM port, every trace a signal of the dump it opens."""
+    from cyclesim.cli import main
+
+    ex = "examples/multicore"
+    argv = ["chip", f"{ex}/chip_bus_2core.yaml", f"{ex}/workload.yaml",
+            f"{ex}/layer_by_layer_2core.yaml", "--vcd", str(tmp_path / "x.vcd"),
+            "--fst", str(tmp_path / "x.fst")]  # fmt: skip
+    assert main(argv) == 0
+    vcd = vcdvcd.VCDVCD(str(tmp_path / "x.vcd"), only_sigs=True)
+    for save, dump in (("x.gtkw", "x.vcd"), ("x.fst.gtkw", "x.fst")):
+        text = (tmp_path / save).read_text()
+        assert f'[dumpfile] "{dump}"' in text
+        groups = [line[1:] for line in text.splitlines() if line.startswith("-")]
+        assert {"core c0", "core c1", "bus", "dram.rw"} <= set(groups)
+        traces = [line.split("} ")[1] for line in text.splitlines() if line.startswith("+{")]
+        assert traces and set(traces) <= set(vcd.references_to_ids)
