@@ -53,6 +53,9 @@ def _same_changes(times: list, values: list, i: int, j: int) -> bool:
     return np.array_equal(values[i], values[j])
 
 
+MIN_STRETCH = 1 << 12  # cycles merged at a time, at least (a 64th of the window otherwise)
+
+
 class ChangeStream:
     """The changes of every signal of Waves after the window's start, in time order.
 
@@ -146,7 +149,7 @@ class ChangeStream:
         signal i's change k) of each change in time order (signal order within a time),
         times[j] the distinct times and firsts[j] where time j's changes start."""
         w0, w1 = self.w.start, self.w.end
-        stretch = stretch or max(1 << 12, (w1 - w0) // 64)
+        stretch = stretch or max(MIN_STRETCH, (w1 - w0) // 64)
         lo = w0
         for hi, cuts, merge in self._merge(stretch):
             if merge is not None:
