@@ -183,7 +183,7 @@ def _change_columns(signals: list[Signal], handles, stream: ChangeStream) -> tup
     makes for it."""
 
     def classify(i: int, uniq, texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        if stream.values[i].dtype == object:  # strings, numbered in order of first sight
+        if stream.is_string[i]:  # strings
             value = np.arange(len(texts), len(texts) + len(uniq), dtype=np.uint64)
             texts += [str(v).encode() for v in uniq]
             return np.full(len(uniq), fst_native.STRING, dtype=np.uint8), value
