@@ -73,3 +73,17 @@ def numbered(values) -> tuple[np.ndarray, list]:
     if len(codes) and codes.min() < 0:  # None (or NaN), which pandas leaves without a number
         codes, distinct = pd.factorize(column, use_na_sentinel=False)
     return codes.astype(np.int64), list(distinct)
+
+
+def numbered_by(codes: np.ndarray, values: list) -> tuple[np.ndarray, list]:
+    """numbered([values[c] for c in codes]) from the codes (int64), without that column: the
+    codes' own order of first sight by pandas' hash table on integers, then their values
+    numbered in it (equal values, one number). values hold no None (numbered's other case)."""
+    import pandas as pd
+
+    _, seen = pd.factorize(codes)  # the codes in order of first sight
+    number: dict = {}
+    remap = np.zeros(len(values), dtype=np.int64)
+    for c in seen.tolist():
+        remap[c] = number.setdefault(values[c], len(number))
+    return remap[codes], list(number)
