@@ -160,7 +160,7 @@ def png_bytes(rows: np.ndarray, dpi: float) -> bytes:
         b"\x89PNG\r\n\x1a\n",
         chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)),  # RGBA, 8 bits
         chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),
-        chunk(b"IDAT", zlib.compress(filtered.tobytes(), PNG_ZLIB_LEVEL)),
+        chunk(b"IDAT", zlib.compress(filtered, PNG_ZLIB_LEVEL)),  # its buffer, not a copy
         chunk(b"IEND", b""),
     ))  # fmt: skip
 
