@@ -168,7 +168,7 @@ def _port_track(res, rec, w0: int, w1: int, grants: list) -> Track:
     out.tensors = _objects(tensors)[keep].tolist()
     out.whos = _objects(labels)[held].tolist()
     out.kinds = _objects(kinds)[held].tolist()
-    prefill_numbered(out, "whos", numbered_by(held, labels))  # for the views, from the numbers
+    prefill_numbered(out, "whos", numbered_by(held, labels)[0])  # for the views, from numbers
     return out
 
 

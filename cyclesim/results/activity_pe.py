@@ -149,8 +149,9 @@ def build_pe_states(res, w0: int, w1: int, pieces: _Pieces) -> States:
     out.phases, out.states, out.wheres, out.einsums = (parts[chosen, c].tolist() for c in range(4))  # fmt: skip
     # numbered for the views from the labels' numbers, not from the columns of strings
     names = ("phases", "states", "wheres", "einsums")
-    for c, name in enumerate(names):
-        prefill_numbered(out, name, numbered_by(chosen, [label[c] for label in labels]))
+    parts_of = [[label[c] for label in labels] for c in range(4)]
+    for name, held in zip(names, numbered_by(chosen, *parts_of), strict=True):
+        prefill_numbered(out, name, held)
     kept_tiles = tiles[keep]
     tile_objects = kept_tiles.astype(object)  # Python ints, None where there is no tile
     tile_objects[kept_tiles < 0] = None

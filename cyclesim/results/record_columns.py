@@ -75,15 +75,19 @@ def numbered(values) -> tuple[np.ndarray, list]:
     return codes.astype(np.int64), list(distinct)
 
 
-def numbered_by(codes: np.ndarray, values: list) -> tuple[np.ndarray, list]:
-    """numbered([values[c] for c in codes]) from the codes (int64), without that column: the
-    codes' own order of first sight by pandas' hash table on integers, then their values
-    numbered in it (equal values, one number). values hold no None (numbered's other case)."""
+def numbered_by(codes: np.ndarray, *columns: list) -> list[tuple[np.ndarray, list]]:
+    """numbered([values[c] for c in codes]) of each values list in columns, from the codes
+    (int64) without those columns: the codes' own order of first sight, found once by pandas'
+    hash table on integers, then each list's values numbered in it (equal values, one
+    number). The values hold no None (numbered's other case)."""
     import pandas as pd
 
-    _, seen = pd.factorize(codes)  # the codes in order of first sight
-    number: dict = {}
-    remap = np.zeros(len(values), dtype=np.int64)
-    for c in seen.tolist():
-        remap[c] = number.setdefault(values[c], len(number))
-    return remap[codes], list(number)
+    seen = pd.factorize(codes)[1].tolist()  # the codes in order of first sight
+    out = []
+    for values in columns:
+        number: dict = {}
+        remap = np.zeros(len(values), dtype=np.int64)
+        for c in seen:
+            remap[c] = number.setdefault(values[c], len(number))
+        out.append((remap[codes], list(number)))
+    return out
