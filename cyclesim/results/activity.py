@@ -120,6 +120,17 @@ class Segments:
         return len(self.starts)
 
 
+def prefill_numbered(records: Track | States, column: str, held: tuple[np.ndarray, list]) -> None:
+    """Give numbered_column the numbering of a column its builder made from numbers it had
+    (equal to numbered(column)): the views then number no column of strings."""
+    if len(held[0]) != len(getattr(records, column)):
+        raise ValueError(
+            f"{column}: {len(held[0])} numbers for {len(getattr(records, column))} values"
+        )
+    held[0].flags.writeable = False
+    records._numbered[column] = held
+
+
 def numbered_column(records: Track | States, column: str) -> tuple[np.ndarray, list]:
     """numbered(records.<column>) made once per column (the waveforms and the Perfetto JSON
     number the same ones), again only if the column has grown since; the numbers read-only."""

@@ -26,9 +26,10 @@ from cyclesim.results.activity import (
     DramBank,
     Segments,
     Track,
+    prefill_numbered,
 )
 from cyclesim.results.activity_pe import build_pe_states, build_pe_use
-from cyclesim.results.record_columns import row_columns
+from cyclesim.results.record_columns import numbered_by, row_columns
 from cyclesim.results.wait_causes import holder_label
 from cyclesim.vocabulary import BankCommand, TransferKind, Wait
 
@@ -167,6 +168,7 @@ def _port_track(res, rec, w0: int, w1: int, grants: list) -> Track:
     out.tensors = _objects(tensors)[keep].tolist()
     out.whos = _objects(labels)[held].tolist()
     out.kinds = _objects(kinds)[held].tolist()
+    prefill_numbered(out, "whos", numbered_by(held, labels)[0])  # for the views, from numbers
     return out
 
 

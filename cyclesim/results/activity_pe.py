@@ -12,7 +12,8 @@ import numpy as np
 
 from cyclesim.engine.record import FOREVER
 from cyclesim.errors import TraceError
-from cyclesim.results.activity import COMPUTE, States, Track
+from cyclesim.results.activity import COMPUTE, States, Track, prefill_numbered
+from cyclesim.results.record_columns import numbered_by
 from cyclesim.results.spans import SpanList, SpanRepeat
 from cyclesim.results.stall_span import StallSpan
 from cyclesim.schedule.steps import segment_classes, segment_profile
@@ -146,6 +147,11 @@ def build_pe_states(res, w0: int, w1: int, pieces: _Pieces) -> States:
     for row, label in zip(parts, labels, strict=True):
         row[:] = label
     out.phases, out.states, out.wheres, out.einsums = (parts[chosen, c].tolist() for c in range(4))  # fmt: skip
+    # numbered for the views from the labels' numbers, not from the columns of strings
+    names = ("phases", "states", "wheres", "einsums")
+    parts_of = [[label[c] for label in labels] for c in range(4)]
+    for name, held in zip(names, numbered_by(chosen, *parts_of), strict=True):
+        prefill_numbered(out, name, held)
     kept_tiles = tiles[keep]
     tile_objects = kept_tiles.astype(object)  # Python ints, None where there is no tile
     tile_objects[kept_tiles < 0] = None

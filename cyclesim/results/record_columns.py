@@ -73,3 +73,21 @@ def numbered(values) -> tuple[np.ndarray, list]:
     if len(codes) and codes.min() < 0:  # None (or NaN), which pandas leaves without a number
         codes, distinct = pd.factorize(column, use_na_sentinel=False)
     return codes.astype(np.int64), list(distinct)
+
+
+def numbered_by(codes: np.ndarray, *columns: list) -> list[tuple[np.ndarray, list]]:
+    """numbered([values[c] for c in codes]) of each values list in columns, from the codes
+    (int64) without those columns: the codes' own order of first sight, found once by pandas'
+    hash table on integers, then each list's values numbered in it (equal values, one
+    number). The values hold no None (numbered's other case)."""
+    import pandas as pd
+
+    seen = pd.factorize(codes)[1].tolist()  # the codes in order of first sight
+    out = []
+    for values in columns:
+        number: dict = {}
+        remap = np.zeros(len(values), dtype=np.int64)
+        for c in seen:
+            remap[c] = number.setdefault(values[c], len(number))
+        out.append((remap[codes], list(number)))
+    return out

@@ -36,7 +36,7 @@ def _aliases_and_sizes(w: Waves, initial: list, times: list, values: list) -> tu
             top = max(int(known.max()) if len(known) else 0, init if init != "x" else 0)
             negative = (len(known) and int(known.min()) < 0) or (init != "x" and init < 0)
             sizes[i] = 64 if negative else max(1, top.bit_length())
-        key = (sig.var_type, sizes[i], str(initial[i]), len(col), col.dtype == object)
+        key = (sig.var_type, sizes[i], str(initial[i]), len(col))
         earlier = alike.setdefault(key, [])
         alias[i] = next((j for j in earlier if _same_changes(times, values, i, j)), None)
         if alias[i] is None:
@@ -45,12 +45,30 @@ def _aliases_and_sizes(w: Waves, initial: list, times: list, values: list) -> tu
 
 
 def _same_changes(times: list, values: list, i: int, j: int) -> bool:
-    """Signals i and j change at the same times to the same values (strings compared by ==)."""
-    if not np.array_equal(times[i], times[j]):
-        return False
-    if values[i].dtype == object:
-        return values[i].tolist() == values[j].tolist()
-    return np.array_equal(values[i], values[j])
+    """Signals i and j change at the same times to the same values (a string signal's values:
+    the numbers standing for its strings, the same in every signal)."""
+    return np.array_equal(times[i], times[j]) and np.array_equal(values[i], values[j])
+
+
+MIN_STRETCH = 1 << 12  # cycles merged at a time, at least (a 64th of the window otherwise)
+
+
+def sorted_distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) of an int64 column, as (inverse, unique): a
+    counter's increasing values as they are, others numbered by pandas' hash table and the few
+    distinct ones sorted (np.unique sorted every change: 3x the CPU on a port's busy wire)."""
+    if len(values) < 1024:
+        uniq, at = np.unique(values, return_inverse=True)
+        return at.reshape(-1), uniq
+    if (values[1:] > values[:-1]).all():  # bits_total: every change a new, larger value
+        return np.arange(len(values), dtype=np.int64), values
+    import pandas as pd
+
+    codes, uniq = pd.factorize(values)  # int64: no missing-value sentinel
+    order = np.argsort(uniq)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[codes].astype(np.int64, copy=False), uniq[order]
 
 
 class ChangeStream:
@@ -68,19 +86,27 @@ class ChangeStream:
         self.initial = list(w.inits)
         self.times: list[np.ndarray] = []
         self.values: list[np.ndarray] = []
+        # a string signal's values are numbers standing for its strings, the same in every
+        # signal: compared, numbered and merged as integers, each string made once
+        self.strings: list[str] = []  # the distinct strings, each once
+        self._numbers: dict[str, int] = {}  # a string's position in self.strings
+        self.is_string: list[bool] = []
         for i, source in enumerate(w.sources):
             col = source()
             times, values = col.times, col.values
-            strings = values.dtype == object
+            strings = col.names is not None or values.dtype == object
+            if strings:
+                values, names = (values, col.names) if col.names is not None else numbered(values)
+                values = np.array([self._number(s) for s in names], np.int64)[values]
+            self.is_string.append(strings)
             before = int(np.searchsorted(times, w.start, side="right"))  # the value at start
             if before:
                 v = values[before - 1]
-                self.initial[i] = v if strings else ("x" if v == X else int(v))
+                self.initial[i] = self.strings[v] if strings else ("x" if v == X else int(v))
             inside = int(np.searchsorted(times, w.end, side="right"))
             times, values = times[before:inside], values[before:inside]
             init = self.initial[i]
-            if not strings:
-                init = X if init == "x" else init
+            init = self._number(init) if strings else (X if init == "x" else init)
             prev = np.empty_like(values)
             if len(values):
                 prev[0] = init
@@ -96,17 +122,22 @@ class ChangeStream:
             if j is not None:  # written once, under the signal it repeats
                 self.times[i], self.values[i] = empty, self.values[i][:0]
 
+    def _number(self, text: str) -> int:
+        """The number standing for a string value (its position in self.strings)."""
+        k = self._numbers.get(text)
+        if k is None:
+            k = self._numbers[text] = len(self.strings)
+            self.strings.append(text)
+        return k
+
     def distinct(self, i: int) -> tuple[np.ndarray, np.ndarray | list]:
         """Signal i's changes as (each one's index among its distinct values, the distinct
-        values): strings in order of first sight, numbers sorted; made once for every writer."""
+        values: a list of strings, or numbers), sorted; made once for every writer."""
         held = self._distinct.get(i)
         if held is None:
-            values = self.values[i]
-            if values.dtype == object:
-                held = numbered(values)
-            else:
-                uniq, at = np.unique(values, return_inverse=True)
-                held = (at.reshape(-1), uniq)
+            at, uniq = held = sorted_distinct(self.values[i])
+            if self.is_string[i]:
+                held = (at, [self.strings[k] for k in uniq.tolist()])
             self._distinct[i] = held
         return held
 
@@ -117,7 +148,7 @@ class ChangeStream:
         where: list[np.ndarray] = []
         for i, f in enumerate(fmt):
             at, uniq = self.distinct(i)
-            if self.values[i].dtype == object:
+            if self.is_string[i]:
                 distinct = [f(v) for v in uniq]
             else:
                 many = getattr(f, "many", None)
@@ -146,7 +177,7 @@ class ChangeStream:
         signal i's change k) of each change in time order (signal order within a time),
         times[j] the distinct times and firsts[j] where time j's changes start."""
         w0, w1 = self.w.start, self.w.end
-        stretch = stretch or max(1 << 12, (w1 - w0) // 64)
+        stretch = stretch or max(MIN_STRETCH, (w1 - w0) // 64)
         lo = w0
         for hi, cuts, merge in self._merge(stretch):
             if merge is not None:

@@ -61,6 +61,15 @@ def _canvas() -> type:
         def __init__(self, width: int, height: int, dpi: float) -> None:
             super().__init__(width, height, dpi)
             self._strings: dict = {}  # (text, font, antialiased) -> its bitmap and metrics
+            self._heights: dict = {}  # font -> its ascent, descent and line gap
+
+        def _get_font_height_metrics(self, prop) -> tuple:  # noqa: ANN001
+            """A font's ascent, descent and line gap as Text._get_layout computes them for
+            each text it lays out (a font lookup and two of its tables each time), once."""
+            key = prop.copy()
+            if key not in self._heights:
+                self._heights[key] = font_height_metrics(prop, self.dpi)
+            return self._heights[key]
 
         def _string(self, s: str, prop, antialiased: bool) -> tuple:  # noqa: ANN001
             """The bitmap of s laid out once, when the layout measures it, for the drawing."""
@@ -100,6 +109,25 @@ def _canvas() -> type:
     return StringCanvas
 
 
+def font_height_metrics(prop, dpi: float) -> tuple:  # noqa: ANN001
+    """(ascent, descent, line gap) of the font prop names at dpi, in pixels, by Text._get_layout's
+    own rule (matplotlib 3.11: its first of the OS/2 and hhea tables, scaled by the font size);
+    (None, None, None) without either table, for it to measure "lp" instead."""
+    from matplotlib.font_manager import fontManager, get_font
+
+    font = get_font(fontManager._find_fonts_by_props(prop))
+    for table_name, gap, ascent, descent in (
+        ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+        ("hhea", "lineGap", "ascent", "descent"),
+    ):
+        table = font.get_sfnt_table(table_name)
+        if table is None:
+            continue
+        scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
+        return table[ascent] * scale, -table[descent] * scale, table[gap] * scale
+    return None, None, None
+
+
 def save_png(fig: Figure, path: str | Path, dpi: float) -> None:
     """Draw the figure as savefig draws a PNG (the same canvas and pixels, taken as raw RGBA)
     and write them as a PNG: every row "Up"-filtered, zlib level PNG_ZLIB_LEVEL, the dpi in
@@ -132,7 +160,7 @@ def png_bytes(rows: np.ndarray, dpi: float) -> bytes:
         b"\x89PNG\r\n\x1a\n",
         chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)),  # RGBA, 8 bits
         chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),
-        chunk(b"IDAT", zlib.compress(filtered.tobytes(), PNG_ZLIB_LEVEL)),
+        chunk(b"IDAT", zlib.compress(filtered, PNG_ZLIB_LEVEL)),  # its buffer, not a copy
         chunk(b"IEND", b""),
     ))  # fmt: skip
 

@@ -43,13 +43,16 @@ class TextLines:
         """Non-negative integers in decimal, three digits (a row of _DIGITS) per field."""
         values = np.asarray(values, dtype=np.int64)
         groups = max(1, -(-len(str(int(values.max()) if len(values) else 0)) // 3))
-        for k in reversed(range(groups)):  # the most significant group first
-            rows = values // 1000**k % 1000
+        fields = []
+        above = values
+        for k in range(groups):  # the least significant group first: one divmod each
+            above, rows = np.divmod(above, 1000)  # above: values // 1000 ** (k + 1)
             if k < groups - 1:  # below a non-zero group, a group keeps its leading zeros
-                rows += _FULL * (values >= 1000 ** (k + 1))
+                rows += _FULL * (above > 0)
             if when is not None:
                 rows = np.where(when, rows, _ABSENT)
-            self.fields.append((_DIGITS[k > 0], rows))
+            fields.append((_DIGITS[k > 0], rows))
+        self.fields += reversed(fields)  # the most significant group first
         return self
 
     def micros(self, cycles: np.ndarray) -> TextLines:

@@ -211,8 +211,8 @@ def _change_rows(stream: ChangeStream, fmt: list, codes: list[str]) -> tuple:
 
     def classify(i: int, uniq, texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
         f = fmt[i]
-        if stream.values[i].dtype == object or getattr(f, "many", None) is None:
-            new = uniq if stream.values[i].dtype == object else ["x" if v == X else v for v in uniq.tolist()]  # fmt: skip
+        if stream.is_string[i] or getattr(f, "many", None) is None:
+            new = uniq if stream.is_string[i] else ["x" if v == X else v for v in uniq.tolist()]  # fmt: skip
             value = np.arange(len(texts), len(texts) + len(uniq), dtype=np.uint64)
             texts += [f(v).encode() for v in new]
             return np.full(len(uniq), text_native.TEXT, dtype=np.uint8), value

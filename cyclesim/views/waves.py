@@ -57,11 +57,13 @@ X = np.iinfo(np.int64).min  # "x" (no value) in an integer signal's value column
 @dataclass(slots=True)
 class Column:
     """One signal's changes by column: times (int64, strictly increasing) and values (int64
-    for wires and integers, X for "x"; an object array of str for strings). A value equal to
-    the one before is dropped later, where every signal's are."""
+    for wires and integers, X for "x"; an object array of str for strings, or with `names`
+    each string's position in names). A value equal to the one before is dropped later,
+    where every signal's are."""
 
     times: np.ndarray
     values: np.ndarray
+    names: list | None = None
 
 
 def _ints(values) -> np.ndarray:
@@ -103,12 +105,12 @@ def _spans(starts, ends, values, idle) -> Column:
 
 def _string_spans(starts, ends, coded: tuple[np.ndarray, list], transform=None) -> Column:
     """_spans of a string column given numbered (a number per record and the distinct values,
-    shared with the other views), transform(v) of each distinct one: the numbers are spread
-    and the strings taken from the distinct ones once at the end (IDLE after the last)."""
+    shared with the other views), transform(v) of each distinct one: the numbers are spread,
+    and name the strings (IDLE after the last), never made into a column of strings."""
     codes, distinct = coded
     texts = distinct if transform is None else [transform(v) for v in distinct]
     column = _spans(starts, ends, codes, len(texts))
-    return Column(column.times, _objects([*texts, IDLE])[column.values])
+    return Column(column.times, column.values, [*texts, IDLE])
 
 
 def _where_value(where: str) -> str:
@@ -178,7 +180,7 @@ def _pe_waves(w: Waves, act: Activity) -> None:
           lambda: _string_spans(st.starts, st.ends, st.numbered("phases")))  # fmt: skip
     w.add(pe, "active", "wire", group, 0, lambda: _active(st))
     w.add(pe, "einsum", "string", group, IDLE,
-          lambda: _at(segs.starts, _objects([_clean(e) for e in segs.einsums])[segs.leaves]))  # fmt: skip
+          lambda: Column(_ints(segs.starts), _ints(segs.leaves), [_clean(e) for e in segs.einsums]))  # fmt: skip
     w.add(pe, "tile", "integer", group, "x", lambda: _at(segs.starts, _ints(segs.tiles)))
     w.add(pe, "stall_where", "string", group, IDLE,
           lambda: _string_spans(st.starts, st.ends, st.numbered("wheres"), _where_value))  # fmt: skip
@@ -186,7 +188,8 @@ def _pe_waves(w: Waves, act: Activity) -> None:
 
 def _active(st) -> Column:
     """1 while the PE array computes (its compute states), 0 otherwise."""
-    computing = np.array([s == COMPUTE for s in st.states], dtype=bool)
+    codes, states = st.numbered("states")  # numbered once for every view
+    computing = codes == states.index(COMPUTE) if COMPUTE in states else np.zeros(len(codes), bool)
     return _spans(_ints(st.starts)[computing], _ints(st.ends)[computing], 1, 0)
 
 

@@ -67,3 +67,26 @@ def test_a_stale_or_refused_build_is_not_used(monkeypatch):
     monkeypatch.setenv("CYCLESIM_PURE_PYTHON", "1")
     module, why = fst_native.load()
     assert module is None and "CYCLESIM_PURE_PYTHON" in why
+
+
+@pytest.mark.parametrize("case", ["dma_two_tensors", "pipeline_holds_slot"])
+def test_blocks_of_changes_same_bytes_from_both_loops_and_the_same_waves(
+    case, tmp_path, monkeypatch
+):
+    """Ended every few changes (fst.BLOCK_CHANGES, a stretch of 8 cycles at a time), the FST's
+    blocks are the same bytes from both loops, and read back as the one-block file."""
+    _compiled()
+    pywellen = pytest.importorskip("pywellen")
+    from cyclesim.views import change_stream, fst
+
+    res = replay(*load_case(case), trace=True, progress=False)
+    write_fst(res, tmp_path / "one.fst")
+    monkeypatch.setattr(change_stream, "MIN_STRETCH", 8)
+    monkeypatch.setattr(fst, "BLOCK_CHANGES", 5)
+    res = replay(*load_case(case), trace=True, progress=False)  # a new Activity, a new stream
+    c, py = _both(res, tmp_path, monkeypatch)
+    assert c == py
+    assert c != (tmp_path / "one.fst").read_bytes()  # in blocks
+    waves = [pywellen.Waveform(str(tmp_path / n)) for n in ("one.fst", "c.fst")]
+    one, blocks = ({v.full_name: list(v.tv) for v in w.all_vars()} for w in waves)
+    assert blocks == one
