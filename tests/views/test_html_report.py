@@ -47,6 +47,15 @@ def test_a_saved_run_gives_the_same_page(page, tmp_path, capsys):
     assert written.read_bytes() == page.read_bytes()
 
 
+@pytest.mark.parametrize("given", ["arch.yaml", "mapping.yaml"])
+def test_report_of_an_input_file_says_it_is_not_a_saved_run(given, capsys):
+    """An architecture or mapping given to `report` was read as '-' or as an architecture."""
+    assert main(["report", str(CASE / given), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and f"{given}: not a saved run" in err
+    assert "cyclesim-run/1" in err
+
+
 def test_a_page_needs_the_html_suffix(tmp_path, capsys):
     assert main(["run", *FILES, "--html", str(tmp_path / "report.txt"), "-q"]) == 2
     assert ".html" in capsys.readouterr().err and not (tmp_path / "report.txt").exists()
