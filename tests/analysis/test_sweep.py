@@ -420,3 +420,17 @@ def test_a_columns_hook_naming_no_function_of_its_file_is_refused(tmp_path, caps
         "(found 'hook.py:g')\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_misspelt_axis_field_is_named_before_the_plot_column_it_misnames(tmp_path, capsys):
+    """widht_bits in an axis while the plot names width_bits: the plot's column was refused at
+    its line and the axis' 'did you mean' came only once plots: was removed."""
+    path = worked_sweep(
+        tmp_path / "typo.yaml",
+        "  - field: architecture.memories.DRAM.ports.dram_rd.widht_bits\n    values: [2, 4]\n"
+        "plots:\n  - {x: DRAM.dram_rd.width_bits, y: cycles}\n",
+    )
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cyclesim: {path}:5: field 'axes[0].field': no such field in arch.yaml")
+    assert "did you mean 'width_bits'?" in err
