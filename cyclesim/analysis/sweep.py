@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 TABLE_NAME = "sweep"
 LAST_COLUMNS = ("error", "point_seconds", "cached")  # bookkeeping after the results
+FAILURES_LISTED = 5  # failed points whose error the summary prints
 
 
 @dataclass
@@ -236,8 +237,14 @@ def summary_text(run: SweepRun, head: int = 12) -> str:
     ]
     if len(table) > head:
         lines.append(f"... {len(table) - head} more rows")
-    for _, row in table[table["status"] != "ok"].head(5).iterrows():
+    failed = table[table["status"] != "ok"]
+    for _, row in failed.head(FAILURES_LISTED).iterrows():
         lines.append(f"point {row['point']} failed: {row['error']}")
+    if len(failed) > FAILURES_LISTED:
+        more = len(failed) - FAILURES_LISTED
+        lines.append(
+            f"... {more} more failed point{'s' if more > 1 else ''} (the table's error column)"
+        )
     lines.append("wrote " + ", ".join(str(p) for p in run.files))
     return "\n".join(lines)
 

@@ -434,3 +434,16 @@ def test_a_misspelt_axis_field_is_named_before_the_plot_column_it_misnames(tmp_p
     err = capsys.readouterr().err
     assert err.startswith(f"cyclesim: {path}:5: field 'axes[0].field': no such field in arch.yaml")
     assert "did you mean 'width_bits'?" in err
+
+
+def test_the_summary_says_how_many_failures_it_does_not_list(tmp_path, capsys):
+    """'7 failed' listed five failures and said nothing of the other two."""
+    path = worked_sweep(
+        tmp_path / "small.yaml",
+        "  - field: architecture.memories.abuf.size_bits\n    values: [1, 2, 3, 4, 5, 6, 7, 32]\n",
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "7 failed" in text and text.count(" failed: ") == 5
+    assert "... 2 more failed points (the table's error column)" in text
