@@ -101,8 +101,8 @@ def sweep(
         check_scheduler_address(scheduler)
     spec = load_sweep(sweep_file)
     out = Path(out)
-    cache_dir = out / "cache"
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir = out / "cache"  # made when the first point arrives: a sweep that cannot start
+    # (an unreachable scheduler) leaves no folder behind
     base = dict(
         architecture=load_architecture(str(spec.architecture)),
         workload=load_workload(str(spec.workload)),
@@ -136,6 +136,7 @@ def sweep(
         if outcome.ok:
             row = outcome.value
             if row["status"] != "ok" or row.get("error") is None:  # a failed hook is retried
+                cache_dir.mkdir(parents=True, exist_ok=True)
                 write_atomically(cache_dir / f"{key}.json", json.dumps(row))  # keeps column order
         else:  # the worker itself failed (not an input fault): not cached, retried next time
             row = {"status": "error", "error": outcome.error}
@@ -158,6 +159,7 @@ def sweep(
     run.computed = len(todo)
     run.cached = cached
     run.failed = int((table["status"] != "ok").sum())
+    out.mkdir(parents=True, exist_ok=True)
     run.files = write_table(table, out)
     if plots and spec.plots:
         from cyclesim.views.sweep_plot import write_sweep_plots

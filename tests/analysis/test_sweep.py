@@ -447,3 +447,12 @@ def test_the_summary_says_how_many_failures_it_does_not_list(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "7 failed" in text and text.count(" failed: ") == 5
     assert "... 2 more failed points (the table's error column)" in text
+
+
+def test_a_sweep_that_cannot_reach_its_scheduler_leaves_no_folder(tmp_path, capsys):
+    """The unreachable scheduler exited 2 but left OUT/cache behind (made before connecting)."""
+    out = tmp_path / "out"
+    args = ["sweep", str(SWEEP), "--out", str(out), "--scheduler", "tcp://127.0.0.1:1"]
+    assert main(args) == 2
+    assert "cannot reach the Dask scheduler" in capsys.readouterr().err
+    assert not out.exists()
