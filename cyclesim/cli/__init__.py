@@ -148,7 +148,7 @@ EXIT_CODES = """exit codes:
   0  success
   1  a failure you asked about was found (an L1 clash or out-of-memory, a check beyond tolerance)
   2  bad input: a wrong file, field or option, an output path that cannot be written,
-     or a peer package the command needs (rank) not installed
+     a sweep whose every point failed, or a peer package the command needs (rank) not installed
   3  the replay cannot progress (a deadlock between its processes)
   4  out of memory: nothing was written (one layer at a time, fewer workers, no trace)
   130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM: no partial output, no peer left running"""
