@@ -210,10 +210,10 @@ def run_zigzag(args: argparse.Namespace) -> int:
 
     if args.top is not None and args.top < 1 and not args.all:
         raise CyclesimError("--top must be at least 1")
-    _require_zigzag()
-    for option in ("accelerator", "workload", "mapping"):
+    for option in ("accelerator", "workload", "mapping"):  # the files first, then the peer
         if not Path(getattr(args, option)).is_file():
             raise CyclesimError(f"--{option} {getattr(args, option)}: no such file")
+    _require_zigzag()
     name = f"{Path(args.workload).stem}-{Path(args.accelerator).stem}"
     out = Path(args.out) if args.out else Path("out") / "rank" / name
     table = Path(args.table) if args.table else out / "rank.csv"
