@@ -250,3 +250,17 @@ def test_rank_zigzag_names_a_missing_input_before_the_missing_peer(tmp_path, mon
     assert main(["rank", "zigzag", "--accelerator", str(tmp_path / "a.yaml"), *given]) == 2
     err = capsys.readouterr().err
     assert "a.yaml: no such file" in err and "zigzag-dse" not in err
+
+
+@pytest.mark.parametrize("peer", ["zigzag", "accelforge"])
+def test_rank_says_a_directory_is_not_a_file(peer, tmp_path, capsys):
+    """`rank accelforge /tmp` said 'no such file'."""
+    from cyclesim.cli import main
+
+    if peer == "zigzag":
+        args = ["--accelerator", str(tmp_path), "--workload", "w.yaml", "--mapping", "m.yaml"]
+    else:
+        args = [str(tmp_path)]
+    assert main(["rank", peer, *args, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path} is a directory; a file is expected" in err and "no such file" not in err
