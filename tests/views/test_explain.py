@@ -292,6 +292,16 @@ def test_no_verify_lists_the_remedies_not_replayed(capsys):
     assert len(verified) == len(re.split(r"^2\. ", out, flags=re.M)[0].split(": not replayed")) - 1
 
 
+def test_a_long_list_of_cycle_ranges_counts_them_with_thousands_separators(capsys):
+    """'... (16384 in all)' beside numbers written 16,384 everywhere else."""
+    files = [str(ROOT / "hw_models" / "tpu_like.yaml")] + [
+        str(ROOT / "examples" / "tpu_gemm" / f"{p}.yaml") for p in ("workload", "mapping")
+    ]
+    assert main(["explain", *files, "--no-verify", "--top", "3", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "... (16,384 in all)" in out and "(16384 in all)" not in out
+
+
 def test_explain_refuses_what_is_not_a_saved_run(tmp_path, capsys):
     (tmp_path / "x.json").write_text("{}")
     assert main(["explain", str(tmp_path / "x.json"), "-", "-"]) == 2

@@ -10,7 +10,7 @@ SAVES_LITTLE = 0.5  # a remedy saving less than this share of its cause's cycles
 
 def _list(items: list, limit: int, fmt, sep: str = ", ") -> str:
     shown = sep.join(fmt(x) for x in items[:limit])
-    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+    return shown + (f", ... ({len(items):,} in all)" if len(items) > limit else "")
 
 
 def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
