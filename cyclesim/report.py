@@ -102,28 +102,36 @@ def energy_section(energy: pd.DataFrame, unit: str) -> str:
     total = float(energy.energy.sum())
     out = [
         "",
-        f"energy (architecture's per-action energies x replayed counts): {_energy(total)} {unit}",
+        f"energy (architecture's per-action energies x replayed counts): {number_text(total)} {unit}",
     ]
     if not total:
         return "\n".join(out)
-    for column, label in (("einsum", "by Einsum"), ("component", "by component")):
+    for label, rows in energy_groups(energy):
         out.append(f"  {label} ({unit}):")
-        for name, value in energy.groupby(column, sort=False)["energy"].sum().items():
-            name = "(whole run: leak)" if name == WHOLE_RUN else name
-            out.append(f"    {name:<28}{_energy(value):>16}  {_pct(value, total)}")
-    out.append(f"  by component and action ({unit}):")
+        for name, value in rows:
+            out.append(f"    {name:<28}{number_text(value):>16}  {_pct(value, total)}")
+    return "\n".join(out)
+
+
+def energy_groups(energy: pd.DataFrame) -> list[tuple[str, list[tuple[str, float]]]]:
+    """The energy's breakdowns, as the text and HTML reports list them: by Einsum, by component,
+    and by component and action (each component's actions together, components as listed)."""
+    groups = []
+    for column, label in (("einsum", "by Einsum"), ("component", "by component")):
+        rows = energy.groupby(column, sort=False)["energy"].sum().items()
+        groups.append((label, [("(whole run: leak)" if n == WHOLE_RUN else n, v) for n, v in rows]))
     grouped = energy.groupby(["component", "action"], sort=False)["energy"].sum()
     components = list(dict.fromkeys(energy.component))  # as listed by component above
-    for (component, action), value in sorted(  # each component's actions together
+    ordered = sorted(
         grouped.items(), key=lambda item: (components.index(item[0][0]), _ACTIONS[item[0][1]])
-    ):
-        out.append(f"    {component + ' ' + action:<28}{_energy(value):>16}  {_pct(value, total)}")
-    return "\n".join(out)
+    )
+    groups.append(("by component and action", [(f"{c} {a}", v) for (c, a), v in ordered]))
+    return groups
 
 
 _ACTIONS = {"read": 0, "write": 1, "update": 2, "mac": 3, "leak": 4}  # energy_table's actions
 
 
-def _energy(value: float) -> str:
+def number_text(value: float) -> str:
     """Whole numbers with thousands separators, others to six significant digits."""
     return f"{int(value):,}" if float(value).is_integer() else f"{value:.6g}"

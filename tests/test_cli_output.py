@@ -77,6 +77,25 @@ def test_quiet_and_verbose_together_are_refused(capsys):
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("args", "usage"),
+    [
+        (["chip", "--bogus", "a", "b", "c"], "cyclesim chip"),
+        (["run", "--bogus", "a", "b", "c"], "cyclesim run"),
+        (["check", "scalesim", "a", "b", "--bogus"], "cyclesim check scalesim"),
+        (["--bogus", "run", "a", "b", "c"], "cyclesim"),  # before the command: the top level's
+    ],
+)
+def test_an_unknown_option_gets_the_usage_of_its_command(args, usage, capsys):
+    """`chip --bogus a b c` printed the top-level usage, not chip's."""
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: {usage} [-h]")
+    assert err.endswith(f"{usage}: error: unrecognized arguments: --bogus\n")
+
+
 def test_dram_and_l1_json_start_with_the_schema_version(tmp_path, capsys):
     """Every JSON document the CLI prints carries the version, not only run/check/explain/sweep."""
     trace = tmp_path / "dma.trace"

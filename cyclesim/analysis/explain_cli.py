@@ -23,7 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     add_replay_arguments(p)
     p.add_argument("--top", type=int, default=5, help="causes to detail and verify (default 5)")
-    p.add_argument("--no-verify", action="store_true", help="rank only; do not replay the remedies")
+    p.add_argument(
+        "--no-verify", action="store_true", help="list the remedies without replaying them"
+    )
     p.add_argument(
         "--workers",
         type=int,

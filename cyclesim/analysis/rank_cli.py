@@ -201,6 +201,14 @@ def _require_zigzag() -> None:
         ) from None
 
 
+def _input_file(label: str, path: str) -> None:
+    """Refuse an input that is missing or a directory, naming it (one line, exit 2)."""
+    if Path(path).is_dir():
+        raise CyclesimError(f"{label} is a directory; a file is expected")
+    if not Path(path).is_file():
+        raise CyclesimError(f"{label}: no such file")
+
+
 def run_zigzag(args: argparse.Namespace) -> int:
     """Rank one workload on one accelerator; print the table, write tables and plots."""
     import time
@@ -210,10 +218,9 @@ def run_zigzag(args: argparse.Namespace) -> int:
 
     if args.top is not None and args.top < 1 and not args.all:
         raise CyclesimError("--top must be at least 1")
+    for option in ("accelerator", "workload", "mapping"):  # the files first, then the peer
+        _input_file(f"--{option} {getattr(args, option)}", getattr(args, option))
     _require_zigzag()
-    for option in ("accelerator", "workload", "mapping"):
-        if not Path(getattr(args, option)).is_file():
-            raise CyclesimError(f"--{option} {getattr(args, option)}: no such file")
     name = f"{Path(args.workload).stem}-{Path(args.accelerator).stem}"
     out = Path(args.out) if args.out else Path("out") / "rank" / name
     table = Path(args.table) if args.table else out / "rank.csv"
@@ -260,8 +267,7 @@ def run_accelforge(args: argparse.Namespace) -> int:
     if args.top is not None and args.top < 1 and not args.all:
         raise CyclesimError("--top must be at least 1")
     for spec in args.spec:
-        if not Path(spec).is_file():
-            raise CyclesimError(f"{spec}: no such file")
+        _input_file(spec, spec)
     name = "+".join(Path(s).stem for s in args.spec)
     out = Path(args.out) if args.out else Path("out") / "rank" / f"accelforge-{name}"
     table = Path(args.table) if args.table else out / "rank.csv"

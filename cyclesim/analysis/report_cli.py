@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
     from cyclesim.analysis.simulate import replay
     from cyclesim.engine import RunOptions
     from cyclesim.views.html import write_html_report
-    from cyclesim.views.saved import load_inputs
+    from cyclesim.views.saved import load_saved_run
 
-    arch, workload, mapping, saved = load_inputs(args.saved, "-", "-")
+    arch, workload, mapping, saved = load_saved_run(args.saved)
     path = Path(args.html) if args.html else Path(args.saved).with_suffix(".html")
     progress = False if args.no_progress else None
     options = RunOptions(

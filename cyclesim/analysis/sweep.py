@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 TABLE_NAME = "sweep"
 LAST_COLUMNS = ("error", "point_seconds", "cached")  # bookkeeping after the results
+FAILURES_LISTED = 5  # failed points whose error the summary prints
 
 
 @dataclass
@@ -100,8 +101,8 @@ def sweep(
         check_scheduler_address(scheduler)
     spec = load_sweep(sweep_file)
     out = Path(out)
-    cache_dir = out / "cache"
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir = out / "cache"  # made when the first point arrives: a sweep that cannot start
+    # (an unreachable scheduler) leaves no folder behind
     base = dict(
         architecture=load_architecture(str(spec.architecture)),
         workload=load_workload(str(spec.workload)),
@@ -135,6 +136,7 @@ def sweep(
         if outcome.ok:
             row = outcome.value
             if row["status"] != "ok" or row.get("error") is None:  # a failed hook is retried
+                cache_dir.mkdir(parents=True, exist_ok=True)
                 write_atomically(cache_dir / f"{key}.json", json.dumps(row))  # keeps column order
         else:  # the worker itself failed (not an input fault): not cached, retried next time
             row = {"status": "error", "error": outcome.error}
@@ -157,6 +159,7 @@ def sweep(
     run.computed = len(todo)
     run.cached = cached
     run.failed = int((table["status"] != "ok").sum())
+    out.mkdir(parents=True, exist_ok=True)
     run.files = write_table(table, out)
     if plots and spec.plots:
         from cyclesim.views.sweep_plot import write_sweep_plots
@@ -236,8 +239,14 @@ def summary_text(run: SweepRun, head: int = 12) -> str:
     ]
     if len(table) > head:
         lines.append(f"... {len(table) - head} more rows")
-    for _, row in table[table["status"] != "ok"].head(5).iterrows():
+    failed = table[table["status"] != "ok"]
+    for _, row in failed.head(FAILURES_LISTED).iterrows():
         lines.append(f"point {row['point']} failed: {row['error']}")
+    if len(failed) > FAILURES_LISTED:
+        more = len(failed) - FAILURES_LISTED
+        lines.append(
+            f"... {more} more failed point{'s' if more > 1 else ''} (the table's error column)"
+        )
     lines.append("wrote " + ", ".join(str(p) for p in run.files))
     return "\n".join(lines)
 

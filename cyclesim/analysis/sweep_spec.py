@@ -201,9 +201,8 @@ def load_sweep(path: str | Path) -> SweepSpec:
         tuple((p.x, p.series, (p.y,) if isinstance(p.y, str) else tuple(p.y)) for p in raw.plots),
         hook,
     )
-    spec = _check_plots(spec, raw, err)
-    _check_paths(spec, raw, err)
-    return spec
+    _check_paths(spec, raw, err)  # first: a misspelt axis field also misnames its plot column
+    return _check_plots(spec, raw, err)
 
 
 def _columns_hook(raw: _Sweep, folder: Path, err: Any) -> tuple[Path, str] | None:

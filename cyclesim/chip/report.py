@@ -23,7 +23,10 @@ def chip_report(res: ChipResult, top: int = 8) -> str:
     for c in plan.chip.core_names:
         comp = res.compute_cycles[c]
         steps = len(plan.programs[c])
-        out.append(f"core {c}: {steps} steps, compute {comp:,} {_pct(comp, res.cycles)}")
+        out.append(
+            f"core {c}: {steps:,} step{'' if steps == 1 else 's'}, compute {comp:,} "
+            f"{_pct(comp, res.cycles)}"
+        )
         rows = [r for r in res.rows if r.core == c]
         for r in rows[:top]:
             phase = r.phase if r.step_phase is None else f"step/{r.step_phase}"

@@ -148,7 +148,7 @@ EXIT_CODES = """exit codes:
   0  success
   1  a failure you asked about was found (an L1 clash or out-of-memory, a check beyond tolerance)
   2  bad input: a wrong file, field or option, an output path that cannot be written,
-     or a peer package the command needs (rank) not installed
+     a sweep whose every point failed, or a peer package the command needs (rank) not installed
   3  the replay cannot progress (a deadlock between its processes)
   4  out of memory: nothing was written (one layer at a time, fewer workers, no trace)
   130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM: no partial output, no peer left running"""
@@ -188,13 +188,34 @@ def _quiet_stdout(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
+def chosen(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None, token: str
+) -> argparse.ArgumentParser:
+    """The parser of the innermost sub-command `args` were parsed by (`check zigzag`, `chip`),
+    or the top level's when `token` comes before the command (`cyclesim --bogus run ...`)."""
+    given = sys.argv[1:] if argv is None else list(argv)
+    if token in given and args.command in given and given.index(token) < given.index(args.command):
+        return parser
+    while True:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                name = getattr(args, action.dest, None)
+                if name in action.choices:
+                    parser = action.choices[name]
+                    break
+        else:
+            return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; print an error as one line on stderr and return its exit code."""
     if (odd := _environment_error()) is not None:  # before --version, which reports the timer
         print(f"cyclesim: {odd}", file=sys.stderr)
         return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # refused with the usage of the sub-command given them, not the top level's
+        chosen(parser, args, argv, unknown[0]).error(f"unrecognized arguments: {' '.join(unknown)}")
     configure_logging(args.quiet, args.verbose)
     if args.quiet and hasattr(args, "no_progress"):
         args.no_progress = True  # quiet: no progress bar in any command

@@ -102,15 +102,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             "give a memory's dram: block `timing: controller`"
         )
     try:
-        from cyclesim.views import tracing_requested
+        from cyclesim.views import TRACED_VIEWS, tracing_requested
     except ImportError:  # views not installed: nothing to trace
         tracing, trace_filter = False, None
     else:
         tracing, trace_filter = tracing_requested(args), _trace_filter(args)
         if trace_filter is not None and not tracing:  # it would select from nothing
+            views = [f"--{v}" for v in TRACED_VIEWS]
             raise OptionError(
-                "--window and --only choose what a trace keeps: give one of --vcd, --fst, "
-                "--perfetto, --plot or --events with them"
+                "--window and --only choose what a trace keeps: give one of "
+                f"{', '.join(views[:-1])} or {views[-1]} with them"
             )
     options = run_options(args, trace=tracing, trace_filter=trace_filter if tracing else None)
     res = replay(arch, workload, mapping, options)

@@ -87,9 +87,13 @@ def parse_window(text: str) -> tuple[int, int | None]:
     return start, end
 
 
+# the views that read the trace records (and so honour --window and --only)
+TRACED_VIEWS = ("vcd", "fst", "perfetto", "plot", "events", "html")
+
+
 def tracing_requested(args: argparse.Namespace) -> bool:
     """Does any requested view need the trace records?"""
-    return any(getattr(args, k, None) for k in ("vcd", "fst", "perfetto", "plot", "events", "html"))
+    return any(getattr(args, k, None) for k in TRACED_VIEWS)
 
 
 WAVES = ("vcd", "fst")  # written with a .gtkw save file beside them

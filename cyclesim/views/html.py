@@ -1,7 +1,8 @@
 """One self-contained HTML page of a traced run: `cyclesim run ... --html report.html`.
 
-Summary and breakdown, the non-compute cycles by cause and where, the accesses, the energy
-(when the architecture gives per-action energies), the plots (PNG, inline) and a zoomable
+Summary and breakdown, the non-compute cycles by cause and where, the accesses, what the DRAM
+models' banks did (when a memory has one), the energy (when the architecture gives per-action
+energies), the plots (PNG, inline) and a zoomable
 timeline of the PE array's state and the busiest ports. Everything is in the one file: it
 opens offline. Every number is read from the Result (and its Activity); none is computed
 again here.
@@ -15,7 +16,10 @@ import json
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from cyclesim.outputs import write_atomically
+from cyclesim.report import DRAM_TIMING, energy_groups, number_text
 from cyclesim.results import Result
 from cyclesim.views.html_page import SCRIPT, STYLE
 
@@ -24,10 +28,12 @@ STATE_COLORS_DEFAULT = "#000000"
 
 
 def _table(headers: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
-    """An HTML table; columns in `numeric` right-aligned, integers with thousands separators."""
+    """An HTML table; columns in `numeric` right-aligned, numbers as the text report writes
+    them (thousands separators; a fraction to six significant digits)."""
 
     def cell(i: int, v, tag: str = "td") -> str:
-        text = f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+        number = isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+        text = number_text(v) if number else str(v)
         cls = ' class="n"' if i in numeric else ""
         return f"<{tag}{cls}>{html.escape(text)}</{tag}>"
 
@@ -104,14 +110,47 @@ def _accesses(res: Result) -> str:
 
 
 def _energy(res: Result) -> str:
+    """The text report's energy: the total, then by Einsum, by component, by component and
+    action, each with its share."""
     table = res.energy  # None without per-action energies
     if table is None:
         return "<p>the architecture gives no per-action energies</p>"
-    unit = res.architecture.energy_unit
-    by_part = table.groupby("component", sort=False)["energy"].sum()
-    rows = [[c, f"{e:,.6g}"] for c, e in by_part.items()]
-    rows.append(["total", f"{table['energy'].sum():,.6g}"])
-    return _table(["component", f"energy ({unit})"], rows, {1})
+    unit = html.escape(res.architecture.energy_unit)
+    total = float(table["energy"].sum())
+    out = (
+        f"<p>architecture's per-action energies x replayed counts: {number_text(total)} {unit}</p>"
+    )
+    if not total:
+        return out
+    for label, rows in energy_groups(table):
+        out += f"<h3>{html.escape(label)}</h3>" + _table(
+            [label.removeprefix("by "), f"energy ({unit})", "share"],
+            [[n, v, _pct(v, total)] for n, v in rows],
+            {1, 2},
+        )
+    return out
+
+
+def _dram(res: Result) -> str:
+    """What each DRAM model's banks did and which model timed them (Result.dram_summary)."""
+    rows, notes = [], []
+    for d in res.dram_summary:
+        issued = d.get("column_commands", d["requests"])
+        rows.append([
+            d["memory"], d["config"], d["requests"], issued, d["row_hits"],
+            f"{100 * d['row_hit_rate']:.1f} %", d["activates"], d["refreshes"],
+        ])  # fmt: skip
+        notes.append(f"{d['memory']}: timing: {DRAM_TIMING[d['timing']]}")
+        if issued < d["requests"]:
+            notes.append(
+                f"{d['memory']}: {d['requests'] - issued:,} writes were still in the write "
+                "buffer when the run ended (accepted, so complete; issued to the banks later)"
+            )
+    headers = ["memory", "DRAM", "requests", "column commands", "row hits", "row hit rate",
+               "activates", "refreshes"]  # fmt: skip
+    return _table(headers, rows, set(range(2, 8))) + "".join(
+        f'<p class="note">{html.escape(n)}</p>' for n in notes
+    )
 
 
 def _plots(res: Result, title: str, progress: bool | None) -> str:
@@ -187,6 +226,7 @@ def write_html_report(
             '<canvas id="timeline"></canvas><div class="legend" id="timeline-legend"></div>',
         ),
         ("Accesses", _accesses(res)),
+        *([("DRAM", _dram(res))] if res.dram_summary else []),
         ("Energy", _energy(res)),
         ("Plots", _plots(res, title, progress)),
     ]

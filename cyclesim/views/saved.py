@@ -74,21 +74,31 @@ class _SavedRun(StrictModel):
 
 
 def read_saved_run(path: str) -> dict:
-    """Read and validate a saved run; raise SpecError naming the file, field and line."""
+    """Read and validate a saved run; raise SpecError naming the file, field and line.
+
+    A file that is not a JSON object at all (a YAML input given by mistake) is refused as not
+    a saved run, like a JSON file without the format; a saved run cut short is invalid JSON.
+    """
+    if not read_text(path).lstrip().startswith("{"):
+        raise _not_saved(str(path), None)
     data, name = read_json(path)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise SpecError(
-            "not a saved run",
-            file=name,
-            found=data.get("format") if isinstance(data, dict) else type(data).__name__,
-            expected=f"format {FORMAT!r}; save one with `cyclesim run --save-run`",
-        )
+        raise _not_saved(name, data.get("format") if isinstance(data, dict) else None)
     check_depth(data, name)
     try:
         _SavedRun.model_validate(data)
     except ValidationError as exc:
         raise pydantic_to_spec_error(exc, _SavedRun, name, _json_lines(path)) from None
     return data
+
+
+def _not_saved(name: str, found: object) -> SpecError:
+    return SpecError(
+        "not a saved run",
+        file=name,
+        found=found,
+        expected=f"format {FORMAT!r}; save one with `cyclesim run --save-run`",
+    )
 
 
 def _json_lines(path: str) -> Lines:
@@ -118,11 +128,16 @@ def load_inputs(arch: str, workload: str, mapping: str):
     from cyclesim.spec import load_architecture, load_mapping, load_workload
 
     if arch.endswith(".json") and workload == "-" and mapping == "-":
-        saved = read_saved_run(arch)
-        return (*_from_text(saved, arch), saved)
+        return load_saved_run(arch)
     a = load_architecture(arch)
     w = load_workload(workload)
     return a, w, load_mapping(mapping, a, w), None
+
+
+def load_saved_run(path: str):
+    """(Architecture, Workload, Mapping, saved-run dict) of the saved run at `path`."""
+    saved = read_saved_run(path)
+    return (*_from_text(saved, path), saved)
 
 
 def _from_text(saved: dict, source: str):

@@ -234,3 +234,33 @@ def test_rank_zigzag_without_zigzag_dse_is_one_line_exit_2_and_writes_nothing(tm
     assert done.stderr.count("\n") == 1 and "zigzag-dse" in done.stderr
     assert "make peers" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_rank_zigzag_names_a_missing_input_before_the_missing_peer(tmp_path, monkeypatch, capsys):
+    """A missing --accelerator file was reported as the missing zigzag-dse."""
+    from cyclesim.checks.zigzag import peer
+    from cyclesim.cli import main
+    from cyclesim.errors import PeerUnavailable
+
+    def missing() -> None:
+        raise PeerUnavailable("zigzag-dse is not installed")
+
+    monkeypatch.setattr(peer, "require_zigzag", missing)
+    given = ["--workload", "w.yaml", "--mapping", "m.yaml", "--no-progress"]
+    assert main(["rank", "zigzag", "--accelerator", str(tmp_path / "a.yaml"), *given]) == 2
+    err = capsys.readouterr().err
+    assert "a.yaml: no such file" in err and "zigzag-dse" not in err
+
+
+@pytest.mark.parametrize("peer", ["zigzag", "accelforge"])
+def test_rank_says_a_directory_is_not_a_file(peer, tmp_path, capsys):
+    """`rank accelforge /tmp` said 'no such file'."""
+    from cyclesim.cli import main
+
+    if peer == "zigzag":
+        args = ["--accelerator", str(tmp_path), "--workload", "w.yaml", "--mapping", "m.yaml"]
+    else:
+        args = [str(tmp_path)]
+    assert main(["rank", peer, *args, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path} is a directory; a file is expected" in err and "no such file" not in err

@@ -420,3 +420,39 @@ def test_a_columns_hook_naming_no_function_of_its_file_is_refused(tmp_path, caps
         "(found 'hook.py:g')\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_misspelt_axis_field_is_named_before_the_plot_column_it_misnames(tmp_path, capsys):
+    """widht_bits in an axis while the plot names width_bits: the plot's column was refused at
+    its line and the axis' 'did you mean' came only once plots: was removed."""
+    path = worked_sweep(
+        tmp_path / "typo.yaml",
+        "  - field: architecture.memories.DRAM.ports.dram_rd.widht_bits\n    values: [2, 4]\n"
+        "plots:\n  - {x: DRAM.dram_rd.width_bits, y: cycles}\n",
+    )
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cyclesim: {path}:5: field 'axes[0].field': no such field in arch.yaml")
+    assert "did you mean 'width_bits'?" in err
+
+
+def test_the_summary_says_how_many_failures_it_does_not_list(tmp_path, capsys):
+    """'7 failed' listed five failures and said nothing of the other two."""
+    path = worked_sweep(
+        tmp_path / "small.yaml",
+        "  - field: architecture.memories.abuf.size_bits\n    values: [1, 2, 3, 4, 5, 6, 7, 32]\n",
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "7 failed" in text and text.count(" failed: ") == 5
+    assert "... 2 more failed points (the table's error column)" in text
+
+
+def test_a_sweep_that_cannot_reach_its_scheduler_leaves_no_folder(tmp_path, capsys):
+    """The unreachable scheduler exited 2 but left OUT/cache behind (made before connecting)."""
+    out = tmp_path / "out"
+    args = ["sweep", str(SWEEP), "--out", str(out), "--scheduler", "tcp://127.0.0.1:1"]
+    assert main(args) == 2
+    assert "cannot reach the Dask scheduler" in capsys.readouterr().err
+    assert not out.exists()

@@ -42,6 +42,11 @@ def test_transfer_over_one_link():
     link = res.port("l")
     assert (link.busy_cycles, link.bits, link.bursts) == (4, 64, 2)
     assert_sums(res)
+    # the report counts each core's steps in the singular too (it said "1 steps")
+    from cyclesim.chip.report import chip_report
+
+    report = chip_report(res)
+    assert "core c0: 1 step, compute 8 " in report and "core c1: 1 step, compute 8 " in report
 
 
 BUS = {"name": "b", "cores": ["c0", "c1", "c2"], "width_bits": 16, "burst_bits": 32,

@@ -122,6 +122,42 @@ def test_sweep_file_runs_its_sizes_from_the_small_to_the_large_setting():
     assert len(spec.points()) == 14 and spec.columns_hook[1] == "zigzag_latency"
 
 
+def test_the_readme_says_which_sram_each_failing_sweep_point_lacks():
+    """The README said the large mapping fails 'until sram_64KB holds W'; 4 of its 6 failing
+    points fail on sram_1M (I and O double-buffered, 1,280,000 b). Each point's capacity error
+    is raised by the plan, before any replay."""
+    import re
+
+    import cyclesim
+    from cyclesim.analysis.sweep_point import resolve_point
+    from cyclesim.analysis.sweep_spec import load_sweep
+    from cyclesim.errors import SpecError
+    from cyclesim.schedule.plan import build_plan
+
+    spec = load_sweep(EXAMPLE / "sweep.yaml")
+    base = dict(
+        architecture=cyclesim.load_architecture(str(spec.architecture)),
+        workload=cyclesim.load_workload(str(spec.workload)),
+    )
+    lacking = {}
+    for point in spec.points():
+        task = resolve_point(spec, point, base)
+        try:
+            build_plan(task.architecture, task.workload, task.mapping)
+        except SpecError as exc:
+            assert dict(point.values)["mapping"] == "mapping_large.yaml"
+            memory, need = re.search(r"memory '(\w+)' need (\d+) bits", str(exc)).groups()
+            lacking[dict(point.values)["size_step"]] = (memory, int(need))
+    assert lacking == {
+        **{step: ("sram_1M", 1_280_000) for step in range(4)},
+        **{step: ("sram_64KB", 320_000) for step in (4, 5)},
+    }
+    readme = " ".join((EXAMPLE / "README.md").read_text().split())
+    assert "at steps 0-3 sram_1M cannot hold I and O double-buffered (1,280,000 b)" in readme
+    assert "at steps 4 and 5 sram_64KB cannot hold the whole of W (320,000 b)" in readme
+    assert "without it the column is empty" in readme
+
+
 @pytest.mark.slow
 def test_sweep_hook_puts_zigzags_latency_beside_the_replay(tmp_path):
     """The columns hook on the small setting: ZigZag's latency of the same mapping (250,294)."""

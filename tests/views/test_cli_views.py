@@ -226,6 +226,7 @@ def test_a_one_cycle_stall_is_a_visible_bar_on_the_log_scale_stall_plot(
         (["--vcd", "t.vcd", "--only", "nothere"], "(known: A, A@DRAM, A@abuf, B"),
         # --window / --only without a trace to keep did nothing at all
         (["--window", "0:10"], "--window and --only choose what a trace keeps: give one of --vcd"),
+        (["--window", "0:10"], "--plot, --events or --html with them"),  # --html was left out
         (["--only", "PE"], "--window and --only choose what a trace keeps"),
         # a file where a folder is wanted: was "cannot write ...: File exists" after the replay
         (["--plot", "arch.yaml"], "--plot arch.yaml is a file; a directory is expected"),

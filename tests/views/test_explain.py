@@ -277,6 +277,31 @@ def test_explain_a_saved_run(tmp_path, capsys):
     assert "saved run had 51 cycles" in capsys.readouterr().err
 
 
+def test_no_verify_lists_the_remedies_not_replayed(capsys):
+    """--no-verify said 'no architectural change proposed' under causes that have remedies."""
+    files = case_files(CASES["03_single_buffer"])
+    assert main(["explain", *files, "--no-verify", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "no architectural change proposed" not in out and "saves" not in out
+    listed = re.findall(r"^   - (.*): not replayed \(--no-verify\)$", out, re.M)
+    assert "widen port DRAM.dram_rd from 4 to 8 bits/cycle" in listed
+    assert main(["explain", *files, "--json", "--no-progress"]) == 0
+    verified = json.loads(capsys.readouterr().out)["causes"][0]["remedies"]
+    # the same changes (a fallback, replayed where its first choice does not fit, extends it)
+    assert all(any(r["change"].startswith(x) for x in listed) for r in verified)
+    assert len(verified) == len(re.split(r"^2\. ", out, flags=re.M)[0].split(": not replayed")) - 1
+
+
+def test_a_long_list_of_cycle_ranges_counts_them_with_thousands_separators(capsys):
+    """'... (16384 in all)' beside numbers written 16,384 everywhere else."""
+    files = [str(ROOT / "hw_models" / "tpu_like.yaml")] + [
+        str(ROOT / "examples" / "tpu_gemm" / f"{p}.yaml") for p in ("workload", "mapping")
+    ]
+    assert main(["explain", *files, "--no-verify", "--top", "3", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "... (16,384 in all)" in out and "(16384 in all)" not in out
+
+
 def test_explain_refuses_what_is_not_a_saved_run(tmp_path, capsys):
     (tmp_path / "x.json").write_text("{}")
     assert main(["explain", str(tmp_path / "x.json"), "-", "-"]) == 2

@@ -11,7 +11,8 @@ import pytest
 
 from cyclesim.cli import main
 
-CASE = Path(__file__).resolve().parents[1] / "cases" / "worked" / "03_single_buffer"
+ROOT = Path(__file__).resolve().parents[2]
+CASE = ROOT / "tests" / "cases" / "worked" / "03_single_buffer"
 FILES = [str(CASE / f"{part}.yaml") for part in ("arch", "workload", "mapping")]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -45,6 +46,60 @@ def test_a_saved_run_gives_the_same_page(page, tmp_path, capsys):
     written = tmp_path / "run.html"
     assert capsys.readouterr().out.strip() == str(written)
     assert written.read_bytes() == page.read_bytes()
+
+
+@pytest.mark.parametrize("given", ["arch.yaml", "mapping.yaml"])
+def test_report_of_an_input_file_says_it_is_not_a_saved_run(given, capsys):
+    """An architecture or mapping given to `report` was read as '-' or as an architecture."""
+    assert main(["report", str(CASE / given), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and f"{given}: not a saved run" in err
+    assert "cyclesim-run/1" in err
+
+
+def _numbers(text: str) -> list[str]:
+    """The numbers of a text report line, as written (thousands separators)."""
+    return re.findall(r"\d[\d,.]*", text)
+
+
+def test_the_page_has_the_dram_counts_and_timing_of_the_text_report(tmp_path, capsys):
+    """A run with a DRAM model: its requests, row hits, activates, refreshes and which model
+    timed it were in the text report only."""
+    files = [str(ROOT / "hw_models" / "tpu_like_ddr4.yaml")] + [
+        str(ROOT / "examples" / "resnet50_dram" / f"{p}.yaml") for p in ("workload", "mapping")
+    ]
+    page = tmp_path / "dram.html"
+    assert main(["run", *files, "--html", str(page), "--no-progress"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if " requests, row hits " in x)
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index("<h2>DRAM</h2>") : text.index("<h2>Energy</h2>")]
+    assert "<td>DDR4_8Gb_x8_2400</td>" in section and "timing: closed-form timer" in section
+    requests, hits, rate, activates, refreshes = _numbers(line.split(": ", 1)[1])
+    for number in (requests, hits, activates, refreshes):
+        assert f'<td class="n">{number}</td>' in section
+    assert f'<td class="n">{rate} %</td>' in section
+
+
+def test_the_page_has_the_energy_of_the_text_report_in_its_number_format(tmp_path, capsys):
+    """The energy showed as '1.6384e+07' beside '262,144', and by component only."""
+    files = [str(ROOT / "hw_models" / "simple_3level.yaml")] + [
+        str(ROOT / "examples" / "simple_3level" / f"{p}.yaml") for p in ("workload", "mapping")
+    ]
+    saved = tmp_path / "run.json"
+    assert main(["run", *files, "--save-run", str(saved), "--no-progress"]) == 0
+    report = capsys.readouterr().out
+    energy = report[report.index("\nenergy (") + 1 :].splitlines()[1:]
+    assert main(["report", str(saved), "--no-progress"]) == 0
+    text = (tmp_path / "run.html").read_text(encoding="utf-8")
+    section = text[text.index("<h2>Energy</h2>") : text.index("<h2>Plots</h2>")]
+    assert "e+" not in section and "16,384,000" in section
+    for line in energy:  # every heading and row of the text report's energy, the same numbers
+        if line.endswith("):"):
+            assert f"<h3>{line.strip().split(' (')[0]}</h3>" in section
+        else:
+            name, value, share = line.strip().rsplit(maxsplit=2)
+            row = f'<td>{name}</td><td class="n">{value}</td><td class="n">{share[:-1]} %</td>'
+            assert row in section
 
 
 def test_a_page_needs_the_html_suffix(tmp_path, capsys):

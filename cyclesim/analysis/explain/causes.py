@@ -15,9 +15,13 @@ from cyclesim.views.cycle_ranges import merge_ranges
 KEYS = ("cause", "memory", "tensor", "port_memory", "port", "competitor")
 
 
+NOT_REPLAYED = "not replayed (--no-verify)"
+
+
 @dataclass(frozen=True, slots=True)
 class Remedy:
-    """One architectural change, replayed: cycles before and after."""
+    """One architectural change, replayed: cycles before and after (none, and the note
+    NOT_REPLAYED, when explain was told not to verify)."""
 
     change: str
     cycles_before: int

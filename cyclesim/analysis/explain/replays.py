@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cyclesim.analysis.explain.candidates import GROW, candidates, held_by, write_back_cause
-from cyclesim.analysis.explain.causes import Cause, Explanation, Remedy, rank_causes
+from cyclesim.analysis.explain.causes import NOT_REPLAYED, Cause, Explanation, Remedy, rank_causes
 from cyclesim.analysis.explain.text import cycles_text, percent
 from cyclesim.analysis.explain.transfer import (
     operand_demand,
@@ -144,8 +144,6 @@ def explain(
     for c, wb, holding in zip(ex.causes[:top], write_backs, holdings, strict=True):
         if wb is not None:
             c.held_by = held_by(c, arch, wb, holding)
-    if not verify_remedies:
-        return ex
     from cyclesim.analysis.explain.dram_remedies import dram_remedies
 
     proposed = [
@@ -164,6 +162,9 @@ def explain(
         )
         for c, wb in zip(ex.causes[:top], write_backs, strict=True)
     ]  # fmt: skip
+    if not verify_remedies:
+        _list_unreplayed(proposed, dram, res.cycles)
+        return ex
     done: dict[str, Remedy] = {}
     places = cycles_by_place(ex.causes)  # before the change: what grew in each remedy's replay
 
@@ -198,3 +199,11 @@ def explain(
         c.remedies.extend(done[change] for change, _, _ in rs)
         c.remedies.sort(key=lambda r: (r.saved is None, -(r.saved or 0)))
     return ex
+
+
+def _list_unreplayed(proposed: list, dram: list, cycles: int) -> None:
+    """Without verification each cause still lists its remedies, first choices only (a GROW
+    fallback is tried only where its plain change fails to replay), none with cycles saved."""
+    for (c, cands), (_, rs) in zip(proposed, dram, strict=True):
+        changes = [ch for ch, _ in cands if not ch.startswith(GROW)] + [ch for ch, _, _ in rs]
+        c.remedies.extend(Remedy(ch, cycles, None, NOT_REPLAYED) for ch in changes)

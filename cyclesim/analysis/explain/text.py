@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cyclesim.analysis.explain.causes import Explanation
+from cyclesim.analysis.explain.causes import NOT_REPLAYED, Explanation
 from cyclesim.vocabulary import Cause
 
 SAVES_LITTLE = 0.5  # a remedy saving less than this share of its cause's cycles says what binds
@@ -10,7 +10,7 @@ SAVES_LITTLE = 0.5  # a remedy saving less than this share of its cause's cycles
 
 def _list(items: list, limit: int, fmt, sep: str = ", ") -> str:
     shown = sep.join(fmt(x) for x in items[:limit])
-    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+    return shown + (f", ... ({len(items):,} in all)" if len(items) > limit else "")
 
 
 def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
@@ -39,6 +39,9 @@ def format_explanation(ex: Explanation, title: str = "", top: int = 5) -> str:
         # (--json lists every one with its cycles)
         useless = [r for r in c.remedies if r.saved is not None and r.saved <= 0]
         for r in c.remedies:
+            if r.note == NOT_REPLAYED:
+                out.append(f"   - {r.change}: {NOT_REPLAYED}")
+                continue
             if r.cycles_after is None:
                 out.append(f"   - {r.change}: cannot be replayed ({r.note})")
                 continue
