@@ -149,9 +149,9 @@ def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
                 m2 = with_tile(mapping, lm.einsum, rank, 2 * size, plan.workload, chip)
             except CyclesimError:
                 continue
+            steps = sum(1 for s in plan.steps if s.layer == lm.einsum)
             out.append((f"{lm.einsum}: tile of {2 * size} along {rank} (was {size})",
-                        f"{sum(1 for s in plan.steps if s.layer == lm.einsum)} steps of "
-                        f"{lm.einsum}", chip, m2))  # fmt: skip
+                        f"{steps:,} step{'s' if steps != 1 else ''} of {lm.einsum}", chip, m2))  # fmt: skip
     return out
 
 
