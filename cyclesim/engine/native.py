@@ -29,6 +29,7 @@ NATIVE_UNITS = {
         "tiles",
         "transfer_state",
         "visits",
+        "event_loop",
     ),
 }
 UNITS = NativeUnits(PACKAGE, HERE, NATIVE_UNITS)

@@ -1,0 +1,148 @@
+"""The replay's per-event work on SimPy's events, compiled with the engine's hot path: the loop
+that fires the queued events (run_events), a process's resume (Resumer), and the timeouts and
+successes the components queue (Timeouts, Succeeder).
+
+environment.py's ReplayEnvironment and ReplayProcess hand these their SimPy objects; the
+classes here are plain (mypyc native classes cannot subclass SimPy's), and work on the same
+private fields environment.py names, in the same way: same events, same numbers, same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from heapq import heappop, heappush
+from typing import Any
+
+from simpy.events import NORMAL, PENDING, Process, Timeout
+
+
+class Resumer:
+    """A process's wait on an event, the callback it leaves on the event: SimPy's
+    `Process._resume` with the process, its environment and its generator's send held once.
+    ReplayProcess makes it its `_resume`, so that SimPy's own code (an interruption removing
+    the wait, a failed event thrown in) finds and calls the same object."""
+
+    def __init__(self, process: Any, env: Any, generator: Any) -> None:
+        self.process = process
+        self.env = env
+        self.send = generator.send
+
+    def __call__(self, event: Any) -> None:
+        self.resume(event)
+
+    def resume(self, event: Any) -> None:
+        """Send the event's value into the generator until it yields an event not yet
+        processed, and wait on that one; a failed event takes SimPy's own path."""
+        env, process, send = self.env, self.process, self.send
+        env._active_proc = process
+        while True:
+            if not event._ok:  # thrown into the generator: SimPy's own path, from here
+                Process._resume(process, event)
+                return
+            try:
+                event = send(event._value)
+            except StopIteration as e:  # it returned: the process succeeds, as in SimPy
+                process._ok, process._value = True, e.args[0] if e.args else None
+                env.schedule(process)
+                event = None
+                break
+            except BaseException as e:  # it failed: the process fails, as in SimPy
+                _drop_own_frame(e)
+                process._ok, process._value = False, e
+                env.schedule(process)
+                event = None
+                break
+            try:
+                callbacks = event.callbacks
+            except AttributeError:
+                raise RuntimeError(f'Invalid yield value "{event}"') from None
+            if callbacks is not None:  # not processed yet: wait for it
+                callbacks.append(self)
+                break
+        process._target = event
+        env._active_proc = None
+
+
+def _drop_own_frame(e: BaseException) -> None:
+    """Start the failure's traceback at the process's generator, as SimPy does: without the
+    resume's own frame (there is one only where this module runs as Python)."""
+    tb = e.__traceback__
+    if tb is not None and tb.tb_frame.f_code is _RESUME_CODE:
+        e.__traceback__ = tb.tb_next
+
+
+_RESUME_CODE: Any = getattr(Resumer.resume, "__code__", None)  # (None: compiled)
+
+
+class Timeouts:
+    """`env.timeout(delay)` as one call: the same Timeout (same time, priority and number)
+    queued without SimPy's __init__, schedule, descriptor and check: delay must be >= 0."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.queue: list = env._queue
+        self.eid: Any = env._eid
+
+    def __call__(self, delay: int) -> Any:
+        ev: Any = Timeout.__new__(Timeout)
+        env = self.env
+        ev.env = env
+        ev.callbacks = []
+        ev._value = None
+        ev._delay = delay
+        ev._ok = True
+        heappush(self.queue, (env.now + delay, NORMAL, next(self.eid), ev))
+        return ev
+
+
+class Succeeder:
+    """`ev.succeed()` as one call: the same event queued at the same time, priority and
+    number, without the call to `schedule`."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.queue: list = env._queue
+        self.eid: Any = env._eid
+
+    def __call__(self, ev: Any) -> None:
+        if ev._value is not PENDING:
+            raise RuntimeError(f"{ev} has already been triggered")
+        ev._ok = True
+        ev._value = None
+        heappush(self.queue, (self.env.now, NORMAL, next(self.eid), ev))
+
+
+def run_events(
+    env: Any,
+    limit: int,
+    boundaries: list | None,
+    at_boundary: Callable[[int], None] | None,
+) -> bool:
+    """ReplayEnvironment.run_events: fire up to `limit` queued events in order (-1: all), a
+    process's wait resumed by a native call; True when none is left. After each event that
+    appended to boundaries, call at_boundary with its largest entry and empty it."""
+    queue: list = env._queue
+    while queue:
+        if not limit:
+            return False
+        limit -= 1
+        now, _, _, event = heappop(queue)
+        env.now = now
+        callbacks = event.callbacks
+        event.callbacks = None
+        for callback in callbacks:
+            if isinstance(callback, Resumer):
+                callback.resume(event)
+            else:
+                callback(event)
+        if not event._ok and not hasattr(event, "_defused"):
+            # a failed event nobody handled: raise a copy, as Environment.step does
+            exc = type(event._value)(*event._value.args)
+            exc.__cause__ = event._value
+            raise exc
+        if boundaries:
+            g = max(boundaries)
+            boundaries.clear()
+            if at_boundary is not None:
+                at_boundary(g)
+    return True
