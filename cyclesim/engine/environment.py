@@ -1,4 +1,5 @@
-"""The replay's SimPy environment: the one place that reads or writes SimPy's private fields.
+"""The replay's SimPy environment: with engine/event_loop.py, the one place that reads or writes
+SimPy's private fields.
 
 Fast-forward moves a run in time and compares two moments of it, which SimPy's public API
 cannot do: it shifts the clock and the event queue, lists the queue, and tells what a queued
@@ -6,11 +7,12 @@ event and its callbacks are. The fabric and the DMA engines queue a decision at 
 cycle, an already-triggered event at a priority of their own. The hot paths make their
 timeouts without SimPy's per-call overhead (fast_timeout), and the replay runs its events in
 a loop of its own with SimPy's step inlined (run_events); its processes resume through
-ReplayProcess, SimPy's resume with less work per event, and its clock is a plain slot. Each
-of these is a method here, so the fields they rely on (`_now`, `_queue`, `_eid`,
-`Event._ok` / `_value` / `callbacks` / `_defused`, `Timeout._delay`, `Process._resume` /
-`_generator` / `_target`, `Environment._active_proc`) are named in this module and in the
-per-event work it hands its events to, engine/event_loop.py (compiled with the components);
+ReplayProcess, SimPy's resume with less work per event, and its clock is a plain slot. The
+per-event work is engine/event_loop.py's, compiled with the components: the loop, the
+resume, and the events the components make (its Event and Timeout hold SimPy's fields in a
+compiled class). So the fields they rely on (`_now`, `_queue`, `_eid`, `Event._ok` /
+`_value` / `callbacks` / `_defused`, `Timeout._delay`, `Process._resume` / `_generator` /
+`_target`, `Environment._active_proc`) are named in this module and in event_loop.py;
 pyproject.toml pins SimPy to the versions this was tested with, and
 tests/engine/test_replay_environment.py fails when their shape changes.
 """

@@ -13,7 +13,71 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
-from simpy.events import NORMAL, PENDING, Process, Timeout
+from simpy.events import NORMAL, PENDING, Process
+
+
+# SimPy's own resume: a process's path for a failed event (thrown into its generator)
+simpy_resume: Any = Process._resume
+
+
+class Event:
+    """An event the replay's components make (a tile's arrival, a grant, a change of width):
+    what SimPy's Event holds (env, callbacks, `_value` PENDING until it is triggered, then
+    `_ok`; `_defused` once SimPy's code sets it), in a class compiled code reads without a
+    dictionary lookup. SimPy's code that meets it (a process's own resume, an interruption)
+    reads the same fields; a field not set yet is missing, as on SimPy's."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.callbacks: list | None = []
+        self._value: Any = PENDING
+        self._ok: bool  # (unset until triggered: SimPy's getattr(ev, "_ok", None) is None)
+        self._defused: bool  # (unset: SimPy's hasattr reads "not defused")
+
+    @property
+    def triggered(self) -> bool:
+        return self._value is not PENDING
+
+    @property
+    def processed(self) -> bool:
+        return self.callbacks is None
+
+    @property
+    def ok(self) -> bool:
+        return self._ok
+
+    @property
+    def value(self) -> Any:
+        if self._value is PENDING:
+            raise AttributeError(f"Value of {self} is not yet available")
+        return self._value
+
+    def succeed(self, value: Any = None) -> Event:
+        """Trigger the event, queued now at NORMAL priority, as SimPy's succeed does."""
+        if self._value is not PENDING:
+            raise RuntimeError(f"{self} has already been triggered")
+        self._ok = True
+        self._value = value
+        self.env.schedule(self)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}() object at {id(self):#x}>"
+
+
+class Timeout(Event):
+    """A timeout the replay's hot paths queue: SimPy's Timeout's fields (`_value` None,
+    `_delay`, `_ok` True) in the replay's Event."""
+
+    def __init__(self, env: Any, delay: int) -> None:
+        self.env = env
+        self.callbacks = []
+        self._value = None
+        self._delay = delay
+        self._ok = True
+
+    def __repr__(self) -> str:
+        return f"<Timeout({self._delay}) object at {id(self):#x}>"
 
 
 class Resumer:
@@ -36,11 +100,18 @@ class Resumer:
         env, process, send = self.env, self.process, self.send
         env._active_proc = process
         while True:
-            if not event._ok:  # thrown into the generator: SimPy's own path, from here
-                Process._resume(process, event)
+            if isinstance(event, Event):  # (read natively: the most common events)
+                if not event._ok:
+                    simpy_resume(process, event)
+                    return
+                value = event._value
+            elif event._ok:
+                value = event._value
+            else:  # thrown into the generator: SimPy's own path, from here
+                simpy_resume(process, event)
                 return
             try:
-                event = send(event._value)
+                event = send(value)
             except StopIteration as e:  # it returned: the process succeeds, as in SimPy
                 process._ok, process._value = True, e.args[0] if e.args else None
                 env.schedule(process)
@@ -52,10 +123,13 @@ class Resumer:
                 env.schedule(process)
                 event = None
                 break
-            try:
+            if isinstance(event, Event):
                 callbacks = event.callbacks
-            except AttributeError:
-                raise RuntimeError(f'Invalid yield value "{event}"') from None
+            else:
+                try:
+                    callbacks = event.callbacks
+                except AttributeError:
+                    raise RuntimeError(f'Invalid yield value "{event}"') from None
             if callbacks is not None:  # not processed yet: wait for it
                 callbacks.append(self)
                 break
@@ -83,14 +157,9 @@ class Timeouts:
         self.queue: list = env._queue
         self.eid: Any = env._eid
 
-    def __call__(self, delay: int) -> Any:
-        ev: Any = Timeout.__new__(Timeout)
+    def __call__(self, delay: int) -> Timeout:
         env = self.env
-        ev.env = env
-        ev.callbacks = []
-        ev._value = None
-        ev._delay = delay
-        ev._ok = True
+        ev = Timeout(env, delay)
         heappush(self.queue, (env.now + delay, NORMAL, next(self.eid), ev))
         return ev
 
@@ -105,11 +174,33 @@ class Succeeder:
         self.eid: Any = env._eid
 
     def __call__(self, ev: Any) -> None:
-        if ev._value is not PENDING:
-            raise RuntimeError(f"{ev} has already been triggered")
-        ev._ok = True
-        ev._value = None
+        if isinstance(ev, Event):  # (set natively: the components' events)
+            if ev._value is not PENDING:
+                raise RuntimeError(f"{ev} has already been triggered")
+            ev._ok = True
+            ev._value = None
+        else:
+            if ev._value is not PENDING:
+                raise RuntimeError(f"{ev} has already been triggered")
+            ev._ok = True
+            ev._value = None
         heappush(self.queue, (self.env.now, NORMAL, next(self.eid), ev))
+
+
+def failure(exc: Any) -> BaseException:
+    """A failed event nobody handled: the copy to raise, as Environment.step makes it."""
+    copy = type(exc)(*exc.args)
+    copy.__cause__ = exc
+    return copy
+
+
+def fire(event: Any, callbacks: Any) -> None:
+    """Call the event's callbacks in order, a process's wait by a native call."""
+    for callback in callbacks:
+        if isinstance(callback, Resumer):
+            callback.resume(event)
+        else:
+            callback(event)
 
 
 def run_events(
@@ -128,18 +219,18 @@ def run_events(
         limit -= 1
         now, _, _, event = heappop(queue)
         env.now = now
-        callbacks = event.callbacks
-        event.callbacks = None
-        for callback in callbacks:
-            if isinstance(callback, Resumer):
-                callback.resume(event)
-            else:
-                callback(event)
-        if not event._ok and not hasattr(event, "_defused"):
-            # a failed event nobody handled: raise a copy, as Environment.step does
-            exc = type(event._value)(*event._value.args)
-            exc.__cause__ = event._value
-            raise exc
+        if isinstance(event, Event):  # (read natively: the most common events)
+            callbacks = event.callbacks
+            event.callbacks = None
+            fire(event, callbacks)
+            if not event._ok and not hasattr(event, "_defused"):
+                raise failure(event._value)
+        else:
+            callbacks = event.callbacks
+            event.callbacks = None
+            fire(event, callbacks)
+            if not event._ok and not hasattr(event, "_defused"):
+                raise failure(event._value)
         if boundaries:
             g = max(boundaries)
             boundaries.clear()
