@@ -1,11 +1,12 @@
-"""The replay's per-event work on SimPy's events, compiled with the engine's hot path: the loop
-that fires the queued events (run_events), a process's resume (Resumer), and the timeouts and
-successes the components queue (Timeouts, Succeeder).
+"""The replay's per-event work, compiled with the engine's hot path: the loop that fires the
+queued events (run_events), a process's resume (Resumer), the events and timeouts the
+components make (Event, Timeout) and how they queue them (Timeouts, Succeeder).
 
-environment.py's ReplayEnvironment and ReplayProcess hand these their SimPy objects; the
-classes here are plain (mypyc native classes cannot subclass SimPy's), and work on the same
-private fields environment.py names, in the same way: same events, same numbers, same order.
-"""
+environment.py's ReplayEnvironment and ReplayProcess hand these their SimPy objects. The
+classes here are plain (mypyc native classes cannot subclass SimPy's): Event and Timeout hold
+SimPy's fields under SimPy's names, so that compiled code reads them without a dictionary
+lookup and SimPy's own code (a failed event, an interruption) reads them as it reads its
+own; every event still takes its number from SimPy's counter: same events, same order."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from heapq import heappop, heappush
 from typing import Any
 
 from simpy.events import NORMAL, PENDING, Process
-
 
 # SimPy's own resume: a process's path for a failed event (thrown into its generator)
 simpy_resume: Any = Process._resume
