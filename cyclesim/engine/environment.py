@@ -1,4 +1,5 @@
-"""The replay's SimPy environment: the one place that reads or writes SimPy's private fields.
+"""The replay's SimPy environment: with engine/event_loop.py, the one place that reads or writes
+SimPy's private fields.
 
 Fast-forward moves a run in time and compares two moments of it, which SimPy's public API
 cannot do: it shifts the clock and the event queue, lists the queue, and tells what a queued
@@ -6,10 +7,12 @@ event and its callbacks are. The fabric and the DMA engines queue a decision at 
 cycle, an already-triggered event at a priority of their own. The hot paths make their
 timeouts without SimPy's per-call overhead (fast_timeout), and the replay runs its events in
 a loop of its own with SimPy's step inlined (run_events); its processes resume through
-ReplayProcess, SimPy's resume with less work per event, and its clock is a plain slot. Each
-of these is a method here, so the fields they rely on (`_now`, `_queue`, `_eid`,
-`Event._ok` / `_value` / `callbacks` / `_defused`, `Timeout._delay`, `Process._resume` /
-`_generator` / `_target`, `Environment._active_proc`) are named in one module;
+ReplayProcess, SimPy's resume with less work per event, and its clock is a plain slot. The
+per-event work is engine/event_loop.py's, compiled with the components: the loop, the
+resume, and the events the components make (its Event and Timeout hold SimPy's fields in a
+compiled class). So the fields they rely on (`_now`, `_queue`, `_eid`, `Event._ok` /
+`_value` / `callbacks` / `_defused`, `Timeout._delay`, `Process._resume` / `_generator` /
+`_target`, `Environment._active_proc`) are named in this module and in event_loop.py;
 pyproject.toml pins SimPy to the versions this was tested with, and
 tests/engine/test_replay_environment.py fails when their shape changes.
 """
@@ -17,10 +20,10 @@ tests/engine/test_replay_environment.py fails when their shape changes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heappush
 
 import simpy
-from simpy.events import NORMAL, PENDING, Event, Interruption, Process, Timeout
+from simpy.events import PENDING, Event, Interruption, Process
 
 
 class ReplayEnvironment(simpy.Environment):
@@ -68,43 +71,21 @@ class ReplayEnvironment(simpy.Environment):
 
     def __init__(self, initial_time: int = 0) -> None:
         super().__init__(initial_time)
+        # the per-event work, compiled with the components or pure (engine/event_loop.py);
+        # imported here, not above: the components import this module
+        from cyclesim.engine import native
+
+        parts = native.components
+        self.resumer = parts.Resumer  # a ReplayProcess's wait on an event
+        self._run_events = parts.run_events
         # delay -> Timeout: the hot paths' timeouts (transfers, the PE array, write-backs)
-        self.fast_timeout = self._timeouts()
+        self.fast_timeout = parts.Timeouts(self)
         # event -> None: `event.succeed()` (tiles, the fabric's grants) in one call, not two
-        self.fast_succeed = self._succeeder()
+        self.fast_succeed = parts.Succeeder(self)
 
     def process(self, generator) -> Process:
         """A process whose resume is ReplayProcess's (the same events, in the same order)."""
         return ReplayProcess(self, generator)
-
-    def _succeeder(self) -> Callable[[Event], None]:
-        """A function ev -> None, `ev.succeed()`: the same event queued at the same time,
-        priority and number, without the call to `schedule`."""
-        queue, eid = self._queue, self._eid
-        env = self
-
-        def succeed(ev: Event) -> None:
-            if ev._value is not PENDING:
-                raise RuntimeError(f"{ev} has already been triggered")
-            ev._ok, ev._value = True, None
-            heappush(queue, (env.now, NORMAL, next(eid), ev))
-
-        return succeed
-
-    def _timeouts(self) -> Callable[[int], Timeout]:
-        """A function delay -> Timeout, the same event `env.timeout(delay)` schedules (same
-        time, priority and number) without its two calls (__init__, schedule), its
-        descriptor and its check: delay must be >= 0."""
-        queue, eid, new = self._queue, self._eid, Timeout.__new__
-        env = self
-
-        def timeout(delay: int) -> Timeout:
-            ev = new(Timeout)
-            ev.env, ev.callbacks, ev._value, ev._delay, ev._ok = env, [], None, delay, True
-            heappush(queue, (env.now + delay, NORMAL, next(eid), ev))
-            return ev
-
-        return timeout
 
     def run_events(
         self,
@@ -112,36 +93,18 @@ class ReplayEnvironment(simpy.Environment):
         boundaries: list | None = None,
         at_boundary: Callable[[int], None] | None = None,
     ) -> bool:
-        """`env.run()` with SimPy's step inlined (one method call and one try per event
-        fewer): process up to `limit` events in order (-1: all); True when none is left.
-        With boundaries (fast-forward), after each event that appended to it, call
-        at_boundary with its largest entry (a segment, >= 0, before a grant, < 0) and empty
-        it."""
-        queue = self._queue
-        while queue:
-            if not limit:
-                return False
-            limit -= 1
-            self.now, _, _, event = heappop(queue)
-            callbacks, event.callbacks = event.callbacks, None
-            for callback in callbacks:
-                callback(event)
-            if not event._ok and not hasattr(event, "_defused"):
-                # a failed event nobody handled: raise a copy, as Environment.step does
-                exc = type(event._value)(*event._value.args)
-                exc.__cause__ = event._value
-                raise exc
-            if boundaries:
-                g = max(boundaries)
-                boundaries.clear()
-                at_boundary(g)
-        return True
+        """`env.run()` with SimPy's step inlined (event_loop.run_events): process up to
+        `limit` events in order (-1: all); True when none is left. With boundaries
+        (fast-forward), after each event that appended to it, call at_boundary with its
+        largest entry (a segment, >= 0, before a grant, < 0) and empty it."""
+        return self._run_events(self, limit, boundaries, at_boundary)
 
-    @staticmethod
-    def resumed_process(callback) -> Process | None:
+    def resumed_process(self, callback) -> Process | None:
         """The process a callback resumes, when it is a process's wait on an event."""
+        if isinstance(callback, self.resumer):
+            return callback.process
         owner = getattr(callback, "__self__", None)
-        if owner is not None and getattr(callback, "__func__", None) in _RESUMES:
+        if owner is not None and getattr(callback, "__func__", None) is Process._resume:
             return owner
         return None
 
@@ -153,46 +116,13 @@ class ReplayEnvironment(simpy.Environment):
 
 
 class ReplayProcess(Process):
-    """A SimPy process whose wait on an event costs less: `Process._resume` with the bound
-    method it registers on each event made once per process instead of once per yield, and
-    the environment and generator read once per resume. Same events, same order, same
-    failures (a failed event takes SimPy's own path)."""
+    """A SimPy process whose wait on an event costs less: its `_resume` is an
+    event_loop.Resumer, SimPy's resume with the process, environment and generator held
+    once, made before SimPy's __init__ queues the start (so every wait, the first one
+    included, is the same object: an interruption removes it by identity). Same events,
+    same order, same failures (a failed event takes SimPy's own path)."""
 
     def __init__(self, env: ReplayEnvironment, generator) -> None:
+        if hasattr(generator, "throw"):  # (else SimPy's own ValueError, below)
+            self._resume = env.resumer(self, env, generator)
         super().__init__(env, generator)
-        self._resumer = self._resume  # (Interruption removes it by equality: the same)
-        self._send = generator.send
-
-    def _resume(self, event: Event) -> None:
-        env = self.env
-        env._active_proc = self
-        send = self._send
-        while True:
-            if not event._ok:  # thrown into the generator: SimPy's own path, from here
-                Process._resume(self, event)
-                return
-            try:
-                event = send(event._value)
-            except StopIteration as e:  # it returned: the process succeeds, as in SimPy
-                event = None
-                self._ok, self._value = True, e.args[0] if e.args else None
-                env.schedule(self)
-                break
-            except BaseException as e:  # it failed: the process fails, as in SimPy
-                event = None
-                e.__traceback__ = e.__traceback__.tb_next
-                self._ok, self._value = False, e
-                env.schedule(self)
-                break
-            try:
-                callbacks = event.callbacks
-            except AttributeError:
-                raise RuntimeError(f'Invalid yield value "{event}"') from None
-            if callbacks is not None:  # not processed yet: wait for it
-                callbacks.append(self._resumer)
-                break
-        self._target = event
-        env._active_proc = None
-
-
-_RESUMES = (Process._resume, ReplayProcess._resume)

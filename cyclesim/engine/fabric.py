@@ -31,6 +31,7 @@ from operator import itemgetter
 import simpy
 
 from cyclesim.engine.environment import ReplayEnvironment
+from cyclesim.engine.event_loop import Event
 from cyclesim.engine.rows import Rows
 from cyclesim.engine.snapshot import Origin, Unknown
 from cyclesim.vocabulary import Wait
@@ -92,7 +93,7 @@ class Fabric:
         self.wanted: dict[str, int] = {k: 0 for k in widths}  # port -> waiting requests for it
         self.last_grant: dict[int, int] = {}
         self.runs: dict[str, list] = {}  # port -> [process timing a burst on it, told to stop]
-        self.width_waiters: dict[str, list[simpy.Event]] = {}  # port -> holders waiting for width
+        self.width_waiters: dict[str, list[Event]] = {}  # port -> holders waiting for width
         self.grants = grants
         # fast-forward, when it looks: ~who of every grant_every-th grant goes to grant_log
         self.grant_log: list | None = None
@@ -108,7 +109,7 @@ class Fabric:
 
     def request(
         self, who: int, keys: tuple[str, ...], tensor: str, tl=None, at_once: bool = True
-    ) -> simpy.Event | None:
+    ) -> Event | None:
         """None if every port in keys is granted to who now, else an event that fires when
         they are (at the earliest at the end of this cycle).
 
@@ -144,7 +145,7 @@ class Fabric:
                     if not self.grants_seen % self.grant_every:
                         self.grant_log.append(~who)
                 return None
-        ev = simpy.Event(self.env)  # (env.event: a descriptor per call)
+        ev = Event(self.env)  # (the replay's: engine/event_loop.py)
         self.waiting.append([self.last_grant.get(who, -1), who, keys, ev, tensor, now, tl])
         granted_at = self.granted_at
         for k in keys:  # a grant made at once this cycle to a requester behind this one
@@ -211,7 +212,7 @@ class Fabric:
         tl=None,
         at_once: bool = True,
         moved: tuple[int, ...] | None = None,
-    ) -> simpy.Event | None:
+    ) -> Event | None:
         """End a burst and ask for the next one in one step, so round-robin sees both; moved:
         as for release."""
         now = self.env.now
@@ -260,9 +261,9 @@ class Fabric:
             del self.runs[k]
         run[0].interrupt(cause)
 
-    def wait_for_width(self, keys: tuple[str, ...]) -> simpy.Event:
+    def wait_for_width(self, keys: tuple[str, ...]) -> Event:
         """An event that fires when the PE array's reservation on one of these ports changes."""
-        ev = simpy.Event(self.env)
+        ev = Event(self.env)
         for k in keys:
             waiters = self.width_waiters.setdefault(k, [])
             if waiters and waiters[0].triggered:  # woken through its other port: drop them

@@ -1,7 +1,7 @@
 """Which engine runs the replay's events: the mypyc-compiled copy of its hot path (the
-storage nodes' processes, the PE array's, the transfers and the fabric, engine/components.py)
-when `make native` built it from the current sources, else the pure-Python modules, which
-give the same events in the same order (cyclesim/compiled.py NativeUnits: stamps,
+storage nodes' processes, the PE array's, the transfers, the fabric and the event loop,
+engine/components.py) when `make native` built it from the current sources, else the
+pure-Python modules, which give the same events in the same order (cyclesim/compiled.py NativeUnits: stamps,
 CYCLESIM_PURE_PYTHON).
 
 What mypyc checks at run time: every argument and field annotated with a builtin type (int,
@@ -29,6 +29,7 @@ NATIVE_UNITS = {
         "tiles",
         "transfer_state",
         "visits",
+        "event_loop",
     ),
 }
 UNITS = NativeUnits(PACKAGE, HERE, NATIVE_UNITS)

@@ -11,8 +11,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-import simpy
-
+from cyclesim.engine.event_loop import Event
 from cyclesim.engine.snapshot import Origin, Unknown
 from cyclesim.engine.systolic import Wavefront
 from cyclesim.schedule.counts import READ, READ_TO_BELOW, WRITE, WRITE_FROM_BELOW
@@ -277,7 +276,7 @@ class _SegmentWait:
                 if check_produced:  # it may become resident before the PE array looks at it
                     t.waiter(t.resident, k).callbacks.append(partial(self._resident, j))
 
-    def _resident(self, j: int, event: simpy.Event) -> None:
+    def _resident(self, j: int, event: Event) -> None:
         self.resident_at[j] = int(event.env.now)
 
     def met(self, i: int, kind: str, now: int, k: int, pkey: int) -> None:

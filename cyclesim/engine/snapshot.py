@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import simpy
 from simpy.events import Interruption
@@ -73,7 +73,7 @@ class Origin:
         """The index of a watched process (None: not one of them)."""
         return self.proc_ids.get(id(process))
 
-    def event(self, ev: simpy.Event, loc: tuple) -> tuple:
+    def event(self, ev: Any, loc: tuple) -> tuple:  # (SimPy's or engine/event_loop.py's)
         """The event's name: its type, state and callbacks, or where it was first seen."""
         seen = self.locs.get(id(ev))
         if seen is not None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import simpy
-
+from cyclesim.engine.event_loop import Event
 from cyclesim.engine.snapshot import Origin, Unknown
 
 if TYPE_CHECKING:
@@ -70,13 +69,13 @@ class Tiles:
         # reaches it (so at most a slot's worth of tiles)
         self.lands_at: dict[int, int] = {}
 
-    def waiter(self, table: dict, k: int) -> simpy.Event | None:
+    def waiter(self, table: dict, k: int) -> Event | None:
         """None if tile k is already done in this table, else the event to wait for."""
         e = table.get(k)
         if e is True:
             return None
         if e is None:
-            e = table[k] = simpy.Event(self.env)  # (env.event: a descriptor per call)
+            e = table[k] = Event(self.env)  # (the replay's: engine/event_loop.py)
         return e
 
     def fire(self, table: dict, k: int) -> None:

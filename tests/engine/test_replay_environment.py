@@ -20,6 +20,7 @@ from packaging.specifiers import SpecifierSet
 from simpy.core import NORMAL, URGENT
 from simpy.events import PENDING, Event, Interruption, Timeout
 
+from cyclesim.engine import native
 from cyclesim.engine.environment import ReplayEnvironment
 from cyclesim.outputs import Interrupted
 
@@ -148,11 +149,50 @@ def test_scheduled_count_counts_every_scheduled_event():
 def test_fast_timeout_queues_what_env_timeout_queues():
     # at cycle 0, env.timeout(4) then fast_timeout(4) then env.timeout(2): three queue entries
     # numbered 0, 1, 2 in that order, each (now + delay, NORMAL, number, a Timeout that has
-    # succeeded with no value and no callbacks yet), so they fire in the same order either way
+    # succeeded with no value and no callbacks yet), so they fire in the same order either way.
+    # fast_timeout's is the replay's Timeout (engine/event_loop.py): SimPy's fields and name
+    # (fast-forward names a queued event by its type's name)
     env = ReplayEnvironment()
     a, b, c = env.timeout(4), env.fast_timeout(4), env.timeout(2)
     assert sorted(env._queue) == [(2, NORMAL, 2, c), (4, NORMAL, 0, a), (4, NORMAL, 1, b)]
-    assert type(b) is Timeout and (b._ok, b._value, b._delay, b.callbacks) == (True, None, 4, [])
+    assert type(b).__name__ == type(a).__name__ == "Timeout"
+    for t in (a, b):
+        assert (t._ok, t._value, t._delay, t.callbacks) == (True, None, 4, [])
+        assert t.triggered and not t.processed and env.event_state(t) == (False, True, None)
+
+
+def test_the_replays_events_hold_what_simpys_hold():
+    # a pending event: its value PENDING, no `_ok` yet; fast_succeed triggers it (ok, value
+    # None) as it does SimPy's; a process waiting on it, interrupted by another, is resumed by
+    # SimPy's own path and leaves it without its wait
+    env = ReplayEnvironment()
+    ev = native.components.Event(env)
+    assert type(ev).__name__ == "Event" and env.event_state(ev) == (True, None, None)
+    assert not ev.triggered and ev.callbacks == []
+    log = []
+
+    def sleeper():
+        try:
+            yield ev
+        except simpy.Interrupt as irq:
+            log.append((env.now, irq.cause))
+
+    def waker(p):
+        yield env.fast_timeout(2)
+        p.interrupt("late")
+        yield env.fast_timeout(1)
+        env.fast_succeed(ev)
+
+    p = env.process(sleeper())
+    env.process(waker(p))
+    env.run_events(2)  # both start: the sleeper waits on ev
+    (resume,) = ev.callbacks
+    assert env.resumed_process(resume) is p
+    env.run_events()
+    assert log == [(2, "late")] and ev.callbacks is None and ev.processed
+    assert env.event_state(ev) == (False, True, None) and (ev.ok, ev.value) == (True, None)
+    with pytest.raises(RuntimeError):
+        env.fast_succeed(ev)
 
 
 def test_run_events_stops_after_its_limit_and_says_when_the_queue_is_empty():
