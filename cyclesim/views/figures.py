@@ -8,6 +8,7 @@ row filter (save_png: half PIL's encoding CPU, the same pixels).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import struct
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -31,6 +32,21 @@ PAD_INCHES = 0.1  # blank round what a figure shows (savefig's pad for bbox_inch
 # colours and text); each row filtered by its difference from the row above (PNG's "Up"),
 # not by PIL's per-row choice of five filters: half the CPU again for files as large
 PNG_ZLIB_LEVEL = 3
+# the laid-out strings and font heights the renderers of shared_text's figures share, or None
+_SHARED: list[dict] | None = None
+
+
+@contextlib.contextmanager
+def shared_text() -> Iterator[None]:
+    """The figures made inside share their laid-out strings: --plot's five draw the same row
+    names, tick labels and axis labels (laying a string out is ~30 us a character); each
+    call starts with none, so nothing is kept from one call to the next."""
+    global _SHARED
+    held, _SHARED = _SHARED, [{}, {}]
+    try:
+        yield
+    finally:
+        _SHARED = held
 
 
 def new_figure(width: float, height: float) -> tuple[Figure, Axes]:
@@ -60,20 +76,21 @@ def _canvas() -> type:
     class StringRenderer(RendererAgg):
         def __init__(self, width: int, height: int, dpi: float) -> None:
             super().__init__(width, height, dpi)
-            self._strings: dict = {}  # (text, font, antialiased) -> its bitmap and metrics
-            self._heights: dict = {}  # font -> its ascent, descent and line gap
+            # (text, font, antialiased, dpi) -> its bitmap and metrics; (font, dpi) -> its
+            # ascent, descent and line gap: shared by shared_text's figures
+            self._strings, self._heights = _SHARED if _SHARED is not None else ({}, {})
 
         def _get_font_height_metrics(self, prop) -> tuple:  # noqa: ANN001
             """A font's ascent, descent and line gap as Text._get_layout computes them for
             each text it lays out (a font lookup and two of its tables each time), once."""
-            key = prop.copy()
+            key = (prop.copy(), self.dpi)
             if key not in self._heights:
                 self._heights[key] = font_height_metrics(prop, self.dpi)
             return self._heights[key]
 
         def _string(self, s: str, prop, antialiased: bool) -> tuple:  # noqa: ANN001
             """The bitmap of s laid out once, when the layout measures it, for the drawing."""
-            key = (s, prop.copy(), bool(antialiased))
+            key = (s, prop.copy(), bool(antialiased), self.dpi)
             if key not in self._strings:
                 font = self._prepare_font(prop)
                 font.set_text(s, 0, flags=get_hinting_flag())  # unrotated: the image rotates

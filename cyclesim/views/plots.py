@@ -17,7 +17,7 @@ from cyclesim.outputs import atomic_output
 from cyclesim.results import Result
 from cyclesim.results.activity import COMPUTE, Activity, gc_paused
 from cyclesim.results.port_use import busy_run_columns, merged_runs
-from cyclesim.views.figures import DPI, save_png
+from cyclesim.views.figures import DPI, save_png, shared_text
 from cyclesim.views.figures import bars as _bars
 from cyclesim.views.figures import fit as _fit
 from cyclesim.views.figures import minor_log_ticks as _minor_log_ticks
@@ -433,7 +433,7 @@ def write_plots(
     # its figure
     import matplotlib.style
 
-    with steps_bar(len(draw), "plots", progress) as tick, gc_paused(), matplotlib.style.context("default"):  # fmt: skip
+    with steps_bar(len(draw), "plots", progress) as tick, gc_paused(), matplotlib.style.context("default"), shared_text():  # fmt: skip
         for name, plot in zip(PLOT_NAMES, draw, strict=True):
             plot()
             tick(name)
