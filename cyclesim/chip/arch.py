@@ -19,6 +19,7 @@ from cyclesim.errors import SpecError
 from cyclesim.spec.arch import architecture_from_dict, load_architecture
 from cyclesim.spec.arch_schema import _DramBlock, _Port
 from cyclesim.spec.arch_types import Architecture, DramModel, Port, PortKind
+from cyclesim.spec.field_errors import NAME_PATTERN
 from cyclesim.spec.limits import MAX_CLOCK_MHZ, MAX_LATENCY_CYCLES, MAX_WIDTH_BITS
 from cyclesim.spec.yamlio import Lines, StrictModel, format_path, line_of, read_yaml, validate
 
@@ -31,14 +32,14 @@ class MediumKind(enum.Enum):
 
 
 class _Core(StrictModel):
-    name: str
+    name: str = Field(pattern=NAME_PATTERN, description="letters, digits, _ and -")
     architecture: str | dict[str, Any] = Field(
         description="a single-core architecture: a file (relative to this one) or inline"
     )
 
 
 class _Offchip(StrictModel):
-    name: str = "dram"
+    name: str = Field("dram", pattern=NAME_PATTERN, description="letters, digits, _ and -")
     ports: list[_Port] = Field(min_length=1, max_length=2)
     dram: _DramBlock | None = None
 

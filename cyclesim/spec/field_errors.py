@@ -65,6 +65,12 @@ def validate(model: type[BaseModel], data: Any, lines: Lines, name: str, what: s
         raise pydantic_to_spec_error(exc, model, name, lines, what=what) from None
 
 
+# A name that other names are built from (a chip's core or off-chip memory: 'dram.rw',
+# 'l[c0>c1]', waveform scopes): no dots, brackets, spaces, and not empty
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
+_PATTERN_WORDS = {NAME_PATTERN: "a name of letters, digits, _ and -, not starting with a digit"}
+
+
 # the names pydantic puts into an error's location for the member of a union it tried
 # (`double_buffered: bool | {...}` reports 'memories[2].double_buffered.bool')
 _UNION_MEMBERS = frozenset({"bool", "int", "float", "str", "none", "dict", "list"})
@@ -123,6 +129,12 @@ def pydantic_to_spec_error(
     if what and error["type"] == "extra_forbidden":
         message = f"{message} (allowed: {', '.join(allowed)})"
         expected = None
+    if error["type"] == "string_pattern_mismatch":
+        pattern = error.get("ctx", {}).get("pattern", "")
+        message, expected = (
+            "not a valid name",
+            _PATTERN_WORDS.get(pattern, f"text matching {pattern}"),
+        )
     if isinstance(found, dict | list | str) and len(repr(found)) > 80:
         found = repr(found)[:77] + "..."
     return SpecError(

@@ -284,3 +284,22 @@ def test_the_offchip_memory_goes_by_the_name_the_chip_gives_it(tmp_path, capsys)
     (tmp_path / "m.yaml").write_text(mapping.replace("tensors:\n", "tensors:\n  - {tensor: I, home: dram}\n"))  # fmt: skip
     assert main(["chip", str(tmp_path / "hbm.yaml"), work, str(tmp_path / "m.yaml")]) == 2
     assert "expected one of ['hbm', 'local', 'c0', 'c1']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["", "hbm.x", "a b", "c[0]", "0dram"])
+@pytest.mark.parametrize("where", ["offchip", "core"])
+def test_names_that_other_names_are_built_from_are_refused(name, where):
+    """A core's or the off-chip memory's name starts port keys ('dram.rw'), link directions
+    ('l[c0>c1]') and waveform scopes: an empty one, or one with a dot, space or bracket, is
+    refused at its line (an empty off-chip name replayed, its port shown as '.rw')."""
+    d = chip_dict(buses=[{"name": "b", "cores": ["c0", "c1", "c2", "dram"], "width_bits": 8}])
+    if where == "offchip":
+        d["offchip"]["name"] = name
+        d["interconnect"]["buses"][0]["cores"][3] = name
+    else:
+        d["cores"][1]["name"] = name
+        d["interconnect"]["buses"][0]["cores"][1] = name
+    with pytest.raises(SpecError, match="not a valid name") as e:
+        chip_from_dict(d)
+    assert e.value.field == ("offchip.name" if where == "offchip" else "cores[1].name")
+    assert "letters, digits" in str(e.value)
