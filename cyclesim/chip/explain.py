@@ -133,7 +133,7 @@ def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
             both = _wider_dram_ports(both) if name == "" else _wider_medium(both, name)
         names = [name or "the DRAM port" for name in joint]
         why = "; ".join(widened[name][1] for name in joint if name in widened)
-        out.insert(len(widened), (f"{', '.join(names[:-1])} and {names[-1]} twice as wide, together",
+        out.insert(len(widened), (f"{', '.join(names[:-1])} and {names[-1]}{_TOGETHER}",
                                   why, both, mapping))  # fmt: skip
     for p in mapping.tensors:
         if not p.multicast:
@@ -173,7 +173,14 @@ def explain(res: ChipResult, limit: int = 8) -> list[Remedy]:
             out.append(Remedy(what, why, None, str(e).split(": ", 1)[-1]))
             continue
         out.append(Remedy(what, why, run.cycles))
+    # widening together is worth listing only where it beats every widening alone
+    alone = [r.cycles for r in out if r.cycles is not None and _WIDER in r.what and not r.what.endswith(_TOGETHER)]  # fmt: skip
+    out = [r for r in out if not (r.what.endswith(_TOGETHER) and r.cycles is not None
+                                  and alone and r.cycles >= min(alone))]  # fmt: skip
     return sorted(out, key=lambda r: (r.cycles is None, r.cycles or 0))
+
+
+_WIDER, _TOGETHER = " twice as wide", " twice as wide, together"  # the widenings' wording
 
 
 def explain_section(res: ChipResult, remedies: list[Remedy]) -> str:

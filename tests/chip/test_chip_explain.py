@@ -84,3 +84,19 @@ def test_why_sums_a_medium_over_every_core_and_tensor(capsys):
                   and r["cause"] in ("dram_port", "bandwidth") and r["where"].startswith("dram."))  # fmt: skip
     why = next(r["why"] for r in out["explain"] if r["remedy"].startswith("DRAM port"))
     assert why == f"{on_dram:,} cycles of dram_port and bandwidth on dram"
+
+
+def test_widening_together_is_listed_only_where_it_beats_each_alone(capsys):
+    """On the 2-core bus chip, layer by layer, the DRAM port twice as wide gives 12,008 cycles,
+    and the port and the bus together the same: the joint remedy adds nothing and is left out
+    (it was listed right after the port's, with the same cycles and bracket). On the DDR4 chip
+    each alone saves nothing and together they save 139: listed."""
+    ex = "examples/multicore"
+    found = {}
+    for chip in ("chip_bus_2core", "chip_bus_2core_ddr4"):
+        args = [f"{ex}/{chip}.yaml", f"{ex}/workload.yaml", f"{ex}/layer_by_layer_2core.yaml"]
+        assert main(["chip", *args, "--explain", "--json"]) == 0
+        found[chip] = {r["remedy"]: r["saved"] for r in json.loads(capsys.readouterr().out)["explain"]}  # fmt: skip
+    assert found["chip_bus_2core"]["DRAM port twice as wide (rw 16 -> 32 b/cycle)"] == 1060
+    assert not [r for r in found["chip_bus_2core"] if r.endswith("together")]
+    assert found["chip_bus_2core_ddr4"]["the DRAM port and bus twice as wide, together"] == 139
