@@ -216,6 +216,8 @@ def utilisation_steps(res: ChipResult, key: str, bins: int) -> tuple[list[float]
 # The chip's own causes (docs/multicore.md), each a fixed colour of Paul Tol's schemes that no
 # single-core cause, phase or layer (views/plots.py) has; `idle` a pale grey: no work left.
 CHIP_CAUSE_COLORS = {"link": "#44AA99", "dram_port": "#DDCC77", "idle": "#E8E8E8"}
+# the bursts' rows: a link's or bus's, and the DRAM port's (Tol's light blue and olive)
+BURST_COLORS = {"link or bus": "#88CCEE", "DRAM port": "#999933"}
 
 
 def span_color(cause: str, label: str, layers: list[str]) -> str:
@@ -224,7 +226,8 @@ def span_color(cause: str, label: str, layers: list[str]) -> str:
     from cyclesim.views.plots import _PALETTE, CAUSE_COLORS
 
     if cause == "step":
-        return _PALETTE[layers.index(label) % len(_PALETTE)]
+        greyless = [c for c in _PALETTE if c != "#777777"]  # greys are idle's and dependency's
+        return greyless[layers.index(label) % len(greyless)]
     return CHIP_CAUSE_COLORS.get(cause) or CAUSE_COLORS.get(cause, "#000000")
 
 
@@ -256,7 +259,10 @@ def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     for j, key in enumerate(keys):
         y = rows - 1 - len(cores) - j
         bars = [(a, b - a) for a, b, _, _ in res.run.grants[key]]
-        ax.broken_barh(bars, (y - 0.3, 0.6), color="tab:red" if "." in key else "tab:purple")
+        label = "DRAM port" if "." in key else "link or bus"
+        ax.broken_barh(bars, (y - 0.3, 0.6), color=BURST_COLORS[label],
+                       label=None if f"bursts on a {label}" in seen else f"bursts on a {label}")  # fmt: skip
+        seen.add(f"bursts on a {label}")
     ax.set_yticks(range(rows))
     ax.set_yticklabels(list(reversed([f"core {c}" for c in cores] + list(keys))))
     ax.set_xlabel("cycle")

@@ -177,14 +177,15 @@ def test_a_cause_has_one_colour_in_every_gantt():
     per plot, in the order of the run's causes: `latency` green in one Gantt, yellow in
     another), the single-core plots' colour where the cause is theirs; the chip's own causes
     have colours no cause, phase or layer has."""
-    from cyclesim.chip.views import CHIP_CAUSE_COLORS, span_color
+    from cyclesim.chip.views import BURST_COLORS, CHIP_CAUSE_COLORS, span_color
     from cyclesim.views.plots import _PALETTE, CAUSE_COLORS, PHASE_COLORS
 
     assert span_color("latency", "latency", ["e1"]) == CAUSE_COLORS["latency"]
     assert span_color("latency", "latency", ["e1", "e2", "e3"]) == CAUSE_COLORS["latency"]
-    assert span_color("step", "e2", ["e1", "e2"]) == _PALETTE[1]
-    chip_own = set(CHIP_CAUSE_COLORS.values())
-    assert len(chip_own) == 3
+    layer_colours = {span_color("step", e, ["e1", "e2", "e3"]) for e in ("e1", "e2", "e3")}
+    assert len(layer_colours) == 3 and "#777777" not in layer_colours  # no grey: idle's
+    chip_own = {*CHIP_CAUSE_COLORS.values(), *BURST_COLORS.values()}
+    assert len(chip_own) == 5
     assert not chip_own & {*CAUSE_COLORS.values(), *PHASE_COLORS.values(), *_PALETTE}
 
 
