@@ -72,8 +72,8 @@ def _replay(arch, workload, mapping, args: argparse.Namespace, saved: dict | Non
 
     log_replay(res, mapping.name)
     if saved is not None and saved.get("cycles") != res.cycles:
-        raise CyclesimError(
-            f"the saved run had {saved.get('cycles')} cycles, this replay of its inputs {res.cycles}: "
+        raise CyclesimError(  # (the saved run's schema makes its cycles an integer)
+            f"the saved run had {saved['cycles']:,} cycles, this replay of its inputs {res.cycles:,}: "
             "the simulator changed since it was saved; rerun `cyclesim run --save-run`"
         )
     return res

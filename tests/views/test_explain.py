@@ -275,6 +275,11 @@ def test_explain_a_saved_run(tmp_path, capsys):
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     assert main(["explain", str(tmp_path / "bad.json"), "-", "-"]) == 2
     assert "saved run had 51 cycles" in capsys.readouterr().err
+    doc["cycles"] = 12345  # with thousands separators, as everywhere else
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    assert main(["explain", str(tmp_path / "bad.json"), "-", "-"]) == 2
+    err = capsys.readouterr().err
+    assert "had 12,345 cycles" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_no_verify_lists_the_remedies_not_replayed(capsys):
