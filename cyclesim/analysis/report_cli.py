@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 log = logging.getLogger("cyclesim")
@@ -34,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from cyclesim.analysis.simulate import replay
     from cyclesim.engine import RunOptions
+    from cyclesim.outputs import make_parent_folders
     from cyclesim.views.html import write_html_report
     from cyclesim.views.saved import load_saved_run
 
@@ -46,8 +48,10 @@ def run(args: argparse.Namespace) -> int:
         trace=True,
         progress=progress,
     )
+    make_parent_folders({"--html": str(path)})  # as `run --html` makes them, before the replay
     res = replay(arch, workload, mapping, options)
     title = f"cyclesim: {workload.name} on {arch.name}, mapping {mapping.name}"  # as `run`
     write_html_report(res, path, title=title, progress=progress)
-    print(path)
+    if not args.quiet:  # named on stderr as `run` and `chip` name what they wrote
+        print(f"cyclesim: wrote {path}", file=sys.stderr)
     return 0
