@@ -67,7 +67,8 @@ def write_chip_perfetto(res: ChipResult, path: str | Path) -> Path:
     writes it, no time stamp in the header); ui.perfetto.dev opens either."""
     path = Path(path)
     # no displayTimeUnit, as `cyclesim run`'s: older trace processors took it as ts's unit
-    doc = {"traceEvents": perfetto_events(res)}
+    unit = "1 cycle = 1 ns on the ruler (ts in microseconds = cycles / 1000)"  # as run's
+    doc = {"otherData": {"time_unit": unit, "cycles": res.cycles}, "traceEvents": perfetto_events(res)}  # fmt: skip
     text = json.dumps(doc, separators=(",", ":")) + "\n"
     if path.suffix != ".gz":
         write_atomically(path, text)
@@ -128,6 +129,9 @@ def chip_waves(res: ChipResult) -> tuple[list[tuple], list[tuple]]:
     return signals, out
 
 
+WAVE_UNIT = "1 time unit = 1 cycle (1 ns shown per cycle)"  # the waveforms' header comment
+
+
 def write_chip_vcd(res: ChipResult, path: str | Path) -> Path:
     """The waveform (chip_waves) as VCD, written with pyvcd."""
     from vcd import VCDWriter
@@ -136,7 +140,7 @@ def write_chip_vcd(res: ChipResult, path: str | Path) -> Path:
     signals, changes = chip_waves(res)
     with (
         atomic_open(path, "w", encoding="ascii") as f,
-        VCDWriter(f, timescale="1 ns", date="-") as w,
+        VCDWriter(f, timescale="1 ns", date="-", comment=WAVE_UNIT) as w,
     ):
         sizes = {"wire": 1, "integer": 64, "string": None}
         var = [w.register_var(".".join(scope), name, kind, size=sizes[kind], init=init)
@@ -174,6 +178,7 @@ def write_chip_fst(res: ChipResult, path: str | Path) -> Path:
     ctx = create_fst_writer(ffi, lib, path)
     try:
         lib.fstWriterSetTimescaleFromString(ctx, b"1ns")
+        lib.fstWriterSetComment(ctx, WAVE_UNIT.encode())
         lib.fstWriterSetVersion(ctx, b"cyclesim")
         handles = _register(lib, ffi, ctx, [Signal(sc, n, k, "") for sc, n, k, _ in signals])
         fmt = [_fst_value(k, h) for (_, _, k, _), h in zip(signals, handles, strict=True)]

@@ -48,6 +48,7 @@ def test_traces_equal_the_report(tmp_path_factory, case):
     trace = json.loads(text, parse_float=lambda x: int(Decimal(x) * 1000))["traceEvents"]
     doc = json.loads(text)
     assert "displayTimeUnit" not in doc  # older trace processors took it as ts's unit
+    assert doc["otherData"]["time_unit"].startswith("1 cycle = 1 ns")  # said, as run's says
     last = max(e["ts"] + e["dur"] for e in doc["traceEvents"] if e["ph"] == "X")
     assert round(last * 1000) == res.cycles  # the trace's end, in microseconds
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace if e["ph"] == "M"}
@@ -216,6 +217,7 @@ def test_chip_waveforms_come_with_a_gtkwave_save_file(tmp_path, capsys):
             "--fst", str(tmp_path / "x.fst")]  # fmt: skip
     assert main(argv) == 0
     vcd = vcdvcd.VCDVCD(str(tmp_path / "x.vcd"), only_sigs=True)
+    assert "1 time unit = 1 cycle" in (tmp_path / "x.vcd").read_text()[:2000]  # the unit, said
     for save, dump in (("x.gtkw", "x.vcd"), ("x.fst.gtkw", "x.fst")):
         text = (tmp_path / save).read_text()
         assert f'[dumpfile] "{dump}"' in text
