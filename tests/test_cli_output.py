@@ -165,3 +165,13 @@ def test_quiet_prints_no_report_in_any_command(command, tmp_path, monkeypatch, c
     assert capsys.readouterr().out  # the report, without -q
     assert main([*REPORTS[command], "-q"]) == code
     assert capsys.readouterr() == ("", "")
+
+
+def test_quiet_and_verbose_on_both_sides_of_the_command_are_refused(capsys):
+    """`cyclesim -q run -v ...`: each flag alone is allowed on either side, and argparse refuses
+    both on one side; split across the command they ran quiet, -v silently dropped."""
+    with pytest.raises(SystemExit) as exc:
+        main(["-q", "run", "-v", "a.yaml", "w.yaml", "m.yaml"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: cyclesim run") and err.endswith("contradict each other\n")

@@ -216,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # refused with the usage of the sub-command given them, not the top level's
         chosen(parser, args, argv, unknown[0]).error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.quiet and args.verbose:  # one before the command, the other after it
+        chosen(parser, args, argv, "").error("-q/--quiet and -v/--verbose contradict each other")
     configure_logging(args.quiet, args.verbose)
     if args.quiet and hasattr(args, "no_progress"):
         args.no_progress = True  # quiet: no progress bar in any command
