@@ -35,7 +35,7 @@ def chip_report(res: ChipResult, top: int = 8) -> str:
             where = f" {r.where}" if r.where else ""
             tensor = f" {r.tensor}" if r.tensor else ""
             out.append(f"  {phase:<16}{r.cause:<12}{r.cycles:>10,} {_pct(r.cycles, res.cycles)} "
-                       f"{tensor}{where}{vs}{on}")  # fmt: skip
+                       f"{tensor}{where}{vs}{on}".rstrip())  # fmt: skip  (idle names nothing)
         if len(rows) > top:
             rest = sum(r.cycles for r in rows[top:])
             out.append(f"  ... {len(rows) - top} more rows, {rest:,} cycles (use --json)")

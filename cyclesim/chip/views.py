@@ -300,7 +300,7 @@ def write_chip_plots(res: ChipResult, directory: str | Path) -> list[Path]:
     ax.set_xlabel("cycle")
     ax.set_ylabel("busy, % of each bin")
     ax.set_title(
-        f"link, bus and DRAM port utilisation over time ({bins} bins of {width:,.0f} cycles)"
+        f"link, bus and DRAM port utilisation over time ({bins} bins of {f'{width:,.1f}'.removesuffix('.0')} cycles)"
     )
     # beside the axes, not over them: a trace at 100 % along the right edge stays in sight
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)

@@ -157,3 +157,11 @@ def test_dram_device_causes_name_the_other_transfer(capsys):
     assert at_device and all(r["competitor"] and r["competitor_core"] for r in at_device)
     c0 = next(r for r in at_device if r["cycles"] == 89)
     assert (c0["tensor"], c0["competitor"], c0["competitor_core"]) == ("A", "A[0:8,0:8,0:8] dram->c0", "c0")  # fmt: skip
+
+
+def test_no_report_line_ends_in_blanks(capsys):
+    """An `idle` row names nothing after its share: it ended in a blank."""
+    args = [str(EX / "chip_bus_2core.yaml"), str(EX / "workload.yaml"), str(EX / "fused_rows_2core.yaml")]  # fmt: skip
+    assert main(["chip", *args]) == 0
+    out = capsys.readouterr().out
+    assert " idle " in out and not [line for line in out.splitlines() if line != line.rstrip()]
