@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from cyclesim.engine import RunOptions
     from cyclesim.outputs import make_parent_folders
     from cyclesim.views.html import write_html_report
-    from cyclesim.views.saved import load_saved_run
+    from cyclesim.views.saved import check_same_cycles, load_saved_run
 
     arch, workload, mapping, saved = load_saved_run(args.saved)
     path = Path(args.html) if args.html else Path(args.saved).with_suffix(".html")
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     )
     make_parent_folders({"--html": str(path)})  # as `run --html` makes them, before the replay
     res = replay(arch, workload, mapping, options)
+    check_same_cycles(saved, res)  # the page shows the run that was saved, or nothing
     title = f"cyclesim: {workload.name} on {arch.name}, mapping {mapping.name}"  # as `run`
     write_html_report(res, path, title=title, progress=progress)
     if not args.quiet:  # named on stderr as `run` and `chip` name what they wrote

@@ -92,6 +92,18 @@ def read_saved_run(path: str) -> dict:
     return data
 
 
+def check_same_cycles(saved: dict, res: Result) -> None:
+    """Refuse a saved run whose replay no longer gives its cycles: what is shown would not be
+    the run that was saved (the simulator changed, or the file was edited)."""
+    from cyclesim.errors import CyclesimError
+
+    if saved.get("cycles") != res.cycles:
+        raise CyclesimError(  # (the saved run's schema makes its cycles an integer)
+            f"the saved run had {saved['cycles']:,} cycles, this replay of its inputs {res.cycles:,}: "
+            "the simulator changed since it was saved; rerun `cyclesim run --save-run`"
+        )
+
+
 def _not_saved(name: str, found: object) -> SpecError:
     return SpecError(
         "not a saved run",

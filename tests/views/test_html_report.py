@@ -132,3 +132,19 @@ def test_headless_chromium_renders_the_timeline(page, tmp_path):
     pixels = {image.getpixel((x, y)) for x in range(0, image.width, 2) for y in range(image.height)}
     # compute's green and bandwidth's orange (views/plots.py) are on the screen
     assert (0x00, 0x9E, 0x73) in pixels and (0xD5, 0x5E, 0x00) in pixels
+
+
+def test_a_saved_run_whose_replay_differs_is_refused(tmp_path, capsys):
+    """A saved run edited to 12,345 cycles: `report` wrote the replayed run's page without a
+    word, while `explain` refused the file; both refuse it now, in one line, nothing written."""
+    import json
+
+    saved = tmp_path / "run.json"
+    assert main(["run", *FILES, "--save-run", str(saved), "-q"]) == 0
+    doc = json.loads(saved.read_text())
+    doc["cycles"] = 12345
+    saved.write_text(json.dumps(doc))
+    assert main(["report", str(saved), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and "the saved run had 12,345 cycles" in err
+    assert not (tmp_path / "run.html").exists()
