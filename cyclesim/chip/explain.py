@@ -75,9 +75,21 @@ def _joint_widening(plan, widened: dict) -> list[str]:
     return joint
 
 
-def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
-    """(what, why, chip, mapping) per remedy, from the largest causes down; `why` gives the
-    cycles the remedy answers, summed over every core and tensor (as the report's rows)."""
+@dataclass(frozen=True)
+class Candidate:
+    """A remedy to replay: the changed chip and mapping, in words (what, and the cause cycles it
+    answers, summed over every core and tensor as the report's rows); for widenings made
+    together, the `what` of each widening proposed alone among them."""
+
+    what: str
+    why: str
+    chip: Chip
+    mapping: ChipMapping
+    parts: tuple[str, ...] = ()
+
+
+def candidates(res: ChipResult) -> list[Candidate]:
+    """The remedies to replay, from the largest causes down."""
     plan = res.run.plan
     chip, mapping = plan.chip, plan.mapping
     by_where: Counter = Counter()
@@ -101,7 +113,7 @@ def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
             m = media[where]
             what = f"{where} ({m.kind.value}) twice as wide ({_change(m, _doubled(m))})"
             widened[where] = (what, f"{on_medium[where]:,} cycles of link and contention on {where}")  # fmt: skip
-            out.append((what, widened[where][1], _wider_medium(chip, where), mapping))
+            out.append(Candidate(what, widened[where][1], _wider_medium(chip, where), mapping))
         if cause in ("dram_port", "bandwidth") and (where or "").startswith(dram_prefix):
             if "" not in widened:
                 wide = _wider_dram_ports(chip)
@@ -110,7 +122,7 @@ def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
                 )
                 what = f"DRAM port twice as wide ({changes})"
                 widened[""] = (what, f"{on_dram:,} cycles of dram_port and bandwidth on {chip.offchip.name}")  # fmt: skip
-                out.append((what, widened[""][1], wide, mapping))
+                out.append(Candidate(what, widened[""][1], wide, mapping))
         if cause == "contention" and where in media and tensor and tensor not in rerouted:
             rerouted.add(tensor)
             others = tuple(m.name for m in chip.media if m.name != where)
@@ -119,12 +131,12 @@ def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
                      for t in plan.transfers if t.tensor == tensor)  # fmt: skip
             if ok:
                 m2 = _with_placement(mapping, replace(p, route=others))
-                out.append((f"{tensor} routed around {where}", why, chip, m2))
+                out.append(Candidate(f"{tensor} routed around {where}", why, chip, m2))
         if cause == "buffer_full" and where and where.startswith("slot of") and tensor:
             p = mapping.placement(tensor)
             if p.multicast and tensor not in rerouted:
                 rerouted.add(tensor)
-                out.append((f"{tensor} sent to each core on its own (no multicast)", why, chip,
+                out.append(Candidate(f"{tensor} sent to each core on its own (no multicast)", why, chip,
                             _with_placement(mapping, replace(p, multicast=False))))  # fmt: skip
     joint = _joint_widening(plan, widened)
     if len(joint) > 1:  # each alone may gain nothing while the other side binds: all at once
@@ -133,15 +145,16 @@ def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
             both = _wider_dram_ports(both) if name == "" else _wider_medium(both, name)
         names = [name or "the DRAM port" for name in joint]
         why = "; ".join(widened[name][1] for name in joint if name in widened)
-        out.insert(len(widened), (f"{', '.join(names[:-1])} and {names[-1]}{_TOGETHER}",
-                                  why, both, mapping))  # fmt: skip
+        parts = tuple(widened[name][0] for name in joint if name in widened)
+        out.insert(len(widened), Candidate(f"{', '.join(names[:-1])} and {names[-1]} twice as wide, together",
+                                           why, both, mapping, parts))  # fmt: skip
     for p in mapping.tensors:
         if not p.multicast:
             parts = Counter(
                 (t.tensor, t.box, t.source) for t in plan.transfers if t.tensor == p.tensor
             )
             if parts and max(parts.values()) > 1:
-                out.append((f"{p.tensor} multicast", "the same part sent to several cores one by one",
+                out.append(Candidate(f"{p.tensor} multicast", "the same part sent to several cores one by one",
                             chip, _with_placement(mapping, replace(p, multicast=True))))  # fmt: skip
     for lm in mapping.layers:
         for rank, size in lm.tile:
@@ -150,7 +163,7 @@ def candidates(res: ChipResult) -> list[tuple[str, str, Chip, ChipMapping]]:
             except CyclesimError:
                 continue
             steps = sum(1 for s in plan.steps if s.layer == lm.einsum)
-            out.append((f"{lm.einsum}: tile of {2 * size} along {rank} (was {size})",
+            out.append(Candidate(f"{lm.einsum}: tile of {2 * size} along {rank} (was {size})",
                         f"{steps:,} step{'s' if steps != 1 else ''} of {lm.einsum}", chip, m2))  # fmt: skip
     return out
 
@@ -164,23 +177,22 @@ def explain(res: ChipResult, limit: int = 8) -> list[Remedy]:
     """The remedies, each replayed, fewest cycles first."""
     out = []
     workload = res.run.plan.workload
-    for what, why, chip, mapping in candidates(res)[:limit]:
+    chosen = candidates(res)[:limit]
+    for c in chosen:
         try:
             run = run_chip(
-                build_chip_plan(chip, workload, mapping), fast_forward=res.run.fast_forward
+                build_chip_plan(c.chip, workload, c.mapping), fast_forward=res.run.fast_forward
             )
         except CyclesimError as e:  # e.g. a larger tile that no longer fits its core
-            out.append(Remedy(what, why, None, str(e).split(": ", 1)[-1]))
+            out.append(Remedy(c.what, c.why, None, str(e).split(": ", 1)[-1]))
             continue
-        out.append(Remedy(what, why, run.cycles))
-    # widening together is worth listing only where it beats every widening alone
-    alone = [r.cycles for r in out if r.cycles is not None and _WIDER in r.what and not r.what.endswith(_TOGETHER)]  # fmt: skip
-    out = [r for r in out if not (r.what.endswith(_TOGETHER) and r.cycles is not None
-                                  and alone and r.cycles >= min(alone))]  # fmt: skip
-    return sorted(out, key=lambda r: (r.cycles is None, r.cycles or 0))
-
-
-_WIDER, _TOGETHER = " twice as wide", " twice as wide, together"  # the widenings' wording
+        out.append(Remedy(c.what, c.why, run.cycles))
+    # widenings made together are worth listing only where they beat each of them alone
+    cycles = {r.what: r.cycles for r in out}
+    redundant = {c.what for c in chosen if c.parts and cycles[c.what] is not None
+                 and any(cycles.get(p) is not None and cycles[p] <= cycles[c.what] for p in c.parts)}  # fmt: skip
+    return sorted((r for r in out if r.what not in redundant),
+                  key=lambda r: (r.cycles is None, r.cycles or 0))  # fmt: skip
 
 
 def explain_section(res: ChipResult, remedies: list[Remedy]) -> str:
